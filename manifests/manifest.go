@@ -1,0 +1,262 @@
+package manifests
+
+import "time"
+
+// Manifest is a validated device manifest: the buses of one gateway, the
+// devices on them, and the capabilities bound to those devices. A Manifest
+// returned by Load or Parse has passed every check; code downstream may rely
+// on every reference resolving and every enum holding a known value.
+type Manifest struct {
+	// File is the path the manifest was read from ("" when parsed from bytes
+	// without a name).
+	File string
+	// Version is the format version; only 1 exists.
+	Version int
+	// Gateway names this gateway. It prefixes every capability's source
+	// ("greenhouse-1/zone1_climate") so that fleets can namespace tools.
+	Gateway     string
+	Description string
+
+	Buses        []Bus
+	Devices      []Device
+	Capabilities []Capability
+	// Sim describes the simulated world for `serve --sim`; nil when absent.
+	Sim *Sim
+}
+
+// BusKind is the kind of a physical bus.
+type BusKind string
+
+// Bus kinds known to this version.
+const (
+	BusI2C  BusKind = "i2c"
+	BusGPIO BusKind = "gpio"
+)
+
+// Bus is one physical line that devices share.
+type Bus struct {
+	// Name is the manifest's lower_snake_case name for the bus.
+	Name string
+	Kind BusKind
+	// Device is the host's name for the bus: for I2C a periph bus name or
+	// number ("1", "/dev/i2c-1", "I2C1"); "" opens the first bus found.
+	// Unused for GPIO (pins are named per device).
+	Device string
+	// Timeout bounds one transaction on this bus. Zero means the default
+	// (DefaultTimeout).
+	Timeout time.Duration
+}
+
+// DefaultTimeout is the per-transaction timeout of a bus that declares none.
+const DefaultTimeout = 100 * time.Millisecond
+
+// Model is what kind of device sits at an address or pin.
+type Model string
+
+// Device models known to this version.
+const (
+	// ModelSHT3x is a Sensirion SHT30/31/35 temperature and humidity sensor on
+	// I2C (address 0x44 or 0x45). Channels: temperature (°C), humidity (%).
+	ModelSHT3x Model = "sht3x"
+	// ModelRegisters is a generic I2C register-map device. Channels: the
+	// names of its Registers.
+	ModelRegisters Model = "registers"
+	// ModelGPIOIn is a digital input pin. Channel: "" (the level, a boolean).
+	ModelGPIOIn Model = "gpio_in"
+	// ModelGPIOOut is a digital output pin driving a relay or a vent motor.
+	// Channel: "" (the level, a boolean); writable.
+	ModelGPIOOut Model = "gpio_out"
+)
+
+// Device is one chip or pin on a bus.
+type Device struct {
+	Name  string
+	Bus   string // name of a Bus in the same manifest
+	Model Model
+	// Address is the 7-bit I2C address (I2C models only).
+	Address uint16
+	// Pin is the host's pin name, such as "GPIO17" (GPIO models only).
+	Pin string
+	// ActiveLow inverts the pin: logical true drives the line low (relay
+	// boards are often active low). GPIO models only.
+	ActiveLow bool
+	// Pull is the input's pull resistor (gpio_in only).
+	Pull Pull
+	// Registers is the register map (registers model only).
+	Registers []Register
+	// Sim holds simulator-only settings for this device; nil when absent.
+	Sim *DeviceSim
+}
+
+// Pull is a GPIO input's pull resistor.
+type Pull string
+
+// Pull values. The empty Pull leaves the pin as it is.
+const (
+	PullNone Pull = "none"
+	PullUp   Pull = "up"
+	PullDown Pull = "down"
+)
+
+// RegType is the encoding of a register's value.
+type RegType string
+
+// Register types of the generic I2C register-map device.
+const (
+	RegUint8   RegType = "uint8"
+	RegInt8    RegType = "int8"
+	RegUint16  RegType = "uint16"
+	RegInt16   RegType = "int16"
+	RegUint32  RegType = "uint32"
+	RegInt32   RegType = "int32"
+	RegFloat32 RegType = "float32"
+)
+
+// Size returns the register's width in bytes.
+func (t RegType) Size() int {
+	switch t {
+	case RegUint8, RegInt8:
+		return 1
+	case RegUint16, RegInt16:
+		return 2
+	case RegUint32, RegInt32, RegFloat32:
+		return 4
+	}
+	return 0
+}
+
+// ByteOrder is the order of a multi-byte register's bytes on the wire.
+type ByteOrder string
+
+// Byte orders of an I2C register.
+const (
+	BigEndian    ByteOrder = "big"
+	LittleEndian ByteOrder = "little"
+)
+
+// Register is one named value in a register-map device. The engineering
+// value is raw*Scale + Offset.
+type Register struct {
+	Name string
+	// Address is the register pointer written before reading or writing.
+	Address   uint8
+	Type      RegType
+	ByteOrder ByteOrder // default big
+	Scale     float64   // default 1
+	Offset    float64
+	Writable  bool
+}
+
+// ValueType is the JSON type of a capability's value.
+type ValueType string
+
+// Value types.
+const (
+	TypeNumber  ValueType = "number"
+	TypeInteger ValueType = "integer"
+	TypeBoolean ValueType = "boolean"
+	TypeEnum    ValueType = "enum" // a string from Constraints.Enum
+)
+
+// Capability is one observable quantity, optionally with an action.
+// Its read tool is "read_" + Name; its do tool, if any, is Do.Tool.
+type Capability struct {
+	// Name is lower_snake_case and unique in the manifest.
+	Name        string
+	Description string
+	Type        ValueType
+	// Unit is the unit of the value ("°C", "%"); required for number and
+	// integer, empty for boolean and enum.
+	Unit string
+	// TTL is how long a reading stays fresh. Zero means DefaultTTL.
+	TTL time.Duration
+	// Location places the capability ("zone1"); matched by can_do.
+	Location string
+	// Tags are semantic words matched by can_do ("temperature", "heating").
+	Tags []string
+	// Read binds the observation to a device channel.
+	Read Binding
+	// Do is the action, or nil for a read-only capability.
+	Do *Action
+}
+
+// DefaultTTL is the freshness of a capability that declares no TTL.
+const DefaultTTL = 5 * time.Second
+
+// Binding names a device and one of its channels (see the Model constants
+// for each model's channels).
+type Binding struct {
+	Device  string
+	Channel string
+}
+
+// Action is the do_* side of a capability. It writes to the same binding
+// as Read, so readback and previous_value come from the same channel.
+type Action struct {
+	// Tool is the tool name, "do_" + lower_snake_case, unique in the manifest.
+	Tool        string
+	Description string
+	// SideEffects are declared to agents before and after execution.
+	SideEffects []string
+	// Compensable says whether the action can be reversed by another call
+	// of the same tool with the previous value.
+	Compensable bool
+	Constraints Constraints
+}
+
+// Constraints bound an action's value. Nil pointers are unbounded.
+type Constraints struct {
+	Min  *float64
+	Max  *float64
+	Step *float64
+	// Enum lists the allowed values of an enum capability.
+	Enum []string
+}
+
+// Sim is the simulated world: zones with simple thermal physics.
+type Sim struct {
+	// Seed makes noise repeatable; 0 means 1.
+	Seed int64
+	// TimeScale multiplies the passage of time in `serve --sim` (60 makes a
+	// simulated minute pass every real second). Zero means 1.
+	TimeScale float64
+	Zones     []Zone
+}
+
+// Zone is a volume of air with a temperature and a humidity.
+type Zone struct {
+	Name string
+	// Temperature is the initial air temperature, °C.
+	Temperature float64
+	// Humidity is the initial relative humidity, %.
+	Humidity float64
+	// Outside is the outside air temperature, °C.
+	Outside float64
+	// LeakTimeConstant is how fast the zone drifts toward Outside with the
+	// vents closed (Newton cooling). Zero means 2h.
+	LeakTimeConstant time.Duration
+	// VentTimeConstant is the drift toward Outside added by each open vent.
+	// Zero means 10m.
+	VentTimeConstant time.Duration
+	// HeaterRate is the warming of each heater that is on, °C per minute.
+	// Zero means 0.5.
+	HeaterRate float64
+	// Noise is the standard deviation of sensor noise on temperature, °C
+	// (humidity gets ten times that, in %). Zero means none.
+	Noise float64
+	// Sensors are the devices that measure this zone (sht3x).
+	Sensors []string
+	// Heaters are gpio_out devices that warm this zone while on.
+	Heaters []string
+	// Vents are gpio_out devices that open a vent to the outside while on.
+	Vents []string
+}
+
+// DeviceSim holds a device's simulator settings.
+type DeviceSim struct {
+	// Values are initial engineering values of a register-map device's
+	// registers, by register name.
+	Values map[string]float64
+	// Level is the initial logical level of a GPIO pin.
+	Level bool
+}

@@ -1,0 +1,207 @@
+package promcp
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Intent is the structured query can_do answers: what the caller wants to do.
+// Every field is optional; an empty intent matches every action.
+type Intent struct {
+	// SemanticTags are words the capability should carry ("cooling", "zone1").
+	SemanticTags []string `json:"semantic_tags,omitempty"`
+	// Action is what to do, as a tool name (do_set_fan_speed) or a verb
+	// phrase (set fan speed).
+	Action string `json:"action,omitempty"`
+	// Target names the capability or device acted on (fan_speed, heater).
+	Target string `json:"target,omitempty"`
+	// Value is the value the caller intends to apply, checked against the
+	// capability's constraints when present.
+	Value any `json:"value,omitempty"`
+	// Location narrows the match to a place (zone1).
+	Location string `json:"location,omitempty"`
+}
+
+// CanDoRequest is the input of the can_do tool.
+type CanDoRequest struct {
+	Intent Intent `json:"intent"`
+	// Scope is "local" (this gateway, the default) or "fleet".
+	Scope string `json:"scope,omitempty"`
+}
+
+// State is a capability's current observation inside a can_do candidate.
+type State struct {
+	Value     any       `json:"value"`
+	Unit      Unit      `json:"unit"`
+	Timestamp time.Time `json:"timestamp"`
+	// Quality (extension) is the quality of the reading behind Value.
+	Quality Quality `json:"quality,omitempty"`
+}
+
+// Constraints are the bounds a value must respect. Nil Min and Max and an
+// empty EnumValues mean unconstrained.
+type Constraints struct {
+	Min        *float64 `json:"min"`
+	Max        *float64 `json:"max"`
+	Unit       Unit     `json:"unit"`
+	EnumValues []string `json:"enum_values"`
+	// Step (extension): valid values are Min + k*Step.
+	Step *float64 `json:"step,omitempty"`
+}
+
+// Candidate is an action that matched the intent, with its permission now.
+type Candidate struct {
+	Capability         string      `json:"capability"`
+	Source             string      `json:"source"`
+	Confidence         float64     `json:"confidence"`
+	Permission         Permission  `json:"permission"`
+	CurrentState       *State      `json:"current_state"`
+	Constraints        Constraints `json:"constraints"`
+	SideEffects        []string    `json:"side_effects"`
+	ValidUntil         time.Time   `json:"valid_until"`
+	EstimatedLatencyMS int64       `json:"estimated_latency_ms"`
+	// Reason (extension) says why the permission is not plainly allowed.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Blocked is an action that matched the intent but cannot run now.
+type Blocked struct {
+	Capability string     `json:"capability"`
+	Source     string     `json:"source"`
+	Permission Permission `json:"permission"`
+	Reason     string     `json:"reason"`
+	Details    *string    `json:"details"`
+	// ValidUntil (extension) is when the block may clear, where known.
+	ValidUntil *time.Time `json:"valid_until,omitempty"`
+}
+
+// ReportContext lists the observations the decisions depended on.
+type ReportContext struct {
+	RelatedReads        []string               `json:"related_reads"`
+	CurrentObservations map[string]Observation `json:"current_observations"`
+}
+
+// Observation is one reading in ReportContext, keyed by its read_* tool.
+type Observation struct {
+	Value     any       `json:"value"`
+	Unit      Unit      `json:"unit"`
+	Timestamp time.Time `json:"timestamp"`
+	Quality   Quality   `json:"quality"`
+}
+
+// ReportMetadata times the can_do answer.
+type ReportMetadata struct {
+	Timestamp      time.Time `json:"timestamp"`
+	TotalLatencyMS int64     `json:"total_latency_ms"`
+	// Note (extension) explains an empty report, such as an intent that
+	// matched no capability.
+	Note string `json:"note,omitempty"`
+}
+
+// CapabilityReport is the response of can_do.
+type CapabilityReport struct {
+	QueryID    string         `json:"query_id"`
+	Feasible   bool           `json:"feasible"`
+	Candidates []Candidate    `json:"candidates"`
+	Blocked    []Blocked      `json:"blocked"`
+	Context    ReportContext  `json:"context"`
+	Metadata   ReportMetadata `json:"metadata"`
+	// Error (extension) explains a query that could not be answered.
+	Error *Error `json:"error,omitempty"`
+}
+
+// Normalize fills what the contract requires and the caller may leave out:
+// empty lists instead of nil, and Feasible derived from the candidates.
+func (r *CapabilityReport) Normalize() {
+	if r.Candidates == nil {
+		r.Candidates = []Candidate{}
+	}
+	if r.Blocked == nil {
+		r.Blocked = []Blocked{}
+	}
+	if r.Context.RelatedReads == nil {
+		r.Context.RelatedReads = []string{}
+	}
+	if r.Context.CurrentObservations == nil {
+		r.Context.CurrentObservations = map[string]Observation{}
+	}
+	for i := range r.Candidates {
+		c := &r.Candidates[i]
+		if c.SideEffects == nil {
+			c.SideEffects = []string{}
+		}
+		if c.Constraints.EnumValues == nil {
+			c.Constraints.EnumValues = []string{}
+		}
+	}
+	r.Feasible = r.anyAllowed()
+}
+
+func (r CapabilityReport) anyAllowed() bool {
+	for _, c := range r.Candidates {
+		if c.Permission == Allowed {
+			return true
+		}
+	}
+	return false
+}
+
+// Validate reports whether r can be sent as a can_do response.
+func (r CapabilityReport) Validate() error {
+	var errs []error
+	if strings.TrimSpace(r.QueryID) == "" {
+		errs = append(errs, errors.New("query_id is missing"))
+	}
+	if r.Feasible != r.anyAllowed() {
+		errs = append(errs, fmt.Errorf("feasible is %t but %s", r.Feasible, map[bool]string{
+			true: "a candidate is allowed", false: "no candidate is allowed"}[r.anyAllowed()]))
+	}
+	if r.Candidates == nil || r.Blocked == nil {
+		errs = append(errs, errors.New("candidates and blocked must be lists, possibly empty"))
+	}
+	if r.Context.RelatedReads == nil || r.Context.CurrentObservations == nil {
+		errs = append(errs, errors.New("context.related_reads and context.current_observations must be present"))
+	}
+	if r.Metadata.Timestamp.IsZero() {
+		errs = append(errs, errors.New("metadata.timestamp is missing"))
+	}
+	for i, c := range r.Candidates {
+		at := fmt.Sprintf("candidates[%d] (%s)", i, c.Capability)
+		if c.Capability == "" || c.Source == "" {
+			errs = append(errs, fmt.Errorf("%s: capability and source are required", at))
+		}
+		if c.ValidUntil.IsZero() {
+			errs = append(errs, fmt.Errorf("%s: valid_until is missing", at))
+		}
+		if !c.Permission.Valid() {
+			errs = append(errs, fmt.Errorf("%s: permission %q is not a proMCP permission", at, c.Permission))
+		}
+		if c.Confidence < 0 || c.Confidence > 1 || c.Confidence != c.Confidence {
+			errs = append(errs, fmt.Errorf("%s: confidence %v outside 0..1", at, c.Confidence))
+		}
+		if c.SideEffects == nil || c.Constraints.EnumValues == nil {
+			errs = append(errs, fmt.Errorf("%s: side_effects and constraints.enum_values must be lists", at))
+		}
+		if c.EstimatedLatencyMS < 0 {
+			errs = append(errs, fmt.Errorf("%s: estimated_latency_ms is negative", at))
+		}
+		if c.CurrentState != nil && c.CurrentState.Timestamp.IsZero() {
+			errs = append(errs, fmt.Errorf("%s: current_state.timestamp is missing", at))
+		}
+	}
+	for i, b := range r.Blocked {
+		at := fmt.Sprintf("blocked[%d] (%s)", i, b.Capability)
+		if b.Capability == "" || b.Source == "" {
+			errs = append(errs, fmt.Errorf("%s: capability and source are required", at))
+		}
+		if !b.Permission.Valid() || b.Permission == Allowed {
+			errs = append(errs, fmt.Errorf("%s: permission %q is not a blocking permission", at, b.Permission))
+		}
+		if strings.TrimSpace(b.Reason) == "" {
+			errs = append(errs, fmt.Errorf("%s: reason is missing", at))
+		}
+	}
+	return contract("can_do", errs)
+}

@@ -1,0 +1,131 @@
+package promcp
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+//go:embed schemas/*.json
+var schemaFiles embed.FS
+
+// Kind is one of the three proMCP tool kinds.
+type Kind string
+
+// The triad.
+const (
+	KindRead  Kind = "read"
+	KindDo    Kind = "do"
+	KindCanDo Kind = "can_do"
+)
+
+// Kinds lists the three kinds.
+func Kinds() []Kind { return []Kind{KindRead, KindDo, KindCanDo} }
+
+// KindOf classifies a tool name by its prefix: read_*, do_* or exactly
+// can_do. It reports false for a name that belongs to no kind.
+func KindOf(tool string) (Kind, bool) {
+	switch {
+	case tool == "can_do":
+		return KindCanDo, true
+	case strings.HasPrefix(tool, "read_") && len(tool) > len("read_"):
+		return KindRead, true
+	case strings.HasPrefix(tool, "do_") && len(tool) > len("do_"):
+		return KindDo, true
+	}
+	return "", false
+}
+
+// Schema returns the JSON Schema of a kind's response, as embedded in the
+// binary. The caller owns the returned bytes.
+func Schema(k Kind) (json.RawMessage, error) {
+	b, err := schemaFiles.ReadFile("schemas/" + string(k) + ".json")
+	if err != nil {
+		return nil, fmt.Errorf("no schema for kind %q", k)
+	}
+	return json.RawMessage(b), nil
+}
+
+// SchemaMap returns a kind's response schema decoded, for specialising it
+// per tool (for example narrowing "value" to a number with a fixed unit).
+func SchemaMap(k Kind) (map[string]any, error) {
+	raw, err := Schema(k)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("schema %s: %w", k, err)
+	}
+	return m, nil
+}
+
+// A Validator checks JSON documents against compiled schemas. It is safe for
+// concurrent use.
+type Validator struct {
+	mu       sync.Mutex
+	compiled map[string]*jsonschema.Schema
+}
+
+// NewValidator returns a Validator with the three kinds' schemas compiled.
+func NewValidator() (*Validator, error) {
+	v := &Validator{compiled: map[string]*jsonschema.Schema{}}
+	for _, k := range Kinds() {
+		raw, err := Schema(k)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := v.Compile(string(k), raw); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// Compile compiles schema under name, replacing any schema of that name.
+// A schema that does not compile is an error here, at registration, never a
+// silently skipped check later.
+func (v *Validator) Compile(name string, schema []byte) (*jsonschema.Schema, error) {
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	url := "mem:///" + name + ".json"
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	v.mu.Lock()
+	v.compiled[name] = s
+	v.mu.Unlock()
+	return s, nil
+}
+
+// Validate checks the JSON document doc against the schema compiled under
+// name (a Kind's name, or a name given to Compile).
+func (v *Validator) Validate(name string, doc []byte) error {
+	v.mu.Lock()
+	s, ok := v.compiled[name]
+	v.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("no schema compiled under %q", name)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
+	if err != nil {
+		return fmt.Errorf("%s: document is not JSON: %w", name, err)
+	}
+	if err := s.Validate(inst); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrContract, name, err)
+	}
+	return nil
+}
