@@ -1,0 +1,384 @@
+package capabilities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	pgpio "periph.io/x/conn/v3/gpio"
+	pi2c "periph.io/x/conn/v3/i2c"
+	"periph.io/x/conn/v3/physic"
+
+	"github.com/promcp/promcp-device/drivers/gpio"
+	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+)
+
+// Hardware opens buses and pins. The host and the simulator implement it.
+type Hardware interface {
+	// OpenI2C opens the I2C bus the manifest declares. The caller closes it.
+	OpenI2C(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error)
+	// OpenPin returns the pin of a GPIO device.
+	OpenPin(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error)
+}
+
+// HardwareFuncs adapts two functions to Hardware.
+type HardwareFuncs struct {
+	I2C func(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error)
+	Pin func(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error)
+}
+
+// OpenI2C implements Hardware.
+func (h HardwareFuncs) OpenI2C(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error) {
+	return h.I2C(ctx, bus)
+}
+
+// OpenPin implements Hardware.
+func (h HardwareFuncs) OpenPin(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error) {
+	return h.Pin(ctx, dev)
+}
+
+// Clock tells the time of readings.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Options are the optional knobs of Open.
+type Options struct {
+	// Clock stamps readings; nil means the system clock. The simulator
+	// passes its own clock so sample times follow simulated time.
+	Clock Clock
+	// Log receives lifecycle and per-transaction logs; nil discards them.
+	Log *slog.Logger
+}
+
+// Reading is one observation of a capability.
+type Reading struct {
+	// Value is float64 (number), int64 (integer), bool or string; nil when
+	// the read failed.
+	Value any
+	// Time is when the value was sampled (or the read attempted, on error).
+	Time    time.Time
+	Quality promcp.Quality
+	// Reason explains a quality that is not good.
+	Reason string
+	// Err is the driver's error when the read failed.
+	Err error
+}
+
+// Capability is a manifest capability bound to its device.
+type Capability struct {
+	manifests.Capability
+	// Source names where the value comes from: "gateway/device".
+	Source string
+	// Model is the model of the bound device.
+	Model manifests.Model
+
+	clock Clock
+	log   *slog.Logger
+	read  func(ctx context.Context) (any, error)
+	write func(ctx context.Context, v any) error
+
+	mu      sync.Mutex
+	latency time.Duration // smoothed latency of bus operations
+}
+
+// ReadTool returns the name of the capability's read tool.
+func (c *Capability) ReadTool() string { return "read_" + c.Name }
+
+// TTL returns the capability's freshness, with the default applied.
+func (c *Capability) TTL() time.Duration {
+	if c.Capability.TTL > 0 {
+		return c.Capability.TTL
+	}
+	return manifests.DefaultTTL
+}
+
+// Writable reports whether the capability has an action.
+func (c *Capability) Writable() bool { return c.Do != nil && c.write != nil }
+
+// Read samples the capability from its device. A failed read is a Reading
+// with quality error and Err set, not an error: the caller always has a
+// typed answer to give.
+func (c *Capability) Read(ctx context.Context) Reading {
+	start := time.Now()
+	v, err := c.read(ctx)
+	c.observe(time.Since(start))
+	now := c.clock.Now()
+	if err != nil {
+		c.log.Warn("read failed", "capability", c.Name, "err", err)
+		return Reading{Time: now, Quality: promcp.QualityError, Reason: err.Error(), Err: err}
+	}
+	return Reading{Value: v, Time: now, Quality: promcp.QualityGood}
+}
+
+// Write applies v (float64, bool or string, as the type says) to the
+// device. The caller has checked v against the constraints.
+func (c *Capability) Write(ctx context.Context, v any) error {
+	if !c.Writable() {
+		return fmt.Errorf("capability %s has no action", c.Name)
+	}
+	start := time.Now()
+	err := c.write(ctx, v)
+	c.observe(time.Since(start))
+	if err != nil {
+		return fmt.Errorf("capability %s: %w", c.Name, err)
+	}
+	return nil
+}
+
+// Latency returns the smoothed duration of the capability's bus operations,
+// or 0 before the first one.
+func (c *Capability) Latency() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.latency
+}
+
+func (c *Capability) observe(d time.Duration) {
+	c.mu.Lock()
+	if c.latency == 0 {
+		c.latency = d
+	} else {
+		c.latency = (c.latency*7 + d) / 8
+	}
+	c.mu.Unlock()
+}
+
+// Set is the manifest's capabilities bound to open devices.
+type Set struct {
+	Gateway string
+	caps    []*Capability
+	byName  map[string]*Capability
+	closers []func() error
+}
+
+// All returns the capabilities in manifest order.
+func (s *Set) All() []*Capability { return s.caps }
+
+// Get returns the capability named name.
+func (s *Set) Get(name string) (*Capability, bool) {
+	c, ok := s.byName[name]
+	return c, ok
+}
+
+// Close releases the buses Open opened.
+func (s *Set) Close() error {
+	var errs []error
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		errs = append(errs, s.closers[i]())
+	}
+	s.closers = nil
+	return errors.Join(errs...)
+}
+
+// Open opens every bus and device of m through hw and binds the
+// capabilities. m must have passed manifests validation. On error, whatever
+// was opened is closed again.
+func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options) (_ *Set, err error) {
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	s := &Set{Gateway: m.Gateway, byName: map[string]*Capability{}}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+
+	buses := map[string]*i2c.Bus{}
+	busByName := map[string]manifests.Bus{}
+	for _, b := range m.Buses {
+		busByName[b.Name] = b
+		if b.Kind != manifests.BusI2C {
+			continue
+		}
+		bc, err := hw.OpenI2C(ctx, b)
+		if err != nil {
+			return nil, fmt.Errorf("bus %s: %w", b.Name, err)
+		}
+		s.closers = append(s.closers, bc.Close)
+		timeout := b.Timeout
+		if timeout <= 0 {
+			timeout = manifests.DefaultTimeout
+		}
+		buses[b.Name] = i2c.NewBus(b.Name, bc, timeout, opts.Log.With("bus", b.Name))
+	}
+
+	channels := map[string]*device{}
+	for _, d := range m.Devices {
+		dev, err := openDevice(ctx, d, buses, hw, opts.Log)
+		if err != nil {
+			return nil, fmt.Errorf("device %s: %w", d.Name, err)
+		}
+		channels[d.Name] = dev
+	}
+
+	for _, mc := range m.Capabilities {
+		dev, ok := channels[mc.Read.Device]
+		if !ok {
+			return nil, fmt.Errorf("capability %s: device %q is not declared", mc.Name, mc.Read.Device)
+		}
+		c := &Capability{
+			Capability: mc,
+			Source:     m.Gateway + "/" + mc.Read.Device,
+			Model:      dev.model,
+			clock:      opts.Clock,
+			log:        opts.Log.With("capability", mc.Name),
+		}
+		c.read, err = dev.reader(mc.Read.Channel, mc.Type)
+		if err != nil {
+			return nil, fmt.Errorf("capability %s: %w", mc.Name, err)
+		}
+		if mc.Do != nil {
+			c.write, err = dev.writer(mc.Read.Channel, mc.Type)
+			if err != nil {
+				return nil, fmt.Errorf("capability %s: %w", mc.Name, err)
+			}
+		}
+		s.caps = append(s.caps, c)
+		s.byName[mc.Name] = c
+	}
+	return s, nil
+}
+
+// device is an opened device that hands out per-channel functions.
+type device struct {
+	model  manifests.Model
+	reader func(channel string, t manifests.ValueType) (func(context.Context) (any, error), error)
+	writer func(channel string, t manifests.ValueType) (func(context.Context, any) error, error)
+}
+
+func noWriter(model manifests.Model) func(string, manifests.ValueType) (func(context.Context, any) error, error) {
+	return func(string, manifests.ValueType) (func(context.Context, any) error, error) {
+		return nil, fmt.Errorf("model %s is read-only", model)
+	}
+}
+
+func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.Bus, hw Hardware, log *slog.Logger) (*device, error) {
+	log = log.With("device", d.Name)
+	switch d.Model {
+	case manifests.ModelSHT3x:
+		bus, ok := buses[d.Bus]
+		if !ok {
+			return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
+		}
+		sensor := i2c.NewSHT3x(bus, d.Address)
+		return &device{
+			model: d.Model,
+			reader: func(channel string, t manifests.ValueType) (func(context.Context) (any, error), error) {
+				var pick func(i2c.Sample) float64
+				switch channel {
+				case "temperature":
+					pick = func(s i2c.Sample) float64 { return s.Temperature.Celsius() }
+				case "humidity":
+					pick = func(s i2c.Sample) float64 { return float64(s.Humidity) / float64(physic.PercentRH) }
+				default:
+					return nil, fmt.Errorf("sht3x has no channel %q (want temperature or humidity)", channel)
+				}
+				return func(ctx context.Context) (any, error) {
+					s, err := sensor.Sense(ctx)
+					if err != nil {
+						return nil, err
+					}
+					return numeric(round(pick(s), 2), t), nil
+				}, nil
+			},
+			writer: noWriter(d.Model),
+		}, nil
+
+	case manifests.ModelRegisters:
+		bus, ok := buses[d.Bus]
+		if !ok {
+			return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
+		}
+		regs := i2c.NewRegisters(bus, d.Address, d.Registers)
+		return &device{
+			model: d.Model,
+			reader: func(channel string, t manifests.ValueType) (func(context.Context) (any, error), error) {
+				return func(ctx context.Context) (any, error) {
+					f, err := regs.Read(ctx, channel)
+					if err != nil {
+						return nil, err
+					}
+					return numeric(round(f, 9), t), nil
+				}, nil
+			},
+			writer: func(channel string, t manifests.ValueType) (func(context.Context, any) error, error) {
+				return func(ctx context.Context, v any) error {
+					f, ok := v.(float64)
+					if !ok {
+						return fmt.Errorf("register %s takes a number, not %T", channel, v)
+					}
+					return regs.Write(ctx, channel, f)
+				}, nil
+			},
+		}, nil
+
+	case manifests.ModelGPIOOut:
+		pin, err := hw.OpenPin(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		out := gpio.NewOutput(d.Name, pin, d.ActiveLow, log)
+		if err := out.Open(ctx); err != nil {
+			return nil, err
+		}
+		return &device{
+			model: d.Model,
+			reader: func(string, manifests.ValueType) (func(context.Context) (any, error), error) {
+				return func(ctx context.Context) (any, error) { return out.Get(ctx) }, nil
+			},
+			writer: func(string, manifests.ValueType) (func(context.Context, any) error, error) {
+				return func(ctx context.Context, v any) error {
+					on, ok := v.(bool)
+					if !ok {
+						return fmt.Errorf("pin takes a boolean, not %T", v)
+					}
+					return out.Set(ctx, on)
+				}, nil
+			},
+		}, nil
+
+	case manifests.ModelGPIOIn:
+		pin, err := hw.OpenPin(ctx, d)
+		if err != nil {
+			return nil, err
+		}
+		in := gpio.NewInput(d.Name, pin, d.Pull, d.ActiveLow, log)
+		if err := in.Open(ctx); err != nil {
+			return nil, err
+		}
+		return &device{
+			model: d.Model,
+			reader: func(string, manifests.ValueType) (func(context.Context) (any, error), error) {
+				return func(ctx context.Context) (any, error) { return in.Get(ctx) }, nil
+			},
+			writer: noWriter(d.Model),
+		}, nil
+	}
+	return nil, fmt.Errorf("unknown model %q", d.Model)
+}
+
+// numeric converts an engineering value to the capability's JSON type.
+func numeric(f float64, t manifests.ValueType) any {
+	if t == manifests.TypeInteger {
+		return int64(math.Round(f))
+	}
+	return f
+}
+
+func round(f float64, digits int) float64 {
+	p := math.Pow10(digits)
+	return math.Round(f*p) / p
+}

@@ -1,0 +1,432 @@
+package main
+
+// End-to-end tests: the real binary, built once, driven by the mcp-go
+// client over stdio (as a subprocess) and over streamable HTTP, in both
+// protocol generations. Every structured result is validated against the
+// outputSchema the tool declared in tools/list.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/promcp/promcp-device/promcp"
+)
+
+var binary string // built by TestMain
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "promcp-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "promcp-device")
+	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building the binary:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const (
+	greenhouse = "../../manifests/examples/greenhouse.yml"
+	labBench   = "../../manifests/examples/lab-bench.yml"
+)
+
+var protocols = []string{mcp.LATEST_PROTOCOL_VERSION, "2025-11-25"}
+
+// session is a connected client plus the output schemas it was given.
+type session struct {
+	t       *testing.T
+	c       *client.Client
+	schemas *promcp.Validator
+	tools   []mcp.Tool
+}
+
+func connect(t *testing.T, c *client.Client) *session {
+	t.Helper()
+	ctx := t.Context()
+	if err := c.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ClientInfo: mcp.Implementation{Name: "promcp-e2e", Version: "1"}}}); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatalf("tools/list: %v", err)
+	}
+	v, err := promcp.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range list.Tools {
+		if len(tool.RawOutputSchema) == 0 && tool.OutputSchema.Type == "" {
+			t.Fatalf("tool %s has no outputSchema", tool.Name)
+		}
+		schema, _ := json.Marshal(tool.OutputSchema)
+		if len(tool.RawOutputSchema) > 0 {
+			schema = tool.RawOutputSchema
+		}
+		if _, err := v.Compile(tool.Name, schema); err != nil {
+			t.Fatalf("tool %s outputSchema does not compile: %v", tool.Name, err)
+		}
+	}
+	return &session{t: t, c: c, schemas: v, tools: list.Tools}
+}
+
+// call calls a tool and checks the result against the tool's declared
+// schema and its kind's base schema; it returns the structured body.
+func (s *session) call(name string, args map[string]any) (map[string]any, bool) {
+	s.t.Helper()
+	res, err := s.c.CallTool(s.t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	if err != nil {
+		s.t.Fatalf("%s(%v): %v", name, args, err)
+	}
+	b, err := json.Marshal(res.StructuredContent)
+	if err != nil || res.StructuredContent == nil {
+		s.t.Fatalf("%s(%v): no structuredContent (%v)", name, args, err)
+	}
+	if err := s.schemas.Validate(name, b); err != nil {
+		s.t.Fatalf("%s(%v) = %s: breaks its outputSchema: %v", name, args, b, err)
+	}
+	kind, _ := promcp.KindOf(name)
+	if err := s.schemas.Validate(string(kind), b); err != nil {
+		s.t.Fatalf("%s(%v) = %s: breaks the proMCP %s schema: %v", name, args, b, kind, err)
+	}
+	if len(res.Content) == 0 {
+		s.t.Fatalf("%s: no text copy of the result for older clients", name)
+	}
+	var body map[string]any
+	if err := json.Unmarshal(b, &body); err != nil {
+		s.t.Fatal(err)
+	}
+	return body, res.IsError
+}
+
+func stdioSession(t *testing.T, protocol string, args ...string) *session {
+	t.Helper()
+	tr := transport.NewStdio(binary, nil, append([]string{"serve", "--sim", "--log-level", "warn"}, args...)...)
+	return connect(t, client.NewClient(tr, client.WithProtocolVersion(protocol)))
+}
+
+// startHTTP starts `serve --http 127.0.0.1:0` and returns the URL it prints.
+func startHTTP(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	})
+	lines := bufio.NewScanner(out)
+	re := regexp.MustCompile(`on (http://\S+/mcp)`)
+	for lines.Scan() {
+		if m := re.FindStringSubmatch(lines.Text()); m != nil {
+			go io.Copy(io.Discard, out)
+			return m[1]
+		}
+	}
+	t.Fatalf("serve --http printed no URL")
+	return ""
+}
+
+func httpSession(t *testing.T, url, protocol string) *session {
+	t.Helper()
+	c, err := client.NewStreamableHttpClient(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// NewStreamableHttpClient takes transport options only; pin the
+	// protocol on a client over the same transport.
+	return connect(t, client.NewClient(c.GetTransport(), client.WithProtocolVersion(protocol)))
+}
+
+var greenhouseTools = []string{"can_do", "do_set_heater", "do_set_vent", "read_heater", "read_humidity_zone1",
+	"read_humidity_zone2", "read_temperature_zone1", "read_temperature_zone2", "read_vent"}
+
+// checkSurface asserts the greenhouse's tools and their annotations.
+func checkSurface(t *testing.T, s *session) {
+	t.Helper()
+	var names []string
+	for _, tool := range s.tools {
+		names = append(names, tool.Name)
+		a := tool.Annotations
+		if a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil {
+			t.Fatalf("%s: annotations incomplete: %+v", tool.Name, a)
+		}
+		kind, ok := promcp.KindOf(tool.Name)
+		if !ok {
+			t.Fatalf("%s is not a proMCP tool name", tool.Name)
+		}
+		wantRO := kind != promcp.KindDo
+		if *a.ReadOnlyHint != wantRO || !*a.IdempotentHint {
+			t.Errorf("%s: readOnly=%t idempotent=%t, want readOnly=%t idempotent=true", tool.Name, *a.ReadOnlyHint, *a.IdempotentHint, wantRO)
+		}
+		if kind != promcp.KindDo && *a.DestructiveHint {
+			t.Errorf("%s: destructiveHint true on a %s tool", tool.Name, kind)
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, greenhouseTools) {
+		t.Fatalf("tools = %v, want %v", names, greenhouseTools)
+	}
+}
+
+// exerciseGreenhouse runs the issue's "done when" through a session.
+func exerciseGreenhouse(t *testing.T, s *session) {
+	checkSurface(t, s)
+
+	r, isErr := s.call("read_temperature_zone1", map[string]any{})
+	if isErr || r["quality"] != "good" || r["unit"] != "°C" {
+		t.Fatalf("read_temperature_zone1 = %v (isError %t), want a good reading in °C", r, isErr)
+	}
+	if v, ok := r["value"].(float64); !ok || v < 10 || v > 25 {
+		t.Fatalf("read_temperature_zone1 value = %v, want the simulated zone's ~16 °C", r["value"])
+	}
+	if _, err := time.Parse(time.RFC3339Nano, r["timestamp"].(string)); err != nil {
+		t.Fatalf("timestamp %v is not ISO 8601: %v", r["timestamp"], err)
+	}
+
+	// One key, one actuation: A on, B off, A again (replayed) leaves it off.
+	on, _ := s.call("do_set_heater", map[string]any{"value": true, "idempotency_key": "e2e-a"})
+	if on["status"] != "success" || on["applied_value"] != true || on["previous_value"] != false {
+		t.Fatalf("do_set_heater(true) = %v, want success false -> true", on)
+	}
+	if on["compensation_hint"] != "do_set_heater value=false" {
+		t.Errorf("compensation_hint = %v, want the tool and the previous value", on["compensation_hint"])
+	}
+	off, _ := s.call("do_set_heater", map[string]any{"value": false, "idempotency_key": "e2e-b"})
+	if off["status"] != "success" {
+		t.Fatalf("do_set_heater(false) = %v", off)
+	}
+	again, _ := s.call("do_set_heater", map[string]any{"value": true, "idempotency_key": "e2e-a"})
+	if again["replayed"] != true || again["timestamp"] != on["timestamp"] {
+		t.Fatalf("retry with key e2e-a = %v, want the first result replayed", again)
+	}
+	if h, _ := s.call("read_heater", map[string]any{}); h["value"] != false {
+		t.Fatalf("after a replayed do, read_heater = %v, want false: the replay must not actuate", h["value"])
+	}
+	conflict, isErr := s.call("do_set_heater", map[string]any{"value": false, "idempotency_key": "e2e-a"})
+	if !isErr || conflict["error"].(map[string]any)["code"] != "idempotency_conflict" {
+		t.Fatalf("key reuse with other arguments = %v, want idempotency_conflict", conflict)
+	}
+
+	// Bad arguments get a typed body naming the problem, and change nothing.
+	bad, isErr := s.call("do_set_vent", map[string]any{"value": "open"})
+	if !isErr || bad["status"] != "failed" || bad["error"].(map[string]any)["code"] != "invalid_argument" {
+		t.Fatalf("do_set_vent(\"open\") = %v, want failed invalid_argument", bad)
+	}
+	if v, _ := s.call("read_vent", map[string]any{}); v["value"] != false {
+		t.Fatalf("after a refused do_set_vent, read_vent = %v, want false", v["value"])
+	}
+
+	// can_do: heating matches the heater first; every candidate has valid_until.
+	rep, _ := s.call("can_do", map[string]any{"intent": map[string]any{
+		"semantic_tags": []any{"heating"}, "action": "turn on heater", "location": "zone1", "value": true}})
+	cands := rep["candidates"].([]any)
+	if rep["feasible"] != true || len(cands) == 0 || cands[0].(map[string]any)["capability"] != "do_set_heater" {
+		t.Fatalf("can_do(heating) = %v, want do_set_heater first and feasible", rep)
+	}
+	nothing, _ := s.call("can_do", map[string]any{"intent": map[string]any{"action": "launch rocket"}})
+	if nothing["feasible"] != false || len(nothing["candidates"].([]any)) != 0 || nothing["metadata"].(map[string]any)["note"] == nil {
+		t.Fatalf("can_do(launch rocket) = %v, want an empty report that says so", nothing)
+	}
+}
+
+func TestStdio(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p, func(t *testing.T) {
+			exerciseGreenhouse(t, stdioSession(t, p, "--manifest", greenhouse))
+		})
+	}
+}
+
+func TestHTTP(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p, func(t *testing.T) {
+			url := startHTTP(t, "--manifest", greenhouse)
+			exerciseGreenhouse(t, httpSession(t, url, p))
+		})
+	}
+}
+
+// TestHeaterWarmsZone: turning the heater on makes later reads of the
+// simulated chip rise. Simulated time runs 3000x, so minutes pass quickly;
+// the test waits for the condition, it does not time it.
+func TestHeaterWarmsZone(t *testing.T) {
+	s := stdioSession(t, protocols[1], "--manifest", greenhouse, "--time-scale", "3000")
+	first, _ := s.call("read_temperature_zone1", map[string]any{})
+	start := first["value"].(float64)
+	if r, _ := s.call("do_set_heater", map[string]any{"value": true}); r["status"] != "success" {
+		t.Fatalf("do_set_heater = %v", r)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, _ := s.call("read_temperature_zone1", map[string]any{})
+		if v := r["value"].(float64); v > start+2 {
+			return
+		} else if time.Now().After(deadline) {
+			t.Fatalf("zone1 stayed at %.2f °C (from %.2f) with the heater on", v, start)
+		}
+	}
+}
+
+// TestOutOfRangeNeverReachesTheBus: a value outside the constraints is
+// refused by do_* and by can_do with out_of_range, and the device keeps
+// its value.
+func TestOutOfRangeNeverReachesTheBus(t *testing.T) {
+	s := stdioSession(t, protocols[0], "--manifest", labBench)
+	before, _ := s.call("read_light_level", map[string]any{})
+	res, isErr := s.call("do_set_light_level", map[string]any{"value": 150})
+	if !isErr || res["status"] != "failed" || res["permission"] != "out_of_range" {
+		t.Fatalf("do_set_light_level(150) = %v, want failed out_of_range", res)
+	}
+	after, _ := s.call("read_light_level", map[string]any{})
+	if after["value"] != before["value"] {
+		t.Fatalf("light level changed from %v to %v after a refused write", before["value"], after["value"])
+	}
+	rep, _ := s.call("can_do", map[string]any{"intent": map[string]any{"target": "light_level", "value": 150}})
+	blocked := rep["blocked"].([]any)
+	if rep["feasible"] != false || len(blocked) != 1 || blocked[0].(map[string]any)["permission"] != "out_of_range" {
+		t.Fatalf("can_do(light 150) = %v, want blocked out_of_range", rep)
+	}
+	ok, _ := s.call("do_set_light_level", map[string]any{"value": 75.5})
+	if ok["status"] != "success" || ok["applied_value"] != 75.5 || ok["previous_value"] != before["value"] {
+		t.Fatalf("do_set_light_level(75.5) = %v, want success %v -> 75.5", ok, before["value"])
+	}
+}
+
+func TestHTTPDeletedSessionIs404(t *testing.T) {
+	url := startHTTP(t, "--manifest", greenhouse)
+	post := func(header map[string]string, body string) *http.Response {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		return res
+	}
+	init := post(nil, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	sid := init.Header.Get("Mcp-Session-Id")
+	if init.StatusCode != 200 || sid == "" {
+		t.Fatalf("initialize: status %d, session %q", init.StatusCode, sid)
+	}
+	hdr := map[string]string{"Mcp-Session-Id": sid, "Mcp-Protocol-Version": "2025-11-25"}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodDelete, url, nil)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	del, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Body.Close()
+	if got := post(hdr, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`).StatusCode; got != http.StatusNotFound {
+		t.Fatalf("tools/list on a deleted session: status %d, want 404", got)
+	}
+	if got := post(map[string]string{"Origin": "https://evil.example"}, `{"jsonrpc":"2.0","id":3,"method":"ping"}`).StatusCode; got != http.StatusForbidden {
+		t.Fatalf("request from a foreign Origin: status %d, want 403", got)
+	}
+}
+
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	var o, e strings.Builder
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return o.String(), e.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return o.String(), e.String(), 0
+}
+
+func TestServeWithoutHardwareNamesTheBus(t *testing.T) {
+	_, stderr, code := runCLI(t, "serve", "--manifest", greenhouse)
+	if code != 1 || !strings.Contains(stderr, `i2c1`) || !strings.Contains(stderr, `"1"`) {
+		t.Fatalf("serve without --sim on a machine without I2C: exit %d, stderr %q; want exit 1 naming bus i2c1 (\"1\")", code, stderr)
+	}
+}
+
+func TestLintCLI(t *testing.T) {
+	out, _, code := runCLI(t, "lint", greenhouse, labBench)
+	if code != 0 || strings.Count(out, ": ok:") != 2 {
+		t.Fatalf("lint examples: exit %d, %q", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yml")
+	os.WriteFile(bad, []byte("version: 1\ngateway: g\nbuses:\n  - name: i2c1\n    kind: can\n"), 0o644)
+	out, _, code = runCLI(t, "lint", bad)
+	if code != 1 || !strings.Contains(out, "bad.yml:5:11") {
+		t.Fatalf("lint bad manifest: exit %d, %q; want exit 1 and the position bad.yml:5:11", code, out)
+	}
+}
+
+func TestToolsJSON(t *testing.T) {
+	out, _, code := runCLI(t, "tools", "--manifest", greenhouse, "--json")
+	if code != 0 {
+		t.Fatalf("tools --json: exit %d", code)
+	}
+	var tools []map[string]any
+	if err := json.Unmarshal([]byte(out), &tools); err != nil {
+		t.Fatalf("tools --json is not JSON: %v", err)
+	}
+	var names []string
+	for _, tool := range tools {
+		names = append(names, tool["name"].(string))
+		for _, k := range []string{"description", "inputSchema", "outputSchema", "responseSchema", "annotations"} {
+			if tool[k] == nil {
+				t.Errorf("%s: %s missing", tool["name"], k)
+			}
+		}
+		a, _ := json.Marshal(tool["outputSchema"])
+		b, _ := json.Marshal(tool["responseSchema"])
+		if string(a) != string(b) {
+			t.Errorf("%s: responseSchema differs from outputSchema", tool["name"])
+		}
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, greenhouseTools) {
+		t.Fatalf("tools --json names = %v, want %v", names, greenhouseTools)
+	}
+}

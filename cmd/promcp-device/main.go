@@ -1,0 +1,66 @@
+// Command promcp-device serves devices declared in a manifest as proMCP
+// tools over MCP (stdio or streamable HTTP), on real hardware or on the
+// built-in simulator.
+//
+// Usage:
+//
+//	promcp-device serve --manifest FILE [--sim] [--http ADDR] [--role ROLE]
+//	promcp-device lint FILE...
+//	promcp-device tools --manifest FILE [--json]
+//	promcp-device version
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usage = `promcp-device: devices behind the Model Context Protocol, the proMCP way.
+
+Usage:
+  promcp-device serve --manifest FILE [--sim] [--http ADDR]   serve the manifest's tools
+  promcp-device lint FILE...                                 check manifests; exit 1 on problems
+  promcp-device tools --manifest FILE [--json]               list the tools a manifest serves
+  promcp-device version                                      print the version
+
+Run "promcp-device COMMAND -h" for a command's flags.
+`
+
+// run is the whole program; it returns the exit code: 0 success, 1 the
+// work failed (bad manifest, bus unavailable), 2 bad usage.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "serve":
+		return cmdServe(ctx, args[1:], stdin, stdout, stderr)
+	case "lint":
+		return cmdLint(args[1:], stdout, stderr)
+	case "tools":
+		return cmdTools(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintln(stdout, "promcp-device", version)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "promcp-device: unknown command %q\n\n%s", args[0], usage)
+	return 2
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+)
+
+// listFlag collects a repeatable string flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	manifest := fs.String("manifest", "", "manifest `FILE` to serve (required)")
+	simulate := fs.Bool("sim", false, "serve on the built-in simulator instead of hardware")
+	timeScale := fs.Float64("time-scale", 0, "with --sim: simulated seconds per real second (overrides the manifest's sim.time_scale)")
+	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (host:port; a bare :port binds loopback) instead of stdio")
+	var origins listFlag
+	fs.Var(&origins, "allow-origin", "with --http: a browser `ORIGIN` allowed to call (repeatable); loopback origins are always allowed")
+	role := fs.String("role", "operator", "the caller's `ROLE` for every call")
+	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *manifest == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "promcp-device serve: --manifest FILE is required (and takes no other arguments)")
+		return 2
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device serve:", err)
+		return 2
+	}
+
+	m, err := manifests.Load(*manifest)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	gw, err := openGateway(ctx, m, *simulate, *timeScale, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device serve:", err)
+		return 1
+	}
+	defer gw.Close()
+
+	caller := server.Caller{Name: "local", Role: *role}
+	if *httpAddr == "" {
+		log.Info("serving over stdio", "manifest", *manifest, "tools", len(gw.srv.Tools()), "sim", *simulate)
+		if err := gw.srv.ServeStdio(ctx, stdin, stdout, caller); err != nil && !errors.Is(err, context.Canceled) {
+			fmt.Fprintln(stderr, "promcp-device serve:", err)
+			return 1
+		}
+		return 0
+	}
+	return serveHTTP(ctx, gw, *httpAddr, origins, caller, stdout, stderr, log)
+}
+
+func serveHTTP(ctx context.Context, gw *gateway, addr string, origins []string, caller server.Caller, stdout, stderr io.Writer, log *slog.Logger) int {
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "promcp-device serve: --http %s: %v\n", addr, err)
+		return 1
+	}
+	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !isLoopback(host) {
+		log.Warn("listening on a non-loopback address without authentication; anyone who reaches it can actuate", "addr", ln.Addr().String())
+	}
+	hs := &http.Server{
+		Handler:           gw.srv.HTTPHandler(server.HTTPConfig{AllowedOrigins: origins, Caller: caller}),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	fmt.Fprintf(stdout, "promcp-device: serving %d tools of %s on %s (MCP streamable HTTP)\n", len(gw.srv.Tools()), gw.manifest.Gateway, url)
+	fmt.Fprintf(stdout, "  connect an MCP client to %s, for example: claude mcp add --transport http %s %s\n", url, gw.manifest.Gateway, url)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		fmt.Fprintln(stderr, "promcp-device serve:", err)
+		return 1
+	case <-ctx.Done():
+	}
+	log.Info("shutting down: finishing calls in flight")
+	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := hs.Shutdown(sctx); err != nil {
+		fmt.Fprintln(stderr, "promcp-device serve: shutdown:", err)
+		return 1
+	}
+	return 0
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// gateway is an opened manifest: capabilities bound to hardware or the
+// simulator, and the proMCP server over them.
+type gateway struct {
+	manifest *manifests.Manifest
+	set      *capabilities.Set
+	srv      *server.Server
+	world    *sim.World // nil on hardware
+}
+
+func (g *gateway) Close() error { return g.set.Close() }
+
+// openGateway binds m to the simulator (simulate) or the host's buses,
+// and registers its tools. Nothing is opened before m has validated.
+func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, timeScale float64, log *slog.Logger) (*gateway, error) {
+	g := &gateway{manifest: m}
+	var hw capabilities.Hardware
+	if simulate {
+		scale := timeScale
+		if scale <= 0 && m.Sim != nil {
+			scale = m.Sim.TimeScale
+		}
+		w, err := sim.New(m, sim.NewScaledClock(scale))
+		if err != nil {
+			return nil, fmt.Errorf("simulator: %w", err)
+		}
+		g.world = w
+		hw = capabilities.HardwareFuncs{
+			I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return w.I2C(ctx, b.Name) },
+			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return w.Pin(ctx, d.Pin) },
+		}
+	} else {
+		h := drivers.NewHost(log)
+		hw = capabilities.HardwareFuncs{
+			I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return h.I2C(ctx, b.Device) },
+			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
+		}
+	}
+	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log})
+	if err != nil {
+		return nil, err
+	}
+	g.set = set
+	srv, err := server.New("promcp-device/"+m.Gateway, version,
+		server.WithLogger(log),
+		server.WithInstructions(instructions(m)))
+	if err != nil {
+		set.Close()
+		return nil, err
+	}
+	if _, err := server.Serve(srv, set); err != nil {
+		set.Close()
+		return nil, err
+	}
+	g.srv = srv
+	return g, nil
+}
+
+func instructions(m *manifests.Manifest) string {
+	s := "proMCP gateway " + m.Gateway + ". "
+	if m.Description != "" {
+		s += m.Description + " "
+	}
+	return s + "Tools follow proMCP: read_* observe (act only on quality good), can_do tells whether an action is allowed now and until when, do_* act idempotently by idempotency_key. Pattern: can_do, then read_*, then do_*, then read_* to verify."
+}
+
+func newLogger(w io.Writer, level string) (*slog.Logger, error) {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}

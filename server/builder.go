@@ -1,0 +1,575 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/promcp"
+)
+
+// Clock tells the time of responses.
+type Clock interface{ Now() time.Time }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Caller is who makes a call, as the transport established it.
+type Caller struct {
+	Name string
+	Role string
+}
+
+type callerKey struct{}
+
+// WithCaller returns ctx carrying c, for transports to set.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+// CallerFrom returns the caller in ctx, or the zero Caller.
+func CallerFrom(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
+}
+
+// ReadTool declares a read_* tool.
+type ReadTool struct {
+	// Name is "read_" + lower_snake_case.
+	Name        string
+	Title       string
+	Description string
+	// Unit is the unit of the value, stated in the output schema.
+	Unit promcp.Unit
+	// Value is the JSON Schema of the value when quality is not error, such
+	// as {"type":"number"}; nil allows any value.
+	Value map[string]any
+}
+
+// DoTool declares a do_* tool.
+type DoTool struct {
+	// Name is "do_" + lower_snake_case.
+	Name        string
+	Title       string
+	Description string
+	// Value is the JSON Schema of the "value" argument, including its
+	// bounds (minimum, maximum, enum) for clients to see. The server checks
+	// the type itself and leaves the bounds to the handler's policy, so an
+	// out-of-range value is refused with permission out_of_range.
+	Value map[string]any
+	// SideEffects are declared in the description and every response.
+	SideEffects []string
+	// Compensable says whether the action can be reversed; a do_* tool that
+	// is not compensable is annotated destructive.
+	Compensable bool
+}
+
+// ReadHandler answers a read_* call. A returned error becomes a typed
+// read body with quality error and error code internal; a handler that knows
+// better returns the ReadResult with quality error itself.
+type ReadHandler func(ctx context.Context, req ReadRequest) (promcp.ReadResult, error)
+
+// ReadRequest is a read_* call.
+type ReadRequest struct {
+	Tool   string
+	Args   map[string]any
+	Caller Caller
+}
+
+// DoHandler performs a do_* call once per idempotency key. It fills Status,
+// AppliedValue, PreviousValue and, when refused, Permission and Reason; the
+// server fills the key, side effects, compensable and the timestamp where
+// left zero. A returned error becomes a failed typed body with code internal
+// and is not kept for replay.
+type DoHandler func(ctx context.Context, req DoRequest) (promcp.DoResult, error)
+
+// DoRequest is a do_* call.
+type DoRequest struct {
+	Tool           string
+	Value          any
+	IdempotencyKey string
+	Args           map[string]any
+	Caller         Caller
+}
+
+// CanDoHandler answers can_do. The server fills query_id, metadata and the
+// empty lists where left zero, and derives feasible from the candidates.
+type CanDoHandler func(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, error)
+
+// Server is a proMCP server: a builder of read_*, do_* and can_do tools over
+// an mcp-go server that enforces the contract on every response.
+type Server struct {
+	mcp       *mcpserver.MCPServer
+	clock     Clock
+	log       *slog.Logger
+	store     idempotency.Store
+	keyTTL    time.Duration
+	validator *promcp.Validator
+	tools     []Tool
+
+	instructions string
+}
+
+// Tool is a registered tool with its kind, as served.
+type Tool struct {
+	Kind promcp.Kind
+	MCP  mcp.Tool
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithClock sets the clock that stamps responses.
+func WithClock(c Clock) Option { return func(s *Server) { s.clock = c } }
+
+// WithLogger sets the logger; nil discards logs.
+func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
+
+// WithStore sets the idempotency store. The default keeps outcomes in
+// memory for idempotency.DefaultTTL.
+func WithStore(st idempotency.Store, ttl time.Duration) Option {
+	return func(s *Server) { s.store, s.keyTTL = st, ttl }
+}
+
+// WithInstructions sets the instructions the server gives clients at
+// initialisation.
+func WithInstructions(text string) Option {
+	return func(s *Server) { s.instructions = text }
+}
+
+// New returns a Server with no tools.
+func New(name, version string, opts ...Option) (*Server, error) {
+	s := &Server{clock: systemClock{}}
+	for _, o := range opts {
+		o(s)
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.store == nil {
+		s.keyTTL = idempotency.DefaultTTL
+		s.store = idempotency.NewMemory(s.keyTTL, s.clock)
+	}
+	v, err := promcp.NewValidator()
+	if err != nil {
+		return nil, err
+	}
+	s.validator = v
+	mopts := []mcpserver.ServerOption{
+		mcpserver.WithToolCapabilities(false),
+		mcpserver.WithRecovery(),
+	}
+	if s.instructions != "" {
+		mopts = append(mopts, mcpserver.WithInstructions(s.instructions))
+	}
+	s.mcp = mcpserver.NewMCPServer(name, version, mopts...)
+	return s, nil
+}
+
+// MCP returns the underlying mcp-go server, for transports.
+func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
+
+// Tools returns the registered tools in registration order.
+func (s *Server) Tools() []Tool { return slices.Clone(s.tools) }
+
+var snake = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+
+func (s *Server) checkName(name string, kind promcp.Kind) error {
+	k, ok := promcp.KindOf(name)
+	if !ok || k != kind || !snake.MatchString(name) {
+		want := map[promcp.Kind]string{promcp.KindRead: "read_<snake_case>", promcp.KindDo: "do_<snake_case>", promcp.KindCanDo: "can_do"}[kind]
+		return fmt.Errorf("tool name %q: want %s", name, want)
+	}
+	for _, t := range s.tools {
+		if t.MCP.Name == name {
+			return fmt.Errorf("tool %q is already registered", name)
+		}
+	}
+	return nil
+}
+
+// register compiles the tool's schemas (failing registration when one does
+// not compile) and adds it to the MCP server.
+func (s *Server) register(kind promcp.Kind, tool mcp.Tool, h mcpserver.ToolHandlerFunc) error {
+	if tool.RawInputSchema == nil || tool.RawOutputSchema == nil {
+		return fmt.Errorf("tool %s: input and output schemas are required", tool.Name)
+	}
+	if _, err := s.validator.Compile("in:"+tool.Name, tool.RawInputSchema); err != nil {
+		return fmt.Errorf("tool %s: input schema: %w", tool.Name, err)
+	}
+	if _, err := s.validator.Compile("out:"+tool.Name, tool.RawOutputSchema); err != nil {
+		return fmt.Errorf("tool %s: output schema: %w", tool.Name, err)
+	}
+	s.tools = append(s.tools, Tool{Kind: kind, MCP: tool})
+	s.mcp.AddTool(tool, h)
+	return nil
+}
+
+// Read registers a read_* tool.
+func (s *Server) Read(t ReadTool, h ReadHandler) error {
+	if err := s.checkName(t.Name, promcp.KindRead); err != nil {
+		return err
+	}
+	if h == nil {
+		return fmt.Errorf("tool %s: nil handler", t.Name)
+	}
+	out, err := readOutputSchema(t)
+	if err != nil {
+		return err
+	}
+	tool := mcp.Tool{
+		Name:            t.Name,
+		Title:           t.Title,
+		Description:     t.Description,
+		RawInputSchema:  mustJSON(readInputSchema()),
+		RawOutputSchema: out,
+		Annotations:     annotations(promcp.KindRead, false, t.Title),
+	}
+	return s.register(promcp.KindRead, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, argErr := s.arguments(t.Name, req)
+		var res promcp.ReadResult
+		if argErr != nil {
+			res = promcp.ReadResult{Unit: t.Unit, Quality: promcp.QualityError, Error: argErr}
+		} else {
+			var err error
+			res, err = h(ctx, ReadRequest{Tool: t.Name, Args: args, Caller: CallerFrom(ctx)})
+			if err != nil {
+				s.log.Error("read handler failed", "tool", t.Name, "err", err)
+				res = promcp.ReadResult{Unit: t.Unit, Quality: promcp.QualityError,
+					Error: &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()}}
+			}
+		}
+		if res.Timestamp.IsZero() {
+			res.Timestamp = s.clock.Now()
+		}
+		res.Timestamp = res.Timestamp.UTC()
+		if res.Quality == promcp.QualityError {
+			res.Value = nil
+		}
+		return s.result(t.Name, res, res.Validate(), res.Quality == promcp.QualityError)
+	})
+}
+
+// Do registers a do_* tool.
+func (s *Server) Do(t DoTool, h DoHandler) error {
+	if err := s.checkName(t.Name, promcp.KindDo); err != nil {
+		return err
+	}
+	if h == nil {
+		return fmt.Errorf("tool %s: nil handler", t.Name)
+	}
+	if t.SideEffects == nil {
+		t.SideEffects = []string{}
+	}
+	in := doInputSchema(t.Value)
+	out, err := doOutputSchema(t)
+	if err != nil {
+		return err
+	}
+	// The server checks the value's type with the bounds left out, so that
+	// bounds are refused by policy with the out_of_range permission.
+	if _, err := s.validator.Compile("type:"+t.Name, mustJSON(doInputSchema(withoutBounds(t.Value)))); err != nil {
+		return fmt.Errorf("tool %s: value schema: %w", t.Name, err)
+	}
+	desc := t.Description + doDescriptionSuffix(t, s.keyTTL)
+	tool := mcp.Tool{
+		Name:            t.Name,
+		Title:           t.Title,
+		Description:     desc,
+		RawInputSchema:  mustJSON(in),
+		RawOutputSchema: out,
+		Annotations:     annotations(promcp.KindDo, t.Compensable, t.Title),
+	}
+	return s.register(promcp.KindDo, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res := s.do(ctx, t, h, req)
+		return s.result(t.Name, res, res.Validate(), res.Status == promcp.StatusFailed)
+	})
+}
+
+func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallToolRequest) promcp.DoResult {
+	base := promcp.DoResult{SideEffects: t.SideEffects, Compensable: t.Compensable}
+	fail := func(key string, e *promcp.Error) promcp.DoResult {
+		r := base
+		r.Status, r.IdempotencyKey, r.Error, r.Reason = promcp.StatusFailed, key, e, e.Message
+		r.Compensable, r.CompensationHint = false, nil // nothing was done, nothing to reverse
+		r.Timestamp = s.clock.Now().UTC()
+		return r
+	}
+
+	// Types are checked here; bounds are the policy's, so that a value out
+	// of range is refused with the out_of_range permission.
+	args, argErr := s.argumentsFor("type:"+t.Name, req)
+	key, _ := args["idempotency_key"].(string)
+	if key == "" {
+		key = newKey()
+	}
+	if argErr != nil {
+		return fail(key, argErr)
+	}
+
+	fp := fingerprint(t.Name, args)
+	var out promcp.DoResult
+	outcome, replayed, err := s.store.Do(ctx, key, fp, func(ctx context.Context) ([]byte, bool, error) {
+		r, err := h(ctx, DoRequest{Tool: t.Name, Value: args["value"], IdempotencyKey: key, Args: args, Caller: CallerFrom(ctx)})
+		if err != nil {
+			s.log.Error("do handler failed", "tool", t.Name, "key", key, "err", err)
+			r = fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()})
+		}
+		r.IdempotencyKey = key
+		if r.SideEffects == nil {
+			r.SideEffects = t.SideEffects
+		}
+		if r.Timestamp.IsZero() {
+			r.Timestamp = s.clock.Now()
+		}
+		r.Timestamp = r.Timestamp.UTC()
+		b, merr := json.Marshal(r)
+		if merr != nil {
+			return nil, false, fmt.Errorf("encoding result: %w", merr)
+		}
+		return b, keepOutcome(r), nil
+	})
+	switch {
+	case errors.Is(err, idempotency.ErrConflict):
+		return fail(key, &promcp.Error{Code: promcp.CodeIdempotencyConflict, Field: "idempotency_key",
+			Message: fmt.Sprintf("idempotency_key %q was used with different arguments; use a new key for a new action", key)})
+	case err != nil:
+		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()})
+	}
+	if err := json.Unmarshal(outcome, &out); err != nil {
+		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: "stored result is unreadable: " + err.Error()})
+	}
+	out.Replayed = replayed
+	return out
+}
+
+// keepOutcome says whether a do result is kept for replay: refusals and bad
+// arguments touched nothing, so a retry is evaluated afresh.
+func keepOutcome(r promcp.DoResult) bool {
+	if r.Status != promcp.StatusFailed {
+		return true
+	}
+	if r.Permission != "" && r.Permission != promcp.Allowed {
+		return false
+	}
+	return r.Error == nil || r.Error.Code != promcp.CodeInvalidArgument
+}
+
+// CanDo registers the can_do tool.
+func (s *Server) CanDo(description string, h CanDoHandler) error {
+	if err := s.checkName("can_do", promcp.KindCanDo); err != nil {
+		return err
+	}
+	if h == nil {
+		return errors.New("tool can_do: nil handler")
+	}
+	out, err := promcp.Schema(promcp.KindCanDo)
+	if err != nil {
+		return err
+	}
+	tool := mcp.Tool{
+		Name:            "can_do",
+		Title:           "Can do?",
+		Description:     description,
+		RawInputSchema:  mustJSON(canDoInputSchema()),
+		RawOutputSchema: out,
+		Annotations:     annotations(promcp.KindCanDo, false, "Can do?"),
+	}
+	return s.register(promcp.KindCanDo, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := time.Now()
+		rep, failed := s.canDo(ctx, h, req)
+		if rep.QueryID == "" {
+			rep.QueryID = newUUID()
+		}
+		if rep.Metadata.Timestamp.IsZero() {
+			rep.Metadata.Timestamp = s.clock.Now()
+		}
+		rep.Metadata.Timestamp = rep.Metadata.Timestamp.UTC()
+		rep.Metadata.TotalLatencyMS = time.Since(start).Milliseconds()
+		rep.Normalize()
+		return s.result("can_do", rep, rep.Validate(), failed)
+	})
+}
+
+func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequest) (promcp.CapabilityReport, bool) {
+	if _, argErr := s.arguments("can_do", req); argErr != nil {
+		return promcp.CapabilityReport{Error: argErr}, true
+	}
+	var q promcp.CanDoRequest
+	if err := json.Unmarshal(rawArguments(req), &q); err != nil {
+		return promcp.CapabilityReport{Error: &promcp.Error{Code: promcp.CodeInvalidArgument, Message: err.Error()}}, true
+	}
+	if q.Scope == "" {
+		q.Scope = "local"
+	}
+	rep, err := h(ctx, q)
+	if err != nil {
+		s.log.Error("can_do handler failed", "err", err)
+		return promcp.CapabilityReport{Error: &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()}}, true
+	}
+	return rep, false
+}
+
+// arguments checks the raw arguments against the tool's input schema and
+// decodes them.
+func (s *Server) arguments(tool string, req mcp.CallToolRequest) (map[string]any, *promcp.Error) {
+	return s.argumentsFor("in:"+tool, req)
+}
+
+// argumentsFor decodes the arguments, checked against the schema compiled
+// under schema. On error the arguments decoded so far are still returned,
+// so that a given idempotency_key can be echoed.
+func (s *Server) argumentsFor(schema string, req mcp.CallToolRequest) (map[string]any, *promcp.Error) {
+	raw := rawArguments(req)
+	var args map[string]any
+	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
+		return map[string]any{}, &promcp.Error{Code: promcp.CodeInvalidArgument, Message: "arguments must be a JSON object"}
+	}
+	if err := s.validator.Validate(schema, raw); err != nil {
+		field, msg := schemaMessage(err)
+		return args, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: field, Message: msg}
+	}
+	return args, nil
+}
+
+func rawArguments(req mcp.CallToolRequest) []byte {
+	if len(req.Params.RawArguments) > 0 && string(req.Params.RawArguments) != "null" {
+		return req.Params.RawArguments
+	}
+	if req.Params.Arguments == nil {
+		return []byte("{}")
+	}
+	b, err := json.Marshal(req.Params.Arguments)
+	if err != nil {
+		return []byte("null")
+	}
+	return b
+}
+
+// result turns a typed body into a tool result. A body that breaks the
+// contract is never sent: it is logged and replaced by an internal error of
+// the same kind, which the caller can still parse.
+func (s *Server) result(tool string, body any, verr error, isError bool) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(body)
+	if err == nil && verr == nil {
+		err = s.validator.Validate("out:"+tool, b)
+	}
+	if err == nil {
+		err = verr
+	}
+	if err != nil {
+		s.log.Error("response breaks the proMCP contract; sending an internal error instead", "tool", tool, "err", err)
+		return s.contractFailure(tool, err), nil
+	}
+	var structured map[string]any
+	if err := json.Unmarshal(b, &structured); err != nil {
+		return s.contractFailure(tool, err), nil
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
+		StructuredContent: structured,
+		IsError:           isError,
+	}, nil
+}
+
+func (s *Server) contractFailure(tool string, cause error) *mcp.CallToolResult {
+	now := s.clock.Now().UTC()
+	e := &promcp.Error{Code: promcp.CodeInternal, Message: "the server produced an invalid response: " + cause.Error()}
+	var body any
+	kind, _ := promcp.KindOf(tool)
+	switch kind {
+	case promcp.KindRead:
+		body = promcp.ReadResult{Timestamp: now, Quality: promcp.QualityError, Error: e}
+	case promcp.KindDo:
+		body = promcp.DoResult{Status: promcp.StatusFailed, IdempotencyKey: "none", SideEffects: []string{}, Timestamp: now, Error: e, Reason: e.Message}
+	default:
+		rep := promcp.CapabilityReport{QueryID: newUUID(), Metadata: promcp.ReportMetadata{Timestamp: now}, Error: e}
+		rep.Normalize()
+		body = rep
+	}
+	b, _ := json.Marshal(body)
+	var structured map[string]any
+	_ = json.Unmarshal(b, &structured)
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: structured, IsError: true}
+}
+
+// schemaMessage turns a schema validation error into the argument at
+// fault (as a dotted path, "" for the whole object) and a message.
+func schemaMessage(err error) (field, msg string) {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return "", "arguments do not match the input schema: " + err.Error()
+	}
+	var parts []string
+	var fields []string
+	for _, l := range leaves(ve) {
+		f := strings.Join(l.InstanceLocation, ".")
+		fields = append(fields, f)
+		where := "arguments"
+		if f != "" {
+			where = "argument " + f
+		}
+		parts = append(parts, where+": "+l.ErrorKind.LocalizedString(message.NewPrinter(language.English)))
+	}
+	if len(fields) == 1 {
+		field = fields[0]
+	}
+	return field, strings.Join(parts, "; ")
+}
+
+func leaves(ve *jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return []*jsonschema.ValidationError{ve}
+	}
+	var out []*jsonschema.ValidationError
+	for _, c := range ve.Causes {
+		out = append(out, leaves(c)...)
+	}
+	return out
+}
+
+// fingerprint identifies a call by tool and arguments (without the key).
+func fingerprint(tool string, args map[string]any) string {
+	m := maps.Clone(args)
+	delete(m, "idempotency_key")
+	b, _ := json.Marshal(m) // map keys marshal sorted: canonical enough
+	sum := sha256.Sum256(append([]byte(tool+"\x00"), b...))
+	return hex.EncodeToString(sum[:])
+}
+
+func newKey() string { return "auto-" + newUUID() }
+
+func newUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("server: schema literal does not marshal: %v", err)) // programming error in this package
+	}
+	return b
+}

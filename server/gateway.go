@@ -1,0 +1,264 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/promcp"
+)
+
+// Gateway serves a capability set: one read_* per capability, one do_* per
+// action, and can_do over all actions.
+type Gateway struct {
+	srv    *Server
+	set    *capabilities.Set
+	policy policy.Evaluator
+}
+
+// Serve registers the tools of set on srv. Tools are registered in manifest
+// order: reads, then actions, then can_do.
+func Serve(srv *Server, set *capabilities.Set) (*Gateway, error) {
+	g := &Gateway{srv: srv, set: set}
+	for _, c := range set.All() {
+		if err := srv.Read(g.readTool(c), g.readHandler(c)); err != nil {
+			return nil, fmt.Errorf("capability %s: %w", c.Name, err)
+		}
+	}
+	for _, c := range set.All() {
+		if c.Do == nil {
+			continue
+		}
+		if err := srv.Do(g.doTool(c), g.doHandler(c)); err != nil {
+			return nil, fmt.Errorf("capability %s: %w", c.Name, err)
+		}
+	}
+	if err := srv.CanDo(canDoDescription(set), g.canDo); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+func (g *Gateway) readTool(c *capabilities.Capability) ReadTool {
+	desc := c.Description
+	if desc == "" {
+		desc = "Read " + strings.ReplaceAll(c.Name, "_", " ") + "."
+	}
+	desc += fmt.Sprintf(" Returns {value, unit, timestamp, quality}; act only on quality good. Source: %s. Fresh for %s.", c.Source, c.TTL())
+	return ReadTool{
+		Name:        c.ReadTool(),
+		Title:       title(c.Name),
+		Description: desc,
+		Unit:        promcp.Unit(c.Unit),
+		Value:       valueSchema(c.Capability, false),
+	}
+}
+
+func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
+	desc := c.Do.Description
+	if desc == "" {
+		desc = "Set " + strings.ReplaceAll(c.Name, "_", " ") + "."
+	}
+	if cons := constraintText(c.Capability); cons != "" {
+		desc += " Allowed values: " + cons + "."
+	}
+	return DoTool{
+		Name:        c.Do.Tool,
+		Title:       title(strings.TrimPrefix(c.Do.Tool, "do_")),
+		Description: desc,
+		Value:       valueSchema(c.Capability, true),
+		SideEffects: c.Do.SideEffects,
+		Compensable: c.Do.Compensable,
+	}
+}
+
+func (g *Gateway) readHandler(c *capabilities.Capability) ReadHandler {
+	return func(ctx context.Context, _ ReadRequest) (promcp.ReadResult, error) {
+		return readResult(c, c.Read(ctx)), nil
+	}
+}
+
+func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadResult {
+	res := promcp.ReadResult{Value: r.Value, Unit: promcp.Unit(c.Unit), Timestamp: r.Time, Quality: r.Quality, QualityReason: r.Reason}
+	if r.Quality == promcp.QualityError {
+		res.Value = nil
+		res.Error = &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: r.Reason}
+	}
+	return res
+}
+
+func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
+	return func(ctx context.Context, req DoRequest) (promcp.DoResult, error) {
+		before := c.Read(ctx)
+		var previous any
+		if before.Quality != promcp.QualityError {
+			previous = before.Value
+		}
+		d := g.policy.Evaluate(g.request(c, req.Value, true, before))
+		if !d.Allowed() {
+			reason := d.Reason
+			if d.Details != "" {
+				reason += " (" + d.Details + ")"
+			}
+			return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
+				Permission: d.Permission, Reason: reason,
+				Error: &promcp.Error{Code: promcp.CodeRefused, Field: "value", Message: reason}}, nil
+		}
+		if err := c.Write(ctx, req.Value); err != nil {
+			// The write may or may not have reached the device: read back to
+			// say honestly what it holds.
+			after := c.Read(ctx)
+			r := promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
+				Reason: "write failed: " + err.Error(),
+				Error:  &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: err.Error()}}
+			if after.Quality != promcp.QualityError && !equalValue(after.Value, previous) {
+				r.Status, r.AppliedValue = promcp.StatusPartial, after.Value
+				g.compensation(c, &r, previous)
+			}
+			return r, nil
+		}
+		after := c.Read(ctx)
+		r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: req.Value}
+		if after.Quality == promcp.QualityError {
+			r.Status = promcp.StatusPartial
+			r.Reason = "written, but the readback failed: " + after.Reason
+		} else {
+			r.AppliedValue = after.Value
+			if !equalValue(after.Value, req.Value) {
+				r.Status = promcp.StatusPartial
+				r.Reason = fmt.Sprintf("wrote %v but the device reads back %v", req.Value, after.Value)
+			}
+		}
+		g.compensation(c, &r, previous)
+		return r, nil
+	}
+}
+
+// compensation fills the hint that reverses the action, when the previous
+// value is known.
+func (g *Gateway) compensation(c *capabilities.Capability, r *promcp.DoResult, previous any) {
+	r.Compensable = c.Do.Compensable && previous != nil
+	if r.Compensable {
+		r.CompensationHint = promcp.Hint(fmt.Sprintf("%s value=%s", c.Do.Tool, formatValue(previous)))
+	}
+}
+
+func (g *Gateway) request(c *capabilities.Capability, value any, hasValue bool, current capabilities.Reading) policy.Request {
+	return policy.Request{
+		Action:      c.Do.Tool,
+		Type:        c.Type,
+		Value:       value,
+		HasValue:    hasValue,
+		Constraints: c.Do.Constraints,
+		Unit:        c.Unit,
+		Current:     &policy.Reading{Value: current.Value, Time: current.Time, Quality: current.Quality, TTL: c.TTL(), Reason: current.Reason},
+		Now:         g.srv.clock.Now(),
+	}
+}
+
+// valueSchema is the JSON Schema of a capability's value; with bounds, the
+// action's constraints are included for clients to see.
+func valueSchema(c manifests.Capability, bounds bool) map[string]any {
+	m := map[string]any{}
+	switch c.Type {
+	case manifests.TypeNumber:
+		m["type"] = "number"
+	case manifests.TypeInteger:
+		m["type"] = "integer"
+	case manifests.TypeBoolean:
+		m["type"] = "boolean"
+	case manifests.TypeEnum:
+		m["type"] = "string"
+	}
+	if c.Unit != "" {
+		m["description"] = "In " + c.Unit + "."
+	}
+	if bounds && c.Do != nil {
+		k := c.Do.Constraints
+		if k.Min != nil {
+			m["minimum"] = *k.Min
+		}
+		if k.Max != nil {
+			m["maximum"] = *k.Max
+		}
+		if len(k.Enum) > 0 {
+			m["enum"] = k.Enum
+		}
+	}
+	return m
+}
+
+func constraintText(c manifests.Capability) string {
+	k := c.Do.Constraints
+	var parts []string
+	unit := ""
+	if c.Unit != "" {
+		unit = " " + c.Unit
+	}
+	if k.Min != nil && k.Max != nil {
+		parts = append(parts, fmt.Sprintf("%v to %v%s", *k.Min, *k.Max, unit))
+	} else if k.Min != nil {
+		parts = append(parts, fmt.Sprintf("at least %v%s", *k.Min, unit))
+	} else if k.Max != nil {
+		parts = append(parts, fmt.Sprintf("at most %v%s", *k.Max, unit))
+	}
+	if k.Step != nil {
+		parts = append(parts, fmt.Sprintf("in steps of %v", *k.Step))
+	}
+	if len(k.Enum) > 0 {
+		parts = append(parts, "one of "+strings.Join(k.Enum, ", "))
+	}
+	if c.Type == manifests.TypeBoolean {
+		parts = append(parts, "true or false")
+	}
+	return strings.Join(parts, ", ")
+}
+
+func title(name string) string {
+	words := strings.Split(name, "_")
+	for i, w := range words {
+		if w != "" {
+			words[i] = strings.ToUpper(w[:1]) + w[1:]
+		}
+	}
+	return strings.Join(words, " ")
+}
+
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case string:
+		return strconv.Quote(x)
+	}
+	return fmt.Sprint(v)
+}
+
+func equalValue(a, b any) bool {
+	fa, oka := asFloat(a)
+	fb, okb := asFloat(b)
+	if oka && okb {
+		d := fa - fb
+		if d < 0 {
+			d = -d
+		}
+		return d <= 1e-6*max(1, fa, -fa)
+	}
+	return a == b
+}
+
+func asFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int64:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	}
+	return 0, false
+}
