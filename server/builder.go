@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/promcp"
