@@ -18,7 +18,7 @@ import addFormats from 'ajv-formats';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '..');
-const bin = path.resolve(root, process.env.PROMCP_BIN ?? 'bin/promcp-device');
+const bin = path.resolve(process.env.PROMCP_BIN ?? path.join(root, 'bin/promcp-device'));
 const manifest = path.join(root, 'manifests/examples/greenhouse.yml');
 
 const wantTools = [
