@@ -141,8 +141,8 @@ type Register struct {
 	// Address is the register pointer written before reading or writing.
 	Address   uint8
 	Type      RegType
-	ByteOrder ByteOrder // default big
-	Scale     float64   // default 1
+	ByteOrder ByteOrder // default big; Load fills it, so it is never empty
+	Scale     float64   // default 1; Load fills it, so it is never 0
 	Offset    float64
 	Writable  bool
 }

@@ -1,0 +1,292 @@
+package manifests
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// checker finds the problems that span several keys: uniqueness,
+// references, and whether a model, channel, type and action fit together.
+// It runs after decoding and skips values that decoding already reported
+// (empty names, unknown enum values), so that one mistake is one error.
+type checker struct {
+	m       *Manifest
+	d       *decoder
+	buses   map[string]int // first index by name
+	devices map[string]int
+}
+
+func check(m *Manifest, d *decoder) {
+	c := &checker{m: m, d: d, buses: map[string]int{}, devices: map[string]int{}}
+	c.checkBuses()
+	c.checkDevices()
+	c.checkCapabilities()
+	c.checkSim()
+}
+
+// unique reports name at path when seen already holds it, and records it
+// otherwise. It reports whether name is new.
+func (c *checker) unique(seen map[string]string, what, name, path string) bool {
+	if name == "" {
+		return false
+	}
+	if first, dup := seen[name]; dup {
+		c.d.add(path, ErrDuplicate, "%s %q (first at %s)", what, name, c.first(first, path))
+		return false
+	}
+	seen[name] = path
+	return true
+}
+
+// first says where the first of two duplicates is: "line 12", or
+// "line 12 column 5" when the second is on the same line.
+func (c *checker) first(first, second string) string {
+	p, q := c.d.at(first), c.d.at(second)
+	if p.Line == q.Line {
+		return fmt.Sprintf("line %d column %d", p.Line, p.Column)
+	}
+	return fmt.Sprintf("line %d", p.Line)
+}
+
+// candidates lists names for the parenthesis after an undefined name:
+// "want a, b or c".
+func candidates(what string, names []string) string {
+	plural := what + "s"
+	if strings.HasSuffix(what, "s") {
+		plural = what + "es"
+	}
+	switch {
+	case len(names) == 0:
+		return "the manifest declares no " + plural
+	case len(names) > 10:
+		return fmt.Sprintf("want one of the %d %s declared", len(names), plural)
+	}
+	return "want " + oneOf(names)
+}
+
+func (c *checker) checkBuses() {
+	seen := map[string]string{}
+	for i, b := range c.m.Buses {
+		path := index("buses", i)
+		if c.unique(seen, "bus name", b.Name, join(path, "name")) {
+			c.buses[b.Name] = i
+		}
+		if b.Kind == BusGPIO && c.d.has(join(path, "device")) {
+			c.d.add(join(path, "device"), ErrNotAllowed, "for a gpio bus (pins are named by each device's pin)")
+		}
+	}
+}
+
+func isI2C(m Model) bool  { return m == ModelSHT3x || m == ModelRegisters }
+func isGPIO(m Model) bool { return m == ModelGPIOIn || m == ModelGPIOOut }
+
+func (c *checker) checkDevices() {
+	seen := map[string]string{}
+	addrs := map[string]string{} // "bus/0x44" → path
+	pins := map[string]string{}
+	var busNames []string
+	for _, b := range c.m.Buses {
+		if b.Name != "" && !slices.Contains(busNames, b.Name) {
+			busNames = append(busNames, b.Name)
+		}
+	}
+	for i, dev := range c.m.Devices {
+		path := index("devices", i)
+		field := func(k string) string { return join(path, k) }
+		if c.unique(seen, "device name", dev.Name, field("name")) {
+			c.devices[dev.Name] = i
+		}
+		var bus *Bus
+		if dev.Bus != "" && !c.d.bad["buses"] {
+			if j, ok := c.buses[dev.Bus]; ok {
+				bus = &c.m.Buses[j]
+			} else {
+				c.d.add(field("bus"), ErrBadReference, "bus %q (%s)", dev.Bus, candidates("bus", busNames))
+			}
+		}
+		if !isI2C(dev.Model) && !isGPIO(dev.Model) {
+			continue // missing or unknown: reported
+		}
+		if bus != nil {
+			switch {
+			case isI2C(dev.Model) && bus.Kind == BusGPIO:
+				c.d.add(field("model"), ErrNotAllowed, "on gpio bus %q: %s (want gpio_in or gpio_out, or an i2c bus)", bus.Name, dev.Model)
+			case isGPIO(dev.Model) && bus.Kind == BusI2C:
+				c.d.add(field("model"), ErrNotAllowed, "on i2c bus %q: %s (want sht3x or registers, or a gpio bus)", bus.Name, dev.Model)
+			}
+		}
+		if isI2C(dev.Model) {
+			c.i2cDevice(dev, path, addrs)
+		} else {
+			c.gpioDevice(dev, path, pins)
+		}
+		if dev.Model != ModelGPIOIn && c.d.has(field("pull")) {
+			c.d.add(field("pull"), ErrNotAllowed, "for model %s (only gpio_in has a pull resistor)", dev.Model)
+		}
+		c.registers(dev, path)
+		if dev.Sim != nil {
+			c.deviceSim(dev, path)
+		}
+	}
+}
+
+func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
+	field := func(k string) string { return join(path, k) }
+	switch {
+	case !c.d.has(field("address")):
+		c.d.add(field("address"), ErrMissing, "address (want the 7-bit I2C address of the %s, such as 0x%02x)", dev.Model, exampleAddress(dev.Model))
+	case dev.Address == 0:
+		// out of range: reported
+	case dev.Model == ModelSHT3x && dev.Address != 0x44 && dev.Address != 0x45:
+		c.d.add(field("address"), ErrRange, ": %s (want 0x44 or 0x45 for an sht3x)", hex(int64(dev.Address)))
+	default:
+		if dev.Bus == "" {
+			break
+		}
+		key := dev.Bus + "/" + hex(int64(dev.Address))
+		if first, dup := addrs[key]; dup {
+			c.d.add(field("address"), ErrDuplicate, "I2C address %s on bus %q (first at %s)", hex(int64(dev.Address)), dev.Bus, c.first(first, field("address")))
+		} else {
+			addrs[key] = field("address")
+		}
+	}
+	for _, k := range []string{"pin", "active_low"} {
+		if c.d.has(field(k)) {
+			c.d.add(field(k), ErrNotAllowed, "for model %s (only gpio models have a pin)", dev.Model)
+		}
+	}
+}
+
+func exampleAddress(m Model) int {
+	if m == ModelSHT3x {
+		return 0x44
+	}
+	return 0x20
+}
+
+func (c *checker) gpioDevice(dev Device, path string, pins map[string]string) {
+	field := func(k string) string { return join(path, k) }
+	if c.d.has(field("address")) {
+		c.d.add(field("address"), ErrNotAllowed, "for model %s (only i2c models have an address)", dev.Model)
+	}
+	if dev.Pin == "" {
+		if c.d.bad[field("pin")] {
+			return // wrong type: reported
+		}
+		if !c.d.has(field("pin")) {
+			c.d.add(field("pin"), ErrMissing, `pin (want the host's pin name, such as "GPIO17")`)
+		} else {
+			c.d.add(field("pin"), ErrRange, `: "" (want the host's pin name, such as "GPIO17")`)
+		}
+		return
+	}
+	// Host pin names are case-insensitive in practice ("gpio17", "GPIO17").
+	key := strings.ToUpper(dev.Pin)
+	if first, dup := pins[key]; dup {
+		c.d.add(field("pin"), ErrDuplicate, "pin %q (first at %s)", dev.Pin, c.first(first, field("pin")))
+	} else {
+		pins[key] = field("pin")
+	}
+}
+
+func (c *checker) registers(dev Device, path string) {
+	rp := join(path, "registers")
+	if dev.Model != ModelRegisters {
+		if c.d.has(rp) {
+			c.d.add(rp, ErrNotAllowed, "for model %s (only the registers model has a register map)", dev.Model)
+		}
+		return
+	}
+	if len(dev.Registers) == 0 {
+		c.d.add(rp, ErrMissing, "registers (want at least one register: {name, address, type})")
+		return
+	}
+	seen := map[string]string{}
+	for i, r := range dev.Registers {
+		c.unique(seen, "register name", r.Name, join(index(rp, i), "name"))
+	}
+}
+
+func (c *checker) deviceSim(dev Device, path string) {
+	sp := join(path, "sim")
+	vp := join(sp, "values")
+	if c.d.has(vp) && dev.Model != ModelRegisters {
+		c.d.add(vp, ErrNotAllowed, "for model %s (only the registers model has register values)", dev.Model)
+	} else {
+		for _, name := range sortedKeys(dev.Sim.Values) {
+			v := dev.Sim.Values[name]
+			r := findRegister(dev, name)
+			if r == nil {
+				c.d.add(join(vp, name), ErrBadReference, "register %q (%s)", name, candidates("register", registerNames(dev)))
+				continue
+			}
+			if lo, hi, ok := rawRange(r.Type); ok {
+				raw := (v - r.Offset) / r.Scale
+				if raw < lo || raw > hi {
+					c.d.add(join(vp, name), ErrRange, ": %g is raw %g (want a raw %s, %g..%g)", v, raw, r.Type, lo, hi)
+				}
+			}
+		}
+	}
+	if c.d.has(join(sp, "level")) && !isGPIO(dev.Model) {
+		c.d.add(join(sp, "level"), ErrNotAllowed, "for model %s (only gpio models have a level)", dev.Model)
+	}
+}
+
+func sortedKeys(m map[string]float64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func findRegister(dev Device, name string) *Register {
+	for i := range dev.Registers {
+		if dev.Registers[i].Name == name {
+			return &dev.Registers[i]
+		}
+	}
+	return nil
+}
+
+func registerNames(dev Device) []string {
+	var names []string
+	for _, r := range dev.Registers {
+		if r.Name != "" && !slices.Contains(names, r.Name) {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}
+
+// rawRange is the range of a register type's raw value.
+func rawRange(t RegType) (lo, hi float64, ok bool) {
+	switch t {
+	case RegUint8:
+		return 0, math.MaxUint8, true
+	case RegInt8:
+		return math.MinInt8, math.MaxInt8, true
+	case RegUint16:
+		return 0, math.MaxUint16, true
+	case RegInt16:
+		return math.MinInt16, math.MaxInt16, true
+	case RegUint32:
+		return 0, math.MaxUint32, true
+	case RegInt32:
+		return math.MinInt32, math.MaxInt32, true
+	case RegFloat32:
+		return -math.MaxFloat32, math.MaxFloat32, true
+	}
+	return 0, 0, false
+}
+
+func hex(a int64) string {
+	if a < 0 {
+		return fmt.Sprint(a)
+	}
+	return fmt.Sprintf("0x%02x", a)
+}

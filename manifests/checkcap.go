@@ -1,0 +1,257 @@
+package manifests
+
+import (
+	"slices"
+)
+
+// sht3xChannels are the channels of ModelSHT3x.
+var sht3xChannels = []string{"temperature", "humidity"}
+
+// channelTypes are the capability types that a model's channels can carry:
+// pins are booleans, the sensor gives numbers, registers numbers or integers.
+func channelTypes(m Model) []ValueType {
+	switch m {
+	case ModelSHT3x:
+		return []ValueType{TypeNumber}
+	case ModelRegisters:
+		return []ValueType{TypeNumber, TypeInteger}
+	case ModelGPIOIn, ModelGPIOOut:
+		return []ValueType{TypeBoolean}
+	}
+	return nil
+}
+
+func (c *checker) checkCapabilities() {
+	names := map[string]string{}
+	// tools maps every tool name to the path that declares it. can_do is
+	// always served.
+	tools := map[string]string{"can_do": ""}
+	var deviceNames []string
+	for _, dev := range c.m.Devices {
+		if dev.Name != "" && !slices.Contains(deviceNames, dev.Name) {
+			deviceNames = append(deviceNames, dev.Name)
+		}
+	}
+	for i := range c.m.Capabilities {
+		cp := &c.m.Capabilities[i]
+		path := index("capabilities", i)
+		if c.unique(names, "capability name", cp.Name, join(path, "name")) {
+			c.tool(tools, "read_"+cp.Name, join(path, "name"))
+		}
+		var dev *Device
+		if cp.Read.Device != "" && !c.d.bad["devices"] {
+			if j, ok := c.devices[cp.Read.Device]; ok {
+				dev = &c.m.Devices[j]
+			} else {
+				c.d.add(join(path, "read.device"), ErrBadReference, "device %q (%s)", cp.Read.Device, candidates("device", deviceNames))
+			}
+		}
+		var reg *Register
+		if dev != nil {
+			reg = c.channel(cp, dev, path)
+		}
+		c.valueType(cp, path)
+		if cp.Do != nil {
+			c.action(cp, dev, reg, path, tools)
+		} else if cp.Type == TypeEnum {
+			c.d.add(join(path, "do.constraints.enum"), ErrMissing, "enum (want the allowed values, such as [off, low, high])")
+		}
+	}
+}
+
+// tool adds a tool name to the namespace, reporting a collision.
+func (c *checker) tool(tools map[string]string, name, path string) {
+	first, dup := tools[name]
+	switch {
+	case dup && first == "":
+		c.d.add(path, ErrDuplicate, "tool %q (the built-in can_do tool has this name)", name)
+	case dup:
+		c.d.add(path, ErrDuplicate, "tool %q (first at %s, %s)", name, c.first(first, path), first)
+	default:
+		tools[name] = path
+		if len(name) > maxToolName {
+			c.d.add(path, ErrBadName, "%q (tool names are at most %d characters; this one is %d)", name, maxToolName, len(name))
+		}
+	}
+}
+
+// channel checks the read binding's channel and the capability's type
+// against the device model, and returns the bound register, if any.
+func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
+	chp := join(path, "read.channel")
+	var reg *Register
+	switch dev.Model {
+	case ModelSHT3x:
+		switch {
+		case !c.d.has(chp):
+			c.d.add(chp, ErrMissing, "channel (want %s)", oneOf(sht3xChannels))
+		case !slices.Contains(sht3xChannels, cp.Read.Channel):
+			c.d.add(chp, ErrUnknownValue, "%q (want %s)", cp.Read.Channel, oneOf(sht3xChannels))
+		}
+	case ModelRegisters:
+		switch {
+		case !c.d.has(chp):
+			c.d.add(chp, ErrMissing, "channel (a register of %s: %s)", dev.Name, candidates("register", registerNames(*dev)))
+		default:
+			if reg = findRegister(*dev, cp.Read.Channel); reg == nil {
+				c.d.add(chp, ErrBadReference, "register %q of device %q (%s)", cp.Read.Channel, dev.Name, candidates("register", registerNames(*dev)))
+			}
+		}
+	case ModelGPIOIn, ModelGPIOOut:
+		if c.d.has(chp) {
+			c.d.add(chp, ErrNotAllowed, "for model %s (a pin has one channel, its level; leave channel out)", dev.Model)
+		}
+	default:
+		return nil // unknown model: reported
+	}
+	if want := channelTypes(dev.Model); slices.Contains(valueTypesOf(), cp.Type) && !slices.Contains(want, cp.Type) {
+		c.d.add(join(path, "type"), ErrNotAllowed, "on %s channel: %s (want %s)", article(dev.Model), cp.Type, oneOf(stringsOf(want)))
+	}
+	return reg
+}
+
+func valueTypesOf() []ValueType {
+	return []ValueType{TypeNumber, TypeInteger, TypeBoolean, TypeEnum}
+}
+
+func stringsOf(ts []ValueType) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = string(t)
+	}
+	return out
+}
+
+// valueType checks the unit against the capability's type.
+func (c *checker) valueType(cp *Capability, path string) {
+	up := join(path, "unit")
+	switch cp.Type {
+	case TypeNumber, TypeInteger:
+		if cp.Unit == "" && !c.d.bad[up] {
+			c.d.add(up, ErrMissing, "unit (want the unit of the physical quantity, such as \"°C\")")
+		}
+	case TypeBoolean, TypeEnum:
+		if c.d.has(up) {
+			c.d.add(up, ErrNotAllowed, "for type %s (only number and integer have a unit)", cp.Type)
+		}
+	}
+}
+
+// action checks a capability's do side.
+func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string, tools map[string]string) {
+	dp := join(path, "do")
+	a := cp.Do
+	if a.Tool != "" {
+		c.tool(tools, a.Tool, join(dp, "tool"))
+	}
+	if len(a.SideEffects) == 0 {
+		c.d.add(join(dp, "side_effects"), ErrMissing, "side_effects (want what an agent should know happens, such as [\"draws 2 kW while on\"])")
+	}
+	if dev != nil {
+		switch {
+		case dev.Model == ModelSHT3x || dev.Model == ModelGPIOIn:
+			c.d.add(dp, ErrNotAllowed, "on read-only %s device %q (want a gpio_out device or a register with writable: true)", dev.Model, dev.Name)
+		case reg != nil && !reg.Writable:
+			c.d.add(dp, ErrNotAllowed, "on read-only register %q of device %q (want writable: true on the register)", reg.Name, dev.Name)
+		}
+	}
+	cs := join(dp, "constraints")
+	k := a.Constraints
+	numeric := cp.Type == TypeNumber || cp.Type == TypeInteger
+	for _, b := range []struct {
+		key string
+		v   *float64
+	}{{"min", k.Min}, {"max", k.Max}, {"step", k.Step}} {
+		if b.v != nil && !numeric && cp.Type != "" && slices.Contains(valueTypesOf(), cp.Type) {
+			c.d.add(join(cs, b.key), ErrNotAllowed, "for type %s (only number and integer have %s)", cp.Type, b.key)
+		}
+	}
+	if k.Min != nil && k.Max != nil && *k.Min > *k.Max {
+		c.d.add(join(cs, "max"), ErrRange, ": %g is less than min %g", *k.Max, *k.Min)
+	}
+	if k.Step != nil && *k.Step <= 0 {
+		c.d.add(join(cs, "step"), ErrRange, ": %g (want more than 0)", *k.Step)
+	}
+	ep := join(cs, "enum")
+	switch {
+	case cp.Type == TypeEnum && len(k.Enum) == 0:
+		c.d.add(ep, ErrMissing, "enum (want the allowed values, such as [off, low, high])")
+	case cp.Type == TypeEnum:
+		seen := map[string]string{}
+		for i, v := range k.Enum {
+			c.unique(seen, "enum value", v, index(ep, i))
+		}
+	case c.d.has(ep) && slices.Contains(valueTypesOf(), cp.Type):
+		c.d.add(ep, ErrNotAllowed, "for type %s (only enum has a list of values)", cp.Type)
+	}
+}
+
+func (c *checker) checkSim() {
+	s := c.m.Sim
+	if s == nil {
+		return
+	}
+	zones := map[string]string{}
+	sensors := map[string]string{} // sensor name → path of first zone use
+	for i, z := range s.Zones {
+		zp := index("sim.zones", i)
+		c.unique(zones, "zone name", z.Name, join(zp, "name"))
+		for j, name := range z.Sensors {
+			p := index(join(zp, "sensors"), j)
+			if c.simDevice(name, p, ModelSHT3x) {
+				c.unique(sensors, "sensor", name, p)
+			}
+		}
+		for _, list := range []struct {
+			key   string
+			names []string
+		}{{"heaters", z.Heaters}, {"vents", z.Vents}} {
+			seen := map[string]string{}
+			for j, name := range list.names {
+				p := index(join(zp, list.key), j)
+				if c.simDevice(name, p, ModelGPIOOut) {
+					c.unique(seen, list.key[:len(list.key)-1], name, p)
+				}
+			}
+		}
+	}
+}
+
+// simDevice checks that name is a device of model want.
+func (c *checker) simDevice(name, path string, want Model) bool {
+	if name == "" {
+		if c.d.has(path) {
+			c.d.add(path, ErrBadReference, `device "" (want the name of %s device)`, article(want))
+		}
+		return false
+	}
+	j, ok := c.devices[name]
+	if !ok && c.d.bad["devices"] {
+		return false
+	}
+	if !ok {
+		var names []string
+		for _, dev := range c.m.Devices {
+			if dev.Model == want && dev.Name != "" {
+				names = append(names, dev.Name)
+			}
+		}
+		c.d.add(path, ErrBadReference, "device %q (%s)", name, candidates(string(want)+" device", names))
+		return false
+	}
+	if got := c.m.Devices[j].Model; !isI2C(got) && !isGPIO(got) {
+		return false // unknown model: reported
+	} else if got != want {
+		c.d.add(path, ErrNotAllowed, "here: %q is %s device (want %s device)", name, article(got), article(want))
+		return false
+	}
+	return true
+}
+
+// article prefixes a model with "a" or "an" as it is read aloud.
+func article(m Model) string {
+	if m == ModelSHT3x {
+		return "an " + string(m)
+	}
+	return "a " + string(m)
+}

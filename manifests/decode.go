@@ -1,0 +1,327 @@
+package manifests
+
+import (
+	"math"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// The keys of each mapping, in the order the documentation lists them.
+var (
+	manifestKeys    = []string{"version", "gateway", "description", "buses", "devices", "capabilities", "sim"}
+	busKeys         = []string{"name", "kind", "device", "timeout"}
+	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "sim"}
+	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
+	deviceSimKeys   = []string{"values", "level"}
+	capabilityKeys  = []string{"name", "description", "type", "unit", "ttl", "location", "tags", "read", "do"}
+	bindingKeys     = []string{"device", "channel"}
+	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "constraints"}
+	constraintsKeys = []string{"min", "max", "step", "enum"}
+	simKeys         = []string{"seed", "time_scale", "zones"}
+	zoneKeys        = []string{"name", "temperature", "humidity", "outside", "leak_time_constant", "vent_time_constant", "heater_rate", "noise", "sensors", "heaters", "vents"}
+)
+
+// The closed sets of values, as the manifest spells them.
+var (
+	busKinds   = []string{string(BusI2C), string(BusGPIO)}
+	models     = []string{string(ModelSHT3x), string(ModelRegisters), string(ModelGPIOIn), string(ModelGPIOOut)}
+	pulls      = []string{string(PullNone), string(PullUp), string(PullDown)}
+	regTypes   = []string{string(RegUint8), string(RegInt8), string(RegUint16), string(RegInt16), string(RegUint32), string(RegInt32), string(RegFloat32)}
+	byteOrders = []string{string(BigEndian), string(LittleEndian)}
+	valueTypes = []string{string(TypeNumber), string(TypeInteger), string(TypeBoolean), string(TypeEnum)}
+)
+
+// I2C addresses outside 0x03..0x77 are reserved by the I2C specification.
+const (
+	minI2CAddress = 0x03
+	maxI2CAddress = 0x77
+)
+
+// required reports a key that the mapping at path lacks.
+func (d *decoder) required(f map[string]ast.Node, path, key, want string) {
+	if f != nil && !d.has(join(path, key)) {
+		d.add(join(path, key), ErrMissing, "%s (want %s)", key, want)
+	}
+}
+
+// requiredStr decodes a string that must be present and not empty.
+func (d *decoder) requiredStr(f map[string]ast.Node, path, key, want string) string {
+	p := join(path, key)
+	s, ok := d.str(f[key], p)
+	if f != nil && (!d.has(p) || ok && s == "") {
+		d.add(p, ErrMissing, "%s (want %s)", key, want)
+	}
+	return s
+}
+
+func (d *decoder) manifest(root ast.Node) *Manifest {
+	m := &Manifest{}
+	if a, ok := d.peek(root).(*ast.AliasNode); ok {
+		d.addAt(a, "", ErrSyntax, ": the document is an alias (want a mapping of keys such as version and gateway)")
+		return m
+	}
+	var f map[string]ast.Node
+	switch n := d.resolve(root, "").(type) {
+	case nil, *ast.NullNode:
+		f = map[string]ast.Node{} // an empty file lacks everything
+	case *ast.MappingNode:
+		f, _ = d.fields(n, "", manifestKeys...)
+	default:
+		d.addAt(n, "", ErrSyntax, ": the document is %s (want a mapping of keys such as version and gateway)", describe(n))
+		return m
+	}
+	if v, ok := d.integer(f["version"], "version"); ok {
+		m.Version = int(v)
+		if v != 1 {
+			d.add("version", ErrUnknownValue, "%d (want 1)", v)
+		}
+	}
+	d.required(f, "", "version", "1")
+	if s, ok := d.str(f["gateway"], "gateway"); ok {
+		m.Gateway = s
+		if !gatewayRE.MatchString(s) {
+			d.add("gateway", ErrBadName, "%q (want lower case letters, digits, _ and -, starting with a letter, such as \"greenhouse-1\")", s)
+		}
+	}
+	d.required(f, "", "gateway", `a name for this gateway, such as "greenhouse-1"`)
+	m.Description, _ = d.str(f["description"], "description")
+	for i, n := range d.seq(f["buses"], "buses") {
+		m.Buses = append(m.Buses, d.bus(n, index("buses", i)))
+	}
+	for i, n := range d.seq(f["devices"], "devices") {
+		m.Devices = append(m.Devices, d.device(n, index("devices", i)))
+	}
+	for i, n := range d.seq(f["capabilities"], "capabilities") {
+		m.Capabilities = append(m.Capabilities, d.capability(n, index("capabilities", i)))
+	}
+	m.Sim = d.sim(f["sim"], "sim")
+	return m
+}
+
+func (d *decoder) bus(n ast.Node, path string) Bus {
+	var b Bus
+	f, ok := d.fields(n, path, busKeys...)
+	if !ok {
+		d.missingItem(n, path)
+		return b
+	}
+	b.Name, _ = d.name(f["name"], join(path, "name"))
+	d.required(f, path, "name", "a lower_snake_case name")
+	kind, _ := d.oneOfValue(f["kind"], join(path, "kind"), busKinds...)
+	b.Kind = BusKind(kind)
+	d.required(f, path, "kind", oneOf(busKinds))
+	b.Device, _ = d.str(f["device"], join(path, "device"))
+	b.Timeout = d.duration(f["timeout"], join(path, "timeout"))
+	return b
+}
+
+// missingItem reports a null list item, which would otherwise vanish.
+func (d *decoder) missingItem(n ast.Node, path string) {
+	if n == nil || isNull(d.peek(n)) {
+		d.add(path, ErrMissing, "value (want a mapping)")
+	}
+}
+
+func (d *decoder) device(n ast.Node, path string) Device {
+	var dev Device
+	f, ok := d.fields(n, path, deviceKeys...)
+	if !ok {
+		d.missingItem(n, path)
+		return dev
+	}
+	dev.Name, _ = d.name(f["name"], join(path, "name"))
+	d.required(f, path, "name", "a lower_snake_case name")
+	dev.Bus = d.requiredStr(f, path, "bus", "the name of a bus")
+	model, _ := d.oneOfValue(f["model"], join(path, "model"), models...)
+	dev.Model = Model(model)
+	d.required(f, path, "model", oneOf(models))
+	if a, ok := d.integer(f["address"], join(path, "address")); ok {
+		if a < minI2CAddress || a > maxI2CAddress {
+			d.add(join(path, "address"), ErrRange, ": %s (want a 7-bit I2C address, 0x03..0x77)", hex(a))
+		} else {
+			dev.Address = uint16(a)
+		}
+	}
+	dev.Pin, _ = d.str(f["pin"], join(path, "pin"))
+	dev.ActiveLow = d.boolean(f["active_low"], join(path, "active_low"))
+	pull, _ := d.oneOfValue(f["pull"], join(path, "pull"), pulls...)
+	dev.Pull = Pull(pull)
+	for i, rn := range d.seq(f["registers"], join(path, "registers")) {
+		dev.Registers = append(dev.Registers, d.register(rn, index(join(path, "registers"), i)))
+	}
+	dev.Sim = d.deviceSim(f["sim"], join(path, "sim"))
+	return dev
+}
+
+func (d *decoder) register(n ast.Node, path string) Register {
+	r := Register{ByteOrder: BigEndian, Scale: 1}
+	f, ok := d.fields(n, path, registerKeys...)
+	if !ok {
+		d.missingItem(n, path)
+		return r
+	}
+	r.Name, _ = d.name(f["name"], join(path, "name"))
+	d.required(f, path, "name", "a lower_snake_case name")
+	if a, ok := d.integer(f["address"], join(path, "address")); ok {
+		if a < 0 || a > math.MaxUint8 {
+			d.add(join(path, "address"), ErrRange, ": %s (want a register address, 0x00..0xff)", hex(a))
+		} else {
+			r.Address = uint8(a)
+		}
+	}
+	d.required(f, path, "address", "the register address, 0x00..0xff")
+	typ, _ := d.oneOfValue(f["type"], join(path, "type"), regTypes...)
+	r.Type = RegType(typ)
+	d.required(f, path, "type", oneOf(regTypes))
+	if bo, ok := d.oneOfValue(f["byte_order"], join(path, "byte_order"), byteOrders...); ok {
+		r.ByteOrder = ByteOrder(bo)
+	}
+	if s, ok := d.number(f["scale"], join(path, "scale")); ok {
+		if s == 0 {
+			d.add(join(path, "scale"), ErrRange, ": 0 (want a non-zero factor; leave scale out for 1)")
+		} else {
+			r.Scale = s
+		}
+	}
+	r.Offset, _ = d.number(f["offset"], join(path, "offset"))
+	r.Writable = d.boolean(f["writable"], join(path, "writable"))
+	return r
+}
+
+func (d *decoder) deviceSim(n ast.Node, path string) *DeviceSim {
+	f, ok := d.fields(n, path, deviceSimKeys...)
+	if !ok {
+		return nil
+	}
+	s := &DeviceSim{}
+	vp := join(path, "values")
+	for _, mv := range d.entries(f["values"], vp) {
+		key := keyString(mv.Key)
+		if v, ok := d.number(mv.Value, join(vp, key)); ok {
+			if s.Values == nil {
+				s.Values = make(map[string]float64)
+			}
+			s.Values[key] = v
+		}
+	}
+	s.Level = d.boolean(f["level"], join(path, "level"))
+	return s
+}
+
+func (d *decoder) capability(n ast.Node, path string) Capability {
+	var c Capability
+	f, ok := d.fields(n, path, capabilityKeys...)
+	if !ok {
+		d.missingItem(n, path)
+		return c
+	}
+	c.Name, _ = d.name(f["name"], join(path, "name"))
+	d.required(f, path, "name", "a lower_snake_case name")
+	c.Description, _ = d.str(f["description"], join(path, "description"))
+	typ, _ := d.oneOfValue(f["type"], join(path, "type"), valueTypes...)
+	c.Type = ValueType(typ)
+	d.required(f, path, "type", oneOf(valueTypes))
+	c.Unit, _ = d.str(f["unit"], join(path, "unit"))
+	c.TTL = d.duration(f["ttl"], join(path, "ttl"))
+	c.Location, _ = d.str(f["location"], join(path, "location"))
+	c.Tags = d.strs(f["tags"], join(path, "tags"))
+	rp := join(path, "read")
+	if rf, ok := d.fields(f["read"], rp, bindingKeys...); ok {
+		c.Read.Device = d.requiredStr(rf, rp, "device", "the name of a device")
+		c.Read.Channel, _ = d.str(rf["channel"], join(rp, "channel"))
+	}
+	d.required(f, path, "read", "{device: ..., channel: ...}")
+	c.Do = d.action(f["do"], join(path, "do"))
+	return c
+}
+
+func (d *decoder) action(n ast.Node, path string) *Action {
+	f, ok := d.fields(n, path, actionKeys...)
+	if !ok {
+		return nil
+	}
+	a := &Action{}
+	if s, ok := d.str(f["tool"], join(path, "tool")); ok {
+		a.Tool = s
+		if len(s) < 4 || s[:3] != "do_" || !nameRE.MatchString(s[3:]) {
+			d.add(join(path, "tool"), ErrBadName, "%q (want do_ and lower_snake_case, such as \"do_set_heater\")", s)
+		}
+	}
+	d.required(f, path, "tool", `a tool name such as "do_set_heater"`)
+	a.Description, _ = d.str(f["description"], join(path, "description"))
+	a.SideEffects = d.strs(f["side_effects"], join(path, "side_effects"))
+	a.Compensable = d.boolean(f["compensable"], join(path, "compensable"))
+	cp := join(path, "constraints")
+	if cf, ok := d.fields(f["constraints"], cp, constraintsKeys...); ok {
+		for _, k := range []struct {
+			key string
+			dst **float64
+		}{{"min", &a.Constraints.Min}, {"max", &a.Constraints.Max}, {"step", &a.Constraints.Step}} {
+			if v, ok := d.number(cf[k.key], join(cp, k.key)); ok {
+				*k.dst = &v
+			}
+		}
+		a.Constraints.Enum = d.strs(cf["enum"], join(cp, "enum"))
+	}
+	return a
+}
+
+func (d *decoder) sim(n ast.Node, path string) *Sim {
+	f, ok := d.fields(n, path, simKeys...)
+	if !ok {
+		return nil
+	}
+	s := &Sim{}
+	s.Seed, _ = d.integer(f["seed"], join(path, "seed"))
+	if ts, ok := d.number(f["time_scale"], join(path, "time_scale")); ok {
+		if ts < 0 {
+			d.add(join(path, "time_scale"), ErrRange, ": %g (want 0 or more; 0 means 1)", ts)
+		} else {
+			s.TimeScale = ts
+		}
+	}
+	for i, zn := range d.seq(f["zones"], join(path, "zones")) {
+		s.Zones = append(s.Zones, d.zone(zn, index(join(path, "zones"), i)))
+	}
+	return s
+}
+
+func (d *decoder) zone(n ast.Node, path string) Zone {
+	var z Zone
+	f, ok := d.fields(n, path, zoneKeys...)
+	if !ok {
+		d.missingItem(n, path)
+		return z
+	}
+	z.Name, _ = d.name(f["name"], join(path, "name"))
+	d.required(f, path, "name", "a lower_snake_case name")
+	z.Temperature, _ = d.number(f["temperature"], join(path, "temperature"))
+	if h, ok := d.number(f["humidity"], join(path, "humidity")); ok {
+		if h < 0 || h > 100 {
+			d.add(join(path, "humidity"), ErrRange, ": %g (want 0..100 %%)", h)
+		} else {
+			z.Humidity = h
+		}
+	}
+	z.Outside, _ = d.number(f["outside"], join(path, "outside"))
+	z.LeakTimeConstant = d.duration(f["leak_time_constant"], join(path, "leak_time_constant"))
+	z.VentTimeConstant = d.duration(f["vent_time_constant"], join(path, "vent_time_constant"))
+	if r, ok := d.number(f["heater_rate"], join(path, "heater_rate")); ok {
+		if r <= 0 {
+			d.add(join(path, "heater_rate"), ErrRange, ": %g (want more than 0 °C per minute; leave it out for 0.5)", r)
+		} else {
+			z.HeaterRate = r
+		}
+	}
+	if v, ok := d.number(f["noise"], join(path, "noise")); ok {
+		if v < 0 {
+			d.add(join(path, "noise"), ErrRange, ": %g (want 0 or more °C)", v)
+		} else {
+			z.Noise = v
+		}
+	}
+	z.Sensors = d.strs(f["sensors"], join(path, "sensors"))
+	z.Heaters = d.strs(f["heaters"], join(path, "heaters"))
+	z.Vents = d.strs(f["vents"], join(path, "vents"))
+	return z
+}

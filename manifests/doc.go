@@ -1,0 +1,174 @@
+// Package manifests defines the device manifest: the YAML file that tells a
+// promcp-device gateway which buses it has, which devices sit on them, and
+// which capabilities (read_* and do_* tools) those devices offer. [Load] and
+// [Parse] read a manifest, check all of it, and return a [Manifest] that the
+// rest of the program can trust: every reference resolves, every enum holds a
+// known value, every device fits its bus.
+//
+// Two complete examples live in manifests/examples: greenhouse.yml (SHT31
+// sensors, a heater relay and a vent motor, with a simulated world) and
+// lab-bench.yml (a generic I2C register-map device, a door switch and a pump).
+//
+// # Format
+//
+// A manifest is one YAML document holding a mapping. Keys are lower case
+// snake_case; a key the format does not define is an error, so a typo never
+// goes unnoticed. Durations are strings with a unit, as Go writes them:
+// "250ms", "2s", "10m", "2h". Integers may be written in decimal (68) or hex
+// (0x44). A key set to null (written with no value) counts as absent. YAML
+// anchors, aliases and merge keys (<<: *anchor) may be used to share
+// repeated parts.
+//
+// Names (of buses, devices, capabilities, registers and zones) are
+// lower_snake_case: a lower case letter, then lower case letters and digits,
+// with single underscores between words (zone1_climate, i2c1).
+//
+// Top level:
+//
+//	key           type               default   constraint
+//	version       integer            required  1
+//	gateway       string             required  lower case letters, digits, _ and -, starting with a letter ("greenhouse-1"); prefixes every capability's source
+//	description   string             ""        free text
+//	buses         list of bus        none
+//	devices       list of device     none
+//	capabilities  list of capability none
+//	sim           sim                none      only used by serve --sim
+//
+// A bus (buses[]):
+//
+//	key      type      default   constraint
+//	name     name      required  unique among buses
+//	kind     string    required  i2c or gpio
+//	device   string    ""        i2c only: the host's bus, "1", "/dev/i2c-1" or "I2C1"; "" opens the first bus found
+//	timeout  duration  100ms     more than 0; bounds one transaction on the bus
+//
+// A device (devices[]):
+//
+//	key         type             default   constraint
+//	name        name             required  unique among devices
+//	bus         string           required  the name of a bus
+//	model       string           required  sht3x or registers (on an i2c bus), gpio_in or gpio_out (on a gpio bus)
+//	address     integer          -         i2c models: required, a 7-bit I2C address 0x03..0x77 (sht3x: 0x44 or 0x45), unique on its bus; gpio models: not allowed
+//	pin         string           -         gpio models: required, the host's pin name such as "GPIO17", unique in the manifest (ignoring case); i2c models: not allowed
+//	active_low  boolean          false     gpio models only: logical true drives the line low
+//	pull        string           unchanged gpio_in only: none, up or down
+//	registers   list of register -         registers model: required, at least one; other models: not allowed
+//	sim         device sim       none      simulator settings, see below
+//
+// The models and their channels (what a capability's read.channel names):
+//
+//	model      channels                          value            writable
+//	sht3x      temperature (°C), humidity (%)    number           no
+//	registers  the name of one of its registers  number, integer  if the register is writable
+//	gpio_in    none: leave channel out           boolean          no
+//	gpio_out   none: leave channel out           boolean          yes
+//
+// A register of a registers device (devices[].registers[]). Its engineering
+// value is raw*scale + offset:
+//
+//	key         type     default   constraint
+//	name        name     required  unique within the device
+//	address     integer  required  register pointer 0x00..0xff
+//	type        string   required  uint8, int8, uint16, int16, uint32, int32 or float32
+//	byte_order  string   big       big or little
+//	scale       number   1         not 0
+//	offset      number   0
+//	writable    boolean  false     true lets a do action write the register
+//
+// A device's simulator settings (devices[].sim):
+//
+//	key     type                       default  constraint
+//	values  mapping of name to number  none     registers model only: initial engineering value by register name; must fit the register's raw type
+//	level   boolean                    false    gpio models only: initial logical level
+//
+// A capability (capabilities[]) is one observable quantity, served as the
+// tool read_<name>, with an optional action served as do.tool:
+//
+//	key          type             default   constraint
+//	name         name             required  unique among capabilities; read_<name> is at most 64 characters
+//	description  string           ""        shown to agents as the read tool's description
+//	type         string           required  number, integer, boolean or enum; must fit the channel (see the model table)
+//	unit         string           ""        required for number and integer ("°C", "%", "lx"); not allowed for boolean and enum
+//	ttl          duration         5s        more than 0; how long a reading stays fresh
+//	location     string           ""        where the capability is ("zone1"); matched by can_do
+//	tags         list of strings  none      semantic words matched by can_do ("temperature", "heating")
+//	read         binding          required  {device: <device name>, channel: <channel>}
+//	do           action           none      makes the capability actionable
+//
+// A binding (capabilities[].read): device is required and names a device;
+// channel is required for sht3x and registers devices and not allowed for
+// gpio devices (see the model table).
+//
+// An action (capabilities[].do) writes to the same channel that read binds,
+// which must be writable (a gpio_out device, or a register with writable:
+// true):
+//
+//	key           type             default   constraint
+//	tool          string           required  do_ then lower_snake_case ("do_set_heater"), at most 64 characters
+//	description   string           ""        shown to agents as the do tool's description
+//	side_effects  list of strings  required  at least one: what happens in the world, declared to agents before they act
+//	compensable   boolean          false     true if calling the tool again with the previous value reverses the action
+//	constraints   constraints      none      bounds on the value an agent may set
+//
+// Constraints (capabilities[].do.constraints); an absent bound is no bound:
+//
+//	key   type             constraint
+//	min   number           number and integer only; not more than max
+//	max   number           number and integer only
+//	step  number           number and integer only; more than 0
+//	enum  list of strings  required for, and only for, enum capabilities; no duplicates
+//
+// Every tool name is unique across the gateway: the read_<name> tools, the
+// do tools, and the built-in can_do.
+//
+// The simulated world (sim), used by serve --sim:
+//
+//	key         type           default  constraint
+//	seed        integer        1        0 means 1; makes noise repeatable
+//	time_scale  number         1        0 or more (0 means 1); 60 makes a simulated minute pass every real second
+//	zones       list of zone   none
+//
+// A zone (sim.zones[]) is a volume of air with simple thermal physics:
+//
+//	key                 type             default   constraint
+//	name                name             required  unique among zones
+//	temperature         number           0         initial air temperature, °C
+//	humidity            number           0         initial relative humidity, %, 0..100
+//	outside             number           0         outside air temperature, °C
+//	leak_time_constant  duration         2h        more than 0; drift toward outside with the vents closed
+//	vent_time_constant  duration         10m       more than 0; extra drift toward outside for each open vent
+//	heater_rate         number           0.5       more than 0; °C per minute for each heater that is on
+//	noise               number           0         0 or more; standard deviation of temperature noise, °C (humidity gets ten times that, in %)
+//	sensors             list of strings  none      sht3x devices measuring this zone; a sensor belongs to one zone
+//	heaters             list of strings  none      gpio_out devices warming this zone while on
+//	vents               list of strings  none      gpio_out devices venting this zone while on
+//
+// # Defaults
+//
+// Parse fills Register.ByteOrder (big) and Register.Scale (1) when the
+// manifest leaves them out, so consumers can use them as they are. The other
+// defaults in the tables (Bus.Timeout, Capability.TTL, Sim.Seed,
+// Sim.TimeScale and the Zone constants) are left zero in the Manifest, as
+// their doc comments say "zero means the default": consumers apply
+// [DefaultTimeout], [DefaultTTL] and the simulator's defaults.
+//
+// # Errors
+//
+// Parse reports every problem at once, not only the first: the returned
+// error is the errors.Join of one [*Error] per problem, sorted by position,
+// each printed as
+//
+//	greenhouse.yml:14:21: devices[2].registers[0].byte_order: unknown value "ABDC" (want big or little)
+//
+// Each *Error unwraps to one sentinel (ErrSyntax, ErrType, ErrUnknownField,
+// ErrUnknownValue, ErrMissing, ErrDuplicate, ErrBadReference, ErrBadName,
+// ErrRange, ErrNotAllowed) for errors.Is. When the YAML itself does not
+// parse, the error is a single ErrSyntax. Parse never panics, whatever the
+// input.
+//
+// # Concurrency
+//
+// Load and Parse are safe for concurrent use. A returned Manifest is a plain
+// value: it may be read from several goroutines but must not be modified
+// while it is read.
+package manifests

@@ -1,0 +1,34 @@
+package manifests
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// FuzzParse checks that Parse never panics, that every problem it reports is
+// a positioned *Error with a field (or a syntax error), sorted, and that
+// Parse is deterministic. Seeds are the golden cases and the examples.
+func FuzzParse(f *testing.F) {
+	seeds, _ := filepath.Glob(filepath.Join("testdata", "*", "manifest.yml"))
+	examples, _ := filepath.Glob(filepath.Join("examples", "*.yml"))
+	for _, file := range append(seeds, examples...) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(base))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Parse("fuzz.yml", data)
+		if (m == nil) == (err == nil) {
+			t.Fatalf("Parse = %v, %v; want exactly one nil", m, err)
+		}
+		checkErrors(t, err)
+		_, err2 := Parse("fuzz.yml", data)
+		if errorText(err) != errorText(err2) {
+			t.Fatalf("Parse is not deterministic:\n%v\nthen\n%v", err, err2)
+		}
+	})
+}

@@ -1,0 +1,113 @@
+package manifests
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/goccy/go-yaml"
+	"github.com/goccy/go-yaml/ast"
+	"github.com/goccy/go-yaml/parser"
+)
+
+// Load reads and validates the manifest at path. See Parse for the errors.
+func Load(path string) (*Manifest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load manifest: %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse decodes and validates a manifest held in data; file names it in
+// positions and in Manifest.File.
+//
+// On success the Manifest has passed every check described in the package
+// documentation, and Parse has filled Register.ByteOrder (big) and
+// Register.Scale (1) where the manifest leaves them out. Every other
+// "zero means default" field is left zero for consumers to resolve.
+//
+// On failure Parse returns a nil Manifest and the errors.Join of one *Error
+// per problem, sorted by position: syntax errors alone when the YAML does not
+// parse, otherwise every problem at once. Parse never panics.
+func Parse(file string, data []byte) (*Manifest, error) {
+	p := &problems{file: file}
+	root, ok := parseYAML(p, data)
+	if !ok {
+		return nil, p.err()
+	}
+	d := newDecoder(p, root)
+	m := d.manifest(root)
+	m.File = file
+	if !d.aborted {
+		check(m, d)
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// parseYAML returns the body of the single document in data (nil for an
+// empty document), or reports why there is none.
+func parseYAML(p *problems, data []byte) (root ast.Node, ok bool) {
+	f, err := parseBytes(data)
+	if err != nil {
+		pos := Position{Line: 1, Column: 1}
+		msg := err.Error()
+		var yerr yaml.Error
+		if errors.As(err, &yerr) {
+			msg = yerr.GetMessage()
+			if tk := yerr.GetToken(); tk != nil && tk.Position != nil && tk.Position.Line > 0 {
+				pos = Position{Line: tk.Position.Line, Column: max(tk.Position.Column, 1)}
+			}
+		}
+		p.add(pos, "", ErrSyntax, ": %s", msg)
+		return nil, false
+	}
+	var docs []*ast.DocumentNode
+	for _, doc := range f.Docs {
+		if doc != nil && doc.Body != nil {
+			docs = append(docs, doc)
+		}
+	}
+	switch len(docs) {
+	case 0:
+		return nil, true
+	case 1:
+		return docs[0].Body, true
+	}
+	p.add(nodePos(docs[1].Body), "", ErrSyntax, ": %d YAML documents (want one manifest per file)", len(docs))
+	return nil, false
+}
+
+// parseBytes runs the YAML parser. The parser is a library: should it panic
+// on some input, the panic becomes a syntax error rather than a crash of the
+// caller, because Parse promises never to panic.
+func parseBytes(data []byte) (f *ast.File, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			f, err = nil, fmt.Errorf("yaml parser: %v", r)
+		}
+	}()
+	return parser.ParseBytes(data, 0)
+}
+
+// nodePos is where a node starts: for a block mapping its first key (the
+// parser's own token for it is the first ':').
+func nodePos(n ast.Node) Position {
+	if n == nil {
+		return Position{Line: 1, Column: 1}
+	}
+	if m, ok := n.(*ast.MappingNode); ok && !m.IsFlowStyle && len(m.Values) > 0 && m.Values[0].Key != nil {
+		n = m.Values[0].Key
+	}
+	if mv, ok := n.(*ast.MappingValueNode); ok && mv.Key != nil {
+		n = mv.Key
+	}
+	tk := n.GetToken()
+	if tk == nil || tk.Position == nil || tk.Position.Line < 1 {
+		return Position{Line: 1, Column: 1}
+	}
+	return Position{Line: tk.Position.Line, Column: max(tk.Position.Column, 1)}
+}
