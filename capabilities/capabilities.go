@@ -16,8 +16,13 @@ import (
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
 )
+
+// ErrOutOfRange is returned by Write for a value outside the capability's
+// type or constraints; nothing is written.
+var ErrOutOfRange = errors.New("value outside the declared constraints")
 
 // Hardware opens buses and pins. The host and the simulator implement it.
 type Hardware interface {
@@ -124,6 +129,9 @@ func (c *Capability) Read(ctx context.Context) Reading {
 func (c *Capability) Write(ctx context.Context, v any) error {
 	if !c.Writable() {
 		return fmt.Errorf("capability %s has no action", c.Name)
+	}
+	if reason := policy.CheckValue(c.Type, c.Do.Constraints, c.Unit, v); reason != "" {
+		return fmt.Errorf("capability %s: %w: %s", c.Name, ErrOutOfRange, reason)
 	}
 	start := time.Now()
 	err := c.write(ctx, v)

@@ -101,6 +101,14 @@ func (Evaluator) Evaluate(req Request) Decision {
 	return Decision{Permission: promcp.Allowed, ValidUntil: until}
 }
 
+// CheckValue returns why v breaks a capability's type and constraints, or
+// "" when it fits. The capability layer calls it again just before a write,
+// so that a value outside the constraints never reaches a bus whatever the
+// caller did before.
+func CheckValue(t manifests.ValueType, c manifests.Constraints, unit string, v any) string {
+	return checkRange(Request{Type: t, Constraints: c, Unit: unit, Value: v, HasValue: true})
+}
+
 // checkRange returns why req.Value breaks the constraints, or "".
 func checkRange(req Request) string {
 	c := req.Constraints
