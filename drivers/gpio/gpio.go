@@ -1,0 +1,151 @@
+package gpio
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	pgpio "periph.io/x/conn/v3/gpio"
+
+	"github.com/promcp/promcp-device/manifests"
+)
+
+// Output is a digital output. Its logical level is true ("on") when the line
+// is high, or low when active low.
+//
+// The zero value is not usable; create one with [NewOutput].
+type Output struct {
+	name      string
+	pin       pgpio.PinIO
+	activeLow bool
+	log       *slog.Logger
+
+	mu sync.Mutex // serializes read-modify sequences on the pin
+}
+
+// NewOutput returns an output on pin, named name in errors and logs (the
+// manifest device name). log nil discards. NewOutput does no I/O.
+func NewOutput(name string, pin pgpio.PinIO, activeLow bool, log *slog.Logger) *Output {
+	return &Output{name: name, pin: pin, activeLow: activeLow, log: logger(log, name, pin)}
+}
+
+// Open configures the pin as an output without changing its level: it reads
+// the line and drives it at the level it read, so that opening a relay that
+// is on does not switch it off.
+func (o *Output) Open(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return o.errorf("open: %w", err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l := o.pin.Read()
+	if err := o.pin.Out(l); err != nil {
+		return o.errorf("open: set as output at %s: %w", l, err)
+	}
+	o.log.Info("gpio output opened", "level", l, "on", o.logical(l))
+	return nil
+}
+
+// Set switches the output on (true) or off (false), the line level following
+// active_low.
+func (o *Output) Set(ctx context.Context, on bool) error {
+	if err := ctx.Err(); err != nil {
+		return o.errorf("set: %w", err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	l := pgpio.Level(on != o.activeLow)
+	if err := o.pin.Out(l); err != nil {
+		return o.errorf("set %t (line %s): %w", on, l, err)
+	}
+	o.log.Debug("gpio set", "on", on, "level", l)
+	return nil
+}
+
+// Get returns the output's logical level, read back from the line.
+func (o *Output) Get(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, o.errorf("get: %w", err)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.logical(o.pin.Read()), nil
+}
+
+func (o *Output) logical(l pgpio.Level) bool { return bool(l) != o.activeLow }
+
+func (o *Output) errorf(format string, args ...any) error {
+	return fmt.Errorf("gpio %s (%s): "+format, append([]any{o.name, o.pin.Name()}, args...)...)
+}
+
+// Input is a digital input. Its logical level is true when the line is high,
+// or low when active low.
+//
+// The zero value is not usable; create one with [NewInput].
+type Input struct {
+	name      string
+	pin       pgpio.PinIO
+	pull      manifests.Pull
+	activeLow bool
+	log       *slog.Logger
+}
+
+// NewInput returns an input on pin with the pull resistor pull (the empty
+// Pull leaves the resistor as it is), named name in errors and logs. log nil
+// discards. NewInput does no I/O.
+func NewInput(name string, pin pgpio.PinIO, pull manifests.Pull, activeLow bool, log *slog.Logger) *Input {
+	return &Input{name: name, pin: pin, pull: pull, activeLow: activeLow, log: logger(log, name, pin)}
+}
+
+// Open configures the pin as an input with the pull resistor and no edge
+// detection. An unknown pull value is an error and leaves the pin untouched.
+func (i *Input) Open(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return i.errorf("open: %w", err)
+	}
+	p, err := Pull(i.pull)
+	if err != nil {
+		return i.errorf("open: %w", err)
+	}
+	if err := i.pin.In(p, pgpio.NoEdge); err != nil {
+		return i.errorf("open: set as input (pull %s): %w", p, err)
+	}
+	i.log.Info("gpio input opened", "pull", p)
+	return nil
+}
+
+// Get returns the input's logical level.
+func (i *Input) Get(ctx context.Context) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, i.errorf("get: %w", err)
+	}
+	return bool(i.pin.Read()) != i.activeLow, nil
+}
+
+func (i *Input) errorf(format string, args ...any) error {
+	return fmt.Errorf("gpio %s (%s): "+format, append([]any{i.name, i.pin.Name()}, args...)...)
+}
+
+// Pull converts a manifest pull to periph's: "" is PullNoChange, "none"
+// Float, "up" PullUp and "down" PullDown.
+func Pull(p manifests.Pull) (pgpio.Pull, error) {
+	switch p {
+	case "":
+		return pgpio.PullNoChange, nil
+	case manifests.PullNone:
+		return pgpio.Float, nil
+	case manifests.PullUp:
+		return pgpio.PullUp, nil
+	case manifests.PullDown:
+		return pgpio.PullDown, nil
+	}
+	return pgpio.PullNoChange, fmt.Errorf("unknown pull %q (want none, up or down)", p)
+}
+
+func logger(log *slog.Logger, name string, pin pgpio.PinIO) *slog.Logger {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return log.With("device", name, "addr", pin.Name())
+}

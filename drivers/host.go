@@ -1,0 +1,97 @@
+package drivers
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"periph.io/x/conn/v3/gpio"
+	"periph.io/x/conn/v3/gpio/gpioreg"
+	"periph.io/x/conn/v3/i2c"
+	"periph.io/x/conn/v3/i2c/i2creg"
+	"periph.io/x/host/v3"
+)
+
+// Host opens the buses and pins of the machine it runs on, through periph.io.
+// It initializes periph's host drivers once, on first use.
+//
+// The zero value is not usable; create one with [NewHost]. A Host is safe for
+// concurrent use.
+type Host struct {
+	log *slog.Logger
+
+	once    sync.Once
+	initErr error
+}
+
+// NewHost returns a Host that logs to log (nil discards). It does no I/O.
+func NewHost(log *slog.Logger) *Host {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Host{log: log}
+}
+
+// init runs periph's host.Init once per Host.
+func (h *Host) init() error {
+	h.once.Do(func() {
+		state, err := host.Init()
+		if err != nil {
+			h.initErr = err
+			return
+		}
+		h.log.Info("periph host initialized", "loaded", len(state.Loaded), "skipped", len(state.Skipped), "failed", len(state.Failed))
+	})
+	return h.initErr
+}
+
+// I2C opens the I²C bus the host calls name: a periph bus name, alias or
+// number ("1", "/dev/i2c-1", "I2C1"); "" opens the first bus found. This is
+// the manifest bus's Device field.
+//
+// The caller owns the returned bus and closes it. A bus that cannot be opened
+// yields an error that wraps [ErrUnavailable] and names the bus.
+func (h *Host) I2C(ctx context.Context, name string) (i2c.BusCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("i2c bus %q: %w", name, err)
+	}
+	if err := h.init(); err != nil {
+		return nil, fmt.Errorf("i2c bus %q: %w: periph host init: %w", name, ErrUnavailable, err)
+	}
+	all := i2creg.All()
+	if len(all) == 0 {
+		// periph would add "did you forget to call Init()?", which misleads.
+		return nil, fmt.Errorf("i2c bus %q: %w: no bus found (is I2C enabled? see raspi-config)", name, ErrUnavailable)
+	}
+	b, err := i2creg.Open(name)
+	if err != nil {
+		names := make([]string, len(all))
+		for i, r := range all {
+			names[i] = r.Name
+		}
+		return nil, fmt.Errorf("i2c bus %q: %w: %w (this host has %s)", name, ErrUnavailable, err, strings.Join(names, ", "))
+	}
+	h.log.Info("i2c bus opened", "bus", name)
+	return b, nil
+}
+
+// Pin returns the GPIO pin the host calls name ("GPIO17"), unconfigured. The
+// pin is shared host state and is not closed.
+//
+// An unknown pin yields an error that wraps [ErrUnavailable] and names the
+// pin.
+func (h *Host) Pin(ctx context.Context, name string) (gpio.PinIO, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("gpio pin %q: %w", name, err)
+	}
+	if err := h.init(); err != nil {
+		return nil, fmt.Errorf("gpio pin %q: %w: periph host init: %w", name, ErrUnavailable, err)
+	}
+	p := gpioreg.ByName(name)
+	if p == nil {
+		return nil, fmt.Errorf("gpio pin %q: %w: no such pin on this host", name, ErrUnavailable)
+	}
+	return p, nil
+}

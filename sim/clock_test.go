@@ -1,0 +1,48 @@
+package sim_test
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/promcp/promcp-device/sim"
+)
+
+func TestManualClock(t *testing.T) {
+	c := sim.NewManualClock(epoch)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			c.Advance(time.Second)
+			_ = c.Now()
+		})
+	}
+	wg.Wait()
+	c.Advance(-time.Hour) // ignored
+	if got := c.Now().Sub(epoch); got != 10*time.Second {
+		t.Errorf("after 10 × Advance(1s): %v elapsed, want 10s", got)
+	}
+}
+
+func TestScaledClock(t *testing.T) {
+	for _, tc := range []struct {
+		scale float64
+		want  time.Duration
+	}{
+		{60, time.Minute},
+		{1, time.Second},
+		{0, time.Second},
+		{-5, time.Second},
+		{0.5, 500 * time.Millisecond},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			c := sim.NewScaledClock(tc.scale)
+			start := c.Now()
+			<-time.After(time.Second)
+			if got := c.Now().Sub(start); got != tc.want {
+				t.Errorf("NewScaledClock(%v): %v after 1s, want %v", tc.scale, got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,38 @@
+// Package sim is the bus-level simulator: a [World] built from a manifest
+// that hands out simulated I²C buses and GPIO pins implementing periph.io's
+// i2c.BusCloser and gpio.PinIO, so that the real drivers run on it
+// unchanged.
+//
+// Simulated devices answer byte for byte like the chips: an SHT3x measures
+// the temperature and humidity of its zone, with correct CRCs and seeded
+// noise, and NACKs what the chip NACKs (reads without a pending result,
+// unknown commands) by returning an error that wraps EREMOTEIO, as Linux
+// i2c-dev does; a register-map device keeps a 256-byte register file behind
+// a register pointer. A missing address NACKs the same way.
+//
+// # Physics
+//
+// Each zone of the manifest's sim section has a temperature T (°C) and a
+// relative humidity RH (%). T relaxes toward the zone's Outside temperature
+// with the time constant LeakTimeConstant, plus 1/VentTimeConstant for each
+// open vent, and rises by HeaterRate °C per minute for each heater that is
+// on. RH starts at the zone's Humidity and moves by -4 % per °C of the
+// warming or cooling that happens in place (heaters, leak); open vents
+// replace air instead, pulling RH toward 50 % at the vents' rate. RH reads
+// clamped to 5..100 %. Heaters and vents are gpio_out devices; "on" is their
+// logical level (active_low applied).
+//
+// State is integrated lazily on the injected [Clock]: whenever a sensor is
+// read, a zone observed or a pin changed, the zones advance from their last
+// update to Clock.Now() in steps of at most one simulated second (at most
+// 100000 steps per advance), and a pin change is applied only after that
+// advance, so heater on-time is accounted exactly. With a [ManualClock] the
+// world is deterministic; noise comes from a PCG generator per zone seeded
+// from the manifest's seed.
+//
+// # Concurrency
+//
+// A World, its buses and its pins are safe for concurrent use; one mutex
+// guards the whole world. Buses returned by [World.I2C] belong to the
+// caller, who closes them; closing one handle does not affect others.
+package sim

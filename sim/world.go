@@ -1,0 +1,221 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	pgpio "periph.io/x/conn/v3/gpio"
+	pi2c "periph.io/x/conn/v3/i2c"
+
+	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/manifests"
+)
+
+// Readings of a sensor that belongs to no zone.
+const (
+	DefaultTemperature = 20.0 // °C
+	DefaultHumidity    = 50.0 // %RH
+)
+
+// World is a simulated gateway: the I²C buses and GPIO pins of a manifest,
+// the devices on them and the zones they measure and act on.
+//
+// Create one with [New]. A World is safe for concurrent use.
+type World struct {
+	clk Clock
+
+	mu    sync.Mutex // guards everything below and all device and zone state
+	zones []*zone
+	buses map[string]*busState // by manifest bus name
+	pins  map[string]*pinState // by host pin name
+}
+
+// ZoneState is a snapshot of a zone's air.
+type ZoneState struct {
+	Temperature float64 // °C
+	Humidity    float64 // relative humidity, %
+}
+
+// New builds the simulated world of m on the clock clk (nil means real
+// time, [NewScaledClock](1)). m.Sim may be nil: then there are no zones, and
+// every SHT3x reads a constant [DefaultTemperature] and [DefaultHumidity].
+//
+// New fails when m refers to something it does not define (a zone's device,
+// a register in Sim.Values) or a register's initial value does not fit; a
+// manifest that passed validation builds.
+func New(m *manifests.Manifest, clk Clock) (*World, error) {
+	if clk == nil {
+		clk = NewScaledClock(1)
+	}
+	w := &World{
+		clk:   clk,
+		buses: make(map[string]*busState),
+		pins:  make(map[string]*pinState),
+	}
+	now := clk.Now()
+	kinds := make(map[string]manifests.BusKind, len(m.Buses))
+	for _, b := range m.Buses {
+		kinds[b.Name] = b.Kind
+		if b.Kind == manifests.BusI2C {
+			w.buses[b.Name] = &busState{name: b.Name, devices: make(map[uint16]device)}
+		}
+	}
+
+	devs := make(map[string]manifests.Device, len(m.Devices))
+	pinOf := make(map[string]*pinState) // by device name
+	shts := make(map[string]*sht3x)     // by device name
+	for _, d := range m.Devices {
+		devs[d.Name] = d
+		switch d.Model {
+		case manifests.ModelSHT3x, manifests.ModelRegisters:
+			b, ok := w.buses[d.Bus]
+			if !ok {
+				return nil, fmt.Errorf("sim: device %s: no i2c bus %q", d.Name, d.Bus)
+			}
+			if other, dup := b.names[d.Address]; dup {
+				return nil, fmt.Errorf("sim: device %s: address 0x%02x on bus %s is taken by %s", d.Name, d.Address, d.Bus, other)
+			}
+			var dev device
+			if d.Model == manifests.ModelSHT3x {
+				s := newSHT3x()
+				shts[d.Name] = s
+				dev = s
+			} else {
+				r, err := newRegisters(d)
+				if err != nil {
+					return nil, err
+				}
+				dev = r
+			}
+			b.add(d.Address, d.Name, dev)
+		case manifests.ModelGPIOIn, manifests.ModelGPIOOut:
+			if _, ok := w.pins[d.Pin]; ok {
+				return nil, fmt.Errorf("sim: device %s: pin %s is used twice", d.Name, d.Pin)
+			}
+			p := newPinState(d)
+			w.pins[d.Pin] = p
+			pinOf[d.Name] = p
+		default:
+			return nil, fmt.Errorf("sim: device %s: unknown model %q", d.Name, d.Model)
+		}
+	}
+
+	if m.Sim == nil {
+		return w, nil
+	}
+	seed := m.Sim.Seed
+	if seed == 0 {
+		seed = 1
+	}
+	for i, zc := range m.Sim.Zones {
+		z := newZone(zc, now, rand.New(rand.NewPCG(uint64(seed), uint64(i))))
+		for _, name := range zc.Sensors {
+			s, ok := shts[name]
+			if !ok {
+				return nil, fmt.Errorf("sim: zone %s: sensor %q is not an sht3x device", zc.Name, name)
+			}
+			s.zone = z
+		}
+		for _, name := range zc.Heaters {
+			p, ok := pinOf[name]
+			if !ok || devs[name].Model != manifests.ModelGPIOOut {
+				return nil, fmt.Errorf("sim: zone %s: heater %q is not a gpio_out device", zc.Name, name)
+			}
+			z.heaters = append(z.heaters, p)
+		}
+		for _, name := range zc.Vents {
+			p, ok := pinOf[name]
+			if !ok || devs[name].Model != manifests.ModelGPIOOut {
+				return nil, fmt.Errorf("sim: zone %s: vent %q is not a gpio_out device", zc.Name, name)
+			}
+			z.vents = append(z.vents, p)
+		}
+		w.zones = append(w.zones, z)
+	}
+	return w, nil
+}
+
+// Clock returns the world's clock.
+func (w *World) Clock() Clock { return w.clk }
+
+// I2C opens the simulated I²C bus that the manifest calls name (the Bus's
+// Name, not its Device). Each call returns a new handle on the same bus; the
+// caller closes it. An unknown name yields an error wrapping
+// drivers.ErrUnavailable.
+func (w *World) I2C(ctx context.Context, name string) (pi2c.BusCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sim i2c bus %q: %w", name, err)
+	}
+	b, ok := w.buses[name]
+	if !ok {
+		return nil, fmt.Errorf("sim i2c bus %q: %w: no such i2c bus in the manifest", name, drivers.ErrUnavailable)
+	}
+	return &I2CBus{w: w, b: b}, nil
+}
+
+// Pin returns the simulated GPIO pin the manifest calls name ("GPIO17", a
+// Device's Pin). Pins are shared: every call returns a handle on the same
+// line. An unknown pin yields an error wrapping drivers.ErrUnavailable.
+func (w *World) Pin(ctx context.Context, name string) (pgpio.PinIO, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("sim gpio pin %q: %w", name, err)
+	}
+	p, ok := w.pins[name]
+	if !ok {
+		return nil, fmt.Errorf("sim gpio pin %q: %w: no device uses this pin in the manifest", name, drivers.ErrUnavailable)
+	}
+	return &Pin{w: w, p: p}, nil
+}
+
+// Zone returns the current state of the zone called name, advanced to the
+// clock's now, and whether the zone exists.
+func (w *World) Zone(name string) (ZoneState, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.advanceLocked()
+	for _, z := range w.zones {
+		if z.cfg.Name == name {
+			return ZoneState{Temperature: z.t, Humidity: z.humidity()}, true
+		}
+	}
+	return ZoneState{}, false
+}
+
+// Transactions returns the number of I²C transactions attempted on the bus
+// the manifest calls bus, through any handle, NACKed ones included; 0 for an
+// unknown bus.
+func (w *World) Transactions(bus string) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if b, ok := w.buses[bus]; ok {
+		return b.tx
+	}
+	return 0
+}
+
+// Drive sets the logical level of the pin called name from outside, as a
+// door closing on a switch would (active_low applied). It fails for an
+// unknown pin.
+func (w *World) Drive(name string, on bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pins[name]
+	if !ok {
+		return fmt.Errorf("sim gpio pin %q: %w: no device uses this pin in the manifest", name, drivers.ErrUnavailable)
+	}
+	w.advanceLocked()
+	p.level = pgpio.Level(on != p.activeLow)
+	return nil
+}
+
+// advanceLocked integrates every zone up to the clock's now. w.mu is held.
+func (w *World) advanceLocked() time.Time {
+	now := w.clk.Now()
+	for _, z := range w.zones {
+		z.advance(now)
+	}
+	return now
+}
