@@ -220,7 +220,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 		if timeout <= 0 {
 			timeout = manifests.DefaultTimeout
 		}
-		buses[b.Name] = i2c.NewBus(b.Name, bc, timeout, opts.Log.With("bus", b.Name))
+		buses[b.Name] = i2c.NewBus(b.Name, bc, timeout, opts.Log)
 	}
 
 	channels := map[string]*device{}
