@@ -30,6 +30,15 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 			code = 1
 			continue
 		}
+		pol, err := loadPolicy(path, "", m)
+		if err != nil {
+			fmt.Fprintln(stdout, err)
+			code = 1
+			continue
+		}
+		if pol != nil {
+			fmt.Fprintf(stdout, "%s: ok: policy for %d actions\n", pol.File, len(pol.Actions))
+		}
 		reads, dos := 0, 0
 		for _, c := range m.Capabilities {
 			reads++
@@ -75,7 +84,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	// The tool surface depends only on the manifest: build it on the
 	// simulator so that listing never touches hardware.
-	gw, err := openGateway(ctx, m, true, 0, slog.New(slog.DiscardHandler))
+	gw, err := openGateway(ctx, m, gatewayOptions{simulate: true}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device tools:", err)
 		return 1
