@@ -121,6 +121,8 @@ func describeWindow(d manifests.Window) string {
 		}
 		days = "on " + strings.Join(names, ", ")
 	}
-	hm := func(x time.Duration) string { return fmt.Sprintf("%02d:%02d", int(x/time.Hour), int(x%time.Hour/time.Minute)) }
+	hm := func(x time.Duration) string {
+		return fmt.Sprintf("%02d:%02d", int(x/time.Hour), int(x%time.Hour/time.Minute))
+	}
 	return fmt.Sprintf("%s %s–%s", days, hm(d.From), hm(d.To))
 }
