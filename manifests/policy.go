@@ -118,6 +118,22 @@ func PolicyPath(manifest string) string {
 	return strings.TrimSuffix(manifest, ext) + ".policy" + ext
 }
 
+// IsCompanion reports whether path names a file that accompanies a
+// manifest rather than a manifest: one with a second extension, such as
+// greenhouse.policy.yml beside greenhouse.yml.
+func IsCompanion(path string) bool {
+	base := filepath.Base(path)
+	return strings.Count(strings.TrimSuffix(base, filepath.Ext(base)), ".") > 0
+}
+
+// ManifestOf returns the manifest a companion file belongs to:
+// "greenhouse.policy.yml" → "greenhouse.yml".
+func ManifestOf(companion string) string {
+	ext := filepath.Ext(companion)
+	stem := strings.TrimSuffix(companion, ext)
+	return strings.TrimSuffix(stem, filepath.Ext(stem)) + ext
+}
+
 // LoadPolicy reads and validates the policy file at path against m (every
 // action and reading it names must exist in m). See ParsePolicy.
 func LoadPolicy(path string, m *Manifest) (*Policy, error) {
@@ -214,7 +230,7 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 		path := join("actions", tool)
 		cap, known := actions[tool]
 		if !known {
-			d.addAt(e.Key, path, ErrBadReference, "action %q is not in the manifest (want %s)", tool, oneOf(keysOf(actions)))
+			d.addAt(e.Key, path, ErrBadReference, "%q (want a do tool of the manifest: %s)", tool, oneOf(keysOf(actions)))
 		}
 		if _, dup := pol.Actions[tool]; dup {
 			d.addAt(e.Key, path, ErrDuplicate, "action %q", tool)
@@ -326,7 +342,7 @@ func (d *decoder) roles(n ast.Node, path string, known []string) []string {
 			continue
 		}
 		if !slices.Contains(known, r) {
-			d.add(p, ErrUnknownValue, "role %q (want %s)", r, oneOf(known))
+			d.add(p, ErrUnknownValue, "%q (want a role the policy declares: %s)", r, oneOf(known))
 			continue
 		}
 		out = append(out, r)
@@ -341,7 +357,7 @@ func (d *decoder) timezone(n ast.Node, path string) (*time.Location, bool) {
 	}
 	loc, err := time.LoadLocation(s)
 	if err != nil || s == "" || s == "Local" {
-		d.add(path, ErrUnknownValue, "time zone %q (want an IANA name such as \"Europe/Amsterdam\" or \"UTC\")", s)
+		d.add(path, ErrUnknownValue, "%q (want an IANA time zone name such as \"Europe/Amsterdam\" or \"UTC\")", s)
 		return nil, false
 	}
 	return loc, true
@@ -363,7 +379,7 @@ func (d *decoder) window(n ast.Node, path string) Window {
 			}
 			days, known := weekdayAliases[strings.ToLower(s)]
 			if !known {
-				d.add(p, ErrUnknownValue, "day %q (want mon, tue, wed, thu, fri, sat, sun, weekdays, weekend or all)", s)
+				d.add(p, ErrUnknownValue, "%q (want mon, tue, wed, thu, fri, sat, sun, weekdays, weekend or all)", s)
 				continue
 			}
 			for _, day := range days {
@@ -407,7 +423,7 @@ func (d *decoder) interlock(n ast.Node, path string, reads map[string]*Capabilit
 	il.Reason, _ = d.str(f["reason"], join(path, "reason"))
 	c, known := reads[il.Read]
 	if il.Read != "" && !known {
-		d.add(join(path, "read"), ErrBadReference, "%q is not a read tool of the manifest (want %s)", il.Read, oneOf(keysOf(reads)))
+		d.add(join(path, "read"), ErrBadReference, "%q (want a read tool of the manifest: %s)", il.Read, oneOf(keysOf(reads)))
 	}
 	conds := 0
 	if v, ok := d.number(f["above"], join(path, "above")); ok {

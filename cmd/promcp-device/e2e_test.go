@@ -391,7 +391,7 @@ func TestServeWithoutHardwareNamesTheBus(t *testing.T) {
 
 func TestLintCLI(t *testing.T) {
 	out, _, code := runCLI(t, "lint", greenhouse, labBench)
-	if code != 0 || strings.Count(out, ": ok:") != 2 {
+	if code != 0 || strings.Count(out, ": ok: gateway") != 2 || !strings.Contains(out, "greenhouse.policy.yml: ok: policy") {
 		t.Fatalf("lint examples: exit %d, %q", code, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yml")

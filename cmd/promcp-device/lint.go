@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"strings"
 
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
@@ -24,20 +26,30 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 	}
 	code := 0
 	for _, path := range fs.Args() {
+		if manifests.IsCompanion(path) {
+			// A policy file is checked with the manifest beside it.
+			if !strings.HasSuffix(path, ".policy"+filepath.Ext(path)) {
+				fmt.Fprintf(stdout, "%s: not a manifest or a policy file (want NAME.yml or NAME.policy.yml)\n", path)
+				code = 1
+				continue
+			}
+			m, err := manifests.Load(manifests.ManifestOf(path))
+			if err == nil {
+				_, err = loadPolicy(manifests.ManifestOf(path), path, m)
+			}
+			if err != nil {
+				fmt.Fprintln(stdout, err)
+				code = 1
+				continue
+			}
+			fmt.Fprintf(stdout, "%s: ok: policy for %s\n", path, manifests.ManifestOf(path))
+			continue
+		}
 		m, err := manifests.Load(path)
 		if err != nil {
 			fmt.Fprintln(stdout, err)
 			code = 1
 			continue
-		}
-		pol, err := loadPolicy(path, "", m)
-		if err != nil {
-			fmt.Fprintln(stdout, err)
-			code = 1
-			continue
-		}
-		if pol != nil {
-			fmt.Fprintf(stdout, "%s: ok: policy for %d actions\n", pol.File, len(pol.Actions))
 		}
 		reads, dos := 0, 0
 		for _, c := range m.Capabilities {
@@ -48,6 +60,15 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s: ok: gateway %s, %d buses, %d devices, %d tools (%d read_*, %d do_*, can_do)\n",
 			path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
+		pol, err := loadPolicy(path, "", m)
+		if err != nil {
+			fmt.Fprintln(stdout, err)
+			code = 1
+			continue
+		}
+		if pol != nil {
+			fmt.Fprintf(stdout, "%s: ok: policy for %d actions\n", pol.File, len(pol.Actions))
+		}
 	}
 	return code
 }
