@@ -73,6 +73,16 @@ type Windows struct {
 	Location *time.Location
 	Allow    []Window
 	Deny     []Window
+	// When limits the windows to requested values that meet it (deny only
+	// opening the vent at night: when {equals: true}); nil applies them to
+	// every value.
+	When *ValueCondition
+}
+
+// ValueCondition is a condition on a value: above, below, or equal to.
+type ValueCondition struct {
+	Above, Below *float64
+	Equals       any
 }
 
 // Window is a daily period on some weekdays. From and To are offsets from
@@ -104,6 +114,10 @@ type Interlock struct {
 	Equals       any
 	// Reason is said to the agent when the interlock denies.
 	Reason string
+	// When limits the interlock to requested values that meet it (no
+	// heater on while the vent is open: when {equals: true}, so that
+	// switching the heater off stays allowed); nil applies it to every value.
+	When *ValueCondition
 }
 
 // Quorum requires MinPeers gateways (this one included) to be reachable.
@@ -148,10 +162,11 @@ var (
 	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions"}
 	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum"}
 	rateLimitKeys  = []string{"max", "per"}
-	windowsKeys    = []string{"timezone", "allow", "deny"}
+	windowsKeys    = []string{"timezone", "allow", "deny", "when"}
+	whenKeys       = []string{"above", "below", "equals"}
 	windowKeys     = []string{"days", "from", "to"}
 	approvalKeys   = []string{"always", "above", "below", "not_compensable", "ttl"}
-	interlockKeys  = []string{"read", "above", "below", "equals", "reason"}
+	interlockKeys  = []string{"read", "above", "below", "equals", "reason", "when"}
 	quorumKeys     = []string{"min_peers"}
 	weekdayAliases = map[string][]time.Weekday{
 		"mon": {time.Monday}, "tue": {time.Tuesday}, "wed": {time.Wednesday}, "thu": {time.Thursday},
@@ -289,6 +304,7 @@ func (d *decoder) actionPolicy(n ast.Node, path, tool string, cap *Capability, r
 		for i, it := range d.seq(wf["deny"], join(wp, "deny")) {
 			w.Deny = append(w.Deny, d.window(it, index(join(wp, "deny"), i)))
 		}
+		w.When = d.when(wf["when"], join(wp, "when"), cap)
 		if len(w.Allow) == 0 && len(w.Deny) == 0 {
 			d.add(wp, ErrMissing, "allow or deny (want at least one window)")
 		}
@@ -316,7 +332,7 @@ func (d *decoder) actionPolicy(n ast.Node, path, tool string, cap *Capability, r
 		a.Approval = appr
 	}
 	for i, it := range d.seq(f["interlocks"], join(path, "interlocks")) {
-		a.Interlocks = append(a.Interlocks, d.interlock(it, index(join(path, "interlocks"), i), reads))
+		a.Interlocks = append(a.Interlocks, d.interlock(it, index(join(path, "interlocks"), i), reads, cap))
 	}
 	if qf, ok := d.fields(f["quorum"], join(path, "quorum"), quorumKeys...); ok {
 		qp := join(path, "quorum")
@@ -412,7 +428,51 @@ func (d *decoder) clock(n ast.Node, path string) time.Duration {
 	return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute
 }
 
-func (d *decoder) interlock(n ast.Node, path string, reads map[string]*Capability) Interlock {
+// when decodes a condition on the requested value of cap's action.
+func (d *decoder) when(n ast.Node, path string, cap *Capability) *ValueCondition {
+	f, ok := d.fields(n, path, whenKeys...)
+	if !ok {
+		return nil
+	}
+	c := &ValueCondition{}
+	conds := 0
+	if v, ok := d.number(f["above"], join(path, "above")); ok {
+		c.Above = &v
+		conds++
+	}
+	if v, ok := d.number(f["below"], join(path, "below")); ok {
+		c.Below = &v
+		conds++
+	}
+	if d.has(join(path, "equals")) {
+		c.Equals = d.scalar(f["equals"], join(path, "equals"))
+		conds++
+	}
+	if conds == 0 {
+		d.add(path, ErrMissing, "a condition (want above, below or equals)")
+	}
+	if cap != nil && (c.Above != nil || c.Below != nil) && cap.Type != TypeNumber && cap.Type != TypeInteger {
+		d.add(path, ErrNotAllowed, "above/below on %s action %s (want equals)", cap.Type, cap.Do.Tool)
+	}
+	return c
+}
+
+// scalar decodes a boolean, string or number.
+func (d *decoder) scalar(n ast.Node, path string) any {
+	switch v := d.resolve(n, path).(type) {
+	case *ast.BoolNode:
+		return v.Value
+	case *ast.StringNode:
+		return v.Value
+	default:
+		if x, ok := d.number(v, path); ok {
+			return x
+		}
+	}
+	return nil
+}
+
+func (d *decoder) interlock(n ast.Node, path string, reads map[string]*Capability, cap *Capability) Interlock {
 	il := Interlock{}
 	f, ok := d.fields(n, path, interlockKeys...)
 	if !ok {
@@ -435,18 +495,10 @@ func (d *decoder) interlock(n ast.Node, path string, reads map[string]*Capabilit
 		conds++
 	}
 	if d.has(join(path, "equals")) {
-		switch v := d.resolve(f["equals"], join(path, "equals")).(type) {
-		case *ast.BoolNode:
-			il.Equals = v.Value
-		case *ast.StringNode:
-			il.Equals = v.Value
-		default:
-			if x, ok := d.number(v, join(path, "equals")); ok {
-				il.Equals = x
-			}
-		}
+		il.Equals = d.scalar(f["equals"], join(path, "equals"))
 		conds++
 	}
+	il.When = d.when(f["when"], join(path, "when"), cap)
 	if conds == 0 {
 		d.add(path, ErrMissing, "a condition (want above, below or equals)")
 	}

@@ -295,8 +295,25 @@ func (e *eval) checkValue(rules *manifests.ActionPolicy) (Decision, bool) {
 	return Decision{}, false
 }
 
+// applies reports whether a rule limited by when applies to the requested
+// value. Without a value (can_do asked generally) a limited rule does not
+// apply; do_* always has one.
+func (e *eval) applies(when *manifests.ValueCondition) bool {
+	if when == nil {
+		return true
+	}
+	if !e.req.HasValue {
+		return false
+	}
+	holds, _ := conditionHolds(when.Above, when.Below, when.Equals, e.value)
+	return holds
+}
+
 func (e *eval) interlocks(ils []manifests.Interlock) (Decision, bool) {
 	for _, il := range ils {
+		if !e.applies(il.When) {
+			continue
+		}
 		r, ok := e.req.Readings[il.Read]
 		if !ok {
 			return e.refuse(promcp.PolicyDenied, il.Reason+": no reading of "+il.Read+" is available (interlocks fail closed)",
@@ -312,7 +329,7 @@ func (e *eval) interlocks(ils []manifests.Interlock) (Decision, bool) {
 				fmt.Sprintf("%s: %s is %s, and interlocks fail closed", il.Reason, il.Read, why),
 				"the action is refused until "+il.Read+" reads good", e.until), true
 		}
-		if holds, desc := interlockHolds(il, r.Value); holds {
+		if holds, desc := conditionHolds(il.Above, il.Below, il.Equals, r.Value); holds {
 			return e.refuse(promcp.PolicyDenied, fmt.Sprintf("%s (%s %s)", il.Reason, il.Read, desc),
 				"the action is refused while the condition holds", e.until), true
 		}
@@ -320,24 +337,27 @@ func (e *eval) interlocks(ils []manifests.Interlock) (Decision, bool) {
 	return Decision{}, false
 }
 
-func interlockHolds(il manifests.Interlock, v any) (bool, string) {
-	if il.Equals != nil {
-		a, aok := number(il.Equals)
+// conditionHolds reports whether v is above, below or equal to the
+// condition's bounds, and describes v. A number compared with above or
+// below that is not a number holds (fail closed).
+func conditionHolds(above, below *float64, equals, v any) (bool, string) {
+	if equals != nil {
+		a, aok := number(equals)
 		b, bok := number(v)
 		if aok && bok {
 			return a == b, fmt.Sprintf("is %v", v)
 		}
-		return il.Equals == v, fmt.Sprintf("is %v", v)
+		return equals == v, fmt.Sprintf("is %v", v)
 	}
 	f, ok := number(v)
 	if !ok {
 		return true, fmt.Sprintf("is %v, not a number", v)
 	}
-	if il.Above != nil && f > *il.Above {
-		return true, fmt.Sprintf("is %v, above %v", f, *il.Above)
+	if above != nil && f > *above {
+		return true, fmt.Sprintf("is %v, above %v", f, *above)
 	}
-	if il.Below != nil && f < *il.Below {
-		return true, fmt.Sprintf("is %v, below %v", f, *il.Below)
+	if below != nil && f < *below {
+		return true, fmt.Sprintf("is %v, below %v", f, *below)
 	}
 	return false, ""
 }

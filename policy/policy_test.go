@@ -61,11 +61,30 @@ func TestEvaluate(t *testing.T) {
 		{"night denied", with(func(r *policy.Request) {
 			r.Now = time.Date(2026, 11, 30, 22, 30, 0, 0, amsterdam)
 			r.Rules = &manifests.ActionPolicy{Windows: night}
-		}), promcp.PolicyDenied, 7*time.Hour + 30*time.Minute, "not allowed every day 20:00–06:00"},
+		}), promcp.PolicyDenied, 7*time.Hour + 30*time.Minute, "not allowed daily 20:00–06:00"},
 		{"interlock holds", with(func(r *policy.Request) {
 			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "no heater while the vent is open"}}}
 			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
 		}), promcp.PolicyDenied, 2 * time.Second, "no heater while the vent is open (read_vent is true)"},
+		{"interlock limited to switching on, switching off", with(func(r *policy.Request) {
+			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, false, manifests.Constraints{}
+			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "vent",
+				When: &manifests.ValueCondition{Equals: true}}}}
+			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"interlock limited to switching on, switching on", with(func(r *policy.Request) {
+			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, true, manifests.Constraints{}
+			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "vent",
+				When: &manifests.ValueCondition{Equals: true}}}}
+			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
+		}), promcp.PolicyDenied, 2 * time.Second, "vent"},
+		{"night window limited to opening, closing", with(func(r *policy.Request) {
+			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, false, manifests.Constraints{}
+			r.Now = time.Date(2026, 11, 30, 22, 30, 0, 0, amsterdam)
+			w := *night
+			w.When = &manifests.ValueCondition{Equals: true}
+			r.Rules = &manifests.ActionPolicy{Windows: &w}
+		}), promcp.Allowed, 2 * time.Second, ""},
 		{"interlock clear", with(func(r *policy.Request) {
 			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "vent"}}}
 			r.Readings = map[string]policy.Reading{"read_vent": *good(false)}

@@ -13,7 +13,7 @@ import (
 // windows refuses outside the allow windows and inside the deny windows,
 // and caps validity at the next window boundary.
 func (e *eval) windows(w *manifests.Windows) (Decision, bool) {
-	if w == nil {
+	if w == nil || !e.applies(w.When) {
 		return Decision{}, false
 	}
 	now := e.req.Now
@@ -111,7 +111,7 @@ func windowEdges(w *manifests.Windows, t time.Time) []time.Time {
 }
 
 func describeWindow(d manifests.Window) string {
-	days := "every day"
+	days := "daily"
 	if len(d.Days) < 7 {
 		var names []string
 		for _, wd := range []time.Weekday{time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday, time.Saturday, time.Sunday} {

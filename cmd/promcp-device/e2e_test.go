@@ -430,3 +430,17 @@ func TestToolsJSON(t *testing.T) {
 		t.Fatalf("tools --json names = %v, want %v", names, greenhouseTools)
 	}
 }
+
+// TestDemo runs `promcp-device demo`: the orchestration pattern and every
+// refusal it shows must come out as the demo says (it exits 1 otherwise).
+func TestDemo(t *testing.T) {
+	out, stderr, code := runCLI(t, "demo", "--manifest", greenhouse)
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"permission=permission_insufficient", "permission=policy_denied", "replayed (nothing actuated)", "error=idempotency_conflict"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}

@@ -162,6 +162,7 @@ type gatewayOptions struct {
 	simulate  bool
 	timeScale float64   // with simulate: simulated seconds per real second (0: the manifest's)
 	simStart  time.Time // with simulate: the simulated clock's start (zero: now)
+	clock     sim.Clock // with simulate: drives the simulation instead of a scaled real clock (the demo's manual clock)
 	policy    *manifests.Policy
 	approvals *approval.Signer
 }
@@ -179,8 +180,11 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		if scale <= 0 && m.Sim != nil {
 			scale = m.Sim.TimeScale
 		}
-		sc := sim.NewScaledClock(scale)
-		if !o.simStart.IsZero() {
+		var sc sim.Clock = sim.NewScaledClock(scale)
+		switch {
+		case o.clock != nil:
+			sc = o.clock
+		case !o.simStart.IsZero():
 			sc = sim.NewScaledClockAt(o.simStart, scale)
 		}
 		clock = sc
