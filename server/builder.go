@@ -21,6 +21,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/promcp"
 )
@@ -108,6 +109,9 @@ type DoRequest struct {
 	IdempotencyKey string
 	Args           map[string]any
 	Caller         Caller
+	// Approved is true when a human approved this exact action, value and
+	// key: through MCP elicitation, or with a valid approval token.
+	Approved bool
 }
 
 // CanDoHandler answers can_do. The server fills query_id, metadata and the
@@ -126,6 +130,9 @@ type Server struct {
 	tools     []Tool
 
 	instructions string
+	approvals    *approval.Signer // out-of-band approvals; nil disables them
+	ledger       *approval.Ledger
+	elicit       *approval.Signer // signs the state elicitation round-trips
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -155,9 +162,15 @@ func WithInstructions(text string) Option {
 	return func(s *Server) { s.instructions = text }
 }
 
+// WithApprovals accepts out-of-band approval tokens signed with signer
+// (see package approval and `promcp-device approve`).
+func WithApprovals(signer *approval.Signer) Option {
+	return func(s *Server) { s.approvals = signer }
+}
+
 // New returns a Server with no tools.
 func New(name, version string, opts ...Option) (*Server, error) {
-	s := &Server{clock: systemClock{}}
+	s := &Server{clock: systemClock{}, ledger: approval.NewLedger(), elicit: approval.NewRandomSigner()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -176,6 +189,7 @@ func New(name, version string, opts ...Option) (*Server, error) {
 	mopts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithRecovery(),
+		mcpserver.WithElicitation(),
 	}
 	if s.instructions != "" {
 		mopts = append(mopts, mcpserver.WithInstructions(s.instructions))
@@ -280,13 +294,18 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 		t.SideEffects = []string{}
 	}
 	in := doInputSchema(t.Value)
+	if s.approvals != nil {
+		in["properties"].(map[string]any)["approval"] = approvalArgSchema
+	}
 	out, err := doOutputSchema(t)
 	if err != nil {
 		return err
 	}
 	// The server checks the value's type with the bounds left out, so that
 	// bounds are refused by policy with the out_of_range permission.
-	if _, err := s.validator.Compile("type:"+t.Name, mustJSON(doInputSchema(withoutBounds(t.Value)))); err != nil {
+	typed := doInputSchema(withoutBounds(t.Value))
+	typed["properties"].(map[string]any)["approval"] = approvalArgSchema
+	if _, err := s.validator.Compile("type:"+t.Name, mustJSON(typed)); err != nil {
 		return fmt.Errorf("tool %s: value schema: %w", t.Name, err)
 	}
 	desc := t.Description + doDescriptionSuffix(t, s.keyTTL)
@@ -299,12 +318,17 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 		Annotations:     annotations(promcp.KindDo, t.Compensable, t.Title),
 	}
 	return s.register(promcp.KindDo, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res := s.do(ctx, t, h, req)
+		res, input := s.do(ctx, t, h, req)
+		if input != nil {
+			return input, nil
+		}
 		return s.result(t.Name, res, res.Validate(), res.Status == promcp.StatusFailed)
 	})
 }
 
-func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallToolRequest) promcp.DoResult {
+// do runs a do_* call. It returns the typed result, or, when a human must
+// approve and the client can ask one, the elicitation to send instead.
+func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallToolRequest) (promcp.DoResult, *mcp.CallToolResult) {
 	base := promcp.DoResult{SideEffects: t.SideEffects, Compensable: t.Compensable}
 	fail := func(key string, e *promcp.Error) promcp.DoResult {
 		r := base
@@ -322,13 +346,26 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 		key = newKey()
 	}
 	if argErr != nil {
-		return fail(key, argErr)
+		return fail(key, argErr), nil
 	}
 
 	fp := fingerprint(t.Name, args)
+	approved, grant, refusal := s.approval(ctx, t, req, args, key, fp)
+	if refusal != nil {
+		r := fail(key, refusal)
+		r.Permission = promcp.RequiresHumanApproval
+		return r, nil
+	}
 	var out promcp.DoResult
 	outcome, replayed, err := s.store.Do(ctx, key, fp, func(ctx context.Context) ([]byte, bool, error) {
-		r, err := h(ctx, DoRequest{Tool: t.Name, Value: args["value"], IdempotencyKey: key, Args: args, Caller: CallerFrom(ctx)})
+		var r promcp.DoResult
+		var err error
+		if grant != nil && s.ledger.Used(*grant, s.clock.Now()) {
+			r = fail(key, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval", Message: approval.ErrUsed.Error()})
+			r.Permission = promcp.RequiresHumanApproval
+		} else {
+			r, err = h(ctx, DoRequest{Tool: t.Name, Value: args["value"], IdempotencyKey: key, Args: args, Caller: CallerFrom(ctx), Approved: approved})
+		}
 		if err != nil {
 			s.log.Error("do handler failed", "tool", t.Name, "key", key, "err", err)
 			r = fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()})
@@ -341,24 +378,32 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 			r.Timestamp = s.clock.Now()
 		}
 		r.Timestamp = r.Timestamp.UTC()
+		keep := keepOutcome(r)
+		if keep && grant != nil {
+			// One-time: the approval is spent by the action it approved.
+			_ = s.ledger.Use(*grant, s.clock.Now())
+		}
 		b, merr := json.Marshal(r)
 		if merr != nil {
 			return nil, false, fmt.Errorf("encoding result: %w", merr)
 		}
-		return b, keepOutcome(r), nil
+		return b, keep, nil
 	})
 	switch {
 	case errors.Is(err, idempotency.ErrConflict):
 		return fail(key, &promcp.Error{Code: promcp.CodeIdempotencyConflict, Field: "idempotency_key",
-			Message: fmt.Sprintf("idempotency_key %q was used with different arguments; use a new key for a new action", key)})
+			Message: fmt.Sprintf("idempotency_key %q was used with different arguments; use a new key for a new action", key)}), nil
 	case err != nil:
-		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()})
+		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()}), nil
 	}
 	if err := json.Unmarshal(outcome, &out); err != nil {
-		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: "stored result is unreadable: " + err.Error()})
+		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: "stored result is unreadable: " + err.Error()}), nil
 	}
 	out.Replayed = replayed
-	return out
+	if out.Permission == promcp.RequiresHumanApproval && !approved && clientCanElicit(ctx) {
+		return out, s.askApproval(t, args, key, fp, out.Reason)
+	}
+	return out, nil
 }
 
 // keepOutcome says whether a do result is kept for replay: refusals and bad

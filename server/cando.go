@@ -85,7 +85,15 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 			}
 		}
 
-		d := g.policy.Evaluate(g.request(c, req.Intent.Value, req.Intent.Value != nil, cur))
+		pr := g.request(ctx, c, req.Intent.Value, req.Intent.Value != nil, cur)
+		for tool, r := range pr.Readings {
+			related(tool)
+			if o, ok := g.set.Get(strings.TrimPrefix(tool, "read_")); ok {
+				rep.Context.CurrentObservations[tool] = promcp.Observation{
+					Value: r.Value, Unit: promcp.Unit(o.Unit), Timestamp: r.Time.UTC(), Quality: r.Quality}
+			}
+		}
+		d := g.policy.Evaluate(pr)
 		if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
 			var state *promcp.State
 			if cur.Quality != promcp.QualityError {

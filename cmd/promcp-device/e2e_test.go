@@ -391,7 +391,7 @@ func TestServeWithoutHardwareNamesTheBus(t *testing.T) {
 
 func TestLintCLI(t *testing.T) {
 	out, _, code := runCLI(t, "lint", greenhouse, labBench)
-	if code != 0 || strings.Count(out, ": ok:") != 2 {
+	if code != 0 || strings.Count(out, ": ok: gateway") != 2 || !strings.Contains(out, "greenhouse.policy.yml: ok: policy") {
 		t.Fatalf("lint examples: exit %d, %q", code, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yml")
@@ -428,5 +428,19 @@ func TestToolsJSON(t *testing.T) {
 	slices.Sort(names)
 	if !slices.Equal(names, greenhouseTools) {
 		t.Fatalf("tools --json names = %v, want %v", names, greenhouseTools)
+	}
+}
+
+// TestDemo runs `promcp-device demo`: the orchestration pattern and every
+// refusal it shows must come out as the demo says (it exits 1 otherwise).
+func TestDemo(t *testing.T) {
+	out, stderr, code := runCLI(t, "demo", "--manifest", greenhouse)
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"permission=permission_insufficient", "permission=policy_denied", "replayed (nothing actuated)", "error=idempotency_conflict"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"strings"
 
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
@@ -24,6 +26,25 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 	}
 	code := 0
 	for _, path := range fs.Args() {
+		if manifests.IsCompanion(path) {
+			// A policy file is checked with the manifest beside it.
+			if !strings.HasSuffix(path, ".policy"+filepath.Ext(path)) {
+				fmt.Fprintf(stdout, "%s: not a manifest or a policy file (want NAME.yml or NAME.policy.yml)\n", path)
+				code = 1
+				continue
+			}
+			m, err := manifests.Load(manifests.ManifestOf(path))
+			if err == nil {
+				_, err = loadPolicy(manifests.ManifestOf(path), path, m)
+			}
+			if err != nil {
+				fmt.Fprintln(stdout, err)
+				code = 1
+				continue
+			}
+			fmt.Fprintf(stdout, "%s: ok: policy for %s\n", path, manifests.ManifestOf(path))
+			continue
+		}
 		m, err := manifests.Load(path)
 		if err != nil {
 			fmt.Fprintln(stdout, err)
@@ -39,6 +60,15 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s: ok: gateway %s, %d buses, %d devices, %d tools (%d read_*, %d do_*, can_do)\n",
 			path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
+		pol, err := loadPolicy(path, "", m)
+		if err != nil {
+			fmt.Fprintln(stdout, err)
+			code = 1
+			continue
+		}
+		if pol != nil {
+			fmt.Fprintf(stdout, "%s: ok: policy for %d actions\n", pol.File, len(pol.Actions))
+		}
 	}
 	return code
 }
@@ -75,7 +105,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	// The tool surface depends only on the manifest: build it on the
 	// simulator so that listing never touches hardware.
-	gw, err := openGateway(ctx, m, true, 0, slog.New(slog.DiscardHandler))
+	gw, err := openGateway(ctx, m, gatewayOptions{simulate: true}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device tools:", err)
 		return 1

@@ -35,6 +35,9 @@ Usage:
   promcp-device serve --manifest FILE [--sim] [--http ADDR]   serve the manifest's tools
   promcp-device lint FILE...                                 check manifests; exit 1 on problems
   promcp-device tools --manifest FILE [--json]               list the tools a manifest serves
+  promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
+  promcp-device approve --approval-key FILE --tool T --value V --key K
+                                                             issue a one-time approval of one action
   promcp-device version                                      print the version
 
 Run "promcp-device COMMAND -h" for a command's flags.
@@ -54,6 +57,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdLint(args[1:], stdout, stderr)
 	case "tools":
 		return cmdTools(ctx, args[1:], stdout, stderr)
+	case "approve":
+		return cmdApprove(args[1:], stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "promcp-device", version)
 		return 0

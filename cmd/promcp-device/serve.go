@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/manifests"
@@ -35,6 +37,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	var origins listFlag
 	fs.Var(&origins, "allow-origin", "with --http: a browser `ORIGIN` allowed to call (repeatable); loopback origins are always allowed")
 	role := fs.String("role", "operator", "the caller's `ROLE` for every call")
+	policyFile := fs.String("policy", "", "policy `FILE` (default: NAME.policy.yml beside the manifest NAME.yml, when it exists; \"none\" for no policy)")
+	approvalKey := fs.String("approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
+	simStart := fs.String("sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -54,7 +59,30 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	gw, err := openGateway(ctx, m, *simulate, *timeScale, log)
+	opts := gatewayOptions{simulate: *simulate, timeScale: *timeScale}
+	if opts.policy, err = loadPolicy(*manifest, *policyFile, m); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *simStart != "" {
+		t, err := time.Parse(time.RFC3339, *simStart)
+		if err != nil || !*simulate {
+			fmt.Fprintf(stderr, "promcp-device serve: --sim-start %q: want an RFC 3339 time such as 2026-11-30T22:00:00+01:00, with --sim\n", *simStart)
+			return 2
+		}
+		opts.simStart = t
+	}
+	if *approvalKey != "" {
+		key, err := approval.LoadOrCreateKey(*approvalKey)
+		if err == nil {
+			opts.approvals, err = approval.NewSigner(key)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "promcp-device serve:", err)
+			return 1
+		}
+	}
+	gw, err := openGateway(ctx, m, opts, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
 		return 1
@@ -129,17 +157,38 @@ type gateway struct {
 
 func (g *gateway) Close() error { return g.set.Close() }
 
-// openGateway binds m to the simulator (simulate) or the host's buses,
-// and registers its tools. Nothing is opened before m has validated.
-func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, timeScale float64, log *slog.Logger) (*gateway, error) {
+// gatewayOptions says how to open a gateway.
+type gatewayOptions struct {
+	simulate  bool
+	timeScale float64   // with simulate: simulated seconds per real second (0: the manifest's)
+	simStart  time.Time // with simulate: the simulated clock's start (zero: now)
+	clock     sim.Clock // with simulate: drives the simulation instead of a scaled real clock (the demo's manual clock)
+	policy    *manifests.Policy
+	approvals *approval.Signer
+}
+
+// openGateway binds m to the simulator or the host's buses, and registers
+// its tools. Nothing is opened before m has validated. On the simulator,
+// everything (physics, policy windows and cooldowns, timestamps) runs on
+// the simulated clock, which runs at real speed unless told otherwise.
+func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (*gateway, error) {
 	g := &gateway{manifest: m}
 	var hw capabilities.Hardware
-	if simulate {
-		scale := timeScale
+	var clock interface{ Now() time.Time } = systemClock{}
+	if o.simulate {
+		scale := o.timeScale
 		if scale <= 0 && m.Sim != nil {
 			scale = m.Sim.TimeScale
 		}
-		w, err := sim.New(m, sim.NewScaledClock(scale))
+		var sc sim.Clock = sim.NewScaledClock(scale)
+		switch {
+		case o.clock != nil:
+			sc = o.clock
+		case !o.simStart.IsZero():
+			sc = sim.NewScaledClockAt(o.simStart, scale)
+		}
+		clock = sc
+		w, err := sim.New(m, sc)
 		if err != nil {
 			return nil, fmt.Errorf("simulator: %w", err)
 		}
@@ -155,24 +204,50 @@ func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, time
 			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
 		}
 	}
-	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log})
+	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
 	g.set = set
-	srv, err := server.New("promcp-device/"+m.Gateway, version,
+	sopts := []server.Option{
 		server.WithLogger(log),
-		server.WithInstructions(instructions(m)))
+		server.WithClock(clock),
+		server.WithInstructions(instructions(m)),
+	}
+	if o.approvals != nil {
+		sopts = append(sopts, server.WithApprovals(o.approvals))
+	}
+	srv, err := server.New("promcp-device/"+m.Gateway, version, sopts...)
 	if err != nil {
 		set.Close()
 		return nil, err
 	}
-	if _, err := server.Serve(srv, set); err != nil {
+	if _, err := server.Serve(srv, set, server.GatewayOptions{Policy: o.policy}); err != nil {
 		set.Close()
 		return nil, err
 	}
 	g.srv = srv
 	return g, nil
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// loadPolicy loads the policy file named by flag: "" means the one beside
+// the manifest when it exists, "none" means no policy.
+func loadPolicy(manifest, flag string, m *manifests.Manifest) (*manifests.Policy, error) {
+	path := flag
+	switch flag {
+	case "none":
+		return nil, nil
+	case "":
+		path = manifests.PolicyPath(manifest)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	return manifests.LoadPolicy(path, m)
 }
 
 func instructions(m *manifests.Manifest) string {
