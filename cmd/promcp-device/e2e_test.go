@@ -444,3 +444,17 @@ func TestDemo(t *testing.T) {
 		}
 	}
 }
+
+// TestToolsCheck is the drift gate against a live server: the greenhouse
+// served matches its manifest, and another manifest's surface does not.
+func TestToolsCheck(t *testing.T) {
+	url := startHTTP(t, "--manifest", greenhouse)
+	out, _, code := runCLI(t, "tools", "--manifest", greenhouse, "--check", url)
+	if code != 0 || !strings.Contains(out, "ok: every served tool is classified once") {
+		t.Fatalf("tools --check on the served greenhouse: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, "tools", "--manifest", labBench, "--check", url)
+	if code != 1 || !strings.Contains(out, "missing (in the manifest, not served): do_set_light_level") {
+		t.Fatalf("tools --check lab-bench against the greenhouse: exit %d\n%s", code, out)
+	}
+}

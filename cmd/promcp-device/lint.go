@@ -10,8 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/surface"
 )
 
 func cmdLint(args []string, stdout, stderr io.Writer) int {
@@ -91,6 +95,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	manifest := fs.String("manifest", "", "manifest `FILE` (required)")
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
+	check := fs.String("check", "", "instead of listing, check the tools a running server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp) serves against the manifest: exit 1 on drift")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -102,6 +107,9 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if *check != "" {
+		return checkServer(ctx, m, *check, stdout, stderr)
 	}
 	// The tool surface depends only on the manifest: build it on the
 	// simulator so that listing never touches hardware.
@@ -141,4 +149,47 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+// checkServer lists the tools of the server at url and checks them against
+// m: the drift gate, usable in CI.
+func checkServer(ctx context.Context, m *manifests.Manifest, url string, stdout, stderr io.Writer) int {
+	c, err := client.NewStreamableHttpClient(url)
+	if err == nil {
+		err = c.Start(ctx)
+	}
+	if err == nil {
+		_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+			ClientInfo: mcp.Implementation{Name: "promcp-device tools --check", Version: version}}})
+	}
+	var list *mcp.ListToolsResult
+	if err == nil {
+		list, err = c.ListTools(ctx, mcp.ListToolsRequest{})
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "promcp-device tools --check %s: %v\n", url, err)
+		return 1
+	}
+	defer c.Close()
+	var served []string
+	for _, t := range list.Tools {
+		served = append(served, t.Name)
+	}
+	r := surface.Check(surface.Expected(m), served)
+	fmt.Fprintf(stdout, "%s: %d read_*, %d do_*, %d can_do\n", url, len(r.Read), len(r.Do), len(r.CanDo))
+	for _, l := range []struct {
+		what  string
+		names []string
+	}{{"missing (in the manifest, not served)", r.Missing}, {"unexpected (served, not in the manifest)", r.Unexpected},
+		{"unclassified (not read_*, do_* or can_do)", r.Unclassified}, {"served more than once", r.Duplicates}} {
+		if len(l.names) > 0 {
+			fmt.Fprintf(stdout, "  %s: %s\n", l.what, strings.Join(l.names, ", "))
+		}
+	}
+	if !r.OK() {
+		fmt.Fprintln(stdout, "drift: the served tools do not match the manifest")
+		return 1
+	}
+	fmt.Fprintln(stdout, "ok: every served tool is classified once and matches the manifest")
+	return 0
 }
