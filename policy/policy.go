@@ -8,7 +8,12 @@
 // fleet hub that fans out can_do. A refusal is a [Decision] value, never an
 // error.
 //
-// This version guards ranges (min, max, step, enum) and source health.
+// This version guards ranges (min, max, step, enum) and source health: the
+// actuator's own reading and the readings its safety depends on (its
+// inputs). A reading with quality error blocks the action
+// (source_unreachable); one that is stale or degraded keeps it from being
+// plainly allowed (requires_human_approval) until the policy issue's
+// interlocks decide finer.
 // Cooldowns, rate limits, time windows, roles, approval, interlocks and
 // quorum plug in as further checks of the same shape.
 package policy
@@ -70,7 +75,16 @@ type Request struct {
 	Unit        string
 	// Current is the latest reading of the actuator itself, if any.
 	Current *Reading
-	Now     time.Time
+	// Inputs are the latest readings the action's safety depends on (the
+	// manifest's do.depends_on).
+	Inputs []Input
+	Now    time.Time
+}
+
+// Input is a reading an action depends on, named by its read tool.
+type Input struct {
+	Name string
+	Reading
 }
 
 // Evaluator runs the checks. The zero value is ready to use.
@@ -92,13 +106,51 @@ func (Evaluator) Evaluate(req Request) Decision {
 				ValidUntil: until}
 		}
 	}
+	for _, in := range req.Inputs {
+		until = minTime(until, req.Now.Add(min(MaxSensorValidity, max(in.TTL, time.Second))))
+	}
+	for _, in := range req.Inputs {
+		if in.Quality == promcp.QualityError {
+			reason := "the action depends on " + in.Name + ", which has no reliable value"
+			if in.Reason != "" {
+				reason += ": " + in.Reason
+			}
+			return Decision{Permission: promcp.SourceUnreachable, Reason: reason,
+				Details:    "the action is refused until " + in.Name + " reads again; check that sensor's wiring and bus",
+				ValidUntil: until}
+		}
+	}
 	if req.HasValue {
 		if reason := checkRange(req); reason != "" {
 			return Decision{Permission: promcp.OutOfRange, Reason: reason,
 				Details: describe(req.Constraints, req.Unit), ValidUntil: req.Now.Add(MaxStaticValidity)}
 		}
 	}
+	var doubtful []string
+	if c := req.Current; c != nil && c.Quality != promcp.QualityGood {
+		doubtful = append(doubtful, doubt("the actuator's state", c))
+	}
+	for _, in := range req.Inputs {
+		if in.Quality != promcp.QualityGood {
+			doubtful = append(doubtful, doubt(in.Name, &in.Reading))
+		}
+	}
+	if len(doubtful) > 0 {
+		return Decision{Permission: promcp.RequiresHumanApproval,
+			Reason:     "not plainly allowed: " + strings.Join(doubtful, "; "),
+			Details:    "a reading the action depends on is not good: act only with a person's confirmation, or wait until it reads good",
+			ValidUntil: until}
+	}
 	return Decision{Permission: promcp.Allowed, ValidUntil: until}
+}
+
+// doubt says why a reading is not good: "read_x is degraded (stuck: ...)".
+func doubt(name string, r *Reading) string {
+	s := name + " is " + string(r.Quality)
+	if r.Reason != "" {
+		s += " (" + r.Reason + ")"
+	}
+	return s
 }
 
 // CheckValue returns why v breaks a capability's type and constraints, or

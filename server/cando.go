@@ -85,7 +85,19 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 			}
 		}
 
-		d := g.policy.Evaluate(g.request(c, req.Intent.Value, req.Intent.Value != nil, cur))
+		pr := g.request(ctx, c, req.Intent.Value, req.Intent.Value != nil, cur)
+		for _, in := range pr.Inputs {
+			related(in.Name)
+			var v any
+			if in.Quality != promcp.QualityError {
+				v = in.Value
+			}
+			if dep, ok := g.set.Get(strings.TrimPrefix(in.Name, "read_")); ok {
+				rep.Context.CurrentObservations[in.Name] = promcp.Observation{
+					Value: v, Unit: promcp.Unit(dep.Unit), Timestamp: in.Time.UTC(), Quality: in.Quality}
+			}
+		}
+		d := g.policy.Evaluate(pr)
 		if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
 			var state *promcp.State
 			if cur.Quality != promcp.QualityError {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
@@ -77,8 +78,12 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 }
 
 func (g *Gateway) readHandler(c *capabilities.Capability) ReadHandler {
-	return func(ctx context.Context, _ ReadRequest) (promcp.ReadResult, error) {
-		return readResult(c, c.Read(ctx)), nil
+	return func(ctx context.Context, req ReadRequest) (promcp.ReadResult, error) {
+		maxAge := c.TTL()
+		if ms, ok := req.Args["max_age_ms"].(float64); ok {
+			maxAge = time.Duration(ms * float64(time.Millisecond))
+		}
+		return readResult(c, c.ReadWithin(ctx, maxAge)), nil
 	}
 }
 
@@ -86,7 +91,11 @@ func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadR
 	res := promcp.ReadResult{Value: r.Value, Unit: promcp.Unit(c.Unit), Timestamp: r.Time, Quality: r.Quality, QualityReason: r.Reason}
 	if r.Quality == promcp.QualityError {
 		res.Value = nil
-		res.Error = &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: r.Reason}
+		msg := r.Reason
+		if r.Err != nil {
+			msg += ": " + r.Err.Error()
+		}
+		res.Error = &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: msg}
 	}
 	return res
 }
@@ -98,7 +107,7 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 		if before.Quality != promcp.QualityError {
 			previous = before.Value
 		}
-		d := g.policy.Evaluate(g.request(c, req.Value, true, before))
+		d := g.policy.Evaluate(g.request(ctx, c, req.Value, true, before))
 		if !d.Allowed() {
 			reason := d.Reason
 			if d.Details != "" {
@@ -147,8 +156,19 @@ func (g *Gateway) compensation(c *capabilities.Capability, r *promcp.DoResult, p
 	}
 }
 
-func (g *Gateway) request(c *capabilities.Capability, value any, hasValue bool, current capabilities.Reading) policy.Request {
+// request builds the policy request of an action, reading (through the
+// cache) the capabilities its safety depends on.
+func (g *Gateway) request(ctx context.Context, c *capabilities.Capability, value any, hasValue bool, current capabilities.Reading) policy.Request {
+	var inputs []policy.Input
+	for _, name := range c.Do.DependsOn {
+		if dep, ok := g.set.Get(name); ok {
+			r := dep.Read(ctx)
+			inputs = append(inputs, policy.Input{Name: dep.ReadTool(),
+				Reading: policy.Reading{Value: r.Value, Time: r.Time, Quality: r.Quality, TTL: dep.TTL(), Reason: r.Reason}})
+		}
+	}
 	return policy.Request{
+		Inputs:      inputs,
 		Action:      c.Do.Tool,
 		Type:        c.Type,
 		Value:       value,
