@@ -93,7 +93,34 @@ type Scenario struct {
 	// Name names the scenario.
 	Name        string
 	Description string
-	Faults      []ScheduledFault
+	// Manifest is the path of the manifest the scenario is written for, as
+	// the file gives it (relative to the scenario file); "" when not given.
+	Manifest string
+	Faults   []ScheduledFault
+}
+
+// IsScenario reports whether data looks like a scenario file rather than a
+// manifest: a YAML mapping with a top-level scenario key. It does not
+// validate anything.
+func IsScenario(data []byte) bool {
+	f, err := parseBytes(data)
+	if err != nil || f == nil {
+		return false
+	}
+	for _, doc := range f.Docs {
+		if doc == nil || doc.Body == nil {
+			continue
+		}
+		if m, ok := doc.Body.(*ast.MappingNode); ok {
+			for _, mv := range m.Values {
+				if mv != nil && mv.Key != nil && keyString(mv.Key) == "scenario" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return false
 }
 
 // ScheduledFault is a fault on a device from At to At+For after the
@@ -107,7 +134,7 @@ type ScheduledFault struct {
 }
 
 var (
-	scenarioKeys = []string{"version", "scenario", "description", "faults"}
+	scenarioKeys = []string{"version", "scenario", "description", "manifest", "faults"}
 	faultKeys    = []string{"at", "device", "fault", "for", "channel", "value", "amplitude", "delay"}
 )
 
@@ -132,6 +159,7 @@ func LoadScenario(path string, m *Manifest) (*Scenario, error) {
 //	version      integer         required  1
 //	scenario     name            required  names the scenario
 //	description  string          ""
+//	manifest     string          ""        the manifest the scenario is written for, relative to the scenario file (lint uses it)
 //	faults       list of fault   none
 //
 // A fault (faults[]):
@@ -172,6 +200,7 @@ func ParseScenario(file string, data []byte, m *Manifest) (*Scenario, error) {
 	sc.Name, _ = d.name(f["scenario"], "scenario")
 	d.required(f, "", "scenario", "a lower_snake_case name for the scenario")
 	sc.Description, _ = d.str(f["description"], "description")
+	sc.Manifest, _ = d.str(f["manifest"], "manifest")
 	models := map[string]Model{}
 	var names []string
 	if m != nil {
