@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
@@ -19,11 +21,17 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest FILE")
+		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest or scenario FILE")
 		return 2
 	}
 	code := 0
 	for _, path := range fs.Args() {
+		if data, err := os.ReadFile(path); err == nil && manifests.IsScenario(data) {
+			if !lintScenario(path, data, stdout) {
+				code = 1
+			}
+			continue
+		}
 		m, err := manifests.Load(path)
 		if err != nil {
 			fmt.Fprintln(stdout, err)
@@ -41,6 +49,35 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 			path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
 	}
 	return code
+}
+
+// lintScenario checks a fault scenario, against the manifest it names when
+// it names one.
+func lintScenario(path string, data []byte, stdout io.Writer) bool {
+	sc, err := manifests.ParseScenario(path, data, nil)
+	if err != nil {
+		fmt.Fprintln(stdout, err)
+		return false
+	}
+	against := "no manifest named: devices not checked"
+	if sc.Manifest != "" {
+		mpath := sc.Manifest
+		if !filepath.IsAbs(mpath) {
+			mpath = filepath.Join(filepath.Dir(path), mpath)
+		}
+		m, err := manifests.Load(mpath)
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: manifest %s: %v\n", path, sc.Manifest, err)
+			return false
+		}
+		if sc, err = manifests.ParseScenario(path, data, m); err != nil {
+			fmt.Fprintln(stdout, err)
+			return false
+		}
+		against = "checked against " + mpath
+	}
+	fmt.Fprintf(stdout, "%s: ok: scenario %s, %d faults (%s)\n", path, sc.Name, len(sc.Faults), against)
+	return true
 }
 
 // toolJSON is one tool as `tools --json` prints it: the MCP fields plus the

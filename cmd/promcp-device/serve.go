@@ -31,6 +31,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	manifest := fs.String("manifest", "", "manifest `FILE` to serve (required)")
 	simulate := fs.Bool("sim", false, "serve on the built-in simulator instead of hardware")
 	timeScale := fs.Float64("time-scale", 0, "with --sim: simulated seconds per real second (overrides the manifest's sim.time_scale)")
+	scenario := fs.String("scenario", "", "with --sim: play the fault scenario `FILE` on the simulator's clock from start-up")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (host:port; a bare :port binds loopback) instead of stdio")
 	var origins listFlag
 	fs.Var(&origins, "allow-origin", "with --http: a browser `ORIGIN` allowed to call (repeatable); loopback origins are always allowed")
@@ -49,10 +50,21 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 
+	if *scenario != "" && !*simulate {
+		fmt.Fprintln(stderr, "promcp-device serve: --scenario needs --sim (faults are injected in the simulator only)")
+		return 2
+	}
 	m, err := manifests.Load(*manifest)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	var sc *manifests.Scenario
+	if *scenario != "" {
+		if sc, err = manifests.LoadScenario(*scenario, m); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
 	}
 	gw, err := openGateway(ctx, m, *simulate, *timeScale, log)
 	if err != nil {
@@ -60,6 +72,13 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1
 	}
 	defer gw.Close()
+	if sc != nil {
+		if err := gw.world.Play(sc); err != nil {
+			fmt.Fprintln(stderr, "promcp-device serve:", err)
+			return 1
+		}
+		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
+	}
 
 	caller := server.Caller{Name: "local", Role: *role}
 	if *httpAddr == "" {
@@ -134,6 +153,7 @@ func (g *gateway) Close() error { return g.set.Close() }
 func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, timeScale float64, log *slog.Logger) (*gateway, error) {
 	g := &gateway{manifest: m}
 	var hw capabilities.Hardware
+	opts := capabilities.Options{Log: log}
 	if simulate {
 		scale := timeScale
 		if scale <= 0 && m.Sim != nil {
@@ -144,6 +164,9 @@ func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, time
 			return nil, fmt.Errorf("simulator: %w", err)
 		}
 		g.world = w
+		// Sample times, TTLs, staleness and stuck durations follow the
+		// simulated clock, as the zones' physics and the scenario do.
+		opts.Clock = w.Clock()
 		hw = capabilities.HardwareFuncs{
 			I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return w.I2C(ctx, b.Name) },
 			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return w.Pin(ctx, d.Pin) },
@@ -155,7 +178,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, time
 			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
 		}
 	}
-	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log})
+	set, err := capabilities.Open(ctx, m, hw, opts)
 	if err != nil {
 		return nil, err
 	}
