@@ -80,7 +80,7 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 func (g *Gateway) readHandler(c *capabilities.Capability) ReadHandler {
 	return func(ctx context.Context, req ReadRequest) (promcp.ReadResult, error) {
 		maxAge := c.TTL()
-		if ms, ok := req.Args["max_age_ms"].(float64); ok {
+		if ms, ok := req.Args["max_age_ms"].(float64); ok && ms < float64(maxAge/time.Millisecond) {
 			maxAge = time.Duration(ms * float64(time.Millisecond))
 		}
 		return readResult(c, c.ReadWithin(ctx, maxAge)), nil
