@@ -161,7 +161,7 @@ func (c *Capability) logQuality(r Reading) {
 	case r.Quality == promcp.QualityGood:
 		c.log.Info("quality good again")
 	default:
-		c.log.Warn("quality "+string(r.Quality), "reason", r.Reason, "err", r.Err)
+		c.log.Warn("quality "+string(r.Quality)+": "+r.Reason, "err", r.Err)
 	}
 }
 

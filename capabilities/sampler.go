@@ -36,12 +36,14 @@ type sampler struct {
 
 	mu     sync.Mutex
 	seq    uint64
+	gen    uint64   // incremented by invalidate
 	last   *attempt // nil before the first attempt and after invalidate
 	flight *flight  // the transaction in progress, if any
 }
 
 type flight struct {
 	done chan struct{}
+	gen  uint64 // the sampler's gen when the transaction started
 	a    *attempt
 }
 
@@ -64,7 +66,7 @@ func (s *sampler) get(ctx context.Context, maxAge time.Duration) (*attempt, erro
 	}
 	f := s.flight
 	if f == nil {
-		f = &flight{done: make(chan struct{})}
+		f = &flight{done: make(chan struct{}), gen: s.gen}
 		s.flight = f
 		go s.run(context.WithoutCancel(ctx), f)
 	}
@@ -87,16 +89,23 @@ func (s *sampler) run(ctx context.Context, f *flight) {
 	if err != nil {
 		f.a.value = nil
 	}
-	s.last = f.a
-	s.flight = nil
+	if f.gen == s.gen {
+		s.last = f.a // a transaction that started before a write is not cached
+	}
+	if s.flight == f {
+		s.flight = nil
+	}
 	s.mu.Unlock()
 	close(f.done)
 }
 
-// invalidate drops the cached attempt, so that the next get reads the
-// device: after a write, a readback must not be served from before it.
+// invalidate drops the cached attempt and detaches any transaction in
+// flight, so that the next get reads the device anew: after a write, a
+// readback must not be served from before it.
 func (s *sampler) invalidate() {
 	s.mu.Lock()
+	s.gen++
 	s.last = nil
+	s.flight = nil
 	s.mu.Unlock()
 }
