@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -334,6 +335,36 @@ func TestCanDoSeesHealth(t *testing.T) {
 		b.clk.Advance(ttl)
 		if rep := ask(); len(rep.Candidates) != 1 || rep.Candidates[0].Permission != promcp.Allowed {
 			t.Errorf("recovered: can_do = %+v, want the pump allowed", rep)
+		}
+	})
+}
+
+// Fan-in through MCP: concurrent read_* and can_do calls within one TTL
+// cost one SHT3x measurement (two I²C transactions).
+func TestConcurrentCallsShareOneMeasurement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t)
+		var wg sync.WaitGroup
+		results := make([]promcp.ReadResult, 30)
+		for i := range results {
+			wg.Go(func() {
+				if i%3 == 2 {
+					var rep promcp.CapabilityReport
+					b.call("can_do", map[string]any{"intent": map[string]any{"action": "do_set_pump"}}, &rep)
+					results[i].Quality = promcp.QualityGood
+					return
+				}
+				results[i] = b.read("read_temperature", nil)
+			})
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r.Quality != promcp.QualityGood {
+				t.Errorf("call %d: %+v, want good", i, r)
+			}
+		}
+		if got := b.w.Transactions("i2c1"); got != 2 {
+			t.Errorf("30 concurrent calls: Transactions(i2c1) = %d, want 2 (one measurement)", got)
 		}
 	})
 }
