@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/promcp/promcp-device/drivers"
@@ -12,53 +13,59 @@ import (
 	"github.com/promcp/promcp-device/sim"
 )
 
-// The example scenario plays on the world's clock: zone 1's sensor stops
-// answering and zone 2's freezes from 10 s to 2 min 10 s, then both recover.
+// The example scenario plays on the world's clock: zone 1's sensor times
+// out from 10 s, stops answering from 1 min 10 s, and zone 2's freezes from
+// 10 s; both recover at 2 min 10 s. In a synctest bubble, the bus timeouts
+// (and zone 2's wait for the bus that zone 1's abandoned transaction holds)
+// take no time.
 func TestExampleScenario(t *testing.T) {
-	m, err := manifests.Load("../manifests/examples/greenhouse.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc, err := manifests.LoadScenario("../manifests/examples/greenhouse-faults.yml", m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, clk := newWorld(t, m)
-	if err := w.Play(sc); err != nil {
-		t.Fatal(err)
-	}
-	bus := i2c.NewBus("i2c1", openBus(t, w, "i2c1"), 0, nil)
-	zone1 := i2c.NewSHT3x(bus, 0x44, i2c.WithSleep(sleepOn(clk)))
-	zone2 := i2c.NewSHT3x(bus, 0x45, i2c.WithSleep(sleepOn(clk)))
-	sense := func(d *i2c.SHT3x) (i2c.Sample, error) { return d.Sense(t.Context()) }
-	steps := []struct {
-		at         time.Duration
-		zone1Dead  bool
-		zone2Stuck bool
-	}{
-		{0, false, false},
-		{9 * time.Second, false, false},
-		{10 * time.Second, true, true},
-		{2 * time.Minute, true, true},
-		{2*time.Minute + 10*time.Second, false, false},
-	}
-	start := clk.Now()
-	for _, st := range steps {
-		clk.Advance(start.Add(st.at).Sub(clk.Now()))
-		_, err := sense(zone1)
-		if dead := errors.Is(err, drivers.ErrNACK); dead != st.zone1Dead || (!dead && err != nil) {
-			t.Errorf("at %v: zone1 Sense() = %v, want dead %t", st.at, err, st.zone1Dead)
+	synctest.Test(t, func(t *testing.T) {
+		m, err := manifests.Load("../manifests/examples/greenhouse.yml")
+		if err != nil {
+			t.Fatal(err)
 		}
-		a, err1 := sense(zone2)
-		clk.Advance(time.Second)
-		b, err2 := sense(zone2)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("at %v: zone2 Sense() = %v, %v", st.at, err1, err2)
+		sc, err := manifests.LoadScenario("../manifests/examples/greenhouse-faults.yml", m)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if stuck := a == b; stuck != st.zone2Stuck {
-			t.Errorf("at %v: zone2 %v then %v, want stuck %t", st.at, a, b, st.zone2Stuck)
+		w, clk := newWorld(t, m)
+		if err := w.Play(sc); err != nil {
+			t.Fatal(err)
 		}
-	}
+		bus := i2c.NewBus("i2c1", openBus(t, w, "i2c1"), 0, nil)
+		zone1 := i2c.NewSHT3x(bus, 0x44, i2c.WithSleep(sleepOn(clk)))
+		zone2 := i2c.NewSHT3x(bus, 0x45, i2c.WithSleep(sleepOn(clk)))
+		steps := []struct {
+			at         time.Duration
+			zone1      error // class of zone 1's error; nil: a sample
+			zone2Stuck bool
+		}{
+			{0, nil, false},
+			{8 * time.Second, nil, false},
+			{10 * time.Second, drivers.ErrTimeout, true},
+			{time.Minute, drivers.ErrTimeout, true},
+			{time.Minute + 10*time.Second, drivers.ErrNACK, true},
+			{2 * time.Minute, drivers.ErrNACK, true},
+			{2*time.Minute + 10*time.Second, nil, false},
+		}
+		start := clk.Now()
+		for _, st := range steps {
+			clk.Advance(start.Add(st.at).Sub(clk.Now()))
+			_, err := zone1.Sense(t.Context())
+			if st.zone1 == nil && err != nil || st.zone1 != nil && !errors.Is(err, st.zone1) {
+				t.Errorf("at %v: zone1 Sense() = %v, want %v", st.at, err, st.zone1)
+			}
+			a, err1 := zone2.Sense(t.Context())
+			clk.Advance(time.Second)
+			b, err2 := zone2.Sense(t.Context())
+			if err1 != nil || err2 != nil {
+				t.Fatalf("at %v: zone2 Sense() = %v, %v", st.at, err1, err2)
+			}
+			if stuck := a == b; stuck != st.zone2Stuck {
+				t.Errorf("at %v: zone2 %v then %v, want stuck %t", st.at, a, b, st.zone2Stuck)
+			}
+		}
+	})
 }
 
 // Each fault, at the bus, as the drivers see it.

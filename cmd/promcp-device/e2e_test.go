@@ -391,7 +391,7 @@ func TestServeWithoutHardwareNamesTheBus(t *testing.T) {
 
 func TestLintCLI(t *testing.T) {
 	out, _, code := runCLI(t, "lint", greenhouse, labBench, greenhouseFaults)
-	if code != 0 || strings.Count(out, ": ok:") != 3 || !strings.Contains(out, "scenario greenhouse_faults, 2 faults") {
+	if code != 0 || strings.Count(out, ": ok:") != 3 || !strings.Contains(out, "scenario greenhouse_faults, 3 faults") {
 		t.Fatalf("lint examples: exit %d, %q", code, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yml")
@@ -434,7 +434,8 @@ func TestToolsJSON(t *testing.T) {
 const greenhouseFaults = "../../manifests/examples/greenhouse-faults.yml"
 
 // TestScenarioQuality plays greenhouse-faults.yml on the real binary, with
-// simulated time 10x: zone 1's sensor dies (error, with the reason), zone 2's
+// simulated time 10x: zone 1's sensor times out (stale: the last good value
+// at its own sample time), then dies (error, with the reason), zone 2's
 // freezes (degraded: stuck), can_do blocks the heater that depends on the
 // dead sensor, and everything is good again once the scenario clears the
 // faults. The test waits for conditions under a deadline; it times nothing.
@@ -458,11 +459,20 @@ func TestScenarioQuality(t *testing.T) {
 		}
 	}
 
-	var dead, stuck map[string]any
-	waitFor("zone 1 error and zone 2 stuck", func() bool {
+	var good, stale, dead, stuck map[string]any
+	waitFor("zone 1 stale, then dead, and zone 2 stuck", func() bool {
 		if dead == nil {
-			if r := read("read_temperature_zone1"); r["quality"] == "error" {
-				dead = r
+			switch r := read("read_temperature_zone1"); r["quality"] {
+			case "good":
+				good = r
+			case "stale":
+				stale = r
+			case "error":
+				// First the last good value expires (max_stale), then the
+				// sensor stops answering at all.
+				if r["quality_reason"] == "read failed (nack)" {
+					dead = r
+				}
 			}
 		}
 		if r := read("read_temperature_zone2"); r["quality"] == "degraded" {
@@ -470,8 +480,19 @@ func TestScenarioQuality(t *testing.T) {
 		}
 		return dead != nil && stuck != nil
 	})
-	if dead["value"] != nil || dead["quality_reason"] != "read failed (nack)" {
-		t.Errorf("dead sensor: read_temperature_zone1 = %v, want a null value, reason \"read failed (nack)\"", dead)
+	if stale == nil {
+		t.Errorf("read_temperature_zone1 went to error without being stale first (timeout phase)")
+	} else {
+		reason, _ := stale["quality_reason"].(string)
+		if !strings.HasPrefix(reason, "read failed (timeout); last good value from ") || stale["value"] == nil {
+			t.Errorf("timing-out sensor: read_temperature_zone1 = %v, want the last good value, reason \"read failed (timeout); last good value from …\"", stale)
+		}
+		if good != nil && stale["timestamp"] != good["timestamp"] {
+			t.Errorf("stale timestamp %v, want the last good sample's %v", stale["timestamp"], good["timestamp"])
+		}
+	}
+	if dead["value"] != nil {
+		t.Errorf("dead sensor: read_temperature_zone1 = %v, want a null value", dead)
 	}
 	if reason, _ := stuck["quality_reason"].(string); !strings.HasPrefix(reason, "stuck: unchanged for ") || stuck["value"] == nil {
 		t.Errorf("frozen sensor: read_temperature_zone2 = %v, want its value with reason \"stuck: unchanged for …\"", stuck)
