@@ -18,6 +18,13 @@
 // (source_unreachable), quorum (partition_no_quorum), time windows and
 // interlocks (policy_denied), cooldown (cooldown_active), rate limit
 // (rate_limited), approval (requires_human_approval).
+//
+// Source health runs through all of it: the actuator's own reading and the
+// readings its safety depends on (its inputs, the manifest's
+// do.depends_on). A reading with quality error refuses the action
+// (source_unreachable); one that is stale or degraded keeps it from being
+// plainly allowed (requires_human_approval, naming the reading) unless a
+// human approved it.
 package policy
 
 import (
@@ -87,6 +94,9 @@ type Request struct {
 	// is CurrentRead), if any.
 	Current     *Reading
 	CurrentRead string
+	// Inputs are the latest readings the action's safety depends on (the
+	// manifest's do.depends_on).
+	Inputs []Input
 	// Readings are other capabilities' latest readings by read_* tool,
 	// for interlocks.
 	Readings map[string]Reading
@@ -106,6 +116,12 @@ type Request struct {
 	// Peers is how many gateways are reachable, this one included.
 	Peers int
 	Now   time.Time
+}
+
+// Input is a reading an action depends on, named by its read tool.
+type Input struct {
+	Name string
+	Reading
 }
 
 // Evaluator runs the checks. The zero value is ready to use.
@@ -133,6 +149,19 @@ func (Evaluator) Evaluate(req Request) Decision {
 			}
 			return e.refuse(promcp.SourceUnreachable, reason,
 				"check the device's wiring and bus; the action is refused while its source does not answer", e.until)
+		}
+	}
+	for _, in := range req.Inputs {
+		e.depend(in.Name, in.Reading)
+	}
+	for _, in := range req.Inputs {
+		if in.Quality == promcp.QualityError {
+			reason := "the action depends on " + in.Name + ", which has no reliable value"
+			if in.Reason != "" {
+				reason += ": " + in.Reason
+			}
+			return e.refuse(promcp.SourceUnreachable, reason,
+				"the action is refused until "+in.Name+" reads again; check that sensor's wiring and bus", e.until)
 		}
 	}
 	if q := rules.Quorum; q != nil && max(req.Peers, 1) < q.MinPeers {
@@ -182,6 +211,10 @@ func (Evaluator) Evaluate(req Request) Decision {
 	if reason := approvalNeeded(rules.Approval, req, e.value); reason != "" && !req.Approved {
 		return e.answer(promcp.RequiresHumanApproval, reason,
 			"confirm through your MCP client when it asks, or pass an approval from `promcp-device approve`", e.until)
+	}
+	if doubts := doubtful(req); len(doubts) > 0 && !req.Approved {
+		return e.answer(promcp.RequiresHumanApproval, "not plainly allowed: "+strings.Join(doubts, "; "),
+			"a reading the action depends on is not good: act only with a person's confirmation, or wait until it reads good", e.until)
 	}
 	return e.answer(promcp.Allowed, "", "", e.until)
 }
@@ -389,6 +422,30 @@ func approvalNeeded(a *manifests.Approval, req Request, value any) string {
 		return fmt.Sprintf("%s with a value below %v%s needs a human's approval", req.Action, *a.Below, sp(req.Unit))
 	}
 	return ""
+}
+
+// doubtful lists the readings the action depends on that are neither good
+// nor error (those refuse earlier).
+func doubtful(req Request) []string {
+	var out []string
+	if c := req.Current; c != nil && c.Quality != promcp.QualityGood {
+		out = append(out, doubt("the actuator's state", c))
+	}
+	for _, in := range req.Inputs {
+		if in.Quality != promcp.QualityGood {
+			out = append(out, doubt(in.Name, &in.Reading))
+		}
+	}
+	return out
+}
+
+// doubt says why a reading is not good: "read_x is degraded (stuck: ...)".
+func doubt(name string, r *Reading) string {
+	s := name + " is " + string(r.Quality)
+	if r.Reason != "" {
+		s += " (" + r.Reason + ")"
+	}
+	return s
 }
 
 func currentNumber(r *Reading) (float64, bool) {

@@ -118,6 +118,26 @@ func TestEvaluate(t *testing.T) {
 			r.Approved = true
 			r.Rules = &manifests.ActionPolicy{Approval: &manifests.Approval{Above: f(90)}}
 		}), promcp.Allowed, 2 * time.Second, ""},
+		{"dead input", with(func(r *policy.Request) {
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: *dead}}
+		}), promcp.SourceUnreachable, 2 * time.Second, "depends on read_temperature, which has no reliable value: nack"},
+		{"range before a dead input", with(func(r *policy.Request) {
+			r.Value = 150.0
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: *dead}}
+		}), promcp.OutOfRange, time.Minute, "above the maximum"},
+		{"degraded input", with(func(r *policy.Request) {
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: policy.Reading{Value: 20.0, Time: now, Quality: promcp.QualityDegraded, TTL: 3 * time.Second, Reason: "stuck"}}}
+		}), promcp.RequiresHumanApproval, 2 * time.Second, "read_temperature is degraded (stuck)"},
+		{"degraded input approved", with(func(r *policy.Request) {
+			r.Approved = true
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: policy.Reading{Value: 20.0, Time: now, Quality: promcp.QualityDegraded, TTL: 3 * time.Second, Reason: "stuck"}}}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"stale actuator state", with(func(r *policy.Request) {
+			r.Current = &policy.Reading{Value: 40.0, Time: now, Quality: promcp.QualityStale, TTL: 4 * time.Second}
+		}), promcp.RequiresHumanApproval, 4 * time.Second, "the actuator's state is stale"},
+		{"good inputs", with(func(r *policy.Request) {
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: *good(20.0)}}
+		}), promcp.Allowed, 2 * time.Second, ""},
 		{"approval not compensable", with(func(r *policy.Request) {
 			r.Rules = &manifests.ActionPolicy{Approval: &manifests.Approval{NotCompensable: true}}
 		}), promcp.RequiresHumanApproval, 2 * time.Second, "cannot be reversed"},

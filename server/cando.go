@@ -10,6 +10,7 @@ import (
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -86,12 +87,22 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 		}
 
 		pr := g.request(ctx, c, req.Intent.Value, req.Intent.Value != nil, cur)
-		for tool, r := range pr.Readings {
+		observe := func(tool string, r policy.Reading) {
 			related(tool)
+			var v any
+			if r.Quality != promcp.QualityError {
+				v = r.Value
+			}
 			if o, ok := g.set.Get(strings.TrimPrefix(tool, "read_")); ok {
 				rep.Context.CurrentObservations[tool] = promcp.Observation{
-					Value: r.Value, Unit: promcp.Unit(o.Unit), Timestamp: r.Time.UTC(), Quality: r.Quality}
+					Value: v, Unit: promcp.Unit(o.Unit), Timestamp: r.Time.UTC(), Quality: r.Quality}
 			}
+		}
+		for _, in := range pr.Inputs {
+			observe(in.Name, in.Reading)
+		}
+		for tool, r := range pr.Readings {
+			observe(tool, r)
 		}
 		d := g.policy.Evaluate(pr)
 		if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {

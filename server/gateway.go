@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
@@ -103,8 +104,12 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 }
 
 func (g *Gateway) readHandler(c *capabilities.Capability) ReadHandler {
-	return func(ctx context.Context, _ ReadRequest) (promcp.ReadResult, error) {
-		return readResult(c, c.Read(ctx)), nil
+	return func(ctx context.Context, req ReadRequest) (promcp.ReadResult, error) {
+		maxAge := c.TTL()
+		if ms, ok := req.Args["max_age_ms"].(float64); ok && ms < float64(maxAge/time.Millisecond) {
+			maxAge = time.Duration(ms * float64(time.Millisecond))
+		}
+		return readResult(c, c.ReadWithin(ctx, maxAge)), nil
 	}
 }
 
@@ -112,7 +117,11 @@ func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadR
 	res := promcp.ReadResult{Value: r.Value, Unit: promcp.Unit(c.Unit), Timestamp: r.Time, Quality: r.Quality, QualityReason: r.Reason}
 	if r.Quality == promcp.QualityError {
 		res.Value = nil
-		res.Error = &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: r.Reason}
+		msg := r.Reason
+		if r.Err != nil {
+			msg += ": " + r.Err.Error()
+		}
+		res.Error = &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: msg}
 	}
 	return res
 }
@@ -190,8 +199,9 @@ func (g *Gateway) compensation(c *capabilities.Capability, r *promcp.DoResult, p
 }
 
 // request gathers what the policy evaluation of an action needs: the
-// actuator's reading, the interlocks' readings, the caller's role, the
-// actuation history, the rules and the time.
+// actuator's reading, the readings its safety depends on and those of its
+// interlocks (through the cache), the caller's role, the actuation
+// history, the rules and the time.
 func (g *Gateway) request(ctx context.Context, c *capabilities.Capability, value any, hasValue bool, current capabilities.Reading) policy.Request {
 	now := g.srv.clock.Now()
 	role := CallerFrom(ctx).Role
@@ -214,6 +224,13 @@ func (g *Gateway) request(ctx context.Context, c *capabilities.Capability, value
 	}
 	if g.opts.Peers != nil {
 		req.Peers = g.opts.Peers()
+	}
+	for _, name := range c.Do.DependsOn {
+		if dep, ok := g.set.Get(name); ok {
+			r := dep.Read(ctx)
+			req.Inputs = append(req.Inputs, policy.Input{Name: dep.ReadTool(),
+				Reading: policy.Reading{Value: r.Value, Time: r.Time, Quality: r.Quality, TTL: dep.TTL(), Reason: r.Reason}})
+		}
 	}
 	if pol := g.opts.Policy; pol != nil {
 		req.DefaultRoles = pol.DefaultRoles

@@ -30,9 +30,9 @@ func (deadBus) Tx(uint16, []byte, []byte) error { return syscall.Errno(121) }
 func (deadBus) SetSpeed(physic.Frequency) error { return nil }
 func (deadBus) Close() error                    { return nil }
 
-// bench is the policy test bench: the server in process on a manual clock,
+// policyBench is the policy test bench: the server in process on a manual clock,
 // with the simulated devices of testdata/policy/bench.yml.
-type bench struct {
+type policyBench struct {
 	t     *testing.T
 	clk   *sim.ManualClock
 	world *sim.World
@@ -42,11 +42,11 @@ type bench struct {
 // Monday 2026-11-30 10:00 UTC: inside the fan's weekday window.
 var monday10 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 
-func newBench(t *testing.T, opts ...client.ClientOption) *bench {
-	return newBenchWith(t, nil, opts...)
+func newPolicyBench(t *testing.T, opts ...client.ClientOption) *policyBench {
+	return newPolicyBenchWith(t, nil, opts...)
 }
 
-func newBenchWith(t *testing.T, signer *approval.Signer, opts ...client.ClientOption) *bench {
+func newPolicyBenchWith(t *testing.T, signer *approval.Signer, opts ...client.ClientOption) *policyBench {
 	t.Helper()
 	m, err := manifests.Load("testdata/policy/bench.yml")
 	if err != nil {
@@ -97,10 +97,10 @@ func newBenchWith(t *testing.T, signer *approval.Signer, opts ...client.ClientOp
 	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	return &bench{t: t, clk: clk, world: w, c: c}
+	return &policyBench{t: t, clk: clk, world: w, c: c}
 }
 
-func (b *bench) call(name string, args map[string]any) map[string]any {
+func (b *policyBench) call(name string, args map[string]any) map[string]any {
 	b.t.Helper()
 	res, err := b.c.CallTool(b.t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
 	if err != nil {
@@ -116,7 +116,7 @@ func (b *bench) call(name string, args map[string]any) map[string]any {
 
 // canDo returns the permission can_do gives tool with value, and the
 // entry it came in.
-func (b *bench) canDo(tool string, value any) (promcp.Permission, map[string]any) {
+func (b *policyBench) canDo(tool string, value any) (promcp.Permission, map[string]any) {
 	b.t.Helper()
 	intent := map[string]any{"action": tool}
 	if value != nil {
@@ -137,7 +137,7 @@ func (b *bench) canDo(tool string, value any) (promcp.Permission, map[string]any
 
 // do returns the permission a direct do_* call met: allowed when it
 // succeeded, else the refusal's permission.
-func (b *bench) do(tool string, value any) (promcp.Permission, map[string]any) {
+func (b *policyBench) do(tool string, value any) (promcp.Permission, map[string]any) {
 	b.t.Helper()
 	r := b.call(tool, map[string]any{"value": value})
 	if r["status"] == "success" {
@@ -148,7 +148,7 @@ func (b *bench) do(tool string, value any) (promcp.Permission, map[string]any) {
 }
 
 // expect asserts can_do and a direct do_* agree on want.
-func (b *bench) expect(tool string, value any, want promcp.Permission) {
+func (b *policyBench) expect(tool string, value any, want promcp.Permission) {
 	b.t.Helper()
 	if got, e := b.canDo(tool, value); got != want {
 		b.t.Fatalf("can_do(%s=%v) permission %s (%v), want %s", tool, value, got, e["reason"], want)
@@ -161,7 +161,7 @@ func (b *bench) expect(tool string, value any, want promcp.Permission) {
 // TestEveryPermission reaches each of the nine permission values through
 // the real server, by can_do and by a direct do_*, with a driven clock.
 func TestEveryPermission(t *testing.T) {
-	b := newBench(t)
+	b := newPolicyBench(t)
 
 	t.Run("allowed", func(t *testing.T) { b.expect("do_set_light_level", 50.0, promcp.Allowed) })
 	t.Run("out_of_range", func(t *testing.T) { b.expect("do_set_light_level", 150.0, promcp.OutOfRange) })
@@ -194,6 +194,7 @@ func TestEveryPermission(t *testing.T) {
 		if err := b.world.Drive("GPIO6", true); err != nil {
 			t.Fatal(err)
 		}
+		b.clk.Advance(manifests.DefaultTTL) // the door reading is cached for its TTL
 		b.expect("do_set_pump", true, promcp.Allowed)
 	})
 
@@ -248,7 +249,7 @@ func TestApprovalByElicitation(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := tc.answer
-			b := newBench(t, client.WithElicitationHandler(&h))
+			b := newPolicyBench(t, client.WithElicitationHandler(&h))
 			r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k-" + tc.name})
 			if r["status"] != tc.wantStatus {
 				t.Fatalf("do_set_light_level(95) = %v, want status %s", r, tc.wantStatus)
@@ -268,7 +269,7 @@ func TestApprovalByElicitation(t *testing.T) {
 
 func TestApprovalOutOfBand(t *testing.T) {
 	signer, _ := approval.NewSigner([]byte("a key shared with the operator"))
-	b := newBenchWith(t, signer) // this client cannot elicit
+	b := newPolicyBenchWith(t, signer) // this client cannot elicit
 	refused := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1"})
 	if refused["status"] != "failed" || refused["permission"] != "requires_human_approval" {
 		t.Fatalf("without approval: %v, want failed requires_human_approval", refused)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -25,11 +26,17 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest FILE")
+		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest or scenario FILE")
 		return 2
 	}
 	code := 0
 	for _, path := range fs.Args() {
+		if data, err := os.ReadFile(path); err == nil && manifests.IsScenario(data) {
+			if !lintScenario(path, data, stdout) {
+				code = 1
+			}
+			continue
+		}
 		if manifests.IsCompanion(path) {
 			// A policy file is checked with the manifest beside it.
 			if !strings.HasSuffix(path, ".policy"+filepath.Ext(path)) {
@@ -75,6 +82,35 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	return code
+}
+
+// lintScenario checks a fault scenario, against the manifest it names when
+// it names one.
+func lintScenario(path string, data []byte, stdout io.Writer) bool {
+	sc, err := manifests.ParseScenario(path, data, nil)
+	if err != nil {
+		fmt.Fprintln(stdout, err)
+		return false
+	}
+	against := "no manifest named: devices not checked"
+	if sc.Manifest != "" {
+		mpath := sc.Manifest
+		if !filepath.IsAbs(mpath) {
+			mpath = filepath.Join(filepath.Dir(path), mpath)
+		}
+		m, err := manifests.Load(mpath)
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: manifest %s: %v\n", path, sc.Manifest, err)
+			return false
+		}
+		if sc, err = manifests.ParseScenario(path, data, m); err != nil {
+			fmt.Fprintln(stdout, err)
+			return false
+		}
+		against = "checked against " + mpath
+	}
+	fmt.Fprintf(stdout, "%s: ok: scenario %s, %d faults (%s)\n", path, sc.Name, len(sc.Faults), against)
+	return true
 }
 
 // toolJSON is one tool as `tools --json` prints it: the MCP fields plus the

@@ -4,7 +4,7 @@
 //
 // Usage:
 //
-//	promcp-device serve --manifest FILE [--sim] [--http ADDR] [--role ROLE]
+//	promcp-device serve --manifest FILE [--sim [--time-scale N] [--scenario FILE]] [--http ADDR] [--role ROLE]
 //	promcp-device lint FILE...
 //	promcp-device tools --manifest FILE [--json]
 //	promcp-device version
@@ -33,7 +33,7 @@ const usage = `promcp-device: devices behind the Model Context Protocol, the pro
 
 Usage:
   promcp-device serve --manifest FILE [--sim] [--http ADDR]   serve the manifest's tools
-  promcp-device lint FILE...                                 check manifests; exit 1 on problems
+  promcp-device lint FILE...                                 check manifests and fault scenarios; exit 1 on problems
   promcp-device tools --manifest FILE [--json]               list the tools a manifest serves
   promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
   promcp-device approve --approval-key FILE --tool T --value V --key K

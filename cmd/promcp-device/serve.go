@@ -33,6 +33,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	manifest := fs.String("manifest", "", "manifest `FILE` to serve (required)")
 	simulate := fs.Bool("sim", false, "serve on the built-in simulator instead of hardware")
 	timeScale := fs.Float64("time-scale", 0, "with --sim: simulated seconds per real second (overrides the manifest's sim.time_scale)")
+	scenario := fs.String("scenario", "", "with --sim: play the fault scenario `FILE` on the simulator's clock from start-up")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (host:port; a bare :port binds loopback) instead of stdio")
 	var origins listFlag
 	fs.Var(&origins, "allow-origin", "with --http: a browser `ORIGIN` allowed to call (repeatable); loopback origins are always allowed")
@@ -54,10 +55,21 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 2
 	}
 
+	if *scenario != "" && !*simulate {
+		fmt.Fprintln(stderr, "promcp-device serve: --scenario needs --sim (faults are injected in the simulator only)")
+		return 2
+	}
 	m, err := manifests.Load(*manifest)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	var sc *manifests.Scenario
+	if *scenario != "" {
+		if sc, err = manifests.LoadScenario(*scenario, m); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
 	}
 	opts := gatewayOptions{simulate: *simulate, timeScale: *timeScale}
 	if opts.policy, err = loadPolicy(*manifest, *policyFile, m); err != nil {
@@ -88,6 +100,13 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1
 	}
 	defer gw.Close()
+	if sc != nil {
+		if err := gw.world.Play(sc); err != nil {
+			fmt.Fprintln(stderr, "promcp-device serve:", err)
+			return 1
+		}
+		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
+	}
 
 	caller := server.Caller{Name: "local", Role: *role}
 	if *httpAddr == "" {
