@@ -434,25 +434,28 @@ func (d *decoder) when(n ast.Node, path string, cap *Capability) *ValueCondition
 	if !ok {
 		return nil
 	}
-	c := &ValueCondition{}
-	conds := 0
+	c := d.condition(f, path)
+	if cap != nil && (c.Above != nil || c.Below != nil) && cap.Type != TypeNumber && cap.Type != TypeInteger {
+		d.add(path, ErrNotAllowed, "above/below on %s action %s (want equals)", cap.Type, cap.Do.Tool)
+	}
+	return &c
+}
+
+// condition decodes the above, below and equals keys of a mapping, one of
+// which must be given.
+func (d *decoder) condition(f map[string]ast.Node, path string) ValueCondition {
+	var c ValueCondition
 	if v, ok := d.number(f["above"], join(path, "above")); ok {
 		c.Above = &v
-		conds++
 	}
 	if v, ok := d.number(f["below"], join(path, "below")); ok {
 		c.Below = &v
-		conds++
 	}
 	if d.has(join(path, "equals")) {
 		c.Equals = d.scalar(f["equals"], join(path, "equals"))
-		conds++
 	}
-	if conds == 0 {
+	if c.Above == nil && c.Below == nil && c.Equals == nil && !d.bad[join(path, "above")] && !d.bad[join(path, "below")] && !d.bad[join(path, "equals")] {
 		d.add(path, ErrMissing, "a condition (want above, below or equals)")
-	}
-	if cap != nil && (c.Above != nil || c.Below != nil) && cap.Type != TypeNumber && cap.Type != TypeInteger {
-		d.add(path, ErrNotAllowed, "above/below on %s action %s (want equals)", cap.Type, cap.Do.Tool)
 	}
 	return c
 }
@@ -485,23 +488,9 @@ func (d *decoder) interlock(n ast.Node, path string, reads map[string]*Capabilit
 	if il.Read != "" && !known {
 		d.add(join(path, "read"), ErrBadReference, "%q (want a read tool of the manifest: %s)", il.Read, oneOf(keysOf(reads)))
 	}
-	conds := 0
-	if v, ok := d.number(f["above"], join(path, "above")); ok {
-		il.Above = &v
-		conds++
-	}
-	if v, ok := d.number(f["below"], join(path, "below")); ok {
-		il.Below = &v
-		conds++
-	}
-	if d.has(join(path, "equals")) {
-		il.Equals = d.scalar(f["equals"], join(path, "equals"))
-		conds++
-	}
+	c2 := d.condition(f, path)
+	il.Above, il.Below, il.Equals = c2.Above, c2.Below, c2.Equals
 	il.When = d.when(f["when"], join(path, "when"), cap)
-	if conds == 0 {
-		d.add(path, ErrMissing, "a condition (want above, below or equals)")
-	}
 	if known && (il.Above != nil || il.Below != nil) && c.Type != TypeNumber && c.Type != TypeInteger {
 		d.add(path, ErrNotAllowed, "above/below on %s reading %s (want equals)", c.Type, il.Read)
 	}
