@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,6 +32,12 @@ type World struct {
 	zones []*zone
 	buses map[string]*busState // by manifest bus name
 	pins  map[string]*pinState // by host pin name
+
+	slaves      []*ModbusSlave          // in manifest order
+	slaveByName map[string]*ModbusSlave // by device name
+	modbusBus   map[string]manifests.Bus
+	slaveBus    map[string]string // device name → bus name
+	heaters     []*pinState       // every zone heater, once
 }
 
 // ZoneState is a snapshot of a zone's air.
@@ -51,9 +58,12 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 		clk = NewScaledClock(1)
 	}
 	w := &World{
-		clk:   clk,
-		buses: make(map[string]*busState),
-		pins:  make(map[string]*pinState),
+		clk:         clk,
+		buses:       make(map[string]*busState),
+		pins:        make(map[string]*pinState),
+		slaveByName: make(map[string]*ModbusSlave),
+		modbusBus:   make(map[string]manifests.Bus),
+		slaveBus:    make(map[string]string),
 	}
 	now := clk.Now()
 	kinds := make(map[string]manifests.BusKind, len(m.Buses))
@@ -61,6 +71,9 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 		kinds[b.Name] = b.Kind
 		if b.Kind == manifests.BusI2C {
 			w.buses[b.Name] = &busState{name: b.Name, devices: make(map[uint16]device)}
+		}
+		if b.Kind.IsModbus() {
+			w.modbusBus[b.Name] = b
 		}
 	}
 
@@ -91,6 +104,16 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 				dev = r
 			}
 			b.add(d.Address, d.Name, dev)
+		case manifests.ModelModbus:
+			sl, err := newModbusSlave(w, d, now)
+			if err != nil {
+				return nil, err
+			}
+			w.slaves = append(w.slaves, sl)
+			w.slaveByName[d.Name] = sl
+			w.slaveBus[d.Name] = d.Bus
+		case manifests.ModelSerialLine:
+			// answered by no simulated instrument yet
 		case manifests.ModelGPIOIn, manifests.ModelGPIOOut:
 			if _, ok := w.pins[d.Pin]; ok {
 				return nil, fmt.Errorf("sim: device %s: pin %s is used twice", d.Name, d.Pin)
@@ -125,6 +148,16 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 				return nil, fmt.Errorf("sim: zone %s: heater %q is not a gpio_out device", zc.Name, name)
 			}
 			z.heaters = append(z.heaters, p)
+			if !slices.Contains(w.heaters, p) {
+				w.heaters = append(w.heaters, p)
+			}
+		}
+		for _, name := range zc.Fans {
+			sl, ok := w.slaveByName[name]
+			if !ok || sl.profile != manifests.ProfileVFD {
+				return nil, fmt.Errorf("sim: zone %s: fan %q is not a modbus device with profile vfd", zc.Name, name)
+			}
+			z.fans = append(z.fans, sl)
 		}
 		for _, name := range zc.Vents {
 			p, ok := pinOf[name]
@@ -214,8 +247,35 @@ func (w *World) Drive(name string, on bool) error {
 // advanceLocked integrates every zone up to the clock's now. w.mu is held.
 func (w *World) advanceLocked() time.Time {
 	now := w.clk.Now()
+	for _, s := range w.slaves {
+		if s.profile == manifests.ProfileVFD {
+			s.advance(now) // fans first: zones and meters depend on their speed
+		}
+	}
+	for _, s := range w.slaves {
+		if s.profile != manifests.ProfileVFD {
+			s.advance(now)
+		}
+	}
 	for _, z := range w.zones {
 		z.advance(now)
 	}
 	return now
+}
+
+// sitePowerLocked is the simulated site's electrical load, W: a base load,
+// every fan, every heater that is on. w.mu is held.
+func (w *World) sitePowerLocked() float64 {
+	p := MeterBaseLoad
+	for _, s := range w.slaves {
+		if s.profile == manifests.ProfileVFD {
+			p += s.fanPower()
+		}
+	}
+	for _, h := range w.heaters {
+		if h.on() {
+			p += HeaterPower
+		}
+	}
+	return p
 }

@@ -1,0 +1,93 @@
+package modbus
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/promcp/promcp-device/drivers"
+)
+
+// CRC16 returns the Modbus RTU checksum of b (CRC-16/MODBUS: polynomial
+// 0xA001 reflected, initial value 0xFFFF). On the wire it is sent low byte
+// first.
+func CRC16(b []byte) uint16 {
+	crc := uint16(0xFFFF)
+	for _, x := range b {
+		crc ^= uint16(x)
+		for range 8 {
+			if crc&1 != 0 {
+				crc = crc>>1 ^ 0xA001
+			} else {
+				crc >>= 1
+			}
+		}
+	}
+	return crc
+}
+
+// AppendCRC appends the RTU checksum of frame to it.
+func AppendCRC(frame []byte) []byte {
+	crc := CRC16(frame)
+	return append(frame, byte(crc), byte(crc>>8))
+}
+
+// CheckCRC reports whether an RTU frame (checksum included) is intact.
+func CheckCRC(frame []byte) bool {
+	if len(frame) < 4 {
+		return false
+	}
+	n := len(frame) - 2
+	return CRC16(frame[:n]) == binary.LittleEndian.Uint16(frame[n:])
+}
+
+// readRTUResponse reads one RTU response from r: its length follows from
+// the function code (an exception is 5 bytes; reads carry a byte count;
+// single and multiple writes echo 8 bytes). It checks the CRC.
+func readRTUResponse(r io.Reader) ([]byte, error) {
+	buf := make([]byte, 2, 256)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	var rest int
+	switch fc := buf[1]; {
+	case fc&0x80 != 0:
+		rest = 3
+	case fc >= 1 && fc <= 4:
+		buf = buf[:3]
+		if _, err := io.ReadFull(r, buf[2:3]); err != nil {
+			return nil, err
+		}
+		rest = int(buf[2]) + 2
+	case fc == 5 || fc == 6 || fc == 15 || fc == 16:
+		rest = 6
+	default:
+		return nil, fmt.Errorf("%w: unexpected function code %d in an RTU response", ErrFrame, fc)
+	}
+	n := len(buf)
+	buf = buf[:n+rest]
+	if _, err := io.ReadFull(r, buf[n:]); err != nil {
+		return nil, err
+	}
+	if !CheckCRC(buf) {
+		return nil, fmt.Errorf("%w: RTU response % x", drivers.ErrCRC, buf)
+	}
+	return buf, nil
+}
+
+// readMBAP reads one Modbus TCP frame (7-byte MBAP header, then the PDU).
+func readMBAP(r io.Reader) ([]byte, error) {
+	buf := make([]byte, 7, 260)
+	if _, err := io.ReadFull(r, buf); err != nil {
+		return nil, err
+	}
+	n := int(binary.BigEndian.Uint16(buf[4:6]))
+	if n < 2 || n > 254 {
+		return nil, fmt.Errorf("%w: MBAP length %d", ErrFrame, n)
+	}
+	buf = buf[:7+n-1]
+	if _, err := io.ReadFull(r, buf[7:]); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}

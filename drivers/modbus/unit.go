@@ -1,0 +1,235 @@
+package modbus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	mb "github.com/goburrow/modbus"
+
+	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/manifests"
+)
+
+var errorsIs = errors.Is
+
+// Unit is one Modbus device (unit id) on a Line. Its calls retry with
+// back-off, coalesce identical concurrent reads into one transaction, and
+// stop touching the line for a while after repeated failures (a circuit
+// breaker), so that one dead device does not starve the others.
+//
+// A Unit is safe for concurrent use.
+type Unit struct {
+	line   *Line
+	id     uint8
+	client mb.Client
+
+	mu        sync.Mutex
+	flights   map[string]*flight
+	fails     int           // calls failed in a row
+	openUntil time.Time     // breaker open until then
+	cooldown  time.Duration // current cool-down
+	trial     bool          // a half-open trial is running
+}
+
+// ID returns the unit id.
+func (u *Unit) ID() uint8 { return u.id }
+
+// flight is one read in progress that identical reads wait for.
+type flight struct {
+	done chan struct{}
+	res  []byte
+	err  error
+}
+
+// coalesce runs fn once for all concurrent callers with the same key.
+// A waiter whose ctx ends first returns its ctx's error.
+func (u *Unit) coalesce(ctx context.Context, key string, fn func() ([]byte, error)) ([]byte, error) {
+	u.mu.Lock()
+	if f, ok := u.flights[key]; ok {
+		u.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.res, f.err
+		case <-ctx.Done():
+			return nil, drivers.Classify(ctx.Err())
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	u.flights[key] = f
+	u.mu.Unlock()
+	f.res, f.err = fn()
+	u.mu.Lock()
+	delete(u.flights, key)
+	u.mu.Unlock()
+	close(f.done)
+	return f.res, f.err
+}
+
+// admit checks the breaker before a call.
+func (u *Unit) admit(now time.Time) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.openUntil.IsZero() {
+		return nil
+	}
+	if now.Before(u.openUntil) || u.trial {
+		return fmt.Errorf("%w: %w: %d failures in a row, retrying after %s", drivers.ErrUnavailable, ErrCircuitOpen, u.fails, u.openUntil.Format(time.RFC3339))
+	}
+	u.trial = true // half open: this call is the trial
+	return nil
+}
+
+// settle records a call's outcome in the breaker.
+func (u *Unit) settle(now time.Time, failed bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.trial = false
+	if !failed {
+		u.fails, u.openUntil, u.cooldown = 0, time.Time{}, 0
+		return
+	}
+	u.fails++
+	cfg := u.line.cfg
+	if u.fails < cfg.BreakerThreshold {
+		return
+	}
+	switch {
+	case u.cooldown == 0:
+		u.cooldown = cfg.BreakerCooldown
+	case u.cooldown < time.Minute:
+		u.cooldown = min(2*u.cooldown, time.Minute)
+	}
+	u.openUntil = now.Add(u.cooldown)
+	u.line.log.Warn("modbus device backed off", "unit", u.id, "fails", u.fails, "dur", u.cooldown)
+}
+
+// call runs op with retries, back-off and the breaker.
+func (u *Unit) call(ctx context.Context, what string, op func(mb.Client) ([]byte, error)) ([]byte, error) {
+	cfg := u.line.cfg
+	if err := u.admit(cfg.Clock.Now()); err != nil {
+		return nil, u.errorf(what, err)
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := u.line.tx(ctx, u, what, op)
+		if err == nil {
+			u.settle(cfg.Clock.Now(), false)
+			return res, nil
+		}
+		if ctx.Err() != nil {
+			u.settle(cfg.Clock.Now(), false) // the caller gave up; not the device's fault
+			return nil, u.errorf(what, err)
+		}
+		if !retryable(err) {
+			u.settle(cfg.Clock.Now(), false) // an exception is an answer: the device is alive
+			return nil, u.errorf(what, err)
+		}
+		if attempt >= cfg.Retries {
+			u.settle(cfg.Clock.Now(), true)
+			return nil, u.errorf(what, err)
+		}
+		if serr := sleep(ctx, cfg.Clock, cfg.Backoff<<attempt); serr != nil {
+			u.settle(cfg.Clock.Now(), false)
+			return nil, u.errorf(what, fmt.Errorf("%w (backing off after: %w)", drivers.Classify(serr), err))
+		}
+	}
+}
+
+func (u *Unit) errorf(what string, err error) error {
+	return fmt.Errorf("modbus %s unit %d %s: %w", u.line.cfg.Name, u.id, what, err)
+}
+
+// ReadRegisters reads count holding or input registers from address (0-based)
+// and returns their 2*count bytes as sent (each register big endian).
+// Identical concurrent reads share one transaction.
+func (u *Unit) ReadRegisters(ctx context.Context, table manifests.Table, address, count uint16) ([]byte, error) {
+	what := fmt.Sprintf("%s %d+%d", table, address, count)
+	var op func(mb.Client) ([]byte, error)
+	switch table {
+	case manifests.TableHolding:
+		op = func(c mb.Client) ([]byte, error) { return c.ReadHoldingRegisters(address, count) }
+	case manifests.TableInput:
+		op = func(c mb.Client) ([]byte, error) { return c.ReadInputRegisters(address, count) }
+	default:
+		return nil, u.errorf(what, fmt.Errorf("table %q holds no registers", table))
+	}
+	return u.coalesce(ctx, what, func() ([]byte, error) {
+		b, err := u.call(ctx, what, op)
+		if err == nil && len(b) != 2*int(count) {
+			err = u.errorf(what, fmt.Errorf("%w: %d bytes for %d registers", ErrFrame, len(b), count))
+		}
+		return b, err
+	})
+}
+
+// ReadBits reads count coils or discrete inputs from address (0-based).
+// Identical concurrent reads share one transaction.
+func (u *Unit) ReadBits(ctx context.Context, table manifests.Table, address, count uint16) ([]bool, error) {
+	what := fmt.Sprintf("%s %d+%d", table, address, count)
+	var op func(mb.Client) ([]byte, error)
+	switch table {
+	case manifests.TableCoil:
+		op = func(c mb.Client) ([]byte, error) { return c.ReadCoils(address, count) }
+	case manifests.TableDiscrete:
+		op = func(c mb.Client) ([]byte, error) { return c.ReadDiscreteInputs(address, count) }
+	default:
+		return nil, u.errorf(what, fmt.Errorf("table %q holds no bits", table))
+	}
+	b, err := u.coalesce(ctx, what, func() ([]byte, error) { return u.call(ctx, what, op) })
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < (int(count)+7)/8 {
+		return nil, u.errorf(what, fmt.Errorf("%w: %d bytes for %d bits", ErrFrame, len(b), count))
+	}
+	bits := make([]bool, count)
+	for i := range bits {
+		bits[i] = b[i/8]&(1<<(i%8)) != 0
+	}
+	return bits, nil
+}
+
+// WriteRegisters writes wire (2 bytes per register, big endian each) to
+// holding registers from address: function 6 for one register, 16 for more.
+func (u *Unit) WriteRegisters(ctx context.Context, address uint16, wire []byte) error {
+	n := len(wire) / 2
+	if n == 0 || len(wire)%2 != 0 {
+		return u.errorf("write", fmt.Errorf("%d bytes is not a whole number of registers", len(wire)))
+	}
+	what := fmt.Sprintf("holding %d+%d write", address, n)
+	_, err := u.call(ctx, what, func(c mb.Client) ([]byte, error) {
+		if n == 1 {
+			return c.WriteSingleRegister(address, uint16(wire[0])<<8|uint16(wire[1]))
+		}
+		return c.WriteMultipleRegisters(address, uint16(n), wire)
+	})
+	return err
+}
+
+// WriteCoil sets one coil (function 5).
+func (u *Unit) WriteCoil(ctx context.Context, address uint16, on bool) error {
+	v := uint16(0x0000)
+	if on {
+		v = 0xFF00
+	}
+	_, err := u.call(ctx, fmt.Sprintf("coil %d write", address), func(c mb.Client) ([]byte, error) {
+		return c.WriteSingleCoil(address, v)
+	})
+	return err
+}
+
+// WriteCoils sets len(bits) coils from address (function 15).
+func (u *Unit) WriteCoils(ctx context.Context, address uint16, bits []bool) error {
+	packed := make([]byte, (len(bits)+7)/8)
+	for i, on := range bits {
+		if on {
+			packed[i/8] |= 1 << (i % 8)
+		}
+	}
+	_, err := u.call(ctx, fmt.Sprintf("coil %d+%d write", address, len(bits)), func(c mb.Client) ([]byte, error) {
+		return c.WriteMultipleCoils(address, uint16(len(bits)), packed)
+	})
+	return err
+}
