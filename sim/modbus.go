@@ -50,6 +50,7 @@ type ModbusSlave struct {
 	speed    float64 // vfd: actual speed, Hz
 	energy   float64 // energy_meter: kWh
 	last     time.Time
+	primed   bool // advanced at least once
 	requests uint64
 
 	exception byte
@@ -236,10 +237,10 @@ func (s *ModbusSlave) fanPower() float64 { return VFDRatedPower * math.Pow(s.fan
 // advance runs the profile up to now. w.mu is held.
 func (s *ModbusSlave) advance(now time.Time) {
 	dt := now.Sub(s.last).Seconds()
-	if dt <= 0 {
+	if dt < 0 || dt == 0 && s.primed {
 		return
 	}
-	s.last = now
+	s.last, s.primed = now, true
 	switch s.profile {
 	case manifests.ProfileVFD:
 		target := 0.0

@@ -193,7 +193,7 @@ var errBadFrame = errors.New("bad RTU request frame")
 // 4 bytes (no data) for anything else. A frame whose CRC does not match is
 // returned as an error wrapping errBadFrame after it has been consumed.
 func ReadRTURequest(r io.Reader) ([]byte, error) {
-	buf := make([]byte, 2, 260)
+	buf := make([]byte, 2, 7+255+2) // the longest frame a byte count allows
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err
 	}

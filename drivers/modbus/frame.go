@@ -45,7 +45,7 @@ func CheckCRC(frame []byte) bool {
 // the function code (an exception is 5 bytes; reads carry a byte count;
 // single and multiple writes echo 8 bytes). It checks the CRC.
 func readRTUResponse(r io.Reader) ([]byte, error) {
-	buf := make([]byte, 2, 256)
+	buf := make([]byte, 2, 3+255+2) // the longest frame a byte count allows
 	if _, err := io.ReadFull(r, buf); err != nil {
 		return nil, err
 	}
