@@ -91,3 +91,49 @@ func readMBAP(r io.Reader) ([]byte, error) {
 	}
 	return buf, nil
 }
+
+// readStreamFrame reads one response from a TCP stream, usually with a
+// single read: a stream delivers a short frame whole, and the frame's
+// header says how long it is. rtu selects RTU framing (CRC checked) over
+// MBAP. Bytes past the frame (there are none with one request in flight)
+// are dropped.
+func readStreamFrame(r io.Reader, rtu bool) ([]byte, error) {
+	buf := make([]byte, 7+255+2)
+	least := 7
+	if rtu {
+		least = 5 // the shortest RTU response, an exception
+	}
+	n, err := io.ReadAtLeast(r, buf, least)
+	if err != nil {
+		return nil, err
+	}
+	var need int
+	if rtu {
+		switch fc := buf[1]; {
+		case fc&0x80 != 0:
+			need = 5
+		case fc >= 1 && fc <= 4:
+			need = 3 + int(buf[2]) + 2
+		case fc == 5 || fc == 6 || fc == 15 || fc == 16:
+			need = 8
+		default:
+			return nil, fmt.Errorf("%w: unexpected function code %d in an RTU response", ErrFrame, fc)
+		}
+	} else {
+		l := int(binary.BigEndian.Uint16(buf[4:6]))
+		if l < 2 || l > 254 {
+			return nil, fmt.Errorf("%w: MBAP length %d", ErrFrame, l)
+		}
+		need = 6 + l
+	}
+	if n < need {
+		if _, err := io.ReadFull(r, buf[n:need]); err != nil {
+			return nil, err
+		}
+	}
+	buf = buf[:need]
+	if rtu && !CheckCRC(buf) {
+		return nil, fmt.Errorf("%w: RTU response % x", drivers.ErrCRC, buf)
+	}
+	return buf, nil
+}

@@ -22,6 +22,10 @@ func FuzzReadResponse(f *testing.F) {
 			t.Fatalf("accepted % x with a bad CRC", frame)
 		}
 		readMBAP(bytes.NewReader(in))
+		readStreamFrame(bytes.NewReader(in), false)
+		if frame, err := readStreamFrame(bytes.NewReader(in), true); err == nil && !CheckCRC(frame) {
+			t.Fatalf("stream reader accepted % x with a bad CRC", frame)
+		}
 	})
 }
 

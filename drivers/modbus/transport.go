@@ -65,13 +65,7 @@ func (t *streamTransport) Send(adu []byte) ([]byte, error) {
 	if _, err := t.conn.Write(adu); err != nil {
 		return nil, streamError(err)
 	}
-	var res []byte
-	var err error
-	if t.rtu {
-		res, err = readRTUResponse(t.conn)
-	} else {
-		res, err = readMBAP(t.conn)
-	}
+	res, err := readStreamFrame(t.conn, t.rtu)
 	if err != nil {
 		return nil, streamError(err)
 	}
