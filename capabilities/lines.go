@@ -63,7 +63,7 @@ func (ls *lineSet) modbusDevice(d manifests.Device) (*device, error) {
 	if !ok {
 		return nil, fmt.Errorf("bus %q is not an open Modbus line", d.Bus)
 	}
-	points := line.Unit(d.UnitID).Points(d.ModbusRegisters, d.MaxSpan)
+	points := line.Unit(d.UnitID, modbus.WithTimeout(d.Timeout)).Points(d.ModbusRegisters, d.MaxSpan)
 	return &device{
 		model: d.Model,
 		reader: func(channel string, t manifests.ValueType) (func(context.Context) (any, error), error) {
@@ -105,7 +105,7 @@ func (ls *lineSet) serialDevice(d manifests.Device) (*device, error) {
 	if !ok {
 		return nil, fmt.Errorf("bus %q is not an open serial line", d.Bus)
 	}
-	in, err := line.Instrument(d.Name, d.Line)
+	in, err := line.Instrument(d.Name, d.Line, d.Timeout)
 	if err != nil {
 		return nil, err
 	}

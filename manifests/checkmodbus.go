@@ -60,7 +60,7 @@ func (c *checker) busLine(b Bus, path string) {
 
 // noLineKeys reports modbus and serial_line keys on other models.
 func (c *checker) noLineKeys(dev Device, path string) {
-	for _, k := range []string{"unit_id", "max_span", "request", "terminator", "response"} {
+	for _, k := range []string{"unit_id", "max_span", "timeout", "request", "terminator", "response"} {
 		if c.d.has(join(path, k)) && dev.Model != "" {
 			c.d.add(join(path, k), ErrNotAllowed, "for model %s (only modbus and serial_line devices have it)", dev.Model)
 		}

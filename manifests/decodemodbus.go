@@ -89,6 +89,7 @@ func (d *decoder) deviceLine(f map[string]ast.Node, path string, dev *Device) {
 			dev.MaxSpan = int(v)
 		}
 	}
+	dev.Timeout = d.duration(f["timeout"], field("timeout"))
 	dev.Line.Request, _ = d.str(f["request"], field("request"))
 	if dev.Model == ModelSerialLine {
 		dev.Line.Terminator = "\r\n"

@@ -69,6 +69,7 @@
 //	registers   list of register -         registers and modbus models: required, at least one (a modbus register has its own keys, below); other models: not allowed
 //	unit_id     integer          -         modbus: required, 1..247 on a serial line or RTU over TCP, 0..255 on Modbus TCP; unique on its bus
 //	max_span    integer          0         modbus: read adjacent registers of one table in one transaction while the run stays within this many registers (bits for coil and discrete); 0 or 1 reads each alone; at most 125
+//	timeout     duration         bus's     modbus and serial_line: more than 0; bounds one transaction with this device
 //	request     string           -         serial_line: required, the text that asks for a reading (terminator added)
 //	terminator  string           "\r\n"    serial_line: ends the request and the response line
 //	response    string           -         serial_line: required, a regular expression with a named group per value ("T=(?P<temperature>[-0-9.]+)")

@@ -104,6 +104,10 @@ type Device struct {
 	// adjacent registers of this device are batched; 0 or 1 reads each
 	// register on its own (modbus model only).
 	MaxSpan int
+	// Timeout bounds one transaction with this device (modbus and
+	// serial_line only); zero means the bus's timeout. A slow device gets
+	// its own without slowing the detection of a dead one elsewhere.
+	Timeout time.Duration
 	// ModbusRegisters is the register map of a modbus device.
 	ModbusRegisters []ModbusRegister
 	// Line is the request and response of a serial_line device.

@@ -142,12 +142,31 @@ func (l *Line) Stats() Stats {
 	return l.stats
 }
 
+// UnitOption is an optional setting of a Unit.
+type UnitOption func(*Unit)
+
+// WithTimeout bounds each transaction with this unit by d instead of the
+// line's Config.Timeout; d <= 0 keeps the line's.
+func WithTimeout(d time.Duration) UnitOption {
+	return func(u *Unit) {
+		if d > 0 {
+			u.timeout = d
+		}
+	}
+}
+
 // Unit returns the device with unit id id on the line; every call with the
-// same id returns the same *Unit, which shares the line's turn.
-func (l *Line) Unit(id uint8) *Unit {
+// same id returns the same *Unit, which shares the line's turn. Options
+// given apply from then on.
+func (l *Line) Unit(id uint8, opts ...UnitOption) *Unit {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if u, ok := l.units[id]; ok {
+		u.mu.Lock()
+		for _, o := range opts {
+			o(u)
+		}
+		u.mu.Unlock()
 		return u
 	}
 	var pk mb.Packager
@@ -160,7 +179,10 @@ func (l *Line) Unit(id uint8) *Unit {
 		h.SlaveId = id
 		pk = h
 	}
-	u := &Unit{line: l, id: id, client: mb.NewClient2(pk, l.tr), flights: map[string]*flight{}}
+	u := &Unit{line: l, id: id, client: mb.NewClient2(pk, l.tr), flights: map[string]*flight{}, timeout: l.cfg.Timeout}
+	for _, o := range opts {
+		o(u)
+	}
 	l.units[id] = u
 	return u
 }
@@ -177,7 +199,10 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(err))
 	}
-	deadline := l.cfg.Clock.Now().Add(l.cfg.Timeout)
+	u.mu.Lock()
+	timeout := u.timeout
+	u.mu.Unlock()
+	deadline := l.cfg.Clock.Now().Add(timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}

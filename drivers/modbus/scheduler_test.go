@@ -233,3 +233,28 @@ func TestWaitingForTheLineHonoursContext(t *testing.T) {
 		}
 	})
 }
+
+// TestPerDeviceTimeout: a unit's own timeout bounds its transactions, so a
+// dead unit with a short timeout holds the line only that long.
+func TestPerDeviceTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		line, f := fakeLine(Config{Timeout: time.Second, BreakerThreshold: 100}, 2)
+		dead := line.Unit(2, WithTimeout(20*time.Millisecond))
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() {
+			_, err := dead.ReadRegisters(t.Context(), manifests.TableHolding, 0, 1)
+			done <- err
+		}()
+		synctest.Wait()
+		if _, err := line.Unit(1).ReadRegisters(t.Context(), manifests.TableHolding, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d != 20*time.Millisecond+f.latency {
+			t.Fatalf("healthy read behind a dead unit with a 20ms timeout finished after %v, want %v", d, 20*time.Millisecond+f.latency)
+		}
+		if err := <-done; !errors.Is(err, drivers.ErrTimeout) {
+			t.Fatalf("dead unit: %v", err)
+		}
+	})
+}

@@ -27,6 +27,7 @@ type Unit struct {
 	client mb.Client
 
 	mu        sync.Mutex
+	timeout   time.Duration // per transaction
 	flights   map[string]*flight
 	fails     int           // calls failed in a row
 	openUntil time.Time     // breaker open until then

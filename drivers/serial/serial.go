@@ -79,11 +79,12 @@ func (l *Line) Transactions() uint64 {
 
 // Instrument is one line instrument on a Line.
 type Instrument struct {
-	line *Line
-	name string
-	req  []byte
-	term []byte
-	re   *regexp.Regexp
+	line    *Line
+	name    string
+	req     []byte
+	term    []byte
+	re      *regexp.Regexp
+	timeout time.Duration
 
 	mu     sync.Mutex
 	flight *flight
@@ -96,8 +97,9 @@ type flight struct {
 }
 
 // Instrument returns the instrument that the manifest device name declares.
-// It fails when the response pattern does not compile.
-func (l *Line) Instrument(name string, li manifests.LineInstrument) (*Instrument, error) {
+// timeout bounds its transactions; 0 means the line's. It fails when the
+// response pattern does not compile.
+func (l *Line) Instrument(name string, li manifests.LineInstrument, timeout time.Duration) (*Instrument, error) {
 	re, err := regexp.Compile(li.Response)
 	if err != nil {
 		return nil, fmt.Errorf("serial %s %s: response pattern: %w", l.cfg.Name, name, err)
@@ -106,7 +108,10 @@ func (l *Line) Instrument(name string, li manifests.LineInstrument) (*Instrument
 	if term == "" {
 		term = "\r\n"
 	}
-	return &Instrument{line: l, name: name, req: []byte(li.Request + term), term: []byte(term), re: re}, nil
+	if timeout <= 0 {
+		timeout = l.cfg.Timeout
+	}
+	return &Instrument{line: l, name: name, req: []byte(li.Request + term), term: []byte(term), re: re, timeout: timeout}, nil
 }
 
 // Read sends the request and returns the values of the response's named
@@ -167,7 +172,7 @@ func (in *Instrument) tx(ctx context.Context) (map[string]float64, error) {
 	l.mu.Lock()
 	l.transactions++
 	l.mu.Unlock()
-	deadline := time.Now().Add(l.cfg.Timeout)
+	deadline := time.Now().Add(in.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}

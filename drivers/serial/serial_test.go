@@ -70,7 +70,7 @@ func TestInstrumentReads(t *testing.T) {
 		{"silent", "NOPE?", nil, drivers.ErrTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := line.Instrument("probe", manifests.LineInstrument{Request: tc.request, Terminator: "\r\n", Response: pattern})
+			in, err := line.Instrument("probe", manifests.LineInstrument{Request: tc.request, Terminator: "\r\n", Response: pattern}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,8 +86,8 @@ func TestInstrumentReads(t *testing.T) {
 // both get their own answer (their requests and responses never interleave).
 func TestOneTransactionAtATime(t *testing.T) {
 	line, _ := instrument(t, map[string]string{"A?": "v=1", "B?": "v=2"})
-	a, _ := line.Instrument("a", manifests.LineInstrument{Request: "A?", Response: `v=(?P<v>\d+)`})
-	b, _ := line.Instrument("b", manifests.LineInstrument{Request: "B?", Response: `v=(?P<v>\d+)`})
+	a, _ := line.Instrument("a", manifests.LineInstrument{Request: "A?", Response: `v=(?P<v>\d+)`}, 0)
+	b, _ := line.Instrument("b", manifests.LineInstrument{Request: "B?", Response: `v=(?P<v>\d+)`}, 0)
 	var wg sync.WaitGroup
 	for range 10 {
 		for want, in := range map[float64]*serial.Instrument{1: a, 2: b} {
