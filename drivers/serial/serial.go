@@ -39,7 +39,20 @@ type Config struct {
 	Retries int
 	// Backoff is the wait before the first retry, doubling after; default 20ms.
 	Backoff time.Duration
+	// Clock times deadlines and back-offs; nil means the system clock.
+	Clock Clock
 }
+
+// Clock tells the time and waits.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Line is one serial port shared by line instruments.
 type Line struct {
@@ -63,6 +76,9 @@ func NewLine(cfg Config, port Port, log *slog.Logger) *Line {
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
 	}
 	return &Line{cfg: cfg, port: port, log: log.With("bus", cfg.Name), turn: make(chan struct{}, 1)}
 }
@@ -150,7 +166,7 @@ func (in *Instrument) read(ctx context.Context) (map[string]float64, error) {
 			return vals, err
 		}
 		select {
-		case <-time.After(cfg.Backoff << attempt):
+		case <-cfg.Clock.After(cfg.Backoff << attempt):
 		case <-ctx.Done():
 			return nil, fmt.Errorf("serial %s %s: %w (backing off after: %w)", cfg.Name, in.name, drivers.Classify(ctx.Err()), err)
 		}
@@ -172,7 +188,7 @@ func (in *Instrument) tx(ctx context.Context) (map[string]float64, error) {
 	l.mu.Lock()
 	l.transactions++
 	l.mu.Unlock()
-	deadline := time.Now().Add(in.timeout)
+	deadline := l.cfg.Clock.Now().Add(in.timeout)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
@@ -212,7 +228,7 @@ func (in *Instrument) readLine(ctx context.Context, deadline time.Time) (string,
 		if i := bytes.Index(buf, in.term); i >= 0 {
 			return string(buf[:i]), nil
 		}
-		left := time.Until(deadline)
+		left := deadline.Sub(in.line.cfg.Clock.Now())
 		if left <= 0 || ctx.Err() != nil {
 			return "", fmt.Errorf("%w: got %q without a terminator", drivers.ErrTimeout, buf)
 		}
