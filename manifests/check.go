@@ -220,6 +220,11 @@ func (c *checker) registers(dev Device, path string) {
 
 func (c *checker) deviceSim(dev Device, path string) {
 	sp := join(path, "sim")
+	for _, k := range []string{"profile", "response"} {
+		if c.d.has(join(sp, k)) {
+			c.d.add(join(sp, k), ErrNotAllowed, "for model %s (only modbus and serial_line devices have it)", dev.Model)
+		}
+	}
 	vp := join(sp, "values")
 	if c.d.has(vp) && dev.Model != ModelRegisters {
 		c.d.add(vp, ErrNotAllowed, "for model %s (only the registers model has register values)", dev.Model)

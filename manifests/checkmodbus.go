@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 )
 
@@ -96,6 +97,17 @@ func (c *checker) lineDevice(dev Device, bus *Bus, path string, units map[string
 		}
 		if !c.d.has(field("response")) {
 			c.d.add(field("response"), ErrMissing, "response (want a pattern with a named group per value)")
+		}
+		if dev.Sim != nil {
+			for _, k := range []string{"values", "level", "profile"} {
+				if c.d.has(join(field("sim"), k)) {
+					c.d.add(join(field("sim"), k), ErrNotAllowed, "for model serial_line (its simulator setting is response)")
+				}
+			}
+			rp := join(field("sim"), "response")
+			if re, err := regexp.Compile(dev.Line.Response); err == nil && dev.Line.Response != "" && c.d.has(rp) && !re.MatchString(dev.Sim.Response) {
+				c.d.add(rp, ErrRange, ": %q does not match the device's response pattern %q", dev.Sim.Response, dev.Line.Response)
+			}
 		}
 		return
 	}
@@ -209,6 +221,9 @@ func (c *checker) modbusChannel(cp *Capability, dev *Device, path string) {
 // modbusSim checks a modbus device's simulator settings.
 func (c *checker) modbusSim(dev Device, path string) {
 	sp := join(path, "sim")
+	if c.d.has(join(sp, "response")) {
+		c.d.add(join(sp, "response"), ErrNotAllowed, "for model modbus (only serial_line devices answer with a line)")
+	}
 	if c.d.has(join(sp, "level")) {
 		c.d.add(join(sp, "level"), ErrNotAllowed, "for model modbus (only gpio models have a level)")
 	}

@@ -13,7 +13,7 @@ var (
 	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "sim"}
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
-	deviceSimKeys   = []string{"values", "level", "profile"}
+	deviceSimKeys   = []string{"values", "level", "profile", "response"}
 	capabilityKeys  = []string{"name", "description", "type", "unit", "ttl", "location", "tags", "read", "do"}
 	bindingKeys     = []string{"device", "channel"}
 	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "constraints"}
@@ -220,6 +220,7 @@ func (d *decoder) deviceSim(n ast.Node, path string) *DeviceSim {
 	s.Level = d.boolean(f["level"], join(path, "level"))
 	p, _ := d.oneOfValue(f["profile"], join(path, "profile"), profiles...)
 	s.Profile = SimProfile(p)
+	s.Response, _ = d.str(f["response"], join(path, "response"))
 	return s
 }
 

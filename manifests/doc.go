@@ -119,6 +119,7 @@
 //	key      type                       default  constraint
 //	values   mapping of name to number  none     registers and modbus models: initial engineering value by register name; must fit the register's raw type
 //	level    boolean                    false    gpio models only: initial logical level
+//	response string                     -        serial_line only: the line the simulated instrument answers with; must match the device's response pattern
 //	profile  string                     ""       modbus only: vfd (speed follows speed_setpoint at 5 Hz/s; needs registers speed_setpoint in holding and speed, optionally running) or energy_meter (power in W and energy in kWh of the simulated site; needs registers power and energy)
 //
 // A capability (capabilities[]) is one observable quantity, served as the

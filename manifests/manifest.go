@@ -297,6 +297,10 @@ type DeviceSim struct {
 	// speed_setpoint along a ramp) or "energy_meter" (power and energy of
 	// the simulated site); "" is a plain register bank.
 	Profile SimProfile
+	// Response is the line a simulated serial_line instrument answers its
+	// request with (terminator added); it must match the device's response
+	// pattern.
+	Response string
 }
 
 // SimProfile is the behaviour of a simulated modbus device.

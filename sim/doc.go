@@ -19,9 +19,12 @@
 // answers real frames for the slaves of one line: Modbus TCP (MBAP) and RTU
 // over TCP on a listener, RTU on any byte stream such as the master side of
 // a [PTY], whose slave side a driver opens exactly as it opens
-// /dev/ttyUSB0. [World.StartModbus] runs every Modbus bus of the manifest
+// /dev/ttyUSB0. [World.StartLines] runs every Modbus bus of the manifest
 // that way for serve --sim; [World.AllModbus] serves every slave on one
 // address for promcp-device sim --modbus-tcp.
+//
+// A serial_line device is a [LineInstrument] that answers its request with
+// the line its sim section gives; StartLines serves serial buses on a pty.
 //
 // Profiles give slaves behaviour on the world's clock: a vfd's speed follows
 // its speed_setpoint at [VFDRamp] Hz/s and its fan cools the zones that list

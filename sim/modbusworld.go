@@ -45,9 +45,9 @@ func (w *World) AllModbus() (*ModbusServer, error) {
 
 func (w *World) busOf(s *ModbusSlave) string { return w.slaveBus[s.name] }
 
-// ModbusEndpoints are the simulated Modbus lines of a world, running: a
-// loopback listener per modbus_tcp and modbus_rtu_tcp bus, a
-// pseudo-terminal per modbus_rtu bus.
+// ModbusEndpoints are the simulated Modbus and serial lines of a world,
+// running: a loopback listener per modbus_tcp and modbus_rtu_tcp bus, a
+// pseudo-terminal per modbus_rtu bus and per serial bus.
 type ModbusEndpoints struct {
 	servers []*ModbusServer
 	ptys    []*PTY
@@ -55,11 +55,12 @@ type ModbusEndpoints struct {
 	port    map[string]string // bus → /dev/pts/N
 }
 
-// StartModbus serves every Modbus bus of the manifest: TCP kinds on
-// 127.0.0.1 with a port the system picks, RTU on a new pseudo-terminal.
+// StartLines serves every Modbus and serial bus of the manifest: TCP kinds
+// on 127.0.0.1 with a port the system picks, RTU and serial-line
+// instruments on a new pseudo-terminal each.
 // The drivers reach them through [ModbusEndpoints.Address] and
 // [ModbusEndpoints.Port]. Close stops them.
-func (w *World) StartModbus() (_ *ModbusEndpoints, err error) {
+func (w *World) StartLines() (_ *ModbusEndpoints, err error) {
 	e := &ModbusEndpoints{addr: map[string]string{}, port: map[string]string{}}
 	defer func() {
 		if err != nil {
@@ -94,6 +95,15 @@ func (w *World) StartModbus() (_ *ModbusEndpoints, err error) {
 			go srv.ServeRTU(p.Master())
 		}
 	}
+	for name, ins := range w.lineBus {
+		p, err := OpenPTY()
+		if err != nil {
+			return nil, fmt.Errorf("sim: bus %s: %w", name, err)
+		}
+		e.ptys = append(e.ptys, p)
+		e.port[name] = p.SlavePath
+		go serveLine(w, ins, p.Master())
+	}
 	return e, nil
 }
 
@@ -103,7 +113,8 @@ func (e *ModbusEndpoints) Address(bus string) (string, bool) {
 	return a, ok
 }
 
-// Port returns the pseudo-terminal path serving the RTU bus called bus.
+// Port returns the pseudo-terminal path serving the RTU or serial bus
+// called bus.
 func (e *ModbusEndpoints) Port(bus string) (string, bool) {
 	p, ok := e.port[bus]
 	return p, ok

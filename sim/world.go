@@ -37,7 +37,9 @@ type World struct {
 	slaveByName map[string]*ModbusSlave // by device name
 	modbusBus   map[string]manifests.Bus
 	slaveBus    map[string]string // device name → bus name
-	heaters     []*pinState       // every zone heater, once
+	lineByName  map[string]*LineInstrument
+	lineBus     map[string][]*LineInstrument // serial bus name → instruments
+	heaters     []*pinState                  // every zone heater, once
 }
 
 // ZoneState is a snapshot of a zone's air.
@@ -64,6 +66,8 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 		slaveByName: make(map[string]*ModbusSlave),
 		modbusBus:   make(map[string]manifests.Bus),
 		slaveBus:    make(map[string]string),
+		lineByName:  make(map[string]*LineInstrument),
+		lineBus:     make(map[string][]*LineInstrument),
 	}
 	now := clk.Now()
 	kinds := make(map[string]manifests.BusKind, len(m.Buses))
@@ -113,7 +117,9 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 			w.slaveByName[d.Name] = sl
 			w.slaveBus[d.Name] = d.Bus
 		case manifests.ModelSerialLine:
-			// answered by no simulated instrument yet
+			in := newLineInstrument(w, d)
+			w.lineByName[d.Name] = in
+			w.lineBus[d.Bus] = append(w.lineBus[d.Bus], in)
 		case manifests.ModelGPIOIn, manifests.ModelGPIOOut:
 			if _, ok := w.pins[d.Pin]; ok {
 				return nil, fmt.Errorf("sim: device %s: pin %s is used twice", d.Name, d.Pin)

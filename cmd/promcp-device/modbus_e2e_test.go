@@ -129,3 +129,13 @@ func TestScanAndPortsCLI(t *testing.T) {
 		t.Fatalf("scan with two targets: exit %d, want 2", code)
 	}
 }
+
+// TestSerialLineInstrumentOnSim: the lab bench's scale answers a text
+// request on a simulated serial line (a pty), read through drivers/serial.
+func TestSerialLineInstrumentOnSim(t *testing.T) {
+	s := stdioSession(t, protocols[0], "--manifest", labBench)
+	r, isErr := s.call("read_sample_weight", map[string]any{})
+	if isErr || r["quality"] != "good" || r["value"] != 1250.4 || r["unit"] != "g" {
+		t.Fatalf("read_sample_weight = %v (isError %t), want 1250.4 g, good", r, isErr)
+	}
+}

@@ -152,7 +152,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, time
 			return nil, fmt.Errorf("simulator: %w", err)
 		}
 		g.world = w
-		ep, err := w.StartModbus()
+		ep, err := w.StartLines()
 		if err != nil {
 			return nil, fmt.Errorf("simulator: %w", err)
 		}
@@ -170,7 +170,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, time
 			Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
 				path, ok := ep.Port(b.Name)
 				if !ok {
-					return nil, fmt.Errorf("sim bus %s: %w: the simulator has no instrument on a %s bus", b.Name, drivers.ErrUnavailable, b.Kind)
+					return nil, fmt.Errorf("sim bus %s: %w: not a simulated serial bus", b.Name, drivers.ErrUnavailable)
 				}
 				settings := b.Serial
 				settings.Port = path
