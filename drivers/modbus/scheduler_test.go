@@ -258,3 +258,25 @@ func TestPerDeviceTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestAbandonedCallsDoNotResetTheBreaker: a call whose caller gives up says
+// nothing about the device, so failures on either side of it still add up.
+func TestAbandonedCallsDoNotResetTheBreaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		line, f := fakeLine(Config{Timeout: 100 * time.Millisecond, BreakerThreshold: 2}, 2)
+		dead := line.Unit(2)
+		read := func(ctx context.Context) error {
+			_, err := dead.ReadRegisters(ctx, manifests.TableHolding, 0, 1)
+			return err
+		}
+		read(t.Context())
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		read(ctx)
+		cancel()
+		read(t.Context())
+		sent := f.count(2)
+		if err := read(t.Context()); !errors.Is(err, ErrCircuitOpen) || f.count(2) != sent {
+			t.Fatalf("failed, abandoned, failed: next call %v; want ErrCircuitOpen without touching the line", err)
+		}
+	})
+}

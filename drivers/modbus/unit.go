@@ -83,12 +83,24 @@ func (u *Unit) admit(now time.Time) error {
 	return nil
 }
 
+// outcome is how a call ended, for the breaker.
+type outcome int
+
+const (
+	answered  outcome = iota // data or an exception: the device is alive
+	failed                   // no usable answer after the retries
+	abandoned                // the caller gave up: says nothing about the device
+)
+
 // settle records a call's outcome in the breaker.
-func (u *Unit) settle(now time.Time, failed bool) {
+func (u *Unit) settle(now time.Time, o outcome) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.trial = false
-	if !failed {
+	if o == abandoned {
+		return
+	}
+	if o == answered {
 		u.fails, u.openUntil, u.cooldown = 0, time.Time{}, 0
 		return
 	}
@@ -116,23 +128,23 @@ func (u *Unit) call(ctx context.Context, what string, op func(mb.Client) ([]byte
 	for attempt := 0; ; attempt++ {
 		res, err := u.line.tx(ctx, u, what, op)
 		if err == nil {
-			u.settle(cfg.Clock.Now(), false)
+			u.settle(cfg.Clock.Now(), answered)
 			return res, nil
 		}
 		if ctx.Err() != nil {
-			u.settle(cfg.Clock.Now(), false) // the caller gave up; not the device's fault
+			u.settle(cfg.Clock.Now(), abandoned)
 			return nil, u.errorf(what, err)
 		}
 		if !retryable(err) {
-			u.settle(cfg.Clock.Now(), false) // an exception is an answer: the device is alive
+			u.settle(cfg.Clock.Now(), answered) // an exception is an answer
 			return nil, u.errorf(what, err)
 		}
 		if attempt >= cfg.Retries {
-			u.settle(cfg.Clock.Now(), true)
+			u.settle(cfg.Clock.Now(), failed)
 			return nil, u.errorf(what, err)
 		}
 		if serr := sleep(ctx, cfg.Clock, cfg.Backoff<<attempt); serr != nil {
-			u.settle(cfg.Clock.Now(), false)
+			u.settle(cfg.Clock.Now(), abandoned)
 			return nil, u.errorf(what, fmt.Errorf("%w (backing off after: %w)", drivers.Classify(serr), err))
 		}
 	}
