@@ -280,3 +280,31 @@ func TestAbandonedCallsDoNotResetTheBreaker(t *testing.T) {
 		}
 	})
 }
+
+// TestImpatientCallerDoesNotFailOthers: when the caller that started a
+// shared read gives up, the others still get the answer.
+func TestImpatientCallerDoesNotFailOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		line, f := fakeLine(Config{})
+		f.latency = 50 * time.Millisecond
+		u := line.Unit(1)
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
+		defer cancel()
+		first := make(chan error, 1)
+		go func() {
+			_, err := u.ReadRegisters(ctx, manifests.TableHolding, 0, 1)
+			first <- err
+		}()
+		synctest.Wait()
+		b, err := u.ReadRegisters(t.Context(), manifests.TableHolding, 0, 1)
+		if err != nil || len(b) != 2 {
+			t.Fatalf("patient caller: % x, %v; want the shared answer", b, err)
+		}
+		if err := <-first; !errors.Is(err, drivers.ErrTimeout) {
+			t.Fatalf("impatient caller: %v, want ErrTimeout", err)
+		}
+		if f.count(1) != 1 {
+			t.Fatalf("%d transactions, want 1 shared", f.count(1))
+		}
+	})
+}

@@ -38,35 +38,60 @@ type Unit struct {
 // ID returns the unit id.
 func (u *Unit) ID() uint8 { return u.id }
 
-// flight is one read in progress that identical reads wait for.
+// flight is one read in progress that identical reads wait for. It runs
+// on its own goroutine under a context that ends only when every caller
+// waiting for it has given up, so one impatient caller does not fail the
+// others.
 type flight struct {
-	done chan struct{}
-	res  []byte
-	err  error
+	done    chan struct{}
+	res     []byte
+	err     error
+	waiters int // guarded by Unit.mu
+	cancel  context.CancelFunc
 }
 
-// coalesce runs fn once for all concurrent callers with the same key.
-// A waiter whose ctx ends first returns its ctx's error.
-func (u *Unit) coalesce(ctx context.Context, key string, fn func() ([]byte, error)) ([]byte, error) {
-	u.mu.Lock()
-	if f, ok := u.flights[key]; ok {
-		u.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.res, f.err
-		case <-ctx.Done():
-			return nil, drivers.Classify(ctx.Err())
-		}
+// coalesce runs fn once for all concurrent callers with the same key. A
+// caller whose ctx ends first returns its ctx's error.
+func (u *Unit) coalesce(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, drivers.Classify(err)
 	}
-	f := &flight{done: make(chan struct{})}
-	u.flights[key] = f
-	u.mu.Unlock()
-	f.res, f.err = fn()
 	u.mu.Lock()
-	delete(u.flights, key)
+	f, ok := u.flights[key]
+	if !ok {
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		f = &flight{done: make(chan struct{}), cancel: cancel}
+		u.flights[key] = f
+		go func() {
+			f.res, f.err = fn(fctx)
+			u.mu.Lock()
+			if u.flights[key] == f {
+				delete(u.flights, key)
+			}
+			u.mu.Unlock()
+			cancel()
+			close(f.done)
+		}()
+	}
+	f.waiters++
 	u.mu.Unlock()
-	close(f.done)
-	return f.res, f.err
+	select {
+	case <-f.done:
+		return f.res, f.err
+	case <-ctx.Done():
+		u.mu.Lock()
+		f.waiters--
+		if f.waiters == 0 {
+			// Nobody wants the answer any more: cancel it, and let the
+			// next caller start afresh rather than join a cancelled read.
+			f.cancel()
+			if u.flights[key] == f {
+				delete(u.flights, key)
+			}
+		}
+		u.mu.Unlock()
+		return nil, u.errorf(key, fmt.Errorf("waiting for the answer: %w", drivers.Classify(ctx.Err())))
+	}
 }
 
 // admit checks the breaker before a call.
@@ -168,7 +193,7 @@ func (u *Unit) ReadRegisters(ctx context.Context, table manifests.Table, address
 	default:
 		return nil, u.errorf(what, fmt.Errorf("table %q holds no registers", table))
 	}
-	return u.coalesce(ctx, what, func() ([]byte, error) {
+	return u.coalesce(ctx, what, func(ctx context.Context) ([]byte, error) {
 		b, err := u.call(ctx, what, op)
 		if err == nil && len(b) != 2*int(count) {
 			err = u.errorf(what, fmt.Errorf("%w: %d bytes for %d registers", ErrFrame, len(b), count))
@@ -190,7 +215,7 @@ func (u *Unit) ReadBits(ctx context.Context, table manifests.Table, address, cou
 	default:
 		return nil, u.errorf(what, fmt.Errorf("table %q holds no bits", table))
 	}
-	b, err := u.coalesce(ctx, what, func() ([]byte, error) { return u.call(ctx, what, op) })
+	b, err := u.coalesce(ctx, what, func(ctx context.Context) ([]byte, error) { return u.call(ctx, what, op) })
 	if err != nil {
 		return nil, err
 	}
