@@ -39,9 +39,8 @@ type Unit struct {
 func (u *Unit) ID() uint8 { return u.id }
 
 // flight is one read in progress that identical reads wait for. It runs
-// on its own goroutine under a context that ends only when every caller
-// waiting for it has given up, so one impatient caller does not fail the
-// others.
+// under a context that ends only when every caller waiting for it has
+// given up, so one impatient caller does not fail the others.
 type flight struct {
 	done    chan struct{}
 	res     []byte
@@ -50,47 +49,62 @@ type flight struct {
 	cancel  context.CancelFunc
 }
 
-// coalesce runs fn once for all concurrent callers with the same key. A
-// caller whose ctx ends first returns its ctx's error.
+// coalesce runs fn once for all concurrent callers with the same key. The
+// first caller runs it on its own goroutine (no hand-off on the fast path);
+// if that caller's ctx ends while others still wait, the read goes on for
+// them and the first caller returns when it completes (within the line's
+// timeout). Other callers return their ctx's error as soon as it ends.
 func (u *Unit) coalesce(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, drivers.Classify(err)
+		return nil, u.errorf(key, drivers.Classify(err))
 	}
 	u.mu.Lock()
-	f, ok := u.flights[key]
-	if !ok {
-		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	f, joined := u.flights[key]
+	var fctx context.Context
+	if !joined {
+		var cancel context.CancelFunc
+		fctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
 		f = &flight{done: make(chan struct{}), cancel: cancel}
 		u.flights[key] = f
-		go func() {
-			f.res, f.err = fn(fctx)
-			u.mu.Lock()
-			if u.flights[key] == f {
-				delete(u.flights, key)
-			}
-			u.mu.Unlock()
-			cancel()
-			close(f.done)
-		}()
 	}
 	f.waiters++
 	u.mu.Unlock()
-	select {
-	case <-f.done:
-		return f.res, f.err
-	case <-ctx.Done():
-		u.mu.Lock()
-		f.waiters--
-		if f.waiters == 0 {
-			// Nobody wants the answer any more: cancel it, and let the
-			// next caller start afresh rather than join a cancelled read.
-			f.cancel()
-			if u.flights[key] == f {
-				delete(u.flights, key)
-			}
+
+	if joined {
+		select {
+		case <-f.done:
+			return f.res, f.err
+		case <-ctx.Done():
+			u.leave(key, f)
+			return nil, u.errorf(key, fmt.Errorf("waiting for the answer: %w", drivers.Classify(ctx.Err())))
 		}
-		u.mu.Unlock()
-		return nil, u.errorf(key, fmt.Errorf("waiting for the answer: %w", drivers.Classify(ctx.Err())))
+	}
+	stop := context.AfterFunc(ctx, func() { u.leave(key, f) })
+	f.res, f.err = fn(fctx)
+	u.mu.Lock()
+	if u.flights[key] == f {
+		delete(u.flights, key)
+	}
+	u.mu.Unlock()
+	f.cancel()
+	close(f.done)
+	if !stop() { // this caller's ctx ended first
+		return nil, u.errorf(key, drivers.Classify(ctx.Err()))
+	}
+	return f.res, f.err
+}
+
+// leave records that a caller no longer waits for f; the last one to leave
+// cancels it, and the next caller starts afresh rather than join it.
+func (u *Unit) leave(key string, f *flight) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	f.waiters--
+	if f.waiters == 0 {
+		f.cancel()
+		if u.flights[key] == f {
+			delete(u.flights, key)
+		}
 	}
 }
 
