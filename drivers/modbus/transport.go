@@ -41,27 +41,52 @@ type streamTransport struct {
 	dial  Dialer
 	rtu   bool // RTU frames instead of MBAP
 	conn  net.Conn
+	fresh bool      // conn was dialled for the armed transaction
 	ready time.Time // deadline of the armed transaction
+	// redial reconnects within the armed transaction; set by prepare, it
+	// carries the caller's ctx for this one transaction only.
+	redial func() error
 }
 
 func (t *streamTransport) prepare(ctx context.Context, deadline time.Time) error {
 	t.ready = deadline
-	if t.conn == nil {
+	t.redial = func() error {
 		dctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
 		c, err := t.dial(dctx)
 		if err != nil {
 			return fmt.Errorf("%w: dial: %w", errPeer, err)
 		}
-		t.conn = c
+		t.conn, t.fresh = c, true
+		return c.SetDeadline(deadline)
 	}
+	if t.conn == nil {
+		return t.redial()
+	}
+	t.fresh = false
 	return t.conn.SetDeadline(deadline)
 }
 
+// Send sends adu and reads the response. When a connection kept from an
+// earlier transaction turns out to be closed by the peer (an idle device
+// or NAT dropping it), Send redials once and sends again: the request
+// never reached a live connection.
 func (t *streamTransport) Send(adu []byte) ([]byte, error) {
 	if t.conn == nil {
 		return nil, fmt.Errorf("%w: not connected", errPeer)
 	}
+	res, err := t.roundTrip(adu)
+	if err != nil && !t.fresh && errors.Is(err, errPeer) {
+		t.reset()
+		if derr := t.redial(); derr != nil {
+			return nil, derr
+		}
+		res, err = t.roundTrip(adu)
+	}
+	return res, err
+}
+
+func (t *streamTransport) roundTrip(adu []byte) ([]byte, error) {
 	if _, err := t.conn.Write(adu); err != nil {
 		return nil, streamError(err)
 	}
