@@ -2,6 +2,7 @@ package modbus
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -234,4 +235,4 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 	return res, nil
 }
 
-func isTimeout(err error) bool { return err != nil && errorsIs(err, drivers.ErrTimeout) }
+func isTimeout(err error) bool { return errors.Is(err, drivers.ErrTimeout) }

@@ -2,7 +2,6 @@ package modbus
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,8 +11,6 @@ import (
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/manifests"
 )
-
-var errorsIs = errors.Is
 
 // Unit is one Modbus device (unit id) on a Line. Its calls retry with
 // back-off, coalesce identical concurrent reads into one transaction, and
