@@ -308,3 +308,29 @@ func TestImpatientCallerDoesNotFailOthers(t *testing.T) {
 		}
 	})
 }
+
+// TestFairTurns: a unit that reads in a tight loop does not keep the line
+// from another unit; turns are granted first come first served, so the
+// other waits for at most the transaction in progress.
+func TestFairTurns(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		line, f := fakeLine(Config{})
+		busy, other := line.Unit(1), line.Unit(2)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range 20 {
+				busy.ReadRegisters(t.Context(), manifests.TableHolding, uint16(i), 1)
+			}
+		}()
+		synctest.Wait()
+		start := time.Now()
+		if _, err := other.ReadRegisters(t.Context(), manifests.TableHolding, 0, 1); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d > 2*f.latency {
+			t.Fatalf("a read behind a unit reading in a loop took %v, want at most %v (one transaction ahead)", d, 2*f.latency)
+		}
+		<-done
+	})
+}
