@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"io"
 	"net"
 
 	"github.com/promcp/promcp-device/manifests"
@@ -53,6 +54,41 @@ type ModbusEndpoints struct {
 	ptys    []*PTY
 	addr    map[string]string // bus → host:port
 	port    map[string]string // bus → /dev/pts/N
+	loop    map[string]string // serial bus → loopback stand-in, where no pty
+	lns     []net.Listener
+	noPTY   bool // tests: use the loopback stand-in
+}
+
+// serveSerial serves a serial bus on a new pty, or on a loopback listener
+// where no pseudo-terminal can be made.
+func (e *ModbusEndpoints) serveSerial(name string, serve func(rw io.ReadWriter) error) error {
+	if !e.noPTY {
+		if p, err := OpenPTY(); err == nil {
+			e.ptys = append(e.ptys, p)
+			e.port[name] = p.SlavePath
+			go serve(p.Master())
+			return nil
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("sim: bus %s: %w", name, err)
+	}
+	e.lns = append(e.lns, ln)
+	e.loop[name] = ln.Addr().String()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				serve(c)
+			}()
+		}
+	}()
+	return nil
 }
 
 // StartLines serves every Modbus and serial bus of the manifest: TCP kinds
@@ -60,8 +96,10 @@ type ModbusEndpoints struct {
 // instruments on a new pseudo-terminal each.
 // The drivers reach them through [ModbusEndpoints.Address] and
 // [ModbusEndpoints.Port]. Close stops them.
-func (w *World) StartLines() (_ *ModbusEndpoints, err error) {
-	e := &ModbusEndpoints{addr: map[string]string{}, port: map[string]string{}}
+func (w *World) StartLines() (*ModbusEndpoints, error) { return w.startLines(false) }
+
+func (w *World) startLines(noPTY bool) (_ *ModbusEndpoints, err error) {
+	e := &ModbusEndpoints{addr: map[string]string{}, port: map[string]string{}, loop: map[string]string{}, noPTY: noPTY}
 	defer func() {
 		if err != nil {
 			e.Close()
@@ -86,23 +124,15 @@ func (w *World) StartLines() (_ *ModbusEndpoints, err error) {
 				go srv.ServeRTUOverTCP(ln)
 			}
 		case manifests.BusModbusRTU:
-			p, err := OpenPTY()
-			if err != nil {
-				return nil, fmt.Errorf("sim: bus %s: %w", name, err)
+			if err := e.serveSerial(name, srv.ServeRTU); err != nil {
+				return nil, err
 			}
-			e.ptys = append(e.ptys, p)
-			e.port[name] = p.SlavePath
-			go srv.ServeRTU(p.Master())
 		}
 	}
 	for name, ins := range w.lineBus {
-		p, err := OpenPTY()
-		if err != nil {
-			return nil, fmt.Errorf("sim: bus %s: %w", name, err)
+		if err := e.serveSerial(name, func(rw io.ReadWriter) error { return serveLine(w, ins, rw) }); err != nil {
+			return nil, err
 		}
-		e.ptys = append(e.ptys, p)
-		e.port[name] = p.SlavePath
-		go serveLine(w, ins, p.Master())
 	}
 	return e, nil
 }
@@ -122,6 +152,9 @@ func (e *ModbusEndpoints) Port(bus string) (string, bool) {
 
 // Close stops every listener and pseudo-terminal.
 func (e *ModbusEndpoints) Close() error {
+	for _, ln := range e.lns {
+		ln.Close()
+	}
 	for _, p := range e.ptys {
 		p.Close()
 	}

@@ -167,16 +167,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, time
 				}
 				return modbus.DialerTCP(addr)(ctx)
 			},
-			Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
-				path, ok := ep.Port(b.Name)
-				if !ok {
-					return nil, fmt.Errorf("sim bus %s: %w: not a simulated serial bus", b.Name, drivers.ErrUnavailable)
-				}
-				settings := b.Serial
-				settings.Port = path
-				settings.RS485 = manifests.RS485None // a pty has no transceiver
-				return modbus.OpenPort(ctx, settings)
-			},
+			Serial: ep.OpenPort,
 		}
 	} else {
 		h := drivers.NewHost(log)
