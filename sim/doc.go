@@ -24,7 +24,9 @@
 // address for promcp-device sim --modbus-tcp.
 //
 // A serial_line device is a [LineInstrument] that answers its request with
-// the line its sim section gives; StartLines serves serial buses on a pty.
+// the line its sim section gives; StartLines serves serial buses on a pty
+// (or, where none can be made, a loopback socket standing in for the port;
+// [ModbusEndpoints.OpenPort] opens either).
 //
 // Profiles give slaves behaviour on the world's clock: a vfd's speed follows
 // its speed_setpoint at [VFDRamp] Hz/s and its fan cools the zones that list
