@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
@@ -31,12 +33,37 @@ type Hardware interface {
 	OpenI2C(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error)
 	// OpenPin returns the pin of a GPIO device.
 	OpenPin(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error)
+	// DialTCP connects to the address of a modbus_tcp or modbus_rtu_tcp
+	// bus. It is called again to reconnect after the peer drops.
+	DialTCP(ctx context.Context, bus manifests.Bus) (net.Conn, error)
+	// OpenSerial opens the port of a modbus_rtu or serial bus with its
+	// settings. The caller closes it.
+	OpenSerial(ctx context.Context, bus manifests.Bus) (modbus.Port, error)
 }
 
-// HardwareFuncs adapts two functions to Hardware.
+// HardwareFuncs adapts functions to Hardware. A nil function fails with
+// drivers.ErrUnavailable.
 type HardwareFuncs struct {
-	I2C func(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error)
-	Pin func(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error)
+	I2C    func(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error)
+	Pin    func(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error)
+	TCP    func(ctx context.Context, bus manifests.Bus) (net.Conn, error)
+	Serial func(ctx context.Context, bus manifests.Bus) (modbus.Port, error)
+}
+
+// DialTCP implements Hardware.
+func (h HardwareFuncs) DialTCP(ctx context.Context, bus manifests.Bus) (net.Conn, error) {
+	if h.TCP == nil {
+		return nil, fmt.Errorf("bus %s: %w: no TCP dialer", bus.Name, drivers.ErrUnavailable)
+	}
+	return h.TCP(ctx, bus)
+}
+
+// OpenSerial implements Hardware.
+func (h HardwareFuncs) OpenSerial(ctx context.Context, bus manifests.Bus) (modbus.Port, error) {
+	if h.Serial == nil {
+		return nil, fmt.Errorf("bus %s: %w: no serial ports", bus.Name, drivers.ErrUnavailable)
+	}
+	return h.Serial(ctx, bus)
 }
 
 // OpenI2C implements Hardware.
@@ -267,9 +294,13 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 		buses[b.Name] = i2c.NewBus(b.Name, bc, timeout, opts.Log)
 	}
 
+	lines, err := openLines(ctx, m, hw, opts.Log, s)
+	if err != nil {
+		return nil, err
+	}
 	channels := map[string]*device{}
 	for _, d := range m.Devices {
-		dev, err := openDevice(ctx, d, buses, hw, opts.Clock, opts.Log)
+		dev, err := openDevice(ctx, d, buses, lines, hw, opts.Clock, opts.Log)
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
@@ -330,9 +361,13 @@ func noWriter(model manifests.Model) func(string, manifests.ValueType) (func(con
 	}
 }
 
-func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.Bus, hw Hardware, clock Clock, log *slog.Logger) (*device, error) {
+func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.Bus, lines *lineSet, hw Hardware, clock Clock, log *slog.Logger) (*device, error) {
 	log = log.With("device", d.Name)
 	switch d.Model {
+	case manifests.ModelModbus:
+		return lines.modbusDevice(d, clock)
+	case manifests.ModelSerialLine:
+		return lines.serialDevice(d, clock)
 	case manifests.ModelSHT3x:
 		bus, ok := buses[d.Bus]
 		if !ok {

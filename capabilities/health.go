@@ -217,7 +217,7 @@ func (k *tracker) reading(a *attempt, v any, now time.Time) Reading {
 	failed := Reading{Time: a.time, Quality: promcp.QualityError, Reason: "read failed (" + class + ")", Err: a.err}
 	good := k.lastGood
 	fresh := good != nil && now.Sub(good.t) <= k.cfg.MaxStale
-	device := errors.Is(a.err, drivers.ErrNACK)
+	device := errors.Is(a.err, drivers.ErrNACK) || errors.Is(a.err, drivers.ErrDeviceError)
 	switch {
 	case device && k.cfg.OnDeviceError == manifests.DeviceErrorIsError:
 		return failed
@@ -284,6 +284,8 @@ func errorClass(err error) string {
 		return "timeout"
 	case errors.Is(err, drivers.ErrNACK):
 		return "nack"
+	case errors.Is(err, drivers.ErrDeviceError):
+		return "device error"
 	case errors.Is(err, drivers.ErrCRC):
 		return "crc"
 	case errors.Is(err, drivers.ErrUnavailable):

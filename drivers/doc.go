@@ -5,7 +5,10 @@
 // device) and [gpio] (digital inputs and outputs). They consume periph.io's
 // seams (periph.io/x/conn/v3/i2c.Bus and periph.io/x/conn/v3/gpio.PinIO), so
 // the same code runs on real hardware, opened here through [Host], and on the
-// simulator (package sim).
+// simulator (package sim). [modbus] schedules Modbus TCP, RTU and
+// RTU-over-TCP lines on goburrow/modbus with transporters of its own, and
+// [serial] talks to text-line instruments; both run on real sockets and
+// serial ports, which the simulator provides on loopback and on ptys.
 //
 // # Errors
 //
@@ -23,4 +26,6 @@
 //
 // [i2c]: https://pkg.go.dev/github.com/promcp/promcp-device/drivers/i2c
 // [gpio]: https://pkg.go.dev/github.com/promcp/promcp-device/drivers/gpio
+// [modbus]: https://pkg.go.dev/github.com/promcp/promcp-device/drivers/modbus
+// [serial]: https://pkg.go.dev/github.com/promcp/promcp-device/drivers/serial
 package drivers

@@ -23,6 +23,10 @@ var (
 	ErrCRC = errors.New("checksum mismatch")
 	// ErrUnavailable means a bus or pin could not be opened.
 	ErrUnavailable = errors.New("cannot open")
+	// ErrDeviceError means the device answered with an error flag of its
+	// own, such as a Modbus exception response: it is there, and says it
+	// cannot do what was asked.
+	ErrDeviceError = errors.New("device reported an error")
 )
 
 // Classify maps a raw error from a bus library or the kernel to one of the

@@ -22,8 +22,9 @@ const bin = path.resolve(process.env.PROMCP_BIN ?? path.join(root, 'bin/promcp-d
 const manifest = path.join(root, 'manifests/examples/greenhouse.yml');
 
 const wantTools = [
-  'can_do', 'do_set_heater', 'do_set_vent', 'read_heater', 'read_humidity_zone1',
-  'read_humidity_zone2', 'read_temperature_zone1', 'read_temperature_zone2', 'read_vent',
+  'can_do', 'do_set_fan_speed', 'do_set_heater', 'do_set_vent', 'read_fan_running',
+  'read_fan_speed', 'read_fan_speed_setpoint', 'read_heater', 'read_humidity_zone1', 'read_humidity_zone2',
+  'read_site_energy', 'read_site_power', 'read_temperature_zone1', 'read_temperature_zone2', 'read_vent',
 ];
 
 async function exercise(client) {
@@ -83,6 +84,16 @@ async function exercise(client) {
   assert.ok(report.structuredContent.candidates[0].valid_until);
 
   await call('do_set_heater', { value: false });
+
+  // Modbus: the energy meter over TCP, the fan VFD over RTU on a pty.
+  const power = await call('read_site_power', {});
+  assert.equal(power.structuredContent.quality, 'good');
+  assert.equal(power.structuredContent.unit, 'W');
+  const fan = await call('do_set_fan_speed', { value: 12.5 });
+  assert.equal(fan.structuredContent.status, 'success');
+  assert.equal(fan.structuredContent.applied_value, 12.5);
+  const sp = await call('read_fan_speed_setpoint', {});
+  assert.equal(sp.structuredContent.value, 12.5);
 }
 
 test('TypeScript SDK client over stdio', async () => {

@@ -76,6 +76,7 @@ func (c *checker) checkBuses() {
 		if b.Kind == BusGPIO && c.d.has(join(path, "device")) {
 			c.d.add(join(path, "device"), ErrNotAllowed, "for a gpio bus (pins are named by each device's pin)")
 		}
+		c.busLine(b, path)
 	}
 }
 
@@ -86,6 +87,7 @@ func (c *checker) checkDevices() {
 	seen := map[string]string{}
 	addrs := map[string]string{} // "bus/0x44" → path
 	pins := map[string]string{}
+	units := map[string]string{} // "bus/17" → path
 	var busNames []string
 	for _, b := range c.m.Buses {
 		if b.Name != "" && !slices.Contains(busNames, b.Name) {
@@ -106,6 +108,11 @@ func (c *checker) checkDevices() {
 				c.d.add(field("bus"), ErrBadReference, "bus %q (%s)", dev.Bus, candidates("bus", busNames))
 			}
 		}
+		if isLine(dev.Model) {
+			c.lineDevice(dev, bus, path, units)
+			continue
+		}
+		c.noLineKeys(dev, path)
 		if !isI2C(dev.Model) && !isGPIO(dev.Model) {
 			continue // missing or unknown: reported
 		}
@@ -115,6 +122,8 @@ func (c *checker) checkDevices() {
 				c.d.add(field("model"), ErrNotAllowed, "on gpio bus %q: %s (want gpio_in or gpio_out, or an i2c bus)", bus.Name, dev.Model)
 			case isGPIO(dev.Model) && bus.Kind == BusI2C:
 				c.d.add(field("model"), ErrNotAllowed, "on i2c bus %q: %s (want sht3x or registers, or a gpio bus)", bus.Name, dev.Model)
+			case bus.Kind.IsModbus() || bus.Kind == BusSerial:
+				c.d.add(field("model"), ErrNotAllowed, "on %s bus %q: %s (want %s)", bus.Kind, bus.Name, dev.Model, modelsFor(bus.Kind))
 			}
 		}
 		if isI2C(dev.Model) {
@@ -211,6 +220,11 @@ func (c *checker) registers(dev Device, path string) {
 
 func (c *checker) deviceSim(dev Device, path string) {
 	sp := join(path, "sim")
+	for _, k := range []string{"profile", "response"} {
+		if c.d.has(join(sp, k)) {
+			c.d.add(join(sp, k), ErrNotAllowed, "for model %s (only modbus and serial_line devices have it)", dev.Model)
+		}
+	}
 	vp := join(sp, "values")
 	if c.d.has(vp) && dev.Model != ModelRegisters {
 		c.d.add(vp, ErrNotAllowed, "for model %s (only the registers model has register values)", dev.Model)

@@ -17,6 +17,8 @@ func channelTypes(m Model) []ValueType {
 		return []ValueType{TypeNumber, TypeInteger}
 	case ModelGPIOIn, ModelGPIOOut:
 		return []ValueType{TypeBoolean}
+	case ModelSerialLine:
+		return []ValueType{TypeNumber, TypeInteger}
 	}
 	return nil
 }
@@ -157,6 +159,17 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 		if c.d.has(chp) {
 			c.d.add(chp, ErrNotAllowed, "for model %s (a pin has one channel, its level; leave channel out)", dev.Model)
 		}
+	case ModelModbus:
+		c.modbusChannel(cp, dev, path)
+		return nil
+	case ModelSerialLine:
+		chans := LineChannels(dev.Line)
+		switch {
+		case !c.d.has(chp):
+			c.d.add(chp, ErrMissing, "channel (a named group of %s's response: %s)", dev.Name, candidates("channel", chans))
+		case len(chans) > 0 && !slices.Contains(chans, cp.Read.Channel):
+			c.d.add(chp, ErrBadReference, "channel %q of device %q (%s)", cp.Read.Channel, dev.Name, candidates("channel", chans))
+		}
 	default:
 		return nil // unknown model: reported
 	}
@@ -205,10 +218,14 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 	}
 	if dev != nil {
 		switch {
-		case dev.Model == ModelSHT3x || dev.Model == ModelGPIOIn:
+		case dev.Model == ModelSHT3x || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
 			c.d.add(dp, ErrNotAllowed, "on read-only %s device %q (want a gpio_out device or a register with writable: true)", dev.Model, dev.Name)
 		case reg != nil && !reg.Writable:
 			c.d.add(dp, ErrNotAllowed, "on read-only register %q of device %q (want writable: true on the register)", reg.Name, dev.Name)
+		case dev.Model == ModelModbus:
+			if mr := findModbusRegister(*dev, cp.Read.Channel); mr != nil && !mr.Writable {
+				c.d.add(dp, ErrNotAllowed, "on read-only register %q of device %q (want writable: true on the register)", mr.Name, dev.Name)
+			}
 		}
 	}
 	cs := join(dp, "constraints")
@@ -256,6 +273,13 @@ func (c *checker) checkSim() {
 			p := index(join(zp, "sensors"), j)
 			if c.simDevice(name, p, ModelSHT3x) {
 				c.unique(sensors, "sensor", name, p)
+			}
+		}
+		fans := map[string]string{}
+		for j, name := range z.Fans {
+			p := index(join(zp, "fans"), j)
+			if c.simFan(name, p) {
+				c.unique(fans, "fan", name, p)
 			}
 		}
 		for _, list := range []struct {

@@ -9,10 +9,11 @@ import (
 // The keys of each mapping, in the order the documentation lists them.
 var (
 	manifestKeys    = []string{"version", "gateway", "description", "buses", "devices", "capabilities", "sim"}
-	busKeys         = []string{"name", "kind", "device", "timeout"}
-	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "sim"}
+	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries"}
+	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "sim"}
+	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
-	deviceSimKeys   = []string{"values", "level"}
+	deviceSimKeys   = []string{"values", "level", "profile", "response"}
 	capabilityKeys  = []string{"name", "description", "type", "unit", "ttl", "location", "tags", "read", "do", "health"}
 	healthKeys      = []string{"plausible", "max_rate", "stuck_samples", "stuck_for", "on_device_error", "max_stale"}
 	rangeKeys       = []string{"min", "max"}
@@ -20,13 +21,19 @@ var (
 	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "constraints", "depends_on"}
 	constraintsKeys = []string{"min", "max", "step", "enum"}
 	simKeys         = []string{"seed", "time_scale", "zones"}
-	zoneKeys        = []string{"name", "temperature", "humidity", "outside", "leak_time_constant", "vent_time_constant", "heater_rate", "noise", "sensors", "heaters", "vents"}
+	zoneKeys        = []string{"name", "temperature", "humidity", "outside", "leak_time_constant", "vent_time_constant", "heater_rate", "noise", "sensors", "heaters", "vents", "fans", "fan_time_constant"}
 )
 
 // The closed sets of values, as the manifest spells them.
 var (
-	busKinds   = []string{string(BusI2C), string(BusGPIO)}
-	models     = []string{string(ModelSHT3x), string(ModelRegisters), string(ModelGPIOIn), string(ModelGPIOOut)}
+	busKinds   = []string{string(BusI2C), string(BusGPIO), string(BusModbusTCP), string(BusModbusRTU), string(BusModbusRTUTCP), string(BusSerial)}
+	models     = []string{string(ModelSHT3x), string(ModelRegisters), string(ModelGPIOIn), string(ModelGPIOOut), string(ModelModbus), string(ModelSerialLine)}
+	parities   = []string{string(ParityNone), string(ParityEven), string(ParityOdd)}
+	rs485Modes = []string{string(RS485None), string(RS485Kernel), string(RS485RTS)}
+	tables     = []string{string(TableCoil), string(TableDiscrete), string(TableHolding), string(TableInput)}
+	dataTypes  = []string{string(DataBool), string(DataInt16), string(DataUint16), string(DataInt32), string(DataUint32), string(DataInt64), string(DataUint64), string(DataFloat32), string(DataFloat64), string(DataString)}
+	wordOrders = []string{string(OrderABCD), string(OrderDCBA), string(OrderBADC), string(OrderCDAB)}
+	profiles   = []string{string(ProfileVFD), string(ProfileEnergyMeter)}
 	pulls      = []string{string(PullNone), string(PullUp), string(PullDown)}
 	regTypes   = []string{string(RegUint8), string(RegInt8), string(RegUint16), string(RegInt16), string(RegUint32), string(RegInt32), string(RegFloat32)}
 	byteOrders = []string{string(BigEndian), string(LittleEndian)}
@@ -115,6 +122,7 @@ func (d *decoder) bus(n ast.Node, path string) Bus {
 	d.required(f, path, "kind", oneOf(busKinds))
 	b.Device, _ = d.str(f["device"], join(path, "device"))
 	b.Timeout = d.duration(f["timeout"], join(path, "timeout"))
+	d.busLine(f, path, &b)
 	return b
 }
 
@@ -150,8 +158,13 @@ func (d *decoder) device(n ast.Node, path string) Device {
 	pull, _ := d.oneOfValue(f["pull"], join(path, "pull"), pulls...)
 	dev.Pull = Pull(pull)
 	for i, rn := range d.seq(f["registers"], join(path, "registers")) {
-		dev.Registers = append(dev.Registers, d.register(rn, index(join(path, "registers"), i)))
+		if dev.Model == ModelModbus {
+			dev.ModbusRegisters = append(dev.ModbusRegisters, d.modbusRegister(rn, index(join(path, "registers"), i)))
+		} else {
+			dev.Registers = append(dev.Registers, d.register(rn, index(join(path, "registers"), i)))
+		}
 	}
+	d.deviceLine(f, path, &dev)
 	dev.Sim = d.deviceSim(f["sim"], join(path, "sim"))
 	return dev
 }
@@ -208,6 +221,9 @@ func (d *decoder) deviceSim(n ast.Node, path string) *DeviceSim {
 		}
 	}
 	s.Level = d.boolean(f["level"], join(path, "level"))
+	p, _ := d.oneOfValue(f["profile"], join(path, "profile"), profiles...)
+	s.Profile = SimProfile(p)
+	s.Response, _ = d.str(f["response"], join(path, "response"))
 	return s
 }
 
@@ -369,5 +385,7 @@ func (d *decoder) zone(n ast.Node, path string) Zone {
 	z.Sensors = d.strs(f["sensors"], join(path, "sensors"))
 	z.Heaters = d.strs(f["heaters"], join(path, "heaters"))
 	z.Vents = d.strs(f["vents"], join(path, "vents"))
+	z.Fans = d.strs(f["fans"], join(path, "fans"))
+	z.FanTimeConstant = d.duration(f["fan_time_constant"], join(path, "fan_time_constant"))
 	return z
 }

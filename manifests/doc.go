@@ -6,7 +6,8 @@
 // known value, every device fits its bus.
 //
 // Two complete examples live in manifests/examples: greenhouse.yml (SHT31
-// sensors, a heater relay and a vent motor, with a simulated world) and
+// sensors, a heater relay, a vent motor, a fan VFD on Modbus RTU and an
+// energy meter on Modbus TCP, with a simulated world) and
 // lab-bench.yml (a generic I2C register-map device, a door switch and a pump).
 //
 // # Format
@@ -36,23 +37,42 @@
 //
 // A bus (buses[]):
 //
-//	key      type      default   constraint
-//	name     name      required  unique among buses
-//	kind     string    required  i2c or gpio
-//	device   string    ""        i2c only: the host's bus, "1", "/dev/i2c-1" or "I2C1"; "" opens the first bus found
-//	timeout  duration  100ms     more than 0; bounds one transaction on the bus
+//	key        type      default   constraint
+//	name       name      required  unique among buses
+//	kind       string    required  i2c, gpio, modbus_tcp, modbus_rtu, modbus_rtu_tcp or serial
+//	device     string    ""        i2c only: the host's bus, "1", "/dev/i2c-1" or "I2C1"; "" opens the first bus found
+//	timeout    duration  100ms     more than 0; bounds one transaction on the bus, response included
+//	address    string    -         modbus_tcp and modbus_rtu_tcp: required, host:port ("192.168.1.50:502")
+//	port       string    -         modbus_rtu and serial: required, the host's serial device ("/dev/ttyUSB0"; see promcp-device ports)
+//	baud       integer   9600      modbus_rtu and serial: 300..4000000
+//	data_bits  integer   8         modbus_rtu and serial: 7 or 8
+//	parity     string    none      modbus_rtu and serial: none, even or odd
+//	stop_bits  integer   1         modbus_rtu and serial: 1 or 2
+//	rs485      string    none      modbus_rtu and serial: RS-485 direction control; none (the adapter switches), kernel (TIOCSRS485) or rts (the driver toggles RTS)
+//	frame_gap  duration  3.5 chars modbus_rtu only: silence between frames; default 3.5 character times, 1.75ms above 19200 baud
+//	retries    integer   2         Modbus and serial buses: 0..10 retries of a failed transaction, with back-off
+//
+// On a Modbus or serial bus one transaction is on the line at a time, first
+// come first served; a device whose calls keep failing is left alone for a
+// while (5s, doubling to 1m) so that it does not starve the others.
 //
 // A device (devices[]):
 //
 //	key         type             default   constraint
 //	name        name             required  unique among devices
 //	bus         string           required  the name of a bus
-//	model       string           required  sht3x or registers (on an i2c bus), gpio_in or gpio_out (on a gpio bus)
+//	model       string           required  sht3x or registers (on an i2c bus), gpio_in or gpio_out (on a gpio bus), modbus (on a modbus_* bus), serial_line (on a serial bus)
 //	address     integer          -         i2c models: required, a 7-bit I2C address 0x03..0x77 (sht3x: 0x44 or 0x45), unique on its bus; gpio models: not allowed
 //	pin         string           -         gpio models: required, the host's pin name such as "GPIO17", unique in the manifest (ignoring case); i2c models: not allowed
 //	active_low  boolean          false     gpio models only: logical true drives the line low
 //	pull        string           unchanged gpio_in only: none, up or down
-//	registers   list of register -         registers model: required, at least one; other models: not allowed
+//	registers   list of register -         registers and modbus models: required, at least one (a modbus register has its own keys, below); other models: not allowed
+//	unit_id     integer          -         modbus: required, 1..247 on a serial line or RTU over TCP, 0..255 on Modbus TCP; unique on its bus
+//	max_span    integer          0         modbus: read adjacent registers of one table in one transaction while the run stays within this many registers (bits for coil and discrete); 0 or 1 reads each alone; at most 125
+//	timeout     duration         bus's     modbus and serial_line: more than 0; bounds one transaction with this device
+//	request     string           -         serial_line: required, the text that asks for a reading (terminator added)
+//	terminator  string           "\r\n"    serial_line: ends the request and the response line
+//	response    string           -         serial_line: required, a regular expression with a named group per value ("T=(?P<temperature>[-0-9.]+)")
 //	sim         device sim       none      simulator settings, see below
 //
 // The models and their channels (what a capability's read.channel names):
@@ -62,6 +82,8 @@
 //	registers  the name of one of its registers  number, integer  if the register is writable
 //	gpio_in    none: leave channel out           boolean          no
 //	gpio_out   none: leave channel out           boolean          yes
+//	modbus     the name of one of its registers  boolean for bool registers, else number or integer  if the register is writable
+//	serial_line a named group of its response    number, integer  no
 //
 // A register of a registers device (devices[].registers[]). Its engineering
 // value is raw*scale + offset:
@@ -75,11 +97,30 @@
 //	offset      number   0
 //	writable    boolean  false     true lets a do action write the register
 //
+// A register of a modbus device (devices[].registers[]), in the words of
+// Telegraf and EdgeX. Its engineering value is raw*scale + offset; a write
+// encodes with the same codec, so a setpoint written as a scaled int16 lands
+// on the right register value:
+//
+//	key         type     default   constraint
+//	name        name     required  unique within the device
+//	table       string   required  coil (read/write bit, FC 1/5/15), discrete (read-only bit, FC 2), holding (read/write register, FC 3/6/16) or input (read-only register, FC 4)
+//	address     integer  required  0-based PDU address, 0..65535 (holding register 40001 is holding 0); the value must end by 65535
+//	type        string   required  bool, int16, uint16, int32, uint32, int64, uint64, float32, float64 or string; coil and discrete: bool only
+//	byte_order  string   ABCD      ABCD (big endian), DCBA (little endian), BADC (bytes swapped in each register) or CDAB (registers swapped); not for coil and discrete
+//	bit         integer  -         bool in a holding or input register: required, 0..15 (0 the least significant); other types: not allowed
+//	length      integer  -         string: required, 1..125 registers of two characters; other types: not allowed
+//	scale       number   1         not 0; not for bits
+//	offset      number   0         not for bits
+//	writable    boolean  false     coil and holding only; not for a bit of a holding register (use a coil) or a string
+//
 // A device's simulator settings (devices[].sim):
 //
-//	key     type                       default  constraint
-//	values  mapping of name to number  none     registers model only: initial engineering value by register name; must fit the register's raw type
-//	level   boolean                    false    gpio models only: initial logical level
+//	key      type                       default  constraint
+//	values   mapping of name to number  none     registers and modbus models: initial engineering value by register name; must fit the register's raw type
+//	level    boolean                    false    gpio models only: initial logical level
+//	response string                     -        serial_line only: the line the simulated instrument answers with; must match the device's response pattern
+//	profile  string                     ""       modbus only: vfd (speed follows speed_setpoint at 5 Hz/s; needs registers speed_setpoint in holding and speed, optionally running) or energy_meter (power in W and energy in kWh of the simulated site; needs registers power and energy)
 //
 // A capability (capabilities[]) is one observable quantity, served as the
 // tool read_<name>, with an optional action served as do.tool:
@@ -164,11 +205,17 @@
 //	sensors             list of strings  none      sht3x devices measuring this zone; a sensor belongs to one zone
 //	heaters             list of strings  none      gpio_out devices warming this zone while on
 //	vents               list of strings  none      gpio_out devices venting this zone while on
+//	fans                list of strings  none      modbus devices with sim profile vfd; each adds speed/50Hz of a vent with fan_time_constant
+//	fan_time_constant   duration         5m        more than 0; drift toward outside added by a fan at full speed
 //
 // # Defaults
 //
 // Parse fills Register.ByteOrder (big) and Register.Scale (1) when the
-// manifest leaves them out, so consumers can use them as they are. The other
+// manifest leaves them out, so consumers can use them as they are; likewise
+// ModbusRegister.ByteOrder (ABCD), Scale (1) and Bit (-1: no bit), the
+// serial settings of modbus_rtu and serial buses (9600 8N1, rs485 none),
+// Bus.Retries (2) on Modbus and serial buses and the serial_line
+// terminator ("\r\n"). The other
 // defaults in the tables (Bus.Timeout, Capability.TTL, Sim.Seed,
 // Sim.TimeScale and the Zone constants) are left zero in the Manifest, as
 // their doc comments say "zero means the default": consumers apply

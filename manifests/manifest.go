@@ -45,6 +45,13 @@ type Bus struct {
 	// Timeout bounds one transaction on this bus. Zero means the default
 	// (DefaultTimeout).
 	Timeout time.Duration
+	// Address is the host:port of a modbus_tcp or modbus_rtu_tcp bus.
+	Address string
+	// Serial holds the port settings of a modbus_rtu or serial bus.
+	Serial SerialSettings
+	// Retries is how often a failed transaction is retried on a Modbus or
+	// serial bus (with back-off); Load fills DefaultRetries when absent.
+	Retries int
 }
 
 // DefaultTimeout is the per-transaction timeout of a bus that declares none.
@@ -66,6 +73,13 @@ const (
 	// ModelGPIOOut is a digital output pin driving a relay or a vent motor.
 	// Channel: "" (the level, a boolean); writable.
 	ModelGPIOOut Model = "gpio_out"
+	// ModelModbus is a Modbus slave at UnitID on a Modbus bus. Channels: the
+	// names of its ModbusRegisters.
+	ModelModbus Model = "modbus"
+	// ModelSerialLine is an instrument on a serial bus that answers a text
+	// request with a line. Channels: the named groups of its response
+	// pattern.
+	ModelSerialLine Model = "serial_line"
 )
 
 // Device is one chip or pin on a bus.
@@ -84,6 +98,20 @@ type Device struct {
 	Pull Pull
 	// Registers is the register map (registers model only).
 	Registers []Register
+	// UnitID is the Modbus unit (slave) id (modbus model only).
+	UnitID uint8
+	// MaxSpan is the most registers (or bits) read in one transaction when
+	// adjacent registers of this device are batched; 0 or 1 reads each
+	// register on its own (modbus model only).
+	MaxSpan int
+	// Timeout bounds one transaction with this device (modbus and
+	// serial_line only); zero means the bus's timeout. A slow device gets
+	// its own without slowing the detection of a dead one elsewhere.
+	Timeout time.Duration
+	// ModbusRegisters is the register map of a modbus device.
+	ModbusRegisters []ModbusRegister
+	// Line is the request and response of a serial_line device.
+	Line LineInstrument
 	// Sim holds simulator-only settings for this device; nil when absent.
 	Sim *DeviceSim
 }
@@ -313,6 +341,12 @@ type Zone struct {
 	Heaters []string
 	// Vents are gpio_out devices that open a vent to the outside while on.
 	Vents []string
+	// Fans are modbus devices with sim profile vfd whose fan cools this zone
+	// in proportion to its speed.
+	Fans []string
+	// FanTimeConstant is the drift toward Outside added by a fan at full
+	// speed. Zero means 5m.
+	FanTimeConstant time.Duration
 }
 
 // DeviceSim holds a device's simulator settings.
@@ -322,4 +356,21 @@ type DeviceSim struct {
 	Values map[string]float64
 	// Level is the initial logical level of a GPIO pin.
 	Level bool
+	// Profile gives a modbus device behaviour: "vfd" (speed follows
+	// speed_setpoint along a ramp) or "energy_meter" (power and energy of
+	// the simulated site); "" is a plain register bank.
+	Profile SimProfile
+	// Response is the line a simulated serial_line instrument answers its
+	// request with (terminator added); it must match the device's response
+	// pattern.
+	Response string
 }
+
+// SimProfile is the behaviour of a simulated modbus device.
+type SimProfile string
+
+// Simulator profiles.
+const (
+	ProfileVFD         SimProfile = "vfd"
+	ProfileEnergyMeter SimProfile = "energy_meter"
+)

@@ -45,9 +45,18 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 		c     *capabilities.Capability
 		score float64
 	}
+	// An action that names a tool exactly asks about that tool only.
+	named := ""
+	if a := strings.TrimSpace(req.Intent.Action); a != "" {
+		for _, c := range g.set.All() {
+			if c.Do != nil && (a == c.Do.Tool || "do_"+a == c.Do.Tool) {
+				named = c.Do.Tool
+			}
+		}
+	}
 	var matches []match
 	for _, c := range g.set.All() {
-		if c.Do == nil {
+		if c.Do == nil || named != "" && c.Do.Tool != named {
 			continue
 		}
 		if s, ok := Score(req.Intent, c.Capability, c.Source); ok && s >= MinConfidence {

@@ -10,6 +10,33 @@
 // i2c-dev does; a register-map device keeps a 256-byte register file behind
 // a register pointer. A missing address NACKs the same way.
 //
+// # Modbus
+//
+// Each modbus device of the manifest is a [ModbusSlave]: its four tables
+// hold the declared registers (other addresses answer "illegal data
+// address"), writes land only on registers declared writable, and values
+// are encoded with the same codec the driver decodes with. A [ModbusServer]
+// answers real frames for the slaves of one line: Modbus TCP (MBAP) and RTU
+// over TCP on a listener, RTU on any byte stream such as the master side of
+// a [PTY], whose slave side a driver opens exactly as it opens
+// /dev/ttyUSB0. [World.StartLines] runs every Modbus bus of the manifest
+// that way for serve --sim; [World.AllModbus] serves every slave on one
+// address for promcp-device sim --modbus-tcp.
+//
+// A serial_line device is a [LineInstrument] that answers its request with
+// the line its sim section gives; StartLines serves serial buses on a pty
+// (or, where none can be made, a loopback socket standing in for the port;
+// [ModbusEndpoints.OpenPort] opens either).
+//
+// Profiles give slaves behaviour on the world's clock: a vfd's speed follows
+// its speed_setpoint at [VFDRamp] Hz/s and its fan cools the zones that list
+// it under fans (like an open vent scaled by speed/[VFDMaxHz], with the
+// zone's FanTimeConstant); an energy_meter reports the site's power
+// ([MeterBaseLoad], each fan's cube-law draw, [HeaterPower] per heater on)
+// and integrates energy in kWh. Fault knobs on a slave (SetException,
+// SetSilent, SetGarbleCRC) and on a server (DropConnections) let tests
+// provoke exceptions, timeouts, bad CRCs and dropped connections.
+//
 // # Physics
 //
 // Each zone of the manifest's sim section has a temperature T (°C) and a

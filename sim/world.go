@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -37,6 +38,14 @@ type World struct {
 	injected map[string]*faultState // by device name
 	scenario []*faultState
 	faultSeq uint64
+
+	slaves      []*ModbusSlave          // in manifest order
+	slaveByName map[string]*ModbusSlave // by device name
+	modbusBus   map[string]manifests.Bus
+	slaveBus    map[string]string // device name → bus name
+	lineByName  map[string]*LineInstrument
+	lineBus     map[string][]*LineInstrument // serial bus name → instruments
+	heaters     []*pinState                  // every zone heater, once
 }
 
 // ZoneState is a snapshot of a zone's air.
@@ -57,12 +66,17 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 		clk = NewScaledClock(1)
 	}
 	w := &World{
-		clk:      clk,
-		buses:    make(map[string]*busState),
-		pins:     make(map[string]*pinState),
-		models:   make(map[string]manifests.Model),
-		injected: make(map[string]*faultState),
-		seed:     1,
+		clk:         clk,
+		buses:       make(map[string]*busState),
+		pins:        make(map[string]*pinState),
+		models:      make(map[string]manifests.Model),
+		injected:    make(map[string]*faultState),
+		seed:        1,
+		slaveByName: make(map[string]*ModbusSlave),
+		modbusBus:   make(map[string]manifests.Bus),
+		slaveBus:    make(map[string]string),
+		lineByName:  make(map[string]*LineInstrument),
+		lineBus:     make(map[string][]*LineInstrument),
 	}
 	if m.Sim != nil && m.Sim.Seed != 0 {
 		w.seed = m.Sim.Seed
@@ -77,6 +91,9 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 				timeout = manifests.DefaultTimeout
 			}
 			w.buses[b.Name] = &busState{name: b.Name, devices: make(map[uint16]device), timeout: timeout}
+		}
+		if b.Kind.IsModbus() {
+			w.modbusBus[b.Name] = b
 		}
 	}
 
@@ -108,6 +125,18 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 				dev = r
 			}
 			b.add(d.Address, d.Name, dev)
+		case manifests.ModelModbus:
+			sl, err := newModbusSlave(w, d, now)
+			if err != nil {
+				return nil, err
+			}
+			w.slaves = append(w.slaves, sl)
+			w.slaveByName[d.Name] = sl
+			w.slaveBus[d.Name] = d.Bus
+		case manifests.ModelSerialLine:
+			in := newLineInstrument(w, d)
+			w.lineByName[d.Name] = in
+			w.lineBus[d.Bus] = append(w.lineBus[d.Bus], in)
 		case manifests.ModelGPIOIn, manifests.ModelGPIOOut:
 			if _, ok := w.pins[d.Pin]; ok {
 				return nil, fmt.Errorf("sim: device %s: pin %s is used twice", d.Name, d.Pin)
@@ -142,6 +171,16 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 				return nil, fmt.Errorf("sim: zone %s: heater %q is not a gpio_out device", zc.Name, name)
 			}
 			z.heaters = append(z.heaters, p)
+			if !slices.Contains(w.heaters, p) {
+				w.heaters = append(w.heaters, p)
+			}
+		}
+		for _, name := range zc.Fans {
+			sl, ok := w.slaveByName[name]
+			if !ok || sl.profile != manifests.ProfileVFD {
+				return nil, fmt.Errorf("sim: zone %s: fan %q is not a modbus device with profile vfd", zc.Name, name)
+			}
+			z.fans = append(z.fans, sl)
 		}
 		for _, name := range zc.Vents {
 			p, ok := pinOf[name]
@@ -231,8 +270,35 @@ func (w *World) Drive(name string, on bool) error {
 // advanceLocked integrates every zone up to the clock's now. w.mu is held.
 func (w *World) advanceLocked() time.Time {
 	now := w.clk.Now()
+	for _, s := range w.slaves {
+		if s.profile == manifests.ProfileVFD {
+			s.advance(now) // fans first: zones and meters depend on their speed
+		}
+	}
+	for _, s := range w.slaves {
+		if s.profile != manifests.ProfileVFD {
+			s.advance(now)
+		}
+	}
 	for _, z := range w.zones {
 		z.advance(now)
 	}
 	return now
+}
+
+// sitePowerLocked is the simulated site's electrical load, W: a base load,
+// every fan, every heater that is on. w.mu is held.
+func (w *World) sitePowerLocked() float64 {
+	p := MeterBaseLoad
+	for _, s := range w.slaves {
+		if s.profile == manifests.ProfileVFD {
+			p += s.fanPower()
+		}
+	}
+	for _, h := range w.heaters {
+		if h.on() {
+			p += HeaterPower
+		}
+	}
+	return p
 }

@@ -12,6 +12,7 @@ import (
 const (
 	defaultLeak       = 2 * time.Hour
 	defaultVent       = 10 * time.Minute
+	defaultFan        = 5 * time.Minute
 	defaultHeaterRate = 0.5 // °C per minute per heater
 
 	// humidityPerDegree is how much RH falls per °C of warming, %/°C.
@@ -37,6 +38,7 @@ type zone struct {
 	last time.Time
 
 	heaters, vents []*pinState
+	fans           []*ModbusSlave
 	rng            *rand.Rand
 }
 
@@ -46,6 +48,9 @@ func newZone(cfg manifests.Zone, now time.Time, rng *rand.Rand) *zone {
 	}
 	if cfg.VentTimeConstant <= 0 {
 		cfg.VentTimeConstant = defaultVent
+	}
+	if cfg.FanTimeConstant <= 0 {
+		cfg.FanTimeConstant = defaultFan
 	}
 	if cfg.HeaterRate == 0 {
 		cfg.HeaterRate = defaultHeaterRate
@@ -81,6 +86,9 @@ func (z *zone) advance(now time.Time) {
 	heat := float64(heaters) * z.cfg.HeaterRate / 60 // °C/s
 	kLeak := 1 / z.cfg.LeakTimeConstant.Seconds()    // 1/s
 	kVent := float64(vents) / z.cfg.VentTimeConstant.Seconds()
+	for _, f := range z.fans {
+		kVent += f.fanFraction() / z.cfg.FanTimeConstant.Seconds()
+	}
 	k := kLeak + kVent
 	tEq := z.cfg.Outside + heat/k // where T would settle, °C
 
@@ -97,7 +105,7 @@ func (z *zone) advance(now time.Time) {
 			z.h -= humidityPerDegree * (t - z.t) * inPlace / all
 		}
 		z.t = t
-		if vents > 0 {
+		if kVent > 0 {
 			z.h = ventHumidity + (z.h-ventHumidity)*ventDecay
 		}
 	}

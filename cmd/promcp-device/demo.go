@@ -197,16 +197,21 @@ func (d *demo) script() {
 
 // fan shows the fan's range guard, approval threshold and cooldown.
 func (d *demo) fan() {
-	fmt.Fprintln(d.out, "a fan speed outside 0..100 % is refused before any bus is touched:")
-	oor := d.call("", "do_set_fan_speed", map[string]any{"value": 150})
-	d.expect(oor["permission"] == "out_of_range", "150 % should be out of range")
-	fmt.Fprintln(d.out, "above 90 % a human must approve (this client cannot ask one):")
-	ap := d.call("", "do_set_fan_speed", map[string]any{"value": 95})
-	d.expect(ap["permission"] == "requires_human_approval", "95 % should need approval")
-	d.call("", "do_set_fan_speed", map[string]any{"value": 60})
+	fmt.Fprintln(d.out, "a fan speed outside 0..50 Hz is refused before any bus is touched:")
+	oor := d.call("", "do_set_fan_speed", map[string]any{"value": 60})
+	d.expect(oor["permission"] == "out_of_range", "60 Hz should be out of range")
+	fmt.Fprintln(d.out, "above 45 Hz (90 % of full speed) a human must approve (this client cannot ask one):")
+	ap := d.call("", "do_set_fan_speed", map[string]any{"value": 48})
+	d.expect(ap["permission"] == "requires_human_approval", "48 Hz should need approval")
+	d.call("", "do_set_fan_speed", map[string]any{"value": 30})
 	fmt.Fprintln(d.out, "the fan's cooldown refuses a second change right away, and says when it ends:")
-	cd := d.call("", "do_set_fan_speed", map[string]any{"value": 40})
+	d.call("", "can_do", map[string]any{"intent": map[string]any{"action": "do_set_fan_speed", "value": 20}})
+	cd := d.call("", "do_set_fan_speed", map[string]any{"value": 20})
 	d.expect(cd["permission"] == "cooldown_active", "the cooldown should refuse")
+	d.advance(5 * time.Minute)
+	fmt.Fprintln(d.out, "once the cooldown is over, the change goes through:")
+	ok := d.call("", "do_set_fan_speed", map[string]any{"value": 20})
+	d.expect(ok["status"] == "success", "after the cooldown the change should succeed")
 }
 
 // untilLocal returns the duration until the next hh:mm on the clock's day.

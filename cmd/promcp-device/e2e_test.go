@@ -171,8 +171,9 @@ func httpSession(t *testing.T, url, protocol string) *session {
 	return connect(t, client.NewClient(c.GetTransport(), client.WithProtocolVersion(protocol)))
 }
 
-var greenhouseTools = []string{"can_do", "do_set_heater", "do_set_vent", "read_heater", "read_humidity_zone1",
-	"read_humidity_zone2", "read_temperature_zone1", "read_temperature_zone2", "read_vent"}
+var greenhouseTools = []string{"can_do", "do_set_fan_speed", "do_set_heater", "do_set_vent", "read_fan_running",
+	"read_fan_speed", "read_fan_speed_setpoint", "read_heater", "read_humidity_zone1", "read_humidity_zone2",
+	"read_site_energy", "read_site_power", "read_temperature_zone1", "read_temperature_zone2", "read_vent"}
 
 // checkSurface asserts the greenhouse's tools and their annotations.
 func checkSurface(t *testing.T, s *session) {
@@ -257,9 +258,40 @@ func exerciseGreenhouse(t *testing.T, s *session) {
 	if rep["feasible"] != true || len(cands) == 0 || cands[0].(map[string]any)["capability"] != "do_set_heater" {
 		t.Fatalf("can_do(heating) = %v, want do_set_heater first and feasible", rep)
 	}
+	exerciseModbus(t, s)
+
 	nothing, _ := s.call("can_do", map[string]any{"intent": map[string]any{"action": "launch rocket"}})
 	if nothing["feasible"] != false || len(nothing["candidates"].([]any)) != 0 || nothing["metadata"].(map[string]any)["note"] == nil {
 		t.Fatalf("can_do(launch rocket) = %v, want an empty report that says so", nothing)
+	}
+}
+
+// exerciseModbus: the energy meter answers over Modbus TCP and the fan VFD
+// over RTU, both through the real drivers.
+func exerciseModbus(t *testing.T, s *session) {
+	t.Helper()
+	p, isErr := s.call("read_site_power", map[string]any{})
+	if isErr || p["quality"] != "good" || p["unit"] != "W" {
+		t.Fatalf("read_site_power = %v (isError %t), want a good reading in W", p, isErr)
+	}
+	if v, _ := p["value"].(float64); v < 150 {
+		t.Fatalf("read_site_power value = %v, want at least the 150 W base load", p["value"])
+	}
+	if e, isErr := s.call("read_site_energy", map[string]any{}); isErr || e["unit"] != "kWh" {
+		t.Fatalf("read_site_energy = %v", e)
+	}
+	set, isErr := s.call("do_set_fan_speed", map[string]any{"value": 25.5})
+	if isErr || set["status"] != "success" || set["applied_value"] != 25.5 || set["previous_value"] != 0.0 {
+		t.Fatalf("do_set_fan_speed(25.5) = %v, want success 0 -> 25.5", set)
+	}
+	if sp, _ := s.call("read_fan_speed_setpoint", map[string]any{}); sp["value"] != 25.5 || sp["quality"] != "good" {
+		t.Fatalf("read_fan_speed_setpoint = %v, want 25.5", sp)
+	}
+	if bad, isErr := s.call("do_set_fan_speed", map[string]any{"value": 80}); !isErr || bad["permission"] != "out_of_range" {
+		t.Fatalf("do_set_fan_speed(80) = %v, want out_of_range", bad)
+	}
+	if f, _ := s.call("read_fan_running", map[string]any{}); f["quality"] != "good" {
+		t.Fatalf("read_fan_running = %v", f)
 	}
 }
 

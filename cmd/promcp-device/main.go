@@ -6,7 +6,12 @@
 //
 //	promcp-device serve --manifest FILE [--sim [--time-scale N] [--scenario FILE]] [--http ADDR] [--role ROLE]
 //	promcp-device lint FILE...
-//	promcp-device tools --manifest FILE [--json]
+//	promcp-device tools --manifest FILE [--json | --check URL]
+//	promcp-device demo
+//	promcp-device approve --approval-key FILE --tool TOOL --value JSON --key KEY
+//	promcp-device sim --manifest FILE --modbus-tcp ADDR
+//	promcp-device ports
+//	promcp-device scan (--tcp ADDR | --rtu-tcp ADDR | --port PORT) [--units 1-10]
 //	promcp-device version
 package main
 
@@ -35,6 +40,9 @@ Usage:
   promcp-device serve --manifest FILE [--sim] [--http ADDR]   serve the manifest's tools
   promcp-device lint FILE...                                 check manifests and fault scenarios; exit 1 on problems
   promcp-device tools --manifest FILE [--json]               list the tools a manifest serves
+  promcp-device sim --manifest FILE --modbus-tcp ADDR        serve the manifest's simulated Modbus devices on the network
+  promcp-device ports                                        list serial ports with USB vendor:product ids
+  promcp-device scan (--tcp ADDR|--rtu-tcp ADDR|--port PORT) find Modbus units and readable registers (read-only)
   promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
   promcp-device approve --approval-key FILE --tool T --value V --key K
                                                              issue a one-time approval of one action
@@ -61,6 +69,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdApprove(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "sim":
+		return cmdSim(ctx, args[1:], stdout, stderr)
+	case "ports":
+		return cmdPorts(args[1:], stdout, stderr)
+	case "scan":
+		return cmdScan(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "promcp-device", version)
 		return 0

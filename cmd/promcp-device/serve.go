@@ -16,6 +16,7 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
@@ -172,9 +173,16 @@ type gateway struct {
 	set      *capabilities.Set
 	srv      *server.Server
 	world    *sim.World // nil on hardware
+	modbus   *sim.ModbusEndpoints
 }
 
-func (g *gateway) Close() error { return g.set.Close() }
+func (g *gateway) Close() error {
+	err := g.set.Close()
+	if g.modbus != nil {
+		g.modbus.Close()
+	}
+	return err
+}
 
 // gatewayOptions says how to open a gateway.
 type gatewayOptions struct {
@@ -212,19 +220,37 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			return nil, fmt.Errorf("simulator: %w", err)
 		}
 		g.world = w
+		ep, err := w.StartLines()
+		if err != nil {
+			return nil, fmt.Errorf("simulator: %w", err)
+		}
+		g.modbus = ep
 		hw = capabilities.HardwareFuncs{
 			I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return w.I2C(ctx, b.Name) },
 			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return w.Pin(ctx, d.Pin) },
+			TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) {
+				addr, ok := ep.Address(b.Name)
+				if !ok {
+					return nil, fmt.Errorf("sim bus %s: %w: not a simulated TCP bus", b.Name, drivers.ErrUnavailable)
+				}
+				return modbus.DialerTCP(addr)(ctx)
+			},
+			Serial: ep.OpenPort,
 		}
 	} else {
 		h := drivers.NewHost(log)
 		hw = capabilities.HardwareFuncs{
 			I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return h.I2C(ctx, b.Device) },
 			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
+			TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) { return modbus.DialerTCP(b.Address)(ctx) },
+			Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
+				return modbus.OpenPort(ctx, b.Serial)
+			},
 		}
 	}
 	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clock})
 	if err != nil {
+		g.Close0()
 		return nil, err
 	}
 	g.set = set
@@ -283,4 +309,11 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
+}
+
+// Close0 releases what openGateway started before the capabilities opened.
+func (g *gateway) Close0() {
+	if g.modbus != nil {
+		g.modbus.Close()
+	}
 }

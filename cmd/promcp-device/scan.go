@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/manifests"
+)
+
+// cmdScan probes a Modbus line for responding unit ids and readable
+// register ranges, gently and read-only.
+func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	tcp := fs.String("tcp", "", "scan a Modbus TCP device or gateway at `ADDR` (host:port)")
+	rtuTCP := fs.String("rtu-tcp", "", "scan RTU over TCP (a serial device server) at `ADDR`")
+	port := fs.String("port", "", "scan a Modbus RTU line on serial `PORT` (/dev/ttyUSB0)")
+	baud := fs.Int("baud", manifests.DefaultBaud, "with --port: bits per second")
+	parity := fs.String("parity", "none", "with --port: none, even or odd")
+	stopBits := fs.Int("stop-bits", 1, "with --port: 1 or 2")
+	unitsFlag := fs.String("units", "1-247", "unit ids to probe: `LIST` such as 1-10,17")
+	first := fs.Uint("first", 0, "first 0-based address probed in each table")
+	count := fs.Uint("count", 16, "addresses probed in each table")
+	timeout := fs.Duration("timeout", 200*time.Millisecond, "how long to wait for each answer")
+	pause := fs.Duration("pause", 20*time.Millisecond, "silence between probes")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	given := 0
+	for _, s := range []string{*tcp, *rtuTCP, *port} {
+		if s != "" {
+			given++
+		}
+	}
+	units, err := parseUnits(*unitsFlag)
+	if given != 1 || err != nil || *count == 0 || *first+*count > 65536 {
+		fmt.Fprintln(stderr, "promcp-device scan: give exactly one of --tcp, --rtu-tcp or --port, a valid --units list and --first/--count within 0..65535")
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+		}
+		return 2
+	}
+	cfg := modbus.Config{Name: "scan", Timeout: *timeout, Retries: 0, BreakerThreshold: 1 << 30}
+	var line *modbus.Line
+	var what string
+	switch {
+	case *tcp != "":
+		line, what = modbus.NewTCP(cfg, modbus.DialerTCP(*tcp), nil), "Modbus TCP "+*tcp
+	case *rtuTCP != "":
+		line, what = modbus.NewRTUOverTCP(cfg, modbus.DialerTCP(*rtuTCP), nil), "RTU over TCP "+*rtuTCP
+	default:
+		s := manifests.SerialSettings{Port: *port, Baud: *baud, DataBits: 8, Parity: manifests.Parity(*parity), StopBits: *stopBits}
+		p, err := modbus.OpenPort(ctx, s)
+		if err != nil {
+			fmt.Fprintln(stderr, "promcp-device scan:", err)
+			return 1
+		}
+		line, what = modbus.NewRTU(cfg, p, modbus.FrameGap(*baud), false, nil), fmt.Sprintf("RTU %s at %d baud", *port, *baud)
+	}
+	defer line.Close()
+	fmt.Fprintf(stdout, "scanning %s: %d unit ids, addresses %d..%d of each table, read-only\n", what, len(units), *first, *first+*count-1)
+	found, err := line.Scan(ctx, modbus.ScanConfig{Units: units, First: uint16(*first), Count: uint16(*count), Pause: *pause})
+	for _, u := range found {
+		var rs []string
+		for _, r := range u.Ranges {
+			rs = append(rs, r.String())
+		}
+		if len(rs) == 0 {
+			rs = []string{"nothing readable in the probed range"}
+		}
+		fmt.Fprintf(stdout, "unit %d: %s\n", u.Unit, strings.Join(rs, "; "))
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device scan:", err)
+		return 1
+	}
+	if len(found) == 0 {
+		fmt.Fprintln(stdout, "no unit answered")
+	}
+	return 0
+}
+
+// parseUnits parses "1-10,17" into unit ids.
+func parseUnits(s string) ([]uint8, error) {
+	var out []uint8
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		b := a
+		if err == nil && isRange {
+			b, err = strconv.Atoi(hi)
+		}
+		if err != nil || a < 0 || b > 255 || a > b {
+			return nil, fmt.Errorf("--units: %q is not a unit id or range within 0..255", part)
+		}
+		for u := a; u <= b; u++ {
+			out = append(out, uint8(u))
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"slices"
+	"strings"
+
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/sim"
+)
+
+// cmdSim serves the manifest's simulated Modbus devices as standalone
+// network devices, so that a gateway elsewhere (or mbpoll) talks to them as
+// if they were real.
+func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	manifest := fs.String("manifest", "", "manifest `FILE` whose simulated devices to serve (required)")
+	tcpAddr := fs.String("modbus-tcp", "", "serve every modbus device of the manifest over Modbus TCP on `ADDR` (host:port; a bare :port binds loopback)")
+	timeScale := fs.Float64("time-scale", 0, "simulated seconds per real second (overrides the manifest's sim.time_scale)")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *manifest == "" || *tcpAddr == "" || fs.NArg() > 0 {
+		fmt.Fprintln(stderr, "promcp-device sim: --manifest FILE and --modbus-tcp ADDR are required")
+		return 2
+	}
+	m, err := manifests.Load(*manifest)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	scale := *timeScale
+	if scale <= 0 && m.Sim != nil {
+		scale = m.Sim.TimeScale
+	}
+	w, err := sim.New(m, sim.NewScaledClock(scale))
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device sim:", err)
+		return 1
+	}
+	srv, err := w.AllModbus()
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device sim:", err)
+		return 1
+	}
+	addr := *tcpAddr
+	if strings.HasPrefix(addr, ":") {
+		addr = "127.0.0.1" + addr
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "promcp-device sim: --modbus-tcp %s: %v\n", addr, err)
+		return 1
+	}
+	var units []string
+	for _, d := range m.Devices {
+		if d.Model == manifests.ModelModbus {
+			units = append(units, fmt.Sprintf("%s=%d", d.Name, d.UnitID))
+		}
+	}
+	slices.Sort(units)
+	fmt.Fprintf(stdout, "promcp-device: simulating %d Modbus devices (%s) on %s (Modbus TCP)\n", len(units), strings.Join(units, ", "), ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ServeTCP(ln) }()
+	select {
+	case err := <-errc:
+		fmt.Fprintln(stderr, "promcp-device sim:", err)
+		return 1
+	case <-ctx.Done():
+	}
+	srv.Close()
+	return 0
+}

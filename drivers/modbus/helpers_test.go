@@ -1,0 +1,101 @@
+package modbus_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/sim"
+)
+
+var (
+	dataTypes = []manifests.DataType{manifests.DataInt16, manifests.DataUint16, manifests.DataInt32, manifests.DataUint32,
+		manifests.DataInt64, manifests.DataUint64, manifests.DataFloat32, manifests.DataFloat64}
+	orders = []manifests.WordOrder{manifests.OrderABCD, manifests.OrderDCBA, manifests.OrderBADC, manifests.OrderCDAB}
+)
+
+// codecDevice is a modbus device with one holding register per numeric
+// type and order (4 registers apart), a string, a bit of an input register,
+// a coil and a discrete input.
+func codecDevice(unit uint8) manifests.Device {
+	d := manifests.Device{Name: fmt.Sprintf("dev%d", unit), Bus: "line", Model: manifests.ModelModbus, UnitID: unit, MaxSpan: 8}
+	addr := uint16(0)
+	for _, t := range dataTypes {
+		for _, o := range orders {
+			d.ModbusRegisters = append(d.ModbusRegisters, manifests.ModbusRegister{
+				Name: fmt.Sprintf("%s_%s", t, o), Table: manifests.TableHolding, Address: addr, Type: t,
+				ByteOrder: o, Bit: -1, Scale: 1, Writable: true})
+			addr += 4
+		}
+	}
+	d.ModbusRegisters = append(d.ModbusRegisters,
+		manifests.ModbusRegister{Name: "label", Table: manifests.TableHolding, Address: addr, Type: manifests.DataString, Length: 4, ByteOrder: manifests.OrderABCD, Bit: -1, Scale: 1},
+		manifests.ModbusRegister{Name: "scaled", Table: manifests.TableHolding, Address: addr + 4, Type: manifests.DataInt16, ByteOrder: manifests.OrderABCD, Bit: -1, Scale: 0.1, Offset: -40, Writable: true},
+		manifests.ModbusRegister{Name: "status_bit3", Table: manifests.TableInput, Address: 0, Type: manifests.DataBool, Bit: 3, ByteOrder: manifests.OrderABCD, Scale: 1},
+		manifests.ModbusRegister{Name: "relay", Table: manifests.TableCoil, Address: 0, Type: manifests.DataBool, Bit: -1, Scale: 1, Writable: true},
+		manifests.ModbusRegister{Name: "door", Table: manifests.TableDiscrete, Address: 0, Type: manifests.DataBool, Bit: -1, Scale: 1},
+	)
+	return d
+}
+
+// world builds a simulated world with codec devices at units 1 and 2 on
+// one bus of kind k, on a manual clock.
+func world(t testing.TB, k manifests.BusKind) (*sim.World, *manifests.Manifest) {
+	t.Helper()
+	m := &manifests.Manifest{Gateway: "t",
+		Buses:   []manifests.Bus{{Name: "line", Kind: k}},
+		Devices: []manifests.Device{codecDevice(1), codecDevice(2)}}
+	w, err := sim.New(m, sim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w, m
+}
+
+// serve starts the world's bus on a loopback listener (kind tcp or
+// rtu_tcp) or a pty (rtu) and returns a Line to it.
+func serve(t testing.TB, w *sim.World, k manifests.BusKind, cfg modbus.Config) (*modbus.Line, *sim.ModbusServer) {
+	t.Helper()
+	srv, err := w.ModbusServer("line")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 500 * time.Millisecond
+	}
+	cfg.Name = "line"
+	var line *modbus.Line
+	switch k {
+	case manifests.BusModbusRTU:
+		p, err := sim.OpenPTY()
+		if err != nil {
+			t.Skipf("no pseudo-terminal here: %v", err)
+		}
+		t.Cleanup(func() { p.Close() })
+		go srv.ServeRTU(p.Master())
+		port, err := modbus.OpenPort(context.Background(), manifests.SerialSettings{Port: p.SlavePath, Baud: 115200, DataBits: 8, Parity: manifests.ParityNone, StopBits: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		line = modbus.NewRTU(cfg, port, modbus.FrameGap(115200), false, nil)
+	default:
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k == manifests.BusModbusTCP {
+			go srv.ServeTCP(ln)
+			line = modbus.NewTCP(cfg, modbus.DialerTCP(ln.Addr().String()), nil)
+		} else {
+			go srv.ServeRTUOverTCP(ln)
+			line = modbus.NewRTUOverTCP(cfg, modbus.DialerTCP(ln.Addr().String()), nil)
+		}
+	}
+	t.Cleanup(func() { line.Close() })
+	return line, srv
+}

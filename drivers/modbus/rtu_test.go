@@ -1,0 +1,109 @@
+package modbus
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/manifests"
+)
+
+// recordingPort is a serial port that records direction control and
+// answers every request with reply.
+type recordingPort struct {
+	events []string
+	reply  []byte
+	out    bytes.Buffer
+	in     *bytes.Reader
+}
+
+func (p *recordingPort) Write(b []byte) (int, error) {
+	p.events = append(p.events, "write")
+	p.out.Write(b)
+	p.in = bytes.NewReader(p.reply)
+	return len(b), nil
+}
+
+func (p *recordingPort) Read(b []byte) (int, error) {
+	if p.in == nil || p.in.Len() == 0 {
+		return 0, nil // a timeout, as go.bug.st/serial reports one
+	}
+	return p.in.Read(b)
+}
+
+func (p *recordingPort) SetReadTimeout(time.Duration) error { return nil }
+func (p *recordingPort) Close() error                       { return nil }
+func (p *recordingPort) SetRTS(on bool) error {
+	p.events = append(p.events, map[bool]string{true: "rts on", false: "rts off"}[on])
+	return nil
+}
+func (p *recordingPort) Drain() error            { p.events = append(p.events, "drain"); return nil }
+func (p *recordingPort) ResetInputBuffer() error { p.events = append(p.events, "flush"); return nil }
+
+// TestRTUFramesAndRTSDirection: the request on the wire is the RTU frame
+// with its CRC; with RTS direction control RTS is high exactly while the
+// frame leaves the UART; without it RTS is never touched.
+func TestRTUFramesAndRTSDirection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		rts  bool
+		want []string
+	}{
+		{"rts", true, []string{"rts on", "write", "drain", "rts off"}},
+		{"none", false, []string{"write"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &recordingPort{reply: AppendCRC([]byte{1, 3, 2, 0, 7})}
+			line := NewRTU(Config{Name: "rs485", Timeout: 50 * time.Millisecond}, p, 0, tc.rts, nil)
+			b, err := line.Unit(1).ReadRegisters(context.Background(), manifests.TableHolding, 0, 1)
+			if err != nil || !bytes.Equal(b, []byte{0, 7}) {
+				t.Fatalf("ReadRegisters = % x, %v", b, err)
+			}
+			if want := AppendCRC([]byte{1, 3, 0, 0, 0, 1}); !bytes.Equal(p.out.Bytes(), want) {
+				t.Errorf("on the wire: % x, want % x", p.out.Bytes(), want)
+			}
+			if !slices.Equal(p.events, tc.want) {
+				t.Errorf("events = %v, want %v", p.events, tc.want)
+			}
+		})
+	}
+	// A silent device times out, and the stale input is flushed afterwards.
+	p := &recordingPort{}
+	line := NewRTU(Config{Name: "rs485", Timeout: 20 * time.Millisecond}, p, 0, false, nil)
+	if _, err := line.Unit(1).ReadRegisters(context.Background(), manifests.TableHolding, 0, 1); !errors.Is(err, drivers.ErrTimeout) {
+		t.Fatalf("silent device: %v, want ErrTimeout", err)
+	}
+	if !slices.Contains(p.events, "flush") {
+		t.Errorf("after a timeout the input was not flushed: %v", p.events)
+	}
+}
+
+// TestFrameGap: 3.5 characters of 11 bits, 1.75 ms above 19200 baud.
+func TestFrameGap(t *testing.T) {
+	for _, tc := range []struct {
+		baud int
+		want time.Duration
+	}{
+		{9600, 4010416 * time.Nanosecond},
+		{19200, 2005208 * time.Nanosecond},
+		{38400, 1750 * time.Microsecond},
+		{115200, 1750 * time.Microsecond},
+	} {
+		if got := FrameGap(tc.baud); got != tc.want {
+			t.Errorf("FrameGap(%d) = %v, want %v", tc.baud, got, tc.want)
+		}
+	}
+}
+
+// TestKernelRS485NeedsAUART: asking a pseudo-terminal (no UART) for kernel
+// RS-485 mode fails cleanly with ErrUnavailable, naming the port.
+func TestKernelRS485NeedsAUART(t *testing.T) {
+	_, err := OpenPort(context.Background(), manifests.SerialSettings{Port: "/dev/ptmx", Baud: 9600, DataBits: 8, Parity: manifests.ParityNone, StopBits: 1, RS485: manifests.RS485Kernel})
+	if !errors.Is(err, drivers.ErrUnavailable) {
+		t.Fatalf("kernel RS-485 on /dev/ptmx: %v, want ErrUnavailable", err)
+	}
+}

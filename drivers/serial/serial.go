@@ -1,0 +1,247 @@
+package serial
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"regexp"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/manifests"
+)
+
+// ErrNoMatch means the instrument answered a line that its response
+// pattern does not match (or whose value is not a number).
+var ErrNoMatch = errors.New("response does not match")
+
+// Port is what a Line needs of a serial port; go.bug.st/serial's Port has
+// it. A port that also has ResetInputBuffer() error gets stale input
+// flushed before each request.
+type Port interface {
+	io.ReadWriteCloser
+	// SetReadTimeout bounds each Read; a Read that times out returns 0, nil.
+	SetReadTimeout(t time.Duration) error
+}
+
+// Config are a Line's settings; zero values mean the documented defaults.
+type Config struct {
+	Name string // the manifest bus name, for errors and logs
+	// Timeout bounds one request and its response line. Default
+	// manifests.DefaultTimeout.
+	Timeout time.Duration
+	// Retries is how often a failed transaction is retried; 0 means none.
+	Retries int
+	// Backoff is the wait before the first retry, doubling after; default 20ms.
+	Backoff time.Duration
+	// Clock times deadlines and back-offs; nil means the system clock.
+	Clock Clock
+}
+
+// Clock tells the time and waits.
+type Clock interface {
+	Now() time.Time
+	After(d time.Duration) <-chan time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Line is one serial port shared by line instruments.
+type Line struct {
+	cfg  Config
+	port Port
+	log  *slog.Logger
+	turn chan struct{}
+
+	mu           sync.Mutex
+	transactions uint64
+}
+
+// NewLine returns a Line on port, which it owns and closes in Close.
+// NewLine does no I/O.
+func NewLine(cfg Config, port Port, log *slog.Logger) *Line {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = manifests.DefaultTimeout
+	}
+	if cfg.Backoff <= 0 {
+		cfg.Backoff = 20 * time.Millisecond
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = systemClock{}
+	}
+	return &Line{cfg: cfg, port: port, log: log.With("bus", cfg.Name), turn: make(chan struct{}, 1)}
+}
+
+// Close closes the port.
+func (l *Line) Close() error { return l.port.Close() }
+
+// Transactions returns how many requests were put on the line.
+func (l *Line) Transactions() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.transactions
+}
+
+// Instrument is one line instrument on a Line.
+type Instrument struct {
+	line    *Line
+	name    string
+	req     []byte
+	term    []byte
+	re      *regexp.Regexp
+	timeout time.Duration
+
+	mu     sync.Mutex
+	flight *flight
+}
+
+type flight struct {
+	done chan struct{}
+	vals map[string]float64
+	err  error
+}
+
+// Instrument returns the instrument that the manifest device name declares.
+// timeout bounds its transactions; 0 means the line's. It fails when the
+// response pattern does not compile.
+func (l *Line) Instrument(name string, li manifests.LineInstrument, timeout time.Duration) (*Instrument, error) {
+	re, err := regexp.Compile(li.Response)
+	if err != nil {
+		return nil, fmt.Errorf("serial %s %s: response pattern: %w", l.cfg.Name, name, err)
+	}
+	term := li.Terminator
+	if term == "" {
+		term = "\r\n"
+	}
+	if timeout <= 0 {
+		timeout = l.cfg.Timeout
+	}
+	return &Instrument{line: l, name: name, req: []byte(li.Request + term), term: []byte(term), re: re, timeout: timeout}, nil
+}
+
+// Read sends the request and returns the values of the response's named
+// groups. Concurrent Reads share one transaction. Errors wrap
+// drivers.ErrTimeout (no complete line in time) or ErrNoMatch.
+func (in *Instrument) Read(ctx context.Context) (map[string]float64, error) {
+	in.mu.Lock()
+	if f := in.flight; f != nil {
+		in.mu.Unlock()
+		select {
+		case <-f.done:
+			return f.vals, f.err
+		case <-ctx.Done():
+			return nil, drivers.Classify(ctx.Err())
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	in.flight = f
+	in.mu.Unlock()
+	f.vals, f.err = in.read(ctx)
+	in.mu.Lock()
+	in.flight = nil
+	in.mu.Unlock()
+	close(f.done)
+	return f.vals, f.err
+}
+
+func (in *Instrument) read(ctx context.Context) (map[string]float64, error) {
+	cfg := in.line.cfg
+	for attempt := 0; ; attempt++ {
+		vals, err := in.tx(ctx)
+		if err == nil || ctx.Err() != nil || attempt >= cfg.Retries {
+			if err != nil {
+				err = fmt.Errorf("serial %s %s: %w", cfg.Name, in.name, err)
+			}
+			return vals, err
+		}
+		select {
+		case <-cfg.Clock.After(cfg.Backoff << attempt):
+		case <-ctx.Done():
+			return nil, fmt.Errorf("serial %s %s: %w (backing off after: %w)", cfg.Name, in.name, drivers.Classify(ctx.Err()), err)
+		}
+	}
+}
+
+// tx performs one request/response under the line's turn.
+func (in *Instrument) tx(ctx context.Context) (map[string]float64, error) {
+	l := in.line
+	select {
+	case l.turn <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(ctx.Err()))
+	}
+	defer func() { <-l.turn }()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(err))
+	}
+	l.mu.Lock()
+	l.transactions++
+	l.mu.Unlock()
+	deadline := l.cfg.Clock.Now().Add(in.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	if r, ok := l.port.(interface{ ResetInputBuffer() error }); ok {
+		r.ResetInputBuffer()
+	}
+	if _, err := l.port.Write(in.req); err != nil {
+		return nil, err
+	}
+	line, err := in.readLine(ctx, deadline)
+	if err != nil {
+		return nil, err
+	}
+	m := in.re.FindStringSubmatch(line)
+	if m == nil {
+		return nil, fmt.Errorf("%w: %q", ErrNoMatch, line)
+	}
+	vals := map[string]float64{}
+	for i, name := range in.re.SubexpNames() {
+		if name == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(m[i], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s = %q is not a number", ErrNoMatch, name, m[i])
+		}
+		vals[name] = f
+	}
+	return vals, nil
+}
+
+// readLine reads until the terminator or the deadline.
+func (in *Instrument) readLine(ctx context.Context, deadline time.Time) (string, error) {
+	var buf []byte
+	chunk := make([]byte, 128)
+	for {
+		if i := bytes.Index(buf, in.term); i >= 0 {
+			return string(buf[:i]), nil
+		}
+		left := deadline.Sub(in.line.cfg.Clock.Now())
+		if left <= 0 || ctx.Err() != nil {
+			return "", fmt.Errorf("%w: got %q without a terminator", drivers.ErrTimeout, buf)
+		}
+		if len(buf) > 4096 {
+			return "", fmt.Errorf("%w: no terminator in %d bytes", ErrNoMatch, len(buf))
+		}
+		if err := in.line.port.SetReadTimeout(left); err != nil {
+			return "", err
+		}
+		n, err := in.line.port.Read(chunk)
+		buf = append(buf, chunk[:n]...)
+		if err != nil {
+			return "", err
+		}
+	}
+}
