@@ -57,6 +57,10 @@ func FaultApplies(m Model, k FaultKind) bool {
 		return k != FaultCRC && slices.Contains(FaultKinds(), k)
 	case ModelGPIOIn, ModelGPIOOut:
 		return k == FaultStuck || k == FaultNoise || k == FaultSlow
+	case ModelModbus:
+		// A nack is an exception response; crc garbles the RTU checksum
+		// (on Modbus TCP, which has none, it does nothing visible).
+		return slices.Contains(FaultKinds(), k)
 	}
 	return false
 }

@@ -24,6 +24,7 @@ type faultState struct {
 
 	frozen      []byte // stuck I²C device: the bytes it answered first
 	frozenValid bool
+	frozenPDU   map[string][]byte // stuck Modbus slave: its first answer to each request
 	level       bool // stuck pin: the level it froze at
 	levelValid  bool
 	flip        bool // noise: the sign of the next spike
@@ -115,7 +116,7 @@ func (w *World) faultLocked(device string, now time.Time) *faultState {
 		if !now.Before(fs.start) && (fs.end.IsZero() || now.Before(fs.end)) {
 			active = fs
 		} else {
-			fs.frozenValid, fs.levelValid = false, false
+			fs.frozenValid, fs.levelValid, fs.frozenPDU = false, false, nil
 		}
 	}
 	return active

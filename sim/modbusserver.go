@@ -124,8 +124,10 @@ func (s *ModbusServer) answer(unit uint8, pdu []byte) (res []byte, garble, ok bo
 		return nil, false, false
 	}
 	s.w.mu.Lock()
-	defer s.w.mu.Unlock()
-	return sl.handle(pdu), sl.garble, true
+	res, garble, delay := sl.answerLocked(pdu)
+	s.w.mu.Unlock()
+	sleep(delay) // a slow or stuck line takes real time, outside the world lock
+	return res, garble, true
 }
 
 // mbapConn serves one Modbus TCP connection.

@@ -424,7 +424,7 @@ func TestServeWithoutHardwareNamesTheBus(t *testing.T) {
 func TestLintCLI(t *testing.T) {
 	out, _, code := runCLI(t, "lint", greenhouse, labBench, greenhouseFaults)
 	if code != 0 || strings.Count(out, ": ok: gateway") != 2 || !strings.Contains(out, "greenhouse.policy.yml: ok: policy") ||
-		!strings.Contains(out, "scenario greenhouse_faults, 3 faults") {
+		!strings.Contains(out, "scenario greenhouse_faults, 4 faults") {
 		t.Fatalf("lint examples: exit %d, %q", code, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yml")
@@ -520,7 +520,7 @@ func TestScenarioQuality(t *testing.T) {
 		}
 	}
 
-	var good, stale, dead, stuck map[string]any
+	var good, stale, dead, stuck, implausible map[string]any
 	waitFor("zone 1 stale, then dead, and zone 2 stuck", func() bool {
 		if dead == nil {
 			switch r := read("read_temperature_zone1"); r["quality"] {
@@ -539,8 +539,14 @@ func TestScenarioQuality(t *testing.T) {
 		if r := read("read_temperature_zone2"); r["quality"] == "degraded" {
 			stuck = r
 		}
-		return dead != nil && stuck != nil
+		if r := read("read_site_power"); r["quality"] == "degraded" {
+			implausible = r
+		}
+		return dead != nil && stuck != nil && implausible != nil
 	})
+	if reason, _ := implausible["quality_reason"].(string); !strings.HasPrefix(reason, "implausible: ") || implausible["value"] != 1e6 {
+		t.Errorf("meter sending 1 MW: read_site_power = %v, want 1e6 degraded with reason \"implausible: …\"", implausible)
+	}
 	if stale == nil {
 		t.Errorf("read_temperature_zone1 went to error without being stale first (timeout phase)")
 	} else {
@@ -578,7 +584,7 @@ func TestScenarioQuality(t *testing.T) {
 	}
 
 	waitFor("every reading good again after the scenario clears", func() bool {
-		for _, tool := range []string{"read_temperature_zone1", "read_humidity_zone1", "read_temperature_zone2", "read_humidity_zone2"} {
+		for _, tool := range []string{"read_temperature_zone1", "read_humidity_zone1", "read_temperature_zone2", "read_humidity_zone2", "read_site_power"} {
 			if read(tool)["quality"] != "good" {
 				return false
 			}

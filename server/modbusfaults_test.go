@@ -1,0 +1,182 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+)
+
+// modbusBench has an energy meter on Modbus TCP and a VFD on RTU over TCP
+// (so that a garbled CRC can be seen), served by simulated slaves on
+// loopback sockets. The simulator's physics run on a manual clock; bus
+// timeouts are real, and short.
+const modbusBench = `
+version: 1
+gateway: bench-2
+buses:
+  - {name: plant, kind: modbus_tcp, address: "127.0.0.1:502", timeout: 150ms, retries: 0}
+  - {name: line, kind: modbus_rtu_tcp, address: "127.0.0.1:4001", timeout: 150ms, retries: 0}
+devices:
+  - name: meter
+    bus: plant
+    model: modbus
+    unit_id: 1
+    registers:
+      - {name: power, table: input, address: 0, type: float32, byte_order: CDAB}
+      - {name: energy, table: input, address: 2, type: float32, byte_order: CDAB}
+    sim: {profile: energy_meter}
+  - name: vfd
+    bus: line
+    model: modbus
+    unit_id: 1
+    registers:
+      - {name: speed_setpoint, table: holding, address: 0, type: uint16, scale: 0.1, writable: true}
+      - {name: speed, table: input, address: 0, type: uint16, scale: 0.1}
+    sim: {profile: vfd}
+capabilities:
+  - name: power
+    type: number
+    unit: W
+    ttl: 2s
+    read: {device: meter, channel: power}
+    health:
+      plausible: {min: 0, max: 100000}
+      max_rate: 500
+  - name: energy
+    type: number
+    unit: kWh
+    ttl: 2s
+    read: {device: meter, channel: energy}
+    health: {stuck_samples: 3}
+  - name: fan_setpoint
+    type: number
+    unit: Hz
+    ttl: 2s
+    read: {device: vfd, channel: speed_setpoint}
+`
+
+// TestModbusFaultsThroughServer injects every fault that a Modbus line can
+// show into the simulated slaves and reads through the MCP server: the
+// real driver sees the silence, the exception, the garbled CRC or the
+// distorted registers, and the quality rules judge them as on I2C.
+func TestModbusFaultsThroughServer(t *testing.T) {
+	type want struct {
+		quality promcp.Quality
+		reason  string
+	}
+	cases := []struct {
+		tool    string
+		device  string
+		fault   manifests.Fault
+		samples int
+		want    want
+	}{
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultDropout}, 1, want{promcp.QualityStale, "read failed (timeout); last good value from 2 s ago"}},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultTimeout}, 1, want{promcp.QualityStale, "read failed (timeout)"}},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultNACK}, 1, want{promcp.QualityError, "read failed (device error)"}},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultNoise, Amplitude: 5000}, 1, want{promcp.QualityDegraded, "jump: "}},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultImplausible}, 1, want{promcp.QualityDegraded, "implausible: "}},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultSlow, Delay: 20 * time.Millisecond}, 1, want{promcp.QualityGood, ""}},
+		{"read_energy", "meter", manifests.Fault{Kind: manifests.FaultStuck}, 3, want{promcp.QualityDegraded, "stuck: "}},
+		{"read_fan_setpoint", "vfd", manifests.Fault{Kind: manifests.FaultCRC}, 1, want{promcp.QualityStale, "read failed (crc)"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
+			clk, w, c := newModbusBench(t)
+			read := func() promcp.ReadResult {
+				t.Helper()
+				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var r promcp.ReadResult
+				b, _ := json.Marshal(res.StructuredContent)
+				if err := json.Unmarshal(b, &r); err != nil {
+					t.Fatal(err)
+				}
+				return r
+			}
+			if r := read(); r.Quality != promcp.QualityGood {
+				t.Fatalf("before the fault: %s = %+v, want good", tc.tool, r)
+			}
+			clk.Advance(ttl)
+			if err := w.Inject(tc.device, tc.fault); err != nil {
+				t.Fatal(err)
+			}
+			var r promcp.ReadResult
+			for i := range tc.samples {
+				if i > 0 {
+					clk.Advance(ttl)
+				}
+				r = read()
+			}
+			if r.Quality != tc.want.quality || !strings.HasPrefix(r.QualityReason, tc.want.reason) || (tc.want.reason == "") != (r.QualityReason == "") {
+				t.Errorf("under %s: %s = %v %s %q, want %s %q", tc.fault.Kind, tc.tool, r.Value, r.Quality, r.QualityReason, tc.want.quality, tc.want.reason)
+			}
+			w.Clear(tc.device)
+			clk.Advance(ttl)
+			if r := read(); r.Quality != promcp.QualityGood {
+				t.Errorf("one TTL after the fault cleared: %s = %+v, want good", tc.tool, r)
+			}
+		})
+	}
+}
+
+func newModbusBench(t *testing.T) (*sim.ManualClock, *sim.World, *client.Client) {
+	t.Helper()
+	m, err := manifests.Parse("bench.yml", []byte(modbusBench))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(epoch)
+	w, err := sim.New(m, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := w.StartLines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	hw := capabilities.HardwareFuncs{TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) {
+		addr, _ := ep.Address(b.Name)
+		return modbus.DialerTCP(addr)(ctx)
+	}}
+	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	srv, err := server.New("bench", "test", server.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Serve(srv, set); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewInProcessClient(srv.MCP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	return clk, w, c
+}
