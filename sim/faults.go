@@ -25,7 +25,7 @@ type faultState struct {
 	frozen      []byte // stuck I²C device: the bytes it answered first
 	frozenValid bool
 	frozenPDU   map[string][]byte // stuck Modbus slave: its first answer to each request
-	level       bool // stuck pin: the level it froze at
+	level       bool              // stuck pin: the level it froze at
 	levelValid  bool
 	flip        bool // noise: the sign of the next spike
 	rng         *rand.Rand
