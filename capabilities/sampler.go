@@ -56,8 +56,11 @@ func newSampler(clock Clock, read func(ctx context.Context) (any, error)) *sampl
 // maxAge 0 always waits for a transaction that has not completed yet.
 //
 // The transaction runs detached from ctx's cancellation (it is bounded by
-// the bus timeout), so that one caller giving up does not fail the others;
-// get itself returns ctx's error when ctx is done first.
+// the bus timeout), so that one caller giving up does not fail the others.
+// The caller that starts it runs it in its own goroutine (no hand-off on
+// the common, uncontended path) and so returns when it ends, within the
+// bus timeout; a caller that joins a transaction in flight returns ctx's
+// error as soon as ctx is done.
 func (s *sampler) get(ctx context.Context, maxAge time.Duration) (*attempt, error) {
 	s.mu.Lock()
 	if a := s.last; a != nil && maxAge > 0 && s.clock.Now().Sub(a.time) < maxAge {
@@ -68,7 +71,15 @@ func (s *sampler) get(ctx context.Context, maxAge time.Duration) (*attempt, erro
 	if f == nil {
 		f = &flight{done: make(chan struct{}), gen: s.gen}
 		s.flight = f
-		go s.run(context.WithoutCancel(ctx), f)
+		s.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			// Never start a transaction for a caller that has given up;
+			// release the flight for the next caller.
+			s.abandon(f, err)
+			return nil, err
+		}
+		s.run(context.WithoutCancel(ctx), f)
+		return f.a, nil
 	}
 	s.mu.Unlock()
 	select {
@@ -92,6 +103,19 @@ func (s *sampler) run(ctx context.Context, f *flight) {
 	if f.gen == s.gen {
 		s.last = f.a // a transaction that started before a write is not cached
 	}
+	if s.flight == f {
+		s.flight = nil
+	}
+	s.mu.Unlock()
+	close(f.done)
+}
+
+// abandon ends flight f without a transaction: the waiters that joined it
+// get err as the attempt's error, and nothing is cached.
+func (s *sampler) abandon(f *flight, err error) {
+	s.mu.Lock()
+	s.seq++
+	f.a = &attempt{seq: s.seq, time: s.clock.Now(), err: err}
 	if s.flight == f {
 		s.flight = nil
 	}
