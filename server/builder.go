@@ -327,7 +327,7 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 
 	fp := fingerprint(t.Name, args)
 	var out promcp.DoResult
-	outcome, replayed, err := s.store.Do(ctx, key, fp, func(ctx context.Context) ([]byte, bool, error) {
+	outcome, replayed, err := s.store.Do(ctx, key, fp, func(ctx context.Context, _ idempotency.Attempt) ([]byte, bool, error) {
 		r, err := h(ctx, DoRequest{Tool: t.Name, Value: args["value"], IdempotencyKey: key, Args: args, Caller: CallerFrom(ctx)})
 		if err != nil {
 			s.log.Error("do handler failed", "tool", t.Name, "key", key, "err", err)
