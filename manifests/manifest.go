@@ -201,8 +201,15 @@ type Action struct {
 	// Compensable says whether the action can be reversed by another call
 	// of the same tool with the previous value.
 	Compensable bool
+	// Settle is how long the device takes to apply a write: do_* waits this
+	// long before reading the value back. Zero reads back at once; at most
+	// MaxSettle.
+	Settle      time.Duration
 	Constraints Constraints
 }
+
+// MaxSettle bounds Action.Settle: a do_* call blocks for the settle time.
+const MaxSettle = 10 * time.Second
 
 // Constraints bound an action's value. Nil pointers are unbounded.
 type Constraints struct {
