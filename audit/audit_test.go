@@ -132,3 +132,21 @@ func TestTailAndFormat(t *testing.T) {
 		}
 	}
 }
+
+func FuzzVerify(f *testing.F) {
+	path := filepath.Join(f.TempDir(), "audit.jsonl")
+	l, _ := audit.Open(path)
+	l.Append(context.Background(), audit.Record{Event: audit.EventAttempt, Key: "k"})
+	l.Append(context.Background(), audit.Record{Event: audit.EventResult, Key: "k"})
+	l.Close()
+	data, _ := os.ReadFile(path)
+	f.Add(data)
+	f.Add([]byte("{}\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		_, err := audit.Verify(bytes.NewReader(data))
+		var ve *audit.VerifyError
+		if err != nil && !errors.As(err, &ve) && !strings.Contains(err.Error(), "reading") {
+			t.Fatalf("Verify error %v is not a VerifyError", err)
+		}
+	})
+}
