@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -49,7 +50,8 @@ type BoltOptions struct {
 // fingerprint, the state (in flight or done), the start time, the expiry
 // and the full outcome. A key is recorded in flight, and that record is
 // fsync'd, before the action runs; its outcome is recorded, and fsync'd,
-// before Do returns. Concurrent writes share commits (bbolt's Batch).
+// before Do returns. A lone write commits at once; concurrent writes share
+// commits (bbolt's Batch).
 //
 // Bolt is safe for concurrent use within one process; the file is locked
 // against other processes while open.
@@ -58,6 +60,8 @@ type Bolt struct {
 	ttl   time.Duration
 	clock Clock
 	log   *slog.Logger
+
+	writers atomic.Int32 // writes in progress, to choose between Update and Batch
 
 	mu      sync.Mutex
 	flights map[string]*flight
@@ -234,7 +238,7 @@ func (b *Bolt) put(key string, rec *record) error {
 	if err != nil {
 		return fmt.Errorf("idempotency key %q: encoding: %w", key, err)
 	}
-	if err := b.db.Batch(func(tx *bolt.Tx) error {
+	if err := b.write(func(tx *bolt.Tx) error {
 		return tx.Bucket(keysBucket).Put([]byte(key), v)
 	}); err != nil {
 		return fmt.Errorf("idempotency key %q: writing: %w", key, err)
@@ -243,9 +247,22 @@ func (b *Bolt) put(key string, rec *record) error {
 }
 
 func (b *Bolt) delete(key string) error {
-	return b.db.Batch(func(tx *bolt.Tx) error {
+	return b.write(func(tx *bolt.Tx) error {
 		return tx.Bucket(keysBucket).Delete([]byte(key))
 	})
+}
+
+// write commits fn durably. A lone writer commits at once; concurrent
+// writers share a commit through Batch, which waits up to MaxBatchDelay
+// for company. fn may run more than once (Batch retries), so it must be
+// idempotent: a put or a delete is.
+func (b *Bolt) write(fn func(*bolt.Tx) error) error {
+	if b.writers.Add(1) == 1 {
+		defer b.writers.Add(-1)
+		return b.db.Update(fn)
+	}
+	defer b.writers.Add(-1)
+	return b.db.Batch(fn)
 }
 
 // sweep deletes expired records.
