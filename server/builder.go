@@ -368,6 +368,7 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 	return s.register(promcp.KindCanDo, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		rep, failed := s.canDo(ctx, h, req)
+		s.restrictCandidates(CallerFrom(ctx), &rep)
 		if rep.QueryID == "" {
 			rep.QueryID = newUUID()
 		}

@@ -211,3 +211,29 @@ func keepOutcome(r promcp.DoResult) bool {
 	}
 	return r.Error == nil || r.Error.Code != promcp.CodeInvalidArgument
 }
+
+// restrictCandidates moves the can_do candidates this caller could not
+// run to blocked, with the permission do_* would answer: on a read-only
+// server (which serves no do_*) every action is policy_denied, one the caller's
+// role may not run is permission_insufficient. So can_do and do_* agree.
+func (s *Server) restrictCandidates(c Caller, rep *promcp.CapabilityReport) {
+	mayDo := s.authorize(c, promcp.KindDo)
+	kept := rep.Candidates[:0]
+	for _, cand := range rep.Candidates {
+		var b *promcp.Blocked
+		switch {
+		case s.readOnly:
+			b = &promcp.Blocked{Permission: promcp.PolicyDenied, Reason: "this gateway serves read-only: " + cand.Capability + " is not available"}
+		case !mayDo:
+			b = &promcp.Blocked{Permission: promcp.PermissionInsufficient,
+				Reason: fmt.Sprintf("role %q may not call do_* tools (want operator, supervisor or admin)", c.Role)}
+		}
+		if b == nil {
+			kept = append(kept, cand)
+			continue
+		}
+		b.Capability, b.Source = cand.Capability, cand.Source
+		rep.Blocked = append(rep.Blocked, *b)
+	}
+	rep.Candidates = kept
+}

@@ -239,6 +239,20 @@ func TestViewerCannotDo(t *testing.T) {
 	if b.writes.Load() != 0 {
 		t.Fatal("a viewer's do_* reached the bus")
 	}
+	rep := b.call(ctx, t, "can_do", map[string]any{"intent": map[string]any{"target": "light_level", "value": 50}})
+	blocked, _ := rep["blocked"].([]any)
+	if rep["feasible"] != false || len(blocked) != 1 || blocked[0].(map[string]any)["permission"] != "permission_insufficient" {
+		t.Fatalf("viewer can_do(light 50) = %v, want blocked permission_insufficient, as do_* answers", rep)
+	}
+}
+
+func TestReadOnlyCanDoBlocksActions(t *testing.T) {
+	b := newBench(t, server.WithReadOnly())
+	rep := b.call(t.Context(), t, "can_do", map[string]any{"intent": map[string]any{"target": "light_level", "value": 50}})
+	blocked, _ := rep["blocked"].([]any)
+	if rep["feasible"] != false || len(blocked) != 1 || blocked[0].(map[string]any)["permission"] != "policy_denied" {
+		t.Fatalf("read-only can_do(light 50) = %v, want blocked policy_denied", rep)
+	}
 }
 
 type brokenAuditor struct{}
