@@ -40,11 +40,17 @@ var (
 type writeCounter struct {
 	pi2c.BusCloser
 	writes *atomic.Int64
+	// mangle, if set, changes what a register write puts on the bus (a
+	// device that does not take the value it was sent).
+	mangle func(wb []byte) []byte
 }
 
 func (w writeCounter) Tx(addr uint16, wb, rb []byte) error {
 	if len(wb) > 1 && len(rb) == 0 {
 		w.writes.Add(1)
+		if w.mangle != nil {
+			wb = w.mangle(append([]byte(nil), wb...))
+		}
 	}
 	return w.BusCloser.Tx(addr, wb, rb)
 }
@@ -57,6 +63,12 @@ type bench struct {
 
 // newBench serves lab-bench.yml on the simulator, in process.
 func newBench(t *testing.T, opts ...server.Option) *bench {
+	t.Helper()
+	return newMangledBench(t, nil, opts...)
+}
+
+// newMangledBench is newBench with register writes changed by mangle.
+func newMangledBench(t *testing.T, mangle func([]byte) []byte, opts ...server.Option) *bench {
 	t.Helper()
 	m, err := manifests.Load("../manifests/examples/lab-bench.yml")
 	if err != nil {
@@ -75,7 +87,7 @@ func newBench(t *testing.T, opts ...server.Option) *bench {
 	hw := capabilities.HardwareFuncs{
 		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) {
 			bus, err := w.I2C(ctx, b.Name)
-			return writeCounter{bus, writes}, err
+			return writeCounter{bus, writes, mangle}, err
 		},
 		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
 	}
@@ -334,4 +346,23 @@ func readAudit(t *testing.T, path string) []audit.Record {
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// TestReadbackMismatchIsPartial: a device that holds another value than
+// the one written (here: the dimmer caps at 80 %) gives partial with the
+// value read back after the settle time, the previous value, and the hint
+// that restores it.
+func TestReadbackMismatchIsPartial(t *testing.T) {
+	capAt80 := func(wb []byte) []byte {
+		if wb[0] == 0x01 && wb[1] > 160 { // dimmer register, raw 0..200 is 0..100 %
+			wb[1] = 160
+		}
+		return wb
+	}
+	b := newMangledBench(t, capAt80)
+	r := b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": 95, "idempotency_key": "m-1"})
+	if r["status"] != "partial" || r["applied_value"] != 80.0 || r["previous_value"] != 40.0 ||
+		r["compensation_hint"] != "do_set_light_level value=40" || r["reason"] == nil {
+		t.Fatalf("do_set_light_level(95) on a dimmer that caps at 80 = %v; want partial, applied 80, previous 40, hint value=40", r)
+	}
 }
