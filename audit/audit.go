@@ -101,29 +101,48 @@ func Open(path string) (*Log, error) {
 	return l, nil
 }
 
-// recover finds the last complete record and returns where to append.
+// recover finds the last complete record and returns where to append. It
+// reads the file from the end, so opening a long log stays cheap.
 func (l *Log) recover() (int64, error) {
-	data, err := io.ReadAll(l.f)
+	fi, err := l.f.Stat()
 	if err != nil {
 		return 0, err
 	}
-	end := int64(bytes.LastIndexByte(data, '\n') + 1)
-	if end < int64(len(data)) {
+	size := fi.Size()
+	end := int64(-1) // just after the last newline
+	var last []byte  // the last complete line
+	for chunk := int64(64 << 10); ; chunk *= 2 {
+		off := max(size-chunk, 0)
+		buf := make([]byte, size-off)
+		if _, err := l.f.ReadAt(buf, off); err != nil && err != io.EOF {
+			return 0, err
+		}
+		nl := bytes.LastIndexByte(buf, '\n')
+		if nl < 0 && off > 0 {
+			continue // no newline yet: read further back
+		}
+		end = off + int64(nl) + 1
+		if nl < 0 {
+			break // no complete line at all
+		}
+		start := bytes.LastIndexByte(buf[:nl], '\n') + 1
+		if start == 0 && off > 0 {
+			continue // the last line starts further back
+		}
+		last = buf[start:nl]
+		break
+	}
+	if end < size {
 		if err := l.f.Truncate(end); err != nil {
 			return 0, fmt.Errorf("cutting off a torn last line: %w", err)
 		}
 	}
-	lines := bytes.Split(data[:end], []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
-		if len(lines[i]) == 0 {
-			continue
-		}
+	if len(last) > 0 {
 		var r Record
-		if err := json.Unmarshal(lines[i], &r); err != nil {
-			return 0, fmt.Errorf("line %d: %w", i+1, err)
+		if err := json.Unmarshal(last, &r); err != nil {
+			return 0, fmt.Errorf("last record: %w", err)
 		}
 		l.seq, l.last = r.Seq, r.Hash
-		break
 	}
 	return end, nil
 }

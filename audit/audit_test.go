@@ -150,3 +150,20 @@ func FuzzVerify(f *testing.F) {
 		}
 	})
 }
+
+// TestReopenAfterLongRecord: the chain continues after a record longer
+// than the chunk Open reads from the end of the file.
+func TestReopenAfterLongRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	writeLog(t, path, 2)
+	l, err := audit.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Append(t.Context(), audit.Record{Event: audit.EventRefused, Reason: strings.Repeat("x", 200<<10)})
+	l.Close()
+	writeLog(t, path, 2)
+	if s, err := verifyFile(t, path); err != nil || s.Records != 5 {
+		t.Fatalf("Verify = %+v, %v; want 5 records", s, err)
+	}
+}
