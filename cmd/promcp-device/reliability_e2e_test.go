@@ -324,3 +324,51 @@ func TestAuditCLI(t *testing.T) {
 		t.Fatalf("audit verify after editing record 4: exit %d, %q; want exit 1 naming line 4 (record 4)", code, out)
 	}
 }
+
+// TestStdioSIGTERM: serve over stdio exits 0 on SIGTERM with stdin still
+// open, and leaves the state directory usable.
+func TestStdioSIGTERM(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(binary, "serve", "--sim", "--manifest", labBench, "--state", dir, "--log-level", "info")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	errPipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	logs := make(chan string, 1)
+	go func() {
+		var all strings.Builder
+		sc := bufio.NewScanner(errPipe)
+		for sc.Scan() {
+			all.WriteString(sc.Text() + "\n")
+			if strings.Contains(sc.Text(), "serving over stdio") {
+				close(started)
+			}
+		}
+		logs <- all.String()
+	}()
+	select {
+	case <-started:
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve over stdio did not start")
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	stderr := <-logs
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("serve over stdio after SIGTERM: %v, want exit 0\n%s", err, stderr)
+	}
+	if !strings.Contains(stderr, "calls in flight finished") {
+		t.Fatalf("serve did not report draining:\n%s", stderr)
+	}
+	if out, _, code := runCLI(t, "audit", "verify", "--state", dir); code != 0 {
+		t.Fatalf("audit verify after SIGTERM: exit %d %s", code, out)
+	}
+}

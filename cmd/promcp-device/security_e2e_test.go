@@ -67,7 +67,7 @@ func post(t *testing.T, hc *http.Client, url string, header map[string]string, b
 func TestHTTPSecurity(t *testing.T) {
 	file, operator, viewer := tokensFile(t)
 	state := t.TempDir()
-	url := startServe(t, "--manifest", labBench, "--tokens", file, "--state", state).url
+	url := startServe(t, "--manifest", labBench, "--tokens", file, "--state", state, "--allow-origin", "https://agent.example").url
 	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
 
 	statuses := []struct {
@@ -82,6 +82,9 @@ func TestHTTPSecurity(t *testing.T) {
 		{"operator token", bearer(operator), strings.NewReader(initBody), http.StatusOK},
 		{"viewer token", bearer(viewer), strings.NewReader(initBody), http.StatusOK},
 		{"foreign Origin with a valid token", map[string]string{"Authorization": "Bearer " + operator, "Origin": "https://evil.example"}, strings.NewReader(initBody), http.StatusForbidden},
+		{"allowed Origin with a valid token", map[string]string{"Authorization": "Bearer " + operator, "Origin": "https://agent.example"}, strings.NewReader(initBody), http.StatusOK},
+		{"loopback Origin with a valid token", map[string]string{"Authorization": "Bearer " + operator, "Origin": "http://localhost:5173"}, strings.NewReader(initBody), http.StatusOK},
+		{"allowed Origin without a token", map[string]string{"Origin": "https://agent.example"}, strings.NewReader(initBody), http.StatusUnauthorized},
 		{"oversized body (2 MiB)", bearer(operator), bytes.NewReader(bytes.Repeat([]byte(" "), 2<<20)), http.StatusRequestEntityTooLarge},
 	}
 	for _, tc := range statuses {
