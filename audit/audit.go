@@ -48,7 +48,9 @@ type Record struct {
 	Key    string `json:"idempotency_key"`
 	// Arguments are the call's arguments as received.
 	Arguments json.RawMessage `json:"arguments,omitempty"`
-	// Permission is the decision: allowed, or why not.
+	// Permission is the policy decision where one was made: the refusing
+	// permission of a refused call, allowed or empty otherwise. An attempt
+	// record has none yet: the role check passed and the handler decides.
 	Permission string `json:"permission,omitempty"`
 	// Status is the do result's status, where there is one.
 	Status string `json:"status,omitempty"`

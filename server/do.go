@@ -107,8 +107,6 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 				rec.Reason = r.Error.Message
 			}
 			rec.Result, _ = json.Marshal(r)
-		} else {
-			rec.Permission = string(promcp.Allowed)
 		}
 		err := s.auditor.Append(ctx, rec)
 		if err != nil {
