@@ -56,6 +56,8 @@ type Store interface {
 	// identifies the call's tool and arguments. It returns the outcome, and
 	// replayed true when the outcome is an earlier call's. A key kept with
 	// another fingerprint gives ErrConflict and does not run act. An error
-	// from act is returned as is and nothing is kept.
+	// from act is returned as is and nothing is kept. A durable store runs
+	// act with Attempt.Recovering for a key an earlier process left in
+	// flight (see Recovery); act's outcome then replaces that record.
 	Do(ctx context.Context, key, fingerprint string, act Action) (outcome []byte, replayed bool, err error)
 }
