@@ -59,6 +59,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "promcp-device serve: --key-ttl must be more than 0")
 		return 2
 	}
+	if *keyTTL < idempotency.DefaultTTL {
+		log.Warn("--key-ttl is under 24h: an agent retrying a day-old action after that would actuate again", "key_ttl", keyTTL.String())
+	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		fmt.Fprintln(stderr, "promcp-device serve: --tls-cert and --tls-key go together")
 		return 2
