@@ -13,6 +13,7 @@ import (
 	pi2c "periph.io/x/conn/v3/i2c"
 	"periph.io/x/conn/v3/physic"
 
+	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/manifests"
@@ -67,14 +68,18 @@ type Options struct {
 // Reading is one observation of a capability.
 type Reading struct {
 	// Value is float64 (number), int64 (integer), bool or string; nil when
-	// the read failed.
+	// the quality is error. A stale or degraded reading after a failed read
+	// carries the last good value.
 	Value any
-	// Time is when the value was sampled (or the read attempted, on error).
+	// Time is when Value was sampled, never when it was served: a cached
+	// or stale value keeps its own sample time. For an error without a
+	// value, when the read was attempted.
 	Time    time.Time
 	Quality promcp.Quality
-	// Reason explains a quality that is not good.
+	// Reason explains a quality that is not good, briefly and in a form a
+	// program can match: "stuck: unchanged for 60 s (12 samples)".
 	Reason string
-	// Err is the driver's error when the read failed.
+	// Err is the driver's error when the latest read of the source failed.
 	Err error
 }
 
@@ -86,13 +91,16 @@ type Capability struct {
 	// Model is the model of the bound device.
 	Model manifests.Model
 
-	clock Clock
-	log   *slog.Logger
-	read  func(ctx context.Context) (any, error)
-	write func(ctx context.Context, v any) error
+	clock  Clock
+	log    *slog.Logger
+	src    *sampler      // shared by the capabilities of one measurement
+	pick   func(any) any // the capability's value in the source's sample
+	health *tracker
+	write  func(ctx context.Context, v any) error
 
-	mu      sync.Mutex
-	latency time.Duration // smoothed latency of bus operations
+	mu          sync.Mutex
+	latency     time.Duration  // smoothed latency of bus operations
+	lastQuality promcp.Quality // for logging changes
 }
 
 // ReadTool returns the name of the capability's read tool.
@@ -109,19 +117,52 @@ func (c *Capability) TTL() time.Duration {
 // Writable reports whether the capability has an action.
 func (c *Capability) Writable() bool { return c.Do != nil && c.write != nil }
 
-// Read samples the capability from its device. A failed read is a Reading
-// with quality error and Err set, not an error: the caller always has a
-// typed answer to give.
+// Read is ReadWithin(ctx, c.TTL()): a sample younger than the TTL may come
+// from the cache.
 func (c *Capability) Read(ctx context.Context) Reading {
-	start := time.Now()
-	v, err := c.read(ctx)
-	c.observe(time.Since(start))
-	now := c.clock.Now()
+	return c.ReadWithin(ctx, c.TTL())
+}
+
+// ReadWithin observes the capability, accepting a sample younger than
+// maxAge (capped at the TTL; 0 forces a new transaction) from the cache.
+// Concurrent callers share one transaction. A failed read is a Reading
+// with quality stale, degraded or error and Err set, not an error: the
+// caller always has a typed answer to give. The quality follows the rules
+// in the package documentation.
+func (c *Capability) ReadWithin(ctx context.Context, maxAge time.Duration) Reading {
+	maxAge = min(max(maxAge, 0), c.TTL())
+	a, err := c.src.get(ctx, maxAge)
 	if err != nil {
-		c.log.Warn("read failed", "capability", c.Name, "err", err)
-		return Reading{Time: now, Quality: promcp.QualityError, Reason: err.Error(), Err: err}
+		return Reading{Time: c.clock.Now(), Quality: promcp.QualityError,
+			Reason: "read abandoned (" + errorClass(drivers.Classify(err)) + ")", Err: err}
 	}
-	return Reading{Value: v, Time: now, Quality: promcp.QualityGood}
+	var v any
+	if a.err == nil {
+		v = c.pick(a.value)
+	}
+	if c.health.observe(a, v) {
+		c.observe(a.latency)
+	}
+	r := c.health.reading(a, v, c.clock.Now())
+	c.logQuality(r)
+	return r
+}
+
+// Health returns what the capability's tracker has measured so far.
+func (c *Capability) Health() Health { return c.health.snapshot(c.clock.Now()) }
+
+func (c *Capability) logQuality(r Reading) {
+	c.mu.Lock()
+	changed := r.Quality != c.lastQuality
+	c.lastQuality = r.Quality
+	c.mu.Unlock()
+	switch {
+	case !changed:
+	case r.Quality == promcp.QualityGood:
+		c.log.Info("quality good again")
+	default:
+		c.log.Warn("quality "+string(r.Quality)+": "+r.Reason, "err", r.Err)
+	}
 }
 
 // Write applies v (float64, bool or string, as the type says) to the
@@ -136,6 +177,9 @@ func (c *Capability) Write(ctx context.Context, v any) error {
 	start := time.Now()
 	err := c.write(ctx, v)
 	c.observe(time.Since(start))
+	// Whatever happened, the device may hold another value now: the next
+	// read (a readback) must not come from before the write.
+	c.src.invalidate()
 	if err != nil {
 		return fmt.Errorf("capability %s: %w", c.Name, err)
 	}
@@ -225,7 +269,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 
 	channels := map[string]*device{}
 	for _, d := range m.Devices {
-		dev, err := openDevice(ctx, d, buses, hw, opts.Log)
+		dev, err := openDevice(ctx, d, buses, hw, opts.Clock, opts.Log)
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
@@ -244,7 +288,8 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 			clock:      opts.Clock,
 			log:        opts.Log.With("capability", mc.Name),
 		}
-		c.read, err = dev.reader(mc.Read.Channel, mc.Type)
+		c.health = newTracker(mc.Health, c.TTL(), mc.Unit)
+		c.src, c.pick, err = dev.source(mc.Read.Channel, mc.Type)
 		if err != nil {
 			return nil, fmt.Errorf("capability %s: %w", mc.Name, err)
 		}
@@ -262,9 +307,21 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 
 // device is an opened device that hands out per-channel functions.
 type device struct {
-	model  manifests.Model
-	reader func(channel string, t manifests.ValueType) (func(context.Context) (any, error), error)
+	model manifests.Model
+	// source returns the sampler that reads channel and the function that
+	// picks the channel's value (of type t) from its samples. Channels of
+	// one measurement share a sampler.
+	source func(channel string, t manifests.ValueType) (*sampler, func(any) any, error)
 	writer func(channel string, t manifests.ValueType) (func(context.Context, any) error, error)
+}
+
+func identity(v any) any { return v }
+
+// perChannel gives each channel its own sampler over read.
+func perChannel(clock Clock, read func(channel string, t manifests.ValueType) func(context.Context) (any, error)) func(string, manifests.ValueType) (*sampler, func(any) any, error) {
+	return func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
+		return newSampler(clock, read(channel, t)), identity, nil
+	}
 }
 
 func noWriter(model manifests.Model) func(string, manifests.ValueType) (func(context.Context, any) error, error) {
@@ -273,7 +330,7 @@ func noWriter(model manifests.Model) func(string, manifests.ValueType) (func(con
 	}
 }
 
-func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.Bus, hw Hardware, log *slog.Logger) (*device, error) {
+func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.Bus, hw Hardware, clock Clock, log *slog.Logger) (*device, error) {
 	log = log.With("device", d.Name)
 	switch d.Model {
 	case manifests.ModelSHT3x:
@@ -282,9 +339,17 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 			return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
 		}
 		sensor := i2c.NewSHT3x(bus, d.Address)
+		// One measurement serves temperature and humidity alike.
+		shared := newSampler(clock, func(ctx context.Context) (any, error) {
+			s, err := sensor.Sense(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return s, nil
+		})
 		return &device{
 			model: d.Model,
-			reader: func(channel string, t manifests.ValueType) (func(context.Context) (any, error), error) {
+			source: func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
 				var pick func(i2c.Sample) float64
 				switch channel {
 				case "temperature":
@@ -292,15 +357,9 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 				case "humidity":
 					pick = func(s i2c.Sample) float64 { return float64(s.Humidity) / float64(physic.PercentRH) }
 				default:
-					return nil, fmt.Errorf("sht3x has no channel %q (want temperature or humidity)", channel)
+					return nil, nil, fmt.Errorf("sht3x has no channel %q (want temperature or humidity)", channel)
 				}
-				return func(ctx context.Context) (any, error) {
-					s, err := sensor.Sense(ctx)
-					if err != nil {
-						return nil, err
-					}
-					return numeric(round(pick(s), 2), t), nil
-				}, nil
+				return shared, func(v any) any { return numeric(round(pick(v.(i2c.Sample)), 2), t) }, nil
 			},
 			writer: noWriter(d.Model),
 		}, nil
@@ -313,15 +372,15 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 		regs := i2c.NewRegisters(bus, d.Address, d.Registers)
 		return &device{
 			model: d.Model,
-			reader: func(channel string, t manifests.ValueType) (func(context.Context) (any, error), error) {
+			source: perChannel(clock, func(channel string, t manifests.ValueType) func(context.Context) (any, error) {
 				return func(ctx context.Context) (any, error) {
 					f, err := regs.Read(ctx, channel)
 					if err != nil {
 						return nil, err
 					}
 					return numeric(round(f, 9), t), nil
-				}, nil
-			},
+				}
+			}),
 			writer: func(channel string, t manifests.ValueType) (func(context.Context, any) error, error) {
 				return func(ctx context.Context, v any) error {
 					f, ok := v.(float64)
@@ -344,9 +403,9 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 		}
 		return &device{
 			model: d.Model,
-			reader: func(string, manifests.ValueType) (func(context.Context) (any, error), error) {
-				return func(ctx context.Context) (any, error) { return out.Get(ctx) }, nil
-			},
+			source: perChannel(clock, func(string, manifests.ValueType) func(context.Context) (any, error) {
+				return func(ctx context.Context) (any, error) { return out.Get(ctx) }
+			}),
 			writer: func(string, manifests.ValueType) (func(context.Context, any) error, error) {
 				return func(ctx context.Context, v any) error {
 					on, ok := v.(bool)
@@ -369,9 +428,9 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 		}
 		return &device{
 			model: d.Model,
-			reader: func(string, manifests.ValueType) (func(context.Context) (any, error), error) {
-				return func(ctx context.Context) (any, error) { return in.Get(ctx) }, nil
-			},
+			source: perChannel(clock, func(string, manifests.ValueType) func(context.Context) (any, error) {
+				return func(ctx context.Context) (any, error) { return in.Get(ctx) }
+			}),
 			writer: noWriter(d.Model),
 		}, nil
 	}

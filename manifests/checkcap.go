@@ -51,10 +51,66 @@ func (c *checker) checkCapabilities() {
 			reg = c.channel(cp, dev, path)
 		}
 		c.valueType(cp, path)
+		c.health(cp, path)
 		if cp.Do != nil {
 			c.action(cp, dev, reg, path, tools)
 		} else if cp.Type == TypeEnum {
 			c.d.add(join(path, "do.constraints.enum"), ErrMissing, "enum (want the allowed values, such as [off, low, high])")
+		}
+	}
+	for i := range c.m.Capabilities {
+		cp := &c.m.Capabilities[i]
+		if cp.Do != nil {
+			c.dependsOn(cp, index("capabilities", i), names)
+		}
+	}
+}
+
+// health checks the health options against the capability's type: a range
+// and stuck detection need a number, a rate a number or a boolean.
+func (c *checker) health(cp *Capability, path string) {
+	hp := join(path, "health")
+	numeric := cp.Type == TypeNumber || cp.Type == TypeInteger
+	if !slices.Contains(valueTypesOf(), cp.Type) || numeric {
+		return
+	}
+	if c.d.has(join(hp, "plausible")) {
+		c.d.add(join(hp, "plausible"), ErrNotAllowed, "for type %s (only number and integer have a plausible range)", cp.Type)
+	}
+	for _, k := range []string{"stuck_samples", "stuck_for"} {
+		if c.d.has(join(hp, k)) {
+			c.d.add(join(hp, k), ErrNotAllowed, "for type %s (stuck detection needs a noisy number; a %s may rightly hold its value)", cp.Type, cp.Type)
+		}
+	}
+	if cp.Type == TypeEnum && c.d.has(join(hp, "max_rate")) {
+		c.d.add(join(hp, "max_rate"), ErrNotAllowed, "for type enum (only number, integer and boolean have a rate of change)")
+	}
+}
+
+// dependsOn checks that an action depends on declared capabilities other
+// than its own.
+func (c *checker) dependsOn(cp *Capability, path string, names map[string]string) {
+	dp := join(path, "do.depends_on")
+	var all []string
+	for _, o := range c.m.Capabilities {
+		if o.Name != "" && o.Name != cp.Name {
+			all = append(all, o.Name)
+		}
+	}
+	seen := map[string]string{}
+	for j, name := range cp.Do.DependsOn {
+		p := index(dp, j)
+		switch {
+		case name == "":
+			// empty: reported
+		case name == cp.Name:
+			c.d.add(p, ErrNotAllowed, "here: %q is this capability (its own reading is always checked)", name)
+		default:
+			if _, ok := names[name]; !ok {
+				c.d.add(p, ErrBadReference, "capability %q (%s)", name, candidates("capability", all))
+			} else {
+				c.unique(seen, "dependency", name, p)
+			}
 		}
 	}
 }

@@ -13,9 +13,11 @@ var (
 	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "sim"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
 	deviceSimKeys   = []string{"values", "level"}
-	capabilityKeys  = []string{"name", "description", "type", "unit", "ttl", "location", "tags", "read", "do"}
+	capabilityKeys  = []string{"name", "description", "type", "unit", "ttl", "location", "tags", "read", "do", "health"}
+	healthKeys      = []string{"plausible", "max_rate", "stuck_samples", "stuck_for", "on_device_error", "max_stale"}
+	rangeKeys       = []string{"min", "max"}
 	bindingKeys     = []string{"device", "channel"}
-	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "settle", "constraints"}
+	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "settle", "constraints", "depends_on"}
 	constraintsKeys = []string{"min", "max", "step", "enum"}
 	simKeys         = []string{"seed", "time_scale", "zones"}
 	zoneKeys        = []string{"name", "temperature", "humidity", "outside", "leak_time_constant", "vent_time_constant", "heater_rate", "noise", "sensors", "heaters", "vents"}
@@ -29,6 +31,7 @@ var (
 	regTypes   = []string{string(RegUint8), string(RegInt8), string(RegUint16), string(RegInt16), string(RegUint32), string(RegInt32), string(RegFloat32)}
 	byteOrders = []string{string(BigEndian), string(LittleEndian)}
 	valueTypes = []string{string(TypeNumber), string(TypeInteger), string(TypeBoolean), string(TypeEnum)}
+	deviceErrs = []string{string(DeviceErrorIsError), string(DeviceErrorIsDegraded)}
 )
 
 // I2C addresses outside 0x03..0x77 are reserved by the I2C specification.
@@ -232,7 +235,49 @@ func (d *decoder) capability(n ast.Node, path string) Capability {
 	}
 	d.required(f, path, "read", "{device: ..., channel: ...}")
 	c.Do = d.action(f["do"], join(path, "do"))
+	c.Health = d.health(f["health"], join(path, "health"))
 	return c
+}
+
+func (d *decoder) health(n ast.Node, path string) Health {
+	var h Health
+	f, ok := d.fields(n, path, healthKeys...)
+	if !ok {
+		return h
+	}
+	pp := join(path, "plausible")
+	if rf, ok := d.fields(f["plausible"], pp, rangeKeys...); ok {
+		lo, okLo := d.number(rf["min"], join(pp, "min"))
+		hi, okHi := d.number(rf["max"], join(pp, "max"))
+		d.required(rf, pp, "min", "the lowest plausible value")
+		d.required(rf, pp, "max", "the highest plausible value")
+		switch {
+		case okLo && okHi && lo > hi:
+			d.add(join(pp, "max"), ErrRange, ": %g is less than min %g", hi, lo)
+		case okLo && okHi:
+			h.Plausible = &Range{Min: lo, Max: hi}
+		}
+	}
+	if r, ok := d.number(f["max_rate"], join(path, "max_rate")); ok {
+		if r <= 0 {
+			d.add(join(path, "max_rate"), ErrRange, ": %g (want more than 0, in the capability's unit per second)", r)
+		} else {
+			h.MaxRate = r
+		}
+	}
+	if n, ok := d.integer(f["stuck_samples"], join(path, "stuck_samples")); ok {
+		if n < 2 || n > 1000 {
+			d.add(join(path, "stuck_samples"), ErrRange, ": %d (want 2..1000 samples)", n)
+		} else {
+			h.StuckSamples = int(n)
+		}
+	}
+	h.StuckFor = d.duration(f["stuck_for"], join(path, "stuck_for"))
+	if de, ok := d.oneOfValue(f["on_device_error"], join(path, "on_device_error"), deviceErrs...); ok {
+		h.OnDeviceError = OnDeviceError(de)
+	}
+	h.MaxStale = d.duration(f["max_stale"], join(path, "max_stale"))
+	return h
 }
 
 func (d *decoder) action(n ast.Node, path string) *Action {
@@ -267,6 +312,7 @@ func (d *decoder) action(n ast.Node, path string) *Action {
 		}
 		a.Constraints.Enum = d.strs(cf["enum"], join(cp, "enum"))
 	}
+	a.DependsOn = d.strs(f["depends_on"], join(path, "depends_on"))
 	return a
 }
 

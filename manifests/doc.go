@@ -94,6 +94,7 @@
 //	tags         list of strings  none      semantic words matched by can_do ("temperature", "heating")
 //	read         binding          required  {device: <device name>, channel: <channel>}
 //	do           action           none      makes the capability actionable
+//	health       health           defaults  how quality is derived from the source's behaviour, see below
 //
 // A binding (capabilities[].read): device is required and names a device;
 // channel is required for sht3x and registers devices and not allowed for
@@ -110,6 +111,12 @@
 //	compensable   boolean          false     true if calling the tool again with the previous value reverses the action
 //	settle        duration         0         more than 0, at most 10s: how long the device takes to apply a write; do_* waits this long before reading the value back
 //	constraints   constraints      none      bounds on the value an agent may set
+//	depends_on    list of strings  none      capabilities whose readings the action's safety depends on; each names another capability, no duplicates
+//
+// While a capability in depends_on has no reliable value (quality error),
+// can_do blocks the action with source_unreachable and do_* refuses it; while
+// one is stale or degraded the action is not plainly allowed
+// (requires_human_approval, with the reading named in the reason).
 //
 // Constraints (capabilities[].do.constraints); an absent bound is no bound:
 //
@@ -118,6 +125,21 @@
 //	max   number           number and integer only
 //	step  number           number and integer only; more than 0
 //	enum  list of strings  required for, and only for, enum capabilities; no duplicates
+//
+// A capability's health (capabilities[].health) tunes how the quality of its
+// readings is derived; the rules and their precedence are in the README and
+// the capabilities package. Every key is optional:
+//
+//	key              type       default  constraint
+//	plausible        range      none     number and integer only: {min, max} in the capability's unit, min not more than max; a value outside is degraded ("implausible")
+//	max_rate         number     none     more than 0: the largest believable change per second, in the capability's unit (boolean: level changes per second); a faster change is degraded ("jump")
+//	stuck_samples    integer    3 with stuck_for, else off  2..1000; number and integer only: this many consecutive bit-identical samples are degraded ("stuck")
+//	stuck_for        duration   off      more than 0; number and integer only: a value bit-identical for this long (and stuck_samples samples) is degraded; only meaningful on a noisy quantity
+//	on_device_error  string     error    error or degraded: the quality when the device answers with an error flag (an I2C NACK); degraded serves the last good value for up to max_stale
+//	max_stale        duration   30s      more than 0; how long after its sample time the last good value is served as stale while fresh reads fail; later the read is error
+//
+// Stuck, rate and failure checks count bus transactions, not reads: a read
+// answered from the cache (within the ttl) adds no sample.
 //
 // Every tool name is unique across the gateway: the read_<name> tools, the
 // do tools, and the built-in can_do.

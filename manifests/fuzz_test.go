@@ -13,6 +13,9 @@ func FuzzParse(f *testing.F) {
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "*", "manifest.yml"))
 	examples, _ := filepath.Glob(filepath.Join("examples", "*.yml"))
 	for _, file := range append(seeds, examples...) {
+		if IsCompanion(file) {
+			continue
+		}
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
@@ -30,5 +33,35 @@ func FuzzParse(f *testing.F) {
 		if errorText(err) != errorText(err2) {
 			t.Fatalf("Parse is not deterministic:\n%v\nthen\n%v", err, err2)
 		}
+	})
+}
+
+// FuzzParseScenario checks the same properties for scenario files, parsed
+// against the scenario bench manifest. Seeds are the scenario golden cases
+// and the example scenario.
+func FuzzParseScenario(f *testing.F) {
+	m, err := Load(filepath.Join("testdata", "scenarios", "bench.yml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	seeds, _ := filepath.Glob(filepath.Join("testdata", "scenarios", "*", "scenario.yml"))
+	seeds = append(seeds, filepath.Join("examples", "greenhouse-faults.yml"))
+	for _, file := range seeds {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		sc, err := ParseScenario("fuzz.yml", data, m)
+		if (sc == nil) == (err == nil) {
+			t.Fatalf("ParseScenario = %v, %v; want exactly one nil", sc, err)
+		}
+		checkErrors(t, err)
+		if _, err2 := ParseScenario("fuzz.yml", data, m); errorText(err) != errorText(err2) {
+			t.Fatalf("ParseScenario is not deterministic:\n%v\nthen\n%v", err, err2)
+		}
+		IsScenario(data)
 	})
 }

@@ -118,6 +118,12 @@ func TestExamplesLoad(t *testing.T) {
 		t.Fatal("no examples")
 	}
 	for _, f := range files {
+		if IsCompanion(f) {
+			continue // a policy file
+		}
+		if data, err := os.ReadFile(f); err == nil && IsScenario(data) {
+			continue // a scenario, see TestExampleScenario
+		}
 		t.Run(filepath.Base(f), func(t *testing.T) {
 			m, err := Load(f)
 			if err != nil {

@@ -178,7 +178,65 @@ type Capability struct {
 	Read Binding
 	// Do is the action, or nil for a read-only capability.
 	Do *Action
+	// Health tunes how the capability's quality is derived from its
+	// source's behaviour; the zero value applies the defaults.
+	Health Health
 }
+
+// Health tunes the quality of a capability's readings (see the
+// capabilities package for the rules and their precedence). Every field's
+// zero value is "off" or the documented default.
+type Health struct {
+	// Plausible is the range outside which a value is not a reading of the
+	// quantity (in the capability's unit): a value outside it is degraded.
+	// Nil means no range check. Number and integer capabilities only.
+	Plausible *Range
+	// MaxRate is the largest believable change per second, in the
+	// capability's unit (for a boolean: changes of level per second). Zero
+	// means no check.
+	MaxRate float64
+	// StuckSamples is how many consecutive transactions may return a
+	// bit-identical value before the value is called stuck. Zero means
+	// DefaultStuckSamples when StuckFor is set, and no stuck check
+	// otherwise. Only meaningful on a noisy quantity.
+	StuckSamples int
+	// StuckFor is how long a value may stay bit-identical before it is
+	// called stuck (together with StuckSamples). Zero means no duration.
+	StuckFor time.Duration
+	// OnDeviceError is the quality of a read the device answers with an
+	// error flag (an I2C NACK; a Modbus exception). Empty means error.
+	OnDeviceError OnDeviceError
+	// MaxStale is how long after its sample time the last good value may be
+	// served as stale when fresh reads fail; after that the read is error.
+	// Zero means DefaultMaxStale.
+	MaxStale time.Duration
+}
+
+// Range is a closed interval in a capability's unit.
+type Range struct {
+	Min, Max float64
+}
+
+// OnDeviceError says what a device-level error flag makes of a read.
+type OnDeviceError string
+
+// Values of OnDeviceError.
+const (
+	// DeviceErrorIsError: the read is error (no value served).
+	DeviceErrorIsError OnDeviceError = "error"
+	// DeviceErrorIsDegraded: the last good value is served, degraded, for
+	// up to MaxStale after its sample time.
+	DeviceErrorIsDegraded OnDeviceError = "degraded"
+)
+
+// Health defaults.
+const (
+	// DefaultMaxStale is how long a last good value is served as stale.
+	DefaultMaxStale = 30 * time.Second
+	// DefaultStuckSamples is the sample count of a stuck check that gives
+	// only a duration.
+	DefaultStuckSamples = 3
+)
 
 // DefaultTTL is the freshness of a capability that declares no TTL.
 const DefaultTTL = 5 * time.Second
@@ -206,6 +264,11 @@ type Action struct {
 	// MaxSettle.
 	Settle      time.Duration
 	Constraints Constraints
+	// DependsOn names the capabilities whose readings the action's safety
+	// depends on (a heater depends on the temperatures it warms). can_do
+	// and do_* refuse the action while one of them has no reliable value,
+	// and do not report it plainly allowed while one is not good.
+	DependsOn []string
 }
 
 // MaxSettle bounds Action.Settle: a do_* call blocks for the settle time.

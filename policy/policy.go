@@ -2,15 +2,29 @@
 // answers can_do and guards do_*: an agent that skips can_do gets the same
 // refusal, with the same permission, as one that asks first.
 //
-// An evaluation is a pure function of the request (action, value,
-// constraints, the readings it depends on, the caller and the time): it
-// touches no bus and keeps no state, so it can run anywhere, including on a
-// fleet hub that fans out can_do. A refusal is a [Decision] value, never an
-// error.
+// An evaluation is a pure function of the request: the action and value,
+// the constraints and rules declared for it, the readings it depends on,
+// the caller's role, the history of successful actuations, the approval
+// presented, the peers reachable and the time. It touches no bus and keeps
+// no state, so it can run anywhere, including on a fleet hub that fans out
+// can_do. A refusal is a [Decision] value, never an error. History lives
+// behind the [State] interface, updated only by successful actuations.
 //
-// This version guards ranges (min, max, step, enum) and source health.
-// Cooldowns, rate limits, time windows, roles, approval, interlocks and
-// quorum plug in as further checks of the same shape.
+// # Order of checks
+//
+// The first check that fails decides, in this order: role
+// (permission_insufficient), value range, step, enum and maximum change
+// (out_of_range, unless the rules clamp), the actuator's own reading
+// (source_unreachable), quorum (partition_no_quorum), time windows and
+// interlocks (policy_denied), cooldown (cooldown_active), rate limit
+// (rate_limited), approval (requires_human_approval).
+//
+// Source health runs through all of it: the actuator's own reading and the
+// readings its safety depends on (its inputs, the manifest's
+// do.depends_on). A reading with quality error refuses the action
+// (source_unreachable); one that is stale or degraded keeps it from being
+// plainly allowed (requires_human_approval, naming the reading) unless a
+// human approved it.
 package policy
 
 import (
@@ -39,8 +53,15 @@ type Decision struct {
 	Reason string
 	// Details adds what a person needs to act on the refusal, if anything.
 	Details string
-	// ValidUntil is the earliest instant at which the answer could change.
+	// ValidUntil is the earliest instant at which the answer could change;
+	// for a refusal, when it may clear where that is known.
 	ValidUntil time.Time
+	// Value is the value to apply: the requested one, or the clamped one
+	// when Clamped is true.
+	Value   any
+	Clamped bool
+	// Readings are the read_* tools whose readings the decision used.
+	Readings []string
 }
 
 // Allowed reports whether the decision lets the action run.
@@ -68,9 +89,39 @@ type Request struct {
 	HasValue    bool
 	Constraints manifests.Constraints
 	Unit        string
-	// Current is the latest reading of the actuator itself, if any.
-	Current *Reading
-	Now     time.Time
+	Compensable bool
+	// Current is the latest reading of the actuator itself (its read tool
+	// is CurrentRead), if any.
+	Current     *Reading
+	CurrentRead string
+	// Inputs are the latest readings the action's safety depends on (the
+	// manifest's do.depends_on).
+	Inputs []Input
+	// Readings are other capabilities' latest readings by read_* tool,
+	// for interlocks.
+	Readings map[string]Reading
+	// Role is the caller's role.
+	Role string
+	// Rules are the action's policy; nil applies the defaults only.
+	Rules *manifests.ActionPolicy
+	// DefaultRoles may run an action whose rules name no roles; nil lets
+	// every role but viewer.
+	DefaultRoles []string
+	// History holds the times of this action's successful actuations, in
+	// any order; only those within the cooldown and rate windows matter.
+	History []time.Time
+	// Approved is true when a human approved this exact action, value and
+	// idempotency key.
+	Approved bool
+	// Peers is how many gateways are reachable, this one included.
+	Peers int
+	Now   time.Time
+}
+
+// Input is a reading an action depends on, named by its read tool.
+type Input struct {
+	Name string
+	Reading
 }
 
 // Evaluator runs the checks. The zero value is ready to use.
@@ -78,27 +129,94 @@ type Evaluator struct{}
 
 // Evaluate answers whether req may run at req.Now.
 func (Evaluator) Evaluate(req Request) Decision {
-	until := req.Now.Add(MaxStaticValidity)
+	e := eval{req: req, until: req.Now.Add(MaxStaticValidity), value: req.Value}
+	rules := req.Rules
+	if rules == nil {
+		rules = &manifests.ActionPolicy{Tool: req.Action}
+	}
+	if d, refused := e.role(rules); refused {
+		return d
+	}
+	if d, refused := e.checkValue(rules); refused {
+		return d
+	}
 	if c := req.Current; c != nil {
-		v := min(MaxSensorValidity, max(c.TTL, time.Second))
-		until = minTime(until, req.Now.Add(v))
+		e.depend(req.CurrentRead, *c)
 		if c.Quality == promcp.QualityError {
 			reason := "the actuator's state cannot be read"
 			if c.Reason != "" {
 				reason += ": " + c.Reason
 			}
-			return Decision{Permission: promcp.SourceUnreachable, Reason: reason,
-				Details:    "check the device's wiring and bus; the action is refused while its source does not answer",
-				ValidUntil: until}
+			return e.refuse(promcp.SourceUnreachable, reason,
+				"check the device's wiring and bus; the action is refused while its source does not answer", e.until)
 		}
 	}
-	if req.HasValue {
-		if reason := checkRange(req); reason != "" {
-			return Decision{Permission: promcp.OutOfRange, Reason: reason,
-				Details: describe(req.Constraints, req.Unit), ValidUntil: req.Now.Add(MaxStaticValidity)}
+	for _, in := range req.Inputs {
+		e.depend(in.Name, in.Reading)
+	}
+	for _, in := range req.Inputs {
+		if in.Quality == promcp.QualityError {
+			reason := "the action depends on " + in.Name + ", which has no reliable value"
+			if in.Reason != "" {
+				reason += ": " + in.Reason
+			}
+			return e.refuse(promcp.SourceUnreachable, reason,
+				"the action is refused until "+in.Name+" reads again; check that sensor's wiring and bus", e.until)
 		}
 	}
-	return Decision{Permission: promcp.Allowed, ValidUntil: until}
+	if q := rules.Quorum; q != nil && max(req.Peers, 1) < q.MinPeers {
+		return e.refuse(promcp.PartitionNoQuorum,
+			fmt.Sprintf("%d of the %d gateways this action needs are reachable", max(req.Peers, 1), q.MinPeers),
+			"the action waits until enough peers are reachable", req.Now.Add(MaxSensorValidity))
+	}
+	if d, refused := e.windows(rules.Windows); refused {
+		return d
+	}
+	if d, refused := e.interlocks(rules.Interlocks); refused {
+		return d
+	}
+	if rules.Cooldown > 0 {
+		if last, ok := latest(req.History); ok && req.Now.Before(last.Add(rules.Cooldown)) {
+			end := last.Add(rules.Cooldown)
+			return e.refuse(promcp.CooldownActive,
+				fmt.Sprintf("cooldown of %s after the last actuation at %s is active for %s more",
+					rules.Cooldown, last.UTC().Format(time.RFC3339), end.Sub(req.Now).Round(time.Second)),
+				"retry after valid_until", end)
+		}
+	}
+	if rl := rules.RateLimit; rl != nil {
+		var in []time.Time
+		for _, t := range req.History {
+			if t.After(req.Now.Add(-rl.Per)) && !t.After(req.Now) {
+				in = append(in, t)
+			}
+		}
+		if len(in) >= rl.Max {
+			slices.SortFunc(in, func(a, b time.Time) int { return a.Compare(b) })
+			reset := in[len(in)-rl.Max].Add(rl.Per)
+			return e.refuse(promcp.RateLimited,
+				fmt.Sprintf("rate limit of %d actuations per %s reached", rl.Max, rl.Per),
+				"retry after valid_until", reset)
+		}
+		if len(in) > 0 {
+			// The answer can change when the oldest counted actuation ages out.
+			slices.SortFunc(in, func(a, b time.Time) int { return a.Compare(b) })
+			e.cap(in[0].Add(rl.Per))
+		}
+	}
+	if rules.Cooldown > 0 {
+		// Allowed now; the next successful actuation starts a cooldown.
+		e.cap(req.Now.Add(MaxStaticValidity))
+	}
+	if reason := approvalNeeded(rules.Approval, req, e.value); reason != "" && !req.Approved {
+		return e.answer(promcp.RequiresHumanApproval, reason,
+			"confirm through your MCP client when it asks, or pass an approval from `promcp-device approve`", e.until)
+	}
+	if doubts := doubtful(req); len(doubts) > 0 && !req.Approved {
+		return e.answer(promcp.RequiresHumanApproval, "not plainly allowed: "+strings.Join(doubts, "; "),
+			"a reading the action depends on is not good: act only with a person's confirmation, or wait until it reads good", e.until)
+	}
+	return e.answer(promcp.Allowed, "", "", e.until)
 }
 
 // CheckValue returns why v breaks a capability's type and constraints, or
@@ -106,29 +224,266 @@ func (Evaluator) Evaluate(req Request) Decision {
 // so that a value outside the constraints never reaches a bus whatever the
 // caller did before.
 func CheckValue(t manifests.ValueType, c manifests.Constraints, unit string, v any) string {
-	return checkRange(Request{Type: t, Constraints: c, Unit: unit, Value: v, HasValue: true})
+	return checkRange(t, c, unit, v)
 }
 
-// checkRange returns why req.Value breaks the constraints, or "".
-func checkRange(req Request) string {
+type eval struct {
+	req      Request
+	until    time.Time
+	value    any
+	clamped  bool
+	readings []string
+}
+
+func (e *eval) cap(t time.Time) {
+	if t.After(e.req.Now) && t.Before(e.until) {
+		e.until = t
+	}
+}
+
+func (e *eval) depend(tool string, r Reading) {
+	e.cap(e.req.Now.Add(min(MaxSensorValidity, max(r.TTL, time.Second))))
+	if tool != "" && !slices.Contains(e.readings, tool) {
+		e.readings = append(e.readings, tool)
+	}
+}
+
+func (e *eval) answer(p promcp.Permission, reason, details string, until time.Time) Decision {
+	return Decision{Permission: p, Reason: reason, Details: details, ValidUntil: until,
+		Value: e.value, Clamped: e.clamped, Readings: e.readings}
+}
+
+func (e *eval) refuse(p promcp.Permission, reason, details string, until time.Time) Decision {
+	if !until.After(e.req.Now) {
+		until = e.req.Now.Add(MaxSensorValidity)
+	}
+	return e.answer(p, reason, details, until)
+}
+
+func (e *eval) role(rules *manifests.ActionPolicy) (Decision, bool) {
+	roles := rules.Roles
+	if roles == nil {
+		roles = e.req.DefaultRoles
+	}
+	ok := false
+	if roles == nil {
+		ok = e.req.Role != "viewer" && e.req.Role != ""
+	} else {
+		ok = slices.Contains(roles, e.req.Role)
+	}
+	if ok {
+		return Decision{}, false
+	}
+	who := e.req.Role
+	if who == "" {
+		who = "none"
+	}
+	want := "any role but viewer"
+	if roles != nil {
+		want = strings.Join(roles, ", ")
+	}
+	return e.refuse(promcp.PermissionInsufficient,
+		fmt.Sprintf("role %s may not run %s", who, e.req.Action),
+		"roles allowed: "+want, e.req.Now.Add(MaxStaticValidity)), true
+}
+
+func (e *eval) checkValue(rules *manifests.ActionPolicy) (Decision, bool) {
+	req := e.req
+	if !req.HasValue {
+		return Decision{}, false
+	}
 	c := req.Constraints
-	switch req.Type {
-	case manifests.TypeNumber, manifests.TypeInteger:
-		f, ok := number(req.Value)
+	numeric := req.Type == manifests.TypeNumber || req.Type == manifests.TypeInteger
+	if rules.Clamp && numeric {
+		if f, ok := number(req.Value); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
+			g := f
+			if c.Min != nil {
+				g = max(g, *c.Min)
+			}
+			if c.Max != nil {
+				g = min(g, *c.Max)
+			}
+			if cur, ok := currentNumber(req.Current); ok && rules.MaxChange != nil {
+				g = min(max(g, cur-*rules.MaxChange), cur+*rules.MaxChange)
+			}
+			if g != f {
+				e.value, e.clamped = g, true
+			}
+		}
+	}
+	if reason := checkRange(req.Type, c, req.Unit, e.value); reason != "" {
+		return e.refuse(promcp.OutOfRange, reason, describe(c, req.Unit), req.Now.Add(MaxStaticValidity)), true
+	}
+	if rules.MaxChange != nil && numeric {
+		if cur, ok := currentNumber(req.Current); ok {
+			e.depend(req.CurrentRead, *req.Current)
+			f, _ := number(e.value)
+			if math.Abs(f-cur) > *rules.MaxChange+1e-9 {
+				return e.refuse(promcp.OutOfRange,
+					fmt.Sprintf("a change from %v to %v%s exceeds the maximum change of %v%s per write", cur, f, sp(req.Unit), *rules.MaxChange, sp(req.Unit)),
+					fmt.Sprintf("allowed now: %v to %v%s", cur-*rules.MaxChange, cur+*rules.MaxChange, sp(req.Unit)), e.until), true
+			}
+		}
+	}
+	return Decision{}, false
+}
+
+// applies reports whether a rule limited by when applies to the requested
+// value. Without a value (can_do asked generally) a limited rule does not
+// apply; do_* always has one.
+func (e *eval) applies(when *manifests.ValueCondition) bool {
+	if when == nil {
+		return true
+	}
+	if !e.req.HasValue {
+		return false
+	}
+	holds, _ := conditionHolds(when.Above, when.Below, when.Equals, e.value)
+	return holds
+}
+
+func (e *eval) interlocks(ils []manifests.Interlock) (Decision, bool) {
+	for _, il := range ils {
+		if !e.applies(il.When) {
+			continue
+		}
+		r, ok := e.req.Readings[il.Read]
 		if !ok {
-			return fmt.Sprintf("value %v is not a number", req.Value)
+			return e.refuse(promcp.PolicyDenied, il.Reason+": no reading of "+il.Read+" is available (interlocks fail closed)",
+				"the action is refused until "+il.Read+" can be read", e.req.Now.Add(MaxSensorValidity)), true
+		}
+		e.depend(il.Read, r)
+		if r.Quality != promcp.QualityGood {
+			why := string(r.Quality)
+			if r.Reason != "" {
+				why += ": " + r.Reason
+			}
+			return e.refuse(promcp.PolicyDenied,
+				fmt.Sprintf("%s: %s is %s, and interlocks fail closed", il.Reason, il.Read, why),
+				"the action is refused until "+il.Read+" reads good", e.until), true
+		}
+		if holds, desc := conditionHolds(il.Above, il.Below, il.Equals, r.Value); holds {
+			return e.refuse(promcp.PolicyDenied, fmt.Sprintf("%s (%s %s)", il.Reason, il.Read, desc),
+				"the action is refused while the condition holds", e.until), true
+		}
+	}
+	return Decision{}, false
+}
+
+// conditionHolds reports whether v is above, below or equal to the
+// condition's bounds, and describes v. A number compared with above or
+// below that is not a number holds (fail closed).
+func conditionHolds(above, below *float64, equals, v any) (bool, string) {
+	if equals != nil {
+		a, aok := number(equals)
+		b, bok := number(v)
+		if aok && bok {
+			return a == b, fmt.Sprintf("is %v", v)
+		}
+		return equals == v, fmt.Sprintf("is %v", v)
+	}
+	f, ok := number(v)
+	if !ok {
+		return true, fmt.Sprintf("is %v, not a number", v)
+	}
+	if above != nil && f > *above {
+		return true, fmt.Sprintf("is %v, above %v", f, *above)
+	}
+	if below != nil && f < *below {
+		return true, fmt.Sprintf("is %v, below %v", f, *below)
+	}
+	return false, ""
+}
+
+func approvalNeeded(a *manifests.Approval, req Request, value any) string {
+	if a == nil {
+		return ""
+	}
+	switch {
+	case a.Always:
+		return req.Action + " always needs a human's approval"
+	case a.NotCompensable && !req.Compensable:
+		return req.Action + " cannot be reversed, so it needs a human's approval"
+	}
+	if !req.HasValue {
+		if a.Above != nil || a.Below != nil {
+			return ""
+		}
+		return ""
+	}
+	f, ok := number(value)
+	if !ok {
+		return ""
+	}
+	if a.Above != nil && f > *a.Above {
+		return fmt.Sprintf("%s with a value above %v%s needs a human's approval", req.Action, *a.Above, sp(req.Unit))
+	}
+	if a.Below != nil && f < *a.Below {
+		return fmt.Sprintf("%s with a value below %v%s needs a human's approval", req.Action, *a.Below, sp(req.Unit))
+	}
+	return ""
+}
+
+// doubtful lists the readings the action depends on that are neither good
+// nor error (those refuse earlier).
+func doubtful(req Request) []string {
+	var out []string
+	if c := req.Current; c != nil && c.Quality != promcp.QualityGood {
+		out = append(out, doubt("the actuator's state", c))
+	}
+	for _, in := range req.Inputs {
+		if in.Quality != promcp.QualityGood {
+			out = append(out, doubt(in.Name, &in.Reading))
+		}
+	}
+	return out
+}
+
+// doubt says why a reading is not good: "read_x is degraded (stuck: ...)".
+func doubt(name string, r *Reading) string {
+	s := name + " is " + string(r.Quality)
+	if r.Reason != "" {
+		s += " (" + r.Reason + ")"
+	}
+	return s
+}
+
+func currentNumber(r *Reading) (float64, bool) {
+	if r == nil || r.Quality == promcp.QualityError {
+		return 0, false
+	}
+	return number(r.Value)
+}
+
+func latest(ts []time.Time) (time.Time, bool) {
+	var last time.Time
+	for _, t := range ts {
+		if t.After(last) {
+			last = t
+		}
+	}
+	return last, !last.IsZero()
+}
+
+// checkRange returns why v breaks the type and constraints, or "".
+func checkRange(t manifests.ValueType, c manifests.Constraints, unit string, v any) string {
+	switch t {
+	case manifests.TypeNumber, manifests.TypeInteger:
+		f, ok := number(v)
+		if !ok {
+			return fmt.Sprintf("value %v is not a number", v)
 		}
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return fmt.Sprintf("value %v is not a finite number", f)
 		}
-		if req.Type == manifests.TypeInteger && f != math.Trunc(f) {
+		if t == manifests.TypeInteger && f != math.Trunc(f) {
 			return fmt.Sprintf("value %v is not an integer", f)
 		}
 		if c.Min != nil && f < *c.Min {
-			return fmt.Sprintf("value %v%s is below the minimum %v%s", f, sp(req.Unit), *c.Min, sp(req.Unit))
+			return fmt.Sprintf("value %v%s is below the minimum %v%s", f, sp(unit), *c.Min, sp(unit))
 		}
 		if c.Max != nil && f > *c.Max {
-			return fmt.Sprintf("value %v%s is above the maximum %v%s", f, sp(req.Unit), *c.Max, sp(req.Unit))
+			return fmt.Sprintf("value %v%s is above the maximum %v%s", f, sp(unit), *c.Max, sp(unit))
 		}
 		if c.Step != nil && *c.Step > 0 {
 			base := 0.0
@@ -141,13 +496,13 @@ func checkRange(req Request) string {
 			}
 		}
 	case manifests.TypeBoolean:
-		if _, ok := req.Value.(bool); !ok {
-			return fmt.Sprintf("value %v is not a boolean", req.Value)
+		if _, ok := v.(bool); !ok {
+			return fmt.Sprintf("value %v is not a boolean", v)
 		}
 	case manifests.TypeEnum:
-		s, ok := req.Value.(string)
+		s, ok := v.(string)
 		if !ok || !slices.Contains(c.Enum, s) {
-			return fmt.Sprintf("value %v is not one of %s", req.Value, strings.Join(c.Enum, ", "))
+			return fmt.Sprintf("value %v is not one of %s", v, strings.Join(c.Enum, ", "))
 		}
 	}
 	return ""
@@ -192,11 +547,4 @@ func number(v any) (float64, bool) {
 		return float64(x), true
 	}
 	return 0, false
-}
-
-func minTime(a, b time.Time) time.Time {
-	if b.Before(a) {
-		return b
-	}
-	return a
 }

@@ -1,6 +1,7 @@
 package policy_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -11,39 +12,147 @@ import (
 
 func f(v float64) *float64 { return &v }
 
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC) // a Monday
+
+func good(v any) *policy.Reading {
+	return &policy.Reading{Value: v, Time: now, Quality: promcp.QualityGood, TTL: 2 * time.Second}
+}
+
 func TestEvaluate(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	pct := manifests.Constraints{Min: f(0), Max: f(100), Step: f(0.5)}
-	good := &policy.Reading{Value: 40.0, Time: now, Quality: promcp.QualityGood, TTL: 2 * time.Second}
 	dead := &policy.Reading{Time: now, Quality: promcp.QualityError, TTL: 2 * time.Second, Reason: "nack"}
+	amsterdam, _ := time.LoadLocation("Europe/Amsterdam")
+	night := &manifests.Windows{Location: amsterdam, Deny: []manifests.Window{{
+		Days: []time.Weekday{0, 1, 2, 3, 4, 5, 6}, From: 20 * time.Hour, To: 6 * time.Hour}}}
+	office := &manifests.Windows{Location: time.UTC, Allow: []manifests.Window{{
+		Days: []time.Weekday{time.Monday}, From: 13 * time.Hour, To: 17 * time.Hour}}}
+	base := func() policy.Request {
+		return policy.Request{Action: "do_set_fan_speed", Type: manifests.TypeNumber, Value: 55.5, HasValue: true,
+			Constraints: pct, Unit: "%", Current: good(40.0), CurrentRead: "read_fan_speed", Role: "operator", Now: now, Peers: 1}
+	}
+	with := func(mod func(*policy.Request)) policy.Request { r := base(); mod(&r); return r }
 	tests := []struct {
 		name       string
 		req        policy.Request
 		want       promcp.Permission
-		validUntil time.Duration
+		validUntil time.Duration // from now
+		reason     string
 	}{
-		{"in range", policy.Request{Type: manifests.TypeNumber, Value: 55.5, HasValue: true, Constraints: pct, Current: good}, promcp.Allowed, 2 * time.Second},
-		{"above max", policy.Request{Type: manifests.TypeNumber, Value: 150.0, HasValue: true, Constraints: pct, Current: good}, promcp.OutOfRange, time.Minute},
-		{"below min", policy.Request{Type: manifests.TypeNumber, Value: -1.0, HasValue: true, Constraints: pct}, promcp.OutOfRange, time.Minute},
-		{"off step", policy.Request{Type: manifests.TypeNumber, Value: 10.25, HasValue: true, Constraints: pct}, promcp.OutOfRange, time.Minute},
-		{"integer with fraction", policy.Request{Type: manifests.TypeInteger, Value: 2.5, HasValue: true}, promcp.OutOfRange, time.Minute},
-		{"enum member", policy.Request{Type: manifests.TypeEnum, Value: "auto", HasValue: true, Constraints: manifests.Constraints{Enum: []string{"auto", "manual"}}}, promcp.Allowed, time.Minute},
-		{"enum stranger", policy.Request{Type: manifests.TypeEnum, Value: "turbo", HasValue: true, Constraints: manifests.Constraints{Enum: []string{"auto", "manual"}}}, promcp.OutOfRange, time.Minute},
-		{"boolean", policy.Request{Type: manifests.TypeBoolean, Value: true, HasValue: true, Current: good}, promcp.Allowed, 2 * time.Second},
-		{"no value asked", policy.Request{Type: manifests.TypeNumber, Constraints: pct, Current: good}, promcp.Allowed, 2 * time.Second},
-		{"dead source", policy.Request{Type: manifests.TypeNumber, Value: 50.0, HasValue: true, Constraints: pct, Current: dead}, promcp.SourceUnreachable, 2 * time.Second},
-		{"long TTL capped", policy.Request{Type: manifests.TypeBoolean, Value: true, HasValue: true,
-			Current: &policy.Reading{Value: true, Time: now, Quality: promcp.QualityGood, TTL: time.Hour}}, promcp.Allowed, policy.MaxSensorValidity},
+		{"allowed", base(), promcp.Allowed, 2 * time.Second, ""},
+		{"viewer", with(func(r *policy.Request) { r.Role = "viewer" }), promcp.PermissionInsufficient, time.Minute, "role viewer may not run do_set_fan_speed"},
+		{"role not listed", with(func(r *policy.Request) {
+			r.Rules = &manifests.ActionPolicy{Roles: []string{"supervisor"}}
+		}), promcp.PermissionInsufficient, time.Minute, "role operator"},
+		{"above max", with(func(r *policy.Request) { r.Value = 150.0 }), promcp.OutOfRange, time.Minute, "above the maximum 100 %"},
+		{"off step", with(func(r *policy.Request) { r.Value = 10.25 }), promcp.OutOfRange, time.Minute, "step"},
+		{"clamped", with(func(r *policy.Request) {
+			r.Value = 150.0
+			r.Rules = &manifests.ActionPolicy{Clamp: true}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"max change", with(func(r *policy.Request) { r.Rules = &manifests.ActionPolicy{MaxChange: f(10)} }), promcp.OutOfRange, 2 * time.Second, "exceeds the maximum change of 10 %"},
+		{"dead actuator", with(func(r *policy.Request) { r.Current = dead }), promcp.SourceUnreachable, 2 * time.Second, "cannot be read: nack"},
+		{"no quorum", with(func(r *policy.Request) { r.Rules = &manifests.ActionPolicy{Quorum: &manifests.Quorum{MinPeers: 2}} }), promcp.PartitionNoQuorum, 5 * time.Second, "1 of the 2 gateways"},
+		{"outside allow window", with(func(r *policy.Request) { r.Rules = &manifests.ActionPolicy{Windows: office} }), promcp.PolicyDenied, time.Hour, "allowed only on Mon 13:00–17:00"},
+		{"inside allow window", with(func(r *policy.Request) {
+			r.Now = now.Add(90 * time.Minute)
+			r.Current.Time = r.Now
+			r.Rules = &manifests.ActionPolicy{Windows: office}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"night denied", with(func(r *policy.Request) {
+			r.Now = time.Date(2026, 11, 30, 22, 30, 0, 0, amsterdam)
+			r.Rules = &manifests.ActionPolicy{Windows: night}
+		}), promcp.PolicyDenied, 7*time.Hour + 30*time.Minute, "not allowed daily 20:00–06:00"},
+		{"interlock holds", with(func(r *policy.Request) {
+			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "no heater while the vent is open"}}}
+			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
+		}), promcp.PolicyDenied, 2 * time.Second, "no heater while the vent is open (read_vent is true)"},
+		{"interlock limited to switching on, switching off", with(func(r *policy.Request) {
+			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, false, manifests.Constraints{}
+			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "vent",
+				When: &manifests.ValueCondition{Equals: true}}}}
+			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"interlock limited to switching on, switching on", with(func(r *policy.Request) {
+			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, true, manifests.Constraints{}
+			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "vent",
+				When: &manifests.ValueCondition{Equals: true}}}}
+			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
+		}), promcp.PolicyDenied, 2 * time.Second, "vent"},
+		{"night window limited to opening, closing", with(func(r *policy.Request) {
+			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, false, manifests.Constraints{}
+			r.Now = time.Date(2026, 11, 30, 22, 30, 0, 0, amsterdam)
+			w := *night
+			w.When = &manifests.ValueCondition{Equals: true}
+			r.Rules = &manifests.ActionPolicy{Windows: &w}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"interlock clear", with(func(r *policy.Request) {
+			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "vent"}}}
+			r.Readings = map[string]policy.Reading{"read_vent": *good(false)}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"interlock degraded fails closed", with(func(r *policy.Request) {
+			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_line_pressure", Above: f(5), Reason: "line pressure"}}}
+			r.Readings = map[string]policy.Reading{"read_line_pressure": {Value: 1.0, Time: now, Quality: promcp.QualityDegraded, TTL: time.Second, Reason: "stuck"}}
+		}), promcp.PolicyDenied, time.Second, "read_line_pressure is degraded: stuck, and interlocks fail closed"},
+		{"interlock above", with(func(r *policy.Request) {
+			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_line_pressure", Above: f(5), Reason: "line pressure too high"}}}
+			r.Readings = map[string]policy.Reading{"read_line_pressure": *good(6.5)}
+		}), promcp.PolicyDenied, 2 * time.Second, "above 5"},
+		{"cooldown", with(func(r *policy.Request) {
+			r.Rules = &manifests.ActionPolicy{Cooldown: 5 * time.Minute}
+			r.History = []time.Time{now.Add(-2 * time.Minute)}
+		}), promcp.CooldownActive, 3 * time.Minute, "cooldown of 5m0s"},
+		{"cooldown over", with(func(r *policy.Request) {
+			r.Rules = &manifests.ActionPolicy{Cooldown: 5 * time.Minute}
+			r.History = []time.Time{now.Add(-6 * time.Minute)}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"rate limited", with(func(r *policy.Request) {
+			r.Rules = &manifests.ActionPolicy{RateLimit: &manifests.RateLimit{Max: 2, Per: time.Hour}}
+			r.History = []time.Time{now.Add(-50 * time.Minute), now.Add(-10 * time.Minute), now.Add(-2 * time.Hour)}
+		}), promcp.RateLimited, 10 * time.Minute, "2 actuations per 1h0m0s"},
+		{"approval above threshold", with(func(r *policy.Request) {
+			r.Value = 95.0
+			r.Rules = &manifests.ActionPolicy{Approval: &manifests.Approval{Above: f(90)}}
+		}), promcp.RequiresHumanApproval, 2 * time.Second, "above 90 %"},
+		{"approved", with(func(r *policy.Request) {
+			r.Value = 95.0
+			r.Approved = true
+			r.Rules = &manifests.ActionPolicy{Approval: &manifests.Approval{Above: f(90)}}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"dead input", with(func(r *policy.Request) {
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: *dead}}
+		}), promcp.SourceUnreachable, 2 * time.Second, "depends on read_temperature, which has no reliable value: nack"},
+		{"range before a dead input", with(func(r *policy.Request) {
+			r.Value = 150.0
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: *dead}}
+		}), promcp.OutOfRange, time.Minute, "above the maximum"},
+		{"degraded input", with(func(r *policy.Request) {
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: policy.Reading{Value: 20.0, Time: now, Quality: promcp.QualityDegraded, TTL: 3 * time.Second, Reason: "stuck"}}}
+		}), promcp.RequiresHumanApproval, 2 * time.Second, "read_temperature is degraded (stuck)"},
+		{"degraded input approved", with(func(r *policy.Request) {
+			r.Approved = true
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: policy.Reading{Value: 20.0, Time: now, Quality: promcp.QualityDegraded, TTL: 3 * time.Second, Reason: "stuck"}}}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"stale actuator state", with(func(r *policy.Request) {
+			r.Current = &policy.Reading{Value: 40.0, Time: now, Quality: promcp.QualityStale, TTL: 4 * time.Second}
+		}), promcp.RequiresHumanApproval, 4 * time.Second, "the actuator's state is stale"},
+		{"good inputs", with(func(r *policy.Request) {
+			r.Inputs = []policy.Input{{Name: "read_temperature", Reading: *good(20.0)}}
+		}), promcp.Allowed, 2 * time.Second, ""},
+		{"approval not compensable", with(func(r *policy.Request) {
+			r.Rules = &manifests.ActionPolicy{Approval: &manifests.Approval{NotCompensable: true}}
+		}), promcp.RequiresHumanApproval, 2 * time.Second, "cannot be reversed"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			tc.req.Now = now
 			d := policy.Evaluator{}.Evaluate(tc.req)
 			if d.Permission != tc.want {
 				t.Fatalf("Evaluate = %s (%s), want %s", d.Permission, d.Reason, tc.want)
 			}
-			if got := d.ValidUntil.Sub(now); got != tc.validUntil {
+			if got := d.ValidUntil.Sub(tc.req.Now); got != tc.validUntil {
 				t.Errorf("valid for %s, want %s", got, tc.validUntil)
+			}
+			if !strings.Contains(d.Reason, tc.reason) {
+				t.Errorf("reason %q, want it to contain %q", d.Reason, tc.reason)
 			}
 			if !d.Allowed() && d.Reason == "" {
 				t.Errorf("refusal without a reason")
@@ -52,11 +161,30 @@ func TestEvaluate(t *testing.T) {
 	}
 }
 
+func TestClampSaysSo(t *testing.T) {
+	d := policy.Evaluator{}.Evaluate(policy.Request{Action: "do_x", Type: manifests.TypeNumber, Value: 130.0, HasValue: true,
+		Constraints: manifests.Constraints{Min: f(0), Max: f(100)}, Role: "operator", Now: now,
+		Current: good(90.0), Rules: &manifests.ActionPolicy{Clamp: true, MaxChange: f(5)}})
+	if !d.Allowed() || !d.Clamped || d.Value != 95.0 {
+		t.Fatalf("clamp 130 with max 100 and max change 5 from 90 = %+v, want allowed, clamped to 95", d)
+	}
+}
+
+func TestMemoryState(t *testing.T) {
+	s := policy.NewMemoryState()
+	s.Record("do_a", now.Add(-25*time.Hour))
+	s.Record("do_a", now.Add(-time.Minute))
+	s.Record("do_b", now)
+	if h := s.History("do_a", now.Add(-time.Hour)); len(h) != 1 {
+		t.Fatalf("History(do_a, last hour) = %v, want one actuation", h)
+	}
+}
+
 func TestCheckValueAgreesWithEvaluate(t *testing.T) {
 	c := manifests.Constraints{Min: f(0), Max: f(10)}
 	for _, v := range []any{-1.0, 0.0, 5.0, 10.0, 10.5, "x", true} {
 		reason := policy.CheckValue(manifests.TypeNumber, c, "%", v)
-		d := policy.Evaluator{}.Evaluate(policy.Request{Type: manifests.TypeNumber, Constraints: c, Unit: "%", Value: v, HasValue: true, Now: time.Now()})
+		d := policy.Evaluator{}.Evaluate(policy.Request{Type: manifests.TypeNumber, Constraints: c, Unit: "%", Value: v, HasValue: true, Role: "operator", Now: now})
 		if (reason == "") != d.Allowed() {
 			t.Errorf("value %v: CheckValue %q but Evaluate %s", v, reason, d.Permission)
 		}

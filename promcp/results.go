@@ -98,6 +98,9 @@ type DoResult struct {
 	Permission Permission `json:"permission,omitempty"`
 	// Reason (extension) says in words why the call did not succeed.
 	Reason string `json:"reason,omitempty"`
+	// RequestedValue (extension) is the value asked for when policy clamped
+	// it to AppliedValue.
+	RequestedValue any `json:"requested_value,omitempty"`
 	// Replayed (extension) is true when this is the stored result of an
 	// earlier call with the same idempotency key: nothing was actuated now.
 	Replayed bool `json:"replayed,omitempty"`

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 
+	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/promcp"
 )
@@ -119,6 +120,9 @@ type DoRequest struct {
 	IdempotencyKey string
 	Args           map[string]any
 	Caller         Caller
+	// Approved is true when a human approved this exact action, value and
+	// key: through MCP elicitation, or with a valid approval token.
+	Approved bool
 	// Recovering says that an earlier attempt with this key never
 	// finished: observe, do not actuate (see DoHandler).
 	Recovering bool
@@ -147,6 +151,9 @@ type Server struct {
 	inflight sync.WaitGroup
 
 	instructions string
+	approvals    *approval.Signer // out-of-band approvals; nil disables them
+	ledger       *approval.Ledger
+	elicit       *approval.Signer // signs the state elicitation round-trips
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -189,9 +196,15 @@ func WithInstructions(text string) Option {
 	return func(s *Server) { s.instructions = text }
 }
 
+// WithApprovals accepts out-of-band approval tokens signed with signer
+// (see package approval and `promcp-device approve`).
+func WithApprovals(signer *approval.Signer) Option {
+	return func(s *Server) { s.approvals = signer }
+}
+
 // New returns a Server with no tools.
 func New(name, version string, opts ...Option) (*Server, error) {
-	s := &Server{clock: systemClock{}}
+	s := &Server{clock: systemClock{}, ledger: approval.NewLedger(), elicit: approval.NewRandomSigner()}
 	for _, o := range opts {
 		o(s)
 	}
@@ -213,6 +226,7 @@ func New(name, version string, opts ...Option) (*Server, error) {
 	mopts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithRecovery(),
+		mcpserver.WithElicitation(),
 	}
 	if s.instructions != "" {
 		mopts = append(mopts, mcpserver.WithInstructions(s.instructions))
@@ -321,13 +335,18 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 		t.SideEffects = []string{}
 	}
 	in := doInputSchema(t.Value)
+	if s.approvals != nil {
+		in["properties"].(map[string]any)["approval"] = approvalArgSchema
+	}
 	out, err := doOutputSchema(t)
 	if err != nil {
 		return err
 	}
 	// The server checks the value's type with the bounds left out, so that
 	// bounds are refused by policy with the out_of_range permission.
-	if _, err := s.validator.Compile("type:"+t.Name, mustJSON(doInputSchema(withoutBounds(t.Value)))); err != nil {
+	typed := doInputSchema(withoutBounds(t.Value))
+	typed["properties"].(map[string]any)["approval"] = approvalArgSchema
+	if _, err := s.validator.Compile("type:"+t.Name, mustJSON(typed)); err != nil {
 		return fmt.Errorf("tool %s: value schema: %w", t.Name, err)
 	}
 	desc := t.Description + doDescriptionSuffix(t, s.keyTTL)
@@ -340,7 +359,10 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 		Annotations:     annotations(promcp.KindDo, t.Compensable, t.Title),
 	}
 	return s.register(promcp.KindDo, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res := s.do(ctx, t, h, req)
+		res, input := s.do(ctx, t, h, req)
+		if input != nil {
+			return input, nil
+		}
 		return s.result(t.Name, res, res.Validate(), res.Status == promcp.StatusFailed)
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -85,7 +86,25 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 			}
 		}
 
-		d := g.policy.Evaluate(g.request(c, req.Intent.Value, req.Intent.Value != nil, cur))
+		pr := g.request(ctx, c, req.Intent.Value, req.Intent.Value != nil, cur)
+		observe := func(tool string, r policy.Reading) {
+			related(tool)
+			var v any
+			if r.Quality != promcp.QualityError {
+				v = r.Value
+			}
+			if o, ok := g.set.Get(strings.TrimPrefix(tool, "read_")); ok {
+				rep.Context.CurrentObservations[tool] = promcp.Observation{
+					Value: v, Unit: promcp.Unit(o.Unit), Timestamp: r.Time.UTC(), Quality: r.Quality}
+			}
+		}
+		for _, in := range pr.Inputs {
+			observe(in.Name, in.Reading)
+		}
+		for tool, r := range pr.Readings {
+			observe(tool, r)
+		}
+		d := g.policy.Evaluate(pr)
 		if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
 			var state *promcp.State
 			if cur.Quality != promcp.QualityError {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/promcp"
@@ -33,19 +34,12 @@ const (
 	RoleAdmin      = "admin"
 )
 
-// DefaultAuthorizer lets every caller read and call can_do, and lets
-// operator, supervisor and admin call do_*. A caller without a role (an
-// in-process caller no transport identified) may call do_* too; viewer and
-// unknown roles may not.
+// DefaultAuthorizer lets every caller read and call can_do, and every role
+// but viewer call do_*. It is the transport-level gate; the policy then
+// checks the roles each action allows (manifest policy roles), which may be
+// narrower.
 func DefaultAuthorizer(c Caller, k promcp.Kind) bool {
-	if k != promcp.KindDo {
-		return true
-	}
-	switch c.Role {
-	case "", RoleOperator, RoleSupervisor, RoleAdmin:
-		return true
-	}
-	return false
+	return k != promcp.KindDo || c.Role != RoleViewer
 }
 
 // actuationTimeout bounds a do_* handler once its attempt has begun; the
@@ -84,7 +78,9 @@ func (s *Server) enter() bool {
 	return true
 }
 
-func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallToolRequest) promcp.DoResult {
+// do runs a do_* call. It returns the typed result, or, when a human must
+// approve and the client can ask one, the elicitation to send instead.
+func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallToolRequest) (promcp.DoResult, *mcp.CallToolResult) {
 	start := time.Now()
 	caller := CallerFrom(ctx)
 	base := promcp.DoResult{SideEffects: t.SideEffects, Compensable: t.Compensable}
@@ -128,20 +124,26 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 	}
 	if !s.enter() {
 		return refuse(key, fail(key, &promcp.Error{Code: promcp.CodeRefused,
-			Message: "the server is shutting down; retry with the same idempotency_key once it is back"}))
+			Message: "the server is shutting down; retry with the same idempotency_key once it is back"})), nil
 	}
 	defer s.inflight.Done()
 	if !s.authorize(caller, promcp.KindDo) {
 		r := fail(key, &promcp.Error{Code: promcp.CodeRefused,
-			Message: fmt.Sprintf("role %q may not call do_* tools (want operator, supervisor or admin)", caller.Role)})
+			Message: fmt.Sprintf("role %q may not call do_* tools (a viewer reads and asks can_do)", caller.Role)})
 		r.Permission = promcp.PermissionInsufficient
-		return refuse(key, r)
+		return refuse(key, r), nil
 	}
 	if argErr != nil {
-		return refuse(key, fail(key, argErr))
+		return refuse(key, fail(key, argErr)), nil
 	}
 
 	fp := fingerprint(t.Name, args)
+	approved, grant, refusal := s.approval(ctx, t, req, args, key, fp)
+	if refusal != nil {
+		r := fail(key, refusal)
+		r.Permission = promcp.RequiresHumanApproval
+		return refuse(key, r), nil
+	}
 	outcome, replayed, err := s.store.Do(ctx, key, fp, func(ctx context.Context, at idempotency.Attempt) ([]byte, bool, error) {
 		// The attempt has begun: finish it even if the client goes away.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actuationTimeout)
@@ -151,7 +153,15 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 				return nil, false, fmt.Errorf("%w: audit log unavailable, refusing to actuate: %w", errNotActuated, err)
 			}
 		}
-		r, err := h(ctx, DoRequest{Tool: t.Name, Value: args["value"], IdempotencyKey: key, Args: args, Caller: caller, Recovering: at.Recovering})
+		var r promcp.DoResult
+		var err error
+		if grant != nil && !at.Recovering && s.ledger.Used(*grant, s.clock.Now()) {
+			r = fail(key, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval", Message: approval.ErrUsed.Error()})
+			r.Permission = promcp.RequiresHumanApproval
+		} else {
+			r, err = h(ctx, DoRequest{Tool: t.Name, Value: args["value"], IdempotencyKey: key, Args: args, Caller: caller,
+				Approved: approved, Recovering: at.Recovering})
+		}
 		if err != nil {
 			s.log.Error("do handler failed", "tool", t.Name, "key", key, "err", err)
 			r = fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()})
@@ -166,6 +176,10 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 		}
 		r.Timestamp = r.Timestamp.UTC()
 		keep := keepOutcome(r)
+		if keep && grant != nil {
+			// One-time: the approval is spent by the action it approved.
+			_ = s.ledger.Use(*grant, s.clock.Now())
+		}
 		event := audit.EventResult
 		switch {
 		case at.Recovering:
@@ -183,19 +197,22 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 	switch {
 	case errors.Is(err, idempotency.ErrConflict):
 		return refuse(key, fail(key, &promcp.Error{Code: promcp.CodeIdempotencyConflict, Field: "idempotency_key",
-			Message: fmt.Sprintf("idempotency_key %q was used with different arguments; use a new key for a new action", key)}))
+			Message: fmt.Sprintf("idempotency_key %q was used with different arguments; use a new key for a new action", key)})), nil
 	case err != nil:
-		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()})
+		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()}), nil
 	}
 	var out promcp.DoResult
 	if err := json.Unmarshal(outcome, &out); err != nil {
-		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: "stored result is unreadable: " + err.Error()})
+		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: "stored result is unreadable: " + err.Error()}), nil
 	}
 	out.Replayed = replayed
 	if replayed {
 		_ = record(ctx, audit.EventReplayed, key, &out)
 	}
-	return out
+	if out.Permission == promcp.RequiresHumanApproval && !approved && clientCanElicit(ctx) {
+		return out, s.askApproval(t, args, key, fp, out.Reason)
+	}
+	return out, nil
 }
 
 // keepOutcome says whether a do result is kept for replay: refusals and bad
@@ -224,7 +241,7 @@ func (s *Server) restrictCandidates(c Caller, rep *promcp.CapabilityReport) {
 			b = &promcp.Blocked{Permission: promcp.PolicyDenied, Reason: "this gateway serves read-only: " + cand.Capability + " is not available"}
 		case !mayDo:
 			b = &promcp.Blocked{Permission: promcp.PermissionInsufficient,
-				Reason: fmt.Sprintf("role %q may not call do_* tools (want operator, supervisor or admin)", c.Role)}
+				Reason: fmt.Sprintf("role %q may not call do_* tools (a viewer reads and asks can_do)", c.Role)}
 		}
 		if b == nil {
 			kept = append(kept, cand)

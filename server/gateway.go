@@ -19,12 +19,38 @@ type Gateway struct {
 	srv    *Server
 	set    *capabilities.Set
 	policy policy.Evaluator
+	opts   GatewayOptions
+}
+
+// GatewayOptions are the policy inputs of a Gateway.
+type GatewayOptions struct {
+	// Policy holds the rules of each action; nil applies the defaults only
+	// (constraints, source health, and every role but viewer may act).
+	Policy *manifests.Policy
+	// State keeps the actuation history for cooldowns and rate limits;
+	// nil means a new in-memory state.
+	State policy.State
+	// DefaultRole is the role of calls that arrive without a caller (an
+	// in-process client); "" means operator.
+	DefaultRole string
+	// Peers reports how many gateways are reachable, this one included;
+	// nil means 1 (a single gateway).
+	Peers func() int
 }
 
 // Serve registers the tools of set on srv. Tools are registered in manifest
 // order: reads, then actions, then can_do.
-func Serve(srv *Server, set *capabilities.Set) (*Gateway, error) {
+func Serve(srv *Server, set *capabilities.Set, opts ...GatewayOptions) (*Gateway, error) {
 	g := &Gateway{srv: srv, set: set}
+	if len(opts) > 0 {
+		g.opts = opts[0]
+	}
+	if g.opts.State == nil {
+		g.opts.State = policy.NewMemoryState()
+	}
+	if g.opts.DefaultRole == "" {
+		g.opts.DefaultRole = "operator"
+	}
 	for _, c := range set.All() {
 		if err := srv.Read(g.readTool(c), g.readHandler(c)); err != nil {
 			return nil, fmt.Errorf("capability %s: %w", c.Name, err)
@@ -78,8 +104,12 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 }
 
 func (g *Gateway) readHandler(c *capabilities.Capability) ReadHandler {
-	return func(ctx context.Context, _ ReadRequest) (promcp.ReadResult, error) {
-		return readResult(c, c.Read(ctx)), nil
+	return func(ctx context.Context, req ReadRequest) (promcp.ReadResult, error) {
+		maxAge := c.TTL()
+		if ms, ok := req.Args["max_age_ms"].(float64); ok && ms < float64(maxAge/time.Millisecond) {
+			maxAge = time.Duration(ms * float64(time.Millisecond))
+		}
+		return readResult(c, c.ReadWithin(ctx, maxAge)), nil
 	}
 }
 
@@ -87,7 +117,11 @@ func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadR
 	res := promcp.ReadResult{Value: r.Value, Unit: promcp.Unit(c.Unit), Timestamp: r.Time, Quality: r.Quality, QualityReason: r.Reason}
 	if r.Quality == promcp.QualityError {
 		res.Value = nil
-		res.Error = &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: r.Reason}
+		msg := r.Reason
+		if r.Err != nil {
+			msg += ": " + r.Err.Error()
+		}
+		res.Error = &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: msg}
 	}
 	return res
 }
@@ -102,7 +136,9 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 		if before.Quality != promcp.QualityError {
 			previous = before.Value
 		}
-		d := g.policy.Evaluate(g.request(c, req.Value, true, before))
+		pr := g.request(ctx, c, req.Value, true, before)
+		pr.Approved = req.Approved
+		d := g.policy.Evaluate(pr)
 		if !d.Allowed() {
 			reason := d.Reason
 			if d.Details != "" {
@@ -112,7 +148,8 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 				Permission: d.Permission, Reason: reason,
 				Error: &promcp.Error{Code: promcp.CodeRefused, Field: "value", Message: reason}}, nil
 		}
-		if err := c.Write(ctx, req.Value); err != nil {
+		value := d.Value
+		if err := c.Write(ctx, value); err != nil {
 			// The write may or may not have reached the device: read back to
 			// say honestly what it holds.
 			after := c.Read(ctx)
@@ -121,24 +158,30 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 				Error:  &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: err.Error()}}
 			if after.Quality != promcp.QualityError && !equalValue(after.Value, previous) {
 				r.Status, r.AppliedValue = promcp.StatusPartial, after.Value
+				g.opts.State.Record(c.Do.Tool, g.srv.clock.Now())
 				g.compensation(c, &r, previous)
 			}
 			return r, nil
 		}
+		g.opts.State.Record(c.Do.Tool, g.srv.clock.Now())
 		if !sleep(ctx, c.Do.Settle) {
-			return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: req.Value,
+			return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: value,
 				Reason: "written, but the call ended before the settle time passed: not read back"}, nil
 		}
 		after := c.Read(ctx)
-		r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: req.Value}
+		r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: value}
+		if d.Clamped {
+			r.RequestedValue = req.Value
+			r.Reason = fmt.Sprintf("requested %v, clamped to %v by policy", formatValue(req.Value), formatValue(value))
+		}
 		if after.Quality == promcp.QualityError {
 			r.Status = promcp.StatusPartial
-			r.Reason = "written, but the readback failed: " + after.Reason
+			r.Reason = joinReason(r.Reason, "written, but the readback failed: "+after.Reason)
 		} else {
 			r.AppliedValue = after.Value
-			if !equalValue(after.Value, req.Value) {
+			if !equalValue(after.Value, value) {
 				r.Status = promcp.StatusPartial
-				r.Reason = fmt.Sprintf("wrote %v but the device reads back %v", req.Value, after.Value)
+				r.Reason = joinReason(r.Reason, fmt.Sprintf("wrote %v but the device reads back %v", value, after.Value))
 			}
 		}
 		g.compensation(c, &r, previous)
@@ -148,7 +191,8 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 
 // recoverDo answers a retry of an attempt that never finished (the server
 // stopped during it): it reads the actuator back and reports what it holds,
-// without writing.
+// without writing. A value the policy clamped then reads back as partial:
+// the requested value is all the retry carries.
 func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req DoRequest) promcp.DoResult {
 	const why = "an earlier attempt with this idempotency_key did not finish (the server stopped during it); nothing was written now"
 	now := c.Read(ctx)
@@ -180,6 +224,13 @@ func sleep(ctx context.Context, d time.Duration) bool {
 	}
 }
 
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
 // compensation fills the hint that reverses the action, when the previous
 // value is known.
 func (g *Gateway) compensation(c *capabilities.Capability, r *promcp.DoResult, previous any) {
@@ -189,17 +240,63 @@ func (g *Gateway) compensation(c *capabilities.Capability, r *promcp.DoResult, p
 	}
 }
 
-func (g *Gateway) request(c *capabilities.Capability, value any, hasValue bool, current capabilities.Reading) policy.Request {
-	return policy.Request{
+// request gathers what the policy evaluation of an action needs: the
+// actuator's reading, the readings its safety depends on and those of its
+// interlocks (through the cache), the caller's role, the actuation
+// history, the rules and the time.
+func (g *Gateway) request(ctx context.Context, c *capabilities.Capability, value any, hasValue bool, current capabilities.Reading) policy.Request {
+	now := g.srv.clock.Now()
+	role := CallerFrom(ctx).Role
+	if role == "" {
+		role = g.opts.DefaultRole
+	}
+	req := policy.Request{
 		Action:      c.Do.Tool,
 		Type:        c.Type,
 		Value:       value,
 		HasValue:    hasValue,
 		Constraints: c.Do.Constraints,
 		Unit:        c.Unit,
+		Compensable: c.Do.Compensable,
 		Current:     &policy.Reading{Value: current.Value, Time: current.Time, Quality: current.Quality, TTL: c.TTL(), Reason: current.Reason},
-		Now:         g.srv.clock.Now(),
+		CurrentRead: c.ReadTool(),
+		Role:        role,
+		Peers:       1,
+		Now:         now,
 	}
+	if g.opts.Peers != nil {
+		req.Peers = g.opts.Peers()
+	}
+	for _, name := range c.Do.DependsOn {
+		if dep, ok := g.set.Get(name); ok {
+			r := dep.Read(ctx)
+			req.Inputs = append(req.Inputs, policy.Input{Name: dep.ReadTool(),
+				Reading: policy.Reading{Value: r.Value, Time: r.Time, Quality: r.Quality, TTL: dep.TTL(), Reason: r.Reason}})
+		}
+	}
+	if pol := g.opts.Policy; pol != nil {
+		req.DefaultRoles = pol.DefaultRoles
+		req.Rules = pol.Actions[c.Do.Tool]
+	}
+	if r := req.Rules; r != nil {
+		window := max(r.Cooldown, 0)
+		if r.RateLimit != nil {
+			window = max(window, r.RateLimit.Per)
+		}
+		if window > 0 {
+			req.History = g.opts.State.History(c.Do.Tool, now.Add(-window))
+		}
+		for _, il := range r.Interlocks {
+			if req.Readings == nil {
+				req.Readings = map[string]policy.Reading{}
+			}
+			if other, ok := g.set.Get(strings.TrimPrefix(il.Read, "read_")); ok {
+				rd := other.Read(ctx)
+				req.Readings[il.Read] = policy.Reading{Value: rd.Value, Time: rd.Time, Quality: rd.Quality, TTL: other.TTL(), Reason: rd.Reason}
+			}
+		}
+	}
+	return req
 }
 
 // valueSchema is the JSON Schema of a capability's value; with bounds, the

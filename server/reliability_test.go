@@ -55,20 +55,20 @@ func (w writeCounter) Tx(addr uint16, wb, rb []byte) error {
 	return w.BusCloser.Tx(addr, wb, rb)
 }
 
-type bench struct {
+type dimmerBench struct {
 	srv    *server.Server
 	client *client.Client
 	writes *atomic.Int64
 }
 
-// newBench serves lab-bench.yml on the simulator, in process.
-func newBench(t *testing.T, opts ...server.Option) *bench {
+// newDimmerBench serves lab-bench.yml on the simulator, in process.
+func newDimmerBench(t *testing.T, opts ...server.Option) *dimmerBench {
 	t.Helper()
 	return newMangledBench(t, nil, opts...)
 }
 
-// newMangledBench is newBench with register writes changed by mangle.
-func newMangledBench(t *testing.T, mangle func([]byte) []byte, opts ...server.Option) *bench {
+// newMangledBench is newDimmerBench with register writes changed by mangle.
+func newMangledBench(t *testing.T, mangle func([]byte) []byte, opts ...server.Option) *dimmerBench {
 	t.Helper()
 	m, err := manifests.Load("../manifests/examples/lab-bench.yml")
 	if err != nil {
@@ -114,10 +114,10 @@ func newMangledBench(t *testing.T, mangle func([]byte) []byte, opts ...server.Op
 	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
 		t.Fatal(err)
 	}
-	return &bench{srv: srv, client: c, writes: writes}
+	return &dimmerBench{srv: srv, client: c, writes: writes}
 }
 
-func (b *bench) call(ctx context.Context, t *testing.T, name string, args map[string]any) map[string]any {
+func (b *dimmerBench) call(ctx context.Context, t *testing.T, name string, args map[string]any) map[string]any {
 	t.Helper()
 	res, err := b.client.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
 	if err != nil {
@@ -161,7 +161,7 @@ func openAudit(t *testing.T, dir string) *audit.Log {
 func TestRetryStorm(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir)
-	b := newBench(t, server.WithStore(st, st.TTL()), server.WithAuditor(openAudit(t, dir)))
+	b := newDimmerBench(t, server.WithStore(st, st.TTL()), server.WithAuditor(openAudit(t, dir)))
 	keys, dups := *stormKeys, *stormDups
 	bodies := make([][]string, keys)
 	var wg sync.WaitGroup
@@ -214,7 +214,7 @@ func (recoveringStore) Do(ctx context.Context, _, _ string, act idempotency.Acti
 }
 
 func TestRecoveryReadsBackInsteadOfActuating(t *testing.T) {
-	b := newBench(t, server.WithStore(recoveringStore{}, time.Hour))
+	b := newDimmerBench(t, server.WithStore(recoveringStore{}, time.Hour))
 	// The simulated dimmer starts at 40 %.
 	tests := []struct {
 		name       string
@@ -239,7 +239,7 @@ func TestRecoveryReadsBackInsteadOfActuating(t *testing.T) {
 
 func TestViewerCannotDo(t *testing.T) {
 	dir := t.TempDir()
-	b := newBench(t, server.WithAuditor(openAudit(t, dir)))
+	b := newDimmerBench(t, server.WithAuditor(openAudit(t, dir)))
 	ctx := server.WithCaller(t.Context(), server.Caller{Name: "vera", Role: server.RoleViewer})
 	r := b.call(ctx, t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": "v-1"})
 	if r["status"] != "failed" || r["permission"] != "permission_insufficient" {
@@ -259,7 +259,7 @@ func TestViewerCannotDo(t *testing.T) {
 }
 
 func TestReadOnlyCanDoBlocksActions(t *testing.T) {
-	b := newBench(t, server.WithReadOnly())
+	b := newDimmerBench(t, server.WithReadOnly())
 	rep := b.call(t.Context(), t, "can_do", map[string]any{"intent": map[string]any{"target": "light_level", "value": 50}})
 	blocked, _ := rep["blocked"].([]any)
 	if rep["feasible"] != false || len(blocked) != 1 || blocked[0].(map[string]any)["permission"] != "policy_denied" {
@@ -272,7 +272,7 @@ type brokenAuditor struct{}
 func (brokenAuditor) Append(context.Context, audit.Record) error { return errors.New("disk full") }
 
 func TestAuditFailureFailsClosed(t *testing.T) {
-	b := newBench(t, server.WithAuditor(brokenAuditor{}))
+	b := newDimmerBench(t, server.WithAuditor(brokenAuditor{}))
 	r := b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": "a-1"})
 	if r["status"] != "failed" || r["error"].(map[string]any)["code"] != "internal" {
 		t.Fatalf("do with a broken audit log = %v, want failed internal", r)
@@ -287,7 +287,7 @@ func TestAuditFailureFailsClosed(t *testing.T) {
 func TestAuditRecordsEveryCall(t *testing.T) {
 	dir := t.TempDir()
 	log := openAudit(t, dir)
-	b := newBench(t, server.WithAuditor(log))
+	b := newDimmerBench(t, server.WithAuditor(log))
 	ctx := server.WithCaller(t.Context(), server.Caller{Name: "olga", Role: server.RoleOperator})
 	b.call(ctx, t, "do_set_light_level", map[string]any{"value": 60, "idempotency_key": "r-1"})
 	b.call(ctx, t, "do_set_light_level", map[string]any{"value": 60, "idempotency_key": "r-1"})
@@ -308,7 +308,7 @@ func TestAuditRecordsEveryCall(t *testing.T) {
 }
 
 func TestSettleWaitsBeforeReadback(t *testing.T) {
-	b := newBench(t)
+	b := newDimmerBench(t)
 	start := time.Now()
 	r := b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": 20})
 	if took := time.Since(start); took < 50*time.Millisecond {
@@ -320,7 +320,7 @@ func TestSettleWaitsBeforeReadback(t *testing.T) {
 }
 
 func TestShutdownRefusesNewCalls(t *testing.T) {
-	b := newBench(t)
+	b := newDimmerBench(t)
 	if err := b.srv.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,13 @@ import (
 
 func readInputSchema() map[string]any {
 	return map[string]any{
-		"type":                 "object",
-		"properties":           map[string]any{},
+		"type": "object",
+		"properties": map[string]any{
+			"max_age_ms": map[string]any{
+				"type": "integer", "minimum": 0,
+				"description": "Oldest sample you accept, in milliseconds; 0 asks for a new measurement. Omitted, or more than the tool's freshness (TTL), means the TTL. The timestamp is always the sample's.",
+			},
+		},
 		"additionalProperties": false,
 	}
 }

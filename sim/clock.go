@@ -42,8 +42,9 @@ func (c *ManualClock) Advance(d time.Duration) {
 // ScaledClock is a Clock that runs scale times faster than real time,
 // starting at the real instant it was created. It is safe for concurrent use.
 type ScaledClock struct {
-	start time.Time
-	scale float64
+	start  time.Time // real instant of creation
+	origin time.Time // simulated instant at start
+	scale  float64
 }
 
 // NewScaledClock returns a clock anchored at the current real time that
@@ -53,11 +54,20 @@ func NewScaledClock(scale float64) *ScaledClock {
 	if scale <= 0 {
 		scale = 1
 	}
-	return &ScaledClock{start: time.Now(), scale: scale}
+	now := time.Now()
+	return &ScaledClock{start: now, origin: now, scale: scale}
 }
 
-// Now returns start + scale × (real time elapsed since start).
+// NewScaledClockAt is NewScaledClock starting at the simulated instant
+// origin instead of now, to simulate another time of day.
+func NewScaledClockAt(origin time.Time, scale float64) *ScaledClock {
+	c := NewScaledClock(scale)
+	c.origin = origin
+	return c
+}
+
+// Now returns origin + scale × (real time elapsed since creation).
 func (c *ScaledClock) Now() time.Time {
 	elapsed := time.Since(c.start)
-	return c.start.Add(time.Duration(float64(elapsed) * c.scale))
+	return c.origin.Add(time.Duration(float64(elapsed) * c.scale))
 }

@@ -30,6 +30,31 @@
 // world is deterministic; noise comes from a PCG generator per zone seeded
 // from the manifest's seed.
 //
+// # Faults
+//
+// Faults act at the bus, so the drivers above see what a failing chip or
+// line produces (see manifests.FaultKind for the kinds and
+// manifests.FaultApplies for which apply to which model). [World.Inject]
+// and [World.Clear] drive them from Go; [World.Play] runs a scenario (a
+// timeline parsed by manifests.ParseScenario) on the world's clock. A
+// scenario is applied lazily: each transaction looks up the fault active on
+// its device at Clock.Now(), so a ManualClock drives a timeline exactly and
+// no goroutine runs it. An injected fault takes precedence over the
+// scenario's; among overlapping scenario faults the later listed wins.
+//
+// Delays (slow answers, a device holding the bus past the driver's
+// timeout) are real time, as bus latency is on hardware; tests run them in
+// a testing/synctest bubble, where they take no time. The bus is held, the
+// world is not, while a device delays.
+//
+// Wiring another bus kind (the Modbus slaves of issue 3): look up
+// World.faultLocked(device, now) in the slave's request handler, sleep
+// faultState.delay(timeout) outside the world's lock, answer nothing for
+// dropout and timeout, an exception response for nack, a corrupted CRC for
+// crc (RTU), and distort register values for stuck, noise and implausible
+// as registers.distort does; then add the Modbus models to
+// manifests.FaultApplies.
+//
 // # Concurrency
 //
 // A World, its buses and its pins are safe for concurrent use; one mutex

@@ -1,6 +1,7 @@
 package sim_test
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -17,6 +18,12 @@ func TestExampleManifests(t *testing.T) {
 		t.Fatalf("no example manifests: %v", err)
 	}
 	for _, file := range files {
+		if manifests.IsCompanion(file) {
+			continue // a policy file
+		}
+		if data, err := os.ReadFile(file); err == nil && manifests.IsScenario(data) {
+			continue // a scenario, see TestExampleScenario
+		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			m, err := manifests.Load(file)
 			if err != nil {

@@ -9,15 +9,18 @@ import (
 	"periph.io/x/conn/v3/physic"
 
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/manifests"
 )
 
 // errClosed is returned by a closed bus handle.
 var errClosed = errors.New("bus closed")
 
 // device is a simulated I²C device. tx runs with World.mu held; it returns
-// nack() where the chip would not acknowledge.
+// nack() where the chip would not acknowledge. fs is the fault active on the
+// device, or nil; the bus applies dropout, nack and delays itself, the
+// device the faults on its data (stuck, noise, implausible, crc).
 type device interface {
-	tx(now time.Time, w, r []byte) error
+	tx(now time.Time, fs *faultState, w, r []byte) error
 }
 
 // busState is one simulated I²C bus, shared by its handles. Guarded by
@@ -27,6 +30,7 @@ type busState struct {
 	devices map[uint16]device
 	names   map[uint16]string // device names, for errors
 	tx      uint64
+	timeout time.Duration // the manifest's bus timeout, for timeout faults
 }
 
 func (b *busState) add(addr uint16, name string, d device) {
@@ -57,14 +61,30 @@ func (c *I2CBus) Tx(addr uint16, w, r []byte) error {
 		return fmt.Errorf("%s: %w", c, errClosed)
 	}
 	c.w.mu.Lock()
-	defer c.w.mu.Unlock()
 	c.b.tx++
 	d, ok := c.b.devices[addr]
 	if !ok {
+		c.w.mu.Unlock()
 		return fmt.Errorf("%s: no device at 0x%02x: %w", c, addr, drivers.ErrnoRemoteIO)
 	}
-	if err := d.tx(c.w.advanceLocked(), w, r); err != nil {
-		return fmt.Errorf("%s: %s at 0x%02x: %w", c, c.b.names[addr], addr, err)
+	name := c.b.names[addr]
+	fs := c.w.faultLocked(name, c.w.advanceLocked())
+	if delay := fs.delay(c.b.timeout); delay > 0 {
+		// A slow or stretching device holds the bus, not the world.
+		c.w.mu.Unlock()
+		sleep(delay)
+		c.w.mu.Lock()
+		fs = c.w.faultLocked(name, c.w.advanceLocked())
+	}
+	defer c.w.mu.Unlock()
+	switch {
+	case fs.is(manifests.FaultDropout):
+		return fmt.Errorf("%s: no device at 0x%02x (fault dropout): %w", c, addr, drivers.ErrnoRemoteIO)
+	case fs.is(manifests.FaultNACK) && len(r) > 0:
+		return fmt.Errorf("%s: %s at 0x%02x: %w", c, name, addr, nack("read refused (fault nack)"))
+	}
+	if err := d.tx(c.w.clk.Now(), fs, w, r); err != nil {
+		return fmt.Errorf("%s: %s at 0x%02x: %w", c, name, addr, err)
 	}
 	return nil
 }

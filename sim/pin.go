@@ -21,6 +21,7 @@ var errNoPWM = errors.New("sim: pwm not supported")
 // World.mu.
 type pinState struct {
 	name      string // host pin name, "GPIO17"
+	device    string // the manifest device on the pin, for faults
 	activeLow bool   // of the device on the pin; "on" for the physics
 	level     pgpio.Level
 	output    bool
@@ -31,6 +32,7 @@ func newPinState(d manifests.Device) *pinState {
 	on := d.Sim != nil && d.Sim.Level
 	return &pinState{
 		name:      d.Pin,
+		device:    d.Name,
 		activeLow: d.ActiveLow,
 		level:     pgpio.Level(on != d.ActiveLow),
 		pull:      pgpio.PullNoChange,
@@ -111,11 +113,33 @@ func (p *Pin) In(pull pgpio.Pull, edge pgpio.Edge) error {
 	return nil
 }
 
-// Read returns the line's level.
+// Read returns the line's level, as the fault active on the pin's device
+// (if any) makes it read: stuck at the level it had when the fault began,
+// chattering (inverted every other read), or slow.
 func (p *Pin) Read() pgpio.Level {
 	p.w.mu.Lock()
+	fs := p.w.faultLocked(p.p.device, p.w.advanceLocked())
+	if d := fs.delay(0); d > 0 {
+		p.w.mu.Unlock()
+		sleep(d)
+		p.w.mu.Lock()
+		fs = p.w.faultLocked(p.p.device, p.w.advanceLocked())
+	}
 	defer p.w.mu.Unlock()
-	return p.p.level
+	l := p.p.level
+	switch {
+	case fs.is(manifests.FaultStuck):
+		if !fs.levelValid {
+			fs.level, fs.levelValid = bool(l), true
+		}
+		return pgpio.Level(fs.level)
+	case fs.is(manifests.FaultNoise):
+		fs.flip = !fs.flip
+		if !fs.flip { // the first read under the fault is inverted
+			return !l
+		}
+	}
+	return l
 }
 
 // WaitForEdge returns false at once: edges are not simulated.

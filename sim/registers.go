@@ -16,10 +16,11 @@ type registers struct {
 	file     [256]byte
 	readOnly [256]bool
 	ptr      uint8
+	regs     []manifests.Register
 }
 
 func newRegisters(d manifests.Device) (*registers, error) {
-	r := &registers{}
+	r := &registers{regs: d.Registers}
 	byName := make(map[string]manifests.Register, len(d.Registers))
 	for _, reg := range d.Registers {
 		byName[reg.Name] = reg
@@ -48,7 +49,7 @@ func newRegisters(d manifests.Device) (*registers, error) {
 	return r, nil
 }
 
-func (d *registers) tx(_ time.Time, w, r []byte) error {
+func (d *registers) tx(_ time.Time, fs *faultState, w, r []byte) error {
 	if len(w) > 0 {
 		d.ptr = w[0]
 		for _, x := range w[1:] {
@@ -58,9 +59,62 @@ func (d *registers) tx(_ time.Time, w, r []byte) error {
 			d.ptr++
 		}
 	}
+	if len(r) == 0 {
+		return nil
+	}
+	file := &d.file
+	if fs.is(manifests.FaultStuck) {
+		// Writes still land; reads return the file as it was.
+		if !fs.frozenValid {
+			fs.frozen, fs.frozenValid = append([]byte(nil), d.file[:]...), true
+		}
+		file = (*[256]byte)(fs.frozen)
+	}
+	start := d.ptr
 	for i := range r {
-		r[i] = d.file[d.ptr]
+		r[i] = file[d.ptr]
 		d.ptr++
 	}
+	if fs.is(manifests.FaultNoise) || fs.is(manifests.FaultImplausible) {
+		d.distort(fs, start, r)
+	}
 	return nil
+}
+
+// distort applies a value fault to a read that starts at the fault's
+// register: noise adds a spike to its engineering value, implausible
+// replaces it (without a value: all ones, a railed reading).
+func (d *registers) distort(fs *faultState, start uint8, r []byte) {
+	reg := d.regs[0]
+	for _, x := range d.regs {
+		if x.Name == fs.f.Channel {
+			reg = x
+		}
+	}
+	n := reg.Type.Size()
+	if reg.Address != start || len(r) < n {
+		return
+	}
+	v, err := i2c.DecodeRegister(reg, r[:n])
+	if err != nil {
+		return
+	}
+	switch {
+	case fs.is(manifests.FaultNoise):
+		v += fs.spike()
+	case fs.f.Value != nil:
+		v = *fs.f.Value
+	default:
+		for i := range n {
+			r[i] = 0xFF
+		}
+		return
+	}
+	if b, err := i2c.EncodeRegister(reg, v); err == nil {
+		copy(r, b)
+	} else {
+		for i := range n {
+			r[i] = 0xFF // does not fit: the register rails
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/manifests"
 )
 
 // SHT3x status register bits (datasheet table 17).
@@ -36,7 +37,7 @@ func newSHT3x() *sht3x {
 	return &sht3x{status: statusPowerUp}
 }
 
-func (d *sht3x) tx(now time.Time, w, r []byte) error {
+func (d *sht3x) tx(now time.Time, fs *faultState, w, r []byte) error {
 	if len(w) > 0 {
 		if len(w) != 2 {
 			d.status |= statusCmdFailed
@@ -45,13 +46,13 @@ func (d *sht3x) tx(now time.Time, w, r []byte) error {
 		cmd := uint16(w[0])<<8 | uint16(w[1])
 		switch cmd {
 		case 0x2400, 0x240B, 0x2416: // single shot, no clock stretching
-			d.out = d.measure(now)
+			d.out = d.measure(now, fs)
 			if len(r) > 0 {
 				// The result is not ready before the stop condition.
 				return nack("sht3x: read during measurement")
 			}
 		case 0x2C06, 0x2C0D, 0x2C10: // single shot, clock stretching
-			d.out = d.measure(now)
+			d.out = d.measure(now, fs)
 		case cmdReadStatus:
 			d.out = word(d.status)
 		case cmdClearStatus:
@@ -78,16 +79,46 @@ func (d *sht3x) tx(now time.Time, w, r []byte) error {
 		for i := n; i < len(r); i++ {
 			r[i] = 0xFF // the line floats high past the data
 		}
+		if fs.is(manifests.FaultCRC) && n >= 3 {
+			r[2] ^= 0x5A // the first word's checksum arrives corrupted
+		}
 		d.out = nil
 	}
 	return nil
 }
 
-// measure returns the 6 bytes of a measurement of the sensor's zone now.
-func (d *sht3x) measure(now time.Time) []byte {
+// measure returns the 6 bytes of a measurement of the sensor's zone now,
+// as the active fault (if any) distorts it.
+func (d *sht3x) measure(now time.Time, fs *faultState) []byte {
 	t, rh := DefaultTemperature, DefaultHumidity
 	if d.zone != nil {
 		t, rh = d.zone.sample(now)
+	}
+	humidity := fs != nil && fs.f.Channel == "humidity"
+	switch {
+	case fs.is(manifests.FaultStuck):
+		if !fs.frozenValid {
+			fs.frozen = append(word(i2c.RawTemperature(t)), word(i2c.RawHumidity(rh))...)
+			fs.frozenValid = true
+		}
+		return append([]byte(nil), fs.frozen...)
+	case fs.is(manifests.FaultNoise) && humidity:
+		rh += fs.spike()
+	case fs.is(manifests.FaultNoise):
+		s := fs.spike()
+		t += s
+		rh += 10 * s
+	case fs.is(manifests.FaultImplausible):
+		rawT, rawRH := i2c.RawTemperature(t), i2c.RawHumidity(rh)
+		switch v := fs.f.Value; {
+		case v == nil:
+			rawT, rawRH = 0xFFFF, 0xFFFF // railed: 130 °C, 100 %RH
+		case humidity:
+			rawRH = i2c.RawHumidity(*v)
+		default:
+			rawT = i2c.RawTemperature(*v)
+		}
+		return append(word(rawT), word(rawRH)...)
 	}
 	return append(word(i2c.RawTemperature(t)), word(i2c.RawHumidity(rh))...)
 }

@@ -31,6 +31,12 @@ type World struct {
 	zones []*zone
 	buses map[string]*busState // by manifest bus name
 	pins  map[string]*pinState // by host pin name
+
+	models   map[string]manifests.Model // by device name
+	seed     int64
+	injected map[string]*faultState // by device name
+	scenario []*faultState
+	faultSeq uint64
 }
 
 // ZoneState is a snapshot of a zone's air.
@@ -51,16 +57,26 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 		clk = NewScaledClock(1)
 	}
 	w := &World{
-		clk:   clk,
-		buses: make(map[string]*busState),
-		pins:  make(map[string]*pinState),
+		clk:      clk,
+		buses:    make(map[string]*busState),
+		pins:     make(map[string]*pinState),
+		models:   make(map[string]manifests.Model),
+		injected: make(map[string]*faultState),
+		seed:     1,
+	}
+	if m.Sim != nil && m.Sim.Seed != 0 {
+		w.seed = m.Sim.Seed
 	}
 	now := clk.Now()
 	kinds := make(map[string]manifests.BusKind, len(m.Buses))
 	for _, b := range m.Buses {
 		kinds[b.Name] = b.Kind
 		if b.Kind == manifests.BusI2C {
-			w.buses[b.Name] = &busState{name: b.Name, devices: make(map[uint16]device)}
+			timeout := b.Timeout
+			if timeout <= 0 {
+				timeout = manifests.DefaultTimeout
+			}
+			w.buses[b.Name] = &busState{name: b.Name, devices: make(map[uint16]device), timeout: timeout}
 		}
 	}
 
@@ -69,6 +85,7 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 	shts := make(map[string]*sht3x)     // by device name
 	for _, d := range m.Devices {
 		devs[d.Name] = d
+		w.models[d.Name] = d.Model
 		switch d.Model {
 		case manifests.ModelSHT3x, manifests.ModelRegisters:
 			b, ok := w.buses[d.Bus]

@@ -390,8 +390,9 @@ func TestServeWithoutHardwareNamesTheBus(t *testing.T) {
 }
 
 func TestLintCLI(t *testing.T) {
-	out, _, code := runCLI(t, "lint", greenhouse, labBench)
-	if code != 0 || strings.Count(out, ": ok:") != 2 {
+	out, _, code := runCLI(t, "lint", greenhouse, labBench, greenhouseFaults)
+	if code != 0 || strings.Count(out, ": ok: gateway") != 2 || !strings.Contains(out, "greenhouse.policy.yml: ok: policy") ||
+		!strings.Contains(out, "scenario greenhouse_faults, 3 faults") {
 		t.Fatalf("lint examples: exit %d, %q", code, out)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.yml")
@@ -428,5 +429,143 @@ func TestToolsJSON(t *testing.T) {
 	slices.Sort(names)
 	if !slices.Equal(names, greenhouseTools) {
 		t.Fatalf("tools --json names = %v, want %v", names, greenhouseTools)
+	}
+}
+
+// TestDemo runs `promcp-device demo`: the orchestration pattern and every
+// refusal it shows must come out as the demo says (it exits 1 otherwise).
+func TestDemo(t *testing.T) {
+	out, stderr, code := runCLI(t, "demo", "--manifest", greenhouse)
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{"permission=permission_insufficient", "permission=policy_denied", "replayed (nothing actuated)", "error=idempotency_conflict"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q", want)
+		}
+	}
+}
+
+// TestToolsCheck is the drift gate against a live server: the greenhouse
+// served matches its manifest, and another manifest's surface does not.
+func TestToolsCheck(t *testing.T) {
+	url := startHTTP(t, "--manifest", greenhouse)
+	out, _, code := runCLI(t, "tools", "--manifest", greenhouse, "--check", url)
+	if code != 0 || !strings.Contains(out, "ok: every served tool is classified once") {
+		t.Fatalf("tools --check on the served greenhouse: exit %d\n%s", code, out)
+	}
+	out, _, code = runCLI(t, "tools", "--manifest", labBench, "--check", url)
+	if code != 1 || !strings.Contains(out, "missing (in the manifest, not served): do_set_light_level") {
+		t.Fatalf("tools --check lab-bench against the greenhouse: exit %d\n%s", code, out)
+	}
+}
+
+const greenhouseFaults = "../../manifests/examples/greenhouse-faults.yml"
+
+// TestScenarioQuality plays greenhouse-faults.yml on the real binary, with
+// simulated time 10x: zone 1's sensor times out (stale: the last good value
+// at its own sample time), then dies (error, with the reason), zone 2's
+// freezes (degraded: stuck), can_do blocks the heater that depends on the
+// dead sensor, and everything is good again once the scenario clears the
+// faults. The test waits for conditions under a deadline; it times nothing.
+func TestScenarioQuality(t *testing.T) {
+	s := stdioSession(t, protocols[0], "--manifest", greenhouse, "--time-scale", "10", "--scenario", greenhouseFaults)
+	deadline := time.Now().Add(60 * time.Second)
+	read := func(tool string) map[string]any {
+		r, _ := s.call(tool, map[string]any{})
+		return r
+	}
+	heater := func() map[string]any {
+		r, _ := s.call("can_do", map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": true}})
+		return r
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+
+	var good, stale, dead, stuck map[string]any
+	waitFor("zone 1 stale, then dead, and zone 2 stuck", func() bool {
+		if dead == nil {
+			switch r := read("read_temperature_zone1"); r["quality"] {
+			case "good":
+				good = r
+			case "stale":
+				stale = r
+			case "error":
+				// First the last good value expires (max_stale), then the
+				// sensor stops answering at all.
+				if r["quality_reason"] == "read failed (nack)" {
+					dead = r
+				}
+			}
+		}
+		if r := read("read_temperature_zone2"); r["quality"] == "degraded" {
+			stuck = r
+		}
+		return dead != nil && stuck != nil
+	})
+	if stale == nil {
+		t.Errorf("read_temperature_zone1 went to error without being stale first (timeout phase)")
+	} else {
+		reason, _ := stale["quality_reason"].(string)
+		if !strings.HasPrefix(reason, "read failed (timeout); last good value from ") || stale["value"] == nil {
+			t.Errorf("timing-out sensor: read_temperature_zone1 = %v, want the last good value, reason \"read failed (timeout); last good value from …\"", stale)
+		}
+		if good != nil && stale["timestamp"] != good["timestamp"] {
+			t.Errorf("stale timestamp %v, want the last good sample's %v", stale["timestamp"], good["timestamp"])
+		}
+	}
+	if dead["value"] != nil {
+		t.Errorf("dead sensor: read_temperature_zone1 = %v, want a null value", dead)
+	}
+	if reason, _ := stuck["quality_reason"].(string); !strings.HasPrefix(reason, "stuck: unchanged for ") || stuck["value"] == nil {
+		t.Errorf("frozen sensor: read_temperature_zone2 = %v, want its value with reason \"stuck: unchanged for …\"", stuck)
+	}
+
+	rep := heater()
+	blocked, _ := rep["blocked"].([]any)
+	if len(blocked) != 1 {
+		t.Fatalf("can_do(heater) with a dead zone 1 sensor = %v, want do_set_heater blocked", rep)
+	}
+	b := blocked[0].(map[string]any)
+	if b["capability"] != "do_set_heater" || b["permission"] != "source_unreachable" ||
+		!strings.Contains(b["reason"].(string), "read_temperature_zone1") {
+		t.Errorf("blocked = %v, want do_set_heater, source_unreachable, naming read_temperature_zone1", b)
+	}
+	obs := rep["context"].(map[string]any)["current_observations"].(map[string]any)
+	if o, _ := obs["read_temperature_zone1"].(map[string]any); o["quality"] != "error" {
+		t.Errorf("current_observations[read_temperature_zone1] = %v, want quality error", o)
+	}
+	if r, _ := s.call("do_set_heater", map[string]any{"value": true}); r["status"] != "failed" || r["permission"] != "source_unreachable" {
+		t.Errorf("do_set_heater with a dead sensor = %v, want failed, source_unreachable", r)
+	}
+
+	waitFor("every reading good again after the scenario clears", func() bool {
+		for _, tool := range []string{"read_temperature_zone1", "read_humidity_zone1", "read_temperature_zone2", "read_humidity_zone2"} {
+			if read(tool)["quality"] != "good" {
+				return false
+			}
+		}
+		return true
+	})
+	waitFor("can_do to allow the heater again", func() bool {
+		c, _ := heater()["candidates"].([]any)
+		return len(c) == 1 && c[0].(map[string]any)["permission"] == "allowed"
+	})
+}
+
+func TestServeScenarioErrors(t *testing.T) {
+	if _, stderr, code := runCLI(t, "serve", "--manifest", greenhouse, "--scenario", greenhouseFaults); code != 2 || !strings.Contains(stderr, "--scenario needs --sim") {
+		t.Errorf("--scenario without --sim: exit %d, %q; want exit 2", code, stderr)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yml")
+	os.WriteFile(bad, []byte("version: 1\nscenario: bad\nfaults:\n  - {at: 1s, device: zone1_climate, fault: melt}\n"), 0o644)
+	if _, stderr, code := runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--scenario", bad); code != 1 || !strings.Contains(stderr, "bad.yml:4:44: faults[0].fault: unknown value \"melt\"") {
+		t.Errorf("bad scenario: exit %d, %q; want exit 1 with the position", code, stderr)
 	}
 }

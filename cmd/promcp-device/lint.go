@@ -7,9 +7,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/surface"
 )
 
 func cmdLint(args []string, stdout, stderr io.Writer) int {
@@ -19,11 +26,36 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest FILE")
+		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest or scenario FILE")
 		return 2
 	}
 	code := 0
 	for _, path := range fs.Args() {
+		if data, err := os.ReadFile(path); err == nil && manifests.IsScenario(data) {
+			if !lintScenario(path, data, stdout) {
+				code = 1
+			}
+			continue
+		}
+		if manifests.IsCompanion(path) {
+			// A policy file is checked with the manifest beside it.
+			if !strings.HasSuffix(path, ".policy"+filepath.Ext(path)) {
+				fmt.Fprintf(stdout, "%s: not a manifest or a policy file (want NAME.yml or NAME.policy.yml)\n", path)
+				code = 1
+				continue
+			}
+			m, err := manifests.Load(manifests.ManifestOf(path))
+			if err == nil {
+				_, err = loadPolicy(manifests.ManifestOf(path), path, m)
+			}
+			if err != nil {
+				fmt.Fprintln(stdout, err)
+				code = 1
+				continue
+			}
+			fmt.Fprintf(stdout, "%s: ok: policy for %s\n", path, manifests.ManifestOf(path))
+			continue
+		}
 		m, err := manifests.Load(path)
 		if err != nil {
 			fmt.Fprintln(stdout, err)
@@ -39,8 +71,46 @@ func cmdLint(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s: ok: gateway %s, %d buses, %d devices, %d tools (%d read_*, %d do_*, can_do)\n",
 			path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
+		pol, err := loadPolicy(path, "", m)
+		if err != nil {
+			fmt.Fprintln(stdout, err)
+			code = 1
+			continue
+		}
+		if pol != nil {
+			fmt.Fprintf(stdout, "%s: ok: policy for %d actions\n", pol.File, len(pol.Actions))
+		}
 	}
 	return code
+}
+
+// lintScenario checks a fault scenario, against the manifest it names when
+// it names one.
+func lintScenario(path string, data []byte, stdout io.Writer) bool {
+	sc, err := manifests.ParseScenario(path, data, nil)
+	if err != nil {
+		fmt.Fprintln(stdout, err)
+		return false
+	}
+	against := "no manifest named: devices not checked"
+	if sc.Manifest != "" {
+		mpath := sc.Manifest
+		if !filepath.IsAbs(mpath) {
+			mpath = filepath.Join(filepath.Dir(path), mpath)
+		}
+		m, err := manifests.Load(mpath)
+		if err != nil {
+			fmt.Fprintf(stdout, "%s: manifest %s: %v\n", path, sc.Manifest, err)
+			return false
+		}
+		if sc, err = manifests.ParseScenario(path, data, m); err != nil {
+			fmt.Fprintln(stdout, err)
+			return false
+		}
+		against = "checked against " + mpath
+	}
+	fmt.Fprintf(stdout, "%s: ok: scenario %s, %d faults (%s)\n", path, sc.Name, len(sc.Faults), against)
+	return true
 }
 
 // toolJSON is one tool as `tools --json` prints it: the MCP fields plus the
@@ -61,6 +131,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	manifest := fs.String("manifest", "", "manifest `FILE` (required)")
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
+	check := fs.String("check", "", "instead of listing, check the tools a running server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp) serves against the manifest: exit 1 on drift")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -73,9 +144,12 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	if *check != "" {
+		return checkServer(ctx, m, *check, stdout, stderr)
+	}
 	// The tool surface depends only on the manifest: build it on the
 	// simulator so that listing never touches hardware.
-	gw, err := openGateway(ctx, m, true, 0, slog.New(slog.DiscardHandler))
+	gw, err := openGateway(ctx, m, gatewayOptions{simulate: true}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device tools:", err)
 		return 1
@@ -111,4 +185,47 @@ func firstLine(s string) string {
 		}
 	}
 	return s
+}
+
+// checkServer lists the tools of the server at url and checks them against
+// m: the drift gate, usable in CI.
+func checkServer(ctx context.Context, m *manifests.Manifest, url string, stdout, stderr io.Writer) int {
+	c, err := client.NewStreamableHttpClient(url)
+	if err == nil {
+		err = c.Start(ctx)
+	}
+	if err == nil {
+		_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+			ClientInfo: mcp.Implementation{Name: "promcp-device tools --check", Version: version}}})
+	}
+	var list *mcp.ListToolsResult
+	if err == nil {
+		list, err = c.ListTools(ctx, mcp.ListToolsRequest{})
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "promcp-device tools --check %s: %v\n", url, err)
+		return 1
+	}
+	defer c.Close()
+	var served []string
+	for _, t := range list.Tools {
+		served = append(served, t.Name)
+	}
+	r := surface.Check(surface.Expected(m), served)
+	fmt.Fprintf(stdout, "%s: %d read_*, %d do_*, %d can_do\n", url, len(r.Read), len(r.Do), len(r.CanDo))
+	for _, l := range []struct {
+		what  string
+		names []string
+	}{{"missing (in the manifest, not served)", r.Missing}, {"unexpected (served, not in the manifest)", r.Unexpected},
+		{"unclassified (not read_*, do_* or can_do)", r.Unclassified}, {"served more than once", r.Duplicates}} {
+		if len(l.names) > 0 {
+			fmt.Fprintf(stdout, "  %s: %s\n", l.what, strings.Join(l.names, ", "))
+		}
+	}
+	if !r.OK() {
+		fmt.Fprintln(stdout, "drift: the served tools do not match the manifest")
+		return 1
+	}
+	fmt.Fprintln(stdout, "ok: every served tool is classified once and matches the manifest")
+	return 0
 }

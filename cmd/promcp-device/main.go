@@ -4,7 +4,8 @@
 //
 // Usage:
 //
-//	promcp-device serve --manifest FILE [--sim] [--http ADDR] [--state DIR] [--tokens FILE] [--read-only]
+//	promcp-device serve --manifest FILE [--sim [--time-scale N] [--scenario FILE]] [--http ADDR] [--role ROLE]
+//	                    [--state DIR] [--tokens FILE] [--read-only]
 //	promcp-device audit verify|tail --state DIR
 //	promcp-device token add|hash --name NAME --role ROLE
 //	promcp-device lint FILE...
@@ -38,8 +39,11 @@ Usage:
                                                              serve the manifest's tools
   promcp-device audit verify|tail --state DIR                check or show the audit log
   promcp-device token add|hash --name NAME --role ROLE       make bearer tokens for --tokens
-  promcp-device lint FILE...                                 check manifests; exit 1 on problems
+  promcp-device lint FILE...                                 check manifests and fault scenarios; exit 1 on problems
   promcp-device tools --manifest FILE [--json]               list the tools a manifest serves
+  promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
+  promcp-device approve --approval-key FILE --tool T --value V --key K
+                                                             issue a one-time approval of one action
   promcp-device version                                      print the version
 
 Run "promcp-device COMMAND -h" for a command's flags.
@@ -63,6 +67,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdLint(args[1:], stdout, stderr)
 	case "tools":
 		return cmdTools(ctx, args[1:], stdout, stderr)
+	case "approve":
+		return cmdApprove(args[1:], stdout, stderr)
+	case "demo":
+		return cmdDemo(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "promcp-device", version)
 		return 0

@@ -9,9 +9,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/idempotency"
@@ -32,6 +34,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	manifest := fs.String("manifest", "", "manifest `FILE` to serve (required)")
 	simulate := fs.Bool("sim", false, "serve on the built-in simulator instead of hardware")
 	timeScale := fs.Float64("time-scale", 0, "with --sim: simulated seconds per real second (overrides the manifest's sim.time_scale)")
+	scenario := fs.String("scenario", "", "with --sim: play the fault scenario `FILE` on the simulator's clock from start-up")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (host:port; a bare :port binds loopback) instead of stdio")
 	var origins listFlag
 	fs.Var(&origins, "allow-origin", "with --http: a browser `ORIGIN` allowed to call (repeatable); loopback origins are always allowed")
@@ -42,6 +45,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the certificate in `FILE` (PEM; with --tls-key)")
 	tlsKey := fs.String("tls-key", "", "with --http: the private key `FILE` (PEM) of --tls-cert")
 	readOnly := fs.Bool("read-only", false, "serve only read_* and can_do; no do_* tool is registered")
+	policyFile := fs.String("policy", "", "policy `FILE` (default: NAME.policy.yml beside the manifest NAME.yml, when it exists; \"none\" for no policy)")
+	approvalKey := fs.String("approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
+	simStart := fs.String("sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -90,10 +96,44 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 
+	if *scenario != "" && !*simulate {
+		fmt.Fprintln(stderr, "promcp-device serve: --scenario needs --sim (faults are injected in the simulator only)")
+		return 2
+	}
 	m, err := manifests.Load(*manifest)
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	var sc *manifests.Scenario
+	if *scenario != "" {
+		if sc, err = manifests.LoadScenario(*scenario, m); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 1
+		}
+	}
+	opts := gatewayOptions{simulate: *simulate, timeScale: *timeScale}
+	if opts.policy, err = loadPolicy(*manifest, *policyFile, m); err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *simStart != "" {
+		t, err := time.Parse(time.RFC3339, *simStart)
+		if err != nil || !*simulate {
+			fmt.Fprintf(stderr, "promcp-device serve: --sim-start %q: want an RFC 3339 time such as 2026-11-30T22:00:00+01:00, with --sim\n", *simStart)
+			return 2
+		}
+		opts.simStart = t
+	}
+	if *approvalKey != "" {
+		key, err := approval.LoadOrCreateKey(*approvalKey)
+		if err == nil {
+			opts.approvals, err = approval.NewSigner(key)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "promcp-device serve:", err)
+			return 1
+		}
 	}
 	st, err := openState(*stateDir, *keyTTL, log)
 	if err != nil {
@@ -101,22 +141,28 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return 1
 	}
 	defer st.Close()
-	var opts []server.Option
 	if st.store != nil {
-		opts = append(opts, server.WithStore(st.store, *keyTTL), server.WithAuditor(st.audit))
+		opts.server = append(opts.server, server.WithStore(st.store, *keyTTL), server.WithAuditor(st.audit))
 	} else {
-		opts = append(opts, server.WithStore(idempotency.NewMemory(*keyTTL, nil), *keyTTL))
+		opts.server = append(opts.server, server.WithStore(idempotency.NewMemory(*keyTTL, nil), *keyTTL))
 		log.Warn("no --state: do_* results are kept in memory only (a restart forgets them) and nothing is audited")
 	}
 	if *readOnly {
-		opts = append(opts, server.WithReadOnly())
+		opts.server = append(opts.server, server.WithReadOnly())
 	}
-	gw, err := openGateway(ctx, m, *simulate, *timeScale, log, opts...)
+	gw, err := openGateway(ctx, m, opts, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
 		return 1
 	}
 	defer gw.Close()
+	if sc != nil {
+		if err := gw.world.Play(sc); err != nil {
+			fmt.Fprintln(stderr, "promcp-device serve:", err)
+			return 1
+		}
+		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
+	}
 
 	caller := server.Caller{Name: "local", Role: *role}
 	if *httpAddr == "" {
@@ -217,17 +263,39 @@ type gateway struct {
 
 func (g *gateway) Close() error { return g.set.Close() }
 
-// openGateway binds m to the simulator (simulate) or the host's buses,
-// and registers its tools. Nothing is opened before m has validated.
-func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, timeScale float64, log *slog.Logger, opts ...server.Option) (*gateway, error) {
+// gatewayOptions says how to open a gateway.
+type gatewayOptions struct {
+	simulate  bool
+	timeScale float64   // with simulate: simulated seconds per real second (0: the manifest's)
+	simStart  time.Time // with simulate: the simulated clock's start (zero: now)
+	clock     sim.Clock // with simulate: drives the simulation instead of a scaled real clock (the demo's manual clock)
+	policy    *manifests.Policy
+	approvals *approval.Signer
+	server    []server.Option // more server options: store, auditor, read-only
+}
+
+// openGateway binds m to the simulator or the host's buses, and registers
+// its tools. Nothing is opened before m has validated. On the simulator,
+// everything (physics, policy windows and cooldowns, timestamps) runs on
+// the simulated clock, which runs at real speed unless told otherwise.
+func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (*gateway, error) {
 	g := &gateway{manifest: m}
 	var hw capabilities.Hardware
-	if simulate {
-		scale := timeScale
+	var clock interface{ Now() time.Time } = systemClock{}
+	if o.simulate {
+		scale := o.timeScale
 		if scale <= 0 && m.Sim != nil {
 			scale = m.Sim.TimeScale
 		}
-		w, err := sim.New(m, sim.NewScaledClock(scale))
+		var sc sim.Clock = sim.NewScaledClock(scale)
+		switch {
+		case o.clock != nil:
+			sc = o.clock
+		case !o.simStart.IsZero():
+			sc = sim.NewScaledClockAt(o.simStart, scale)
+		}
+		clock = sc
+		w, err := sim.New(m, sc)
 		if err != nil {
 			return nil, fmt.Errorf("simulator: %w", err)
 		}
@@ -243,23 +311,51 @@ func openGateway(ctx context.Context, m *manifests.Manifest, simulate bool, time
 			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
 		}
 	}
-	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log})
+	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clock})
 	if err != nil {
 		return nil, err
 	}
 	g.set = set
-	srv, err := server.New("promcp-device/"+m.Gateway, version,
-		append([]server.Option{server.WithLogger(log), server.WithInstructions(instructions(m))}, opts...)...)
+	sopts := []server.Option{
+		server.WithLogger(log),
+		server.WithClock(clock),
+		server.WithInstructions(instructions(m)),
+	}
+	if o.approvals != nil {
+		sopts = append(sopts, server.WithApprovals(o.approvals))
+	}
+	sopts = append(sopts, o.server...)
+	srv, err := server.New("promcp-device/"+m.Gateway, version, sopts...)
 	if err != nil {
 		set.Close()
 		return nil, err
 	}
-	if _, err := server.Serve(srv, set); err != nil {
+	if _, err := server.Serve(srv, set, server.GatewayOptions{Policy: o.policy}); err != nil {
 		set.Close()
 		return nil, err
 	}
 	g.srv = srv
 	return g, nil
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// loadPolicy loads the policy file named by flag: "" means the one beside
+// the manifest when it exists, "none" means no policy.
+func loadPolicy(manifest, flag string, m *manifests.Manifest) (*manifests.Policy, error) {
+	path := flag
+	switch flag {
+	case "none":
+		return nil, nil
+	case "":
+		path = manifests.PolicyPath(manifest)
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+	}
+	return manifests.LoadPolicy(path, m)
 }
 
 func instructions(m *manifests.Manifest) string {

@@ -1,0 +1,198 @@
+// Package approval issues and checks human approvals of do_* actions.
+//
+// An approval is a short-lived, one-time token bound to one action, one
+// value and one idempotency key, signed with HMAC-SHA256 under a key that
+// the gateway and the person approving share (a file only they can read).
+// `promcp-device approve` issues one; the agent passes it to do_* as the
+// "approval" argument. The same signer signs the state that MCP elicitation
+// round-trips through the client, so a client cannot forge a "yes".
+//
+// # Concurrency
+//
+// Signer and Ledger are safe for concurrent use.
+package approval
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Errors of Verify.
+var (
+	ErrMalformed = errors.New("approval is malformed")
+	ErrSignature = errors.New("approval signature does not match (wrong key or altered token)")
+	ErrExpired   = errors.New("approval has expired")
+	ErrMismatch  = errors.New("approval is for another action, value or idempotency key")
+	ErrUsed      = errors.New("approval was already used")
+)
+
+// Grant is what an approval allows: one action with one value under one
+// idempotency key, until Expires.
+type Grant struct {
+	Tool    string          `json:"tool"`
+	Value   json.RawMessage `json:"value"`
+	Key     string          `json:"key"`
+	Expires time.Time       `json:"exp"`
+	// ID makes each token unique, for one-time use.
+	ID string `json:"id"`
+}
+
+// Signer signs and checks grants.
+type Signer struct{ key []byte }
+
+// NewSigner returns a Signer with key (at least 16 bytes).
+func NewSigner(key []byte) (*Signer, error) {
+	if len(key) < 16 {
+		return nil, fmt.Errorf("approval key is %d bytes, want at least 16", len(key))
+	}
+	return &Signer{key: append([]byte(nil), key...)}, nil
+}
+
+// NewRandomSigner returns a Signer with a fresh random key, for state that
+// only this process signs and checks (elicitation).
+func NewRandomSigner() *Signer {
+	k := make([]byte, 32)
+	_, _ = rand.Read(k)
+	return &Signer{key: k}
+}
+
+// LoadOrCreateKey reads the hex key at path, creating it (mode 0600) with
+// a random key when it does not exist.
+func LoadOrCreateKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return nil, fmt.Errorf("approval key: %w", err)
+		}
+		if err := os.WriteFile(path, []byte(hex.EncodeToString(k)+"\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("approval key %s: %w", path, err)
+		}
+		return k, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("approval key %s: %w", path, err)
+	}
+	k, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("approval key %s: not hex: %w", path, err)
+	}
+	return k, nil
+}
+
+// Canonical encodes a tool argument value the way grants bind it.
+func Canonical(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// Issue returns a token for g; a missing ID is generated.
+func (s *Signer) Issue(g Grant) string {
+	if g.ID == "" {
+		var b [12]byte
+		_, _ = rand.Read(b[:])
+		g.ID = hex.EncodeToString(b[:])
+	}
+	payload, _ := json.Marshal(g)
+	return base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(s.mac(payload))
+}
+
+// Open checks the token's signature and returns its grant, without
+// checking what it grants.
+func (s *Signer) Open(token string) (Grant, error) {
+	p, sig, ok := strings.Cut(strings.TrimSpace(token), ".")
+	if !ok {
+		return Grant{}, ErrMalformed
+	}
+	payload, err1 := base64.RawURLEncoding.DecodeString(p)
+	mac, err2 := base64.RawURLEncoding.DecodeString(sig)
+	if err1 != nil || err2 != nil {
+		return Grant{}, ErrMalformed
+	}
+	if !hmac.Equal(mac, s.mac(payload)) {
+		return Grant{}, ErrSignature
+	}
+	var g Grant
+	if err := json.Unmarshal(payload, &g); err != nil {
+		return Grant{}, ErrMalformed
+	}
+	return g, nil
+}
+
+// Verify checks that token grants tool with value under key at now.
+func (s *Signer) Verify(token, tool string, value any, key string, now time.Time) (Grant, error) {
+	g, err := s.Open(token)
+	if err != nil {
+		return Grant{}, err
+	}
+	if !now.Before(g.Expires) {
+		return g, fmt.Errorf("%w (at %s)", ErrExpired, g.Expires.UTC().Format(time.RFC3339))
+	}
+	if g.Tool != tool || g.Key != key || !sameJSON(g.Value, Canonical(value)) {
+		return g, fmt.Errorf("%w: it grants %s value=%s key=%q", ErrMismatch, g.Tool, g.Value, g.Key)
+	}
+	return g, nil
+}
+
+func (s *Signer) mac(payload []byte) []byte {
+	h := hmac.New(sha256.New, s.key)
+	h.Write(payload)
+	return h.Sum(nil)
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xa, _ := json.Marshal(x)
+	ya, _ := json.Marshal(y)
+	return string(xa) == string(ya)
+}
+
+// Ledger remembers used grant IDs until they expire, so each approval
+// works once.
+type Ledger struct {
+	mu   sync.Mutex
+	used map[string]time.Time
+}
+
+// NewLedger returns an empty Ledger.
+func NewLedger() *Ledger { return &Ledger{used: map[string]time.Time{}} }
+
+// Use marks g used at now; it fails with ErrUsed when it already was.
+func (l *Ledger) Use(g Grant, now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for id, exp := range l.used {
+		if now.After(exp) {
+			delete(l.used, id)
+		}
+	}
+	if _, ok := l.used[g.ID]; ok {
+		return ErrUsed
+	}
+	l.used[g.ID] = g.Expires
+	return nil
+}
+
+// Used reports whether g was used, without using it.
+func (l *Ledger) Used(g Grant, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	exp, ok := l.used[g.ID]
+	return ok && !now.After(exp)
+}

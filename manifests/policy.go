@@ -1,0 +1,510 @@
+package manifests
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// Policy is a validated policy file: the rules that decide, for each do_*
+// action of a manifest, who may run it, when, how often, within which
+// bounds, with whose approval and under which interlocks. It lives beside
+// the manifest (greenhouse.yml → greenhouse.policy.yml).
+type Policy struct {
+	File    string
+	Version int
+	// Location is the time zone of time windows that name none; UTC when
+	// the file says nothing.
+	Location *time.Location
+	// Roles are the role names callers may hold; by default viewer,
+	// operator, supervisor and admin.
+	Roles []string
+	// DefaultRoles may run an action whose policy names no roles; by
+	// default every role but viewer.
+	DefaultRoles []string
+	// Actions holds the rules of each action, by do_* tool name. An action
+	// without an entry gets the defaults only.
+	Actions map[string]*ActionPolicy
+}
+
+// DefaultRoleNames are the roles a policy knows when it declares none.
+var DefaultRoleNames = []string{"viewer", "operator", "supervisor", "admin"}
+
+// ActionPolicy holds the rules of one do_* action. Zero fields do not
+// restrict.
+type ActionPolicy struct {
+	Tool string
+	// Roles may run the action; nil means the policy's DefaultRoles.
+	Roles []string
+	// Clamp makes a value outside min/max (or beyond MaxChange) be clamped
+	// to the nearest allowed value instead of refused.
+	Clamp bool
+	// MaxChange bounds one write's change relative to the current value,
+	// in the capability's unit.
+	MaxChange *float64
+	// Cooldown is the minimum time between successful actuations.
+	Cooldown time.Duration
+	// RateLimit caps successful actuations per window.
+	RateLimit *RateLimit
+	// Windows restrict the times of day the action may run.
+	Windows *Windows
+	// Approval says when a human must approve the action.
+	Approval *Approval
+	// Interlocks deny the action while another reading meets a condition.
+	Interlocks []Interlock
+	// Quorum requires peers to agree (fleet deployments).
+	Quorum *Quorum
+}
+
+// RateLimit allows at most Max successful actuations in any Per window.
+type RateLimit struct {
+	Max int
+	Per time.Duration
+}
+
+// Windows restrict when an action may run. With Allow windows, the action
+// runs only inside one of them; inside a Deny window it never runs.
+type Windows struct {
+	Location *time.Location
+	Allow    []Window
+	Deny     []Window
+	// When limits the windows to requested values that meet it (deny only
+	// opening the vent at night: when {equals: true}); nil applies them to
+	// every value.
+	When *ValueCondition
+}
+
+// ValueCondition is a condition on a value: above, below, or equal to.
+type ValueCondition struct {
+	Above, Below *float64
+	Equals       any
+}
+
+// Window is a daily period on some weekdays. From and To are offsets from
+// local midnight; To <= From crosses midnight (20:00–06:00). A window that
+// crosses midnight belongs to the day it starts on.
+type Window struct {
+	Days     []time.Weekday
+	From, To time.Duration
+}
+
+// Approval says when a human must approve an action.
+type Approval struct {
+	Always bool
+	// Above and Below require approval for values beyond them.
+	Above, Below *float64
+	// NotCompensable requires approval when the action is not compensable.
+	NotCompensable bool
+	// TTL is how long an out-of-band approval stays usable; 0 means 10m.
+	TTL time.Duration
+}
+
+// Interlock denies an action while a reading meets its condition. It
+// fails closed: a reading whose quality is not good denies as well.
+type Interlock struct {
+	// Read is the read_* tool of the capability observed.
+	Read string
+	// One condition: the reading is above, below, or equal to a value.
+	Above, Below *float64
+	Equals       any
+	// Reason is said to the agent when the interlock denies.
+	Reason string
+	// When limits the interlock to requested values that meet it (no
+	// heater on while the vent is open: when {equals: true}, so that
+	// switching the heater off stays allowed); nil applies it to every value.
+	When *ValueCondition
+}
+
+// Quorum requires MinPeers gateways (this one included) to be reachable.
+type Quorum struct {
+	MinPeers int
+}
+
+// PolicyPath returns the policy file that belongs beside a manifest:
+// "greenhouse.yml" → "greenhouse.policy.yml".
+func PolicyPath(manifest string) string {
+	ext := filepath.Ext(manifest)
+	return strings.TrimSuffix(manifest, ext) + ".policy" + ext
+}
+
+// IsCompanion reports whether path names a file that accompanies a
+// manifest rather than a manifest: one with a second extension, such as
+// greenhouse.policy.yml beside greenhouse.yml.
+func IsCompanion(path string) bool {
+	base := filepath.Base(path)
+	return strings.Count(strings.TrimSuffix(base, filepath.Ext(base)), ".") > 0
+}
+
+// ManifestOf returns the manifest a companion file belongs to:
+// "greenhouse.policy.yml" → "greenhouse.yml".
+func ManifestOf(companion string) string {
+	ext := filepath.Ext(companion)
+	stem := strings.TrimSuffix(companion, ext)
+	return strings.TrimSuffix(stem, filepath.Ext(stem)) + ext
+}
+
+// LoadPolicy reads and validates the policy file at path against m (every
+// action and reading it names must exist in m). See ParsePolicy.
+func LoadPolicy(path string, m *Manifest) (*Policy, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load policy: %w", err)
+	}
+	return ParsePolicy(path, data, m)
+}
+
+var (
+	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions"}
+	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum"}
+	rateLimitKeys  = []string{"max", "per"}
+	windowsKeys    = []string{"timezone", "allow", "deny", "when"}
+	whenKeys       = []string{"above", "below", "equals"}
+	windowKeys     = []string{"days", "from", "to"}
+	approvalKeys   = []string{"always", "above", "below", "not_compensable", "ttl"}
+	interlockKeys  = []string{"read", "above", "below", "equals", "reason", "when"}
+	quorumKeys     = []string{"min_peers"}
+	weekdayAliases = map[string][]time.Weekday{
+		"mon": {time.Monday}, "tue": {time.Tuesday}, "wed": {time.Wednesday}, "thu": {time.Thursday},
+		"fri": {time.Friday}, "sat": {time.Saturday}, "sun": {time.Sunday},
+		"weekdays": {time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday},
+		"weekend":  {time.Saturday, time.Sunday},
+		"all":      {time.Sunday, time.Monday, time.Tuesday, time.Wednesday, time.Thursday, time.Friday, time.Saturday},
+	}
+)
+
+// ParsePolicy decodes and validates a policy file held in data against m.
+// Errors are *Error values, positioned and sorted, joined, as for Parse.
+func ParsePolicy(file string, data []byte, m *Manifest) (*Policy, error) {
+	p := &problems{file: file}
+	root, ok := parseYAML(p, data)
+	if !ok {
+		return nil, p.err()
+	}
+	d := newDecoder(p, root)
+	pol := d.policy(root, m)
+	pol.File = file
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return pol, nil
+}
+
+func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
+	pol := &Policy{Location: time.UTC, Actions: map[string]*ActionPolicy{}}
+	f, ok := d.fields(root, "", policyKeys...)
+	if !ok {
+		if root == nil {
+			d.p.add(Position{Line: 1, Column: 1}, "", ErrMissing, "policy (want a mapping with version and actions)")
+		}
+		return pol
+	}
+	if v, ok := d.integer(f["version"], "version"); ok && v != 1 {
+		d.add("version", ErrUnknownValue, "%d (want 1)", v)
+	} else if ok {
+		pol.Version = 1
+	}
+	d.required(f, "", "version", "1")
+	if loc, ok := d.timezone(f["timezone"], "timezone"); ok {
+		pol.Location = loc
+	}
+	pol.Roles = DefaultRoleNames
+	if d.has("roles") {
+		pol.Roles = nil
+		for i, it := range d.seq(f["roles"], "roles") {
+			if r, ok := d.name(it, index("roles", i)); ok {
+				if slices.Contains(pol.Roles, r) {
+					d.add(index("roles", i), ErrDuplicate, "role %q", r)
+				}
+				pol.Roles = append(pol.Roles, r)
+			}
+		}
+	}
+	pol.DefaultRoles = slices.DeleteFunc(slices.Clone(pol.Roles), func(r string) bool { return r == "viewer" })
+	if d.has("default_roles") {
+		pol.DefaultRoles = d.roles(f["default_roles"], "default_roles", pol.Roles)
+	}
+
+	actions := map[string]*Capability{}
+	reads := map[string]*Capability{}
+	if m != nil {
+		for i := range m.Capabilities {
+			c := &m.Capabilities[i]
+			reads["read_"+c.Name] = c
+			if c.Do != nil {
+				actions[c.Do.Tool] = c
+			}
+		}
+	}
+	for _, e := range d.entries(f["actions"], "actions") {
+		tool := keyString(e.Key)
+		path := join("actions", tool)
+		cap, known := actions[tool]
+		if !known {
+			d.addAt(e.Key, path, ErrBadReference, "%q (want a do tool of the manifest: %s)", tool, oneOf(keysOf(actions)))
+		}
+		if _, dup := pol.Actions[tool]; dup {
+			d.addAt(e.Key, path, ErrDuplicate, "action %q", tool)
+			continue
+		}
+		pol.Actions[tool] = d.actionPolicy(e.Value, path, tool, cap, reads, pol)
+	}
+	return pol
+}
+
+func (d *decoder) actionPolicy(n ast.Node, path, tool string, cap *Capability, reads map[string]*Capability, pol *Policy) *ActionPolicy {
+	a := &ActionPolicy{Tool: tool}
+	f, ok := d.fields(n, path, actionPolKeys...)
+	if !ok {
+		return a
+	}
+	numeric := cap == nil || cap.Type == TypeNumber || cap.Type == TypeInteger
+	if d.has(join(path, "roles")) {
+		a.Roles = d.roles(f["roles"], join(path, "roles"), pol.Roles)
+	}
+	a.Clamp = d.boolean(f["clamp"], join(path, "clamp"))
+	if v, ok := d.number(f["max_change"], join(path, "max_change")); ok {
+		if v <= 0 {
+			d.add(join(path, "max_change"), ErrRange, "%v (want more than 0)", v)
+		}
+		a.MaxChange = &v
+	}
+	for _, k := range []string{"clamp", "max_change"} {
+		if d.has(join(path, k)) && !numeric {
+			d.add(join(path, k), ErrNotAllowed, "on %s action %s (want a number or integer capability)", cap.Type, tool)
+		}
+	}
+	a.Cooldown = d.duration(f["cooldown"], join(path, "cooldown"))
+	if rf, ok := d.fields(f["rate_limit"], join(path, "rate_limit"), rateLimitKeys...); ok {
+		rp := join(path, "rate_limit")
+		rl := &RateLimit{Per: d.duration(rf["per"], join(rp, "per"))}
+		if v, ok := d.integer(rf["max"], join(rp, "max")); ok {
+			if v < 1 {
+				d.add(join(rp, "max"), ErrRange, "%d (want 1 or more)", v)
+			}
+			rl.Max = int(v)
+		}
+		d.required(rf, rp, "max", "the number of actuations allowed per window")
+		d.required(rf, rp, "per", `the window, such as "1h"`)
+		a.RateLimit = rl
+	}
+	if wf, ok := d.fields(f["windows"], join(path, "windows"), windowsKeys...); ok {
+		wp := join(path, "windows")
+		w := &Windows{Location: pol.Location}
+		if loc, ok := d.timezone(wf["timezone"], join(wp, "timezone")); ok {
+			w.Location = loc
+		}
+		for i, it := range d.seq(wf["allow"], join(wp, "allow")) {
+			w.Allow = append(w.Allow, d.window(it, index(join(wp, "allow"), i)))
+		}
+		for i, it := range d.seq(wf["deny"], join(wp, "deny")) {
+			w.Deny = append(w.Deny, d.window(it, index(join(wp, "deny"), i)))
+		}
+		w.When = d.when(wf["when"], join(wp, "when"), cap)
+		if len(w.Allow) == 0 && len(w.Deny) == 0 {
+			d.add(wp, ErrMissing, "allow or deny (want at least one window)")
+		}
+		a.Windows = w
+	}
+	if af, ok := d.fields(f["approval"], join(path, "approval"), approvalKeys...); ok {
+		ap := join(path, "approval")
+		appr := &Approval{
+			Always:         d.boolean(af["always"], join(ap, "always")),
+			NotCompensable: d.boolean(af["not_compensable"], join(ap, "not_compensable")),
+			TTL:            d.duration(af["ttl"], join(ap, "ttl")),
+		}
+		if v, ok := d.number(af["above"], join(ap, "above")); ok {
+			appr.Above = &v
+		}
+		if v, ok := d.number(af["below"], join(ap, "below")); ok {
+			appr.Below = &v
+		}
+		if (appr.Above != nil || appr.Below != nil) && !numeric {
+			d.add(ap, ErrNotAllowed, "above/below on %s action %s (want a number or integer capability)", cap.Type, tool)
+		}
+		if !appr.Always && !appr.NotCompensable && appr.Above == nil && appr.Below == nil {
+			d.add(ap, ErrMissing, "a condition (want always, above, below or not_compensable)")
+		}
+		a.Approval = appr
+	}
+	for i, it := range d.seq(f["interlocks"], join(path, "interlocks")) {
+		a.Interlocks = append(a.Interlocks, d.interlock(it, index(join(path, "interlocks"), i), reads, cap))
+	}
+	if qf, ok := d.fields(f["quorum"], join(path, "quorum"), quorumKeys...); ok {
+		qp := join(path, "quorum")
+		q := &Quorum{}
+		if v, ok := d.integer(qf["min_peers"], join(qp, "min_peers")); ok {
+			if v < 1 {
+				d.add(join(qp, "min_peers"), ErrRange, "%d (want 1 or more: this gateway counts)", v)
+			}
+			q.MinPeers = int(v)
+		}
+		d.required(qf, qp, "min_peers", "the number of gateways that must be reachable, this one included")
+		a.Quorum = q
+	}
+	return a
+}
+
+func (d *decoder) roles(n ast.Node, path string, known []string) []string {
+	out := []string{}
+	for i, it := range d.seq(n, path) {
+		p := index(path, i)
+		r, ok := d.str(it, p)
+		if !ok {
+			continue
+		}
+		if !slices.Contains(known, r) {
+			d.add(p, ErrUnknownValue, "%q (want a role the policy declares: %s)", r, oneOf(known))
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func (d *decoder) timezone(n ast.Node, path string) (*time.Location, bool) {
+	s, ok := d.str(n, path)
+	if !ok {
+		return nil, false
+	}
+	loc, err := time.LoadLocation(s)
+	if err != nil || s == "" || s == "Local" {
+		d.add(path, ErrUnknownValue, "%q (want an IANA time zone name such as \"Europe/Amsterdam\" or \"UTC\")", s)
+		return nil, false
+	}
+	return loc, true
+}
+
+func (d *decoder) window(n ast.Node, path string) Window {
+	w := Window{}
+	f, ok := d.fields(n, path, windowKeys...)
+	if !ok {
+		d.missingItem(n, path)
+		return w
+	}
+	if d.has(join(path, "days")) {
+		for i, it := range d.seq(f["days"], join(path, "days")) {
+			p := index(join(path, "days"), i)
+			s, ok := d.str(it, p)
+			if !ok {
+				continue
+			}
+			days, known := weekdayAliases[strings.ToLower(s)]
+			if !known {
+				d.add(p, ErrUnknownValue, "%q (want mon, tue, wed, thu, fri, sat, sun, weekdays, weekend or all)", s)
+				continue
+			}
+			for _, day := range days {
+				if !slices.Contains(w.Days, day) {
+					w.Days = append(w.Days, day)
+				}
+			}
+		}
+	} else {
+		w.Days = weekdayAliases["all"]
+	}
+	w.From = d.clock(f["from"], join(path, "from"))
+	w.To = d.clock(f["to"], join(path, "to"))
+	d.required(f, path, "from", `a time of day such as "20:00"`)
+	d.required(f, path, "to", `a time of day such as "06:00"`)
+	return w
+}
+
+// clock parses "HH:MM" (00:00 to 24:00) into an offset from midnight.
+func (d *decoder) clock(n ast.Node, path string) time.Duration {
+	s, ok := d.str(n, path)
+	if !ok {
+		return 0
+	}
+	var h, m int
+	if _, err := fmt.Sscanf(s, "%d:%d", &h, &m); err != nil || len(s) != 5 || h < 0 || m < 0 || m > 59 || h > 24 || h == 24 && m != 0 {
+		d.add(path, ErrType, "%q (want a time of day HH:MM, 00:00 to 24:00)", s)
+		return 0
+	}
+	return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute
+}
+
+// when decodes a condition on the requested value of cap's action.
+func (d *decoder) when(n ast.Node, path string, cap *Capability) *ValueCondition {
+	f, ok := d.fields(n, path, whenKeys...)
+	if !ok {
+		return nil
+	}
+	c := d.condition(f, path)
+	if cap != nil && (c.Above != nil || c.Below != nil) && cap.Type != TypeNumber && cap.Type != TypeInteger {
+		d.add(path, ErrNotAllowed, "above/below on %s action %s (want equals)", cap.Type, cap.Do.Tool)
+	}
+	return &c
+}
+
+// condition decodes the above, below and equals keys of a mapping, one of
+// which must be given.
+func (d *decoder) condition(f map[string]ast.Node, path string) ValueCondition {
+	var c ValueCondition
+	if v, ok := d.number(f["above"], join(path, "above")); ok {
+		c.Above = &v
+	}
+	if v, ok := d.number(f["below"], join(path, "below")); ok {
+		c.Below = &v
+	}
+	if d.has(join(path, "equals")) {
+		c.Equals = d.scalar(f["equals"], join(path, "equals"))
+	}
+	if c.Above == nil && c.Below == nil && c.Equals == nil && !d.bad[join(path, "above")] && !d.bad[join(path, "below")] && !d.bad[join(path, "equals")] {
+		d.add(path, ErrMissing, "a condition (want above, below or equals)")
+	}
+	return c
+}
+
+// scalar decodes a boolean, string or number.
+func (d *decoder) scalar(n ast.Node, path string) any {
+	switch v := d.resolve(n, path).(type) {
+	case *ast.BoolNode:
+		return v.Value
+	case *ast.StringNode:
+		return v.Value
+	default:
+		if x, ok := d.number(v, path); ok {
+			return x
+		}
+	}
+	return nil
+}
+
+func (d *decoder) interlock(n ast.Node, path string, reads map[string]*Capability, cap *Capability) Interlock {
+	il := Interlock{}
+	f, ok := d.fields(n, path, interlockKeys...)
+	if !ok {
+		d.missingItem(n, path)
+		return il
+	}
+	il.Read = d.requiredStr(f, path, "read", "the read_* tool of the reading the interlock watches")
+	il.Reason, _ = d.str(f["reason"], join(path, "reason"))
+	c, known := reads[il.Read]
+	if il.Read != "" && !known {
+		d.add(join(path, "read"), ErrBadReference, "%q (want a read tool of the manifest: %s)", il.Read, oneOf(keysOf(reads)))
+	}
+	c2 := d.condition(f, path)
+	il.Above, il.Below, il.Equals = c2.Above, c2.Below, c2.Equals
+	il.When = d.when(f["when"], join(path, "when"), cap)
+	if known && (il.Above != nil || il.Below != nil) && c.Type != TypeNumber && c.Type != TypeInteger {
+		d.add(path, ErrNotAllowed, "above/below on %s reading %s (want equals)", c.Type, il.Read)
+	}
+	if il.Reason == "" && il.Read != "" {
+		il.Reason = "interlock on " + il.Read
+	}
+	return il
+}
+
+func keysOf[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}

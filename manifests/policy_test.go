@@ -1,0 +1,93 @@
+package manifests
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestPolicyGolden checks the policy files under testdata/policy/<case>/
+// against testdata/policy/base.yml: want.err holds the exact errors (empty
+// for a valid file).
+func TestPolicyGolden(t *testing.T) {
+	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join("testdata", "policy", "*", "policy.yml"))
+	if len(files) == 0 {
+		t.Fatal("no policy golden cases")
+	}
+	for _, f := range files {
+		dir := filepath.Dir(f)
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, perr := ParsePolicy("policy.yml", data, m)
+			got := errorText(perr)
+			wantFile := filepath.Join(dir, "want.err")
+			if *update {
+				if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(wantFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("ParsePolicy(%s) errors:\n%s\nwant:\n%s", dir, got, want)
+			}
+		})
+	}
+}
+
+func TestPolicyValid(t *testing.T) {
+	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := LoadPolicy(filepath.Join("testdata", "policy", "valid", "policy.yml"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	light := p.Actions["do_set_light_level"]
+	if !light.Clamp || *light.MaxChange != 20 || *light.Approval.Above != 90 || light.Approval.TTL != 5*time.Minute {
+		t.Errorf("do_set_light_level = %+v", light)
+	}
+	fan := p.Actions["do_set_fan"].Windows
+	if fan.Location != time.UTC || len(fan.Allow[0].Days) != 5 || fan.Allow[0].From != 6*time.Hour || fan.Deny[0].To != 24*time.Hour {
+		t.Errorf("do_set_fan windows = %+v", fan)
+	}
+	if got := p.Actions["do_set_valve"].Roles; len(got) != 1 || got[0] != "supervisor" {
+		t.Errorf("do_set_valve roles = %v", got)
+	}
+	if p.Location.String() != "Europe/Amsterdam" || len(p.Roles) != 5 || len(p.DefaultRoles) != 3 {
+		t.Errorf("policy = %+v", p)
+	}
+	if PolicyPath("dir/greenhouse.yml") != "dir/greenhouse.policy.yml" {
+		t.Errorf("PolicyPath = %q", PolicyPath("dir/greenhouse.yml"))
+	}
+}
+
+func FuzzParsePolicy(f *testing.F) {
+	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join("testdata", "policy", "*", "policy.yml"))
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParsePolicy("policy.yml", data, m)
+		if (p == nil) == (err == nil) {
+			t.Fatalf("ParsePolicy = %v, %v; want exactly one nil", p, err)
+		}
+		checkErrors(t, err)
+	})
+}

@@ -1,0 +1,322 @@
+package manifests
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// FaultKind is a fault the simulator injects at the bus.
+type FaultKind string
+
+// Fault kinds. Which apply to which model is [FaultApplies]'s table.
+const (
+	// FaultDropout: the device does not answer at all (I2C: every
+	// transaction NACKed at its address).
+	FaultDropout FaultKind = "dropout"
+	// FaultNACK: the device acknowledges commands but refuses to deliver
+	// data (I2C: reads NACKed, as a busy chip does). It is the device-level
+	// error flag; on Modbus it is an exception response.
+	FaultNACK FaultKind = "nack"
+	// FaultStuck: the device repeats, bit for bit, what it answered when
+	// the fault began.
+	FaultStuck FaultKind = "stuck"
+	// FaultNoise: a burst of spikes of alternating sign, each between half
+	// and all of Amplitude, on the value.
+	FaultNoise FaultKind = "noise"
+	// FaultImplausible: the device reports Value (or, without one, a railed
+	// reading: the largest raw value).
+	FaultImplausible FaultKind = "implausible"
+	// FaultSlow: every transaction takes Delay longer (real time), within
+	// the bus timeout.
+	FaultSlow FaultKind = "slow"
+	// FaultTimeout: every transaction holds the bus for Delay (default twice
+	// the bus timeout, real time), so that the driver's timeout fires.
+	FaultTimeout FaultKind = "timeout"
+	// FaultCRC: the checksum byte of the data is corrupted (SHT3x).
+	FaultCRC FaultKind = "crc"
+)
+
+// FaultKinds lists every fault kind.
+func FaultKinds() []FaultKind {
+	return []FaultKind{FaultDropout, FaultNACK, FaultStuck, FaultNoise, FaultImplausible, FaultSlow, FaultTimeout, FaultCRC}
+}
+
+// FaultApplies reports whether the simulator can inject fault k on a device
+// of model m. A GPIO line has no transaction that can fail, be NACKed, time
+// out or carry a checksum, and no range to leave: only stuck, noise
+// (chatter) and slow apply. The register protocol has no checksum.
+func FaultApplies(m Model, k FaultKind) bool {
+	switch m {
+	case ModelSHT3x:
+		return slices.Contains(FaultKinds(), k)
+	case ModelRegisters:
+		return k != FaultCRC && slices.Contains(FaultKinds(), k)
+	case ModelGPIOIn, ModelGPIOOut:
+		return k == FaultStuck || k == FaultNoise || k == FaultSlow
+	}
+	return false
+}
+
+// Fault is one fault with its parameters.
+type Fault struct {
+	Kind FaultKind
+	// Channel narrows a value fault (noise, implausible) to one channel:
+	// temperature or humidity of an SHT3x (default temperature), a register
+	// of a registers device (default its first register).
+	Channel string
+	// Value is what an implausible fault reports, in the channel's unit;
+	// nil means a railed reading.
+	Value *float64
+	// Amplitude is the size of noise spikes, in the channel's unit (an
+	// SHT3x's humidity gets ten times it, in %). Zero means 5.
+	Amplitude float64
+	// Delay is the added latency of slow (zero means 50ms) and how long
+	// timeout holds the bus (zero means twice the bus timeout).
+	Delay time.Duration
+}
+
+// DefaultNoiseAmplitude is a noise fault's amplitude when it gives none.
+const DefaultNoiseAmplitude = 5.0
+
+// DefaultSlowDelay is a slow fault's delay when it gives none.
+const DefaultSlowDelay = 50 * time.Millisecond
+
+// Scenario is a timeline of faults on the simulator's clock, as a scenario
+// file declares it.
+type Scenario struct {
+	// File is the path the scenario was read from.
+	File string
+	// Name names the scenario.
+	Name        string
+	Description string
+	// Manifest is the path of the manifest the scenario is written for, as
+	// the file gives it (relative to the scenario file); "" when not given.
+	Manifest string
+	Faults   []ScheduledFault
+}
+
+// IsScenario reports whether data looks like a scenario file rather than a
+// manifest: a YAML mapping with a top-level scenario key. It does not
+// validate anything.
+func IsScenario(data []byte) bool {
+	f, err := parseBytes(data)
+	if err != nil || f == nil {
+		return false
+	}
+	for _, doc := range f.Docs {
+		if doc == nil || doc.Body == nil {
+			continue
+		}
+		if m, ok := doc.Body.(*ast.MappingNode); ok {
+			for _, mv := range m.Values {
+				if mv != nil && mv.Key != nil && keyString(mv.Key) == "scenario" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return false
+}
+
+// ScheduledFault is a fault on a device from At to At+For after the
+// scenario starts, on the simulator's clock.
+type ScheduledFault struct {
+	At time.Duration
+	// For is how long the fault lasts; zero means until the end.
+	For    time.Duration
+	Device string
+	Fault  Fault
+}
+
+var (
+	scenarioKeys = []string{"version", "scenario", "description", "manifest", "faults"}
+	faultKeys    = []string{"at", "device", "fault", "for", "channel", "value", "amplitude", "delay"}
+)
+
+// LoadScenario reads a scenario file and checks it against m, the manifest
+// it runs on. See ParseScenario for the errors.
+func LoadScenario(path string, m *Manifest) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load scenario: %w", err)
+	}
+	return ParseScenario(path, data, m)
+}
+
+// ParseScenario decodes a scenario held in data and checks it against m:
+// every device exists, every fault applies to its device's model, every
+// parameter fits its fault. Errors are reported as Parse reports them: the
+// errors.Join of one *Error per problem, sorted by position.
+//
+// The format:
+//
+//	key          type            default   constraint
+//	version      integer         required  1
+//	scenario     name            required  names the scenario
+//	description  string          ""
+//	manifest     string          ""        the manifest the scenario is written for, relative to the scenario file (lint uses it)
+//	faults       list of fault   none
+//
+// A fault (faults[]):
+//
+//	key        type      default   constraint
+//	at         duration  required  0s or more: when the fault starts, after the scenario starts (simulated time)
+//	device     string    required  a device of the manifest
+//	fault      string    required  dropout, nack, stuck, noise, implausible, slow, timeout or crc; must apply to the device's model (FaultApplies)
+//	for        duration  forever   more than 0: how long the fault lasts; then the device recovers
+//	channel    string    see Fault noise and implausible only: a channel of the device
+//	value      number    railed    implausible only: the value reported, in the channel's unit
+//	amplitude  number    5         noise only: more than 0, the spike size in the channel's unit
+//	delay      duration  see Fault slow and timeout only
+//
+// When two faults on one device overlap, the later in the file wins.
+func ParseScenario(file string, data []byte, m *Manifest) (*Scenario, error) {
+	p := &problems{file: file}
+	root, ok := parseYAML(p, data)
+	if !ok {
+		return nil, p.err()
+	}
+	d := newDecoder(p, root)
+	sc := &Scenario{File: file}
+	var f map[string]ast.Node
+	switch n := d.resolve(root, "").(type) {
+	case nil, *ast.NullNode:
+		f = map[string]ast.Node{}
+	case *ast.MappingNode:
+		f, _ = d.fields(n, "", scenarioKeys...)
+	default:
+		d.addAt(n, "", ErrSyntax, ": the document is %s (want a mapping of keys such as scenario and faults)", describe(n))
+		return nil, p.err()
+	}
+	if v, ok := d.integer(f["version"], "version"); ok && v != 1 {
+		d.add("version", ErrUnknownValue, "%d (want 1)", v)
+	}
+	d.required(f, "", "version", "1")
+	sc.Name, _ = d.name(f["scenario"], "scenario")
+	d.required(f, "", "scenario", "a lower_snake_case name for the scenario")
+	sc.Description, _ = d.str(f["description"], "description")
+	sc.Manifest, _ = d.str(f["manifest"], "manifest")
+	models := map[string]Model{}
+	var names []string
+	if m != nil {
+		for _, dev := range m.Devices {
+			models[dev.Name] = dev.Model
+			names = append(names, dev.Name)
+		}
+	}
+	for i, n := range d.seq(f["faults"], "faults") {
+		path := index("faults", i)
+		if sf, ok := d.scheduledFault(n, path, m, models, names); ok {
+			sc.Faults = append(sc.Faults, sf)
+		}
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+func (d *decoder) scheduledFault(n ast.Node, path string, m *Manifest, models map[string]Model, names []string) (ScheduledFault, bool) {
+	var sf ScheduledFault
+	f, ok := d.fields(n, path, faultKeys...)
+	if !ok {
+		d.missingItem(n, path)
+		return sf, false
+	}
+	ap := join(path, "at")
+	if s, ok := d.str(f["at"], ap); ok {
+		at, err := time.ParseDuration(s)
+		switch {
+		case err != nil:
+			d.add(ap, ErrType, `: got string %q, want a duration such as "0s", "10s" or "2m"`, s)
+		case at < 0:
+			d.add(ap, ErrRange, ": %s (want 0s or more)", s)
+		default:
+			sf.At = at
+		}
+	}
+	d.required(f, path, "at", `when the fault starts, such as "10s"`)
+	sf.For = d.duration(f["for"], join(path, "for"))
+	sf.Device = d.requiredStr(f, path, "device", "the name of a device")
+	kinds := make([]string, 0, len(FaultKinds()))
+	for _, k := range FaultKinds() {
+		kinds = append(kinds, string(k))
+	}
+	k, kindOK := d.oneOfValue(f["fault"], join(path, "fault"), kinds...)
+	sf.Fault.Kind = FaultKind(k)
+	d.required(f, path, "fault", oneOf(kinds))
+	sf.Fault.Channel, _ = d.str(f["channel"], join(path, "channel"))
+	if v, ok := d.number(f["value"], join(path, "value")); ok {
+		sf.Fault.Value = &v
+	}
+	if a, ok := d.number(f["amplitude"], join(path, "amplitude")); ok {
+		if a <= 0 {
+			d.add(join(path, "amplitude"), ErrRange, ": %g (want more than 0)", a)
+		}
+		sf.Fault.Amplitude = a
+	}
+	sf.Fault.Delay = d.duration(f["delay"], join(path, "delay"))
+
+	params := map[string][]FaultKind{
+		"channel":   {FaultNoise, FaultImplausible},
+		"value":     {FaultImplausible},
+		"amplitude": {FaultNoise},
+		"delay":     {FaultSlow, FaultTimeout},
+	}
+	if kindOK {
+		for _, key := range []string{"channel", "value", "amplitude", "delay"} {
+			if d.has(join(path, key)) && !slices.Contains(params[key], sf.Fault.Kind) {
+				d.add(join(path, key), ErrNotAllowed, "for fault %s (%s is a parameter of %s)", sf.Fault.Kind, key, kindList(params[key]))
+			}
+		}
+	}
+	model, known := models[sf.Device]
+	switch {
+	case m == nil || sf.Device == "":
+	case !known:
+		d.add(join(path, "device"), ErrBadReference, "device %q (%s)", sf.Device, candidates("device", names))
+	case kindOK && !FaultApplies(model, sf.Fault.Kind):
+		var can []string
+		for _, k := range FaultKinds() {
+			if FaultApplies(model, k) {
+				can = append(can, string(k))
+			}
+		}
+		d.add(join(path, "fault"), ErrNotAllowed, "on %s device: %s (want %s)", article(model), sf.Fault.Kind, oneOf(can))
+	case d.has(join(path, "channel")):
+		d.faultChannel(sf, path, m)
+	}
+	return sf, true
+}
+
+// faultChannel checks a fault's channel against its device.
+func (d *decoder) faultChannel(sf ScheduledFault, path string, m *Manifest) {
+	for _, dev := range m.Devices {
+		if dev.Name != sf.Device {
+			continue
+		}
+		var chans []string
+		switch dev.Model {
+		case ModelSHT3x:
+			chans = sht3xChannels
+		case ModelRegisters:
+			chans = registerNames(dev)
+		}
+		if !slices.Contains(chans, sf.Fault.Channel) {
+			d.add(join(path, "channel"), ErrBadReference, "channel %q of device %q (%s)", sf.Fault.Channel, dev.Name, candidates("channel", chans))
+		}
+	}
+}
+
+func kindList(ks []FaultKind) string {
+	s := make([]string, len(ks))
+	for i, k := range ks {
+		s[i] = string(k)
+	}
+	return oneOf(s)
+}

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/promcp/promcp-device/approval"
+	"github.com/promcp/promcp-device/promcp"
+)
+
+// elicitID names the confirmation this server asks for.
+const elicitID = "approve"
+
+// elicitTTL bounds how long a human may take to answer.
+const elicitTTL = 5 * time.Minute
+
+var approvalArgSchema = map[string]any{
+	"type": "string", "minLength": 1,
+	"description": "A human's approval token from `promcp-device approve`, bound to this tool, value and idempotency_key. Needed only when the action requires approval and your client cannot ask the human itself.",
+}
+
+// approval decides whether this call carries a human's approval: an answer
+// to the elicitation this server asked for (checked against the state it
+// signed), or an out-of-band approval token (whose one-time use is checked
+// when it is about to be spent, so that a retry of the same call replays).
+// A decline, a cancel or an invalid token is a refusal that touches nothing.
+func (s *Server) approval(ctx context.Context, t DoTool, req mcp.CallToolRequest, args map[string]any, key, fp string) (bool, *approval.Grant, *promcp.Error) {
+	now := s.clock.Now()
+	if ans := mcpserver.ElicitationResponse(req.Params.InputResponses, elicitID); ans != nil {
+		if _, err := s.elicit.Verify(req.Params.RequestState, t.Name, fp, key, now); err != nil {
+			return false, nil, &promcp.Error{Code: promcp.CodeRefused, Message: "the approval answer does not belong to this call: " + err.Error()}
+		}
+		if ans.Action != mcp.ElicitationResponseActionAccept || !confirmed(ans.Content) {
+			return false, nil, &promcp.Error{Code: promcp.CodeRefused,
+				Message: fmt.Sprintf("a human did not approve %s (%s); nothing was actuated", t.Name, ans.Action)}
+		}
+		return true, nil, nil
+	}
+	tok, _ := args["approval"].(string)
+	if tok == "" {
+		return false, nil, nil
+	}
+	if s.approvals == nil {
+		return false, nil, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval",
+			Message: "this gateway accepts no approval tokens (start it with --approval-key)"}
+	}
+	g, err := s.approvals.Verify(tok, t.Name, args["value"], key, now)
+	if err != nil {
+		return false, nil, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval", Message: err.Error()}
+	}
+	return true, &g, nil
+}
+
+// askApproval returns the elicitation that asks a human to confirm the
+// exact action, value and side effects. The client answers and calls again
+// with the signed state; nothing actuates before that.
+func (s *Server) askApproval(t DoTool, args map[string]any, key, fp, reason string) *mcp.CallToolResult {
+	state := s.elicit.Issue(approval.Grant{Tool: t.Name, Value: approval.Canonical(fp), Key: key, Expires: s.clock.Now().Add(elicitTTL)})
+	msg := fmt.Sprintf("Approve %s value=%s?", t.Name, formatValue(args["value"]))
+	if reason != "" {
+		msg += " " + strings.TrimSuffix(reason, ".") + "."
+	}
+	if len(t.SideEffects) > 0 {
+		msg += " Side effects: " + strings.Join(t.SideEffects, "; ") + "."
+	}
+	if !t.Compensable {
+		msg += " This cannot be reversed."
+	}
+	return mcpserver.NewInputRequestBuilder(state).Elicit(elicitID, mcp.ElicitationParams{
+		Message: msg,
+		RequestedSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"approve": map[string]any{"type": "boolean", "title": "Approve", "description": msg},
+			},
+			"required": []string{"approve"},
+		},
+	}).ToolResult()
+}
+
+// confirmed reports whether accepted content says yes.
+func confirmed(content any) bool {
+	m, ok := content.(map[string]any)
+	if !ok {
+		return false
+	}
+	yes, _ := m["approve"].(bool)
+	return yes
+}
+
+// clientCanElicit reports whether the caller's client declared elicitation.
+func clientCanElicit(ctx context.Context) bool {
+	if info := mcpserver.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		return info.ClientCapabilities != nil && info.ClientCapabilities.Elicitation != nil
+	}
+	if sess, ok := mcpserver.ClientSessionFromContext(ctx).(mcpserver.SessionWithClientInfo); ok {
+		return sess.GetClientCapabilities().Elicitation != nil
+	}
+	return false
+}

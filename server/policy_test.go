@@ -1,0 +1,310 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"periph.io/x/conn/v3/gpio"
+	"periph.io/x/conn/v3/i2c"
+	"periph.io/x/conn/v3/physic"
+
+	"github.com/promcp/promcp-device/approval"
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+)
+
+// deadBus is an I2C bus on which no device answers: every transaction is
+// NACKed, as Linux reports it.
+type deadBus struct{}
+
+func (deadBus) String() string                  { return "dead" }
+func (deadBus) Tx(uint16, []byte, []byte) error { return syscall.Errno(121) }
+func (deadBus) SetSpeed(physic.Frequency) error { return nil }
+func (deadBus) Close() error                    { return nil }
+
+// policyBench is the policy test bench: the server in process on a manual clock,
+// with the simulated devices of testdata/policy/bench.yml.
+type policyBench struct {
+	t     *testing.T
+	clk   *sim.ManualClock
+	world *sim.World
+	c     *client.Client
+}
+
+// Monday 2026-11-30 10:00 UTC: inside the fan's weekday window.
+var monday10 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func newPolicyBench(t *testing.T, opts ...client.ClientOption) *policyBench {
+	return newPolicyBenchWith(t, nil, opts...)
+}
+
+func newPolicyBenchWith(t *testing.T, signer *approval.Signer, opts ...client.ClientOption) *policyBench {
+	t.Helper()
+	m, err := manifests.Load("testdata/policy/bench.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := manifests.LoadPolicy("testdata/policy/bench.policy.yml", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(monday10)
+	w, err := sim.New(m, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := capabilities.HardwareFuncs{
+		I2C: func(ctx context.Context, b manifests.Bus) (i2c.BusCloser, error) {
+			if b.Name == "i2c2" {
+				return deadBus{}, nil
+			}
+			return w.I2C(ctx, b.Name)
+		},
+		Pin: func(ctx context.Context, d manifests.Device) (gpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
+	}
+	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	sopts := []server.Option{server.WithClock(clk)}
+	if signer != nil {
+		sopts = append(sopts, server.WithApprovals(signer))
+	}
+	srv, err := server.New("bench", "test", sopts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Serve(srv, set, server.GatewayOptions{Policy: pol}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewInProcessClientWithOptions(srv.MCP(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	return &policyBench{t: t, clk: clk, world: w, c: c}
+}
+
+func (b *policyBench) call(name string, args map[string]any) map[string]any {
+	b.t.Helper()
+	res, err := b.c.CallTool(b.t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	if err != nil {
+		b.t.Fatalf("%s(%v): %v", name, args, err)
+	}
+	var body map[string]any
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &body); err != nil || body == nil {
+		b.t.Fatalf("%s(%v): no structured body: %s", name, args, raw)
+	}
+	return body
+}
+
+// canDo returns the permission can_do gives tool with value, and the
+// entry it came in.
+func (b *policyBench) canDo(tool string, value any) (promcp.Permission, map[string]any) {
+	b.t.Helper()
+	intent := map[string]any{"action": tool}
+	if value != nil {
+		intent["value"] = value
+	}
+	rep := b.call("can_do", map[string]any{"intent": intent})
+	for _, list := range []string{"candidates", "blocked"} {
+		for _, e := range rep[list].([]any) {
+			m := e.(map[string]any)
+			if m["capability"] == tool {
+				return promcp.Permission(m["permission"].(string)), m
+			}
+		}
+	}
+	b.t.Fatalf("can_do(%s) did not mention it: %v", tool, rep)
+	return "", nil
+}
+
+// do returns the permission a direct do_* call met: allowed when it
+// succeeded, else the refusal's permission.
+func (b *policyBench) do(tool string, value any) (promcp.Permission, map[string]any) {
+	b.t.Helper()
+	r := b.call(tool, map[string]any{"value": value})
+	if r["status"] == "success" {
+		return promcp.Allowed, r
+	}
+	p, _ := r["permission"].(string)
+	return promcp.Permission(p), r
+}
+
+// expect asserts can_do and a direct do_* agree on want.
+func (b *policyBench) expect(tool string, value any, want promcp.Permission) {
+	b.t.Helper()
+	if got, e := b.canDo(tool, value); got != want {
+		b.t.Fatalf("can_do(%s=%v) permission %s (%v), want %s", tool, value, got, e["reason"], want)
+	}
+	if got, r := b.do(tool, value); got != want {
+		b.t.Fatalf("%s(%v) without can_do: permission %s (%v), want %s", tool, value, got, r["reason"], want)
+	}
+}
+
+// TestEveryPermission reaches each of the nine permission values through
+// the real server, by can_do and by a direct do_*, with a driven clock.
+func TestEveryPermission(t *testing.T) {
+	b := newPolicyBench(t)
+
+	t.Run("allowed", func(t *testing.T) { b.expect("do_set_light_level", 50.0, promcp.Allowed) })
+	t.Run("out_of_range", func(t *testing.T) { b.expect("do_set_light_level", 150.0, promcp.OutOfRange) })
+	t.Run("requires_human_approval", func(t *testing.T) { b.expect("do_set_light_level", 95.0, promcp.RequiresHumanApproval) })
+	t.Run("permission_insufficient", func(t *testing.T) { b.expect("do_set_valve", true, promcp.PermissionInsufficient) })
+	t.Run("source_unreachable", func(t *testing.T) { b.expect("do_set_backup_light", 10.0, promcp.SourceUnreachable) })
+	t.Run("partition_no_quorum", func(t *testing.T) { b.expect("do_set_siren", true, promcp.PartitionNoQuorum) })
+
+	t.Run("cooldown_active then expiring", func(t *testing.T) {
+		if p, r := b.do("do_set_pump", true); p != promcp.Allowed {
+			t.Fatalf("first pump start: %s %v", p, r["reason"])
+		}
+		b.clk.Advance(time.Minute)
+		b.expect("do_set_pump", false, promcp.CooldownActive)
+		_, e := b.canDo("do_set_pump", false)
+		until, _ := time.Parse(time.RFC3339Nano, e["valid_until"].(string))
+		if want := monday10.Add(5 * time.Minute); !until.Equal(want) {
+			t.Errorf("cooldown block valid_until %s, want the cooldown's end %s", until, want)
+		}
+		b.clk.Advance(4 * time.Minute)
+		b.expect("do_set_pump", false, promcp.Allowed)
+	})
+
+	t.Run("policy_denied by interlock, fail closed", func(t *testing.T) {
+		b.clk.Advance(10 * time.Minute)
+		if err := b.world.Drive("GPIO6", false); err != nil { // door opens
+			t.Fatal(err)
+		}
+		b.expect("do_set_pump", true, promcp.PolicyDenied)
+		if err := b.world.Drive("GPIO6", true); err != nil {
+			t.Fatal(err)
+		}
+		b.clk.Advance(manifests.DefaultTTL) // the door reading is cached for its TTL
+		b.expect("do_set_pump", true, promcp.Allowed)
+	})
+
+	t.Run("rate_limited then resetting", func(t *testing.T) {
+		b.expect("do_set_fan", true, promcp.Allowed)
+		b.clk.Advance(time.Minute)
+		b.expect("do_set_fan", false, promcp.Allowed)
+		b.clk.Advance(time.Minute)
+		b.expect("do_set_fan", true, promcp.RateLimited)
+		b.clk.Advance(59 * time.Minute) // the first of the two ages out
+		b.expect("do_set_fan", true, promcp.Allowed)
+	})
+
+	t.Run("policy_denied by window, then the window opening", func(t *testing.T) {
+		b.clk.Advance(monday10.Add(11 * time.Hour).Sub(b.clk.Now())) // Monday 21:00
+		b.expect("do_set_fan", false, promcp.PolicyDenied)
+		_, e := b.canDo("do_set_fan", false)
+		until, _ := time.Parse(time.RFC3339Nano, e["valid_until"].(string))
+		if want := time.Date(2026, 12, 1, 6, 0, 0, 0, time.UTC); !until.Equal(want) {
+			t.Errorf("window block valid_until %s, want Tuesday 06:00 %s", until, want)
+		}
+		b.clk.Advance(until.Sub(b.clk.Now()))
+		b.expect("do_set_fan", false, promcp.Allowed)
+	})
+}
+
+// confirmer answers every elicitation with action and approve=yes.
+type confirmer struct {
+	action mcp.ElicitationResponseAction
+	yes    bool
+	asked  []string
+}
+
+func (c *confirmer) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	c.asked = append(c.asked, req.Params.Message)
+	return &mcp.ElicitationResult{ElicitationResponse: mcp.ElicitationResponse{
+		Action: c.action, Content: map[string]any{"approve": c.yes}}}, nil
+}
+
+func TestApprovalByElicitation(t *testing.T) {
+	tests := []struct {
+		name       string
+		answer     confirmer
+		wantStatus string
+		wantLevel  float64
+	}{
+		{"accept", confirmer{action: mcp.ElicitationResponseActionAccept, yes: true}, "success", 95},
+		{"accept without yes", confirmer{action: mcp.ElicitationResponseActionAccept, yes: false}, "failed", 40},
+		{"decline", confirmer{action: mcp.ElicitationResponseActionDecline}, "failed", 40},
+		{"cancel", confirmer{action: mcp.ElicitationResponseActionCancel}, "failed", 40},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := tc.answer
+			b := newPolicyBench(t, client.WithElicitationHandler(&h))
+			r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k-" + tc.name})
+			if r["status"] != tc.wantStatus {
+				t.Fatalf("do_set_light_level(95) = %v, want status %s", r, tc.wantStatus)
+			}
+			if len(h.asked) != 1 {
+				t.Fatalf("the human was asked %d times, want once", len(h.asked))
+			}
+			if tc.wantStatus == "failed" && r["permission"] != "requires_human_approval" {
+				t.Errorf("refused approval: permission %v, want requires_human_approval", r["permission"])
+			}
+			if got := b.call("read_light_level", map[string]any{})["value"]; got != tc.wantLevel {
+				t.Fatalf("light level after %s = %v, want %v", tc.name, got, tc.wantLevel)
+			}
+		})
+	}
+}
+
+func TestApprovalOutOfBand(t *testing.T) {
+	signer, _ := approval.NewSigner([]byte("a key shared with the operator"))
+	b := newPolicyBenchWith(t, signer) // this client cannot elicit
+	refused := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1"})
+	if refused["status"] != "failed" || refused["permission"] != "requires_human_approval" {
+		t.Fatalf("without approval: %v, want failed requires_human_approval", refused)
+	}
+	tok := signer.Issue(approval.Grant{Tool: "do_set_light_level", Value: approval.Canonical(95), Key: "k1", Expires: monday10.Add(10 * time.Minute)})
+	tests := []struct {
+		name  string
+		args  map[string]any
+		want  string
+		field string
+	}{
+		{"other value", map[string]any{"value": 96.0, "idempotency_key": "k1", "approval": tok}, "failed", "approval"},
+		{"other key", map[string]any{"value": 95.0, "idempotency_key": "k2", "approval": tok}, "failed", "approval"},
+		{"forged", map[string]any{"value": 95.0, "idempotency_key": "k1", "approval": tok + "x"}, "failed", "approval"},
+		{"valid", map[string]any{"value": 95.0, "idempotency_key": "k1", "approval": tok}, "success", ""},
+		{"retry replays", map[string]any{"value": 95.0, "idempotency_key": "k1", "approval": tok}, "success", ""},
+	}
+	for _, tc := range tests {
+		r := b.call("do_set_light_level", tc.args)
+		if r["status"] != tc.want {
+			t.Fatalf("%s: %v, want status %s", tc.name, r, tc.want)
+		}
+		if tc.field != "" && r["error"].(map[string]any)["field"] != tc.field {
+			t.Fatalf("%s: error %v, want it to name the %s argument", tc.name, r["error"], tc.field)
+		}
+	}
+	if got := b.call("read_light_level", map[string]any{})["value"]; got != 95.0 {
+		t.Fatalf("light level = %v, want 95 after the approved action", got)
+	}
+	b.clk.Advance(time.Minute)
+	b.call("do_set_light_level", map[string]any{"value": 50.0})
+	// The token is spent: a new call under another key cannot reuse it, and
+	// the same key with other arguments is an idempotency conflict.
+	again := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k3", "approval": tok})
+	if again["status"] != "failed" {
+		t.Fatalf("reusing a spent approval: %v, want refused", again)
+	}
+}

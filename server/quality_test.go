@@ -1,0 +1,370 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	pgpio "periph.io/x/conn/v3/gpio"
+	pi2c "periph.io/x/conn/v3/i2c"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+)
+
+var epoch = time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC)
+
+// faultBench has one capability on each bus kind the simulator has: an
+// SHT3x and a register-map device on I²C, an input pin on GPIO; and a pump
+// whose safety depends on the temperature.
+const faultBench = `
+version: 1
+gateway: bench-1
+buses:
+  - {name: i2c1, kind: i2c, timeout: 100ms}
+  - {name: gpio, kind: gpio}
+devices:
+  - {name: climate, bus: i2c1, model: sht3x, address: 0x44}
+  - name: light
+    bus: i2c1
+    model: registers
+    address: 0x20
+    registers:
+      - {name: lux, address: 0x02, type: uint16}
+    sim: {values: {lux: 12000}}
+  - {name: door_switch, bus: gpio, model: gpio_in, pin: GPIO22}
+  - {name: pump_relay, bus: gpio, model: gpio_out, pin: GPIO23}
+capabilities:
+  - name: temperature
+    type: number
+    unit: "°C"
+    ttl: 2s
+    read: {device: climate, channel: temperature}
+    health:
+      plausible: {min: -10, max: 60}
+      max_rate: 0.5
+      stuck_samples: 3
+      max_stale: 10s
+  - name: lux
+    type: number
+    unit: lx
+    ttl: 2s
+    read: {device: light, channel: lux}
+    health:
+      plausible: {min: 0, max: 50000}
+      max_rate: 500
+  - name: door
+    type: boolean
+    ttl: 2s
+    read: {device: door_switch}
+    health: {max_rate: 0.2}
+  - name: pump
+    type: boolean
+    ttl: 2s
+    tags: [pump, water]
+    read: {device: pump_relay}
+    do:
+      tool: do_set_pump
+      side_effects: [water flows]
+      depends_on: [temperature]
+sim:
+  zones:
+    - {name: zone1, temperature: 20, humidity: 50, outside: 10, noise: 0.05, sensors: [climate]}
+`
+
+const ttl = 2 * time.Second
+
+// bench is the fault bench served by a server on a manual clock, with an
+// in-process MCP client.
+type bench struct {
+	t     *testing.T
+	w     *sim.World
+	clk   *sim.ManualClock
+	c     *client.Client
+	caps  *capabilities.Set
+	calls int
+}
+
+// newBench must run inside a synctest bubble, so that the drivers'
+// real-time waits (measurement time, bus timeouts, slow answers) take no
+// time and nothing sleeps.
+func newBench(t *testing.T) *bench {
+	t.Helper()
+	m, err := manifests.Parse("bench.yml", []byte(faultBench))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(epoch)
+	w, err := sim.New(m, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := capabilities.HardwareFuncs{
+		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
+		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
+	}
+	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	srv, err := server.New("bench", "test", server.WithClock(clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Serve(srv, set); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewInProcessClient(srv.MCP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	return &bench{t: t, w: w, clk: clk, c: c, caps: set}
+}
+
+func (b *bench) call(tool string, args map[string]any, out any) {
+	b.t.Helper()
+	res, err := b.c.CallTool(b.t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		b.t.Fatalf("%s: %v", tool, err)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, out); err != nil {
+		b.t.Fatalf("%s: %s: %v", tool, raw, err)
+	}
+}
+
+func (b *bench) read(tool string, args map[string]any) promcp.ReadResult {
+	b.t.Helper()
+	var r promcp.ReadResult
+	b.call(tool, args, &r)
+	return r
+}
+
+// Every fault on every bus kind, through the server: the quality and reason
+// a read gives within one TTL of the fault starting (stuck: once it has
+// the samples it needs), and good again within one TTL after it clears.
+func TestFaultsThroughServer(t *testing.T) {
+	type want struct {
+		quality promcp.Quality
+		reason  string // a prefix of quality_reason
+	}
+	cases := []struct {
+		tool    string
+		device  string
+		fault   manifests.Fault
+		samples int // reads, one TTL apart, from the fault's start
+		want    want
+	}{
+		// I²C, SHT3x.
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultDropout}, 1, want{promcp.QualityError, "read failed (nack)"}},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultNACK}, 1, want{promcp.QualityError, "read failed (nack)"}},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultStuck}, 3, want{promcp.QualityDegraded, "stuck: unchanged for 4 s (3 samples)"}},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultNoise, Amplitude: 5}, 1, want{promcp.QualityDegraded, "jump: "}},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultImplausible}, 1, want{promcp.QualityDegraded, "implausible: 130 °C outside -10..60 °C"}},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultSlow, Delay: 50 * time.Millisecond}, 1, want{promcp.QualityGood, ""}},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultTimeout}, 1, want{promcp.QualityStale, "read failed (timeout); last good value from 2 s ago"}},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultCRC}, 1, want{promcp.QualityStale, "read failed (crc); last good value from 2 s ago"}},
+		// I²C, register map. A register holds a constant in the simulator:
+		// a stuck one cannot be told from a steady one.
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultDropout}, 1, want{promcp.QualityError, "read failed (nack)"}},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultNACK}, 1, want{promcp.QualityError, "read failed (nack)"}},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultStuck}, 3, want{promcp.QualityGood, ""}},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultNoise, Amplitude: 5000}, 1, want{promcp.QualityDegraded, "jump: "}},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultImplausible}, 1, want{promcp.QualityDegraded, "implausible: 65535 lx outside 0..50000 lx"}},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultSlow}, 1, want{promcp.QualityGood, ""}},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultTimeout}, 1, want{promcp.QualityStale, "read failed (timeout); last good value from 2 s ago"}},
+		// GPIO. A line cannot fail a transaction; a stuck input cannot be
+		// told from a quiet one.
+		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultStuck}, 3, want{promcp.QualityGood, ""}},
+		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultNoise}, 1, want{promcp.QualityDegraded, "jump: 0.5/s exceeds 0.2/s"}},
+		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultSlow}, 1, want{promcp.QualityGood, ""}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newBench(t)
+				if r := b.read(tc.tool, nil); r.Quality != promcp.QualityGood {
+					t.Fatalf("before the fault: %s = %+v, want good", tc.tool, r)
+				}
+				b.clk.Advance(ttl)
+				if err := b.w.Inject(tc.device, tc.fault); err != nil {
+					t.Fatal(err)
+				}
+				var r promcp.ReadResult
+				for i := range tc.samples {
+					if i > 0 {
+						b.clk.Advance(ttl)
+					}
+					r = b.read(tc.tool, nil)
+				}
+				if r.Quality != tc.want.quality || !strings.HasPrefix(r.QualityReason, tc.want.reason) ||
+					(tc.want.reason == "") != (r.QualityReason == "") {
+					t.Errorf("under %s: %s = %v %s %q, want %s %q", tc.fault.Kind, tc.tool, r.Value, r.Quality, r.QualityReason, tc.want.quality, tc.want.reason)
+				}
+				if r.Quality == promcp.QualityError && (r.Value != nil || r.Error == nil || r.Error.Code != promcp.CodeSourceUnreachable) {
+					t.Errorf("error read = %+v, want a null value and error.code source_unreachable", r)
+				}
+				b.w.Clear(tc.device)
+				b.clk.Advance(ttl)
+				if r := b.read(tc.tool, nil); r.Quality != promcp.QualityGood || !r.Timestamp.Equal(b.clk.Now()) {
+					t.Errorf("one TTL after the fault cleared: %s = %+v, want good, sampled now (%v)", tc.tool, r, b.clk.Now())
+				}
+			})
+		})
+	}
+}
+
+// Faults that cannot happen on a bus kind are refused, not silently
+// ignored.
+func TestInjectRefusesWhatABusCannotDo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t)
+		for _, tc := range []struct {
+			device string
+			kind   manifests.FaultKind
+		}{
+			{"light", manifests.FaultCRC},
+			{"door_switch", manifests.FaultDropout},
+			{"door_switch", manifests.FaultTimeout},
+			{"door_switch", manifests.FaultImplausible},
+			{"nowhere", manifests.FaultStuck},
+		} {
+			if err := b.w.Inject(tc.device, manifests.Fault{Kind: tc.kind}); err == nil {
+				t.Errorf("Inject(%s, %s) = nil, want an error", tc.device, tc.kind)
+			}
+		}
+	})
+}
+
+// A stale read keeps its own sample time through the server, and max_age_ms
+// 0 asks for a new measurement.
+func TestStaleTimestampThroughServer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t)
+		first := b.read("read_temperature", nil)
+		b.clk.Advance(time.Second)
+		if r := b.read("read_temperature", nil); !r.Timestamp.Equal(first.Timestamp) {
+			t.Errorf("within the TTL: timestamp %v, want the cached sample's %v", r.Timestamp, first.Timestamp)
+		}
+		n := b.w.Transactions("i2c1")
+		if r := b.read("read_temperature", map[string]any{"max_age_ms": 0}); !r.Timestamp.Equal(b.clk.Now()) || b.w.Transactions("i2c1") != n+2 {
+			t.Errorf("max_age_ms 0: timestamp %v, %d transactions; want now (%v) and one new measurement", r.Timestamp, b.w.Transactions("i2c1")-n, b.clk.Now())
+		}
+		sample := b.clk.Now()
+		if err := b.w.Inject("climate", manifests.Fault{Kind: manifests.FaultTimeout}); err != nil {
+			t.Fatal(err)
+		}
+		b.clk.Advance(5 * time.Second)
+		r := b.read("read_temperature", map[string]any{"max_age_ms": 0})
+		if r.Quality != promcp.QualityStale || !r.Timestamp.Equal(sample) || r.Value == nil {
+			t.Errorf("after a failed read: %+v, want the last good value, stale, at its sample time %v", r, sample)
+		}
+		var bad promcp.ReadResult
+		b.call("read_temperature", map[string]any{"max_age_ms": -1}, &bad)
+		if bad.Error == nil || bad.Error.Code != promcp.CodeInvalidArgument {
+			t.Errorf("max_age_ms -1: %+v, want invalid_argument", bad)
+		}
+		// The abandoned transaction still holds the bus: a last read waits
+		// for it, so that the bubble ends with no goroutine left.
+		b.w.Clear("climate")
+		b.read("read_temperature", map[string]any{"max_age_ms": 0})
+	})
+}
+
+// can_do sees the health of what an action depends on.
+func TestCanDoSeesHealth(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t)
+		ask := func() promcp.CapabilityReport {
+			var rep promcp.CapabilityReport
+			b.call("can_do", map[string]any{"intent": map[string]any{"action": "do_set_pump", "value": true}}, &rep)
+			return rep
+		}
+		rep := ask()
+		if len(rep.Candidates) != 1 || rep.Candidates[0].Permission != promcp.Allowed {
+			t.Fatalf("healthy: can_do = %+v, want the pump allowed", rep)
+		}
+		if o, ok := rep.Context.CurrentObservations["read_temperature"]; !ok || o.Quality != promcp.QualityGood {
+			t.Errorf("current_observations[read_temperature] = %+v, want the dependency's reading, good", o)
+		}
+
+		b.clk.Advance(ttl)
+		b.w.Inject("climate", manifests.Fault{Kind: manifests.FaultDropout})
+		rep = ask()
+		if len(rep.Blocked) != 1 || rep.Blocked[0].Permission != promcp.SourceUnreachable ||
+			!strings.Contains(rep.Blocked[0].Reason, "read_temperature") {
+			t.Errorf("dead sensor: can_do = %+v, want do_set_pump blocked, source_unreachable, naming read_temperature", rep)
+		}
+		var do promcp.DoResult
+		b.call("do_set_pump", map[string]any{"value": true}, &do)
+		if do.Status != promcp.StatusFailed || do.Permission != promcp.SourceUnreachable {
+			t.Errorf("dead sensor: do_set_pump = %+v, want failed, source_unreachable", do)
+		}
+
+		b.w.Clear("climate")
+		b.clk.Advance(ttl)
+		b.w.Inject("climate", manifests.Fault{Kind: manifests.FaultImplausible})
+		rep = ask()
+		if len(rep.Candidates) != 1 || rep.Candidates[0].Permission != promcp.RequiresHumanApproval ||
+			!strings.Contains(rep.Candidates[0].Reason, "read_temperature is degraded (implausible") {
+			t.Errorf("implausible sensor: can_do = %+v, want do_set_pump requires_human_approval, naming the degraded reading", rep)
+		}
+		if o := rep.Context.CurrentObservations["read_temperature"]; o.Quality != promcp.QualityDegraded {
+			t.Errorf("current_observations[read_temperature].quality = %s, want degraded", o.Quality)
+		}
+
+		b.w.Clear("climate")
+		b.clk.Advance(ttl)
+		if rep := ask(); len(rep.Candidates) != 1 || rep.Candidates[0].Permission != promcp.Allowed {
+			t.Errorf("recovered: can_do = %+v, want the pump allowed", rep)
+		}
+	})
+}
+
+// Fan-in through MCP: concurrent read_* and can_do calls within one TTL
+// cost one SHT3x measurement (two I²C transactions).
+func TestConcurrentCallsShareOneMeasurement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newBench(t)
+		var wg sync.WaitGroup
+		results := make([]promcp.ReadResult, 30)
+		for i := range results {
+			wg.Go(func() {
+				if i%3 == 2 {
+					var rep promcp.CapabilityReport
+					b.call("can_do", map[string]any{"intent": map[string]any{"action": "do_set_pump"}}, &rep)
+					results[i].Quality = promcp.QualityGood
+					return
+				}
+				results[i] = b.read("read_temperature", nil)
+			})
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r.Quality != promcp.QualityGood {
+				t.Errorf("call %d: %+v, want good", i, r)
+			}
+		}
+		if got := b.w.Transactions("i2c1"); got != 2 {
+			t.Errorf("30 concurrent calls: Transactions(i2c1) = %d, want 2 (one measurement)", got)
+		}
+	})
+}
