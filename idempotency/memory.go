@@ -18,7 +18,8 @@ func (systemClock) Now() time.Time { return time.Now() }
 const DefaultTTL = 24 * time.Hour
 
 // Memory is a Store that keeps outcomes in memory for a TTL. Outcomes are
-// lost on restart; use a durable store where that matters.
+// lost on restart, and so are keys in flight: Memory never asks an action to
+// recover. Use [Bolt] where that matters.
 type Memory struct {
 	ttl   time.Duration
 	clock Clock
@@ -104,7 +105,7 @@ func (m *Memory) run(ctx context.Context, key string, e *entry, act Action) (out
 		m.mu.Unlock()
 		close(e.done)
 	}()
-	out, keep, err = act(ctx)
+	out, keep, err = act(ctx, Attempt{})
 	if err != nil {
 		keep = false
 		return nil, false, err

@@ -28,7 +28,7 @@ var _ idempotency.Store = (*idempotency.Memory)(nil)
 func TestMemoryReplaysKeptOutcome(t *testing.T) {
 	m := idempotency.NewMemory(time.Hour, nil)
 	var runs atomic.Int32
-	act := func(context.Context) ([]byte, bool, error) {
+	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
 		runs.Add(1)
 		return []byte(`{"n":1}`), true, nil
 	}
@@ -47,12 +47,12 @@ func TestMemoryReplaysKeptOutcome(t *testing.T) {
 
 func TestMemoryConflict(t *testing.T) {
 	m := idempotency.NewMemory(time.Hour, nil)
-	ok := func(context.Context) ([]byte, bool, error) { return []byte("x"), true, nil }
+	ok := func(context.Context, idempotency.Attempt) ([]byte, bool, error) { return []byte("x"), true, nil }
 	if _, _, err := m.Do(t.Context(), "k", "a", ok); err != nil {
 		t.Fatal(err)
 	}
 	ran := false
-	_, _, err := m.Do(t.Context(), "k", "b", func(context.Context) ([]byte, bool, error) {
+	_, _, err := m.Do(t.Context(), "k", "b", func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
 		ran = true
 		return nil, true, nil
 	})
@@ -64,7 +64,10 @@ func TestMemoryConflict(t *testing.T) {
 func TestMemoryDoesNotKeepRefusals(t *testing.T) {
 	m := idempotency.NewMemory(time.Hour, nil)
 	var runs int
-	refuse := func(context.Context) ([]byte, bool, error) { runs++; return []byte("refused"), false, nil }
+	refuse := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
+		runs++
+		return []byte("refused"), false, nil
+	}
 	for range 2 {
 		if out, replayed, err := m.Do(t.Context(), "k", "a", refuse); err != nil || replayed || string(out) != "refused" {
 			t.Fatalf("Do = %q, %t, %v", out, replayed, err)
@@ -83,7 +86,10 @@ func TestMemoryExpires(t *testing.T) {
 	clk := &manualClock{t: time.Unix(0, 0)}
 	m := idempotency.NewMemory(time.Minute, clk)
 	var runs int
-	act := func(context.Context) ([]byte, bool, error) { runs++; return []byte("x"), true, nil }
+	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
+		runs++
+		return []byte("x"), true, nil
+	}
 	m.Do(t.Context(), "k", "a", act)
 	clk.Advance(59 * time.Second)
 	m.Do(t.Context(), "k", "a", act)
@@ -98,7 +104,7 @@ func TestMemoryConcurrentDuplicatesRunOnce(t *testing.T) {
 	m := idempotency.NewMemory(time.Hour, nil)
 	var runs atomic.Int32
 	release := make(chan struct{})
-	act := func(context.Context) ([]byte, bool, error) {
+	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
 		runs.Add(1)
 		<-release
 		return []byte("done"), true, nil
@@ -136,7 +142,7 @@ func TestMemoryWaiterHonoursContext(t *testing.T) {
 	m := idempotency.NewMemory(time.Hour, nil)
 	block := make(chan struct{})
 	defer close(block)
-	go m.Do(context.Background(), "k", "fp", func(context.Context) ([]byte, bool, error) {
+	go m.Do(context.Background(), "k", "fp", func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
 		<-block
 		return nil, true, nil
 	})
@@ -144,7 +150,7 @@ func TestMemoryWaiterHonoursContext(t *testing.T) {
 	for {
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
-		_, _, err := m.Do(ctx, "k", "fp", func(context.Context) ([]byte, bool, error) { return []byte("second"), false, nil })
+		_, _, err := m.Do(ctx, "k", "fp", func(context.Context, idempotency.Attempt) ([]byte, bool, error) { return []byte("second"), false, nil })
 		if errors.Is(err, context.Canceled) {
 			return
 		}

@@ -1,9 +1,19 @@
 // Package idempotency keeps the outcome of do_* calls by idempotency key, so
 // that a retried call returns the first outcome instead of actuating again.
 //
-// A [Store] is the seam: [Memory] keeps outcomes in memory for a TTL; a
-// durable store (bbolt) implements the same interface later. Outcomes are
-// opaque bytes (the serialized tool response), so any store can keep them.
+// A [Store] is the seam: [Memory] keeps outcomes in memory for a TTL;
+// [Bolt] keeps them in a bbolt file, so that they survive a restart.
+// Outcomes are opaque bytes (the serialized tool response), so any store can
+// keep them.
+//
+// # Recovery
+//
+// A durable store records a key as in flight, durably, before it runs the
+// action, and as done with its outcome after. When the process dies between
+// the two (kill -9, power loss), the key stays in flight. The next call with
+// that key and the same fingerprint does not run the action as new: it runs
+// it with [Attempt].Recovering set, and the action must find out what the
+// earlier attempt did (read the actuator back) instead of actuating blindly.
 //
 // # Concurrency
 //
@@ -15,6 +25,7 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ErrConflict is returned when a key was used before with different
@@ -25,7 +36,19 @@ var ErrConflict = errors.New("idempotency key reused with different arguments")
 // return to the caller and whether to keep it for later replays: an
 // outcome that touched nothing (a refusal, a bad argument) is not kept, so
 // that a retry is evaluated afresh.
-type Action func(ctx context.Context) (outcome []byte, keep bool, err error)
+type Action func(ctx context.Context, a Attempt) (outcome []byte, keep bool, err error)
+
+// Attempt tells an [Action] what the store knows of the key.
+type Attempt struct {
+	// Recovering is true when an earlier attempt with this key and
+	// fingerprint started and never finished (the process stopped in
+	// between): the action may or may not have happened. The action must
+	// not actuate again; it observes the device and reports what it finds.
+	Recovering bool
+	// Started is when the unfinished earlier attempt began; zero unless
+	// Recovering.
+	Started time.Time
+}
 
 // Store runs actions at most once per key.
 type Store interface {
@@ -33,6 +56,8 @@ type Store interface {
 	// identifies the call's tool and arguments. It returns the outcome, and
 	// replayed true when the outcome is an earlier call's. A key kept with
 	// another fingerprint gives ErrConflict and does not run act. An error
-	// from act is returned as is and nothing is kept.
+	// from act is returned as is and nothing is kept. A durable store runs
+	// act with Attempt.Recovering for a key an earlier process left in
+	// flight (see Recovery); act's outcome then replaces that record.
 	Do(ctx context.Context, key, fingerprint string, act Action) (outcome []byte, replayed bool, err error)
 }

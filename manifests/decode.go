@@ -18,7 +18,7 @@ var (
 	healthKeys      = []string{"plausible", "max_rate", "stuck_samples", "stuck_for", "on_device_error", "max_stale"}
 	rangeKeys       = []string{"min", "max"}
 	bindingKeys     = []string{"device", "channel"}
-	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "constraints", "depends_on"}
+	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "settle", "constraints", "depends_on"}
 	constraintsKeys = []string{"min", "max", "step", "enum"}
 	simKeys         = []string{"seed", "time_scale", "zones"}
 	zoneKeys        = []string{"name", "temperature", "humidity", "outside", "leak_time_constant", "vent_time_constant", "heater_rate", "noise", "sensors", "heaters", "vents", "fans", "fan_time_constant"}
@@ -312,6 +312,10 @@ func (d *decoder) action(n ast.Node, path string) *Action {
 	a.Description, _ = d.str(f["description"], join(path, "description"))
 	a.SideEffects = d.strs(f["side_effects"], join(path, "side_effects"))
 	a.Compensable = d.boolean(f["compensable"], join(path, "compensable"))
+	a.Settle = d.duration(f["settle"], join(path, "settle"))
+	if a.Settle > MaxSettle {
+		d.addAt(f["settle"], join(path, "settle"), ErrRange, ": %s (want at most %s; the call waits this long before reading back)", a.Settle, MaxSettle)
+	}
 	cp := join(path, "constraints")
 	if cf, ok := d.fields(f["constraints"], cp, constraintsKeys...); ok {
 		for _, k := range []struct {

@@ -150,6 +150,7 @@
 //	description   string           ""        shown to agents as the do tool's description
 //	side_effects  list of strings  required  at least one: what happens in the world, declared to agents before they act
 //	compensable   boolean          false     true if calling the tool again with the previous value reverses the action
+//	settle        duration         0         more than 0, at most 10s: how long the device takes to apply a write; do_* waits this long before reading the value back
 //	constraints   constraints      none      bounds on the value an agent may set
 //	depends_on    list of strings  none      capabilities whose readings the action's safety depends on; each names another capability, no duplicates
 //

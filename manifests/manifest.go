@@ -287,6 +287,10 @@ type Action struct {
 	// Compensable says whether the action can be reversed by another call
 	// of the same tool with the previous value.
 	Compensable bool
+	// Settle is how long the device takes to apply a write: do_* waits this
+	// long before reading the value back. Zero reads back at once; at most
+	// MaxSettle.
+	Settle      time.Duration
 	Constraints Constraints
 	// DependsOn names the capabilities whose readings the action's safety
 	// depends on (a heater depends on the temperatures it warms). can_do
@@ -294,6 +298,9 @@ type Action struct {
 	// and do not report it plainly allowed while one is not good.
 	DependsOn []string
 }
+
+// MaxSettle bounds Action.Settle: a do_* call blocks for the settle time.
+const MaxSettle = 10 * time.Second
 
 // Constraints bound an action's value. Nil pointers are unbounded.
 type Constraints struct {

@@ -104,6 +104,11 @@ type DoResult struct {
 	// Replayed (extension) is true when this is the stored result of an
 	// earlier call with the same idempotency key: nothing was actuated now.
 	Replayed bool `json:"replayed,omitempty"`
+	// Recovered (extension) is true when an earlier attempt with this key
+	// started and never finished (the server stopped): the server did not
+	// actuate again but read the device back, and Status and AppliedValue
+	// say what it found.
+	Recovered bool `json:"recovered,omitempty"`
 	// Error (extension) explains a failed call.
 	Error *Error `json:"error,omitempty"`
 }

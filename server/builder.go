@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -100,6 +101,16 @@ type ReadRequest struct {
 // server fills the key, side effects, compensable and the timestamp where
 // left zero. A returned error becomes a failed typed body with code internal
 // and is not kept for replay.
+//
+// When req.Recovering is true the handler must not actuate: an earlier
+// attempt with this key started and never finished (the server stopped), so
+// the action may already have happened. It reads the device and reports what
+// it holds: success when the requested value is there, partial with the
+// observed AppliedValue when not, failed when the device cannot be read. The
+// server marks the result recovered.
+//
+// The context stays valid while the handler runs even if the client goes
+// away: once an attempt has begun it is finished and recorded.
 type DoHandler func(ctx context.Context, req DoRequest) (promcp.DoResult, error)
 
 // DoRequest is a do_* call.
@@ -112,6 +123,9 @@ type DoRequest struct {
 	// Approved is true when a human approved this exact action, value and
 	// key: through MCP elicitation, or with a valid approval token.
 	Approved bool
+	// Recovering says that an earlier attempt with this key never
+	// finished: observe, do not actuate (see DoHandler).
+	Recovering bool
 }
 
 // CanDoHandler answers can_do. The server fills query_id, metadata and the
@@ -128,6 +142,13 @@ type Server struct {
 	keyTTL    time.Duration
 	validator *promcp.Validator
 	tools     []Tool
+	auditor   Auditor
+	authorize Authorizer
+	readOnly  bool
+
+	mu       sync.Mutex
+	closing  bool
+	inflight sync.WaitGroup
 
 	instructions string
 	approvals    *approval.Signer // out-of-band approvals; nil disables them
@@ -156,6 +177,19 @@ func WithStore(st idempotency.Store, ttl time.Duration) Option {
 	return func(s *Server) { s.store, s.keyTTL = st, ttl }
 }
 
+// WithAuditor sets where do_* attempts, results and refusals are recorded.
+// With an auditor, a call whose attempt record cannot be written does not
+// reach its handler (fail closed). The default records nothing.
+func WithAuditor(a Auditor) Option { return func(s *Server) { s.auditor = a } }
+
+// WithAuthorizer sets who may call which kind of tool. The default is
+// DefaultAuthorizer.
+func WithAuthorizer(a Authorizer) Option { return func(s *Server) { s.authorize = a } }
+
+// WithReadOnly makes Do register nothing: the server serves read_* and
+// can_do only.
+func WithReadOnly() Option { return func(s *Server) { s.readOnly = true } }
+
 // WithInstructions sets the instructions the server gives clients at
 // initialisation.
 func WithInstructions(text string) Option {
@@ -176,6 +210,9 @@ func New(name, version string, opts ...Option) (*Server, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.authorize == nil {
+		s.authorize = DefaultAuthorizer
 	}
 	if s.store == nil {
 		s.keyTTL = idempotency.DefaultTTL
@@ -282,13 +319,17 @@ func (s *Server) Read(t ReadTool, h ReadHandler) error {
 	})
 }
 
-// Do registers a do_* tool.
+// Do registers a do_* tool. On a read-only server (WithReadOnly) it checks
+// the declaration and registers nothing.
 func (s *Server) Do(t DoTool, h DoHandler) error {
 	if err := s.checkName(t.Name, promcp.KindDo); err != nil {
 		return err
 	}
 	if h == nil {
 		return fmt.Errorf("tool %s: nil handler", t.Name)
+	}
+	if s.readOnly {
+		return nil
 	}
 	if t.SideEffects == nil {
 		t.SideEffects = []string{}
@@ -326,98 +367,6 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 	})
 }
 
-// do runs a do_* call. It returns the typed result, or, when a human must
-// approve and the client can ask one, the elicitation to send instead.
-func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallToolRequest) (promcp.DoResult, *mcp.CallToolResult) {
-	base := promcp.DoResult{SideEffects: t.SideEffects, Compensable: t.Compensable}
-	fail := func(key string, e *promcp.Error) promcp.DoResult {
-		r := base
-		r.Status, r.IdempotencyKey, r.Error, r.Reason = promcp.StatusFailed, key, e, e.Message
-		r.Compensable, r.CompensationHint = false, nil // nothing was done, nothing to reverse
-		r.Timestamp = s.clock.Now().UTC()
-		return r
-	}
-
-	// Types are checked here; bounds are the policy's, so that a value out
-	// of range is refused with the out_of_range permission.
-	args, argErr := s.argumentsFor("type:"+t.Name, req)
-	key, _ := args["idempotency_key"].(string)
-	if key == "" {
-		key = newKey()
-	}
-	if argErr != nil {
-		return fail(key, argErr), nil
-	}
-
-	fp := fingerprint(t.Name, args)
-	approved, grant, refusal := s.approval(ctx, t, req, args, key, fp)
-	if refusal != nil {
-		r := fail(key, refusal)
-		r.Permission = promcp.RequiresHumanApproval
-		return r, nil
-	}
-	var out promcp.DoResult
-	outcome, replayed, err := s.store.Do(ctx, key, fp, func(ctx context.Context) ([]byte, bool, error) {
-		var r promcp.DoResult
-		var err error
-		if grant != nil && s.ledger.Used(*grant, s.clock.Now()) {
-			r = fail(key, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval", Message: approval.ErrUsed.Error()})
-			r.Permission = promcp.RequiresHumanApproval
-		} else {
-			r, err = h(ctx, DoRequest{Tool: t.Name, Value: args["value"], IdempotencyKey: key, Args: args, Caller: CallerFrom(ctx), Approved: approved})
-		}
-		if err != nil {
-			s.log.Error("do handler failed", "tool", t.Name, "key", key, "err", err)
-			r = fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()})
-		}
-		r.IdempotencyKey = key
-		if r.SideEffects == nil {
-			r.SideEffects = t.SideEffects
-		}
-		if r.Timestamp.IsZero() {
-			r.Timestamp = s.clock.Now()
-		}
-		r.Timestamp = r.Timestamp.UTC()
-		keep := keepOutcome(r)
-		if keep && grant != nil {
-			// One-time: the approval is spent by the action it approved.
-			_ = s.ledger.Use(*grant, s.clock.Now())
-		}
-		b, merr := json.Marshal(r)
-		if merr != nil {
-			return nil, false, fmt.Errorf("encoding result: %w", merr)
-		}
-		return b, keep, nil
-	})
-	switch {
-	case errors.Is(err, idempotency.ErrConflict):
-		return fail(key, &promcp.Error{Code: promcp.CodeIdempotencyConflict, Field: "idempotency_key",
-			Message: fmt.Sprintf("idempotency_key %q was used with different arguments; use a new key for a new action", key)}), nil
-	case err != nil:
-		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()}), nil
-	}
-	if err := json.Unmarshal(outcome, &out); err != nil {
-		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: "stored result is unreadable: " + err.Error()}), nil
-	}
-	out.Replayed = replayed
-	if out.Permission == promcp.RequiresHumanApproval && !approved && clientCanElicit(ctx) {
-		return out, s.askApproval(t, args, key, fp, out.Reason)
-	}
-	return out, nil
-}
-
-// keepOutcome says whether a do result is kept for replay: refusals and bad
-// arguments touched nothing, so a retry is evaluated afresh.
-func keepOutcome(r promcp.DoResult) bool {
-	if r.Status != promcp.StatusFailed {
-		return true
-	}
-	if r.Permission != "" && r.Permission != promcp.Allowed {
-		return false
-	}
-	return r.Error == nil || r.Error.Code != promcp.CodeInvalidArgument
-}
-
 // CanDo registers the can_do tool.
 func (s *Server) CanDo(description string, h CanDoHandler) error {
 	if err := s.checkName("can_do", promcp.KindCanDo); err != nil {
@@ -441,6 +390,7 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 	return s.register(promcp.KindCanDo, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		rep, failed := s.canDo(ctx, h, req)
+		s.restrictCandidates(CallerFrom(ctx), &rep)
 		if rep.QueryID == "" {
 			rep.QueryID = newUUID()
 		}

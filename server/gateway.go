@@ -128,6 +128,9 @@ func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadR
 
 func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 	return func(ctx context.Context, req DoRequest) (promcp.DoResult, error) {
+		if req.Recovering {
+			return g.recoverDo(ctx, c, req), nil
+		}
 		before := c.Read(ctx)
 		var previous any
 		if before.Quality != promcp.QualityError {
@@ -161,6 +164,10 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 			return r, nil
 		}
 		g.opts.State.Record(c.Do.Tool, g.srv.clock.Now())
+		if !sleep(ctx, c.Do.Settle) {
+			return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: value,
+				Reason: "written, but the call ended before the settle time passed: not read back"}, nil
+		}
 		after := c.Read(ctx)
 		r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: value}
 		if d.Clamped {
@@ -179,6 +186,41 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 		}
 		g.compensation(c, &r, previous)
 		return r, nil
+	}
+}
+
+// recoverDo answers a retry of an attempt that never finished (the server
+// stopped during it): it reads the actuator back and reports what it holds,
+// without writing. A value the policy clamped then reads back as partial:
+// the requested value is all the retry carries.
+func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req DoRequest) promcp.DoResult {
+	const why = "an earlier attempt with this idempotency_key did not finish (the server stopped during it); nothing was written now"
+	now := c.Read(ctx)
+	if now.Quality == promcp.QualityError {
+		reason := why + ", and the device cannot be read: whether it applied is unknown; read it, then act with a new key"
+		return promcp.DoResult{Status: promcp.StatusFailed, Reason: reason,
+			Error: &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: reason + ": " + now.Reason}}
+	}
+	if equalValue(now.Value, req.Value) {
+		return promcp.DoResult{Status: promcp.StatusSuccess, AppliedValue: now.Value,
+			Reason: why + "; the device reads back the requested value"}
+	}
+	return promcp.DoResult{Status: promcp.StatusPartial, AppliedValue: now.Value,
+		Reason: fmt.Sprintf("%s; the device reads back %s, not the requested %s", why, formatValue(now.Value), formatValue(req.Value))}
+}
+
+// sleep waits d unless ctx ends first; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 

@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"log"
 	"log/slog"
@@ -33,13 +36,24 @@ type HTTPConfig struct {
 	// allowed to call. Requests without an Origin header (non-browser
 	// clients) and from loopback origins are always allowed.
 	AllowedOrigins []string
-	// Caller is who every HTTP call is made as, until tokens bind callers.
+	// Caller is who every HTTP call is made as when Tokens is nil.
 	Caller Caller
+	// Tokens, when set, are required: a request without a valid
+	// "Authorization: Bearer TOKEN" header gets 401, and a valid one makes
+	// the call as the token's caller.
+	Tokens *Tokens
+	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes. A
+	// larger body gets 413.
+	MaxBodyBytes int64
 }
 
+// DefaultMaxBodyBytes bounds an HTTP request body unless configured.
+const DefaultMaxBodyBytes = 1 << 20
+
 // HTTPHandler returns the streamable HTTP transport (both protocol
-// generations mcp-go speaks) behind Origin validation. Sessions are
-// tracked, so a session the client deleted answers 404.
+// generations mcp-go speaks) behind, in order: a body size limit (413),
+// Origin validation (403) and, with tokens, bearer authentication (401).
+// Sessions are tracked, so a session the client deleted answers 404.
 func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	path := cfg.Path
 	if path == "" {
@@ -49,13 +63,77 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		mcpserver.WithEndpointPath(path),
 		mcpserver.WithStateful(true),
 		mcpserver.WithStreamableHTTPLogger(s.log.With("transport", "http")),
-		mcpserver.WithHTTPContextFunc(func(ctx context.Context, _ *http.Request) context.Context {
+		mcpserver.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			if c, ok := r.Context().Value(callerKey{}).(Caller); ok {
+				return WithCaller(ctx, c)
+			}
 			return WithCaller(ctx, cfg.Caller)
 		}),
 	)
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
-	return originCheck(mux, cfg.AllowedOrigins, s.log)
+	var next http.Handler = mux
+	if cfg.Tokens != nil {
+		next = bearerAuth(next, cfg.Tokens, s.log)
+	}
+	limit := cfg.MaxBodyBytes
+	if limit <= 0 {
+		limit = DefaultMaxBodyBytes
+	}
+	return bodyLimit(originCheck(next, cfg.AllowedOrigins, s.log), limit)
+}
+
+// bearerAuth makes every request prove a token and carries its caller.
+func bearerAuth(next http.Handler, tokens *Tokens, log *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		auth := r.Header.Get("Authorization")
+		scheme, token, _ := strings.Cut(auth, " ")
+		if auth == "" || !strings.EqualFold(scheme, "Bearer") {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="promcp-device"`)
+			jsonRPCError(w, http.StatusUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)")
+			return
+		}
+		c, ok := tokens.Lookup(strings.TrimSpace(token))
+		if !ok {
+			log.Warn("refused a request with an unknown bearer token", "remote", r.RemoteAddr)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="promcp-device", error="invalid_token"`)
+			jsonRPCError(w, http.StatusUnauthorized, "the bearer token is not valid")
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), c)))
+	})
+}
+
+// bodyLimit answers 413 to a request body larger than limit. The body is
+// read here, so the transport never sees a truncated message.
+func bodyLimit(next http.Handler, limit int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > limit {
+			jsonRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, limit))
+			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+			if err != nil {
+				if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+					jsonRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", limit))
+					return
+				}
+				jsonRPCError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func jsonRPCError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32600, "message": msg},
+	})
 }
 
 // originCheck refuses browser requests from origins not allowed, as the
@@ -68,12 +146,7 @@ func originCheck(next http.Handler, allowed []string, log *slog.Logger) http.Han
 			return
 		}
 		log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusForbidden)
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"jsonrpc": "2.0", "id": nil,
-			"error": map[string]any{"code": -32600, "message": "origin " + origin + " is not allowed (start the server with --allow-origin to allow it)"},
-		})
+		jsonRPCError(w, http.StatusForbidden, "origin "+origin+" is not allowed (start the server with --allow-origin to allow it)")
 	})
 }
 

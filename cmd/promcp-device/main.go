@@ -5,6 +5,9 @@
 // Usage:
 //
 //	promcp-device serve --manifest FILE [--sim [--time-scale N] [--scenario FILE]] [--http ADDR] [--role ROLE]
+//	                    [--state DIR] [--tokens FILE] [--read-only]
+//	promcp-device audit verify|tail --state DIR
+//	promcp-device token add|hash --name NAME --role ROLE
 //	promcp-device lint FILE...
 //	promcp-device tools --manifest FILE [--json | --check URL]
 //	promcp-device demo
@@ -37,7 +40,10 @@ func main() {
 const usage = `promcp-device: devices behind the Model Context Protocol, the proMCP way.
 
 Usage:
-  promcp-device serve --manifest FILE [--sim] [--http ADDR]   serve the manifest's tools
+  promcp-device serve --manifest FILE [--sim] [--http ADDR] [--state DIR] [--tokens FILE]
+                                                             serve the manifest's tools
+  promcp-device audit verify|tail --state DIR                check or show the audit log
+  promcp-device token add|hash --name NAME --role ROLE       make bearer tokens for --tokens
   promcp-device lint FILE...                                 check manifests and fault scenarios; exit 1 on problems
   promcp-device tools --manifest FILE [--json]               list the tools a manifest serves
   promcp-device sim --manifest FILE --modbus-tcp ADDR        serve the manifest's simulated Modbus devices on the network
@@ -61,6 +67,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "serve":
 		return cmdServe(ctx, args[1:], stdin, stdout, stderr)
+	case "audit":
+		return cmdAudit(args[1:], stdout, stderr)
+	case "token":
+		return cmdToken(args[1:], stdin, stdout, stderr)
 	case "lint":
 		return cmdLint(args[1:], stdout, stderr)
 	case "tools":

@@ -17,6 +17,7 @@ import (
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
@@ -38,7 +39,13 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (host:port; a bare :port binds loopback) instead of stdio")
 	var origins listFlag
 	fs.Var(&origins, "allow-origin", "with --http: a browser `ORIGIN` allowed to call (repeatable); loopback origins are always allowed")
-	role := fs.String("role", "operator", "the caller's `ROLE` for every call")
+	role := fs.String("role", "operator", "the caller's `ROLE` for every call over stdio, and over HTTP without --tokens")
+	stateDir := fs.String("state", "", "keep the idempotency store and the audit log in `DIR` (created if needed); without it results are kept in memory and nothing is audited")
+	keyTTL := fs.Duration("key-ttl", idempotency.DefaultTTL, "how long a do_* result is kept for replay by its idempotency_key")
+	tokensFile := fs.String("tokens", "", "with --http: require bearer tokens listed (hashed) in `FILE`; see promcp-device token add")
+	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the certificate in `FILE` (PEM; with --tls-key)")
+	tlsKey := fs.String("tls-key", "", "with --http: the private key `FILE` (PEM) of --tls-cert")
+	readOnly := fs.Bool("read-only", false, "serve only read_* and can_do; no do_* tool is registered")
 	policyFile := fs.String("policy", "", "policy `FILE` (default: NAME.policy.yml beside the manifest NAME.yml, when it exists; \"none\" for no policy)")
 	approvalKey := fs.String("approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
 	simStart := fs.String("sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
@@ -54,6 +61,40 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
 		return 2
+	}
+	if *keyTTL <= 0 {
+		fmt.Fprintln(stderr, "promcp-device serve: --key-ttl must be more than 0")
+		return 2
+	}
+	if *keyTTL < idempotency.DefaultTTL {
+		log.Warn("--key-ttl is under 24h: an agent retrying a day-old action after that would actuate again", "key_ttl", keyTTL.String())
+	}
+	if (*tlsCert == "") != (*tlsKey == "") {
+		fmt.Fprintln(stderr, "promcp-device serve: --tls-cert and --tls-key go together")
+		return 2
+	}
+	if *httpAddr == "" && (*tokensFile != "" || *tlsCert != "") {
+		fmt.Fprintln(stderr, "promcp-device serve: --tokens and --tls-cert apply to --http only")
+		return 2
+	}
+	var tokens *server.Tokens
+	if *tokensFile != "" {
+		if tokens, err = server.LoadTokens(*tokensFile); err != nil {
+			fmt.Fprintln(stderr, "promcp-device serve:", err)
+			return 1
+		}
+		if tokens.Len() == 0 {
+			fmt.Fprintf(stderr, "promcp-device serve: --tokens %s lists no token; add one with: promcp-device token add --tokens %s --name NAME --role operator\n", *tokensFile, *tokensFile)
+			return 1
+		}
+	}
+	if *httpAddr != "" && tokens == nil {
+		if host, _, err := net.SplitHostPort(bindAddr(*httpAddr)); err == nil && !isLoopback(host) {
+			fmt.Fprintf(stderr, "promcp-device serve: refusing to serve --http %s without --tokens: anyone who reaches a non-loopback address could actuate.\n"+
+				"  Create a token with: promcp-device token add --tokens tokens.txt --name NAME --role operator\n"+
+				"  then serve with --tokens tokens.txt (and --tls-cert/--tls-key), or bind 127.0.0.1.\n", *httpAddr)
+			return 2
+		}
 	}
 
 	if *scenario != "" && !*simulate {
@@ -95,6 +136,21 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return 1
 		}
 	}
+	st, err := openState(*stateDir, *keyTTL, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device serve:", err)
+		return 1
+	}
+	defer st.Close()
+	if st.store != nil {
+		opts.server = append(opts.server, server.WithStore(st.store, *keyTTL), server.WithAuditor(st.audit))
+	} else {
+		opts.server = append(opts.server, server.WithStore(idempotency.NewMemory(*keyTTL, nil), *keyTTL))
+		log.Warn("no --state: do_* results are kept in memory only (a restart forgets them) and nothing is audited")
+	}
+	if *readOnly {
+		opts.server = append(opts.server, server.WithReadOnly())
+	}
 	gw, err := openGateway(ctx, m, opts, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
@@ -111,37 +167,66 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 
 	caller := server.Caller{Name: "local", Role: *role}
 	if *httpAddr == "" {
-		log.Info("serving over stdio", "manifest", *manifest, "tools", len(gw.srv.Tools()), "sim", *simulate)
-		if err := gw.srv.ServeStdio(ctx, stdin, stdout, caller); err != nil && !errors.Is(err, context.Canceled) {
+		log.Info("serving over stdio", "manifest", *manifest, "tools", len(gw.srv.Tools()), "sim", *simulate, "state", *stateDir)
+		err := gw.srv.ServeStdio(ctx, stdin, stdout, caller)
+		code := drain(gw.srv, log, stderr)
+		if err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "promcp-device serve:", err)
 			return 1
 		}
-		return 0
+		return code
 	}
-	return serveHTTP(ctx, gw, *httpAddr, origins, caller, stdout, stderr, log)
+	cfg := server.HTTPConfig{AllowedOrigins: origins, Caller: caller, Tokens: tokens}
+	return serveHTTP(ctx, gw, *httpAddr, cfg, *tlsCert, *tlsKey, stdout, stderr, log)
 }
 
-func serveHTTP(ctx context.Context, gw *gateway, addr string, origins []string, caller server.Caller, stdout, stderr io.Writer, log *slog.Logger) int {
-	if strings.HasPrefix(addr, ":") {
-		addr = "127.0.0.1" + addr
+// drain lets the do_* calls in flight finish and be recorded; the caller
+// then closes the store and the audit log.
+func drain(srv *server.Server, log *slog.Logger, stderr io.Writer) int {
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		fmt.Fprintln(stderr, "promcp-device serve: shutdown:", err)
+		return 1
 	}
+	log.Info("stopped: calls in flight finished")
+	return 0
+}
+
+func bindAddr(addr string) string {
+	if strings.HasPrefix(addr, ":") {
+		return "127.0.0.1" + addr
+	}
+	return addr
+}
+
+func serveHTTP(ctx context.Context, gw *gateway, addr string, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
+	addr = bindAddr(addr)
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "promcp-device serve: --http %s: %v\n", addr, err)
 		return 1
 	}
-	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !isLoopback(host) {
-		log.Warn("listening on a non-loopback address without authentication; anyone who reaches it can actuate", "addr", ln.Addr().String())
-	}
 	hs := &http.Server{
-		Handler:           gw.srv.HTTPHandler(server.HTTPConfig{AllowedOrigins: origins, Caller: caller}),
+		Handler:           gw.srv.HTTPHandler(cfg),
 		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	url := "http://" + ln.Addr().String() + "/mcp"
+	scheme := "http"
+	if tlsCert != "" {
+		scheme = "https"
+	}
+	url := scheme + "://" + ln.Addr().String() + "/mcp"
 	fmt.Fprintf(stdout, "promcp-device: serving %d tools of %s on %s (MCP streamable HTTP)\n", len(gw.srv.Tools()), gw.manifest.Gateway, url)
 	fmt.Fprintf(stdout, "  connect an MCP client to %s, for example: claude mcp add --transport http %s %s\n", url, gw.manifest.Gateway, url)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(ln) }()
+	go func() {
+		if tlsCert != "" {
+			errc <- hs.ServeTLS(ln, tlsCert, tlsKey)
+			return
+		}
+		errc <- hs.Serve(ln)
+	}()
 	select {
 	case err := <-errc:
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
@@ -152,10 +237,12 @@ func serveHTTP(ctx context.Context, gw *gateway, addr string, origins []string, 
 	sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := hs.Shutdown(sctx); err != nil {
-		fmt.Fprintln(stderr, "promcp-device serve: shutdown:", err)
-		return 1
+		// Idle streams (a client's GET listener) may hold on; the do_*
+		// calls are what must finish, and drain waits for those.
+		log.Warn("closing connections still open after 10s", "err", err)
+		hs.Close()
 	}
-	return 0
+	return drain(gw.srv, log, stderr)
 }
 
 func isLoopback(host string) bool {
@@ -192,6 +279,7 @@ type gatewayOptions struct {
 	clock     sim.Clock // with simulate: drives the simulation instead of a scaled real clock (the demo's manual clock)
 	policy    *manifests.Policy
 	approvals *approval.Signer
+	server    []server.Option // more server options: store, auditor, read-only
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -262,6 +350,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 	if o.approvals != nil {
 		sopts = append(sopts, server.WithApprovals(o.approvals))
 	}
+	sopts = append(sopts, o.server...)
 	srv, err := server.New("promcp-device/"+m.Gateway, version, sopts...)
 	if err != nil {
 		set.Close()

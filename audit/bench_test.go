@@ -1,0 +1,40 @@
+package audit_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/promcp/promcp-device/audit"
+)
+
+// BenchmarkAppend measures fsync'd appends, one caller at a time and with
+// concurrent callers sharing fsyncs (group commit).
+//
+//	go test ./audit -run XXX -bench Append -benchtime 2000x
+func BenchmarkAppend(b *testing.B) {
+	rec := audit.Record{Event: audit.EventResult, Caller: "alice", Role: "operator", Tool: "do_set_heater",
+		Key: "k", Arguments: []byte(`{"value":true}`), Status: "success"}
+	for _, parallel := range []bool{false, true} {
+		b.Run(fmt.Sprintf("parallel=%t", parallel), func(b *testing.B) {
+			l, err := audit.Open(filepath.Join(b.TempDir(), "a.jsonl"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer l.Close()
+			if !parallel {
+				for b.Loop() {
+					l.Append(context.Background(), rec)
+				}
+				return
+			}
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					l.Append(context.Background(), rec)
+				}
+			})
+		})
+	}
+}

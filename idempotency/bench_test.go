@@ -1,0 +1,45 @@
+package idempotency_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/promcp/promcp-device/idempotency"
+)
+
+// BenchmarkBolt measures durable Do calls with new keys (two fsync'd
+// writes each: in flight, then done), one caller at a time and with
+// concurrent callers sharing commits.
+//
+//	go test ./idempotency -run XXX -bench Bolt -benchtime 2000x
+func BenchmarkBolt(b *testing.B) {
+	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
+		return []byte(`{"status":"success"}`), true, nil
+	}
+	for _, parallel := range []bool{false, true} {
+		b.Run(fmt.Sprintf("parallel=%t", parallel), func(b *testing.B) {
+			st, err := idempotency.OpenBolt(filepath.Join(b.TempDir(), "s.db"), time.Second, idempotency.BoltOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			var n atomic.Int64
+			if !parallel {
+				for b.Loop() {
+					st.Do(context.Background(), fmt.Sprint(n.Add(1)), "fp", act)
+				}
+				return
+			}
+			b.SetParallelism(16)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					st.Do(context.Background(), fmt.Sprint(n.Add(1)), "fp", act)
+				}
+			})
+		})
+	}
+}

@@ -1,0 +1,306 @@
+package idempotency
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// ErrClosed is returned by Do once the store is closed.
+var ErrClosed = errors.New("idempotency store is closed")
+
+var keysBucket = []byte("keys")
+
+// record is what Bolt keeps per key, JSON-encoded.
+type record struct {
+	Fingerprint string    `json:"fp"`
+	State       string    `json:"state"` // stateInFlight or stateDone
+	Started     time.Time `json:"started"`
+	Expires     time.Time `json:"expires"`
+	Outcome     []byte    `json:"outcome,omitempty"`
+}
+
+const (
+	stateInFlight = "in_flight"
+	stateDone     = "done"
+)
+
+// BoltOptions configures a Bolt store. The zero value means the defaults.
+type BoltOptions struct {
+	// TTL is how long an outcome is kept; <= 0 means DefaultTTL.
+	TTL time.Duration
+	// Clock tells the time; nil means the system clock.
+	Clock Clock
+	// Log receives store failures that cannot be returned; nil discards.
+	Log *slog.Logger
+	// MaxBatchDelay is how long a write waits for others to share its
+	// fsync; 0 means 2 ms. Concurrent calls share one commit, which is
+	// what keeps a slow SD card usable.
+	MaxBatchDelay time.Duration
+}
+
+// Bolt is a durable Store in a bbolt file. Each key's record holds the
+// fingerprint, the state (in flight or done), the start time, the expiry
+// and the full outcome. A key is recorded in flight, and that record is
+// fsync'd, before the action runs; its outcome is recorded, and fsync'd,
+// before Do returns. A lone write commits at once; concurrent writes share
+// commits (bbolt's Batch).
+//
+// Bolt is safe for concurrent use within one process; the file is locked
+// against other processes while open.
+type Bolt struct {
+	db    *bolt.DB
+	ttl   time.Duration
+	clock Clock
+	log   *slog.Logger
+
+	writers atomic.Int32 // writes in progress, to choose between Update and Batch
+
+	mu      sync.Mutex
+	flights map[string]*flight
+	closed  bool
+	calls   int
+}
+
+// flight is a call in progress in this process.
+type flight struct {
+	fingerprint string
+	done        chan struct{}
+	outcome     []byte
+	kept        bool
+}
+
+// OpenBolt opens (creating if needed) the store at path. It waits at most
+// timeout for another process to release the file; it sweeps expired
+// records.
+func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, error) {
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	if opts.Clock == nil {
+		opts.Clock = systemClock{}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBatchDelay <= 0 {
+		opts.MaxBatchDelay = 2 * time.Millisecond
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	if err != nil {
+		return nil, fmt.Errorf("idempotency store %s: %w", path, err)
+	}
+	db.MaxBatchDelay = opts.MaxBatchDelay
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(keysBucket)
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("idempotency store %s: %w", path, err)
+	}
+	b := &Bolt{db: db, ttl: opts.TTL, clock: opts.Clock, log: opts.Log, flights: map[string]*flight{}}
+	if err := b.sweep(); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// TTL returns how long outcomes are kept.
+func (b *Bolt) TTL() time.Duration { return b.ttl }
+
+// Close waits for no call and closes the file; calls in flight must have
+// returned (the server drains them first). Do after Close gives ErrClosed.
+func (b *Bolt) Close() error {
+	b.mu.Lock()
+	b.closed = true
+	b.mu.Unlock()
+	return b.db.Close()
+}
+
+// Do implements Store.
+func (b *Bolt) Do(ctx context.Context, key, fingerprint string, act Action) ([]byte, bool, error) {
+	for {
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return nil, false, ErrClosed
+		}
+		if b.calls++; b.calls >= 1024 {
+			b.calls = 0
+			go func() {
+				if err := b.sweep(); err != nil {
+					b.log.Warn("sweeping expired idempotency keys", "err", err)
+				}
+			}()
+		}
+		f, ok := b.flights[key]
+		if !ok {
+			f = &flight{fingerprint: fingerprint, done: make(chan struct{})}
+			b.flights[key] = f
+			b.mu.Unlock()
+			return b.run(ctx, key, f, act)
+		}
+		b.mu.Unlock()
+		if f.fingerprint != fingerprint {
+			return nil, false, fmt.Errorf("key %q: %w", key, ErrConflict)
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return nil, false, fmt.Errorf("key %q: waiting for the call in flight: %w", key, ctx.Err())
+		}
+		if f.kept {
+			return f.outcome, true, nil
+		}
+		// The call in flight kept nothing: claim the key ourselves.
+	}
+}
+
+// run is the one call of this process holding key.
+func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out []byte, replayed bool, err error) {
+	defer func() {
+		b.mu.Lock()
+		delete(b.flights, key)
+		b.mu.Unlock()
+		close(f.done)
+	}()
+	now := b.clock.Now()
+	rec, found, err := b.get(key)
+	if err != nil {
+		return nil, false, err
+	}
+	if found && now.After(rec.Expires) {
+		found = false
+	}
+	var attempt Attempt
+	switch {
+	case found && rec.Fingerprint != f.fingerprint:
+		return nil, false, fmt.Errorf("key %q: %w", key, ErrConflict)
+	case found && rec.State == stateDone:
+		f.outcome, f.kept = rec.Outcome, true
+		return rec.Outcome, true, nil
+	case found: // in flight, left by a process that stopped
+		attempt = Attempt{Recovering: true, Started: rec.Started}
+	default:
+		rec = record{Fingerprint: f.fingerprint, State: stateInFlight, Started: now, Expires: now.Add(b.ttl)}
+		if err := b.put(key, &rec); err != nil {
+			return nil, false, err // nothing recorded, so nothing may actuate
+		}
+	}
+
+	out, keep, err := act(ctx, attempt)
+	if err != nil || !keep {
+		// Nothing happened that a retry must not repeat: forget the key.
+		if derr := b.delete(key); derr != nil {
+			b.log.Error("forgetting an idempotency key", "key", key, "err", derr)
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		return out, false, nil
+	}
+	done := record{Fingerprint: f.fingerprint, State: stateDone, Started: rec.Started,
+		Expires: b.clock.Now().Add(b.ttl), Outcome: out}
+	if err := b.put(key, &done); err != nil {
+		// The action happened; the key stays in flight, so a retry
+		// recovers instead of actuating again.
+		b.log.Error("recording an outcome; a retry with this key will recover it", "key", key, "err", err)
+	}
+	f.outcome, f.kept = out, true
+	return out, false, nil
+}
+
+func (b *Bolt) get(key string) (rec record, found bool, err error) {
+	err = b.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(keysBucket).Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		found = true
+		return json.Unmarshal(v, &rec)
+	})
+	if err != nil {
+		return record{}, false, fmt.Errorf("idempotency key %q: reading: %w", key, err)
+	}
+	return rec, found, nil
+}
+
+func (b *Bolt) put(key string, rec *record) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("idempotency key %q: encoding: %w", key, err)
+	}
+	if err := b.write(func(tx *bolt.Tx) error {
+		return tx.Bucket(keysBucket).Put([]byte(key), v)
+	}); err != nil {
+		return fmt.Errorf("idempotency key %q: writing: %w", key, err)
+	}
+	return nil
+}
+
+func (b *Bolt) delete(key string) error {
+	return b.write(func(tx *bolt.Tx) error {
+		return tx.Bucket(keysBucket).Delete([]byte(key))
+	})
+}
+
+// write commits fn durably. A lone writer commits at once; concurrent
+// writers share a commit through Batch, which waits up to MaxBatchDelay
+// for company. fn may run more than once (Batch retries), so it must be
+// idempotent: a put or a delete is.
+func (b *Bolt) write(fn func(*bolt.Tx) error) error {
+	if b.writers.Add(1) == 1 {
+		defer b.writers.Add(-1)
+		return b.db.Update(fn)
+	}
+	defer b.writers.Add(-1)
+	return b.db.Batch(fn)
+}
+
+// sweep deletes expired records.
+func (b *Bolt) sweep() error {
+	now := b.clock.Now()
+	err := b.db.Update(func(tx *bolt.Tx) error {
+		bk := tx.Bucket(keysBucket)
+		var expired [][]byte
+		err := bk.ForEach(func(k, v []byte) error {
+			var rec record
+			if json.Unmarshal(v, &rec) == nil && now.After(rec.Expires) {
+				expired = append(expired, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, k := range expired {
+			if err := bk.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("idempotency store: sweeping: %w", err)
+	}
+	return nil
+}
+
+// Len returns the number of records kept (done or in flight), for tests
+// and status.
+func (b *Bolt) Len() (int, error) {
+	n := 0
+	err := b.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(keysBucket).Stats().KeyN
+		return nil
+	})
+	return n, err
+}
