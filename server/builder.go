@@ -294,8 +294,10 @@ func (s *Server) Read(t ReadTool, h ReadHandler) error {
 		RawOutputSchema: out,
 		Annotations:     annotations(promcp.KindRead, false, t.Title),
 	}
+	typed := typedReadCheck(t)
+	memo := &argMemo{m: map[string]map[string]any{}}
 	return s.register(promcp.KindRead, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		args, argErr := s.arguments(t.Name, req)
+		args, argErr := memo.arguments(s, t.Name, req)
 		var res promcp.ReadResult
 		if argErr != nil {
 			res = promcp.ReadResult{Unit: t.Unit, Quality: promcp.QualityError, Error: argErr}
@@ -315,7 +317,14 @@ func (s *Server) Read(t ReadTool, h ReadHandler) error {
 		if res.Quality == promcp.QualityError {
 			res.Value = nil
 		}
-		return s.result(t.Name, res, res.Validate(), res.Quality == promcp.QualityError)
+		verr := res.Validate()
+		if verr == nil && typed != nil {
+			// The typed check is the output schema's, without a JSON decode.
+			if verr = typed(res); verr == nil {
+				return s.encode(t.Name, res, res.Quality == promcp.QualityError)
+			}
+		}
+		return s.result(t.Name, res, verr, res.Quality == promcp.QualityError)
 	})
 }
 
@@ -462,6 +471,19 @@ func rawArguments(req mcp.CallToolRequest) []byte {
 // result turns a typed body into a tool result. A body that breaks the
 // contract is never sent: it is logged and replaced by an internal error of
 // the same kind, which the caller can still parse.
+// encode sends a body already checked against the contract.
+func (s *Server) encode(tool string, body any, isError bool) (*mcp.CallToolResult, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return s.contractFailure(tool, err), nil
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
+		StructuredContent: json.RawMessage(b),
+		IsError:           isError,
+	}, nil
+}
+
 func (s *Server) result(tool string, body any, verr error, isError bool) (*mcp.CallToolResult, error) {
 	b, err := json.Marshal(body)
 	if err == nil && verr == nil {
@@ -474,13 +496,11 @@ func (s *Server) result(tool string, body any, verr error, isError bool) (*mcp.C
 		s.log.Error("response breaks the proMCP contract; sending an internal error instead", "tool", tool, "err", err)
 		return s.contractFailure(tool, err), nil
 	}
-	var structured map[string]any
-	if err := json.Unmarshal(b, &structured); err != nil {
-		return s.contractFailure(tool, err), nil
-	}
+	// The validated bytes are sent as they are: structuredContent and its
+	// text copy are the same JSON, and no second decode is needed.
 	return &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
-		StructuredContent: structured,
+		StructuredContent: json.RawMessage(b),
 		IsError:           isError,
 	}, nil
 }
