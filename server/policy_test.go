@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -191,11 +192,37 @@ func TestEveryPermission(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.expect("do_set_pump", true, promcp.PolicyDenied)
+		b.clk.Advance(10 * time.Second) // doors move slowly (the reading's max_rate)
 		if err := b.world.Drive("GPIO6", true); err != nil {
 			t.Fatal(err)
 		}
-		b.clk.Advance(manifests.DefaultTTL) // the door reading is cached for its TTL
+		b.clk.Advance(10 * time.Second)
 		b.expect("do_set_pump", true, promcp.Allowed)
+	})
+
+	t.Run("policy_denied by an interlock whose reading goes degraded", func(t *testing.T) {
+		b.clk.Advance(10 * time.Minute)
+		// The door switch chatters: its reading is degraded, and an
+		// interlock on a reading that is not good fails closed.
+		if err := b.world.Inject("door_switch", manifests.Fault{Kind: manifests.FaultNoise}); err != nil {
+			t.Fatal(err)
+		}
+		b.clk.Advance(2 * time.Second)
+		b.call("read_door_closed", map[string]any{})
+		b.clk.Advance(2 * time.Second)
+		if r := b.call("read_door_closed", map[string]any{}); r["quality"] != "degraded" {
+			t.Fatalf("chattering door switch: read_door_closed = %v, want degraded", r)
+		}
+		b.expect("do_set_pump", false, promcp.PolicyDenied)
+		_, e := b.canDo("do_set_pump", false)
+		if reason, _ := e["reason"].(string); !strings.Contains(reason, "read_door_closed is degraded") {
+			t.Errorf("can_do reason %q, want it to name the degraded reading", reason)
+		}
+		b.world.Clear("door_switch")
+		b.clk.Advance(2 * time.Second)
+		b.call("read_door_closed", map[string]any{})
+		b.clk.Advance(2 * time.Second)
+		b.expect("do_set_pump", false, promcp.Allowed)
 	})
 
 	t.Run("rate_limited then resetting", func(t *testing.T) {
