@@ -147,5 +147,5 @@ func logger(log *slog.Logger, name string, pin pgpio.PinIO) *slog.Logger {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return log.With("device", name, "addr", pin.Name())
+	return log.With("addr", pin.Name()) // the caller's logger names the device
 }
