@@ -160,23 +160,6 @@ func newModbusBench(t *testing.T) (*sim.ManualClock, *sim.World, *client.Client)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	srv, err := server.New("bench", "test", server.WithClock(clk))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := server.Serve(srv, set); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewInProcessClient(srv.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{})
 	return clk, w, c
 }

@@ -80,24 +80,7 @@ func newPolicyBenchWith(t *testing.T, signer *approval.Signer, opts ...client.Cl
 	if signer != nil {
 		sopts = append(sopts, server.WithApprovals(signer))
 	}
-	srv, err := server.New("bench", "test", sopts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := server.Serve(srv, set, server.GatewayOptions{Policy: pol}); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewInProcessClientWithOptions(srv.MCP(), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	_, c := serveInProcess(t, set, sopts, server.GatewayOptions{Policy: pol}, opts...)
 	return &policyBench{t: t, clk: clk, world: w, c: c}
 }
 

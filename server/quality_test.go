@@ -117,25 +117,7 @@ func newBench(t *testing.T) *bench {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	srv, err := server.New("bench", "test", server.WithClock(clk))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := server.Serve(srv, set); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewInProcessClient(srv.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}}); err != nil {
-		t.Fatal(err)
-	}
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{})
 	return &bench{t: t, w: w, clk: clk, c: c, caps: set}
 }
 

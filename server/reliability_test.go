@@ -102,24 +102,7 @@ func newMangledBench(t *testing.T, mangle func([]byte) []byte, opts ...server.Op
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	srv, err := server.New("bench", "test", opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := server.Serve(srv, set); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.NewInProcessClient(srv.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	srv, c := serveInProcess(t, set, opts, server.GatewayOptions{})
 	return &dimmerBench{srv: srv, client: c, writes: writes}
 }
 
