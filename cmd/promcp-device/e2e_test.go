@@ -607,3 +607,20 @@ func TestServeScenarioErrors(t *testing.T) {
 		t.Errorf("bad scenario: exit %d, %q; want exit 1 with the position", code, stderr)
 	}
 }
+
+// TestCooldownSurvivesRestart: with --state, the fan's cooldown (5 minutes
+// in greenhouse.policy.yml) still refuses a change after the gateway
+// restarts: the actuation history is on disk, not in the process.
+func TestCooldownSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	first := stdioSession(t, protocols[1], "--manifest", greenhouse, "--state", dir)
+	if r, _ := first.call("do_set_fan_speed", map[string]any{"value": 30}); r["status"] != "success" {
+		t.Fatalf("do_set_fan_speed(30) = %v", r)
+	}
+	first.c.Close() // stdin closes: the gateway finishes and exits
+	second := stdioSession(t, protocols[1], "--manifest", greenhouse, "--state", dir)
+	r, _ := second.call("do_set_fan_speed", map[string]any{"value": 20})
+	if r["status"] != "failed" || r["permission"] != "cooldown_active" {
+		t.Fatalf("after a restart, do_set_fan_speed(20) = %v, want the cooldown still active", r)
+	}
+}

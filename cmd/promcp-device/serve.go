@@ -19,6 +19,7 @@ import (
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -144,9 +145,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	defer st.Close()
 	if st.store != nil {
 		opts.server = append(opts.server, server.WithStore(st.store, *keyTTL), server.WithAuditor(st.audit))
+		opts.history = st.history
 	} else {
 		opts.server = append(opts.server, server.WithStore(idempotency.NewMemory(*keyTTL, nil), *keyTTL))
-		log.Warn("no --state: do_* results are kept in memory only (a restart forgets them) and nothing is audited")
+		log.Warn("no --state: do_* results and the actuation history (cooldowns, rate limits) are kept in memory only (a restart forgets them), and nothing is audited")
 	}
 	if *readOnly {
 		opts.server = append(opts.server, server.WithReadOnly())
@@ -280,6 +282,7 @@ type gatewayOptions struct {
 	policy    *manifests.Policy
 	approvals *approval.Signer
 	server    []server.Option // more server options: store, auditor, read-only
+	history   policy.State    // actuation history for cooldowns and rate limits; nil: in memory
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -356,7 +359,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		set.Close()
 		return nil, err
 	}
-	if _, err := server.Serve(srv, set, server.GatewayOptions{Policy: o.policy}); err != nil {
+	if _, err := server.Serve(srv, set, server.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
 		set.Close()
 		return nil, err
 	}

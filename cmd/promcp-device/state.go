@@ -10,19 +10,23 @@ import (
 
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/policy"
 )
 
 // Files in a --state directory.
 const (
-	storeFile = "idempotency.db"
-	auditFile = "audit.jsonl"
+	storeFile  = "idempotency.db"
+	auditFile  = "audit.jsonl"
+	policyFile = "policy.db"
 )
 
-// state is what serve keeps in --state DIR: the durable idempotency store
-// and the audit log. Without a directory both are nil.
+// state is what serve keeps in --state DIR: the durable idempotency store,
+// the audit log, and the actuation history that cooldowns and rate limits
+// count. Without a directory all are nil.
 type state struct {
-	store *idempotency.Bolt
-	audit *audit.Log
+	store   *idempotency.Bolt
+	audit   *audit.Log
+	history *policy.BoltState
 }
 
 func openState(dir string, ttl time.Duration, log *slog.Logger) (*state, error) {
@@ -42,7 +46,13 @@ func openState(dir string, ttl time.Duration, log *slog.Logger) (*state, error) 
 		st.Close()
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
 	}
-	return &state{store: st, audit: al}, nil
+	h, err := policy.OpenBoltState(filepath.Join(dir, policyFile))
+	if err != nil {
+		al.Close()
+		st.Close()
+		return nil, fmt.Errorf("--state %s: %w", dir, err)
+	}
+	return &state{store: st, audit: al, history: h}, nil
 }
 
 // Close flushes and closes the audit log and the store.
@@ -53,6 +63,9 @@ func (s *state) Close() error {
 	}
 	if s.store != nil {
 		errs = append(errs, s.store.Close())
+	}
+	if s.history != nil {
+		errs = append(errs, s.history.Close())
 	}
 	return errors.Join(errs...)
 }

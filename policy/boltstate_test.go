@@ -1,0 +1,42 @@
+package policy_test
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/promcp/promcp-device/policy"
+)
+
+var _ policy.State = (*policy.BoltState)(nil)
+
+// TestBoltStateSurvivesReopen: a cooldown's history is still there after
+// the gateway restarts.
+func TestBoltStateSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.db")
+	s, err := policy.OpenBoltState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Record("do_a", now.Add(-25*time.Hour))
+	s.Record("do_a", now.Add(-2*time.Minute))
+	s.Record("do_b", now)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = policy.OpenBoltState(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := s.History("do_a", now.Add(-time.Hour))
+	if len(h) != 1 || !h[0].Equal(now.Add(-2*time.Minute)) {
+		t.Fatalf("History(do_a, last hour) after reopen = %v, want the actuation 2 minutes ago", h)
+	}
+	if h := s.History("do_a", now.Add(-48*time.Hour)); len(h) != 1 {
+		t.Fatalf("History(do_a, 2 days) = %v, want the day-old entry pruned", h)
+	}
+	if h := s.History("do_none", now.Add(-time.Hour)); len(h) != 0 {
+		t.Fatalf("History of an unknown action = %v", h)
+	}
+}
