@@ -224,6 +224,9 @@ func (d *decoder) collect(m *ast.MappingNode, path string, known []string, out m
 		}
 		key := keyString(mv.Key)
 		field := join(path, key)
+		if key == "" {
+			field = join(path, `""`) // an empty key still names a place
+		}
 		if !slices.Contains(known, key) {
 			if hint := closest(key, known); hint != "" {
 				d.addAt(mv.Key, field, ErrUnknownField, "(did you mean %q?)", hint)
@@ -259,12 +262,12 @@ func (d *decoder) collect(m *ast.MappingNode, path string, known []string, out m
 				if mm, ok := d.resolve(it, path).(*ast.MappingNode); ok {
 					maps = append(maps, mm)
 				} else if it != nil {
-					d.addAt(it, path, ErrType, ": got %s in a merge key, want a mapping", describe(it))
+					d.addAt(it, join(path, "<<"), ErrType, ": got %s in a merge key, want a mapping", describe(it))
 				}
 			}
 		case nil:
 		default:
-			d.addAt(mn, path, ErrType, ": got %s in a merge key, want a mapping", describe(src))
+			d.addAt(mn, join(path, "<<"), ErrType, ": got %s in a merge key, want a mapping", describe(src))
 		}
 		for _, mm := range maps {
 			d.collect(mm, path, known, out, depth+1)
