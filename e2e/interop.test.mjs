@@ -53,6 +53,8 @@ async function exercise(client) {
     assert.ok(validate(res.structuredContent), `${name} result fits its outputSchema: ${JSON.stringify(validate.errors)}`);
     assert.equal(res.content[0].type, 'text');
     assert.deepEqual(JSON.parse(res.content[0].text), res.structuredContent, `${name} text copy equals structuredContent`);
+    const prov = res._meta?.['io.promcp/provenance'];
+    assert.equal(prov?.tool, name, `${name} result is stamped with its provenance in _meta`);
     return res;
   };
 

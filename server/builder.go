@@ -64,6 +64,9 @@ type ReadTool struct {
 	// Value is the JSON Schema of the value when quality is not error, such
 	// as {"type":"number"}; nil allows any value.
 	Value map[string]any
+	// Source says where the value comes from ("gateway/device"); it is
+	// stamped in each result's provenance.
+	Source string
 }
 
 // DoTool declares a do_* tool.
@@ -82,6 +85,9 @@ type DoTool struct {
 	// Compensable says whether the action can be reversed; a do_* tool that
 	// is not compensable is annotated destructive.
 	Compensable bool
+	// Source names the actuator ("gateway/device"), stamped in each
+	// result's provenance.
+	Source string
 }
 
 // ReadHandler answers a read_* call. A returned error becomes a typed
@@ -154,6 +160,9 @@ type Server struct {
 	approvals    *approval.Signer // out-of-band approvals; nil disables them
 	ledger       *approval.Ledger
 	elicit       *approval.Signer // signs the state elicitation round-trips
+
+	name, version string
+	provenance    map[string]map[string]any // by tool; written at registration only
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -204,7 +213,8 @@ func WithApprovals(signer *approval.Signer) Option {
 
 // New returns a Server with no tools.
 func New(name, version string, opts ...Option) (*Server, error) {
-	s := &Server{clock: systemClock{}, ledger: approval.NewLedger(), elicit: approval.NewRandomSigner()}
+	s := &Server{clock: systemClock{}, ledger: approval.NewLedger(), elicit: approval.NewRandomSigner(),
+		name: name, version: version, provenance: map[string]map[string]any{}}
 	for _, o := range opts {
 		o(s)
 	}
@@ -259,7 +269,7 @@ func (s *Server) checkName(name string, kind promcp.Kind) error {
 
 // register compiles the tool's schemas (failing registration when one does
 // not compile) and adds it to the MCP server.
-func (s *Server) register(kind promcp.Kind, tool mcp.Tool, h mcpserver.ToolHandlerFunc) error {
+func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, h mcpserver.ToolHandlerFunc) error {
 	if tool.RawInputSchema == nil || tool.RawOutputSchema == nil {
 		return fmt.Errorf("tool %s: input and output schemas are required", tool.Name)
 	}
@@ -270,6 +280,7 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, h mcpserver.ToolHandl
 		return fmt.Errorf("tool %s: output schema: %w", tool.Name, err)
 	}
 	s.tools = append(s.tools, Tool{Kind: kind, MCP: tool})
+	s.provenance[tool.Name] = provenance(s.name, s.version, kind, tool, source)
 	s.mcp.AddTool(tool, h)
 	return nil
 }
@@ -296,7 +307,7 @@ func (s *Server) Read(t ReadTool, h ReadHandler) error {
 	}
 	typed := typedReadCheck(t)
 	memo := &argMemo{m: map[string]map[string]any{}}
-	return s.register(promcp.KindRead, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return s.register(promcp.KindRead, tool, t.Source, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args, argErr := memo.arguments(s, t.Name, req)
 		var res promcp.ReadResult
 		if argErr != nil {
@@ -367,7 +378,7 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 		RawOutputSchema: out,
 		Annotations:     annotations(promcp.KindDo, t.Compensable, t.Title),
 	}
-	return s.register(promcp.KindDo, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return s.register(promcp.KindDo, tool, t.Source, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, input := s.do(ctx, t, h, req)
 		if input != nil {
 			return input, nil
@@ -396,7 +407,7 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 		RawOutputSchema: out,
 		Annotations:     annotations(promcp.KindCanDo, false, "Can do?"),
 	}
-	return s.register(promcp.KindCanDo, tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return s.register(promcp.KindCanDo, tool, "", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		rep, failed := s.canDo(ctx, h, req)
 		s.restrictCandidates(CallerFrom(ctx), &rep)
@@ -477,11 +488,11 @@ func (s *Server) encode(tool string, body any, isError bool) (*mcp.CallToolResul
 	if err != nil {
 		return s.contractFailure(tool, err), nil
 	}
-	return &mcp.CallToolResult{
+	return s.stamp(tool, &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
 		StructuredContent: json.RawMessage(b),
 		IsError:           isError,
-	}, nil
+	}, "typed"), nil
 }
 
 func (s *Server) result(tool string, body any, verr error, isError bool) (*mcp.CallToolResult, error) {
@@ -498,11 +509,11 @@ func (s *Server) result(tool string, body any, verr error, isError bool) (*mcp.C
 	}
 	// The validated bytes are sent as they are: structuredContent and its
 	// text copy are the same JSON, and no second decode is needed.
-	return &mcp.CallToolResult{
+	return s.stamp(tool, &mcp.CallToolResult{
 		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
 		StructuredContent: json.RawMessage(b),
 		IsError:           isError,
-	}, nil
+	}, "json-schema"), nil
 }
 
 func (s *Server) contractFailure(tool string, cause error) *mcp.CallToolResult {
@@ -521,9 +532,8 @@ func (s *Server) contractFailure(tool string, cause error) *mcp.CallToolResult {
 		body = rep
 	}
 	b, _ := json.Marshal(body)
-	var structured map[string]any
-	_ = json.Unmarshal(b, &structured)
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: structured, IsError: true}
+	return s.stamp(tool, &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))},
+		StructuredContent: json.RawMessage(b), IsError: true}, "replaced")
 }
 
 // schemaMessage turns a schema validation error into the argument at

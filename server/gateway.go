@@ -82,6 +82,7 @@ func (g *Gateway) readTool(c *capabilities.Capability) ReadTool {
 		Description: desc,
 		Unit:        promcp.Unit(c.Unit),
 		Value:       valueSchema(c.Capability, false),
+		Source:      c.Source,
 	}
 }
 
@@ -100,6 +101,7 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 		Value:       valueSchema(c.Capability, true),
 		SideEffects: c.Do.SideEffects,
 		Compensable: c.Do.Compensable,
+		Source:      c.Source,
 	}
 }
 

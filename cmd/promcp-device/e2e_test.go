@@ -26,6 +26,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
 )
 
 var binary string // built by TestMain
@@ -118,6 +119,17 @@ func (s *session) call(name string, args map[string]any) (map[string]any, bool) 
 	}
 	if len(res.Content) == 0 {
 		s.t.Fatalf("%s: no text copy of the result for older clients", name)
+	}
+	// Every result is stamped with where it came from and how it was checked.
+	var prov map[string]any
+	if res.Meta != nil {
+		prov, _ = res.Meta.AdditionalFields[server.ProvenanceKey].(map[string]any)
+	}
+	if prov["tool"] != name || prov["kind"] != string(kind) || prov["checked"] == nil || prov["contract"] != "proMCP v0.2" {
+		s.t.Fatalf("%s: _meta provenance = %v, want the tool, its kind, the contract and how the body was checked", name, prov)
+	}
+	if kind != promcp.KindCanDo && prov["source"] == nil {
+		s.t.Fatalf("%s: _meta provenance = %v, want the source", name, prov)
 	}
 	var body map[string]any
 	if err := json.Unmarshal(b, &body); err != nil {
