@@ -64,20 +64,31 @@ func (d *decoder) requiredStr(f map[string]ast.Node, path, key, want string) str
 	return s
 }
 
-func (d *decoder) manifest(root ast.Node) *Manifest {
-	m := &Manifest{}
+// document returns the top-level keys of a file's single document, which
+// must be a mapping of known keys (example names two of them for the error
+// message). An empty file is an empty mapping: it lacks everything. It
+// reports false, after reporting why, when the document is no mapping.
+func (d *decoder) document(root ast.Node, known []string, example string) (map[string]ast.Node, bool) {
 	if a, ok := d.peek(root).(*ast.AliasNode); ok {
-		d.addAt(a, "", ErrSyntax, ": the document is an alias (want a mapping of keys such as version and gateway)")
-		return m
+		d.addAt(a, "", ErrSyntax, ": the document is an alias (want a mapping of keys such as %s)", example)
+		return nil, false
 	}
-	var f map[string]ast.Node
 	switch n := d.resolve(root, "").(type) {
 	case nil, *ast.NullNode:
-		f = map[string]ast.Node{} // an empty file lacks everything
+		return map[string]ast.Node{}, true
 	case *ast.MappingNode:
-		f, _ = d.fields(n, "", manifestKeys...)
+		f, _ := d.fields(n, "", known...)
+		return f, true
 	default:
-		d.addAt(n, "", ErrSyntax, ": the document is %s (want a mapping of keys such as version and gateway)", describe(n))
+		d.addAt(n, "", ErrSyntax, ": the document is %s (want a mapping of keys such as %s)", describe(n), example)
+		return nil, false
+	}
+}
+
+func (d *decoder) manifest(root ast.Node) *Manifest {
+	m := &Manifest{}
+	f, ok := d.document(root, manifestKeys, "version and gateway")
+	if !ok {
 		return m
 	}
 	if v, ok := d.integer(f["version"], "version"); ok {

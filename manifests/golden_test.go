@@ -39,32 +39,45 @@ func errorText(err error) string {
 
 func TestGolden(t *testing.T) {
 	for _, dir := range goldenCases(t) {
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join(dir, "manifest.yml"))
-			if err != nil {
-				t.Fatal(err)
-			}
+		compareGolden(t, filepath.Join(dir, "manifest.yml"), func(data []byte) (bool, error) {
 			m, err := Parse("manifest.yml", data)
-			got := errorText(err)
-			wantFile := filepath.Join(dir, "want.err")
-			if *update {
-				if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, rerr := os.ReadFile(wantFile)
-			if rerr != nil {
-				t.Fatal(rerr)
-			}
-			if got != string(want) {
-				t.Errorf("Parse(%s) errors:\n%s\nwant:\n%s", dir, got, want)
-			}
-			if (err == nil) != (m != nil) {
-				t.Errorf("Parse(%s) = %v, %v; want exactly one of them nil", dir, m, err)
-			}
-			checkErrors(t, err)
+			return m != nil, err
 		})
 	}
+}
+
+// compareGolden parses the case file with parse (which reports whether it
+// returned a value, and its error) and compares the error text with
+// want.err beside the file (rewritten with -update); the value and the
+// error must exclude each other, and every error must be well formed.
+func compareGolden(t *testing.T, file string, parse func(data []byte) (bool, error)) {
+	t.Helper()
+	dir := filepath.Dir(file)
+	t.Run(filepath.Base(dir), func(t *testing.T) {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, perr := parse(data)
+		text := errorText(perr)
+		wantFile := filepath.Join(dir, "want.err")
+		if *update {
+			if err := os.WriteFile(wantFile, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(wantFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if text != string(want) {
+			t.Errorf("parsing %s, errors:\n%s\nwant:\n%s", file, text, want)
+		}
+		if (perr == nil) != got {
+			t.Errorf("parsing %s: a value %t with error %v; want exactly one of them", file, got, perr)
+		}
+		checkErrors(t, perr)
+	})
 }
 
 // checkErrors checks the shape every Parse error must have: a join of

@@ -196,18 +196,8 @@ func ParsePolicy(file string, data []byte, m *Manifest) (*Policy, error) {
 
 func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 	pol := &Policy{Location: time.UTC, Actions: map[string]*ActionPolicy{}}
-	if a, ok := d.peek(root).(*ast.AliasNode); ok {
-		d.addAt(a, "", ErrSyntax, ": the document is an alias (want a mapping of keys such as version and actions)")
-		return pol
-	}
-	var f map[string]ast.Node
-	switch n := d.resolve(root, "").(type) {
-	case nil, *ast.NullNode:
-		f = map[string]ast.Node{} // an empty file lacks everything
-	case *ast.MappingNode:
-		f, _ = d.fields(n, "", policyKeys...)
-	default:
-		d.addAt(n, "", ErrSyntax, ": the document is %s (want a mapping of keys such as version and actions)", describe(n))
+	f, ok := d.document(root, policyKeys, "version and actions")
+	if !ok {
 		return pol
 	}
 	if v, ok := d.integer(f["version"], "version"); ok && v != 1 {

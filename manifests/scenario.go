@@ -187,14 +187,8 @@ func ParseScenario(file string, data []byte, m *Manifest) (*Scenario, error) {
 	}
 	d := newDecoder(p, root)
 	sc := &Scenario{File: file}
-	var f map[string]ast.Node
-	switch n := d.resolve(root, "").(type) {
-	case nil, *ast.NullNode:
-		f = map[string]ast.Node{}
-	case *ast.MappingNode:
-		f, _ = d.fields(n, "", scenarioKeys...)
-	default:
-		d.addAt(n, "", ErrSyntax, ": the document is %s (want a mapping of keys such as scenario and faults)", describe(n))
+	f, ok := d.document(root, scenarioKeys, "scenario and faults")
+	if !ok {
 		return nil, p.err()
 	}
 	if v, ok := d.integer(f["version"], "version"); ok && v != 1 {

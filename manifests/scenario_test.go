@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 )
@@ -19,34 +18,12 @@ func TestScenarioGolden(t *testing.T) {
 		t.Fatalf("no scenario cases: %v", err)
 	}
 	for _, f := range files {
-		dir := filepath.Dir(f)
-		t.Run(filepath.Base(dir), func(t *testing.T) {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+		compareGolden(t, f, func(data []byte) (bool, error) {
 			if !IsScenario(data) {
 				t.Errorf("IsScenario(%s) = false, want true", f)
 			}
 			sc, err := ParseScenario("scenario.yml", data, m)
-			got := errorText(err)
-			wantFile := filepath.Join(dir, "want.err")
-			if *update {
-				if err := os.WriteFile(wantFile, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, rerr := os.ReadFile(wantFile)
-			if rerr != nil {
-				t.Fatal(rerr)
-			}
-			if got != string(want) {
-				t.Errorf("ParseScenario(%s) errors:\n%s\nwant:\n%s", f, got, want)
-			}
-			if (err == nil) != (sc != nil) {
-				t.Errorf("ParseScenario(%s) = %v, %v; want exactly one of them nil", f, sc, err)
-			}
-			checkErrors(t, err)
+			return sc != nil, err
 		})
 	}
 }
