@@ -59,7 +59,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	if path == "" {
 		path = "/mcp"
 	}
-	h := mcpserver.NewStreamableHTTPServer(s.mcp,
+	opts := []mcpserver.StreamableHTTPOption{
 		mcpserver.WithEndpointPath(path),
 		mcpserver.WithStateful(true),
 		mcpserver.WithStreamableHTTPLogger(s.log.With("transport", "http")),
@@ -69,7 +69,18 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 			}
 			return WithCaller(ctx, cfg.Caller)
 		}),
-	)
+	}
+	if len(cfg.AllowedOrigins) > 0 {
+		// Browser clients on an allowed origin get CORS answers, preflight
+		// included; the session id is exposed so they can keep a session.
+		opts = append(opts, mcpserver.WithStreamableHTTPCORS(
+			mcpserver.WithCORSAllowedOrigins(cfg.AllowedOrigins...),
+			mcpserver.WithCORSAllowedHeaders("Content-Type", "Accept", "Authorization",
+				"Mcp-Session-Id", "Mcp-Protocol-Version", "Last-Event-ID"),
+			mcpserver.WithCORSExposedHeaders("Mcp-Session-Id"),
+		))
+	}
+	h := mcpserver.NewStreamableHTTPServer(s.mcp, opts...)
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
 	var next http.Handler = mux
@@ -86,6 +97,12 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 // bearerAuth makes every request prove a token and carries its caller.
 func bearerAuth(next http.Handler, tokens *Tokens, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			// A CORS preflight carries no credentials by design; it runs
+			// nothing, and the request it announces must bring a token.
+			next.ServeHTTP(w, r)
+			return
+		}
 		auth := r.Header.Get("Authorization")
 		scheme, token, _ := strings.Cut(auth, " ")
 		if auth == "" || !strings.EqualFold(scheme, "Bearer") {
