@@ -1,13 +1,18 @@
 package server_test
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
 )
 
 // serveInProcess serves set on a new server made with sopts (and the
@@ -35,4 +40,48 @@ func serveInProcess(t testing.TB, set *capabilities.Set, sopts []server.Option, 
 		t.Fatal(err)
 	}
 	return srv, c
+}
+
+// faultCase is one fault injected on one device, and what a read tool
+// must say about it.
+type faultCase struct {
+	tool    string
+	device  string
+	fault   manifests.Fault
+	samples int // reads, one TTL apart, from the fault's start
+	quality promcp.Quality
+	reason  string // a prefix of quality_reason; "" for none
+}
+
+// runFaultCase reads tc.tool (good), injects the fault one TTL later,
+// reads it tc.samples times a TTL apart and checks the quality and reason,
+// then clears the fault and checks the tool reads good again, sampled now,
+// one TTL later. The clock drives the simulator and the server.
+func runFaultCase(t *testing.T, tc faultCase, clk *sim.ManualClock, w *sim.World, ttl time.Duration, read func(tool string) promcp.ReadResult) {
+	t.Helper()
+	if r := read(tc.tool); r.Quality != promcp.QualityGood {
+		t.Fatalf("before the fault: %s = %+v, want good", tc.tool, r)
+	}
+	clk.Advance(ttl)
+	if err := w.Inject(tc.device, tc.fault); err != nil {
+		t.Fatal(err)
+	}
+	var r promcp.ReadResult
+	for i := range tc.samples {
+		if i > 0 {
+			clk.Advance(ttl)
+		}
+		r = read(tc.tool)
+	}
+	if r.Quality != tc.quality || !strings.HasPrefix(r.QualityReason, tc.reason) || (tc.reason == "") != (r.QualityReason == "") {
+		t.Errorf("under %s: %s = %v %s %q, want %s %q", tc.fault.Kind, tc.tool, r.Value, r.Quality, r.QualityReason, tc.quality, tc.reason)
+	}
+	if r.Quality == promcp.QualityError && (r.Value != nil || r.Error == nil || r.Error.Code != promcp.CodeSourceUnreachable) {
+		t.Errorf("error read = %+v, want a null value and error.code source_unreachable", r)
+	}
+	w.Clear(tc.device)
+	clk.Advance(ttl)
+	if r := read(tc.tool); r.Quality != promcp.QualityGood || !r.Timestamp.Equal(clk.Now()) {
+		t.Errorf("one TTL after the fault cleared: %s = %+v, want good, sampled now (%v)", tc.tool, r, clk.Now())
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net"
-	"strings"
 	"testing"
 	"time"
 
@@ -73,32 +72,22 @@ capabilities:
 // real driver sees the silence, the exception, the garbled CRC or the
 // distorted registers, and the quality rules judge them as on I2C.
 func TestModbusFaultsThroughServer(t *testing.T) {
-	type want struct {
-		quality promcp.Quality
-		reason  string
-	}
-	cases := []struct {
-		tool    string
-		device  string
-		fault   manifests.Fault
-		samples int
-		want    want
-	}{
-		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultDropout}, 1, want{promcp.QualityStale, "read failed (timeout); last good value from 2 s ago"}},
-		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultTimeout}, 1, want{promcp.QualityStale, "read failed (timeout)"}},
-		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultNACK}, 1, want{promcp.QualityError, "read failed (device error)"}},
-		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultNoise, Amplitude: 5000}, 1, want{promcp.QualityDegraded, "jump: "}},
-		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultImplausible}, 1, want{promcp.QualityDegraded, "implausible: "}},
-		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultSlow, Delay: 20 * time.Millisecond}, 1, want{promcp.QualityGood, ""}},
-		{"read_energy", "meter", manifests.Fault{Kind: manifests.FaultStuck}, 3, want{promcp.QualityDegraded, "stuck: "}},
-		{"read_fan_setpoint", "vfd", manifests.Fault{Kind: manifests.FaultCRC}, 1, want{promcp.QualityStale, "read failed (crc)"}},
+	cases := []faultCase{
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultDropout}, 1, promcp.QualityStale, "read failed (timeout); last good value from 2 s ago"},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultTimeout}, 1, promcp.QualityStale, "read failed (timeout)"},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultNACK}, 1, promcp.QualityError, "read failed (device error)"},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultNoise, Amplitude: 5000}, 1, promcp.QualityDegraded, "jump: "},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityDegraded, "implausible: "},
+		{"read_power", "meter", manifests.Fault{Kind: manifests.FaultSlow, Delay: 20 * time.Millisecond}, 1, promcp.QualityGood, ""},
+		{"read_energy", "meter", manifests.Fault{Kind: manifests.FaultStuck}, 3, promcp.QualityDegraded, "stuck: "},
+		{"read_fan_setpoint", "vfd", manifests.Fault{Kind: manifests.FaultCRC}, 1, promcp.QualityStale, "read failed (crc)"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
 			clk, w, c := newModbusBench(t)
-			read := func() promcp.ReadResult {
+			runFaultCase(t, tc, clk, w, ttl, func(tool string) promcp.ReadResult {
 				t.Helper()
-				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{}}})
+				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -108,29 +97,7 @@ func TestModbusFaultsThroughServer(t *testing.T) {
 					t.Fatal(err)
 				}
 				return r
-			}
-			if r := read(); r.Quality != promcp.QualityGood {
-				t.Fatalf("before the fault: %s = %+v, want good", tc.tool, r)
-			}
-			clk.Advance(ttl)
-			if err := w.Inject(tc.device, tc.fault); err != nil {
-				t.Fatal(err)
-			}
-			var r promcp.ReadResult
-			for i := range tc.samples {
-				if i > 0 {
-					clk.Advance(ttl)
-				}
-				r = read()
-			}
-			if r.Quality != tc.want.quality || !strings.HasPrefix(r.QualityReason, tc.want.reason) || (tc.want.reason == "") != (r.QualityReason == "") {
-				t.Errorf("under %s: %s = %v %s %q, want %s %q", tc.fault.Kind, tc.tool, r.Value, r.Quality, r.QualityReason, tc.want.quality, tc.want.reason)
-			}
-			w.Clear(tc.device)
-			clk.Advance(ttl)
-			if r := read(); r.Quality != promcp.QualityGood {
-				t.Errorf("one TTL after the fault cleared: %s = %+v, want good", tc.tool, r)
-			}
+			})
 		})
 	}
 }

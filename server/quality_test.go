@@ -144,71 +144,36 @@ func (b *bench) read(tool string, args map[string]any) promcp.ReadResult {
 // a read gives within one TTL of the fault starting (stuck: once it has
 // the samples it needs), and good again within one TTL after it clears.
 func TestFaultsThroughServer(t *testing.T) {
-	type want struct {
-		quality promcp.Quality
-		reason  string // a prefix of quality_reason
-	}
-	cases := []struct {
-		tool    string
-		device  string
-		fault   manifests.Fault
-		samples int // reads, one TTL apart, from the fault's start
-		want    want
-	}{
+	cases := []faultCase{
 		// I²C, SHT3x.
-		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultDropout}, 1, want{promcp.QualityError, "read failed (nack)"}},
-		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultNACK}, 1, want{promcp.QualityError, "read failed (nack)"}},
-		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultStuck}, 3, want{promcp.QualityDegraded, "stuck: unchanged for 4 s (3 samples)"}},
-		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultNoise, Amplitude: 5}, 1, want{promcp.QualityDegraded, "jump: "}},
-		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultImplausible}, 1, want{promcp.QualityDegraded, "implausible: 130 °C outside -10..60 °C"}},
-		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultSlow, Delay: 50 * time.Millisecond}, 1, want{promcp.QualityGood, ""}},
-		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultTimeout}, 1, want{promcp.QualityStale, "read failed (timeout); last good value from 2 s ago"}},
-		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultCRC}, 1, want{promcp.QualityStale, "read failed (crc); last good value from 2 s ago"}},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultDropout}, 1, promcp.QualityError, "read failed (nack)"},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultNACK}, 1, promcp.QualityError, "read failed (nack)"},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultStuck}, 3, promcp.QualityDegraded, "stuck: unchanged for 4 s (3 samples)"},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultNoise, Amplitude: 5}, 1, promcp.QualityDegraded, "jump: "},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityDegraded, "implausible: 130 °C outside -10..60 °C"},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultSlow, Delay: 50 * time.Millisecond}, 1, promcp.QualityGood, ""},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultTimeout}, 1, promcp.QualityStale, "read failed (timeout); last good value from 2 s ago"},
+		{"read_temperature", "climate", manifests.Fault{Kind: manifests.FaultCRC}, 1, promcp.QualityStale, "read failed (crc); last good value from 2 s ago"},
 		// I²C, register map. A register holds a constant in the simulator:
 		// a stuck one cannot be told from a steady one.
-		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultDropout}, 1, want{promcp.QualityError, "read failed (nack)"}},
-		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultNACK}, 1, want{promcp.QualityError, "read failed (nack)"}},
-		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultStuck}, 3, want{promcp.QualityGood, ""}},
-		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultNoise, Amplitude: 5000}, 1, want{promcp.QualityDegraded, "jump: "}},
-		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultImplausible}, 1, want{promcp.QualityDegraded, "implausible: 65535 lx outside 0..50000 lx"}},
-		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultSlow}, 1, want{promcp.QualityGood, ""}},
-		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultTimeout}, 1, want{promcp.QualityStale, "read failed (timeout); last good value from 2 s ago"}},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultDropout}, 1, promcp.QualityError, "read failed (nack)"},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultNACK}, 1, promcp.QualityError, "read failed (nack)"},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultStuck}, 3, promcp.QualityGood, ""},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultNoise, Amplitude: 5000}, 1, promcp.QualityDegraded, "jump: "},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityDegraded, "implausible: 65535 lx outside 0..50000 lx"},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultSlow}, 1, promcp.QualityGood, ""},
+		{"read_lux", "light", manifests.Fault{Kind: manifests.FaultTimeout}, 1, promcp.QualityStale, "read failed (timeout); last good value from 2 s ago"},
 		// GPIO. A line cannot fail a transaction; a stuck input cannot be
 		// told from a quiet one.
-		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultStuck}, 3, want{promcp.QualityGood, ""}},
-		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultNoise}, 1, want{promcp.QualityDegraded, "jump: 0.5/s exceeds 0.2/s"}},
-		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultSlow}, 1, want{promcp.QualityGood, ""}},
+		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultStuck}, 3, promcp.QualityGood, ""},
+		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultNoise}, 1, promcp.QualityDegraded, "jump: 0.5/s exceeds 0.2/s"},
+		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultSlow}, 1, promcp.QualityGood, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				b := newBench(t)
-				if r := b.read(tc.tool, nil); r.Quality != promcp.QualityGood {
-					t.Fatalf("before the fault: %s = %+v, want good", tc.tool, r)
-				}
-				b.clk.Advance(ttl)
-				if err := b.w.Inject(tc.device, tc.fault); err != nil {
-					t.Fatal(err)
-				}
-				var r promcp.ReadResult
-				for i := range tc.samples {
-					if i > 0 {
-						b.clk.Advance(ttl)
-					}
-					r = b.read(tc.tool, nil)
-				}
-				if r.Quality != tc.want.quality || !strings.HasPrefix(r.QualityReason, tc.want.reason) ||
-					(tc.want.reason == "") != (r.QualityReason == "") {
-					t.Errorf("under %s: %s = %v %s %q, want %s %q", tc.fault.Kind, tc.tool, r.Value, r.Quality, r.QualityReason, tc.want.quality, tc.want.reason)
-				}
-				if r.Quality == promcp.QualityError && (r.Value != nil || r.Error == nil || r.Error.Code != promcp.CodeSourceUnreachable) {
-					t.Errorf("error read = %+v, want a null value and error.code source_unreachable", r)
-				}
-				b.w.Clear(tc.device)
-				b.clk.Advance(ttl)
-				if r := b.read(tc.tool, nil); r.Quality != promcp.QualityGood || !r.Timestamp.Equal(b.clk.Now()) {
-					t.Errorf("one TTL after the fault cleared: %s = %+v, want good, sampled now (%v)", tc.tool, r, b.clk.Now())
-				}
+				runFaultCase(t, tc, b.clk, b.w, ttl, func(tool string) promcp.ReadResult { return b.read(tool, nil) })
 			})
 		})
 	}

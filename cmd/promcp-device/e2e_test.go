@@ -147,7 +147,16 @@ func stdioSession(t *testing.T, protocol string, args ...string) *session {
 // startHTTP starts `serve --http 127.0.0.1:0` and returns the URL it prints.
 func startHTTP(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
+	return startPrinting(t, `on (http://\S+/mcp)`,
+		append([]string{"serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
+}
+
+// startPrinting runs the binary with args until the test ends (then
+// interrupts it) and returns the first submatch of pattern in what it
+// prints: the address it chose.
+func startPrinting(t *testing.T, pattern string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -161,14 +170,14 @@ func startHTTP(t *testing.T, args ...string) string {
 		cmd.Wait()
 	})
 	lines := bufio.NewScanner(out)
-	re := regexp.MustCompile(`on (http://\S+/mcp)`)
+	re := regexp.MustCompile(pattern)
 	for lines.Scan() {
 		if m := re.FindStringSubmatch(lines.Text()); m != nil {
 			go io.Copy(io.Discard, out)
 			return m[1]
 		}
 	}
-	t.Fatalf("serve --http printed no URL")
+	t.Fatalf("%s printed nothing matching %s", strings.Join(args, " "), pattern)
 	return ""
 }
 

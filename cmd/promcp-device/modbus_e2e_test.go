@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bufio"
 	be "encoding/binary"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -21,29 +19,7 @@ import (
 // the address it serves.
 func startSim(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(binary, "sim", "--manifest", greenhouse, "--modbus-tcp", "127.0.0.1:0")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	})
-	lines := bufio.NewScanner(out)
-	re := regexp.MustCompile(`on (127\.0\.0\.1:\d+) \(Modbus TCP\)`)
-	for lines.Scan() {
-		if m := re.FindStringSubmatch(lines.Text()); m != nil {
-			go io.Copy(io.Discard, out)
-			return m[1]
-		}
-	}
-	t.Fatal("sim --modbus-tcp printed no address")
-	return ""
+	return startPrinting(t, `on (127\.0\.0\.1:\d+) \(Modbus TCP\)`, "sim", "--manifest", greenhouse, "--modbus-tcp", "127.0.0.1:0")
 }
 
 // TestGatewayOnSimulatedNetworkDevices: a gateway without --sim, pointed at
