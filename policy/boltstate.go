@@ -3,6 +3,8 @@ package policy
 import (
 	"encoding/binary"
 	"fmt"
+	"log/slog"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -11,19 +13,27 @@ import (
 // BoltState is a State kept in a bbolt file, so that cooldowns and rate
 // limits survive a restart: a compressor that started a minute before the
 // gateway rebooted must still wait out its cooldown. It keeps a day of
-// history per action. Safe for concurrent use.
+// history per action. What this process records is also kept in memory,
+// so that a failed write weakens only what a restart remembers, never the
+// cooldown now. Safe for concurrent use.
 type BoltState struct {
-	db *bolt.DB
+	db  *bolt.DB
+	mem *MemoryState
+	log *slog.Logger
 }
 
-// OpenBoltState opens (creating it if needed) the history file at path.
-// The caller closes it.
-func OpenBoltState(path string) (*BoltState, error) {
+// OpenBoltState opens (creating it if needed) the history file at path;
+// write failures are logged to log (nil discards them). The caller closes
+// it.
+func OpenBoltState(path string, log *slog.Logger) (*BoltState, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("policy state %s: %w", path, err)
 	}
-	return &BoltState{db: db}, nil
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &BoltState{db: db, mem: NewMemoryState(), log: log}, nil
 }
 
 // Close closes the file.
@@ -35,32 +45,41 @@ func stamp(t time.Time) []byte {
 	return b[:]
 }
 
-// History implements State. A read error gives the history read so far;
-// Record reports write errors.
+// History implements State: the history on disk and what this process
+// recorded, each actuation once.
 func (s *BoltState) History(action string, since time.Time) []time.Time {
-	var out []time.Time
-	_ = s.db.View(func(tx *bolt.Tx) error {
+	out := s.mem.History(action, since)
+	err := s.db.View(func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(action))
 		if b == nil {
 			return nil
 		}
 		c := b.Cursor()
 		for k, _ := c.Seek(stamp(since)); k != nil; k, _ = c.Next() {
-			out = append(out, time.Unix(0, int64(binary.BigEndian.Uint64(k))))
+			t := time.Unix(0, int64(binary.BigEndian.Uint64(k)))
+			if !slices.ContainsFunc(out, t.Equal) {
+				out = append(out, t)
+			}
 		}
 		return nil
 	})
+	if err != nil {
+		s.log.Error("reading the actuation history", "action", action, "err", err)
+	}
 	return out
 }
 
-// Record implements State: the actuation is on disk (fsync'd) when it
-// returns. Entries older than a day are dropped.
+// Record implements State: the actuation is kept in memory and on disk
+// (fsync'd) when it returns; a write failure is logged. Entries older than
+// a day are dropped.
 func (s *BoltState) Record(action string, t time.Time) {
-	_ = s.RecordErr(action, t)
+	s.mem.Record(action, t)
+	if err := s.write(action, t); err != nil {
+		s.log.Error("writing the actuation history: a restart will not remember this actuation", "action", action, "err", err)
+	}
 }
 
-// RecordErr is Record that reports a write error.
-func (s *BoltState) RecordErr(action string, t time.Time) error {
+func (s *BoltState) write(action string, t time.Time) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		b, err := tx.CreateBucketIfNotExists([]byte(action))
 		if err != nil {

@@ -14,7 +14,7 @@ var _ policy.State = (*policy.BoltState)(nil)
 // the gateway restarts.
 func TestBoltStateSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "policy.db")
-	s, err := policy.OpenBoltState(path)
+	s, err := policy.OpenBoltState(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestBoltStateSurvivesReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = policy.OpenBoltState(path)
+	s, err = policy.OpenBoltState(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

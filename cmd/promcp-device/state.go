@@ -46,7 +46,7 @@ func openState(dir string, ttl time.Duration, log *slog.Logger) (*state, error) 
 		st.Close()
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
 	}
-	h, err := policy.OpenBoltState(filepath.Join(dir, policyFile))
+	h, err := policy.OpenBoltState(filepath.Join(dir, policyFile), log)
 	if err != nil {
 		al.Close()
 		st.Close()

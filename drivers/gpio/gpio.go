@@ -27,7 +27,7 @@ type Output struct {
 // NewOutput returns an output on pin, named name in errors and logs (the
 // manifest device name). log nil discards. NewOutput does no I/O.
 func NewOutput(name string, pin pgpio.PinIO, activeLow bool, log *slog.Logger) *Output {
-	return &Output{name: name, pin: pin, activeLow: activeLow, log: logger(log, name, pin)}
+	return &Output{name: name, pin: pin, activeLow: activeLow, log: logger(log, pin)}
 }
 
 // Open configures the pin as an output without changing its level: it reads
@@ -95,7 +95,7 @@ type Input struct {
 // Pull leaves the resistor as it is), named name in errors and logs. log nil
 // discards. NewInput does no I/O.
 func NewInput(name string, pin pgpio.PinIO, pull manifests.Pull, activeLow bool, log *slog.Logger) *Input {
-	return &Input{name: name, pin: pin, pull: pull, activeLow: activeLow, log: logger(log, name, pin)}
+	return &Input{name: name, pin: pin, pull: pull, activeLow: activeLow, log: logger(log, pin)}
 }
 
 // Open configures the pin as an input with the pull resistor and no edge
@@ -143,7 +143,7 @@ func Pull(p manifests.Pull) (pgpio.Pull, error) {
 	return pgpio.PullNoChange, fmt.Errorf("unknown pull %q (want none, up or down)", p)
 }
 
-func logger(log *slog.Logger, name string, pin pgpio.PinIO) *slog.Logger {
+func logger(log *slog.Logger, pin pgpio.PinIO) *slog.Logger {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
