@@ -19,14 +19,18 @@ import (
 	"github.com/promcp/promcp-device/surface"
 )
 
-func cmdLint(args []string, stdout, stderr io.Writer) int {
+func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	lf, args := addLintFlags(fs, args)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if lf.surface(fs.Args()) {
+		return lintSurface(ctx, lf, fs.Args(), stdout, stderr)
+	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest or scenario FILE")
+		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest or scenario FILE, a tool list FILE.json, --url URL or -- COMMAND ARGS...")
 		return 2
 	}
 	code := 0
