@@ -270,3 +270,32 @@ func TestParseTools(t *testing.T) {
 		}
 	}
 }
+
+// TestDrift: the served surface against a manifest's: a tool served but
+// not declared, one declared but not served, and one served twice each
+// fail the gate, under their own codes.
+func TestDrift(t *testing.T) {
+	expected := []string{"can_do", "do_set_pump", "read_level"}
+	for _, tc := range []struct {
+		name  string
+		tools []tool
+		want  []string
+	}{
+		{"same", []tool{goodRead(t, "read_level"), goodDo(t, "do_set_pump"), goodCanDo(t)}, nil},
+		{"extra tool", []tool{goodRead(t, "read_level"), goodRead(t, "read_debug"), goodDo(t, "do_set_pump"), goodCanDo(t)}, []string{"server:X002"}},
+		{"missing capability", []tool{goodRead(t, "read_level"), goodCanDo(t)}, []string{"server:X001"}},
+		{"served twice", []tool{goodRead(t, "read_level"), goodDo(t, "do_set_pump"), goodDo(t, "do_set_pump"), goodCanDo(t)}, []string{"server:S003"}},
+	} {
+		b, _ := json.Marshal(tc.tools)
+		ts, err := lint.ParseTools(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := lint.Check("test", ts)
+		d := lint.Drift(r, expected, ts)
+		got := codes(r)
+		if !slices.Equal(got, tc.want) || d.OK() != (tc.want == nil) || r.Pass(false) != (tc.want == nil) {
+			t.Errorf("%s: findings %v (drift ok %t), want %v", tc.name, got, d.OK(), tc.want)
+		}
+	}
+}
