@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -14,6 +15,10 @@ import (
 // ProvenanceKey is the _meta key of the provenance stamp promcp-device puts
 // on every result (server.ProvenanceKey; the cmd tests check they agree).
 const ProvenanceKey = "io.promcp/provenance"
+
+// CallTimeout bounds each call of CallReads: a tool that does not answer
+// in time is a C001 finding, not a hung lint.
+const CallTimeout = 30 * time.Second
 
 // MaxCanDoProbes bounds the can_do calls of CallReads: one with an empty
 // intent, then one naming each do_* tool, up to this many.
@@ -107,7 +112,9 @@ func (s *Session) probe(ctx context.Context, r *Report, v *promcp.Validator, nam
 	}
 	add := func(code, msg string) { r.add(name, dynamicRule(code), msg+at) }
 	r.Calls++
-	res, err := s.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	cctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	res, err := s.c.CallTool(cctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
 	if err != nil {
 		add("C001", "call failed: "+oneLine(err))
 		return

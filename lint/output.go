@@ -4,7 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
+	"unicode"
 )
+
+// printable replaces control characters (a hostile server's names and
+// descriptions could carry terminal escapes) with U+FFFD.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '\uFFFD'
+		}
+		return r
+	}, s)
+}
 
 var icon = map[Severity]string{Error: "✗", Warning: "⚠", Info: "·"}
 
@@ -12,21 +25,21 @@ var icon = map[Severity]string{Error: "✗", Warning: "⚠", Info: "·"}
 // then a line per tool (✓ when clean, else its name and a line per
 // finding with its code), and the totals.
 func WriteText(w io.Writer, r *Report, strict bool) {
-	fmt.Fprintf(w, "promcp-device lint  proMCP v0.2 — %s\n\n", r.Target)
+	fmt.Fprintf(w, "promcp-device lint  proMCP v0.2 — %s\n\n", printable(r.Target))
 	if len(r.Server) > 0 {
 		fmt.Fprintln(w, "server")
 		for _, f := range r.Server {
-			fmt.Fprintf(w, "    %s %-30s [%s] %s\n", icon[f.Severity], "server", f.Code, f.Message)
+			fmt.Fprintf(w, "    %s %-30s [%s] %s\n", icon[f.Severity], "server", f.Code, printable(f.Message))
 		}
 	}
 	for _, t := range r.Tools {
 		if len(t.Findings) == 0 {
-			fmt.Fprintf(w, "  ✓ %s\n", t.Name)
+			fmt.Fprintf(w, "  ✓ %s\n", printable(t.Name))
 			continue
 		}
-		fmt.Fprintf(w, "  %s\n", t.Name)
+		fmt.Fprintf(w, "  %s\n", printable(t.Name))
 		for _, f := range t.Findings {
-			fmt.Fprintf(w, "    %s %-30s [%s] %s\n", icon[f.Severity], f.Tool, f.Code, f.Message)
+			fmt.Fprintf(w, "    %s %-30s [%s] %s\n", icon[f.Severity], printable(f.Tool), f.Code, printable(f.Message))
 		}
 	}
 	e, wn, in := r.Count()
