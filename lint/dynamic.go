@@ -30,8 +30,13 @@ var dynamicRules = []Rule{
 	{"C001", Error, "read_* and can_do answer with structuredContent", true},
 	{"C002", Error, "each answer meets the proMCP contract of its kind", true},
 	{"C003", Error, "each answer validates against the tool's own outputSchema", true},
-	{"C004", Warning, "each answer carries the provenance stamp in _meta (" + ProvenanceKey + ") naming the tool", true},
+	{"C004", Warning, "each answer carries the provenance stamp in _meta (" + ProvenanceKey + ") with all its keys", true},
+	{"C005", Error, "the provenance stamp agrees with the answer: its tool, kind, output_schema digest (recomputed from tools/list) and body digest (of the text content)", true},
 }
+
+// StampKeys are the keys of a complete provenance stamp, the same on every
+// kind.
+var StampKeys = []string{"body", "checked", "contract", "kind", "output_schema", "server", "source", "tool"}
 
 func dynamicRule(code string) Rule {
 	for _, r := range dynamicRules {
@@ -52,8 +57,10 @@ func (s *Session) CallReads(ctx context.Context, r *Report) error {
 	if err != nil {
 		return err
 	}
+	s.schemas = map[string][]byte{}
 	var dos []string
 	for _, t := range s.Tools {
+		s.schemas[t.Name] = t.OutputSchema
 		if k, ok := promcp.KindOf(t.Name); ok && k == promcp.KindDo {
 			dos = append(dos, t.Name)
 		}
@@ -147,11 +154,38 @@ func (s *Session) probe(ctx context.Context, r *Report, v *promcp.Validator, nam
 	if res.Meta != nil {
 		stamp, _ = res.Meta.AdditionalFields[ProvenanceKey].(map[string]any)
 	}
-	switch {
-	case stamp == nil:
+	if stamp == nil {
 		add("C004", "answer has no provenance stamp in _meta."+ProvenanceKey)
-	case stamp["tool"] != name:
-		add("C004", fmt.Sprintf("provenance stamp names tool %v, not %s", stamp["tool"], name))
+		return
+	}
+	var absent []string
+	for _, key := range StampKeys {
+		if _, ok := stamp[key]; !ok {
+			absent = append(absent, key)
+		}
+	}
+	if len(absent) > 0 {
+		add("C004", "provenance stamp lacks "+strings.Join(absent, ", "))
+	}
+	var wrong []string
+	if v, ok := stamp["tool"]; ok && v != name {
+		wrong = append(wrong, fmt.Sprintf("tool %v, not %s", v, name))
+	}
+	if v, ok := stamp["kind"]; ok && v != string(k) {
+		wrong = append(wrong, fmt.Sprintf("kind %v, not %s", v, k))
+	}
+	if v, ok := stamp["output_schema"]; ok && own != nil {
+		if d, err := promcp.SchemaDigest(s.schemas[name]); err == nil && v != d {
+			wrong = append(wrong, fmt.Sprintf("output_schema %v, but tools/list gives %s", v, d))
+		}
+	}
+	if v, ok := stamp["body"]; ok && len(res.Content) > 0 {
+		if tc, isText := res.Content[0].(mcp.TextContent); isText && v != promcp.BodyDigest([]byte(tc.Text)) {
+			wrong = append(wrong, fmt.Sprintf("body %v, but the text content hashes to %s", v, promcp.BodyDigest([]byte(tc.Text))))
+		}
+	}
+	if len(wrong) > 0 {
+		add("C005", "provenance stamp disagrees: "+strings.Join(wrong, "; "))
 	}
 }
 

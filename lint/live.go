@@ -41,8 +41,9 @@ func (t Target) String() string {
 // Session is a connection to a live server and the tools it lists, as it
 // sent them.
 type Session struct {
-	c     *client.Client
-	Tools []*Tool
+	c       *client.Client
+	Tools   []*Tool
+	schemas map[string][]byte // output schemas by tool, for CallReads
 }
 
 // Connect starts a client for t, initializes it and lists the tools (every

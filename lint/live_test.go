@@ -49,12 +49,20 @@ func kindSchema(k promcp.Kind) map[string]any {
 }
 
 // answer is a result with structuredContent, its text copy and, when
-// stamped, the provenance stamp naming tool.
-func answer(tool string, body any, stamped bool) *mcp.CallToolResult {
+// stamped, a complete provenance stamp for tool, whose output schema is
+// out.
+func answer(tool string, out json.RawMessage, body any, stamped bool) *mcp.CallToolResult {
 	b := mustJSON(body)
 	res := &mcp.CallToolResult{StructuredContent: body, Content: []mcp.Content{mcp.NewTextContent(string(b))}}
 	if stamped {
-		res.Meta = &mcp.Meta{AdditionalFields: map[string]any{lint.ProvenanceKey: map[string]any{"tool": tool, "kind": "x"}}}
+		kind, _ := promcp.KindOf(tool)
+		digest, err := promcp.SchemaDigest(out)
+		if err != nil {
+			panic(err)
+		}
+		res.Meta = &mcp.Meta{AdditionalFields: map[string]any{lint.ProvenanceKey: map[string]any{
+			"tool": tool, "kind": string(kind), "server": "fixture 1", "contract": "proMCP v0.2", "source": "fixture/tank",
+			"checked": "typed", "output_schema": digest, "body": promcp.BodyDigest(b)}}}
 	}
 	return res
 }
@@ -80,13 +88,15 @@ func readBody(value any, quality string) map[string]any {
 func brokenServer() *mcpserver.MCPServer {
 	s := mcpserver.NewMCPServer("fixture", "1", mcpserver.WithToolCapabilities(false))
 	noArgs := mustJSON(map[string]any{"type": "object", "properties": map[string]any{}})
+	outs := map[string]json.RawMessage{}
 	read := func(name string, out map[string]any, h mcpserver.ToolHandlerFunc) {
+		outs[name] = mustJSON(out)
 		s.AddTool(mcp.Tool{Name: name, Description: "Tank level in percent, for the lint fixture.", RawInputSchema: noArgs,
-			RawOutputSchema: mustJSON(out), Annotations: readAnn}, h)
+			RawOutputSchema: outs[name], Annotations: readAnn}, h)
 	}
 	reply := func(body any, stamped bool) mcpserver.ToolHandlerFunc {
 		return func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			return answer(req.Params.Name, body, stamped), nil
+			return answer(req.Params.Name, outs[req.Params.Name], body, stamped), nil
 		}
 	}
 	read("read_ok", kindSchema(promcp.KindRead), reply(readBody(42.0, "good"), true))
@@ -98,9 +108,16 @@ func brokenServer() *mcpserver.MCPServer {
 	numeric["properties"].(map[string]any)["value"] = map[string]any{"type": "number"}
 	read("read_bad_own", numeric, reply(readBody("high", "good"), true))
 	read("read_unstamped", kindSchema(promcp.KindRead), reply(readBody(42.0, "good"), false))
+	read("read_bad_stamp", kindSchema(promcp.KindRead), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// Stamped with another tool's schema digest, and without "checked".
+		res := answer("read_bad_stamp", mustJSON(numeric), readBody(42.0, "good"), true)
+		delete(res.Meta.AdditionalFields[lint.ProvenanceKey].(map[string]any), "checked")
+		return res, nil
+	})
+	outs["read_needs_arg"] = mustJSON(kindSchema(promcp.KindRead))
 	s.AddTool(mcp.Tool{Name: "read_needs_arg", Description: "Tank level of one channel, for the lint fixture.",
 		RawInputSchema:  mustJSON(map[string]any{"type": "object", "properties": map[string]any{"channel": map[string]any{"type": "integer"}}, "required": []string{"channel"}}),
-		RawOutputSchema: mustJSON(kindSchema(promcp.KindRead)), Annotations: readAnn}, reply(readBody(1.0, "good"), true))
+		RawOutputSchema: outs["read_needs_arg"], Annotations: readAnn}, reply(readBody(1.0, "good"), true))
 	s.AddTool(mcp.Tool{Name: "do_set_pump", Description: "Switch the pump on or off. Compensable: call again with the previous value.",
 		RawInputSchema: mustJSON(map[string]any{"type": "object", "properties": map[string]any{
 			"value": map[string]any{"type": "boolean"}, "idempotency_key": map[string]any{"type": "string"}}}),
@@ -109,10 +126,11 @@ func brokenServer() *mcpserver.MCPServer {
 	report := map[string]any{"query_id": "q1", "feasible": false, "candidates": []any{}, "blocked": []any{},
 		"context":  map[string]any{"related_reads": []any{}, "current_observations": map[string]any{}},
 		"metadata": map[string]any{"timestamp": time.Now().UTC().Format(time.RFC3339), "total_latency_ms": 0}}
+	outs["can_do"] = mustJSON(kindSchema(promcp.KindCanDo))
 	s.AddTool(mcp.Tool{Name: "can_do", Description: "Which actions match an intent and whether each may run now.",
 		RawInputSchema: mustJSON(map[string]any{"type": "object", "properties": map[string]any{"intent": map[string]any{
 			"type": "object", "properties": map[string]any{"semantic_tags": map[string]any{"type": "array"}, "action": map[string]any{"type": "string"}}}}}),
-		RawOutputSchema: mustJSON(kindSchema(promcp.KindCanDo)), Annotations: readAnn}, reply(report, true))
+		RawOutputSchema: outs["can_do"], Annotations: readAnn}, reply(report, true))
 	return s
 }
 
@@ -166,15 +184,15 @@ func lintFixture(t *testing.T, name string, callReads bool) []string {
 
 // TestFixtureServer: each rule about answers fires on the one tool that
 // breaks it, over a real stdio MCP connection; the tool definitions follow
-// proMCP, so no static rule fires.
+// proMCP, so the only static finding is S004 (9 tools).
 func TestFixtureServer(t *testing.T) {
 	got := lintFixture(t, "broken", false)
-	if len(got) != 0 {
-		t.Errorf("static findings %v, want none", got)
+	if !slices.Equal(got, []string{"server:S004"}) {
+		t.Errorf("static findings %v, want S004 only", got)
 	}
 	got = lintFixture(t, "broken", true)
-	want := []string{"read_bad_contract:C002", "read_bad_contract:C003", "read_bad_own:C003", "read_needs_arg:C000",
-		"read_text_only:C001", "read_unstamped:C004"}
+	want := []string{"read_bad_contract:C002", "read_bad_contract:C003", "read_bad_own:C003", "read_bad_stamp:C004",
+		"read_bad_stamp:C005", "read_needs_arg:C000", "read_text_only:C001", "read_unstamped:C004", "server:S004"}
 	if !slices.Equal(got, want) {
 		t.Errorf("findings %v,\nwant %v", got, want)
 	}
