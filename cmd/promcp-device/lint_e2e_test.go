@@ -113,3 +113,17 @@ func TestLintToolList(t *testing.T) {
 		}
 	}
 }
+
+// TestLintHeader: --header carries the bearer token to a server that
+// requires one; without it the server cannot be linted (exit 2).
+func TestLintHeader(t *testing.T) {
+	file, _, viewer := tokensFile(t)
+	url := startHTTP(t, "--manifest", labBench, "--tokens", file)
+	if _, stderr, code := runCLI(t, "lint", "--url", url); code != 2 || !strings.Contains(stderr, "authorization required") {
+		t.Errorf("lint --url without the token: exit %d, %q; want exit 2, authorization required", code, stderr)
+	}
+	code, codes := lintJSON(t, "--call-reads", "--url", url, "--header", "Authorization: Bearer "+viewer)
+	if code != 0 || slices.ContainsFunc(codes, func(c string) bool { return c != "server:S004" }) {
+		t.Errorf("lint --header with a viewer token: exit %d, %v; want exit 0, S004 at most", code, codes)
+	}
+}
