@@ -2,7 +2,9 @@
 // and checks it against its source of truth, the manifest: every served
 // tool classified exactly once, none missing, none unexpected. It is the
 // drift gate of the tool-provenance seed: run it in CI against a live
-// server (`promcp-device tools --manifest FILE --check URL`) or in tests.
+// server (`promcp-device lint --manifest FILE --url URL`, rules X001 and
+// X002 of package lint, or the older `tools --manifest FILE --check URL`)
+// or in tests.
 package surface
 
 import (
