@@ -99,3 +99,28 @@ func Check(expected, served []string) Report {
 	slices.Sort(r.Unexpected)
 	return r
 }
+
+// Seeds is the triage in the tool-provenance seed's three buckets, each
+// served tool in exactly one: real_dispatch (do_*: acts on a device),
+// read_only (read_* and can_do: run on the server, read devices and
+// policy, change nothing) and native_only (answered without the server
+// dispatching anything; promcp-device serves none). Unclassified tools
+// fit no bucket: they are drift, not a fourth bucket.
+type Seeds struct {
+	RealDispatch []string `json:"real_dispatch"`
+	ReadOnly     []string `json:"read_only"`
+	NativeOnly   []string `json:"native_only"`
+}
+
+// Seeds returns t in the seed's buckets.
+func (t Triage) Seeds() Seeds {
+	ro := append(slices.Clone(t.Read), t.CanDo...)
+	slices.Sort(ro)
+	return Seeds{RealDispatch: append([]string{}, t.Do...), ReadOnly: ro, NativeOnly: []string{}}
+}
+
+// Summary is the seed's honest split: how many classified tools execute
+// on the server, and how many are native only.
+func (s Seeds) Summary() (executesServerSide, nativeOnly int) {
+	return len(s.RealDispatch) + len(s.ReadOnly), len(s.NativeOnly)
+}

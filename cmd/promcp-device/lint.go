@@ -201,6 +201,10 @@ func checkServer(ctx context.Context, m *manifests.Manifest, url string, stdout,
 	defer s.Close()
 	r := lint.Drift(&lint.Report{}, surface.Expected(m), s.Tools)
 	fmt.Fprintf(stdout, "%s: %d read_*, %d do_*, %d can_do\n", url, len(r.Read), len(r.Do), len(r.CanDo))
+	seeds := r.Seeds()
+	server, native := seeds.Summary()
+	fmt.Fprintf(stdout, "  seed buckets: real_dispatch %d, read_only %d, native_only %d (%d execute on the server, %d native only)\n",
+		len(seeds.RealDispatch), len(seeds.ReadOnly), len(seeds.NativeOnly), server, native)
 	for _, l := range []struct {
 		what  string
 		names []string
