@@ -206,8 +206,8 @@ const ConfirmedConfidence = 0.7
 func Score(intent promcp.Intent, c manifests.Capability, source string) (score float64, ok bool) {
 	device := source[strings.LastIndex(source, "/")+1:]
 	name := words(c.Name + " " + c.Do.Tool + " " + device)
-	context := words(c.Location + " " + strings.Join(c.Tags, " "))
-	vocab := append(slices.Clone(name), context...)
+	around := words(c.Location + " " + strings.Join(c.Tags, " "))
+	vocab := append(slices.Clone(name), around...)
 	var sum, weight float64
 	add := func(w, s float64) { sum += w * s; weight += w }
 
@@ -215,14 +215,14 @@ func Score(intent promcp.Intent, c manifests.Capability, source string) (score f
 		if a == c.Do.Tool || "do_"+a == c.Do.Tool {
 			add(weightAction, 1)
 		} else if ws := content(words(a)); len(ws) > 0 {
-			add(weightAction, naming(ws, name, context))
+			add(weightAction, naming(ws, name, around))
 		}
 	}
 	if t := strings.TrimSpace(intent.Target); t != "" {
 		if t == c.Name || t == c.Do.Tool || t == device {
 			add(weightTarget, 1)
 		} else if ws := content(words(t)); len(ws) > 0 {
-			add(weightTarget, naming(ws, name, context))
+			add(weightTarget, naming(ws, name, around))
 		}
 	}
 	if len(intent.SemanticTags) > 0 {
@@ -265,14 +265,15 @@ func namesNothing(intent promcp.Intent) bool {
 }
 
 // naming scores the words of an action or target phrase: the mean of 1 for
-// each word naming the actuator, 0.5 for each found only in its context.
-func naming(ws, name, context []string) float64 {
+// each word naming the actuator, 0.5 for each found only around it (its
+// location and tags).
+func naming(ws, name, around []string) float64 {
 	var s float64
 	for _, w := range ws {
 		switch {
 		case slices.ContainsFunc(name, func(v string) bool { return wordMatch(w, v) }):
 			s++
-		case slices.ContainsFunc(context, func(v string) bool { return wordMatch(w, v) }):
+		case slices.ContainsFunc(around, func(v string) bool { return wordMatch(w, v) }):
 			s += 0.5
 		}
 	}
