@@ -64,6 +64,11 @@ type Candidate struct {
 	EstimatedLatencyMS int64       `json:"estimated_latency_ms"`
 	// Reason (extension) says why the permission is not plainly allowed.
 	Reason string `json:"reason,omitempty"`
+	// RequiresConfirmation (extension) is true when Confidence is below
+	// 0.7: the match is uncertain and the spec says a confirmation step
+	// SHOULD come before do_*. An orchestrator must not treat it as
+	// confirmed.
+	RequiresConfirmation bool `json:"requires_confirmation,omitempty"`
 }
 
 // Blocked is an action that matched the intent but cannot run now.

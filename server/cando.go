@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -120,16 +121,17 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 				state = &promcp.State{Value: cur.Value, Unit: promcp.Unit(c.Unit), Timestamp: cur.Time.UTC(), Quality: cur.Quality}
 			}
 			rep.Candidates = append(rep.Candidates, promcp.Candidate{
-				Capability:         c.Do.Tool,
-				Source:             c.Source,
-				Confidence:         m.score,
-				Permission:         d.Permission,
-				CurrentState:       state,
-				Constraints:        constraints(c.Capability),
-				SideEffects:        nonNil(c.Do.SideEffects),
-				ValidUntil:         d.ValidUntil.UTC(),
-				EstimatedLatencyMS: ceilMS(c.Latency()),
-				Reason:             d.Reason,
+				Capability:           c.Do.Tool,
+				Source:               c.Source,
+				Confidence:           m.score,
+				Permission:           d.Permission,
+				CurrentState:         state,
+				Constraints:          constraints(c.Capability),
+				SideEffects:          nonNil(c.Do.SideEffects),
+				ValidUntil:           d.ValidUntil.UTC(),
+				EstimatedLatencyMS:   ceilMS(c.Latency()),
+				Reason:               d.Reason,
+				RequiresConfirmation: m.score < ConfirmedConfidence,
 			})
 			continue
 		}
@@ -143,7 +145,19 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 		}
 		rep.Blocked = append(rep.Blocked, b)
 	}
-	if len(matches) == 0 {
+	unconfirmed := 0
+	for _, c := range rep.Candidates {
+		if c.RequiresConfirmation {
+			unconfirmed++
+		}
+	}
+	if unconfirmed > 0 {
+		rep.Metadata.Note = fmt.Sprintf("%d of %d candidates have confidence below %.1f (requires_confirmation): "+
+			"confirm with the user, or name the tool in intent.action, before calling do_*", unconfirmed, len(rep.Candidates), ConfirmedConfidence)
+	}
+	if len(matches) == 0 && namesNothing(req.Intent) {
+		rep.Metadata.Note = "the intent names nothing, so it matches nothing: give intent.action, intent.target, intent.semantic_tags or intent.location"
+	} else if len(matches) == 0 {
 		var actions []string
 		for _, c := range g.set.All() {
 			if c.Do != nil {
@@ -162,27 +176,38 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 	return rep, nil
 }
 
+// ConfirmedConfidence is the score from which a candidate counts as
+// confirmed: the spec says a score below 0.7 SHOULD trigger a confirmation
+// step before do_* runs, so such candidates carry requires_confirmation.
+const ConfirmedConfidence = 0.7
+
 // Score is the confidence that capability c (an action) is what intent
 // asks for, from 0 to 1. Each field the intent gives is scored from 0 to 1
 // and the scores are averaged with weights action 0.35, target 0.25,
 // semantic_tags 0.30 and location 0.10 over the fields given:
 //
 //   - action: 1 when it names the tool (with or without "do_"), else the
-//     share of its words found in the capability's vocabulary (its name,
-//     tool name, device, location and tags);
+//     mean of its words' scores (filler such as "the", "turn", "open" left
+//     out): 1 for a word that names the actuator (its capability name,
+//     tool name or device), 0.5 for one found only in its context (its
+//     location or tags), 0 otherwise;
 //   - target: 1 when it names the capability, tool or device, else the
-//     share of its words in the vocabulary;
-//   - semantic_tags: the share of tags found in the vocabulary;
+//     mean of its words' scores as for action;
+//   - semantic_tags: the share of tags found in the vocabulary (name and
+//     context alike);
 //   - location: 1 when equal to the capability's location, 0.5 when the
 //     capability has none (it serves every location).
 //
 // A capability in another location than the one asked is no match (ok is
-// false). An intent with no field scores every action 0.5. Words match when
-// equal or when one is a prefix of the other of at least four letters
-// ("heat" matches "heater" and "heating").
+// false), and so is every capability for an intent that names nothing (no
+// field given, or only filler words). Words match when equal or when one is
+// a prefix of the other of at least four letters ("heat" matches "heater"
+// and "heating").
 func Score(intent promcp.Intent, c manifests.Capability, source string) (score float64, ok bool) {
 	device := source[strings.LastIndex(source, "/")+1:]
-	vocab := words(c.Name + " " + c.Do.Tool + " " + device + " " + c.Location + " " + strings.Join(c.Tags, " "))
+	name := words(c.Name + " " + c.Do.Tool + " " + device)
+	around := words(c.Location + " " + strings.Join(c.Tags, " "))
+	vocab := append(slices.Clone(name), around...)
 	var sum, weight float64
 	add := func(w, s float64) { sum += w * s; weight += w }
 
@@ -190,22 +215,26 @@ func Score(intent promcp.Intent, c manifests.Capability, source string) (score f
 		if a == c.Do.Tool || "do_"+a == c.Do.Tool {
 			add(weightAction, 1)
 		} else if ws := content(words(a)); len(ws) > 0 {
-			add(weightAction, share(ws, vocab))
+			add(weightAction, naming(ws, name, around))
 		}
 	}
 	if t := strings.TrimSpace(intent.Target); t != "" {
 		if t == c.Name || t == c.Do.Tool || t == device {
 			add(weightTarget, 1)
 		} else if ws := content(words(t)); len(ws) > 0 {
-			add(weightTarget, share(ws, vocab))
+			add(weightTarget, naming(ws, name, around))
 		}
 	}
 	if len(intent.SemanticTags) > 0 {
 		var tags []string
 		for _, t := range intent.SemanticTags {
-			tags = append(tags, strings.Join(words(t), "_"))
+			if w := strings.Join(words(t), "_"); w != "" {
+				tags = append(tags, w)
+			}
 		}
-		add(weightTags, share(tags, vocab))
+		if len(tags) > 0 {
+			add(weightTags, share(tags, vocab))
+		}
 	}
 	if l := strings.ToLower(strings.TrimSpace(intent.Location)); l != "" {
 		switch {
@@ -218,9 +247,37 @@ func Score(intent promcp.Intent, c manifests.Capability, source string) (score f
 		}
 	}
 	if weight == 0 {
-		return 0.5, true
+		return 0, false
 	}
 	return math.Round(sum/weight*100) / 100, true
+}
+
+// namesNothing reports whether intent gives no field Score can use: no
+// action, target, tag or location beyond filler words.
+func namesNothing(intent promcp.Intent) bool {
+	for _, t := range intent.SemanticTags {
+		if len(words(t)) > 0 {
+			return false
+		}
+	}
+	return len(content(words(intent.Action))) == 0 && len(content(words(intent.Target))) == 0 &&
+		strings.TrimSpace(intent.Location) == ""
+}
+
+// naming scores the words of an action or target phrase: the mean of 1 for
+// each word naming the actuator, 0.5 for each found only around it (its
+// location and tags).
+func naming(ws, name, around []string) float64 {
+	var s float64
+	for _, w := range ws {
+		switch {
+		case slices.ContainsFunc(name, func(v string) bool { return wordMatch(w, v) }):
+			s++
+		case slices.ContainsFunc(around, func(v string) bool { return wordMatch(w, v) }):
+			s += 0.5
+		}
+	}
+	return s / float64(len(ws))
 }
 
 // relatedTo reports whether read-only capability r informs action a: same
@@ -240,9 +297,14 @@ func relatedTo(r, a manifests.Capability, location string) bool {
 	return false
 }
 
+// stopWords are filler: articles, prepositions and the verbs of acting
+// ("open", "start", "increase"), which say what to do with an actuator but
+// not which one (the value says what to do).
 var stopWords = map[string]bool{"a": true, "an": true, "the": true, "to": true, "of": true, "in": true,
 	"on": true, "off": true, "do": true, "set": true, "turn": true, "switch": true, "make": true,
-	"please": true, "and": true, "at": true, "for": true, "it": true}
+	"please": true, "and": true, "at": true, "for": true, "it": true, "up": true, "down": true,
+	"open": true, "close": true, "start": true, "stop": true, "enable": true, "disable": true,
+	"increase": true, "decrease": true, "raise": true, "lower": true, "change": true, "adjust": true}
 
 func words(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {

@@ -1,8 +1,7 @@
 package server
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"encoding/json"
 	"maps"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,34 +16,44 @@ import (
 const ProvenanceKey = "io.promcp/provenance"
 
 // provenance is the fixed part of a tool's stamp: which server and tool,
-// of which triad kind, about which source, under which contract and output
-// schema (a digest of the schema the tool declared in tools/list).
+// of which triad kind, about which source (the device; for can_do, the
+// gateway it answers for), under which contract and output schema (its
+// promcp.SchemaDigest, which a client recomputes from tools/list). Every
+// kind has the same keys.
 func provenance(server, version string, kind promcp.Kind, tool mcp.Tool, source string) map[string]any {
-	sum := sha256.Sum256(tool.RawOutputSchema)
-	p := map[string]any{
+	digest, err := promcp.SchemaDigest(tool.RawOutputSchema)
+	if err != nil {
+		digest = "" // register compiled the schema first: unreachable
+	}
+	if source == "" {
+		source = server
+	}
+	return map[string]any{
 		"server":        server + " " + version,
 		"tool":          tool.Name,
 		"kind":          string(kind),
 		"contract":      "proMCP v0.2",
-		"output_schema": "sha256:" + hex.EncodeToString(sum[:8]),
+		"output_schema": digest,
+		"source":        source,
 	}
-	if source != "" {
-		p["source"] = source
-	}
-	return p
 }
 
-// stamp adds the tool's provenance to res, with how the body was checked
-// against the contract before it was sent: "typed" (the typed check proven
-// equal to the output schema), "json-schema" (the JSON Schema validator),
-// or "replaced" (the handler's body broke the contract and this typed
-// internal error was sent instead).
+// stamp adds the tool's provenance to res, with the digest of the body it
+// stamps (promcp.BodyDigest of structuredContent, the same bytes as the
+// text content) and how the body was checked against the contract before
+// it was sent: "typed" (the typed check proven equal to the output
+// schema), "json-schema" (the JSON Schema validator), or "replaced" (the
+// handler's body broke the contract and this typed internal error was sent
+// instead).
 func (s *Server) stamp(tool string, res *mcp.CallToolResult, checked string) *mcp.CallToolResult {
 	p := maps.Clone(s.provenance[tool])
 	if p == nil {
 		p = map[string]any{"tool": tool}
 	}
 	p["checked"] = checked
+	if b, ok := res.StructuredContent.(json.RawMessage); ok {
+		p["body"] = promcp.BodyDigest(b)
+	}
 	res.Meta = &mcp.Meta{AdditionalFields: map[string]any{ProvenanceKey: p}}
 	return res
 }

@@ -2,7 +2,9 @@
 // and checks it against its source of truth, the manifest: every served
 // tool classified exactly once, none missing, none unexpected. It is the
 // drift gate of the tool-provenance seed: run it in CI against a live
-// server (`promcp-device tools --manifest FILE --check URL`) or in tests.
+// server (`promcp-device lint --manifest FILE --url URL`, rules X001 and
+// X002 of package lint, or the older `tools --manifest FILE --check URL`)
+// or in tests.
 package surface
 
 import (
@@ -96,4 +98,29 @@ func Check(expected, served []string) Report {
 	slices.Sort(r.Missing)
 	slices.Sort(r.Unexpected)
 	return r
+}
+
+// Seeds is the triage in the tool-provenance seed's three buckets, each
+// served tool in exactly one: real_dispatch (do_*: acts on a device),
+// read_only (read_* and can_do: run on the server, read devices and
+// policy, change nothing) and native_only (answered without the server
+// dispatching anything; promcp-device serves none). Unclassified tools
+// fit no bucket: they are drift, not a fourth bucket.
+type Seeds struct {
+	RealDispatch []string `json:"real_dispatch"`
+	ReadOnly     []string `json:"read_only"`
+	NativeOnly   []string `json:"native_only"`
+}
+
+// Seeds returns t in the seed's buckets.
+func (t Triage) Seeds() Seeds {
+	ro := append(slices.Clone(t.Read), t.CanDo...)
+	slices.Sort(ro)
+	return Seeds{RealDispatch: append([]string{}, t.Do...), ReadOnly: ro, NativeOnly: []string{}}
+}
+
+// Summary is the seed's honest split: how many classified tools execute
+// on the server, and how many are native only.
+func (s Seeds) Summary() (executesServerSide, nativeOnly int) {
+	return len(s.RealDispatch) + len(s.ReadOnly), len(s.NativeOnly)
 }

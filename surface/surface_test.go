@@ -50,3 +50,17 @@ func TestExpectedGreenhouse(t *testing.T) {
 		t.Fatalf("greenhouse triage = %+v", tr)
 	}
 }
+
+// TestSeeds: the seed's buckets hold each classified tool exactly once;
+// unclassified tools are in none (they are drift).
+func TestSeeds(t *testing.T) {
+	tr := surface.Classify([]string{"read_heater", "do_set_heater", "can_do", "read_temperature", "get_status"})
+	s := tr.Seeds()
+	if !slices.Equal(s.RealDispatch, []string{"do_set_heater"}) || !slices.Equal(s.ReadOnly, []string{"can_do", "read_heater", "read_temperature"}) ||
+		len(s.NativeOnly) != 0 {
+		t.Fatalf("Seeds() = %+v", s)
+	}
+	if server, native := s.Summary(); server != 4 || native != 0 {
+		t.Fatalf("Summary() = %d, %d; want 4 server-side, 0 native only", server, native)
+	}
+}

@@ -11,22 +11,24 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-
+	"github.com/promcp/promcp-device/lint"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/surface"
 )
 
-func cmdLint(args []string, stdout, stderr io.Writer) int {
+func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	lf, args := addLintFlags(fs, args)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if lf.surface(fs.Args()) {
+		return lintSurface(ctx, lf, fs.Args(), stdout, stderr)
+	}
 	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest or scenario FILE")
+		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest or scenario FILE, a tool list FILE.json, --url URL or -- COMMAND ARGS...")
 		return 2
 	}
 	code := 0
@@ -131,7 +133,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	manifest := fs.String("manifest", "", "manifest `FILE` (required)")
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
-	check := fs.String("check", "", "instead of listing, check the tools a running server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp) serves against the manifest: exit 1 on drift")
+	check := fs.String("check", "", "instead of listing, check the tools a running server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp) serves against the manifest: exit 1 on drift (the drift part of lint --manifest FILE --url URL)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -188,31 +190,21 @@ func firstLine(s string) string {
 }
 
 // checkServer lists the tools of the server at url and checks them against
-// m: the drift gate, usable in CI.
+// m: the drift gate, usable in CI. It is the drift part of `lint --manifest
+// FILE --url URL` (rules X001, X002), printed as a triage.
 func checkServer(ctx context.Context, m *manifests.Manifest, url string, stdout, stderr io.Writer) int {
-	c, err := client.NewStreamableHttpClient(url)
-	if err == nil {
-		err = c.Start(ctx)
-	}
-	if err == nil {
-		_, err = c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-			ClientInfo: mcp.Implementation{Name: "promcp-device tools --check", Version: version}}})
-	}
-	var list *mcp.ListToolsResult
-	if err == nil {
-		list, err = c.ListTools(ctx, mcp.ListToolsRequest{})
-	}
+	s, err := lint.Connect(ctx, lint.Target{URL: url}, "promcp-device tools --check", version)
 	if err != nil {
 		fmt.Fprintf(stderr, "promcp-device tools --check %s: %v\n", url, err)
 		return 1
 	}
-	defer c.Close()
-	var served []string
-	for _, t := range list.Tools {
-		served = append(served, t.Name)
-	}
-	r := surface.Check(surface.Expected(m), served)
+	defer s.Close()
+	r := lint.Drift(&lint.Report{}, surface.Expected(m), s.Tools)
 	fmt.Fprintf(stdout, "%s: %d read_*, %d do_*, %d can_do\n", url, len(r.Read), len(r.Do), len(r.CanDo))
+	seeds := r.Seeds()
+	server, native := seeds.Summary()
+	fmt.Fprintf(stdout, "  seed buckets: real_dispatch %d, read_only %d, native_only %d (%d execute on the server, %d native only)\n",
+		len(seeds.RealDispatch), len(seeds.ReadOnly), len(seeds.NativeOnly), server, native)
 	for _, l := range []struct {
 		what  string
 		names []string

@@ -9,6 +9,7 @@
 //	promcp-device audit verify|tail --state DIR
 //	promcp-device token add|hash --name NAME --role ROLE
 //	promcp-device lint FILE...
+//	promcp-device lint [--json] [--strict] [--call-reads] [--manifest FILE] (TOOLS.json | --url URL [--header K:V] | -- CMD ARGS...)
 //	promcp-device tools --manifest FILE [--json | --check URL]
 //	promcp-device demo
 //	promcp-device approve --approval-key FILE --tool TOOL --value JSON --key KEY
@@ -45,6 +46,8 @@ Usage:
   promcp-device audit verify|tail --state DIR                check or show the audit log
   promcp-device token add|hash --name NAME --role ROLE       make bearer tokens for --tokens
   promcp-device lint FILE...                                 check manifests and fault scenarios; exit 1 on problems
+  promcp-device lint [--strict] [--call-reads] (TOOLS.json | --url URL | -- CMD ARGS...)
+                                                             check any MCP server's tools against proMCP; exit 1 on findings, 2 if unreachable
   promcp-device tools --manifest FILE [--json]               list the tools a manifest serves
   promcp-device sim --manifest FILE --modbus-tcp ADDR        serve the manifest's simulated Modbus devices on the network
   promcp-device ports                                        list serial ports with USB vendor:product ids
@@ -72,7 +75,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "token":
 		return cmdToken(args[1:], stdin, stdout, stderr)
 	case "lint":
-		return cmdLint(args[1:], stdout, stderr)
+		return cmdLint(ctx, args[1:], stdout, stderr)
 	case "tools":
 		return cmdTools(ctx, args[1:], stdout, stderr)
 	case "approve":

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/promcp/promcp-device/lint"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/surface"
+)
+
+// lintFlags are the flags of `lint` for tool lists and live servers.
+type lintFlags struct {
+	url       string
+	headers   headerFlags
+	manifest  string
+	asJSON    bool
+	strict    bool
+	callReads bool
+	command   []string // after "--"
+}
+
+type headerFlags map[string]string
+
+func (h headerFlags) String() string { return fmt.Sprint(map[string]string(h)) }
+
+func (h headerFlags) Set(s string) error {
+	k, v, ok := strings.Cut(s, ":")
+	if !ok || strings.TrimSpace(k) == "" {
+		return fmt.Errorf("header %q: want NAME:VALUE", s)
+	}
+	h[strings.TrimSpace(k)] = strings.TrimSpace(v)
+	return nil
+}
+
+// addLintFlags declares the surface flags on fs and splits off the server
+// command that follows "--" in args; it returns the flags and the args to
+// parse.
+func addLintFlags(fs *flag.FlagSet, args []string) (*lintFlags, []string) {
+	lf := &lintFlags{headers: headerFlags{}}
+	if i := slices.Index(args, "--"); i >= 0 {
+		lf.command = args[i+1:]
+		args = args[:i]
+	}
+	fs.StringVar(&lf.url, "url", "", "lint the live server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp)")
+	fs.Var(lf.headers, "header", "HTTP header `NAME:VALUE` sent with --url (repeatable), such as \"Authorization: Bearer TOKEN\"")
+	fs.StringVar(&lf.manifest, "manifest", "", "also check the served tools against the manifest `FILE` (drift: X001, X002)")
+	fs.BoolVar(&lf.asJSON, "json", false, "print the findings as JSON")
+	fs.BoolVar(&lf.strict, "strict", false, "warnings fail too")
+	fs.BoolVar(&lf.callReads, "call-reads", false, "call every read_* and can_do (never a do_*) and check the answers")
+	return lf, args
+}
+
+// surface reports whether this lint is of a tool surface (a tool-list JSON
+// file or a live server) rather than of manifests and scenarios.
+func (lf *lintFlags) surface(files []string) bool {
+	if lf.url != "" || len(lf.command) > 0 || lf.asJSON || lf.strict || lf.callReads || lf.manifest != "" {
+		return true
+	}
+	for _, f := range files {
+		if strings.EqualFold(filepath.Ext(f), ".json") {
+			return true
+		}
+	}
+	return false
+}
+
+// lintSurface lints one tool surface: exit 0 pass, 1 findings, 2 when the
+// tools could not be loaded or the server reached.
+func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, stderr io.Writer) int {
+	sources := len(files)
+	if lf.url != "" {
+		sources++
+	}
+	if len(lf.command) > 0 {
+		sources++
+	}
+	if sources != 1 {
+		fmt.Fprintln(stderr, "promcp-device lint: name one tool surface: a tool-list FILE.json, --url URL, or -- COMMAND ARGS...")
+		return 2
+	}
+	if len(files) == 1 && !strings.EqualFold(filepath.Ext(files[0]), ".json") {
+		fmt.Fprintf(stderr, "promcp-device lint: %s: --json, --strict, --call-reads and --manifest apply to a tool list (FILE.json) or a live server; lint manifests without them\n", files[0])
+		return 2
+	}
+	if lf.callReads && len(files) == 1 {
+		fmt.Fprintln(stderr, "promcp-device lint: --call-reads needs a live server (--url or -- COMMAND)")
+		return 2
+	}
+	var (
+		tools  []*lint.Tool
+		target string
+		sess   *lint.Session
+	)
+	if len(files) == 1 {
+		target = files[0]
+		data, err := os.ReadFile(files[0])
+		if err == nil {
+			tools, err = lint.ParseTools(data)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "promcp-device lint: %s: %v\n", files[0], err)
+			return 2
+		}
+	} else {
+		t := lint.Target{URL: lf.url, Headers: lf.headers, Stderr: stderr}
+		if len(lf.command) > 0 {
+			t.Command, t.Args = lf.command[0], lf.command[1:]
+		}
+		target = t.String()
+		s, err := lint.Connect(ctx, t, "promcp-device lint", version)
+		if err != nil {
+			fmt.Fprintf(stderr, "promcp-device lint: could not list the tools: %v\n", err)
+			return 2
+		}
+		defer s.Close()
+		sess, tools = s, s.Tools
+	}
+	r := lint.Check(target, tools)
+	if lf.manifest != "" {
+		m, err := manifests.Load(lf.manifest)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		lint.Drift(r, surface.Expected(m), tools)
+	}
+	if lf.callReads {
+		if err := sess.CallReads(ctx, r); err != nil {
+			fmt.Fprintf(stderr, "promcp-device lint: --call-reads: %v\n", err)
+			return 2
+		}
+	}
+	if lf.asJSON {
+		if err := lint.WriteJSON(stdout, r, lf.strict); err != nil {
+			fmt.Fprintln(stderr, "promcp-device lint:", err)
+			return 2
+		}
+	} else {
+		lint.WriteText(stdout, r, lf.strict)
+	}
+	if !r.Pass(lf.strict) {
+		return 1
+	}
+	return 0
+}
