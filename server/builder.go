@@ -158,7 +158,7 @@ type Server struct {
 
 	instructions string
 	approvals    *approval.Signer // out-of-band approvals; nil disables them
-	ledger       *approval.Ledger
+	ledger       approval.Ledger
 	elicit       *approval.Signer // signs the state elicitation round-trips
 
 	name, version string
