@@ -42,7 +42,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	pol, err := loadPolicy(*manifest, "", m)
+	pc, err := resolvePolicy(*manifest, "", m)
+	pol := pc.policy
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
