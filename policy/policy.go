@@ -209,7 +209,7 @@ func (Evaluator) Evaluate(req Request) Decision {
 		e.cap(req.Now.Add(MaxStaticValidity))
 	}
 	if reason := approvalNeeded(rules.Approval, req, e.value); reason != "" && !req.Approved {
-		how := "a person who holds the gateway's approval key runs `promcp-device approve` for this tool, value and idempotency_key, and you pass the token as approval (an answer through your MCP client does not approve this action)"
+		how := "a person who holds the gateway's approval key runs `promcp-device approve` for this tool, value and idempotency_key, and you pass the token as approval; an answer through your MCP client does not approve this action"
 		if rules.Approval.Via == manifests.ViaElicitation {
 			how = "confirm through your MCP client when it asks, or pass an approval from `promcp-device approve`"
 		}

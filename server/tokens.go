@@ -149,7 +149,7 @@ func (t *Tokens) CheckRoles(known []string) error {
 // RevokeTokens removes from the tokens file at path every token of name
 // whose hash starts with hashPrefix ("" for all of name's tokens), and
 // returns how many it removed. The file is replaced atomically (a
-// temporary file renamed over it, mode 0600), comments kept; a server
+// temporary file renamed over it, mode 0600, owner kept), comments kept; a server
 // serving it stops accepting the tokens at their next use.
 func RevokeTokens(path, name, hashPrefix string) (int, error) {
 	data, err := os.ReadFile(path)
@@ -172,6 +172,10 @@ func RevokeTokens(path, name, hashPrefix string) (int, error) {
 	if n == 0 {
 		return 0, nil
 	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, fmt.Errorf("tokens: %w", err)
+	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".tokens-*")
 	if err != nil {
 		return 0, fmt.Errorf("tokens: %w", err)
@@ -180,6 +184,9 @@ func RevokeTokens(path, name, hashPrefix string) (int, error) {
 	_, werr := tmp.WriteString(strings.Join(out, ""))
 	if werr == nil {
 		werr = tmp.Chmod(0o600)
+	}
+	if werr == nil {
+		werr = keepOwner(tmp, fi)
 	}
 	if werr == nil {
 		werr = tmp.Sync()
