@@ -48,7 +48,11 @@ func (s *Server) approval(ctx context.Context, t DoTool, req mcp.CallToolRequest
 			return nil, nil, &promcp.Error{Code: promcp.CodeRefused,
 				Message: fmt.Sprintf("a human did not approve %s (%s); nothing was actuated", t.Name, ans.Action)}
 		}
-		return &audit.Approval{By: CallerFrom(ctx).Name, Method: approval.ViaElicitation, At: now}, nil, nil
+		by := CallerFrom(ctx).Name
+		if by == "" {
+			by = "(the caller's MCP client)"
+		}
+		return &audit.Approval{By: by, Method: approval.ViaElicitation, At: now}, nil, nil
 	}
 	if tok == "" {
 		if ans != nil {

@@ -189,7 +189,11 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 		keep := keepOutcome(r)
 		if keep && grant != nil {
 			// One-time: the approval is spent by the action it approved.
-			_ = s.ledger.Use(*grant, s.clock.Now())
+			if err := s.ledger.Use(*grant, s.clock.Now()); err != nil {
+				// The action is done and its result kept under this key;
+				// only a retry after the key expires could reuse the token.
+				s.log.Error("approval not recorded as spent", "tool", t.Name, "key", key, "approval", grant.ID, "err", err)
+			}
 		}
 		event := audit.EventResult
 		switch {

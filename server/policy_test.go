@@ -274,7 +274,9 @@ func TestApprovalByElicitation(t *testing.T) {
 		for _, proto := range protocols {
 			t.Run(tc.name+"/"+proto, func(t *testing.T) {
 				h := tc.answer
-				b := newPolicyBenchFrom(t, "testdata/policy/bench-elicit.policy.yml", nil, client.WithElicitationHandler(&h), client.WithProtocolVersion(proto))
+				rec := &recorder{}
+				b := newPolicyBenchFrom(t, "testdata/policy/bench-elicit.policy.yml", []server.Option{server.WithAuditor(rec)},
+					client.WithElicitationHandler(&h), client.WithProtocolVersion(proto))
 				r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k-" + tc.name})
 				if r["status"] != tc.wantStatus {
 					t.Fatalf("do_set_light_level(95) = %v, want status %s", r, tc.wantStatus)
@@ -287,6 +289,18 @@ func TestApprovalByElicitation(t *testing.T) {
 				}
 				if got := b.call("read_light_level", map[string]any{})["value"]; got != tc.wantLevel {
 					t.Fatalf("light level after %s = %v, want %v", tc.name, got, tc.wantLevel)
+				}
+				var approvals []*audit.Approval
+				for _, r := range rec.records() {
+					if r.Event == audit.EventResult {
+						approvals = append(approvals, r.Approval)
+					}
+				}
+				switch {
+				case tc.wantStatus == "success" && (len(approvals) != 1 || approvals[0] == nil || approvals[0].Method != approval.ViaElicitation || !approvals[0].At.Equal(monday10)):
+					t.Errorf("result records' approvals = %+v, want one by elicitation at %s", approvals, monday10)
+				case tc.wantStatus != "success" && len(approvals) != 0:
+					t.Errorf("a refused approval left result records %+v", approvals)
 				}
 			})
 		}

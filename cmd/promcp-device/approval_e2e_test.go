@@ -334,3 +334,40 @@ func TestApproveRefusesWhatCannotWork(t *testing.T) {
 }
 
 func cloneArgs(s []string) []string { return append([]string(nil), s...) }
+
+// Where the policy opts in (via: elicitation), the client's yes approves,
+// on both protocol generations; --approval-out-of-band-only takes that back.
+func TestElicitationOptInAndOverride(t *testing.T) {
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "greenhouse.yml")
+	copyFile(t, greenhouse, manifest)
+	pol, err := os.ReadFile(strings.TrimSuffix(greenhouse, ".yml") + ".policy.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	optIn := strings.Replace(string(pol), "approval: {above: 45}", "approval: {above: 45, via: elicitation}", 1)
+	if optIn == string(pol) {
+		t.Fatal("the example policy no longer has approval: {above: 45}")
+	}
+	os.WriteFile(filepath.Join(dir, "greenhouse.policy.yml"), []byte(optIn), 0o644)
+	for _, tc := range []struct {
+		flags      []string
+		wantStatus string
+		wantAsked  int
+	}{
+		{nil, "success", 1},
+		{[]string{"--approval-out-of-band-only"}, "failed", 0},
+	} {
+		for _, proto := range protocols {
+			t.Run(strings.Join(tc.flags, " ")+"/"+proto, func(t *testing.T) {
+				y := &yes{}
+				tr := transport.NewStdio(binary, nil, append([]string{"serve", "--sim", "--log-level", "warn", "--manifest", manifest}, tc.flags...)...)
+				s := connect(t, client.NewClient(tr, client.WithProtocolVersion(proto), client.WithElicitationHandler(y)))
+				r, _ := s.call("do_set_fan_speed", map[string]any{"value": 48, "idempotency_key": "purge-1"})
+				if r["status"] != tc.wantStatus || y.asked != tc.wantAsked {
+					t.Fatalf("do_set_fan_speed(48) = %v, asked %d times; want %s, asked %d", r, y.asked, tc.wantStatus, tc.wantAsked)
+				}
+			})
+		}
+	}
+}

@@ -144,6 +144,13 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if refuse := pc.announce(log, m, *allowNoPolicy, *readOnly); refuse != "" {
 		opts.server = append(opts.server, server.WithRefuseDo(refuse))
 	}
+	if pc.policy != nil && *approvalKey == "" && !*readOnly {
+		for tool, a := range pc.policy.Actions {
+			if a.Approval != nil && a.Approval.Via != manifests.ViaElicitation {
+				log.Warn("the policy asks for out-of-band approval but serve has no --approval-key: this action can never be approved", "action", tool)
+			}
+		}
+	}
 	if *oobOnly && pc.policy != nil {
 		for _, a := range pc.policy.Actions {
 			if a.Approval != nil {
