@@ -13,8 +13,9 @@ import (
 
 // Policy is a validated policy file: the rules that decide, for each do_*
 // action of a manifest, who may run it, when, how often, within which
-// bounds, with whose approval and under which interlocks. It lives beside
-// the manifest (greenhouse.yml → greenhouse.policy.yml).
+// bounds, with whose approval and under which interlocks. The manifest
+// names it (policy: greenhouse.policy.yml, beside the manifest by
+// convention); see Manifest.PolicyFile.
 type Policy struct {
 	File    string
 	Version int
