@@ -44,7 +44,8 @@ type Tokens struct {
 	mu      sync.Mutex
 	entries []tokenEntry
 	stamp   fileStamp
-	err     error // the reloaded file's problem; no token is accepted while set
+	err     error    // the reloaded file's problem; no token is accepted while set
+	known   []string // the declared roles, once CheckRoles ran; a token of another role is not accepted
 }
 
 type tokenEntry struct {
@@ -135,7 +136,14 @@ func (t *Tokens) List() []TokenInfo {
 // CheckRoles returns an error naming each token whose role is not in
 // known (a typo such as "veiwer" would otherwise make a caller with a role
 // no rule mentions).
+//
+// From then on, a token whose role is not in known is not accepted, so a
+// line added to the file while the gateway runs cannot bring in an
+// undeclared role either.
 func (t *Tokens) CheckRoles(known []string) error {
+	t.mu.Lock()
+	t.known = slices.Clone(known)
+	t.mu.Unlock()
 	var errs []error
 	for _, e := range t.List() {
 		if !slices.Contains(known, e.Role) {
@@ -274,6 +282,9 @@ func (t *Tokens) Lookup(token string) (Caller, bool) {
 		if subtle.ConstantTimeCompare(h[:], e.hash[:]) == 1 {
 			found, ok = e.caller, true
 		}
+	}
+	if ok && t.known != nil && !slices.Contains(t.known, found.Role) {
+		return Caller{}, false
 	}
 	return found, ok
 }

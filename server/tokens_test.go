@@ -92,6 +92,9 @@ func TestTokensFollowTheirFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "tokens.txt:3") || !strings.Contains(err.Error(), `"veiwer"`) || strings.Contains(err.Error(), "alice") {
 		t.Fatalf("CheckRoles = %v, want only bob's line 3 and its role named", err)
 	}
+	if _, ok := tokens.Lookup(bob); ok {
+		t.Fatal("a token of an undeclared role is accepted after CheckRoles")
+	}
 	if n, err := server.RevokeTokens(path, "bob", ""); n != 1 || err != nil {
 		t.Fatalf("RevokeTokens(bob) = %d, %v", n, err)
 	}
