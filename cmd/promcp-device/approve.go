@@ -27,7 +27,7 @@ func cmdApprove(args []string, stdout, stderr io.Writer) int {
 	tool := fs.String("tool", "", "the do_* `TOOL` to approve")
 	value := fs.String("value", "", "the `JSON` value to approve, such as 95 or true")
 	key := fs.String("key", "", "the idempotency `KEY` the agent will use")
-	ttl := fs.Duration("ttl", 10*time.Minute, "how long the approval stays usable")
+	ttl := fs.Duration("ttl", 0, "how long the approval stays usable (default: the policy's approval ttl for the tool, else 10m; never longer than it)")
 	by := fs.String("by", "", "who approves (`NAME`, recorded in the audit log with the action; default: your login name)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -36,7 +36,7 @@ func cmdApprove(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "promcp-device approve: --approval-key, --manifest, --tool, --value and --key are required")
 		return 2
 	}
-	if *ttl <= 0 {
+	if *ttl < 0 {
 		fmt.Fprintln(stderr, "promcp-device approve: --ttl must be more than 0")
 		return 2
 	}
@@ -66,6 +66,26 @@ func cmdApprove(args []string, stdout, stderr io.Writer) int {
 	}
 	if why := policy.CheckValue(act.Type, act.Do.Constraints, act.Unit, v); why != "" {
 		fmt.Fprintf(stderr, "promcp-device approve: --value %s for %s: %s; the gateway would refuse it\n", *value, *tool, why)
+		return 2
+	}
+	pc, err := resolvePolicy(*manifest, "", m)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	var policyTTL time.Duration // the policy's approval ttl for the tool, if it sets one
+	if pc.policy != nil {
+		if a := pc.policy.Actions[*tool]; a != nil && a.Approval != nil {
+			policyTTL = a.Approval.TTL
+		}
+	}
+	switch {
+	case *ttl == 0 && policyTTL > 0:
+		*ttl = policyTTL
+	case *ttl == 0:
+		*ttl = 10 * time.Minute
+	case policyTTL > 0 && *ttl > policyTTL:
+		fmt.Fprintf(stderr, "promcp-device approve: --ttl %s is longer than the approval ttl %s that %s sets for %s\n", *ttl, policyTTL, pc.file, *tool)
 		return 2
 	}
 	k, err := approval.LoadKey(*keyFile)
