@@ -331,6 +331,18 @@ func TestApproveRefusesWhatCannotWork(t *testing.T) {
 			t.Errorf("approve %s: exit %d printed %q; a token only on success", tc.name, code, out)
 		}
 	}
+	// The policy's approval ttl bounds the token's life.
+	withTTL := filepath.Join(dir, "greenhouse.yml")
+	copyFile(t, greenhouse, withTTL)
+	pol, _ := os.ReadFile(strings.TrimSuffix(greenhouse, ".yml") + ".policy.yml")
+	os.WriteFile(filepath.Join(dir, "greenhouse.policy.yml"), []byte(strings.Replace(string(pol), "approval: {above: 45}", "approval: {above: 45, ttl: 5m}", 1)), 0o644)
+	ttlArgs := []string{"approve", "--manifest", withTTL, "--key", "k1", "--approval-key", key, "--tool", "do_set_fan_speed", "--value", "48"}
+	if _, stderr, code := runCLI(t, append(ttlArgs, "--ttl", "1h")...); code != 2 || !strings.Contains(stderr, "longer than the approval ttl 5m0s") {
+		t.Errorf("approve --ttl 1h under a 5m policy ttl: exit %d, %q; want exit 2", code, stderr)
+	}
+	if _, stderr, code := runCLI(t, ttlArgs...); code != 0 || !strings.Contains(stderr, "usable once until") {
+		t.Errorf("approve under a 5m policy ttl: exit %d, %q", code, stderr)
+	}
 }
 
 func cloneArgs(s []string) []string { return append([]string(nil), s...) }
