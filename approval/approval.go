@@ -5,7 +5,11 @@
 // the gateway and the person approving share (a file only they can read).
 // `promcp-device approve` issues one; the agent passes it to do_* as the
 // "approval" argument. The same signer signs the state that MCP elicitation
-// round-trips through the client, so a client cannot forge a "yes".
+// round-trips through the client, so that an answer cannot be moved to
+// another call. A signed elicitation state binds the answer to the call, not
+// to a human: the client that answers may be the agent's own. So by default
+// an action that needs approval accepts only an out-of-band token (see
+// [ViaOutOfBand]); a policy opts an action into elicitation explicitly.
 //
 // # Concurrency
 //
@@ -34,6 +38,18 @@ var (
 	ErrExpired   = errors.New("approval has expired")
 	ErrMismatch  = errors.New("approval is for another action, value or idempotency key")
 	ErrUsed      = errors.New("approval was already used")
+	// ErrNoKey is returned by LoadKey when the key file does not exist.
+	ErrNoKey = errors.New("approval key file does not exist")
+)
+
+// How an approval was given, as the audit log records it.
+const (
+	// ViaOutOfBand is a token from `promcp-device approve`, which a person
+	// holding the gateway's approval key issues outside the MCP session.
+	ViaOutOfBand = "out_of_band"
+	// ViaElicitation is an answer to the gateway's question through the
+	// caller's own MCP client: convenient, but the client may be the agent.
+	ViaElicitation = "elicitation"
 )
 
 // Grant is what an approval allows: one action with one value under one
@@ -45,6 +61,9 @@ type Grant struct {
 	Expires time.Time       `json:"exp"`
 	// ID makes each token unique, for one-time use.
 	ID string `json:"id"`
+	// By names who approved, and Issued when (both for the audit log).
+	By     string    `json:"by,omitempty"`
+	Issued time.Time `json:"iat,omitzero"`
 }
 
 // Signer signs and checks grants.
@@ -79,6 +98,24 @@ func LoadOrCreateKey(path string) ([]byte, error) {
 			return nil, fmt.Errorf("approval key %s: %w", path, err)
 		}
 		return k, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("approval key %s: %w", path, err)
+	}
+	k, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil, fmt.Errorf("approval key %s: not hex: %w", path, err)
+	}
+	return k, nil
+}
+
+// LoadKey reads the hex key at path. Unlike LoadOrCreateKey it never
+// creates one: a token signed with a fresh key would only be refused by
+// the gateway, so a wrong path is an error (wrapping ErrNoKey).
+func LoadKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("approval key %s: %w (give the file the gateway was started with: serve --approval-key FILE)", path, ErrNoKey)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("approval key %s: %w", path, err)
@@ -163,18 +200,26 @@ func sameJSON(a, b json.RawMessage) bool {
 	return string(xa) == string(ya)
 }
 
-// Ledger remembers used grant IDs until they expire, so each approval
-// works once.
-type Ledger struct {
+// Ledger remembers the grants that were spent, so that each approval works
+// once. Use marks a grant used (ErrUsed when it already was); Used asks
+// without marking.
+type Ledger interface {
+	Use(g Grant, now time.Time) error
+	Used(g Grant, now time.Time) bool
+}
+
+// MemoryLedger is a Ledger in memory: a restart forgets it. Serve with
+// --state uses BoltLedger instead.
+type MemoryLedger struct {
 	mu   sync.Mutex
 	used map[string]time.Time
 }
 
-// NewLedger returns an empty Ledger.
-func NewLedger() *Ledger { return &Ledger{used: map[string]time.Time{}} }
+// NewLedger returns an empty MemoryLedger.
+func NewLedger() *MemoryLedger { return &MemoryLedger{used: map[string]time.Time{}} }
 
 // Use marks g used at now; it fails with ErrUsed when it already was.
-func (l *Ledger) Use(g Grant, now time.Time) error {
+func (l *MemoryLedger) Use(g Grant, now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for id, exp := range l.used {
@@ -190,7 +235,7 @@ func (l *Ledger) Use(g Grant, now time.Time) error {
 }
 
 // Used reports whether g was used, without using it.
-func (l *Ledger) Used(g Grant, now time.Time) bool {
+func (l *MemoryLedger) Used(g Grant, now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	exp, ok := l.used[g.ID]

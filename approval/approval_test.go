@@ -2,6 +2,8 @@ package approval_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,5 +59,62 @@ func TestVerify(t *testing.T) {
 	}
 	if err := l.Use(g, now); !errors.Is(err, approval.ErrUsed) {
 		t.Fatalf("second Use = %v, want ErrUsed", err)
+	}
+}
+
+// A spent approval stays spent when the ledger file is reopened (a gateway
+// restart); an expired entry is dropped.
+func TestBoltLedgerSurvivesReopen(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	path := filepath.Join(t.TempDir(), "approvals.db")
+	l, err := approval.OpenBoltLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := approval.Grant{ID: "g1", Expires: now.Add(10 * time.Minute)}
+	if l.Used(g, now) {
+		t.Fatal("a fresh grant reads as used")
+	}
+	if err := l.Use(g, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l, err = approval.OpenBoltLedger(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if !l.Used(g, now) {
+		t.Fatal("after reopening, a spent grant reads as unused")
+	}
+	if err := l.Use(g, now); !errors.Is(err, approval.ErrUsed) {
+		t.Fatalf("after reopening, Use = %v, want ErrUsed", err)
+	}
+	// Another grant used after g expired drops g's entry.
+	if err := l.Use(approval.Grant{ID: "g2", Expires: now.Add(time.Hour)}, now.Add(11*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if l.Used(g, now) {
+		t.Fatal("an expired grant was kept")
+	}
+}
+
+func TestLoadKeyRefusesMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "approval.key")
+	if _, err := approval.LoadKey(path); !errors.Is(err, approval.ErrNoKey) {
+		t.Fatalf("LoadKey(missing) = %v, want ErrNoKey", err)
+	}
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("LoadKey created %s", path)
+	}
+	k, err := approval.LoadOrCreateKey(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k2, err := approval.LoadKey(path)
+	if err != nil || string(k) != string(k2) {
+		t.Fatalf("LoadKey = %x, %v; want the key LoadOrCreateKey wrote", k2, err)
 	}
 }

@@ -57,10 +57,26 @@ type Record struct {
 	// Result is the full do_* response, where there is one.
 	Result json.RawMessage `json:"result,omitempty"`
 	Reason string          `json:"reason,omitempty"`
+	// Approval says who approved the action, how and when, where a human
+	// did; nil otherwise.
+	Approval *Approval `json:"approval,omitempty"`
 	// Duration is how long the call took until this record, in ms.
 	DurationMS float64 `json:"duration_ms"`
 	Prev       string  `json:"prev"`
 	Hash       string  `json:"hash,omitempty"`
+}
+
+// Approval is a human's approval of one action, as recorded with it.
+type Approval struct {
+	// By names who approved: the name given to `promcp-device approve`,
+	// or, for an answer through the MCP client, the caller.
+	By string `json:"by"`
+	// Method is "out_of_band" (an approve token) or "elicitation".
+	Method string `json:"method"`
+	// At is when the approval was given (the token issued, the answer read).
+	At time.Time `json:"at"`
+	// ID is the one-time token's id, for out_of_band.
+	ID string `json:"id,omitempty"`
 }
 
 // ErrClosed is returned by Append after Close.

@@ -8,7 +8,7 @@ import (
 
 // The keys of each mapping, in the order the documentation lists them.
 var (
-	manifestKeys    = []string{"version", "gateway", "description", "buses", "devices", "capabilities", "sim"}
+	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "sim"}
 	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries"}
 	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "sim"}
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
@@ -106,6 +106,7 @@ func (d *decoder) manifest(root ast.Node) *Manifest {
 	}
 	d.required(f, "", "gateway", `a name for this gateway, such as "greenhouse-1"`)
 	m.Description, _ = d.str(f["description"], "description")
+	m.Policy = d.policyName(f["policy"])
 	for i, n := range d.seq(f["buses"], "buses") {
 		m.Buses = append(m.Buses, d.bus(n, index("buses", i)))
 	}

@@ -30,6 +30,7 @@
 //	version       integer            required  1
 //	gateway       string             required  lower case letters, digits, _ and -, starting with a letter ("greenhouse-1"); prefixes every capability's source
 //	description   string             ""        free text
+//	policy        string             ""        the policy file, relative to the manifest ("greenhouse.policy.yml"), or none; see Policy
 //	buses         list of bus        none
 //	devices       list of device     none
 //	capabilities  list of capability none

@@ -16,6 +16,10 @@ type Manifest struct {
 	// ("greenhouse-1/zone1_climate") so that fleets can namespace tools.
 	Gateway     string
 	Description string
+	// Policy is the policy file the manifest names (top-level policy:),
+	// relative to the manifest's directory; PolicyNone when the manifest
+	// says it has none, "" when it does not say. See PolicyFile.
+	Policy string
 
 	Buses        []Bus
 	Devices      []Device

@@ -13,8 +13,9 @@ import (
 
 // Policy is a validated policy file: the rules that decide, for each do_*
 // action of a manifest, who may run it, when, how often, within which
-// bounds, with whose approval and under which interlocks. It lives beside
-// the manifest (greenhouse.yml → greenhouse.policy.yml).
+// bounds, with whose approval and under which interlocks. The manifest
+// names it (policy: greenhouse.policy.yml, beside the manifest by
+// convention); see Manifest.PolicyFile.
 type Policy struct {
 	File    string
 	Version int
@@ -102,6 +103,9 @@ type Approval struct {
 	NotCompensable bool
 	// TTL is how long an out-of-band approval stays usable; 0 means 10m.
 	TTL time.Duration
+	// Via says how the approval may be given: ViaOutOfBand (the default)
+	// or ViaElicitation.
+	Via string
 }
 
 // Interlock denies an action while a reading meets its condition. It
@@ -123,6 +127,47 @@ type Interlock struct {
 // Quorum requires MinPeers gateways (this one included) to be reachable.
 type Quorum struct {
 	MinPeers int
+}
+
+// PolicyNone is the manifest's policy: value that says it has no policy.
+const PolicyNone = "none"
+
+// How an approval may be given (the approval's via:).
+const (
+	// ViaOutOfBand accepts only a token from `promcp-device approve` (or
+	// another channel outside the caller's MCP session): the default.
+	ViaOutOfBand = "out_of_band"
+	// ViaElicitation also accepts a "yes" through the caller's own MCP
+	// client (elicitation). The client may be the agent's: opt in only
+	// where that is acceptable.
+	ViaElicitation = "elicitation"
+)
+
+// policyName decodes the manifest's top-level policy: a file name relative
+// to the manifest, or "none".
+func (d *decoder) policyName(n ast.Node) string {
+	s, ok := d.str(n, "policy")
+	if !ok {
+		return ""
+	}
+	if strings.TrimSpace(s) == "" {
+		d.add("policy", ErrUnknownValue, "%q (want the policy file beside the manifest, such as \"greenhouse.policy.yml\", or none)", s)
+		return ""
+	}
+	return s
+}
+
+// PolicyFile returns the policy file the manifest names, resolved against
+// the manifest's directory: "" when the manifest says policy: none or says
+// nothing (tell them apart with m.Policy).
+func (m *Manifest) PolicyFile() string {
+	if m.Policy == "" || m.Policy == PolicyNone {
+		return ""
+	}
+	if filepath.IsAbs(m.Policy) {
+		return m.Policy
+	}
+	return filepath.Join(filepath.Dir(m.File), m.Policy)
 }
 
 // PolicyPath returns the policy file that belongs beside a manifest:
@@ -165,7 +210,7 @@ var (
 	windowsKeys    = []string{"timezone", "allow", "deny", "when"}
 	whenKeys       = []string{"above", "below", "equals"}
 	windowKeys     = []string{"days", "from", "to"}
-	approvalKeys   = []string{"always", "above", "below", "not_compensable", "ttl"}
+	approvalKeys   = []string{"always", "above", "below", "not_compensable", "ttl", "via"}
 	interlockKeys  = []string{"read", "above", "below", "equals", "reason", "when"}
 	quorumKeys     = []string{"min_peers"}
 	weekdayAliases = map[string][]time.Weekday{
@@ -313,6 +358,10 @@ func (d *decoder) actionPolicy(n ast.Node, path, tool string, cap *Capability, r
 			Always:         d.boolean(af["always"], join(ap, "always")),
 			NotCompensable: d.boolean(af["not_compensable"], join(ap, "not_compensable")),
 			TTL:            d.duration(af["ttl"], join(ap, "ttl")),
+			Via:            ViaOutOfBand,
+		}
+		if v, ok := d.oneOfValue(af["via"], join(ap, "via"), ViaOutOfBand, ViaElicitation); ok {
+			appr.Via = v
 		}
 		if v, ok := d.number(af["above"], join(ap, "above")); ok {
 			appr.Above = &v

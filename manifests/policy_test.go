@@ -44,6 +44,10 @@ func TestPolicyValid(t *testing.T) {
 	if fan.Location != time.UTC || len(fan.Allow[0].Days) != 5 || fan.Allow[0].From != 6*time.Hour || fan.Deny[0].To != 24*time.Hour {
 		t.Errorf("do_set_fan windows = %+v", fan)
 	}
+	if light.Approval.Via != ViaElicitation || p.Actions["do_set_valve"].Approval.Via != ViaOutOfBand {
+		t.Errorf("approval via: light %q, valve %q; want elicitation where declared, out_of_band by default",
+			light.Approval.Via, p.Actions["do_set_valve"].Approval.Via)
+	}
 	if got := p.Actions["do_set_valve"].Roles; len(got) != 1 || got[0] != "supervisor" {
 		t.Errorf("do_set_valve roles = %v", got)
 	}
@@ -52,6 +56,24 @@ func TestPolicyValid(t *testing.T) {
 	}
 	if PolicyPath("dir/greenhouse.yml") != "dir/greenhouse.policy.yml" {
 		t.Errorf("PolicyPath = %q", PolicyPath("dir/greenhouse.yml"))
+	}
+}
+
+// The manifest names its policy relative to itself; none and silence are
+// told apart.
+func TestManifestNamesPolicy(t *testing.T) {
+	m, err := Load(filepath.Join("testdata", "policy_named", "manifest.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join("testdata", "policy_named", "bench.policy.yml"); m.Policy != "bench.policy.yml" || m.PolicyFile() != want {
+		t.Errorf("Policy %q, PolicyFile %q; want bench.policy.yml, %s", m.Policy, m.PolicyFile(), want)
+	}
+	for _, tc := range []struct{ policy, file string }{{PolicyNone, ""}, {"", ""}, {"/etc/promcp/p.yml", "/etc/promcp/p.yml"}} {
+		m := &Manifest{File: "dir/m.yml", Policy: tc.policy}
+		if got := m.PolicyFile(); got != tc.file {
+			t.Errorf("policy: %q: PolicyFile = %q, want %q", tc.policy, got, tc.file)
+		}
 	}
 }
 

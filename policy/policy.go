@@ -209,8 +209,11 @@ func (Evaluator) Evaluate(req Request) Decision {
 		e.cap(req.Now.Add(MaxStaticValidity))
 	}
 	if reason := approvalNeeded(rules.Approval, req, e.value); reason != "" && !req.Approved {
-		return e.answer(promcp.RequiresHumanApproval, reason,
-			"confirm through your MCP client when it asks, or pass an approval from `promcp-device approve`", e.until)
+		how := "a person who holds the gateway's approval key runs `promcp-device approve` for this tool, value and idempotency_key, and you pass the token as approval; an answer through your MCP client does not approve this action"
+		if rules.Approval.Via == manifests.ViaElicitation {
+			how = "confirm through your MCP client when it asks, or pass an approval from `promcp-device approve`"
+		}
+		return e.answer(promcp.RequiresHumanApproval, reason, how, e.until)
 	}
 	if doubts := doubtful(req); len(doubts) > 0 && !req.Approved {
 		return e.answer(promcp.RequiresHumanApproval, "not plainly allowed: "+strings.Join(doubts, "; "),

@@ -10,6 +10,8 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/approval"
+	"github.com/promcp/promcp-device/audit"
+	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -21,39 +23,59 @@ const elicitTTL = 5 * time.Minute
 
 var approvalArgSchema = map[string]any{
 	"type": "string", "minLength": 1,
-	"description": "A human's approval token from `promcp-device approve`, bound to this tool, value and idempotency_key. Needed only when the action requires approval and your client cannot ask the human itself.",
+	"description": "A human's approval token from `promcp-device approve`, bound to this tool, value and idempotency_key. Needed when the action requires approval (can_do and do_* say requires_human_approval): ask a person who holds the gateway's approval key for one.",
 }
 
-// approval decides whether this call carries a human's approval: an answer
-// to the elicitation this server asked for (checked against the state it
-// signed), or an out-of-band approval token (whose one-time use is checked
-// when it is about to be spent, so that a retry of the same call replays).
-// A decline, a cancel or an invalid token is a refusal that touches nothing.
-func (s *Server) approval(ctx context.Context, t DoTool, req mcp.CallToolRequest, args map[string]any, key, fp string) (bool, *approval.Grant, *promcp.Error) {
+// approval decides whether this call carries a human's approval, and
+// returns who gave it, how and when (for the audit log), or nil: an
+// out-of-band approval token (whose one-time use is checked when it is
+// about to be spent, so that a retry of the same call replays), or, only
+// where the tool's ApprovalVia is elicitation, an answer to the
+// elicitation this server asked for (checked against the state it signed).
+// An answer through the client for a tool that accepts only out-of-band
+// approval is refused: the client may be the agent's own, whatever it
+// answers. A decline, a cancel or an invalid token is a refusal that
+// touches nothing.
+func (s *Server) approval(ctx context.Context, t DoTool, req mcp.CallToolRequest, args map[string]any, key, fp string) (*audit.Approval, *approval.Grant, *promcp.Error) {
 	now := s.clock.Now()
-	if ans := mcpserver.ElicitationResponse(req.Params.InputResponses, elicitID); ans != nil {
+	tok, _ := args["approval"].(string)
+	ans := mcpserver.ElicitationResponse(req.Params.InputResponses, elicitID)
+	if ans != nil && t.ApprovalVia == manifests.ViaElicitation {
 		if _, err := s.elicit.Verify(req.Params.RequestState, t.Name, fp, key, now); err != nil {
-			return false, nil, &promcp.Error{Code: promcp.CodeRefused, Message: "the approval answer does not belong to this call: " + err.Error()}
+			return nil, nil, &promcp.Error{Code: promcp.CodeRefused, Message: "the approval answer does not belong to this call: " + err.Error()}
 		}
 		if ans.Action != mcp.ElicitationResponseActionAccept || !confirmed(ans.Content) {
-			return false, nil, &promcp.Error{Code: promcp.CodeRefused,
+			return nil, nil, &promcp.Error{Code: promcp.CodeRefused,
 				Message: fmt.Sprintf("a human did not approve %s (%s); nothing was actuated", t.Name, ans.Action)}
 		}
-		return true, nil, nil
+		by := CallerFrom(ctx).Name
+		if by == "" {
+			by = "(the caller's MCP client)"
+		}
+		return &audit.Approval{By: by, Method: approval.ViaElicitation, At: now}, nil, nil
 	}
-	tok, _ := args["approval"].(string)
 	if tok == "" {
-		return false, nil, nil
+		if ans != nil {
+			return nil, nil, &promcp.Error{Code: promcp.CodeRefused, Message: fmt.Sprintf(
+				"%s accepts only an out-of-band approval: an answer through the MCP client does not approve it. "+
+					"A person who holds the gateway's approval key runs `promcp-device approve --tool %s --value V --key %s` and the token is passed as approval",
+				t.Name, t.Name, key)}
+		}
+		return nil, nil, nil
 	}
 	if s.approvals == nil {
-		return false, nil, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval",
+		return nil, nil, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval",
 			Message: "this gateway accepts no approval tokens (start it with --approval-key)"}
 	}
 	g, err := s.approvals.Verify(tok, t.Name, args["value"], key, now)
 	if err != nil {
-		return false, nil, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval", Message: err.Error()}
+		return nil, nil, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval", Message: err.Error()}
 	}
-	return true, &g, nil
+	by := g.By
+	if by == "" {
+		by = "(unnamed: the token names no approver)"
+	}
+	return &audit.Approval{By: by, Method: approval.ViaOutOfBand, At: g.Issued, ID: g.ID}, &g, nil
 }
 
 // askApproval returns the elicitation that asks a human to confirm the
@@ -102,4 +124,17 @@ func clientCanElicit(ctx context.Context) bool {
 		return sess.GetClientCapabilities().Elicitation != nil
 	}
 	return false
+}
+
+// approvalVia returns how the policy lets a human approve tool:
+// manifests.ViaElicitation only where the policy opts in, out-of-band
+// otherwise (also where the policy says nothing, for the approval that a
+// doubtful reading asks for).
+func approvalVia(pol *manifests.Policy, tool string) string {
+	if pol != nil {
+		if a := pol.Actions[tool]; a != nil && a.Approval != nil && a.Approval.Via == manifests.ViaElicitation {
+			return manifests.ViaElicitation
+		}
+	}
+	return manifests.ViaOutOfBand
 }

@@ -88,6 +88,11 @@ type DoTool struct {
 	// Source names the actuator ("gateway/device"), stamped in each
 	// result's provenance.
 	Source string
+	// ApprovalVia says how a human may approve this action where its
+	// policy asks for approval: manifests.ViaElicitation lets an answer
+	// through the caller's MCP client count; anything else (the default)
+	// accepts only an out-of-band token from `promcp-device approve`.
+	ApprovalVia string
 }
 
 // ReadHandler answers a read_* call. A returned error becomes a typed
@@ -127,7 +132,8 @@ type DoRequest struct {
 	Args           map[string]any
 	Caller         Caller
 	// Approved is true when a human approved this exact action, value and
-	// key: through MCP elicitation, or with a valid approval token.
+	// key: with a valid approval token, or through MCP elicitation where
+	// the tool's ApprovalVia allows it.
 	Approved bool
 	// Recovering says that an earlier attempt with this key never
 	// finished: observe, do not actuate (see DoHandler).
@@ -158,7 +164,8 @@ type Server struct {
 
 	instructions string
 	approvals    *approval.Signer // out-of-band approvals; nil disables them
-	ledger       *approval.Ledger
+	ledger       approval.Ledger
+	refuseDo     string           // why every do_* is refused, when it is (no policy)
 	elicit       *approval.Signer // signs the state elicitation round-trips
 
 	name, version string
@@ -210,6 +217,17 @@ func WithInstructions(text string) Option {
 func WithApprovals(signer *approval.Signer) Option {
 	return func(s *Server) { s.approvals = signer }
 }
+
+// WithLedger keeps the spent approval tokens in l (approval.BoltLedger
+// under --state, so that a token works once across restarts). The default
+// is in memory.
+func WithLedger(l approval.Ledger) Option { return func(s *Server) { s.ledger = l } }
+
+// WithRefuseDo registers do_* tools as usual but refuses every call with
+// policy_denied and reason, and can_do blocks every action with it: a
+// gateway that must not actuate (its policy is missing) still serves
+// read_* and can_do, and says why.
+func WithRefuseDo(reason string) Option { return func(s *Server) { s.refuseDo = reason } }
 
 // New returns a Server with no tools.
 func New(name, version string, opts ...Option) (*Server, error) {

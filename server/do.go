@@ -12,6 +12,7 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -91,12 +92,14 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 		r.Timestamp = s.clock.Now().UTC()
 		return r
 	}
+	var appr *audit.Approval // who approved this call, once known
 	record := func(ctx context.Context, event, key string, r *promcp.DoResult) error {
 		if s.auditor == nil {
 			return nil
 		}
 		rec := audit.Record{Time: s.clock.Now(), Event: event, Caller: caller.Name, Role: caller.Role, Tool: t.Name, Key: key,
-			Arguments: json.RawMessage(rawArguments(req)), DurationMS: float64(time.Since(start).Microseconds()) / 1000}
+			Arguments: json.RawMessage(rawArguments(req)), DurationMS: float64(time.Since(start).Microseconds()) / 1000,
+			Approval: appr}
 		if r != nil {
 			rec.Status, rec.Permission, rec.Reason = string(r.Status), string(r.Permission), r.Reason
 			if r.Error != nil && rec.Reason == "" {
@@ -133,12 +136,20 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 		r.Permission = promcp.PermissionInsufficient
 		return refuse(key, r), nil
 	}
+	if s.refuseDo != "" {
+		r := fail(key, &promcp.Error{Code: promcp.CodeRefused, Message: s.refuseDo})
+		r.Permission = promcp.PolicyDenied
+		return refuse(key, r), nil
+	}
 	if argErr != nil {
 		return refuse(key, fail(key, argErr)), nil
 	}
 
 	fp := fingerprint(t.Name, args)
-	approved, grant, refusal := s.approval(ctx, t, req, args, key, fp)
+	var grant *approval.Grant
+	var refusal *promcp.Error
+	appr, grant, refusal = s.approval(ctx, t, req, args, key, fp)
+	approved := appr != nil
 	if refusal != nil {
 		r := fail(key, refusal)
 		r.Permission = promcp.RequiresHumanApproval
@@ -178,7 +189,11 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 		keep := keepOutcome(r)
 		if keep && grant != nil {
 			// One-time: the approval is spent by the action it approved.
-			_ = s.ledger.Use(*grant, s.clock.Now())
+			if err := s.ledger.Use(*grant, s.clock.Now()); err != nil {
+				// The action is done and its result kept under this key;
+				// only a retry after the key expires could reuse the token.
+				s.log.Error("approval not recorded as spent", "tool", t.Name, "key", key, "approval", grant.ID, "err", err)
+			}
 		}
 		event := audit.EventResult
 		switch {
@@ -209,7 +224,7 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 	if replayed {
 		_ = record(ctx, audit.EventReplayed, key, &out)
 	}
-	if out.Permission == promcp.RequiresHumanApproval && !approved && clientCanElicit(ctx) {
+	if out.Permission == promcp.RequiresHumanApproval && !approved && t.ApprovalVia == manifests.ViaElicitation && clientCanElicit(ctx) {
 		return out, s.askApproval(t, args, key, fp, out.Reason)
 	}
 	return out, nil
@@ -239,6 +254,8 @@ func (s *Server) restrictCandidates(c Caller, rep *promcp.CapabilityReport) {
 		switch {
 		case s.readOnly:
 			b = &promcp.Blocked{Permission: promcp.PolicyDenied, Reason: "this gateway serves read-only: " + cand.Capability + " is not available"}
+		case s.refuseDo != "":
+			b = &promcp.Blocked{Permission: promcp.PolicyDenied, Reason: s.refuseDo}
 		case !mayDo:
 			b = &promcp.Blocked{Permission: promcp.PermissionInsufficient,
 				Reason: fmt.Sprintf("role %q may not call do_* tools (a viewer reads and asks can_do)", c.Role)}

@@ -95,6 +95,7 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 		desc += " Allowed values: " + cons + "."
 	}
 	return DoTool{
+		ApprovalVia: approvalVia(g.opts.Policy, c.Do.Tool),
 		Name:        c.Do.Tool,
 		Title:       title(strings.TrimPrefix(c.Do.Tool, "do_")),
 		Description: desc,

@@ -3,7 +3,9 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"periph.io/x/conn/v3/physic"
 
 	"github.com/promcp/promcp-device/approval"
+	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
@@ -49,11 +52,22 @@ func newPolicyBench(t *testing.T, opts ...client.ClientOption) *policyBench {
 
 func newPolicyBenchWith(t *testing.T, signer *approval.Signer, opts ...client.ClientOption) *policyBench {
 	t.Helper()
+	var sopts []server.Option
+	if signer != nil {
+		sopts = append(sopts, server.WithApprovals(signer))
+	}
+	return newPolicyBenchFrom(t, "testdata/policy/bench.policy.yml", sopts, opts...)
+}
+
+// newPolicyBenchFrom is the bench under the policy file policyFile, with
+// more server options.
+func newPolicyBenchFrom(t *testing.T, policyFile string, more []server.Option, opts ...client.ClientOption) *policyBench {
+	t.Helper()
 	m, err := manifests.Load("testdata/policy/bench.yml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol, err := manifests.LoadPolicy("testdata/policy/bench.policy.yml", m)
+	pol, err := manifests.LoadPolicy(policyFile, m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,10 +90,7 @@ func newPolicyBenchWith(t *testing.T, signer *approval.Signer, opts ...client.Cl
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	sopts := []server.Option{server.WithClock(clk)}
-	if signer != nil {
-		sopts = append(sopts, server.WithApprovals(signer))
-	}
+	sopts := append([]server.Option{server.WithClock(clk)}, more...)
 	_, c := serveInProcess(t, set, sopts, server.GatewayOptions{Policy: pol}, opts...)
 	return &policyBench{t: t, clk: clk, world: w, c: c}
 }
@@ -244,6 +255,9 @@ func (c *confirmer) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.
 		Action: c.action, Content: map[string]any{"approve": c.yes}}}, nil
 }
 
+// Where the policy opts in (approval via: elicitation), a human's answer
+// through the caller's client approves the action, on both protocol
+// generations.
 func TestApprovalByElicitation(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -257,21 +271,115 @@ func TestApprovalByElicitation(t *testing.T) {
 		{"cancel", confirmer{action: mcp.ElicitationResponseActionCancel}, "failed", 40},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			h := tc.answer
-			b := newPolicyBench(t, client.WithElicitationHandler(&h))
-			r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k-" + tc.name})
-			if r["status"] != tc.wantStatus {
-				t.Fatalf("do_set_light_level(95) = %v, want status %s", r, tc.wantStatus)
+		for _, proto := range protocols {
+			t.Run(tc.name+"/"+proto, func(t *testing.T) {
+				h := tc.answer
+				rec := &recorder{}
+				b := newPolicyBenchFrom(t, "testdata/policy/bench-elicit.policy.yml", []server.Option{server.WithAuditor(rec)},
+					client.WithElicitationHandler(&h), client.WithProtocolVersion(proto))
+				r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k-" + tc.name})
+				if r["status"] != tc.wantStatus {
+					t.Fatalf("do_set_light_level(95) = %v, want status %s", r, tc.wantStatus)
+				}
+				if len(h.asked) != 1 {
+					t.Fatalf("the human was asked %d times, want once", len(h.asked))
+				}
+				if tc.wantStatus == "failed" && r["permission"] != "requires_human_approval" {
+					t.Errorf("refused approval: permission %v, want requires_human_approval", r["permission"])
+				}
+				if got := b.call("read_light_level", map[string]any{})["value"]; got != tc.wantLevel {
+					t.Fatalf("light level after %s = %v, want %v", tc.name, got, tc.wantLevel)
+				}
+				var approvals []*audit.Approval
+				for _, r := range rec.records() {
+					if r.Event == audit.EventResult {
+						approvals = append(approvals, r.Approval)
+					}
+				}
+				switch {
+				case tc.wantStatus == "success" && (len(approvals) != 1 || approvals[0] == nil || approvals[0].Method != approval.ViaElicitation || !approvals[0].At.Equal(monday10)):
+					t.Errorf("result records' approvals = %+v, want one by elicitation at %s", approvals, monday10)
+				case tc.wantStatus != "success" && len(approvals) != 0:
+					t.Errorf("a refused approval left result records %+v", approvals)
+				}
+			})
+		}
+	}
+}
+
+// protocols are the MCP protocol generations the server speaks: elicitation
+// inside the call (multi round-trip) and as a server-to-client request.
+var protocols = []string{mcp.LATEST_PROTOCOL_VERSION, "2025-11-25"}
+
+// recorder keeps the audit records a server appends.
+type recorder struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (r *recorder) Append(_ context.Context, rec audit.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.recs = append(r.recs, rec)
+	return nil
+}
+
+func (r *recorder) records() []audit.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.recs)
+}
+
+// By default (approval above a threshold, no via), a client whose
+// elicitation handler always says yes gets nothing above the threshold
+// through, on either protocol generation: it is not even asked, and the
+// refusal says how to get an out-of-band approval. The approve token then
+// does it, and the audit records say who approved, how and when.
+func TestAlwaysAcceptingClientCannotApprove(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			signer, _ := approval.NewSigner([]byte("a key shared with the operator"))
+			rec := &recorder{}
+			h := confirmer{action: mcp.ElicitationResponseActionAccept, yes: true}
+			b := newPolicyBenchFrom(t, "testdata/policy/bench.policy.yml",
+				[]server.Option{server.WithApprovals(signer), server.WithAuditor(rec)},
+				client.WithElicitationHandler(&h), client.WithProtocolVersion(proto))
+			for i := range 3 { // a retry does not wear it down
+				r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1"})
+				if r["status"] != "failed" || r["permission"] != "requires_human_approval" {
+					t.Fatalf("call %d: do_set_light_level(95) with an always-yes client = %v, want failed requires_human_approval", i, r)
+				}
+				if reason, _ := r["reason"].(string); !strings.Contains(reason, "promcp-device approve") || !strings.Contains(reason, "does not approve") {
+					t.Errorf("reason %q, want it to say an answer through the client does not approve, and to name promcp-device approve", reason)
+				}
 			}
-			if len(h.asked) != 1 {
-				t.Fatalf("the human was asked %d times, want once", len(h.asked))
+			if len(h.asked) != 0 {
+				t.Errorf("the client was asked %d times, want never (its answer cannot approve this action)", len(h.asked))
 			}
-			if tc.wantStatus == "failed" && r["permission"] != "requires_human_approval" {
-				t.Errorf("refused approval: permission %v, want requires_human_approval", r["permission"])
+			if got := b.call("read_light_level", map[string]any{})["value"]; got != 40.0 {
+				t.Fatalf("light level = %v, want 40 (untouched)", got)
 			}
-			if got := b.call("read_light_level", map[string]any{})["value"]; got != tc.wantLevel {
-				t.Fatalf("light level after %s = %v, want %v", tc.name, got, tc.wantLevel)
+			if p, _ := b.canDo("do_set_light_level", 95.0); p != promcp.RequiresHumanApproval {
+				t.Errorf("can_do(95) = %s, want requires_human_approval", p)
+			}
+			issued := monday10.Add(-time.Minute)
+			tok := signer.Issue(approval.Grant{Tool: "do_set_light_level", Value: approval.Canonical(95), Key: "k1",
+				Expires: monday10.Add(10 * time.Minute), By: "maria", Issued: issued})
+			r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1", "approval": tok})
+			if r["status"] != "success" {
+				t.Fatalf("with an approve token: %v, want success", r)
+			}
+			var approved []audit.Record
+			for _, r := range rec.records() {
+				if r.Approval != nil {
+					approved = append(approved, r)
+				}
+			}
+			if len(approved) != 2 || approved[0].Event != audit.EventAttempt || approved[1].Event != audit.EventResult {
+				t.Fatalf("approved records = %+v, want the attempt and the result", approved)
+			}
+			if a := approved[1].Approval; a.By != "maria" || a.Method != approval.ViaOutOfBand || !a.At.Equal(issued) || a.ID == "" {
+				t.Errorf("result's approval = %+v, want by maria, out_of_band, at %s, with the token id", a, issued)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -11,8 +12,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
+	"sync"
+	"time"
 )
 
 // ErrTokenFile is wrapped by every error in a tokens file.
@@ -27,14 +32,43 @@ var ErrTokenFile = errors.New("bad tokens file")
 //	# promcp-device tokens: name role sha256(token)
 //	alice operator 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08
 //
-// Tokens is safe for concurrent use; it is not changed after loading.
+// Tokens loaded from a file (LoadTokens) follow the file: when it changes
+// (promcp-device token revoke, an edit), the next Lookup reads it again,
+// so a revoked token stops working without a restart. A file that no
+// longer parses accepts no token until it is mended (fail closed).
+//
+// Tokens is safe for concurrent use.
 type Tokens struct {
+	path string // "" when parsed from a reader: never reloaded
+
+	mu      sync.Mutex
 	entries []tokenEntry
+	stamp   fileStamp
+	err     error    // the reloaded file's problem; no token is accepted while set
+	known   []string // the declared roles, once CheckRoles ran; a token of another role is not accepted
 }
 
 type tokenEntry struct {
 	hash   [sha256.Size]byte
 	caller Caller
+	line   int
+}
+
+// fileStamp tells whether a file changed.
+type fileStamp struct {
+	mod  time.Time
+	size int64
+}
+
+func stampOf(fi os.FileInfo) fileStamp { return fileStamp{mod: fi.ModTime(), size: fi.Size()} }
+
+// TokenInfo is one tokens-file line as token list shows it: never the
+// token, only a prefix of its hash.
+type TokenInfo struct {
+	Name, Role string
+	// HashPrefix is the first 12 hex digits of the token's SHA-256.
+	HashPrefix string
+	Line       int
 }
 
 var tokenName = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
@@ -46,7 +80,135 @@ func LoadTokens(path string) (*Tokens, error) {
 		return nil, fmt.Errorf("tokens: %w", err)
 	}
 	defer f.Close()
-	return ParseTokens(path, f)
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("tokens: %w", err)
+	}
+	t, err := ParseTokens(path, f)
+	if err != nil {
+		return nil, err
+	}
+	t.path, t.stamp = path, stampOf(fi)
+	return t, nil
+}
+
+// reload reads the file again when it changed since it was read. It is
+// called with t.mu held.
+func (t *Tokens) reload() {
+	if t.path == "" {
+		return
+	}
+	fi, err := os.Stat(t.path)
+	if err != nil {
+		t.err, t.entries = fmt.Errorf("tokens: %w", err), nil
+		return
+	}
+	if stampOf(fi) == t.stamp && t.err == nil {
+		return
+	}
+	n, err := LoadTokens(t.path)
+	if err != nil {
+		t.err, t.entries = err, nil
+		return
+	}
+	t.entries, t.stamp, t.err = n.entries, n.stamp, nil
+}
+
+// Err returns why a reloaded tokens file accepts no token, or nil.
+func (t *Tokens) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reload()
+	return t.err
+}
+
+// List returns the tokens' lines, in file order.
+func (t *Tokens) List() []TokenInfo {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]TokenInfo, 0, len(t.entries))
+	for _, e := range t.entries {
+		out = append(out, TokenInfo{Name: e.caller.Name, Role: e.caller.Role, HashPrefix: hex.EncodeToString(e.hash[:6]), Line: e.line})
+	}
+	return out
+}
+
+// CheckRoles returns an error naming each token whose role is not in
+// known (a typo such as "veiwer" would otherwise make a caller with a role
+// no rule mentions).
+//
+// From then on, a token whose role is not in known is not accepted, so a
+// line added to the file while the gateway runs cannot bring in an
+// undeclared role either.
+func (t *Tokens) CheckRoles(known []string) error {
+	t.mu.Lock()
+	t.known = slices.Clone(known)
+	t.mu.Unlock()
+	var errs []error
+	for _, e := range t.List() {
+		if !slices.Contains(known, e.Role) {
+			errs = append(errs, fmt.Errorf("%s:%d: %w: %s has role %q, which is not declared (want %s)",
+				t.path, e.Line, ErrTokenFile, e.Name, e.Role, strings.Join(known, ", ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RevokeTokens removes from the tokens file at path every token of name
+// whose hash starts with hashPrefix ("" for all of name's tokens), and
+// returns how many it removed. The file is replaced atomically (a
+// temporary file renamed over it, mode 0600, owner kept), comments kept; a server
+// serving it stops accepting the tokens at their next use.
+func RevokeTokens(path, name, hashPrefix string) (int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0, fmt.Errorf("tokens: %w", err)
+	}
+	if _, err := ParseTokens(path, bytes.NewReader(data)); err != nil {
+		return 0, err
+	}
+	var out []string
+	n := 0
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && !strings.HasPrefix(f[0], "#") && f[0] == name && strings.HasPrefix(f[2], strings.ToLower(hashPrefix)) {
+			n++
+			continue
+		}
+		out = append(out, line)
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0, fmt.Errorf("tokens: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tokens-*")
+	if err != nil {
+		return 0, fmt.Errorf("tokens: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, werr := tmp.WriteString(strings.Join(out, ""))
+	if werr == nil {
+		werr = tmp.Chmod(0o600)
+	}
+	if werr == nil {
+		werr = keepOwner(tmp, fi)
+	}
+	if werr == nil {
+		werr = tmp.Sync()
+	}
+	if cerr := tmp.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), path)
+	}
+	if werr != nil {
+		return 0, fmt.Errorf("tokens %s: %w", path, werr)
+	}
+	return n, nil
 }
 
 // ParseTokens reads the tokens file format from r; file names it in errors
@@ -88,6 +250,7 @@ func ParseTokens(file string, r io.Reader) (*Tokens, error) {
 		var e tokenEntry
 		copy(e.hash[:], h)
 		e.caller = Caller{Name: f[0], Role: f[1]}
+		e.line = n
 		t.entries = append(t.entries, e)
 	}
 	if err := sc.Err(); err != nil {
@@ -100,11 +263,18 @@ func ParseTokens(file string, r io.Reader) (*Tokens, error) {
 }
 
 // Len returns the number of tokens.
-func (t *Tokens) Len() int { return len(t.entries) }
+func (t *Tokens) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries)
+}
 
 // Lookup returns the caller a token is bound to. Hashes are compared in
-// constant time.
+// constant time. A file that changed is read again first.
 func (t *Tokens) Lookup(token string) (Caller, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reload()
 	h := sha256.Sum256([]byte(token))
 	var found Caller
 	ok := false
@@ -112,6 +282,9 @@ func (t *Tokens) Lookup(token string) (Caller, bool) {
 		if subtle.ConstantTimeCompare(h[:], e.hash[:]) == 1 {
 			found, ok = e.caller, true
 		}
+	}
+	if ok && t.known != nil && !slices.Contains(t.known, found.Role) {
+		return Caller{}, false
 	}
 	return found, ok
 }

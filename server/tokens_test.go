@@ -2,6 +2,8 @@ package server_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -70,4 +72,48 @@ func FuzzParseTokens(f *testing.F) {
 			ts.Lookup(s)
 		}
 	})
+}
+
+// A tokens file loaded from disk is followed: a revoked token stops
+// working at its next use, an undeclared role is named, and a file that
+// no longer parses accepts no token (fail closed).
+func TestTokensFollowTheirFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens.txt")
+	alice, bob := server.NewToken(), server.NewToken()
+	content := "# tokens\n" + server.TokenLine("alice", "operator", alice) + "\n" + server.TokenLine("bob", "veiwer", bob) + "\n"
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := server.LoadTokens(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = tokens.CheckRoles([]string{"viewer", "operator"})
+	if err == nil || !strings.Contains(err.Error(), "tokens.txt:3") || !strings.Contains(err.Error(), `"veiwer"`) || strings.Contains(err.Error(), "alice") {
+		t.Fatalf("CheckRoles = %v, want only bob's line 3 and its role named", err)
+	}
+	if _, ok := tokens.Lookup(bob); ok {
+		t.Fatal("a token of an undeclared role is accepted after CheckRoles")
+	}
+	if n, err := server.RevokeTokens(path, "bob", ""); n != 1 || err != nil {
+		t.Fatalf("RevokeTokens(bob) = %d, %v", n, err)
+	}
+	if _, ok := tokens.Lookup(bob); ok {
+		t.Fatal("a revoked token still works")
+	}
+	if c, ok := tokens.Lookup(alice); !ok || c.Name != "alice" {
+		t.Fatalf("alice after revoking bob: %v %v", c, ok)
+	}
+	if got := tokens.List(); len(got) != 1 || got[0].Name != "alice" || got[0].Line != 2 || len(got[0].HashPrefix) != 12 {
+		t.Fatalf("List = %+v", got)
+	}
+	if err := os.WriteFile(path, []byte(content+"broken line\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tokens.Lookup(alice); ok {
+		t.Fatal("a tokens file that no longer parses still accepts a token")
+	}
+	if tokens.Err() == nil {
+		t.Fatal("Err = nil for a broken file")
+	}
 }

@@ -42,7 +42,8 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
-	pol, err := loadPolicy(*manifest, "", m)
+	pc, err := resolvePolicy(*manifest, "", m)
+	pol := pc.policy
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
@@ -200,7 +201,7 @@ func (d *demo) fan() {
 	fmt.Fprintln(d.out, "a fan speed outside 0..50 Hz is refused before any bus is touched:")
 	oor := d.call("", "do_set_fan_speed", map[string]any{"value": 60})
 	d.expect(oor["permission"] == "out_of_range", "60 Hz should be out of range")
-	fmt.Fprintln(d.out, "above 45 Hz (90 % of full speed) a human must approve (this client cannot ask one):")
+	fmt.Fprintln(d.out, "above 45 Hz (90 % of full speed) a human must approve, out of band (an answer through the client would not count):")
 	ap := d.call("", "do_set_fan_speed", map[string]any{"value": 48})
 	d.expect(ap["permission"] == "requires_human_approval", "48 Hz should need approval")
 	d.call("", "do_set_fan_speed", map[string]any{"value": 30})

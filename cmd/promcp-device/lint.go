@@ -48,7 +48,7 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			}
 			m, err := manifests.Load(manifests.ManifestOf(path))
 			if err == nil {
-				_, err = loadPolicy(manifests.ManifestOf(path), path, m)
+				_, err = resolvePolicy(manifests.ManifestOf(path), path, m)
 			}
 			if err != nil {
 				fmt.Fprintln(stdout, err)
@@ -73,14 +73,28 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "%s: ok: gateway %s, %d buses, %d devices, %d tools (%d read_*, %d do_*, can_do)\n",
 			path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
-		pol, err := loadPolicy(path, "", m)
+		pc, err := resolvePolicy(path, "", m)
 		if err != nil {
 			fmt.Fprintln(stdout, err)
 			code = 1
 			continue
 		}
-		if pol != nil {
-			fmt.Fprintf(stdout, "%s: ok: policy for %d actions\n", pol.File, len(pol.Actions))
+		switch {
+		case pc.policy != nil && pc.byName:
+			fmt.Fprintf(stdout, "%s: warning: the manifest does not name its policy; serve uses %s, found by name beside it: add policy: %s\n",
+				path, pc.file, filepath.Base(pc.file))
+			fmt.Fprintf(stdout, "%s: ok: policy for %d actions of %s, sha256 %s, %s\n", pc.file, len(pc.policy.Actions), path, pc.sha256, pc.how)
+		case pc.policy != nil:
+			fmt.Fprintf(stdout, "%s: ok: policy for %d actions of %s, sha256 %s, %s\n", pc.file, len(pc.policy.Actions), path, pc.sha256, pc.how)
+		case pc.missing:
+			fmt.Fprintf(stdout, "%s: error: %s; serve would refuse every do_*\n", path, pc.none)
+			code = 1
+		case dos > 0 && m.Policy == manifests.PolicyNone:
+			fmt.Fprintf(stdout, "%s: warning: no policy (policy: none): serve refuses every do_* unless started with --allow-no-policy\n", path)
+		case dos > 0:
+			fmt.Fprintf(stdout, "%s: warning: no policy: %s; serve refuses every do_* unless started with --allow-no-policy\n", path, pc.none)
+		default:
+			fmt.Fprintf(stdout, "%s: ok: no policy (no do_* to govern)\n", path)
 		}
 	}
 	return code

@@ -7,12 +7,12 @@
 //	promcp-device serve --manifest FILE [--sim [--time-scale N] [--scenario FILE]] [--http ADDR] [--role ROLE]
 //	                    [--state DIR] [--tokens FILE] [--read-only]
 //	promcp-device audit verify|tail --state DIR
-//	promcp-device token add|hash --name NAME --role ROLE
+//	promcp-device token add|hash|list|revoke [--tokens FILE] [--name NAME] [--role ROLE]
 //	promcp-device lint FILE...
 //	promcp-device lint [--json] [--strict] [--call-reads] [--manifest FILE] (TOOLS.json | --url URL [--header K:V] | -- CMD ARGS...)
 //	promcp-device tools --manifest FILE [--json | --check URL]
 //	promcp-device demo
-//	promcp-device approve --approval-key FILE --tool TOOL --value JSON --key KEY
+//	promcp-device approve --approval-key FILE --manifest FILE --tool TOOL --value JSON --key KEY
 //	promcp-device sim --manifest FILE --modbus-tcp ADDR
 //	promcp-device ports
 //	promcp-device scan (--tcp ADDR | --rtu-tcp ADDR | --port PORT) [--units 1-10]
@@ -44,7 +44,7 @@ Usage:
   promcp-device serve --manifest FILE [--sim] [--http ADDR] [--state DIR] [--tokens FILE]
                                                              serve the manifest's tools
   promcp-device audit verify|tail --state DIR                check or show the audit log
-  promcp-device token add|hash --name NAME --role ROLE       make bearer tokens for --tokens
+  promcp-device token add|hash|list|revoke                   make, list and revoke bearer tokens for --tokens
   promcp-device lint FILE...                                 check manifests and fault scenarios; exit 1 on problems
   promcp-device lint [--strict] [--call-reads] (TOOLS.json | --url URL | -- CMD ARGS...)
                                                              check any MCP server's tools against proMCP; exit 1 on findings, 2 if unreachable
@@ -53,7 +53,7 @@ Usage:
   promcp-device ports                                        list serial ports with USB vendor:product ids
   promcp-device scan (--tcp ADDR|--rtu-tcp ADDR|--port PORT) find Modbus units and readable registers (read-only)
   promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
-  promcp-device approve --approval-key FILE --tool T --value V --key K
+  promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K
                                                              issue a one-time approval of one action
   promcp-device version                                      print the version
 

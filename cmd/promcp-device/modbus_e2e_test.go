@@ -35,7 +35,7 @@ func TestGatewayOnSimulatedNetworkDevices(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(string(tmpl), "SIM_ADDRESS", addr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := transport.NewStdio(binary, nil, "serve", "--manifest", manifest, "--log-level", "warn")
+	tr := transport.NewStdio(binary, nil, "serve", "--manifest", manifest, "--allow-no-policy", "--log-level", "warn")
 	s := connect(t, client.NewClient(tr, client.WithProtocolVersion(protocols[1])))
 
 	raw := func(unit byte) mb.Client {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +12,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -47,8 +51,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the certificate in `FILE` (PEM; with --tls-key)")
 	tlsKey := fs.String("tls-key", "", "with --http: the private key `FILE` (PEM) of --tls-cert")
 	readOnly := fs.Bool("read-only", false, "serve only read_* and can_do; no do_* tool is registered")
-	policyFile := fs.String("policy", "", "policy `FILE` (default: NAME.policy.yml beside the manifest NAME.yml, when it exists; \"none\" for no policy)")
+	policyFile := fs.String("policy", "", "policy `FILE`, instead of the one the manifest names (policy: FILE)")
+	allowNoPolicy := fs.Bool("allow-no-policy", false, "serve do_* even without a policy (only the manifest's constraints apply); without it a gateway with no policy refuses every do_*")
 	approvalKey := fs.String("approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
+	oobOnly := fs.Bool("approval-out-of-band-only", false, "accept only approve tokens, never an answer through the MCP client, even where the policy says approval via: elicitation")
 	simStart := fs.String("sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
 	if err := fs.Parse(args); err != nil {
@@ -115,9 +121,43 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 	}
 	opts := gatewayOptions{simulate: *simulate, timeScale: *timeScale}
-	if opts.policy, err = loadPolicy(*manifest, *policyFile, m); err != nil {
+	pc, err := resolvePolicy(*manifest, *policyFile, m)
+	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	opts.policy = pc.policy
+	roles := manifests.DefaultRoleNames
+	if pc.policy != nil {
+		roles = pc.policy.Roles
+	}
+	if !slices.Contains(roles, *role) {
+		fmt.Fprintf(stderr, "promcp-device serve: --role %q is not declared (want %s)\n", *role, strings.Join(roles, ", "))
+		return 2
+	}
+	if tokens != nil {
+		if err := tokens.CheckRoles(roles); err != nil {
+			fmt.Fprintln(stderr, "promcp-device serve:", err)
+			return 1
+		}
+	}
+	if refuse := pc.announce(log, m, *allowNoPolicy, *readOnly); refuse != "" {
+		opts.server = append(opts.server, server.WithRefuseDo(refuse))
+	}
+	if pc.policy != nil && *approvalKey == "" && !*readOnly {
+		for tool, a := range pc.policy.Actions {
+			if a.Approval != nil && a.Approval.Via != manifests.ViaElicitation {
+				log.Warn("the policy asks for out-of-band approval but serve has no --approval-key: this action can never be approved", "action", tool)
+			}
+		}
+	}
+	if *oobOnly && pc.policy != nil {
+		for _, a := range pc.policy.Actions {
+			if a.Approval != nil {
+				a.Approval.Via = manifests.ViaOutOfBand
+			}
+		}
+		log.Info("approvals: out-of-band only (--approval-out-of-band-only): an answer through the MCP client approves nothing")
 	}
 	if *simStart != "" {
 		t, err := time.Parse(time.RFC3339, *simStart)
@@ -144,7 +184,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer st.Close()
 	if st.store != nil {
-		opts.server = append(opts.server, server.WithStore(st.store, *keyTTL), server.WithAuditor(st.audit))
+		opts.server = append(opts.server, server.WithStore(st.store, *keyTTL), server.WithAuditor(st.audit), server.WithLedger(st.ledger))
 		opts.history = st.history
 	} else {
 		opts.server = append(opts.server, server.WithStore(idempotency.NewMemory(*keyTTL, nil), *keyTTL))
@@ -371,20 +411,96 @@ type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
 
-// loadPolicy loads the policy file named by flag: "" means the one beside
-// the manifest when it exists, "none" means no policy.
-func loadPolicy(manifest, flag string, m *manifests.Manifest) (*manifests.Policy, error) {
-	path := flag
-	switch flag {
-	case "none":
-		return nil, nil
-	case "":
-		path = manifests.PolicyPath(manifest)
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return nil, nil
+// policyChoice is the policy a gateway runs under, and how it was found.
+type policyChoice struct {
+	policy *manifests.Policy
+	file   string // the file loaded; "" when none
+	sha256 string // of the file's bytes
+	how    string // how the file was chosen
+	// none says why there is no policy, when there is none.
+	none string
+	// missing is true when a policy file was named but does not exist.
+	missing bool
+	// byName is true when the file was found beside the manifest by name,
+	// the manifest not naming it.
+	byName bool
+}
+
+// resolvePolicy finds the policy of the manifest at path: the --policy
+// flag's file (which must exist), else the file the manifest names
+// (policy: FILE, relative to the manifest; policy: none for none), else,
+// when the manifest says nothing, NAME.policy.yml beside it (found by
+// name, with a warning: the manifest should name it). A named file that
+// does not exist is not an error here (serve refuses do_*, lint fails);
+// one that does not validate is.
+func resolvePolicy(path, flag string, m *manifests.Manifest) (policyChoice, error) {
+	var pc policyChoice
+	switch {
+	case flag != "":
+		pc.file, pc.how = flag, "given by --policy"
+		if _, err := os.Stat(flag); err != nil {
+			return pc, fmt.Errorf("promcp-device: --policy %s: %w", flag, err)
+		}
+	case m.Policy == manifests.PolicyNone:
+		pc.none = "the manifest says policy: none"
+		return pc, nil
+	case m.Policy != "":
+		pc.file, pc.how = m.PolicyFile(), "named by the manifest (policy: "+m.Policy+")"
+		if _, err := os.Stat(pc.file); errors.Is(err, os.ErrNotExist) {
+			pc.none, pc.missing = fmt.Sprintf("the policy file %s that the manifest names does not exist", pc.file), true
+			pc.file = ""
+			return pc, nil
+		}
+	default:
+		f := manifests.PolicyPath(path)
+		if _, err := os.Stat(f); errors.Is(err, os.ErrNotExist) {
+			pc.none = fmt.Sprintf("the manifest names no policy (add policy: FILE, or policy: none) and there is no %s beside it", filepath.Base(f))
+			return pc, nil
+		}
+		pc.file, pc.how, pc.byName = f, "found by name beside the manifest", true
+	}
+	data, err := os.ReadFile(pc.file)
+	if err != nil {
+		return pc, fmt.Errorf("load policy: %w", err)
+	}
+	if pc.policy, err = manifests.ParsePolicy(pc.file, data, m); err != nil {
+		return pc, err
+	}
+	sum := sha256.Sum256(data)
+	pc.sha256 = hex.EncodeToString(sum[:])
+	return pc, nil
+}
+
+// announce logs the policy the gateway runs under, and returns why every
+// do_* must be refused ("" when they may run): a manifest with actuators
+// and no policy is served read-only unless allowNoPolicy says otherwise.
+func (pc policyChoice) announce(log *slog.Logger, m *manifests.Manifest, allowNoPolicy, readOnly bool) string {
+	if pc.policy != nil {
+		if pc.byName {
+			log.Warn("the manifest does not name its policy; using the file found beside it by name: add policy: "+filepath.Base(pc.file)+" to the manifest",
+				"policy", pc.file)
+		}
+		log.Info("policy loaded", "policy", pc.file, "sha256", pc.sha256, "actions", len(pc.policy.Actions), "how", pc.how)
+		return ""
+	}
+	actuators := 0
+	for _, c := range m.Capabilities {
+		if c.Do != nil {
+			actuators++
 		}
 	}
-	return manifests.LoadPolicy(path, m)
+	switch {
+	case actuators == 0 || readOnly:
+		log.Info("no policy", "why", pc.none)
+		return ""
+	case allowNoPolicy:
+		log.Warn("NO POLICY: do_* runs with the manifest's constraints only: no roles per action, windows, cooldowns, interlocks or approvals (--allow-no-policy)", "why", pc.none)
+		return ""
+	}
+	reason := "no policy is loaded (" + pc.none + "), so this gateway refuses every do_*: put the policy file where the manifest says, or restart with --allow-no-policy to actuate without one"
+	log.Error("NO POLICY: every do_* is refused; read_* and can_do are served", "why", pc.none,
+		"fix", "put the policy file where the manifest says, or restart with --allow-no-policy")
+	return reason
 }
 
 func instructions(m *manifests.Manifest) string {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/policy"
@@ -18,6 +19,7 @@ const (
 	storeFile  = "idempotency.db"
 	auditFile  = "audit.jsonl"
 	policyFile = "policy.db"
+	ledgerFile = "approvals.db"
 )
 
 // state is what serve keeps in --state DIR: the durable idempotency store,
@@ -27,6 +29,7 @@ type state struct {
 	store   *idempotency.Bolt
 	audit   *audit.Log
 	history *policy.BoltState
+	ledger  *approval.BoltLedger // the spent one-time approvals
 }
 
 func openState(dir string, ttl time.Duration, log *slog.Logger) (*state, error) {
@@ -52,7 +55,14 @@ func openState(dir string, ttl time.Duration, log *slog.Logger) (*state, error) 
 		st.Close()
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
 	}
-	return &state{store: st, audit: al, history: h}, nil
+	l, err := approval.OpenBoltLedger(filepath.Join(dir, ledgerFile))
+	if err != nil {
+		h.Close()
+		al.Close()
+		st.Close()
+		return nil, fmt.Errorf("--state %s: %w", dir, err)
+	}
+	return &state{store: st, audit: al, history: h, ledger: l}, nil
 }
 
 // Close flushes and closes the audit log and the store.
@@ -66,6 +76,9 @@ func (s *state) Close() error {
 	}
 	if s.history != nil {
 		errs = append(errs, s.history.Close())
+	}
+	if s.ledger != nil {
+		errs = append(errs, s.ledger.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,86 @@
+package approval
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+var usedBucket = []byte("used")
+
+// BoltLedger is a Ledger kept in a bbolt file, so that a one-time approval
+// stays spent across a restart of the gateway. A grant's ID is kept until
+// the grant expires (after that Verify refuses it anyway). Use commits to
+// disk before it returns; when the file cannot be written, Use fails and
+// the caller treats the approval as not spent-able (fail closed). Safe for
+// concurrent use.
+type BoltLedger struct {
+	db *bolt.DB
+}
+
+// OpenBoltLedger opens (creating it if needed) the ledger file at path.
+// The caller closes it.
+func OpenBoltLedger(path string) (*BoltLedger, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("approval ledger %s: %w", path, err)
+	}
+	if err := db.Update(func(tx *bolt.Tx) error {
+		_, err := tx.CreateBucketIfNotExists(usedBucket)
+		return err
+	}); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("approval ledger %s: %w", path, err)
+	}
+	return &BoltLedger{db: db}, nil
+}
+
+// Close closes the file.
+func (l *BoltLedger) Close() error { return l.db.Close() }
+
+// Use implements Ledger; it also drops grants that have expired.
+func (l *BoltLedger) Use(g Grant, now time.Time) error {
+	err := l.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(usedBucket)
+		if v := b.Get([]byte(g.ID)); v != nil {
+			return ErrUsed
+		}
+		var exp [8]byte
+		binary.BigEndian.PutUint64(exp[:], uint64(g.Expires.UnixNano()))
+		if err := b.Put([]byte(g.ID), exp[:]); err != nil {
+			return err
+		}
+		var stale [][]byte
+		c := b.Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if len(v) == 8 && now.After(time.Unix(0, int64(binary.BigEndian.Uint64(v)))) {
+				stale = append(stale, append([]byte(nil), k...))
+			}
+		}
+		for _, k := range stale {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrUsed) {
+		return fmt.Errorf("approval ledger: %w", err)
+	}
+	return err
+}
+
+// Used implements Ledger. A ledger that cannot be read answers true: an
+// approval whose use cannot be checked is not honoured.
+func (l *BoltLedger) Used(g Grant, now time.Time) bool {
+	used := true
+	_ = l.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(usedBucket).Get([]byte(g.ID))
+		used = v != nil && len(v) == 8 && !now.After(time.Unix(0, int64(binary.BigEndian.Uint64(v))))
+		return nil
+	})
+	return used
+}
