@@ -398,3 +398,68 @@ func startBinary(t *testing.T, bin string, args ...string) (int, string) {
 	t.Fatalf("%s %v printed no URL", bin, args)
 	return 0, ""
 }
+
+// TestHTTPLimitFlags: the session flags reach the server, and bad values
+// are refused at start-up.
+func TestHTTPLimitFlags(t *testing.T) {
+	file, operator, _ := tokensFile(t)
+	url := startServe(t, "--manifest", labBench, "--tokens", file, "--max-sessions-per-token", "2").url
+	auth := map[string]string{"Authorization": "Bearer " + operator}
+	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
+		if res := post(t, http.DefaultClient, url, auth, strings.NewReader(initBody)); res.StatusCode != want {
+			t.Fatalf("initialize %d with --max-sessions-per-token 2: status %d, want %d", i+1, res.StatusCode, want)
+		}
+	}
+	for _, bad := range [][]string{{"--max-sessions", "0"}, {"--max-sessions-per-token", "-1"}, {"--max-conns", "0"}, {"--session-idle", "0s"}} {
+		_, stderr, code := runCLI(t, append([]string{"serve", "--sim", "--manifest", labBench, "--http", "127.0.0.1:0"}, bad...)...)
+		if code != 2 || !strings.Contains(stderr, bad[0]+" must be more than 0") {
+			t.Errorf("serve %v: exit %d, %q; want exit 2 naming the flag", bad, code, stderr)
+		}
+	}
+}
+
+// TestHTTPStartUpTruths: "serving" is printed once the listener is up and
+// its certificate loaded, never before a failure; tokens over plain HTTP
+// on a non-loopback address are warned about, and on loopback they are not.
+func TestHTTPStartUpTruths(t *testing.T) {
+	file, _, _ := tokensFile(t)
+	bogus := filepath.Join(t.TempDir(), "bogus.pem")
+	os.WriteFile(bogus, []byte("not a certificate"), 0o600)
+	stdout, stderr, code := runCLI(t, "serve", "--sim", "--manifest", labBench, "--http", "127.0.0.1:0", "--tls-cert", bogus, "--tls-key", bogus)
+	if code != 1 || strings.Contains(stdout, "serving") || !strings.Contains(stderr, "--tls-cert") {
+		t.Fatalf("serve with a bad certificate: exit %d, stdout %q, stderr %q; want exit 1, nothing printed as serving, the flag named", code, stdout, stderr)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	stdout, _, code = runCLI(t, "serve", "--sim", "--manifest", labBench, "--http", ln.Addr().String())
+	if code != 1 || strings.Contains(stdout, "serving") {
+		t.Fatalf("serve on a port in use: exit %d, stdout %q; want exit 1 and nothing printed as serving", code, stdout)
+	}
+
+	for _, tc := range []struct {
+		addr string
+		warn bool
+	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
+		log, err := os.CreateTemp(t.TempDir(), "stderr")
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(binary, "serve", "--sim", "--manifest", labBench, "--tokens", file, "--http", tc.addr)
+		cmd.Stderr = log
+		out, _ := cmd.StdoutPipe()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		lines := bufio.NewScanner(out)
+		lines.Scan() // the "serving" line: everything logged before it is in the file
+		cmd.Process.Kill()
+		cmd.Wait()
+		logged, _ := os.ReadFile(log.Name())
+		if warned := strings.Contains(string(logged), "clear text"); warned != tc.warn || !strings.Contains(lines.Text(), "serving") {
+			t.Errorf("serve --tokens --http %s: printed %q, warned %v (%s); want serving, and a warning %v", tc.addr, lines.Text(), warned, logged, tc.warn)
+		}
+	}
+}

@@ -74,9 +74,12 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *keyTTL < idempotency.DefaultTTL {
 		log.Warn("--key-ttl is under 24h: an agent retrying a day-old action after that would actuate again", "key_ttl", keyTTL.String())
 	}
-	if *maxConns <= 0 || *maxSessions <= 0 || *maxTokenSessions <= 0 || *sessionIdle <= 0 {
-		fmt.Fprintln(stderr, "promcp-device serve: --max-conns, --max-sessions, --max-sessions-per-token and --session-idle must be more than 0")
-		return 2
+	for name, bad := range map[string]bool{"--max-conns": *maxConns <= 0, "--max-sessions": *maxSessions <= 0,
+		"--max-sessions-per-token": *maxTokenSessions <= 0, "--session-idle": *sessionIdle <= 0} {
+		if bad {
+			fmt.Fprintf(stderr, "promcp-device serve: %s must be more than 0\n", name)
+			return 2
+		}
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		fmt.Fprintln(stderr, "promcp-device serve: --tls-cert and --tls-key go together")
