@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/server"
 )
@@ -377,5 +382,54 @@ func TestLimitListener(t *testing.T) {
 	third.Close()
 	ln.Close()
 	for range accepted {
+	}
+}
+
+// TestHTTPLongCallOutlivesTimeouts: a tool call that takes longer than the
+// read and write timeouts (a slow device, an approval awaited), answered
+// over SSE with notifications before and after the wait, completes: the
+// timeouts bound reading a request and each write, not a call.
+func TestHTTPLongCallOutlivesTimeouts(t *testing.T) {
+	srv, err := server.New("limits", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 200 * time.Millisecond
+	srv.MCP().AddTool(mcp.NewTool("slow"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		notify := func(msg string) {
+			_ = mcpserver.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": "info", "data": msg})
+		}
+		notify("waiting on the device")
+		select { // the device takes three times the timeouts
+		case <-time.After(3 * timeout):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		notify("the device answered")
+		return mcp.NewToolResultText("done"), nil
+	})
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = srv.HTTPServer(server.HTTPConfig{Caller: server.Caller{Name: "local", Role: "operator"}, ReadTimeout: timeout, WriteTimeout: timeout})
+	ts.Start()
+	defer ts.Close()
+	var notes atomic.Int64
+	c, err := client.NewStreamableHttpClient(ts.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.OnNotification(func(mcp.JSONRPCNotification) { notes.Add(1) })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "t", Version: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "slow"}})
+	if err != nil || res.IsError || len(res.Content) == 0 || res.Content[0].(mcp.TextContent).Text != "done" {
+		t.Fatalf("a call of 3x the timeouts: %v, %v; want done", res, err)
+	}
+	if notes.Load() != 2 {
+		t.Fatalf("%d notifications reached the client, want both", notes.Load())
 	}
 }

@@ -60,6 +60,9 @@ type HTTPConfig struct {
 	// deadline moves with every write, so an open stream lives on while a
 	// client that stops reading is cut off); 0 means DefaultWriteTimeout.
 	WriteTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included; 0 means
+	// DefaultReadTimeout. It is lifted once the body is read.
+	ReadTimeout time.Duration
 	// Now is the clock of session idle expiry; nil means time.Now.
 	Now func() time.Time
 }
@@ -80,7 +83,7 @@ const (
 
 // HTTPServer returns an http.Server for HTTPHandler(cfg) with every
 // timeout set: headers within DefaultReadHeaderTimeout, a whole request
-// (body included) within DefaultReadTimeout, each response write within
+// (body included) within cfg.ReadTimeout, each response write within
 // cfg.WriteTimeout, an idle keep-alive connection closed after
 // DefaultIdleTimeout, headers at most DefaultMaxHeaderBytes. A request
 // that streams (a GET stream, a tool call answered over SSE) has its read
@@ -90,7 +93,7 @@ func (s *Server) HTTPServer(cfg HTTPConfig) *http.Server {
 	return &http.Server{
 		Handler:           s.HTTPHandler(cfg),
 		ReadHeaderTimeout: DefaultReadHeaderTimeout,
-		ReadTimeout:       DefaultReadTimeout,
+		ReadTimeout:       cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
 		WriteTimeout:      cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
 		IdleTimeout:       DefaultIdleTimeout,
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
