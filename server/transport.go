@@ -200,7 +200,8 @@ func bearerAuth(next http.Handler, tokens *Tokens, log *slog.Logger) http.Handle
 }
 
 // refuse answers a request whose body is not read, and closes the
-// connection at once: the rest of the body is neither read nor waited for.
+// connection at once: the rest of the body is neither read nor waited for
+// (over HTTP/2, the connection is shut down once its other streams end).
 func refuse(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Connection", "close")
 	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
@@ -228,13 +229,13 @@ func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if id == "" || !g.sessions.lookup(id, caller) {
 			// Like a POST: a session this server does not know (never
 			// opened, deleted, expired, or another token's) is 404.
-			refuse(w, http.StatusNotFound, "unknown session: initialize a new one")
+			jsonRPCError(w, http.StatusNotFound, "unknown session: initialize a new one")
 			return
 		}
 		if r.Method == http.MethodGet {
 			ctx, done, ok := g.sessions.openStream(r.Context(), id, caller)
 			if !ok {
-				refuse(w, http.StatusNotFound, "unknown session: initialize a new one")
+				jsonRPCError(w, http.StatusNotFound, "unknown session: initialize a new one")
 				return
 			}
 			defer done()
