@@ -176,27 +176,20 @@ func (t *sessionTable) openStream(ctx context.Context, id, caller string) (conte
 	}, true
 }
 
-// terminate deletes a session of caller; it reports false when caller
-// may not (the session is another caller's).
-func (t *sessionTable) terminate(id, caller string, any bool) bool {
+// terminate deletes a session of caller (of anyone with anyCaller); it
+// reports false when caller may not (the session is another caller's).
+func (t *sessionTable) terminate(id, caller string, anyCaller bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.byID[id]
 	if !ok {
 		return true
 	}
-	if !any && e.caller != caller {
+	if !anyCaller && e.caller != caller {
 		return false
 	}
 	t.removeLocked(id, e)
 	return true
-}
-
-// count returns the sessions open (and reserved), in total and of caller.
-func (t *sessionTable) count(caller string) (total, ofCaller int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.byID), t.perCaller[caller]
 }
 
 // sweep ends the sessions idle for longer than the TTL, at most once per

@@ -61,7 +61,7 @@ type HTTPConfig struct {
 	// client that stops reading is cut off); 0 means DefaultWriteTimeout.
 	WriteTimeout time.Duration
 	// ReadTimeout bounds reading a whole request, body included; 0 means
-	// DefaultReadTimeout. It is lifted once the body is read.
+	// DefaultReadTimeout. net/http lifts it once the body is read.
 	ReadTimeout time.Duration
 	// Now is the clock of session idle expiry; nil means time.Now.
 	Now func() time.Time
@@ -87,8 +87,8 @@ const (
 // cfg.WriteTimeout, an idle keep-alive connection closed after
 // DefaultIdleTimeout, headers at most DefaultMaxHeaderBytes. A request
 // that streams (a GET stream, a tool call answered over SSE) has its read
-// deadline lifted once its body is read, and its write deadline moved
-// forward with every write. Serve it on a LimitListener.
+// deadline lifted once its body is read (net/http does so), and its write
+// deadline moved forward with every write. Serve it on a LimitListener.
 func (s *Server) HTTPServer(cfg HTTPConfig) *http.Server {
 	return &http.Server{
 		Handler:           s.HTTPHandler(cfg),
@@ -283,10 +283,8 @@ func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r = r.WithContext(context.WithValue(r.Context(), reservationKey{}, res))
 		}
 	}
-	// The body is read (or there is none): lift the whole-request read
-	// deadline, or it would end a long call or a stream; the connection
-	// is only watched for the client going away from here on.
-	_ = rc.SetReadDeadline(time.Time{})
+	// The body is read (or there is none): net/http lifts the read
+	// deadline itself and only watches for the client going away.
 	g.next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, d: g.write}, r)
 }
 
