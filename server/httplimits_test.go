@@ -163,7 +163,7 @@ func TestHTTPSessionIdleExpiry(t *testing.T) {
 	}
 	f.advance(ttl)
 	f.open(f.bob) // any request sweeps: the idle session is ended, in mcp-go too
-	if !strings.Contains(f.logs.String(), "ended an idle session session="+sid) {
+	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid) {
 		t.Fatalf("no log of the idle session %s ending; logs:\n%s", sid, f.logs)
 	}
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
