@@ -225,21 +225,24 @@ func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	switch r.Method {
 	case http.MethodGet, http.MethodDelete:
+		// Like a POST: a session this server does not know (never opened,
+		// deleted, expired, or another token's) is 404.
 		id := r.Header.Get(mcpserver.HeaderKeySessionID)
-		if id == "" || !g.sessions.lookup(id, caller) {
-			// Like a POST: a session this server does not know (never
-			// opened, deleted, expired, or another token's) is 404.
+		known := false
+		if r.Method == http.MethodGet {
+			// The stream ends when its session is deleted or expires.
+			var ctx context.Context
+			var done func()
+			if ctx, done, known = g.sessions.openStream(r.Context(), id, caller); known {
+				defer done()
+				r = r.WithContext(ctx)
+			}
+		} else {
+			known = g.sessions.lookup(id, caller)
+		}
+		if !known {
 			jsonRPCError(w, http.StatusNotFound, "unknown session: initialize a new one")
 			return
-		}
-		if r.Method == http.MethodGet {
-			ctx, done, ok := g.sessions.openStream(r.Context(), id, caller)
-			if !ok {
-				jsonRPCError(w, http.StatusNotFound, "unknown session: initialize a new one")
-				return
-			}
-			defer done()
-			r = r.WithContext(ctx)
 		}
 	case http.MethodPost:
 		if r.ContentLength > g.maxBody {
@@ -257,7 +260,12 @@ func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer func() { g.budget.release(held) }()
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.maxBody))
+		var buf bytes.Buffer
+		if r.ContentLength >= 0 {
+			buf.Grow(int(r.ContentLength) + bytes.MinRead) // read in place, never regrown
+		}
+		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, g.maxBody))
+		body := buf.Bytes()
 		if err != nil {
 			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 				refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", g.maxBody))
