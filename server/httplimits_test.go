@@ -462,3 +462,39 @@ func TestHTTPLongCallOutlivesTimeouts(t *testing.T) {
 		t.Fatal("the notification sent before the wait never reached the client")
 	}
 }
+
+// TestHTTP2: over HTTPS the server speaks HTTP/2 with its limits, and
+// refuses a request without a token there too.
+func TestHTTP2(t *testing.T) {
+	srv, err := server.New("limits", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := server.NewToken()
+	tokens, _ := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("alice", "operator", token)))
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = srv.HTTPServer(server.HTTPConfig{Tokens: tokens})
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	defer ts.Close()
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{token, http.StatusOK}, {"", http.StatusUnauthorized}} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/mcp", strings.NewReader(initJSON))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.ProtoMajor != 2 || res.StatusCode != tc.want {
+			t.Fatalf("initialize over HTTPS, token %v: %s %d, want HTTP/2 %d", tc.token != "", res.Proto, res.StatusCode, tc.want)
+		}
+	}
+}

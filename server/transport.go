@@ -85,10 +85,12 @@ const (
 // timeout set: headers within DefaultReadHeaderTimeout, a whole request
 // (body included) within cfg.ReadTimeout, each response write within
 // cfg.WriteTimeout, an idle keep-alive connection closed after
-// DefaultIdleTimeout, headers at most DefaultMaxHeaderBytes. A request
-// that streams (a GET stream, a tool call answered over SSE) has its read
-// deadline lifted once its body is read (net/http does so), and its write
-// deadline moved forward with every write. Serve it on a LimitListener.
+// DefaultIdleTimeout; headers at most DefaultMaxHeaderBytes; over HTTP/2
+// at most 16 requests and 64 KiB of unread bodies per connection. A
+// request that streams (a GET stream, a tool call answered over SSE) has
+// its read deadline lifted once its body is read (net/http does so), and
+// its write deadline moved forward with every write. Serve it on a
+// LimitListener.
 func (s *Server) HTTPServer(cfg HTTPConfig) *http.Server {
 	return &http.Server{
 		Handler:           s.HTTPHandler(cfg),
@@ -97,7 +99,11 @@ func (s *Server) HTTPServer(cfg HTTPConfig) *http.Server {
 		WriteTimeout:      cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
 		IdleTimeout:       DefaultIdleTimeout,
 		MaxHeaderBytes:    DefaultMaxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.With("transport", "http").Handler(), slog.LevelWarn),
+		// Over HTTPS (HTTP/2), a connection may buffer 64 KiB of bodies
+		// not yet read (not 1 MiB) and carry 16 requests at once.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 16,
+			MaxReceiveBufferPerConnection: 64 << 10, MaxReceiveBufferPerStream: 64 << 10},
+		ErrorLog: slog.NewLogLogger(s.log.With("transport", "http").Handler(), slog.LevelWarn),
 	}
 }
 
