@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,7 +15,10 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
@@ -45,23 +49,81 @@ type HTTPConfig struct {
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes. A
 	// larger body gets 413.
 	MaxBodyBytes int64
+	// MaxBufferedBytes bounds the request bodies held in memory at once,
+	// all connections together (each body counts twice: the copy read
+	// here and the MCP layer's); 0 means DefaultMaxBufferedBytes. A body
+	// that does not fit gets 503 with Retry-After before it is read.
+	MaxBufferedBytes int64
+	// Sessions caps the sessions and ends idle ones.
+	Sessions SessionLimits
+	// WriteTimeout bounds each write of a response, streams included (the
+	// deadline moves with every write, so an open stream lives on while a
+	// client that stops reading is cut off); 0 means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// ReadTimeout bounds reading a whole request, body included; 0 means
+	// DefaultReadTimeout. net/http lifts it once the body is read.
+	ReadTimeout time.Duration
+	// Now is the clock of session idle expiry; nil means time.Now.
+	Now func() time.Time
 }
 
-// DefaultMaxBodyBytes bounds an HTTP request body unless configured.
-const DefaultMaxBodyBytes = 1 << 20
+// HTTP defaults, sized for a Raspberry Pi with 64 MB to spare: at most
+// DefaultMaxConns connections (each at most DefaultMaxHeaderBytes of
+// headers), DefaultMaxBufferedBytes of bodies.
+const (
+	DefaultMaxBodyBytes      = 1 << 20
+	DefaultMaxBufferedBytes  = 16 << 20
+	DefaultMaxConns          = 128
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultReadTimeout       = 30 * time.Second
+	DefaultWriteTimeout      = 30 * time.Second
+	DefaultIdleTimeout       = 90 * time.Second
+)
+
+// HTTPServer returns an http.Server for HTTPHandler(cfg) with every
+// timeout set: headers within DefaultReadHeaderTimeout, a whole request
+// (body included) within cfg.ReadTimeout, each response write within
+// cfg.WriteTimeout, an idle keep-alive connection closed after
+// DefaultIdleTimeout; headers at most DefaultMaxHeaderBytes; over HTTP/2
+// at most 16 requests and 64 KiB of unread bodies per connection. A
+// request that streams (a GET stream, a tool call answered over SSE) has
+// its read deadline lifted once its body is read (net/http does so), and
+// its write deadline moved forward with every write. Serve it on a
+// LimitListener.
+func (s *Server) HTTPServer(cfg HTTPConfig) *http.Server {
+	return &http.Server{
+		Handler:           s.HTTPHandler(cfg),
+		ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout:       cmp.Or(cfg.ReadTimeout, DefaultReadTimeout),
+		WriteTimeout:      cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
+		IdleTimeout:       DefaultIdleTimeout,
+		MaxHeaderBytes:    DefaultMaxHeaderBytes,
+		// Over HTTPS (HTTP/2), a connection may buffer 64 KiB of bodies
+		// not yet read (not 1 MiB) and carry 16 requests at once.
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: 16,
+			MaxReceiveBufferPerConnection: 64 << 10, MaxReceiveBufferPerStream: 64 << 10},
+		ErrorLog: slog.NewLogLogger(s.log.With("transport", "http").Handler(), slog.LevelWarn),
+	}
+}
 
 // HTTPHandler returns the streamable HTTP transport (both protocol
-// generations mcp-go speaks) behind, in order: a body size limit (413),
-// Origin validation (403) and, with tokens, bearer authentication (401).
-// Sessions are tracked, so a session the client deleted answers 404.
+// generations mcp-go speaks) behind, in order: Origin validation (403)
+// and, with tokens, bearer authentication (401), both decided on the
+// headers before a byte of the body is read; then, for GET and DELETE, the
+// session (404 unless it is a live session of the same caller); then, for
+// POST, the body: over the size limit 413, over the buffered-bytes budget
+// 503, and an initialize over a session cap 429. Sessions idle for longer
+// than cfg.Sessions.IdleTTL are deleted here and in mcp-go.
 func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	path := cfg.Path
 	if path == "" {
 		path = "/mcp"
 	}
+	sessions := newSessionTable(cfg.Sessions, cfg.Now)
 	opts := []mcpserver.StreamableHTTPOption{
 		mcpserver.WithEndpointPath(path),
-		mcpserver.WithStateful(true),
+		mcpserver.WithSessionIdManagerResolver(sessions),
 		mcpserver.WithStreamableHTTPLogger(s.log.With("transport", "http")),
 		mcpserver.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
 			if c, ok := r.Context().Value(callerKey{}).(Caller); ok {
@@ -81,20 +143,42 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		))
 	}
 	h := mcpserver.NewStreamableHTTPServer(s.mcp, opts...)
+	sessions.expire = func(id string) {
+		// A DELETE through mcp-go's own handler drops everything it keeps
+		// for the session.
+		r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "http://localhost"+path, nil)
+		if err != nil {
+			return
+		}
+		r.Header.Set(mcpserver.HeaderKeySessionID, id)
+		h.ServeHTTP(discardResponse{}, r)
+		s.log.Info("ended an idle session", "session", id, "idle", sessions.limits.IdleTTL.String())
+	}
 	mux := http.NewServeMux()
 	mux.Handle(path, h)
-	var next http.Handler = mux
+	g := &httpGate{
+		next:     mux,
+		log:      s.log,
+		sessions: sessions,
+		maxBody:  cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		budget:   &byteBudget{max: cmp.Or(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes)},
+		write:    cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
+	}
+	var next http.Handler = g
 	if cfg.Tokens != nil {
 		next = bearerAuth(next, cfg.Tokens, s.log)
+	} else {
+		caller := cfg.Caller
+		inner := next
+		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inner.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), caller)))
+		})
 	}
-	limit := cfg.MaxBodyBytes
-	if limit <= 0 {
-		limit = DefaultMaxBodyBytes
-	}
-	return bodyLimit(originCheck(next, cfg.AllowedOrigins, s.log), limit)
+	return originCheck(next, cfg.AllowedOrigins, s.log)
 }
 
 // bearerAuth makes every request prove a token and carries its caller.
+// It reads headers only: a request refused here never has its body read.
 func bearerAuth(next http.Handler, tokens *Tokens, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
@@ -107,42 +191,225 @@ func bearerAuth(next http.Handler, tokens *Tokens, log *slog.Logger) http.Handle
 		scheme, token, _ := strings.Cut(auth, " ")
 		if auth == "" || !strings.EqualFold(scheme, "Bearer") {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="promcp-device"`)
-			jsonRPCError(w, http.StatusUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)")
+			refuse(w, http.StatusUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)")
 			return
 		}
 		c, ok := tokens.Lookup(strings.TrimSpace(token))
 		if !ok {
 			log.Warn("refused a request with an unknown bearer token", "remote", r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="promcp-device", error="invalid_token"`)
-			jsonRPCError(w, http.StatusUnauthorized, "the bearer token is not valid")
+			refuse(w, http.StatusUnauthorized, "the bearer token is not valid")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), c)))
 	})
 }
 
-// bodyLimit answers 413 to a request body larger than limit. The body is
-// read here, so the transport never sees a truncated message.
-func bodyLimit(next http.Handler, limit int64) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > limit {
-			jsonRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, limit))
+// refuse answers a request whose body is not read, and closes the
+// connection at once: the rest of the body is neither read nor waited for
+// (over HTTP/2, the connection is shut down once its other streams end).
+func refuse(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Connection", "close")
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+	jsonRPCError(w, status, msg)
+}
+
+// httpGate is what an authenticated request passes before mcp-go: the
+// session checks, the body limits and the deadlines of streams.
+type httpGate struct {
+	next     http.Handler
+	log      *slog.Logger
+	sessions *sessionTable
+	maxBody  int64
+	budget   *byteBudget
+	write    time.Duration
+}
+
+func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g.sessions.sweep()
+	caller := CallerFrom(r.Context()).Name
+	rc := http.NewResponseController(w)
+	switch r.Method {
+	case http.MethodGet, http.MethodDelete:
+		// Like a POST: a session this server does not know (never opened,
+		// deleted, expired, or another token's) is 404.
+		id := r.Header.Get(mcpserver.HeaderKeySessionID)
+		known := false
+		if r.Method == http.MethodGet {
+			// The stream ends when its session is deleted or expires.
+			var ctx context.Context
+			var done func()
+			if ctx, done, known = g.sessions.openStream(r.Context(), id, caller); known {
+				defer done()
+				r = r.WithContext(ctx)
+			}
+		} else {
+			known = g.sessions.lookup(id, caller)
+		}
+		if !known {
+			jsonRPCError(w, http.StatusNotFound, "unknown session: initialize a new one")
 			return
 		}
-		if r.Body != nil && r.Body != http.NoBody {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-			if err != nil {
-				if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-					jsonRPCError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", limit))
-					return
-				}
-				jsonRPCError(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+	case http.MethodPost:
+		if r.ContentLength > g.maxBody {
+			refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, g.maxBody))
+			return
+		}
+		want := g.maxBody
+		if r.ContentLength >= 0 {
+			want = r.ContentLength
+		}
+		held := 2 * want
+		if !g.budget.acquire(held) {
+			w.Header().Set("Retry-After", "1")
+			refuse(w, http.StatusServiceUnavailable, "the server holds as many request bodies as it may; retry shortly")
+			return
+		}
+		defer func() { g.budget.release(held) }()
+		var buf bytes.Buffer
+		if r.ContentLength >= 0 {
+			buf.Grow(int(r.ContentLength) + bytes.MinRead) // read in place, never regrown
+		}
+		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, g.maxBody))
+		body := buf.Bytes()
+		if err != nil {
+			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+				refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", g.maxBody))
 				return
 			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
+			refuse(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+			return
 		}
-		next.ServeHTTP(w, r)
-	})
+		if n := 2 * int64(len(body)); n < held {
+			g.budget.release(held - n)
+			held = n
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if isInitialize(r, body) {
+			res, err := g.sessions.reserve(caller)
+			if err != nil {
+				g.log.Warn("refused a new session", "caller", caller, "remote", r.RemoteAddr, "err", err)
+				w.Header().Set("Retry-After", "60")
+				jsonRPCError(w, http.StatusTooManyRequests, err.Error()+": delete sessions you no longer use (HTTP DELETE), or wait for idle ones to end")
+				return
+			}
+			defer g.sessions.release(res)
+			r = r.WithContext(context.WithValue(r.Context(), reservationKey{}, res))
+		}
+	}
+	// The body is read (or there is none): net/http lifts the read
+	// deadline itself and only watches for the client going away.
+	g.next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, d: g.write}, r)
+}
+
+// isInitialize tells an initialize request of the session-based protocol
+// generations (the one that opens a session).
+func isInitialize(r *http.Request, body []byte) bool {
+	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+	}
+	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
+}
+
+// byteBudget is a count of bytes held, up to max.
+type byteBudget struct {
+	mu        sync.Mutex
+	used, max int64
+}
+
+func (b *byteBudget) acquire(n int64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.max {
+		return false
+	}
+	b.used += n
+	return true
+}
+
+func (b *byteBudget) release(n int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.used -= n
+}
+
+// deadlineWriter moves the connection's write deadline d ahead of every
+// write and flush: a stream stays open as long as it is read, and a write
+// to a client that stopped reading fails after d.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *deadlineWriter) Flush() {
+	_ = w.rc.SetWriteDeadline(time.Now().Add(w.d))
+	_ = w.rc.Flush()
+}
+
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// discardResponse is the response of a request made inside the server.
+type discardResponse struct{}
+
+func (discardResponse) Header() http.Header         { return http.Header{} }
+func (discardResponse) Write(p []byte) (int, error) { return len(p), nil }
+func (discardResponse) WriteHeader(int)             {}
+
+// LimitListener accepts at most n connections at once; more wait in the
+// kernel's backlog until one closes. n <= 0 means DefaultMaxConns.
+func LimitListener(ln net.Listener, n int) net.Listener {
+	if n <= 0 {
+		n = DefaultMaxConns
+	}
+	return &limitListener{Listener: ln, slots: make(chan struct{}, n), done: make(chan struct{})}
+}
+
+type limitListener struct {
+	net.Listener
+	slots     chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.Listener.Accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	return &limitConn{Conn: c, free: func() { <-l.slots }}, nil
+}
+
+func (l *limitListener) Close() error {
+	err := l.Listener.Close()
+	l.closeOnce.Do(func() { close(l.done) })
+	return err
+}
+
+type limitConn struct {
+	net.Conn
+	once sync.Once
+	free func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.free)
+	return err
 }
 
 func jsonRPCError(w http.ResponseWriter, status int, msg string) {
@@ -163,7 +430,7 @@ func originCheck(next http.Handler, allowed []string, log *slog.Logger) http.Han
 			return
 		}
 		log.Warn("refused request from a foreign origin", "origin", origin, "remote", r.RemoteAddr)
-		jsonRPCError(w, http.StatusForbidden, "origin "+origin+" is not allowed (start the server with --allow-origin to allow it)")
+		refuse(w, http.StatusForbidden, "origin "+origin+" is not allowed (start the server with --allow-origin to allow it)")
 	})
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -10,7 +11,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,6 +57,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	oobOnly := fs.Bool("approval-out-of-band-only", false, "accept only approve tokens, never an answer through the MCP client, even where the policy says approval via: elicitation")
 	simStart := fs.String("sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	maxConns := fs.Int("max-conns", server.DefaultMaxConns, "with --http: the most connections served at once (`N`); more wait to be accepted")
+	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
+	maxTokenSessions := fs.Int("max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
+	sessionIdle := fs.Duration("session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -75,6 +79,13 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if *keyTTL < idempotency.DefaultTTL {
 		log.Warn("--key-ttl is under 24h: an agent retrying a day-old action after that would actuate again", "key_ttl", keyTTL.String())
+	}
+	for name, bad := range map[string]bool{"--max-conns": *maxConns <= 0, "--max-sessions": *maxSessions <= 0,
+		"--max-sessions-per-token": *maxTokenSessions <= 0, "--session-idle": *sessionIdle <= 0} {
+		if bad {
+			fmt.Fprintf(stderr, "promcp-device serve: %s must be more than 0\n", name)
+			return 2
+		}
 	}
 	if (*tlsCert == "") != (*tlsKey == "") {
 		fmt.Fprintln(stderr, "promcp-device serve: --tls-cert and --tls-key go together")
@@ -218,8 +229,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return code
 	}
-	cfg := server.HTTPConfig{AllowedOrigins: origins, Caller: caller, Tokens: tokens}
-	return serveHTTP(ctx, gw, *httpAddr, cfg, *tlsCert, *tlsKey, stdout, stderr, log)
+	cfg := server.HTTPConfig{AllowedOrigins: origins, Caller: caller, Tokens: tokens,
+		Sessions: server.SessionLimits{Total: *maxSessions, PerCaller: *maxTokenSessions, IdleTTL: *sessionIdle}}
+	return serveHTTP(ctx, gw, *httpAddr, *maxConns, cfg, *tlsCert, *tlsKey, stdout, stderr, log)
 }
 
 // drain lets the do_* calls in flight finish and be recorded; the caller
@@ -242,21 +254,29 @@ func bindAddr(addr string) string {
 	return addr
 }
 
-func serveHTTP(ctx context.Context, gw *gateway, addr string, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
+// serveHTTP listens, then says so, then serves: what it prints is true
+// when it is printed (a bad certificate fails before).
+func serveHTTP(ctx context.Context, gw *gateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
 	addr = bindAddr(addr)
+	hs := gw.srv.HTTPServer(cfg)
+	scheme := "http"
+	if tlsCert != "" {
+		scheme = "https"
+		cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
+		if err != nil {
+			fmt.Fprintf(stderr, "promcp-device serve: --tls-cert %s --tls-key %s: %v\n", tlsCert, tlsKey, err)
+			return 1
+		}
+		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "promcp-device serve: --http %s: %v\n", addr, err)
 		return 1
 	}
-	hs := &http.Server{
-		Handler:           gw.srv.HTTPHandler(cfg),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	scheme := "http"
-	if tlsCert != "" {
-		scheme = "https"
+	ln = server.LimitListener(ln, maxConns)
+	if host, _, err := net.SplitHostPort(addr); err == nil && cfg.Tokens != nil && tlsCert == "" && !isLoopback(host) {
+		log.Warn("bearer tokens travel in clear text: serving plain HTTP on a non-loopback address, so anyone on the network path can read a token and replay it; serve with --tls-cert and --tls-key, or behind a TLS proxy on loopback", "addr", addr)
 	}
 	url := scheme + "://" + ln.Addr().String() + "/mcp"
 	fmt.Fprintf(stdout, "promcp-device: serving %d tools of %s on %s (MCP streamable HTTP)\n", len(gw.srv.Tools()), gw.manifest.Gateway, url)
@@ -264,7 +284,7 @@ func serveHTTP(ctx context.Context, gw *gateway, addr string, cfg server.HTTPCon
 	errc := make(chan error, 1)
 	go func() {
 		if tlsCert != "" {
-			errc <- hs.ServeTLS(ln, tlsCert, tlsKey)
+			errc <- hs.ServeTLS(ln, "", "")
 			return
 		}
 		errc <- hs.Serve(ln)

@@ -1,0 +1,500 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/promcp/promcp-device/server"
+)
+
+const initJSON = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// limitsFixture is an HTTP server with two tokens, alice's and bob's, on
+// 127.0.0.1, its clock moved by hand.
+type limitsFixture struct {
+	t          *testing.T
+	url        string
+	alice, bob string
+	logs       *lockedBuffer
+	mu         sync.Mutex
+	now        time.Time
+}
+
+// lockedBuffer is a log sink safe for concurrent writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func newLimitsFixture(t *testing.T, cfg server.HTTPConfig) *limitsFixture {
+	t.Helper()
+	logs := &lockedBuffer{}
+	srv, err := server.New("limits", "test", server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &limitsFixture{t: t, logs: logs, alice: server.NewToken(), bob: server.NewToken(), now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	tokens, err := server.ParseTokens("tokens", strings.NewReader(
+		server.TokenLine("alice", "operator", f.alice)+"\n"+server.TokenLine("bob", "viewer", f.bob)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Tokens = tokens
+	cfg.Now = f.clock
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = srv.HTTPServer(cfg)
+	ts.Start()
+	t.Cleanup(ts.Close)
+	f.url = ts.URL + "/mcp"
+	return f
+}
+
+func (f *limitsFixture) clock() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *limitsFixture) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+// do sends a request and returns its status and session id header; the
+// body is read unless the response is a stream, which is closed.
+func (f *limitsFixture) do(method, token, session, body string) (int, string) {
+	f.t.Helper()
+	req, _ := http.NewRequestWithContext(f.t.Context(), method, f.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if res.Header.Get("Content-Type") != "text/event-stream" || method != http.MethodGet {
+		io.Copy(io.Discard, res.Body)
+	}
+	res.Body.Close()
+	return res.StatusCode, res.Header.Get("Mcp-Session-Id")
+}
+
+func (f *limitsFixture) open(token string) string {
+	f.t.Helper()
+	code, sid := f.do(http.MethodPost, token, "", initJSON)
+	if code != http.StatusOK || sid == "" {
+		f.t.Fatalf("initialize: status %d, session %q; want 200 and a session", code, sid)
+	}
+	return sid
+}
+
+const listJSON = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
+
+// TestHTTPSessionCaps: a token holds at most PerCaller sessions, all
+// tokens together at most Total; a deleted session frees its slot.
+func TestHTTPSessionCaps(t *testing.T) {
+	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{Total: 3, PerCaller: 2}})
+	a1 := f.open(f.alice)
+	f.open(f.alice)
+	if code, sid := f.do(http.MethodPost, f.alice, "", initJSON); code != http.StatusTooManyRequests || sid != "" {
+		t.Fatalf("alice's third session: status %d, session %q; want 429 and none", code, sid)
+	}
+	f.open(f.bob) // bob is not held back by alice's cap
+	if code, _ := f.do(http.MethodPost, f.bob, "", initJSON); code != http.StatusTooManyRequests {
+		t.Fatalf("a fourth session in all (total cap 3): status %d, want 429", code)
+	}
+	if code, _ := f.do(http.MethodPost, f.alice, a1, listJSON); code != http.StatusOK {
+		t.Fatalf("tools/list on alice's open session at the cap: status %d, want 200", code)
+	}
+	if code, _ := f.do(http.MethodDelete, f.alice, a1, ""); code != http.StatusOK {
+		t.Fatalf("DELETE of alice's session: status %d, want 200", code)
+	}
+	f.open(f.alice) // the deleted session's slot is free again
+}
+
+// TestHTTPSessionIdleExpiry: a session unused for the idle TTL ends: its
+// requests get 404 whatever the method, and its slot is free.
+func TestHTTPSessionIdleExpiry(t *testing.T) {
+	const ttl = 10 * time.Minute
+	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl}})
+	sid := f.open(f.alice)
+	f.advance(ttl - time.Second)
+	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
+		t.Fatalf("a session used within its idle time: status %d, want 200", code)
+	}
+	f.advance(ttl - time.Second) // used a moment ago: still alive
+	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
+		t.Fatalf("a session used again within its idle time: status %d, want 200", code)
+	}
+	f.advance(ttl)
+	f.open(f.bob) // any request sweeps: the idle session is ended, in mcp-go too
+	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid) {
+		t.Fatalf("no log of the idle session %s ending; logs:\n%s", sid, f.logs)
+	}
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		if code, _ := f.do(m, f.alice, sid, listJSON); code != http.StatusNotFound {
+			t.Fatalf("%s on a session idle for %v: status %d, want 404", m, ttl, code)
+		}
+	}
+	f.open(f.alice) // per-token cap 1: the expired session's slot is free
+}
+
+// TestHTTPUnknownSessionIs404: GET (the stream) and DELETE answer 404 for
+// a session the server does not know, like POST: never opened, deleted,
+// or another token's.
+func TestHTTPUnknownSessionIs404(t *testing.T) {
+	f := newLimitsFixture(t, server.HTTPConfig{})
+	sid := f.open(f.alice)
+	bobs := f.open(f.bob)
+	for _, tc := range []struct{ name, session string }{
+		{"no session id", ""},
+		{"a made-up session id", "mcp-session-0123456789abcdef0123456789abcdef"},
+		{"another token's session", bobs},
+	} {
+		for _, m := range []string{http.MethodGet, http.MethodDelete, http.MethodPost} {
+			if code, _ := f.do(m, f.alice, tc.session, listJSON); code != http.StatusNotFound {
+				t.Errorf("%s with %s: status %d, want 404", m, tc.name, code)
+			}
+		}
+	}
+	if code, _ := f.do(http.MethodGet, f.alice, sid, ""); code != http.StatusOK {
+		t.Fatalf("GET stream on alice's own session: status %d, want 200", code)
+	}
+	if code, _ := f.do(http.MethodDelete, f.alice, sid, ""); code != http.StatusOK {
+		t.Fatalf("DELETE of alice's own session: status %d, want 200", code)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodDelete, http.MethodPost} {
+		if code, _ := f.do(m, f.alice, sid, listJSON); code != http.StatusNotFound {
+			t.Errorf("%s on a deleted session: status %d, want 404", m, code)
+		}
+	}
+}
+
+// TestHTTPDeleteEndsStream: deleting a session ends the GET stream open
+// on it.
+func TestHTTPDeleteEndsStream(t *testing.T) {
+	f := newLimitsFixture(t, server.HTTPConfig{})
+	sid := f.open(f.alice)
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, f.url, nil)
+	req.Header.Set("Authorization", "Bearer "+f.alice)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("GET stream: %v %v", res, err)
+	}
+	defer res.Body.Close()
+	if code, _ := f.do(http.MethodDelete, f.alice, sid, ""); code != http.StatusOK {
+		t.Fatalf("DELETE: status %d", code)
+	}
+	// The stream ends (EOF) rather than staying open forever.
+	if _, err := io.Copy(io.Discard, res.Body); err != nil {
+		t.Fatalf("the stream of a deleted session ended with %v, want a clean end", err)
+	}
+}
+
+// countingBody is a body of n bytes that counts what is read of it.
+type countingBody struct {
+	n, read atomic.Int64
+}
+
+func (b *countingBody) Read(p []byte) (int, error) {
+	left := b.n.Load() - b.read.Load()
+	if left <= 0 {
+		return 0, io.EOF
+	}
+	n := min(int64(len(p)), left)
+	clear(p[:n])
+	b.read.Add(n)
+	return int(n), nil
+}
+
+// TestHTTPAuthBeforeBody: a request without a valid token, or from a
+// foreign origin, is refused on its headers: not a byte of its (huge)
+// body is read.
+func TestHTTPAuthBeforeBody(t *testing.T) {
+	srv, err := server.New("limits", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := server.NewToken()
+	tokens, _ := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("alice", "operator", token)))
+	h := srv.HTTPHandler(server.HTTPConfig{Tokens: tokens})
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		want   int
+	}{
+		{"no token", nil, http.StatusUnauthorized},
+		{"a wrong token", map[string]string{"Authorization": "Bearer pmd_wrong"}, http.StatusUnauthorized},
+		{"a foreign origin with a valid token", map[string]string{"Authorization": "Bearer " + token, "Origin": "https://evil.example"}, http.StatusForbidden},
+		{"a valid token, over the body limit", map[string]string{"Authorization": "Bearer " + token}, http.StatusRequestEntityTooLarge},
+	} {
+		body := &countingBody{}
+		body.n.Store(1 << 30) // 1 GiB, never held
+		r := httptest.NewRequest(http.MethodPost, "/mcp", body)
+		r.ContentLength = 1 << 30
+		r.Header.Set("Content-Type", "application/json")
+		for k, v := range tc.header {
+			r.Header.Set(k, v)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != tc.want || body.read.Load() != 0 {
+			t.Errorf("%s with a 1 GiB body: status %d after reading %d bytes; want %d after reading none", tc.name, w.Code, body.read.Load(), tc.want)
+		}
+	}
+}
+
+// TestHTTPRefusalClosesConnection: over TCP, a client without a token that
+// sends the headers of a large body and holds the rest back gets 401 and
+// its connection closed; nothing waits for the rest.
+func TestHTTPRefusalClosesConnection(t *testing.T) {
+	f := newLimitsFixture(t, server.HTTPConfig{})
+	for _, size := range []int{100 << 10, 1 << 20} { // under and over net/http's own 256 KiB drain
+		conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(f.url, "/mcp"), "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		// A guard against a hang, not a measure: the close comes at once.
+		conn.SetDeadline(time.Now().Add(20 * time.Second))
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", size)
+		conn.Write(make([]byte, size-10)) // all but the last 10 bytes
+		res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		if res.StatusCode != http.StatusUnauthorized || !res.Close {
+			t.Fatalf("body of %d bytes held back: status %d, close %v; want 401 and the connection closed", size, res.StatusCode, res.Close)
+		}
+		// Closed: EOF, or a reset for the unread bytes; not a timeout.
+		if n, err := conn.Read(make([]byte, 1)); err == nil || os.IsTimeout(err) {
+			t.Fatalf("body of %d bytes held back: after the 401 the connection gave %d bytes, %v; want it closed", size, n, err)
+		}
+	}
+}
+
+// blockingBody yields its bytes after release is closed, and says when
+// its first read started.
+type blockingBody struct {
+	started, release chan struct{}
+	once             sync.Once
+	r                io.Reader
+}
+
+func (b *blockingBody) Read(p []byte) (int, error) {
+	b.once.Do(func() { close(b.started) })
+	<-b.release
+	return b.r.Read(p)
+}
+
+// TestHTTPBufferedBytesBudget: bodies held in memory at once are bounded
+// across requests; one that does not fit gets 503 before it is read, and
+// fits again once the others are done.
+func TestHTTPBufferedBytesBudget(t *testing.T) {
+	srv, err := server.New("limits", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.HTTPHandler(server.HTTPConfig{Caller: server.Caller{Name: "local", Role: "operator"}, MaxBodyBytes: 4 << 10, MaxBufferedBytes: 8 << 10})
+	req := func(body io.Reader, n int) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", body)
+		r.ContentLength = int64(n)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		return r
+	}
+	slow := &blockingBody{started: make(chan struct{}), release: make(chan struct{}), r: strings.NewReader(initJSON + strings.Repeat(" ", 3000))}
+	done := make(chan int)
+	go func() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req(slow, len(initJSON)+3000))
+		done <- w.Code
+	}()
+	<-slow.started // its ~3.1 KiB, counted twice, are held
+	second := &countingBody{}
+	second.n.Store(2000)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, req(second, 2000))
+	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || second.read.Load() != 0 {
+		t.Fatalf("a body over the buffered-bytes budget: status %d, Retry-After %q, %d bytes read; want 503, Retry-After, none read",
+			w.Code, w.Header().Get("Retry-After"), second.read.Load())
+	}
+	close(slow.release)
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("the request holding the budget: status %d, want 200", code)
+	}
+	w = httptest.NewRecorder()
+	h.ServeHTTP(w, req(strings.NewReader(initJSON), len(initJSON)))
+	if w.Code != http.StatusOK {
+		t.Fatalf("after the budget is given back: status %d, want 200", w.Code)
+	}
+}
+
+// TestLimitListener: at most n connections are accepted at once; the
+// next is accepted when one closes.
+func TestLimitListener(t *testing.T) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln := server.LimitListener(inner, 2)
+	defer ln.Close()
+	accepted := make(chan net.Conn, 3)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c
+		}
+	}()
+	for range 3 {
+		c, err := net.Dial("tcp", inner.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	first, second := <-accepted, <-accepted
+	select {
+	case <-accepted:
+		t.Fatal("a third connection was accepted with a limit of 2")
+	default:
+	}
+	first.Close()
+	third := <-accepted // the freed slot takes the waiting one
+	second.Close()
+	third.Close()
+	ln.Close()
+	for range accepted {
+	}
+}
+
+// TestHTTPLongCallOutlivesTimeouts: a tool call that takes longer than the
+// read and write timeouts (a slow device, an approval awaited), whose
+// answer went over SSE from the start (a notification before the wait),
+// completes: the timeouts bound reading a request and each write, not a
+// call.
+func TestHTTPLongCallOutlivesTimeouts(t *testing.T) {
+	srv, err := server.New("limits", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const timeout = 200 * time.Millisecond
+	srv.MCP().AddTool(mcp.NewTool("slow"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		_ = mcpserver.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": "info", "data": "waiting on the device"})
+		select { // the device takes three times the timeouts
+		case <-time.After(3 * timeout):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = srv.HTTPServer(server.HTTPConfig{Caller: server.Caller{Name: "local", Role: "operator"}, ReadTimeout: timeout, WriteTimeout: timeout})
+	ts.Start()
+	defer ts.Close()
+	noted := make(chan struct{}, 1)
+	c, err := client.NewStreamableHttpClient(ts.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.OnNotification(func(mcp.JSONRPCNotification) {
+		select {
+		case noted <- struct{}{}:
+		default:
+		}
+	})
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "t", Version: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "slow"}})
+	if err != nil || res.IsError || len(res.Content) == 0 || res.Content[0].(mcp.TextContent).Text != "done" {
+		t.Fatalf("a call of 3x the timeouts: %v, %v; want done", res, err)
+	}
+	select { // handed to the client asynchronously
+	case <-noted:
+	case <-time.After(10 * time.Second): // a guard against a hang, not a measure
+		t.Fatal("the notification sent before the wait never reached the client")
+	}
+}
+
+// TestHTTP2: over HTTPS the server speaks HTTP/2 with its limits, and
+// refuses a request without a token there too.
+func TestHTTP2(t *testing.T) {
+	srv, err := server.New("limits", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := server.NewToken()
+	tokens, _ := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("alice", "operator", token)))
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = srv.HTTPServer(server.HTTPConfig{Tokens: tokens})
+	ts.EnableHTTP2 = true
+	ts.StartTLS()
+	defer ts.Close()
+	for _, tc := range []struct {
+		token string
+		want  int
+	}{{token, http.StatusOK}, {"", http.StatusUnauthorized}} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, ts.URL+"/mcp", strings.NewReader(initJSON))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if tc.token != "" {
+			req.Header.Set("Authorization", "Bearer "+tc.token)
+		}
+		res, err := ts.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, res.Body)
+		res.Body.Close()
+		if res.ProtoMajor != 2 || res.StatusCode != tc.want {
+			t.Fatalf("initialize over HTTPS, token %v: %s %d, want HTTP/2 %d", tc.token != "", res.Proto, res.StatusCode, tc.want)
+		}
+	}
+}
