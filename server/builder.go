@@ -477,6 +477,9 @@ func (s *Server) argumentsFor(schema string, req mcp.CallToolRequest) (map[strin
 			Message: fmt.Sprintf("%s is not valid UTF-8 text (invalid bytes or an unpaired \\u surrogate escape); "+
 				"arguments are compared byte for byte, so send valid UTF-8", field)}
 	}
+	if e := numberOutOfRange(args); e != nil {
+		return args, e
+	}
 	if err := s.validator.Validate(schema, raw); err != nil {
 		field, msg := schemaMessage(err)
 		return args, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: field, Message: msg}

@@ -25,7 +25,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, ca
 	st := mcpserver.NewStdioServer(s.mcp)
 	st.SetErrorLogger(log.New(slogWriter{s.log}, "", 0))
 	st.SetContextFunc(func(ctx context.Context) context.Context { return WithCaller(ctx, caller) })
-	return st.Listen(ctx, in, out)
+	return st.Listen(ctx, newGuardLines(in), out) // 1e309 gets a typed answer: numbers.go
 }
 
 // HTTPConfig configures the streamable HTTP transport.
@@ -82,7 +82,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	}
 	h := mcpserver.NewStreamableHTTPServer(s.mcp, opts...)
 	mux := http.NewServeMux()
-	mux.Handle(path, h)
+	mux.Handle(path, guardBodies(h)) // 1e309 gets a typed answer: numbers.go
 	var next http.Handler = mux
 	if cfg.Tokens != nil {
 		next = bearerAuth(next, cfg.Tokens, s.log)
