@@ -261,3 +261,26 @@ func TestWindowAnswerHoldsUntilValidUntil(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkWindows measures one evaluation with a night deny window and a
+// weekday allow window in Europe/Amsterdam, on an ordinary day and on the
+// autumn change night.
+//
+//	go test ./policy -run XXX -bench Windows
+func BenchmarkWindows(b *testing.B) {
+	ams, err := time.LoadLocation("Europe/Amsterdam")
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := &manifests.Windows{Location: ams,
+		Allow: []manifests.Window{{Days: []time.Weekday{1, 2, 3, 4, 5}, From: 6 * time.Hour, To: 20 * time.Hour}},
+		Deny:  []manifests.Window{{Days: allDays, From: 22 * time.Hour, To: 6 * time.Hour}}}
+	for _, at := range []struct{ name, t string }{{"ordinary", "2026-11-30T12:00:00+01:00"}, {"change-night", "2026-10-25T02:30:00+01:00"}} {
+		now, _ := time.Parse(time.RFC3339, at.t)
+		b.Run(at.name, func(b *testing.B) {
+			for b.Loop() {
+				decide(w, now)
+			}
+		})
+	}
+}
