@@ -54,8 +54,11 @@ type BoltOptions struct {
 // fingerprint, the state (in flight or done), the start time, the expiry
 // and the full outcome. A key is recorded in flight, and that record is
 // fsync'd, before the action runs; its outcome is recorded, and fsync'd,
-// before Do returns. A lone write commits at once; concurrent writes share
-// commits (bbolt's Batch).
+// before Do returns. When that last write fails (a full disk), Do returns
+// the outcome with ErrNotRecorded, keeps it in memory, answers retries with
+// it (and the same error), and writes it once a later write succeeds. A
+// lone write commits at once; concurrent writes share commits (bbolt's
+// Batch).
 //
 // Bolt is safe for concurrent use within one process; the file is locked
 // against other processes while open.
