@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -25,6 +26,9 @@ type record struct {
 	Started     time.Time `json:"started"`
 	Expires     time.Time `json:"expires"`
 	Outcome     []byte    `json:"outcome,omitempty"`
+	// Unrecorded says that the first answer went out before the outcome
+	// was recorded: replays carry ErrNotRecorded, as it did.
+	Unrecorded bool `json:"unrecorded,omitempty"`
 }
 
 const (
@@ -50,8 +54,11 @@ type BoltOptions struct {
 // fingerprint, the state (in flight or done), the start time, the expiry
 // and the full outcome. A key is recorded in flight, and that record is
 // fsync'd, before the action runs; its outcome is recorded, and fsync'd,
-// before Do returns. A lone write commits at once; concurrent writes share
-// commits (bbolt's Batch).
+// before Do returns. When that last write fails (a full disk), Do returns
+// the outcome with ErrNotRecorded, keeps it in memory, answers retries with
+// it (and the same error), and writes it once a later write succeeds. A
+// lone write commits at once; concurrent writes share commits (bbolt's
+// Batch).
 //
 // Bolt is safe for concurrent use within one process; the file is locked
 // against other processes while open.
@@ -65,8 +72,13 @@ type Bolt struct {
 
 	mu      sync.Mutex
 	flights map[string]*flight
+	// pending holds the writes that failed (a full disk), until one
+	// succeeds: a done record, or nil for a key to forget.
+	pending map[string]*record
 	closed  bool
 	calls   int
+
+	failWrite atomic.Pointer[func() error] // tests: fail writes as a full disk would
 }
 
 // flight is a call in progress in this process.
@@ -75,6 +87,7 @@ type flight struct {
 	done        chan struct{}
 	outcome     []byte
 	kept        bool
+	unrecorded  bool
 }
 
 // OpenBolt opens (creating if needed) the store at path. It waits at most
@@ -105,7 +118,7 @@ func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, erro
 		db.Close()
 		return nil, fmt.Errorf("idempotency store %s: %w", path, err)
 	}
-	b := &Bolt{db: db, ttl: opts.TTL, clock: opts.Clock, log: opts.Log, flights: map[string]*flight{}}
+	b := &Bolt{db: db, ttl: opts.TTL, clock: opts.Clock, log: opts.Log, flights: map[string]*flight{}, pending: map[string]*record{}}
 	if err := b.sweep(); err != nil {
 		db.Close()
 		return nil, err
@@ -117,11 +130,13 @@ func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, erro
 func (b *Bolt) TTL() time.Duration { return b.ttl }
 
 // Close waits for no call and closes the file; calls in flight must have
-// returned (the server drains them first). Do after Close gives ErrClosed.
+// returned (the server drains them first). It makes a last attempt to
+// record outcomes whose write failed. Do after Close gives ErrClosed.
 func (b *Bolt) Close() error {
 	b.mu.Lock()
 	b.closed = true
 	b.mu.Unlock()
+	b.flushPending()
 	return b.db.Close()
 }
 
@@ -158,6 +173,9 @@ func (b *Bolt) Do(ctx context.Context, key, fingerprint string, act Action) ([]b
 			return nil, false, fmt.Errorf("key %q: waiting for the call in flight: %w", key, ctx.Err())
 		}
 		if f.kept {
+			if f.unrecorded {
+				return f.outcome, true, fmt.Errorf("key %q: %w", key, ErrNotRecorded)
+			}
 			return f.outcome, true, nil
 		}
 		// The call in flight kept nothing: claim the key ourselves.
@@ -173,9 +191,20 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out 
 		close(f.done)
 	}()
 	now := b.clock.Now()
-	rec, found, err := b.get(key)
-	if err != nil {
-		return nil, false, err
+	b.flushPending()
+	b.mu.Lock()
+	p, isPending := b.pending[key]
+	b.mu.Unlock()
+	var rec record
+	var found bool
+	switch {
+	case isPending && p != nil:
+		rec, found = *p, true
+	case isPending: // forgotten, though the disk still says in flight
+	default:
+		if rec, found, err = b.get(key); err != nil {
+			return nil, false, err
+		}
 	}
 	if found && now.After(rec.Expires) {
 		found = false
@@ -185,7 +214,10 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out 
 	case found && rec.Fingerprint != f.fingerprint:
 		return nil, false, fmt.Errorf("key %q: %w", key, ErrConflict)
 	case found && rec.State == stateDone:
-		f.outcome, f.kept = rec.Outcome, true
+		f.outcome, f.kept, f.unrecorded = rec.Outcome, true, rec.Unrecorded
+		if rec.Unrecorded {
+			return rec.Outcome, true, fmt.Errorf("key %q: %w", key, ErrNotRecorded)
+		}
 		return rec.Outcome, true, nil
 	case found: // in flight, left by a process that stopped
 		attempt = Attempt{Recovering: true, Started: rec.Started}
@@ -200,7 +232,11 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out 
 	if err != nil || !keep {
 		// Nothing happened that a retry must not repeat: forget the key.
 		if derr := b.delete(key); derr != nil {
+			// Forget it in this process; the disk catches up later.
 			b.log.Error("forgetting an idempotency key", "key", key, "err", derr)
+			b.mu.Lock()
+			b.pending[key] = nil
+			b.mu.Unlock()
 		}
 		if err != nil {
 			return nil, false, err
@@ -210,12 +246,48 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out 
 	done := record{Fingerprint: f.fingerprint, State: stateDone, Started: rec.Started,
 		Expires: b.clock.Now().Add(b.ttl), Outcome: out}
 	if err := b.put(key, &done); err != nil {
-		// The action happened; the key stays in flight, so a retry
-		// recovers instead of actuating again.
-		b.log.Error("recording an outcome; a retry with this key will recover it", "key", key, "err", err)
+		// The action happened. The key stays in flight on disk (a restart
+		// recovers it instead of actuating again); until a write succeeds,
+		// this process answers retries from memory, marked alike.
+		b.log.Error("recording an outcome failed; kept in memory until a write succeeds", "key", key, "err", err)
+		done.Unrecorded = true
+		b.mu.Lock()
+		b.pending[key] = &done
+		b.mu.Unlock()
+		f.outcome, f.kept, f.unrecorded = out, true, true
+		return out, false, fmt.Errorf("key %q: %w: %w", key, ErrNotRecorded, err)
 	}
 	f.outcome, f.kept = out, true
 	return out, false, nil
+}
+
+// flushPending makes the writes that failed, now that the disk may have
+// room again.
+func (b *Bolt) flushPending() {
+	b.mu.Lock()
+	if len(b.pending) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	todo := maps.Clone(b.pending)
+	b.mu.Unlock()
+	for key, rec := range todo {
+		var err error
+		if rec == nil {
+			err = b.delete(key)
+		} else {
+			err = b.put(key, rec)
+		}
+		if err != nil {
+			b.log.Warn("a failed idempotency write still cannot be made", "key", key, "err", err)
+			return // the disk is still full
+		}
+		b.mu.Lock()
+		if b.pending[key] == rec {
+			delete(b.pending, key)
+		}
+		b.mu.Unlock()
+	}
 }
 
 func (b *Bolt) get(key string) (rec record, found bool, err error) {
@@ -257,6 +329,11 @@ func (b *Bolt) delete(key string) error {
 // for company. fn may run more than once (Batch retries), so it must be
 // idempotent: a put or a delete is.
 func (b *Bolt) write(fn func(*bolt.Tx) error) error {
+	if fail := b.failWrite.Load(); fail != nil {
+		if err := (*fail)(); err != nil {
+			return err
+		}
+	}
 	if b.writers.Add(1) == 1 {
 		defer b.writers.Add(-1)
 		return b.db.Update(fn)

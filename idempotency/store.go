@@ -32,6 +32,15 @@ import (
 // arguments: the store refuses to replay another call's outcome.
 var ErrConflict = errors.New("idempotency key reused with different arguments")
 
+// ErrNotRecorded is returned, wrapped and together with the outcome, when
+// an action ran (the device may have been touched) but the store could not
+// record its outcome durably: a full disk. The store keeps the outcome in
+// memory and answers every later call with that key with the same outcome
+// and this error again, also once a later write has recorded it, so that
+// the caller answers all of them alike. Only a restart before the outcome
+// is written loses it: the key is then in flight, and is recovered.
+var ErrNotRecorded = errors.New("the outcome could not be recorded durably")
+
 // Action runs the mutation that a key guards. It returns the outcome to
 // return to the caller and whether to keep it for later replays: an
 // outcome that touched nothing (a refusal, a bad argument) is not kept, so
@@ -56,7 +65,9 @@ type Store interface {
 	// identifies the call's tool and arguments. It returns the outcome, and
 	// replayed true when the outcome is an earlier call's. A key kept with
 	// another fingerprint gives ErrConflict and does not run act. An error
-	// from act is returned as is and nothing is kept. A durable store runs
+	// from act is returned as is and nothing is kept. An outcome that could
+	// not be recorded comes with ErrNotRecorded, and so do its replays. A
+	// durable store runs
 	// act with Attempt.Recovering for a key an earlier process left in
 	// flight (see Recovery); act's outcome then replaces that record.
 	Do(ctx context.Context, key, fingerprint string, act Action) (outcome []byte, replayed bool, err error)

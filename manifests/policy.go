@@ -86,9 +86,12 @@ type ValueCondition struct {
 	Equals       any
 }
 
-// Window is a daily period on some weekdays. From and To are offsets from
-// local midnight; To <= From crosses midnight (20:00–06:00). A window that
-// crosses midnight belongs to the day it starts on.
+// Window is a daily period on some weekdays. From and To are wall-clock
+// times in the windows' zone, as offsets from midnight; To < From crosses
+// midnight (20:00–06:00), and From == To is refused. A window that crosses
+// midnight belongs to the day it starts on. On daylight-saving change days
+// the policy package checks a repeated wall time at both offsets and never
+// moves a skipped one (see policy/windows.go).
 type Window struct {
 	Days     []time.Weekday
 	From, To time.Duration
@@ -453,25 +456,44 @@ func (d *decoder) window(n ast.Node, path string) Window {
 	} else {
 		w.Days = weekdayAliases["all"]
 	}
-	w.From = d.clock(f["from"], join(path, "from"))
-	w.To = d.clock(f["to"], join(path, "to"))
+	from, fromOK := d.clock(f["from"], join(path, "from"))
+	to, toOK := d.clock(f["to"], join(path, "to"))
+	w.From, w.To = from, to
 	d.required(f, path, "from", `a time of day such as "20:00"`)
 	d.required(f, path, "to", `a time of day such as "06:00"`)
+	switch {
+	case fromOK && from == 24*time.Hour:
+		d.add(join(path, "from"), ErrRange, `"24:00" (a window starts at 00:00 to 23:59; 24:00 is only an end)`)
+	case fromOK && toOK && from == to:
+		// Empty or the whole day? Say which.
+		d.add(join(path, "to"), ErrNotAllowed, `"%02d:%02d", the same as from (want a window that ends at another time; the whole day is from "00:00" to "24:00")`,
+			int(to/time.Hour), int(to%time.Hour/time.Minute))
+	}
 	return w
 }
 
-// clock parses "HH:MM" (00:00 to 24:00) into an offset from midnight.
-func (d *decoder) clock(n ast.Node, path string) time.Duration {
+// clock parses "HH:MM" (00:00 to 24:00) into an offset from midnight, a
+// wall-clock time in the window's zone.
+func (d *decoder) clock(n ast.Node, path string) (time.Duration, bool) {
 	s, ok := d.str(n, path)
 	if !ok {
-		return 0
+		return 0, false
+	}
+	digit := func(i int) int {
+		if c := s[i]; c >= '0' && c <= '9' {
+			return int(c - '0')
+		}
+		return -100
 	}
 	var h, m int
-	if _, err := fmt.Sscanf(s, "%d:%d", &h, &m); err != nil || len(s) != 5 || h < 0 || m < 0 || m > 59 || h > 24 || h == 24 && m != 0 {
-		d.add(path, ErrType, "%q (want a time of day HH:MM, 00:00 to 24:00)", s)
-		return 0
+	if len(s) == 5 && s[2] == ':' {
+		h, m = digit(0)*10+digit(1), digit(3)*10+digit(4)
 	}
-	return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute
+	if len(s) != 5 || s[2] != ':' || h < 0 || m < 0 || m > 59 || h > 24 || h == 24 && m != 0 {
+		d.add(path, ErrType, "%q (want a time of day HH:MM, 00:00 to 24:00)", s)
+		return 0, false
+	}
+	return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute, true
 }
 
 // when decodes a condition on the requested value of cap's action.

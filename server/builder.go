@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -12,9 +13,12 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -111,7 +115,12 @@ type ReadRequest struct {
 // AppliedValue, PreviousValue and, when refused, Permission and Reason; the
 // server fills the key, side effects, compensable and the timestamp where
 // left zero. A returned error becomes a failed typed body with code internal
-// and is not kept for replay.
+// and, like every result of a handler that ran, is kept for replay: the
+// handler may have touched the device, so a retry with the same key returns
+// that failure and does not run the handler again (a new attempt needs a
+// new key). Only refusals and bad arguments (a failed result with a
+// permission other than allowed, or error code invalid_argument) are not
+// kept, so that a retry is evaluated afresh.
 //
 // When req.Recovering is true the handler must not actuate: an earlier
 // attempt with this key started and never finished (the server stopped), so
@@ -476,11 +485,90 @@ func (s *Server) argumentsFor(schema string, req mcp.CallToolRequest) (map[strin
 	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
 		return map[string]any{}, &promcp.Error{Code: promcp.CodeInvalidArgument, Message: "arguments must be a JSON object"}
 	}
+	if field, bad := invalidText(raw); bad {
+		// Decoding replaced the bad bytes with U+FFFD, so that two different
+		// keys would look alike: refuse, and never echo the mangled key.
+		if field == "idempotency_key" {
+			delete(args, "idempotency_key")
+		}
+		return args, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: field,
+			Message: fmt.Sprintf("%s is not valid UTF-8 text (invalid bytes or an unpaired \\u surrogate escape); "+
+				"arguments are compared byte for byte, so send valid UTF-8", field)}
+	}
+	if e := numberOutOfRange(args); e != nil {
+		return args, e
+	}
 	if err := s.validator.Validate(schema, raw); err != nil {
 		field, msg := schemaMessage(err)
 		return args, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: field, Message: msg}
 	}
 	return args, nil
+}
+
+// invalidText reports the first top-level argument (by name, or
+// "arguments" for a name itself) whose JSON text holds invalid UTF-8 or a
+// \u escape of an unpaired surrogate: text that encoding/json would
+// silently replace with U+FFFD.
+func invalidText(raw []byte) (field string, bad bool) {
+	if utf8.Valid(raw) && !bytes.Contains(raw, []byte(`\u`)) {
+		return "", false // the common case
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return "arguments", true
+	}
+	names := slices.Sorted(maps.Keys(fields))
+	for _, name := range names {
+		if !validJSONText(fields[name]) {
+			return name, true
+		}
+	}
+	// Keys are decoded with the same replacement: check them as written.
+	if !validJSONText(raw) {
+		return "arguments", true
+	}
+	return "", false
+}
+
+// validJSONText reports whether JSON text b is valid UTF-8 and every \u
+// escape in it that names a surrogate is one half of a pair.
+func validJSONText(b []byte) bool {
+	if !utf8.Valid(b) {
+		return false
+	}
+	hex4 := func(i int) (rune, bool) {
+		if i+6 > len(b) || b[i] != '\\' || b[i+1] != 'u' {
+			return 0, false
+		}
+		n, err := strconv.ParseUint(string(b[i+2:i+6]), 16, 16)
+		return rune(n), err == nil
+	}
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			continue
+		}
+		if b[i+1] != 'u' {
+			i++ // an escaped character, possibly a backslash
+			continue
+		}
+		r, ok := hex4(i)
+		if !ok {
+			return false
+		}
+		switch {
+		case utf16.IsSurrogate(r) && r < 0xdc00: // a high half: a low half must follow
+			lo, ok := hex4(i + 6)
+			if !ok || lo < 0xdc00 || lo > 0xdfff {
+				return false
+			}
+			i += 11
+		case utf16.IsSurrogate(r): // a low half alone
+			return false
+		default:
+			i += 5
+		}
+	}
+	return true
 }
 
 func rawArguments(req mcp.CallToolRequest) []byte {

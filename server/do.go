@@ -209,6 +209,10 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 		}
 		return b, keep, nil
 	})
+	unrecorded := errors.Is(err, idempotency.ErrNotRecorded) && outcome != nil
+	if unrecorded {
+		err = nil // the device was touched: answer, as partial (markUnrecorded)
+	}
 	switch {
 	case errors.Is(err, idempotency.ErrConflict):
 		return refuse(key, fail(key, &promcp.Error{Code: promcp.CodeIdempotencyConflict, Field: "idempotency_key",
@@ -219,6 +223,9 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 	var out promcp.DoResult
 	if err := json.Unmarshal(outcome, &out); err != nil {
 		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: "stored result is unreadable: " + err.Error()}), nil
+	}
+	if unrecorded {
+		markUnrecorded(&out)
 	}
 	out.Replayed = replayed
 	if replayed {

@@ -29,7 +29,7 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, ca
 	st := mcpserver.NewStdioServer(s.mcp)
 	st.SetErrorLogger(log.New(slogWriter{s.log}, "", 0))
 	st.SetContextFunc(func(ctx context.Context) context.Context { return WithCaller(ctx, caller) })
-	return st.Listen(ctx, in, out)
+	return st.Listen(ctx, newGuardLines(in), out) // 1e309 gets a typed answer: numbers.go
 }
 
 // HTTPConfig configures the streamable HTTP transport.
@@ -155,7 +155,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		s.log.Info("ended an idle session", "session", id, "idle", sessions.limits.IdleTTL.String())
 	}
 	mux := http.NewServeMux()
-	mux.Handle(path, h)
+	mux.Handle(path, guardBodies(h)) // 1e309 gets a typed answer: numbers.go
 	g := &httpGate{
 		next:     mux,
 		log:      s.log,
