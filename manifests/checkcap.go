@@ -1,7 +1,10 @@
 package manifests
 
 import (
+	"fmt"
+	"math"
 	"slices"
+	"strings"
 )
 
 // sht3xChannels are the channels of ModelSHT3x.
@@ -257,6 +260,49 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 	case c.d.has(ep) && slices.Contains(valueTypesOf(), cp.Type):
 		c.d.add(ep, ErrNotAllowed, "for type %s (only enum has a list of values)", cp.Type)
 	}
+	if a.SafeValue != nil {
+		if why := safeValueProblem(cp.Type, k, a.SafeValue); why != "" {
+			c.d.add(join(dp, "safe_value"), ErrRange, ": %s", why)
+		}
+	}
+}
+
+// safeValueProblem says why v cannot be the safe value of an action of
+// type t with constraints k, or "".
+func safeValueProblem(t ValueType, k Constraints, v any) string {
+	switch t {
+	case TypeBoolean:
+		if _, ok := v.(bool); !ok {
+			return fmt.Sprintf("%v (want true or false for a boolean capability)", v)
+		}
+	case TypeEnum:
+		s, ok := v.(string)
+		if !ok || !slices.Contains(k.Enum, s) {
+			return fmt.Sprintf("%v (want one of the constraints' enum values: %s)", v, strings.Join(k.Enum, ", "))
+		}
+	case TypeNumber, TypeInteger:
+		f, ok := v.(float64)
+		switch {
+		case !ok:
+			return fmt.Sprintf("%v (want a number)", v)
+		case t == TypeInteger && f != math.Trunc(f):
+			return fmt.Sprintf("%v (want an integer)", f)
+		case k.Min != nil && f < *k.Min:
+			return fmt.Sprintf("%v is below the constraints' min %v", f, *k.Min)
+		case k.Max != nil && f > *k.Max:
+			return fmt.Sprintf("%v is above the constraints' max %v", f, *k.Max)
+		case k.Step != nil && *k.Step > 0:
+			base := 0.0
+			if k.Min != nil {
+				base = *k.Min
+			}
+			n := (f - base) / *k.Step
+			if math.Abs(n-math.Round(n)) > 1e-9*math.Max(1, math.Abs(n)) {
+				return fmt.Sprintf("%v is not on the constraints' step %v from %v", f, *k.Step, base)
+			}
+		}
+	}
+	return ""
 }
 
 func (c *checker) checkSim() {
