@@ -17,6 +17,7 @@ import (
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -298,4 +299,104 @@ func candidateWith(rep map[string]any, action, reason string) bool {
 		}
 	}
 	return false
+}
+
+// TestCanDoReportsReservationInProgress: while an action holds its
+// reservation (here taken directly on the gateway's Reserver, as a do_*
+// call writing on a slow bus would), can_do counts it: the same action is
+// cooldown_active "actuating now", an action interlocked with it is
+// policy_denied by the value being written, and an action tied to it that
+// would be allowed says that do_* will wait, with a valid_until of at most
+// a second. Once released, the answers are plain again.
+func TestCanDoReportsReservationInProgress(t *testing.T) {
+	m, err := manifests.Load("testdata/race/race.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := manifests.LoadPolicy("testdata/race/race.policy.yml", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(monday10)
+	w, err := sim.New(m, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := capabilities.HardwareFuncs{
+		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
+		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
+	}
+	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	res := policy.NewLocalReserver(policy.NewMemoryState())
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{Policy: pol, Reserver: res})
+	b := &raceBench{clk: clk, world: w, c: c}
+
+	allow := func(context.Context, policy.View) policy.Decision { return policy.Decision{Permission: "allowed", Value: true} }
+	vent, _, err := res.Reserve(t.Context(), policy.Claim{Action: "do_set_vent", Read: "read_vent",
+		Unit: policy.Unit{"do_set_heater", "do_set_vent"}, Value: true, Now: clk.Now()}, allow)
+	if err != nil || vent == nil {
+		t.Fatal(err)
+	}
+	dim, _, err := res.Reserve(t.Context(), policy.Claim{Action: "do_set_dimmer", Read: "read_dimmer",
+		Unit: policy.Unit{"do_set_dimmer"}, Value: 40.0, Now: clk.Now()}, allow)
+	if err != nil || dim == nil {
+		t.Fatal(err)
+	}
+
+	if rep := canDo(t, b, "do_set_heater", true); !blockedReason(rep, "do_set_heater", "policy_denied", "being set now") {
+		t.Errorf("can_do(heater on) while the vent is being opened = %v, want policy_denied by the value being written", rep)
+	}
+	rep := canDo(t, b, "do_set_heater", false)
+	if !candidateWith(rep, "do_set_heater", "do_* waits for it") {
+		t.Errorf("can_do(heater off) while the vent is being opened = %v, want allowed, saying do_* waits", rep)
+	} else if vu := validUntil(t, rep); vu.After(clk.Now().Add(time.Second)) {
+		t.Errorf("valid_until %s, want at most a second ahead while an action is in progress", vu)
+	}
+	if rep := canDo(t, b, "do_set_dimmer", 50.0); !blockedReason(rep, "do_set_dimmer", "cooldown_active", "actuating now") {
+		t.Errorf("can_do(dimmer) while a dimmer write is in progress = %v, want cooldown_active, actuating now", rep)
+	}
+	if r := b.call(t, "do_set_dimmer", map[string]any{"value": 50, "idempotency_key": key()}); outcome(r) != "cooldown_active" {
+		t.Errorf("do_set_dimmer while another write is in progress = %v, want cooldown_active", r)
+	}
+
+	if err := res.Release(t.Context(), vent); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Release(t.Context(), dim); err != nil {
+		t.Fatal(err)
+	}
+	if rep := canDo(t, b, "do_set_heater", true); !candidateWith(rep, "do_set_heater", "") {
+		t.Errorf("can_do(heater on) after the vent's reservation was released = %v, want allowed", rep)
+	}
+	if r := b.call(t, "do_set_dimmer", map[string]any{"value": 50, "idempotency_key": key()}); outcome(r) != "success" {
+		t.Errorf("do_set_dimmer after the release = %v, want success (a released reservation does not count)", r)
+	}
+}
+
+func blockedReason(rep map[string]any, action, perm, reason string) bool {
+	list, _ := rep["blocked"].([]any)
+	for _, it := range list {
+		b, _ := it.(map[string]any)
+		r, _ := b["reason"].(string)
+		if b["capability"] == action && b["permission"] == perm && strings.Contains(r, reason) {
+			return true
+		}
+	}
+	return false
+}
+
+func validUntil(t *testing.T, rep map[string]any) time.Time {
+	t.Helper()
+	list, _ := rep["candidates"].([]any)
+	c, _ := list[0].(map[string]any)
+	s, _ := c["valid_until"].(string)
+	vu, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("valid_until %q: %v", s, err)
+	}
+	return vu
 }
