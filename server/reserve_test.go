@@ -335,7 +335,9 @@ func TestCanDoReportsReservationInProgress(t *testing.T) {
 	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{Policy: pol, Reserver: res})
 	b := &raceBench{clk: clk, world: w, c: c}
 
-	allow := func(context.Context, policy.View) policy.Decision { return policy.Decision{Permission: "allowed", Value: true} }
+	allow := func(context.Context, policy.View) policy.Decision {
+		return policy.Decision{Permission: "allowed", Value: true}
+	}
 	vent, _, err := res.Reserve(t.Context(), policy.Claim{Action: "do_set_vent", Read: "read_vent",
 		Unit: policy.Unit{"do_set_heater", "do_set_vent"}, Value: true, Now: clk.Now()}, allow)
 	if err != nil || vent == nil {
