@@ -133,9 +133,9 @@ type Request struct {
 	Now   time.Time
 	// SafeValue is the actuator's declared safe value, nil for none.
 	SafeValue any
-	// InProgress is true when an actuation of this action is reserved and
-	// not yet committed (its start is in History).
-	InProgress bool
+	// InProgress is the start of this action's reservation held by another
+	// call (an actuation under way, counted in History), zero for none.
+	InProgress time.Time
 	// PendingValues are the values reserved actions are writing now, by
 	// the read_* tool of their actuator: an interlock that watches one
 	// holds if either the reading or the pending value meets it.
@@ -223,7 +223,7 @@ func (Evaluator) Evaluate(req Request) Decision {
 			end := last.Add(rules.Cooldown)
 			reason := fmt.Sprintf("cooldown of %s after the last actuation at %s is active for %s more",
 				rules.Cooldown, last.UTC().Format(time.RFC3339), end.Sub(req.Now).Round(time.Second))
-			if req.InProgress && !last.Before(req.Now) {
+			if !req.InProgress.IsZero() && last.Equal(req.InProgress) {
 				reason = fmt.Sprintf("another %s call is actuating now, and its cooldown of %s starts with it", req.Action, rules.Cooldown)
 			}
 			return e.refuse(promcp.CooldownActive, reason, "retry after valid_until"+e.safeHint(), end)
@@ -240,7 +240,7 @@ func (Evaluator) Evaluate(req Request) Decision {
 			slices.SortFunc(in, func(a, b time.Time) int { return a.Compare(b) })
 			reset := in[len(in)-rl.Max].Add(rl.Per)
 			reason := fmt.Sprintf("rate limit of %d actuations per %s reached", rl.Max, rl.Per)
-			if req.InProgress {
+			if !req.InProgress.IsZero() {
 				reason += ", counting the one in progress"
 			}
 			return e.refuse(promcp.RateLimited, reason, "retry after valid_until"+e.safeHint(), reset)

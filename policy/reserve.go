@@ -97,7 +97,7 @@ func (v View) Apply(req *Request) {
 	req.History = append(slices.Clone(v.History), req.History...)
 	for _, p := range v.Pending {
 		if p.Action == req.Action {
-			req.InProgress = true
+			req.InProgress = p.Since
 		}
 		if p.Read == "" {
 			continue

@@ -223,6 +223,11 @@ func TestReservePendingSeenBySnapshot(t *testing.T) {
 	if d := (policy.Evaluator{}).Evaluate(build(v)); !v.Held() || d.Permission != promcp.CooldownActive || !strings.Contains(d.Reason, "actuating now") {
 		t.Fatalf("snapshot while held: held %t, %s %q; want held, cooldown_active naming the call in progress", v.Held(), d.Permission, d.Reason)
 	}
+	// Decided later than the reservation began (a real clock moves on).
+	_, later := numberRequest("do_x", rules, dev, 5, now.Add(2*time.Second))
+	if d := (policy.Evaluator{}).Evaluate(later(v)); d.Permission != promcp.CooldownActive || !strings.Contains(d.Reason, "actuating now") {
+		t.Fatalf("2 s into the reservation: %s %q; want cooldown_active naming the call in progress", d.Permission, d.Reason)
+	}
 	if err := r.Release(t.Context(), res); err != nil {
 		t.Fatal(err)
 	}
