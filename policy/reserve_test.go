@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -274,4 +275,44 @@ func TestReserveWaitsForTiedActuator(t *testing.T) {
 	if res := <-got; res == nil || res.Action != "do_b" {
 		t.Fatalf("waiting reserve = %+v, want do_b reserved once do_a ended", res)
 	}
+}
+
+// BenchmarkReserveCommit is the cost a do_* call pays for its reservation
+// (decide with a cooldown and a rate limit, reserve, commit), uncontended
+// and with 8 actuators in parallel.
+func BenchmarkReserveCommit(b *testing.B) {
+	rules := &manifests.ActionPolicy{Tool: "do_x", RateLimit: &manifests.RateLimit{Max: 1 << 30, Per: time.Minute}}
+	run := func(b *testing.B, r *policy.LocalReserver, action string, at *time.Time) {
+		dev := &actuator{value: 0.0}
+		claim, build := numberRequest(action, rules, dev, 5, *at)
+		res, d, err := r.Reserve(context.Background(), claim, func(_ context.Context, v policy.View) policy.Decision {
+			return policy.Evaluator{}.Evaluate(build(v))
+		})
+		if err != nil || res == nil {
+			b.Fatal(d, err)
+		}
+		if err := r.Commit(context.Background(), res, claim.Now, 5.0); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("one", func(b *testing.B) {
+		r := policy.NewLocalReserver(policy.NewMemoryState())
+		at := now
+		for b.Loop() {
+			at = at.Add(10 * time.Minute) // MemoryState keeps a day: 144 entries
+			run(b, r, "do_x", &at)
+		}
+	})
+	b.Run("parallel8", func(b *testing.B) {
+		r := policy.NewLocalReserver(policy.NewMemoryState())
+		var n atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			action := fmt.Sprintf("do_%d", n.Add(1)%8)
+			at := now
+			for pb.Next() {
+				at = at.Add(10 * time.Minute)
+				run(b, r, action, &at)
+			}
+		})
+	})
 }
