@@ -8,7 +8,8 @@
 // presented, the peers reachable and the time. It touches no bus and keeps
 // no state, so it can run anywhere, including on a fleet hub that fans out
 // can_do. A refusal is a [Decision] value, never an error. History lives
-// behind the [State] interface, updated only by successful actuations.
+// behind the [State] interface, updated only by successful actuations,
+// which a [Reserver] commits.
 //
 // # Order of checks
 //
@@ -18,6 +19,13 @@
 // (source_unreachable), quorum (partition_no_quorum), time windows and
 // interlocks (policy_denied), cooldown (cooldown_active), rate limit
 // (rate_limited), approval (requires_human_approval).
+//
+// Source health runs through all of it: the actuator's own reading and the
+// readings its safety depends on (its inputs, the manifest's
+// do.depends_on). A reading with quality error refuses the action
+// (source_unreachable); one that is stale or degraded keeps it from being
+// plainly allowed (requires_human_approval, naming the reading) unless a
+// human approved it.
 //
 // # Safe value
 //
@@ -30,16 +38,23 @@
 //
 // # Overlapping calls
 //
-// A [Reserver] runs the evaluation on the state of the actuators tied to
-// the action, pending reservations included, and reserves the action in
-// the same step (see Reservations in reserve.go).
+// An evaluation alone is not enough once calls overlap: two callers that
+// evaluate before either has written both see no cooldown, and an
+// interlock between two actuators can be passed by both at once. A
+// [Reserver] closes that gap. The decision and the reservation are one
+// step: a caller reserves its actuator only if the decision, taken on the
+// state of every actuator tied to it (pending reservations and committed
+// actuations, see [View]), still allows it; the bus is written only under
+// a reservation; the reservation is then committed (the actuation enters
+// the history that cooldowns and rate limits read) or released (nothing
+// happened).
 //
-// Source health runs through all of it: the actuator's own reading and the
-// readings its safety depends on (its inputs, the manifest's
-// do.depends_on). A reading with quality error refuses the action
-// (source_unreachable); one that is stale or degraded keeps it from being
-// plainly allowed (requires_human_approval, naming the reading) unless a
-// human approved it.
+// A pending reservation counts as an actuation for everybody else: it
+// starts a cooldown and takes a place in the rate limit at once, and an
+// interlock that watches its actuator sees the value being written as well
+// as the one read. A caller whose decision would allow the action while a
+// tied actuator is reserved waits until that reservation ends, then
+// decides again on fresh readings.
 package policy
 
 import (

@@ -11,26 +11,6 @@ import (
 	"github.com/promcp/promcp-device/promcp"
 )
 
-// Reservations
-//
-// An evaluation alone is not enough once calls overlap: two callers that
-// evaluate before either has written both see no cooldown, and an interlock
-// between two actuators can be passed by both at once. A [Reserver] closes
-// that gap. The decision and the reservation are one step: a caller
-// reserves its actuator only if the decision, taken on the state of every
-// actuator tied to it (the pending reservations and the committed
-// actuations), still allows it; the bus is written only under a
-// reservation; the reservation is then committed (the actuation enters the
-// history that cooldowns and rate limits read) or released (nothing
-// happened).
-//
-// A pending reservation counts as an actuation for everybody else: it
-// starts a cooldown and takes a place in the rate limit at once, and an
-// interlock that watches its actuator sees the value being written as well
-// as the one read. A caller whose decision would allow the action while a
-// tied actuator is reserved waits until that reservation ends, then decides
-// again on fresh readings.
-
 // Unit is the set of actuators (do_* tools) reserved as one: an action's own
 // and every actuator an interlock or a shared device ties to it. Units are
 // symmetric: if A is in B's unit, B is in A's.
