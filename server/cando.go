@@ -117,9 +117,13 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 		view := g.opts.Reserver.Snapshot(g.claim(c, req.Intent.Value))
 		view.Apply(&pr)
 		d := g.policy.Evaluate(pr)
-		if (d.Allowed() || d.Permission == promcp.RequiresHumanApproval) && view.Held() {
-			// do_* would wait for the action in progress, then decide again.
-			d.Reason = joinReason(d.Reason, inProgress(view)+": do_* waits for it to finish, then decides again on fresh readings")
+		if view.Held() {
+			if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
+				// do_* would wait for the action in progress, then decide again.
+				d.Reason = joinReason(d.Reason, inProgress(view)+": do_* waits for it to finish, then decides again on fresh readings")
+			}
+			// The answer changes when the action in progress ends, which
+			// may be soon (a failed write releases its reservation).
 			d.ValidUntil = minTime(d.ValidUntil, pr.Now.Add(time.Second))
 		}
 		if !d.Allowed() && c.Do.SafeValue != nil && !pr.IsSafe() && !strings.Contains(d.Details, "safe value") {

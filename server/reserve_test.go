@@ -358,8 +358,11 @@ func TestCanDoReportsReservationInProgress(t *testing.T) {
 	} else if vu := validUntil(t, rep); vu.After(clk.Now().Add(time.Second)) {
 		t.Errorf("valid_until %s, want at most a second ahead while an action is in progress", vu)
 	}
-	if rep := canDo(t, b, "do_set_dimmer", 50.0); !blockedReason(rep, "do_set_dimmer", "cooldown_active", "actuating now") {
+	rep = canDo(t, b, "do_set_dimmer", 50.0)
+	if !blockedReason(rep, "do_set_dimmer", "cooldown_active", "actuating now") {
 		t.Errorf("can_do(dimmer) while a dimmer write is in progress = %v, want cooldown_active, actuating now", rep)
+	} else if bl := rep["blocked"].([]any)[0].(map[string]any); bl["valid_until"] != clk.Now().Add(time.Second).UTC().Format(time.RFC3339Nano) {
+		t.Errorf("blocked valid_until = %v, want one second ahead (%s): the write in progress may fail and release", bl["valid_until"], clk.Now().Add(time.Second).UTC().Format(time.RFC3339Nano))
 	}
 	if r := b.call(t, "do_set_dimmer", map[string]any{"value": 50, "idempotency_key": key()}); outcome(r) != "cooldown_active" {
 		t.Errorf("do_set_dimmer while another write is in progress = %v, want cooldown_active", r)
