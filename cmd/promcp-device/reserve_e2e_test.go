@@ -3,11 +3,15 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -104,4 +108,60 @@ func TestOverlappingCallsOneWritePerCooldown(t *testing.T) {
 	if len(events) != callers+1 {
 		t.Errorf("audit has %d keys, want %d", len(events), callers+1)
 	}
+}
+
+// syncsOf runs the binary under strace on a fresh --state directory, makes
+// the do_set_fan_speed calls given (one at a time, each answered before the
+// next) and returns how many fsync and fdatasync calls the process made.
+func syncsOf(t *testing.T, strace string, values []float64, args ...string) int {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "strace.txt")
+	cmd := append([]string{"-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", out, binary,
+		"serve", "--sim", "--log-level", "error", "--manifest", greenhouse, "--state", t.TempDir()}, args...)
+	c := client.NewClient(transport.NewStdio(strace, nil, cmd...))
+	s := connect(t, c)
+	for i, v := range values {
+		r, _ := s.call("do_set_fan_speed", map[string]any{"value": v, "idempotency_key": fmt.Sprintf("k%d", i)})
+		if st := r["status"]; st != "success" && r["permission"] != "cooldown_active" {
+			t.Fatalf("do_set_fan_speed(%v) = %v, want success or cooldown_active", v, r)
+		}
+	}
+	// stdin closes: the gateway finishes and exits, strace with it; Close
+	// waits for that.
+	if err := c.Close(); err != nil {
+		t.Fatalf("closing: %v", err)
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(data), "sync(")
+}
+
+// TestFsyncsPerCall counts the fsyncs of do_* calls on the real binary
+// with --state (strace -f -e trace=fsync,fdatasync): a refusal costs
+// exactly one (its audit record: no attempt record, no idempotency
+// write), an actuation at most nine (idempotency in flight 2, audit attempt
+// 1, actuation history 2, audit result 1, idempotency done 2, and bbolt
+// growing its file now and then). Skipped where strace is not installed;
+// the behaviour it measures is tested without it
+// (TestOverlappingCallsOneWritePerCooldown checks the audit records).
+func TestFsyncsPerCall(t *testing.T) {
+	strace, err := exec.LookPath("strace")
+	if err != nil {
+		t.Skip("strace is not installed: fsyncs are counted with strace")
+	}
+	const refusals, acts = 5, 4
+	one := syncsOf(t, strace, []float64{20})
+	withRefusals := syncsOf(t, strace, []float64{20, 30, 31, 32, 33, 34}) // the 5 later ones in the 5-minute cooldown
+	if got := withRefusals - one; got != refusals {
+		t.Errorf("%d refusals cost %d fsyncs, want %d (one audit record each)", refusals, got, refusals)
+	}
+	base := syncsOf(t, strace, []float64{20}, "--policy", "none")
+	many := syncsOf(t, strace, []float64{20, 21, 22, 23, 24}, "--policy", "none")
+	per := float64(many-base) / acts
+	if per < 8 || per > 9 {
+		t.Errorf("an actuation costs %.2f fsyncs, want 8 (9 when bbolt grows its files)", per)
+	}
+	t.Logf("fsyncs: %.2f per actuation, %.2f per refusal", per, float64(withRefusals-one)/refusals)
 }
