@@ -51,8 +51,8 @@ type BoltOptions struct {
 // and the full outcome. A key is recorded in flight, and that record is
 // fsync'd, when the action calls Attempt.Begin, before it acts; its
 // outcome is recorded, and fsync'd, before Do returns. An action that
-// keeps nothing and never began costs no write. A lone write commits at once; concurrent writes share
-// commits (bbolt's Batch).
+// keeps nothing and never began costs no write. A lone write commits at
+// once; concurrent writes share commits (bbolt's Batch).
 //
 // Bolt is safe for concurrent use within one process; the file is locked
 // against other processes while open.

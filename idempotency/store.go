@@ -11,11 +11,12 @@
 // A durable store records a key as in flight, durably, when the action
 // calls [Attempt.Begin] (which it does after deciding to act and before it
 // has any effect), and as done with its outcome after. An action that
-// refuses without calling Begin costs the store no write at all. When the process dies between
-// the two (kill -9, power loss), the key stays in flight. The next call with
-// that key and the same fingerprint does not run the action as new: it runs
-// it with [Attempt].Recovering set, and the action must find out what the
-// earlier attempt did (read the actuator back) instead of actuating blindly.
+// refuses without calling Begin costs the store no write at all. When the
+// process dies between the two (kill -9, power loss), the key stays in
+// flight. The next call with that key and the same fingerprint does not run
+// the action as new: it runs it with [Attempt].Recovering set, and the
+// action must find out what the earlier attempt did (read the actuator
+// back) instead of actuating blindly.
 //
 // # Concurrency
 //
@@ -55,9 +56,10 @@ type Attempt struct {
 }
 
 // Begin records the key in flight, durably, before the action has any
-// effect; the action calls it once it has decided to act, and does not act
-// when it fails. A store that keeps nothing across a restart has nothing
-// to record. Calling it again does nothing.
+// effect; the action calls it once it has decided to act, from its own
+// goroutine, and does not act when it fails. A store that keeps nothing
+// across a restart has nothing to record. Calling it again returns the
+// first call's answer.
 func (a Attempt) Begin(ctx context.Context) error {
 	if a.begin == nil {
 		return nil

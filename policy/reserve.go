@@ -113,9 +113,10 @@ func (v View) Apply(req *Request) {
 // Commit and Release update the same record.
 type Reserver interface {
 	// Reserve decides c with decide on the current view of c.Unit and, when
-	// the decision allows the action, reserves it. decide may be called
-	// more than once (each time the unit changed while it decided) and
-	// reads what it needs afresh each time; it must not write. A refusal
+	// the decision allows the action, reserves it. decide is called from
+	// Reserve's goroutine, possibly more than once (each time the unit
+	// changed while it decided); it reads what it needs afresh each time
+	// and must not write. A refusal
 	// returns a nil Reservation and the refusing Decision. When the
 	// decision allows the action but a tied actuator is reserved, Reserve
 	// waits for that reservation to end and decides again; it returns an
