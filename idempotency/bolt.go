@@ -53,12 +53,13 @@ type BoltOptions struct {
 // Bolt is a durable Store in a bbolt file. Each key's record holds the
 // fingerprint, the state (in flight or done), the start time, the expiry
 // and the full outcome. A key is recorded in flight, and that record is
-// fsync'd, before the action runs; its outcome is recorded, and fsync'd,
-// before Do returns. When that last write fails (a full disk), Do returns
-// the outcome with ErrNotRecorded, keeps it in memory, answers retries with
-// it (and the same error), and writes it once a later write succeeds. A
-// lone write commits at once; concurrent writes share commits (bbolt's
-// Batch).
+// fsync'd, when the action calls Attempt.Begin, before it acts; its
+// outcome is recorded, and fsync'd, before Do returns. An action that
+// keeps nothing and never began costs no write. When that last write fails
+// (a full disk), Do returns the outcome with ErrNotRecorded, keeps it in
+// memory, answers retries with it (and the same error), and writes it once
+// a later write succeeds. A lone write commits at once; concurrent writes
+// share commits (bbolt's Batch).
 //
 // Bolt is safe for concurrent use within one process; the file is locked
 // against other processes while open.
@@ -210,6 +211,7 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out 
 		found = false
 	}
 	var attempt Attempt
+	began := false
 	switch {
 	case found && rec.Fingerprint != f.fingerprint:
 		return nil, false, fmt.Errorf("key %q: %w", key, ErrConflict)
@@ -221,14 +223,29 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out 
 		return rec.Outcome, true, nil
 	case found: // in flight, left by a process that stopped
 		attempt = Attempt{Recovering: true, Started: rec.Started}
+		began = true
 	default:
 		rec = record{Fingerprint: f.fingerprint, State: stateInFlight, Started: now, Expires: now.Add(b.ttl)}
-		if err := b.put(key, &rec); err != nil {
-			return nil, false, err // nothing recorded, so nothing may actuate
+		var berr error
+		attempt.begin = func(context.Context) error {
+			if began {
+				return berr
+			}
+			began = true
+			if berr = b.put(key, &rec); berr != nil {
+				berr = fmt.Errorf("%w (nothing recorded, so nothing may actuate)", berr)
+			}
+			return berr
 		}
 	}
 
 	out, keep, err := act(ctx, attempt)
+	if !began && err != nil {
+		return nil, false, err // never began: nothing was written for the key
+	}
+	if !began && !keep {
+		return out, false, nil
+	}
 	if err != nil || !keep {
 		// Nothing happened that a retry must not repeat: forget the key.
 		if derr := b.delete(key); derr != nil {

@@ -159,3 +159,48 @@ func TestBoltClosed(t *testing.T) {
 		t.Fatalf("Do after Close = %v, want ErrClosed", err)
 	}
 }
+
+// TestBoltBeginsWhenTheActionSaysSo: the key is in flight, durably, from
+// Attempt.Begin on (a process stopping then leaves it to recovery); an
+// action that refuses without Begin leaves nothing, and one that began and
+// keeps nothing is forgotten.
+func TestBoltBeginsWhenTheActionSaysSo(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	b := openBolt(t, path, nil)
+	defer b.Close()
+	n := func() int {
+		k, err := b.Len()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	var before, after int
+	if _, _, err := b.Do(t.Context(), "refused", "fp", func(ctx context.Context, a idempotency.Attempt) ([]byte, bool, error) {
+		before = n()
+		return []byte("no"), false, nil
+	}); err != nil || before != 0 || n() != 0 {
+		t.Fatalf("a refusal without Begin: %v, %d records during, %d after; want none", err, before, n())
+	}
+	if _, _, err := b.Do(t.Context(), "acted", "fp", func(ctx context.Context, a idempotency.Attempt) ([]byte, bool, error) {
+		before = n()
+		if err := a.Begin(ctx); err != nil {
+			return nil, false, err
+		}
+		if err := a.Begin(ctx); err != nil { // a second call does nothing
+			return nil, false, err
+		}
+		after = n()
+		return []byte("done"), true, nil
+	}); err != nil || before != 0 || after != 1 || n() != 1 {
+		t.Fatalf("an action that began: %v, %d records before Begin, %d after, %d at the end; want 0, 1, 1", err, before, after, n())
+	}
+	if _, _, err := b.Do(t.Context(), "began-then-refused", "fp", func(ctx context.Context, a idempotency.Attempt) ([]byte, bool, error) {
+		if err := a.Begin(ctx); err != nil {
+			return nil, false, err
+		}
+		return []byte("no"), false, nil
+	}); err != nil || n() != 1 {
+		t.Fatalf("began, kept nothing: %v, %d records; want the key forgotten (1 record: acted)", err, n())
+	}
+}

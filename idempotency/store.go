@@ -8,12 +8,15 @@
 //
 // # Recovery
 //
-// A durable store records a key as in flight, durably, before it runs the
-// action, and as done with its outcome after. When the process dies between
-// the two (kill -9, power loss), the key stays in flight. The next call with
-// that key and the same fingerprint does not run the action as new: it runs
-// it with [Attempt].Recovering set, and the action must find out what the
-// earlier attempt did (read the actuator back) instead of actuating blindly.
+// A durable store records a key as in flight, durably, when the action
+// calls [Attempt.Begin] (which it does after deciding to act and before it
+// has any effect), and as done with its outcome after. An action that
+// refuses without calling Begin costs the store no write at all. When the
+// process dies between the two (kill -9, power loss), the key stays in
+// flight. The next call with that key and the same fingerprint does not run
+// the action as new: it runs it with [Attempt].Recovering set, and the
+// action must find out what the earlier attempt did (read the actuator
+// back) instead of actuating blindly.
 //
 // # Concurrency
 //
@@ -57,6 +60,20 @@ type Attempt struct {
 	// Started is when the unfinished earlier attempt began; zero unless
 	// Recovering.
 	Started time.Time
+
+	begin func(ctx context.Context) error
+}
+
+// Begin records the key in flight, durably, before the action has any
+// effect; the action calls it once it has decided to act, from its own
+// goroutine, and does not act when it fails. A store that keeps nothing
+// across a restart has nothing to record. Calling it again returns the
+// first call's answer.
+func (a Attempt) Begin(ctx context.Context) error {
+	if a.begin == nil {
+		return nil
+	}
+	return a.begin(ctx)
 }
 
 // Store runs actions at most once per key.

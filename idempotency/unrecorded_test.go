@@ -70,7 +70,10 @@ func TestBoltUnrecordedOutcomeIsReplayedAlike(t *testing.T) {
 func TestBoltUnrecordedOutcomeLostByRestartIsRecovered(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	b := openBolt(t, path, nil)
-	_, _, err := b.Do(t.Context(), "k", "fp", func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
+	_, _, err := b.Do(t.Context(), "k", "fp", func(ctx context.Context, at idempotency.Attempt) ([]byte, bool, error) {
+		if err := at.Begin(ctx); err != nil { // in flight, durably, before it acts
+			return nil, false, err
+		}
 		idempotency.FailWrites(b, syscall.ENOSPC)
 		return []byte("moved"), true, nil
 	})

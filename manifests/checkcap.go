@@ -1,7 +1,10 @@
 package manifests
 
 import (
+	"fmt"
+	"math"
 	"slices"
+	"strings"
 )
 
 // sht3xChannels are the channels of ModelSHT3x.
@@ -257,6 +260,49 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 	case c.d.has(ep) && slices.Contains(valueTypesOf(), cp.Type):
 		c.d.add(ep, ErrNotAllowed, "for type %s (only enum has a list of values)", cp.Type)
 	}
+	if a.SafeValue != nil {
+		if kind, why := safeValueProblem(cp.Type, k, a.SafeValue); why != "" {
+			c.d.add(join(dp, "safe_value"), kind, ": %s", why)
+		}
+	}
+}
+
+// safeValueProblem says why v cannot be the safe value of an action of
+// type t with constraints k (ErrType or ErrRange), or "".
+func safeValueProblem(t ValueType, k Constraints, v any) (error, string) {
+	switch t {
+	case TypeBoolean:
+		if _, ok := v.(bool); !ok {
+			return ErrType, fmt.Sprintf("%s (want true or false for a boolean capability)", quoted(v))
+		}
+	case TypeEnum:
+		s, ok := v.(string)
+		if !ok || !slices.Contains(k.Enum, s) {
+			return ErrRange, fmt.Sprintf("%s (want one of the constraints' enum values: %s)", quoted(v), strings.Join(k.Enum, ", "))
+		}
+	case TypeNumber, TypeInteger:
+		f, ok := v.(float64)
+		switch {
+		case !ok:
+			return ErrType, fmt.Sprintf("%s (want a number)", quoted(v))
+		case t == TypeInteger && f != math.Trunc(f):
+			return ErrType, fmt.Sprintf("%v (want an integer)", f)
+		case k.Min != nil && f < *k.Min:
+			return ErrRange, fmt.Sprintf("%v is below the constraints' min %v", f, *k.Min)
+		case k.Max != nil && f > *k.Max:
+			return ErrRange, fmt.Sprintf("%v is above the constraints' max %v", f, *k.Max)
+		case k.Step != nil && *k.Step > 0:
+			base := 0.0
+			if k.Min != nil {
+				base = *k.Min
+			}
+			n := (f - base) / *k.Step
+			if math.Abs(n-math.Round(n)) > 1e-9*math.Max(1, math.Abs(n)) {
+				return ErrRange, fmt.Sprintf("%v is not on the constraints' step %v from %v", f, *k.Step, base)
+			}
+		}
+	}
+	return nil, ""
 }
 
 func (c *checker) checkSim() {
@@ -334,4 +380,12 @@ func article(m Model) string {
 		return "an " + string(m)
 	}
 	return "a " + string(m)
+}
+
+// quoted formats a scalar for an error: strings quoted, others as they are.
+func quoted(v any) string {
+	if s, ok := v.(string); ok {
+		return fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprint(v)
 }

@@ -18,7 +18,7 @@ var (
 	healthKeys      = []string{"plausible", "max_rate", "stuck_samples", "stuck_for", "on_device_error", "max_stale"}
 	rangeKeys       = []string{"min", "max"}
 	bindingKeys     = []string{"device", "channel"}
-	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "settle", "constraints", "depends_on"}
+	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "settle", "constraints", "depends_on", "safe_value"}
 	constraintsKeys = []string{"min", "max", "step", "enum"}
 	simKeys         = []string{"seed", "time_scale", "zones"}
 	zoneKeys        = []string{"name", "temperature", "humidity", "outside", "leak_time_constant", "vent_time_constant", "heater_rate", "noise", "sensors", "heaters", "vents", "fans", "fan_time_constant"}
@@ -341,6 +341,9 @@ func (d *decoder) action(n ast.Node, path string) *Action {
 		a.Constraints.Enum = d.strs(cf["enum"], join(cp, "enum"))
 	}
 	a.DependsOn = d.strs(f["depends_on"], join(path, "depends_on"))
+	if d.has(join(path, "safe_value")) {
+		a.SafeValue = d.scalar(f["safe_value"], join(path, "safe_value"))
+	}
 	return a
 }
 

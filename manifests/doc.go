@@ -154,6 +154,14 @@
 //	settle        duration         0         more than 0, at most 10s: how long the device takes to apply a write; do_* waits this long before reading the value back
 //	constraints   constraints      none      bounds on the value an agent may set
 //	depends_on    list of strings  none      capabilities whose readings the action's safety depends on; each names another capability, no duplicates
+//	safe_value    scalar           none      the value that puts the actuator in its safe state (heater off: false; pump stopped; fan 0); must fit the type and constraints
+//
+// A move to the safe value is never refused by a cooldown, rate limit,
+// time window, approval, maximum change, quorum or the health of the
+// readings the action depends on; only the caller's role, the value's
+// constraints and an interlock whose when selects the safe value refuse it
+// (an interlock without when does not apply to it). can_do says when the
+// safe direction is open while other values are blocked.
 //
 // While a capability in depends_on has no reliable value (quality error),
 // can_do blocks the action with source_unreachable and do_* refuses it; while

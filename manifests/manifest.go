@@ -301,6 +301,12 @@ type Action struct {
 	// and do_* refuse the action while one of them has no reliable value,
 	// and do not report it plainly allowed while one is not good.
 	DependsOn []string
+	// SafeValue is the value that puts the actuator in its safe state
+	// (heater off: false; pump stopped; fan 0), or nil for none. It must
+	// fit the capability's type and constraints. Moving to it is never
+	// refused by a cooldown, rate limit, time window or approval, only by
+	// an interlock whose when selects it.
+	SafeValue any
 }
 
 // MaxSettle bounds Action.Settle: a do_* call blocks for the settle time.

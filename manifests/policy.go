@@ -48,8 +48,14 @@ type ActionPolicy struct {
 	// MaxChange bounds one write's change relative to the current value,
 	// in the capability's unit.
 	MaxChange *float64
-	// Cooldown is the minimum time between successful actuations.
+	// Cooldown is the minimum time between successful actuations: an
+	// action it applies to is refused until Cooldown has passed since the
+	// last actuation (of any value).
 	Cooldown time.Duration
+	// CooldownWhen limits the cooldown to requested values that meet it (a
+	// pump that may not restart within 10 minutes, while stopping it is
+	// never held back: when {equals: true}); nil applies it to every value.
+	CooldownWhen *ValueCondition
 	// RateLimit caps successful actuations per window.
 	RateLimit *RateLimit
 	// Windows restrict the times of day the action may run.
@@ -210,6 +216,7 @@ var (
 	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions"}
 	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum"}
 	rateLimitKeys  = []string{"max", "per"}
+	cooldownKeys   = []string{"for", "when"}
 	windowsKeys    = []string{"timezone", "allow", "deny", "when"}
 	whenKeys       = []string{"above", "below", "equals"}
 	windowKeys     = []string{"days", "from", "to"}
@@ -323,7 +330,7 @@ func (d *decoder) actionPolicy(n ast.Node, path, tool string, cap *Capability, r
 			d.add(join(path, k), ErrNotAllowed, "on %s action %s (want a number or integer capability)", cap.Type, tool)
 		}
 	}
-	a.Cooldown = d.duration(f["cooldown"], join(path, "cooldown"))
+	a.Cooldown, a.CooldownWhen = d.cooldown(f["cooldown"], join(path, "cooldown"), cap)
 	if rf, ok := d.fields(f["rate_limit"], join(path, "rate_limit"), rateLimitKeys...); ok {
 		rp := join(path, "rate_limit")
 		rl := &RateLimit{Per: d.duration(rf["per"], join(rp, "per"))}
@@ -396,6 +403,22 @@ func (d *decoder) actionPolicy(n ast.Node, path, tool string, cap *Capability, r
 		a.Quorum = q
 	}
 	return a
+}
+
+// cooldown decodes a cooldown: a duration ("5m"), or a mapping with the
+// duration in for and a when that limits it to some requested values
+// ({for: 10m, when: {equals: true}}).
+func (d *decoder) cooldown(n ast.Node, path string, cap *Capability) (time.Duration, *ValueCondition) {
+	if _, ok := d.resolve(n, path).(*ast.MappingNode); !ok {
+		return d.duration(n, path), nil
+	}
+	f, ok := d.fields(n, path, cooldownKeys...)
+	if !ok {
+		return 0, nil
+	}
+	dur := d.duration(f["for"], join(path, "for"))
+	d.required(f, path, "for", `the cooldown's duration, such as "10m"`)
+	return dur, d.when(f["when"], join(path, "when"), cap)
 }
 
 func (d *decoder) roles(n ast.Node, path string, known []string) []string {

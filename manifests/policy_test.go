@@ -48,6 +48,12 @@ func TestPolicyValid(t *testing.T) {
 		t.Errorf("approval via: light %q, valve %q; want elicitation where declared, out_of_band by default",
 			light.Approval.Via, p.Actions["do_set_valve"].Approval.Via)
 	}
+	if f := p.Actions["do_set_fan"]; f.Cooldown != 10*time.Minute || f.CooldownWhen == nil || f.CooldownWhen.Equals != true {
+		t.Errorf("do_set_fan cooldown = %s when %+v, want 10m when equals true", f.Cooldown, f.CooldownWhen)
+	}
+	if p.Actions["do_set_pump"].Cooldown != 5*time.Minute || p.Actions["do_set_pump"].CooldownWhen != nil {
+		t.Errorf("do_set_pump cooldown = %+v, want 5m for every value", p.Actions["do_set_pump"])
+	}
 	if got := p.Actions["do_set_valve"].Roles; len(got) != 1 || got[0] != "supervisor" {
 		t.Errorf("do_set_valve roles = %v", got)
 	}
@@ -94,4 +100,25 @@ func FuzzParsePolicy(f *testing.F) {
 		}
 		checkErrors(t, err)
 	})
+}
+
+func TestSafeValueProblem(t *testing.T) {
+	enum := Constraints{Enum: []string{"idle", "run"}}
+	tests := []struct {
+		t    ValueType
+		v    any
+		want error
+	}{
+		{TypeEnum, "idle", nil},
+		{TypeEnum, "stop", ErrRange},
+		{TypeEnum, true, ErrRange},
+		{TypeNumber, "zero", ErrType},
+		{TypeBoolean, false, nil},
+		{TypeInteger, 3.0, nil},
+	}
+	for _, tc := range tests {
+		if got, why := safeValueProblem(tc.t, enum, tc.v); got != tc.want {
+			t.Errorf("safeValueProblem(%s, %v) = %v %q, want %v", tc.t, tc.v, got, why, tc.want)
+		}
+	}
 }

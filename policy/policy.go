@@ -8,7 +8,8 @@
 // presented, the peers reachable and the time. It touches no bus and keeps
 // no state, so it can run anywhere, including on a fleet hub that fans out
 // can_do. A refusal is a [Decision] value, never an error. History lives
-// behind the [State] interface, updated only by successful actuations.
+// behind the [State] interface, updated only by successful actuations,
+// which a [Reserver] commits.
 //
 // # Order of checks
 //
@@ -25,6 +26,35 @@
 // (source_unreachable); one that is stale or degraded keeps it from being
 // plainly allowed (requires_human_approval, naming the reading) unless a
 // human approved it.
+//
+// # Safe value
+//
+// An actuator may declare a safe value (heater off, pump stopped). A move
+// to it is checked for role and value only, and by the interlocks whose
+// when selects it; cooldowns, rate limits, time windows, approvals, the
+// maximum change, quorum and the health of the readings the action depends
+// on never refuse it. An interlock without when does not apply to it: to
+// refuse the safe direction, write the interlock for that direction.
+//
+// # Overlapping calls
+//
+// An evaluation alone is not enough once calls overlap: two callers that
+// evaluate before either has written both see no cooldown, and an
+// interlock between two actuators can be passed by both at once. A
+// [Reserver] closes that gap. The decision and the reservation are one
+// step: a caller reserves its actuator only if the decision, taken on the
+// state of every actuator tied to it (pending reservations and committed
+// actuations, see [View]), still allows it; the bus is written only under
+// a reservation; the reservation is then committed (the actuation enters
+// the history that cooldowns and rate limits read) or released (nothing
+// happened).
+//
+// A pending reservation counts as an actuation for everybody else: it
+// starts a cooldown and takes a place in the rate limit at once, and an
+// interlock that watches its actuator sees the value being written as well
+// as the one read. A caller whose decision would allow the action while a
+// tied actuator is reserved waits until that reservation ends, then
+// decides again on fresh readings.
 package policy
 
 import (
@@ -116,6 +146,30 @@ type Request struct {
 	// Peers is how many gateways are reachable, this one included.
 	Peers int
 	Now   time.Time
+	// SafeValue is the actuator's declared safe value, nil for none.
+	SafeValue any
+	// InProgress is the start of this action's reservation held by another
+	// call (an actuation under way, counted in History), zero for none.
+	InProgress time.Time
+	// PendingValues are the values reserved actions are writing now, by
+	// the read_* tool of their actuator: an interlock that watches one
+	// holds if either the reading or the pending value meets it.
+	PendingValues map[string]any
+}
+
+// IsSafe reports whether req moves its actuator to its declared safe
+// value.
+func (req Request) IsSafe() bool {
+	return req.HasValue && req.SafeValue != nil && sameValue(req.Value, req.SafeValue)
+}
+
+func sameValue(a, b any) bool {
+	fa, aok := number(a)
+	fb, bok := number(b)
+	if aok && bok {
+		return math.Abs(fa-fb) <= 1e-9*math.Max(1, math.Abs(fa))
+	}
+	return a == b
 }
 
 // Input is a reading an action depends on, named by its read tool.
@@ -139,6 +193,9 @@ func (Evaluator) Evaluate(req Request) Decision {
 	}
 	if d, refused := e.checkValue(rules); refused {
 		return d
+	}
+	if req.IsSafe() {
+		return e.safe(rules)
 	}
 	if c := req.Current; c != nil {
 		e.depend(req.CurrentRead, *c)
@@ -175,13 +232,16 @@ func (Evaluator) Evaluate(req Request) Decision {
 	if d, refused := e.interlocks(rules.Interlocks); refused {
 		return d
 	}
-	if rules.Cooldown > 0 {
+	cooldown := rules.Cooldown > 0 && e.applies(rules.CooldownWhen)
+	if cooldown {
 		if last, ok := latest(req.History); ok && req.Now.Before(last.Add(rules.Cooldown)) {
 			end := last.Add(rules.Cooldown)
-			return e.refuse(promcp.CooldownActive,
-				fmt.Sprintf("cooldown of %s after the last actuation at %s is active for %s more",
-					rules.Cooldown, last.UTC().Format(time.RFC3339), end.Sub(req.Now).Round(time.Second)),
-				"retry after valid_until", end)
+			reason := fmt.Sprintf("cooldown of %s after the last actuation at %s is active for %s more",
+				rules.Cooldown, last.UTC().Format(time.RFC3339), end.Sub(req.Now).Round(time.Second))
+			if !req.InProgress.IsZero() && last.Equal(req.InProgress) {
+				reason = fmt.Sprintf("another %s call is actuating now, and its cooldown of %s starts with it", req.Action, rules.Cooldown)
+			}
+			return e.refuse(promcp.CooldownActive, reason, "retry after valid_until"+e.safeHint(), end)
 		}
 	}
 	if rl := rules.RateLimit; rl != nil {
@@ -194,9 +254,11 @@ func (Evaluator) Evaluate(req Request) Decision {
 		if len(in) >= rl.Max {
 			slices.SortFunc(in, func(a, b time.Time) int { return a.Compare(b) })
 			reset := in[len(in)-rl.Max].Add(rl.Per)
-			return e.refuse(promcp.RateLimited,
-				fmt.Sprintf("rate limit of %d actuations per %s reached", rl.Max, rl.Per),
-				"retry after valid_until", reset)
+			reason := fmt.Sprintf("rate limit of %d actuations per %s reached", rl.Max, rl.Per)
+			if !req.InProgress.IsZero() {
+				reason += ", counting the one in progress"
+			}
+			return e.refuse(promcp.RateLimited, reason, "retry after valid_until"+e.safeHint(), reset)
 		}
 		if len(in) > 0 {
 			// The answer can change when the oldest counted actuation ages out.
@@ -204,7 +266,7 @@ func (Evaluator) Evaluate(req Request) Decision {
 			e.cap(in[0].Add(rl.Per))
 		}
 	}
-	if rules.Cooldown > 0 {
+	if cooldown {
 		// Allowed now; the next successful actuation starts a cooldown.
 		e.cap(req.Now.Add(MaxStaticValidity))
 	}
@@ -236,6 +298,35 @@ type eval struct {
 	value    any
 	clamped  bool
 	readings []string
+}
+
+// safe decides a move to the safe value: role and value have passed; only
+// an interlock written for this direction (its when selects the value)
+// refuses it.
+func (e *eval) safe(rules *manifests.ActionPolicy) Decision {
+	var ils []manifests.Interlock
+	for _, il := range rules.Interlocks {
+		if il.When != nil {
+			ils = append(ils, il)
+		}
+	}
+	if d, refused := e.interlocks(ils); refused {
+		return d
+	}
+	if c := e.req.Current; c != nil {
+		e.depend(e.req.CurrentRead, *c)
+	}
+	return e.answer(promcp.Allowed,
+		fmt.Sprintf("%v is the safe value of %s: cooldowns, rate limits, time windows and approvals do not apply", e.value, e.req.Action),
+		"", e.until)
+}
+
+// safeHint tells a refused caller that the safe direction stays open.
+func (e *eval) safeHint() string {
+	if e.req.SafeValue == nil {
+		return ""
+	}
+	return fmt.Sprintf("; moving to the safe value %v is not limited by this", e.req.SafeValue)
 }
 
 func (e *eval) cap(t time.Time) {
@@ -306,7 +397,7 @@ func (e *eval) checkValue(rules *manifests.ActionPolicy) (Decision, bool) {
 			if c.Max != nil {
 				g = min(g, *c.Max)
 			}
-			if cur, ok := currentNumber(req.Current); ok && rules.MaxChange != nil {
+			if cur, ok := currentNumber(req.Current); ok && rules.MaxChange != nil && !req.IsSafe() {
 				g = min(max(g, cur-*rules.MaxChange), cur+*rules.MaxChange)
 			}
 			if g != f {
@@ -317,7 +408,7 @@ func (e *eval) checkValue(rules *manifests.ActionPolicy) (Decision, bool) {
 	if reason := checkRange(req.Type, c, req.Unit, e.value); reason != "" {
 		return e.refuse(promcp.OutOfRange, reason, describe(c, req.Unit), req.Now.Add(MaxStaticValidity)), true
 	}
-	if rules.MaxChange != nil && numeric {
+	if rules.MaxChange != nil && numeric && !req.IsSafe() {
 		if cur, ok := currentNumber(req.Current); ok {
 			e.depend(req.CurrentRead, *req.Current)
 			f, _ := number(e.value)
@@ -368,6 +459,13 @@ func (e *eval) interlocks(ils []manifests.Interlock) (Decision, bool) {
 		if holds, desc := conditionHolds(il.Above, il.Below, il.Equals, r.Value); holds {
 			return e.refuse(promcp.PolicyDenied, fmt.Sprintf("%s (%s %s)", il.Reason, il.Read, desc),
 				"the action is refused while the condition holds", e.until), true
+		}
+		if pv, ok := e.req.PendingValues[il.Read]; ok {
+			if holds, desc := conditionHolds(il.Above, il.Below, il.Equals, pv); holds {
+				return e.refuse(promcp.PolicyDenied,
+					fmt.Sprintf("%s (%s is being set now: the value being written %s)", il.Reason, il.Read, desc),
+					"an action in progress may make the condition hold; ask again once it has finished", e.req.Now.Add(time.Second)), true
+			}
 		}
 	}
 	return Decision{}, false

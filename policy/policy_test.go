@@ -190,3 +190,92 @@ func TestCheckValueAgreesWithEvaluate(t *testing.T) {
 		}
 	}
 }
+
+// TestSafeValue: a move to the safe value passes every rule but role,
+// range and an interlock written for its direction; any other value is
+// refused by the same rules.
+func TestSafeValue(t *testing.T) {
+	pct := manifests.Constraints{Min: f(0), Max: f(100), Step: f(0.5)}
+	closed := &manifests.Windows{Location: time.UTC, Deny: []manifests.Window{{
+		Days: []time.Weekday{0, 1, 2, 3, 4, 5, 6}, From: 0, To: 24 * time.Hour}}}
+	dead := policy.Reading{Time: now, Quality: promcp.QualityError, TTL: time.Second, Reason: "nack"}
+	strict := &manifests.ActionPolicy{
+		Cooldown:   time.Hour,
+		RateLimit:  &manifests.RateLimit{Max: 1, Per: time.Hour},
+		Windows:    closed,
+		Approval:   &manifests.Approval{Always: true},
+		MaxChange:  f(5),
+		Quorum:     &manifests.Quorum{MinPeers: 3},
+		Interlocks: []manifests.Interlock{{Read: "read_door", Equals: false, Reason: "door open"}},
+	}
+	req := func(v float64, mod func(*policy.Request)) policy.Request {
+		r := policy.Request{Action: "do_set_fan", Type: manifests.TypeNumber, Value: v, HasValue: true, Constraints: pct,
+			Current: good(40.0), CurrentRead: "read_fan", Role: "operator", Rules: strict, Peers: 1, Now: now, SafeValue: 0.0,
+			History:  []time.Time{now.Add(-time.Minute)},
+			Inputs:   []policy.Input{{Name: "read_temp", Reading: dead}},
+			Readings: map[string]policy.Reading{"read_door": *good(false)}}
+		if mod != nil {
+			mod(&r)
+		}
+		return r
+	}
+	tests := []struct {
+		name   string
+		req    policy.Request
+		want   promcp.Permission
+		reason string
+	}{
+		{"safe value passes everything", req(0, nil), promcp.Allowed, "0 is the safe value of do_set_fan"},
+		{"another value is refused", req(10, func(r *policy.Request) { r.Inputs = nil; r.Readings["read_door"] = *good(true) }),
+			promcp.OutOfRange, "maximum change of 5"},
+		{"role still applies", req(0, func(r *policy.Request) { r.Role = "viewer" }), promcp.PermissionInsufficient, "role viewer"},
+		{"an interlock for the safe direction applies", req(0, func(r *policy.Request) {
+			rules := *strict
+			rules.Interlocks = []manifests.Interlock{{Read: "read_door", Equals: false, Reason: "no stop with the door open",
+				When: &manifests.ValueCondition{Below: f(1)}}}
+			r.Rules = &rules
+		}), promcp.PolicyDenied, "no stop with the door open"},
+		{"a pending value meets that interlock", req(0, func(r *policy.Request) {
+			rules := *strict
+			rules.Interlocks = []manifests.Interlock{{Read: "read_door", Equals: false, Reason: "no stop with the door open",
+				When: &manifests.ValueCondition{Below: f(1)}}}
+			r.Rules = &rules
+			r.Readings["read_door"] = *good(true)
+			r.PendingValues = map[string]any{"read_door": false}
+		}), promcp.PolicyDenied, "being set now"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			d := policy.Evaluator{}.Evaluate(tc.req)
+			if d.Permission != tc.want || !strings.Contains(d.Reason, tc.reason) {
+				t.Fatalf("Evaluate = %s %q, want %s %q", d.Permission, d.Reason, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+// TestCooldownWhen: a cooldown limited to starting applies to true only,
+// counted from the last actuation of any value; a refused caller is told
+// that the safe value stays open.
+func TestCooldownWhen(t *testing.T) {
+	rules := &manifests.ActionPolicy{Cooldown: 10 * time.Minute, CooldownWhen: &manifests.ValueCondition{Equals: true}}
+	req := func(v bool) policy.Request {
+		return policy.Request{Action: "do_set_pump", Type: manifests.TypeBoolean, Value: v, HasValue: true,
+			Current: good(false), CurrentRead: "read_pump", Role: "operator", Rules: rules, Peers: 1, Now: now,
+			History: []time.Time{now.Add(-time.Minute)}, SafeValue: false}
+	}
+	d := policy.Evaluator{}.Evaluate(req(true))
+	if d.Permission != promcp.CooldownActive || d.ValidUntil != now.Add(9*time.Minute) || !strings.Contains(d.Details, "safe value false") {
+		t.Errorf("start in the cooldown = %s until %s (%q), want cooldown_active until +9m naming the safe value", d.Permission, d.ValidUntil, d.Details)
+	}
+	noSafe := req(false)
+	noSafe.SafeValue = nil
+	if d := (policy.Evaluator{}).Evaluate(noSafe); !d.Allowed() {
+		t.Errorf("stop in a cooldown limited to starts = %s %q, want allowed", d.Permission, d.Reason)
+	}
+	general := req(true)
+	general.HasValue, general.Value = false, nil
+	if d := (policy.Evaluator{}).Evaluate(general); !d.Allowed() {
+		t.Errorf("can_do without a value = %s, want allowed (a limited rule needs a value)", d.Permission)
+	}
+}

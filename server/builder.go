@@ -75,6 +75,13 @@ type ReadTool struct {
 
 // DoTool declares a do_* tool.
 type DoTool struct {
+	// BeginsItself says that the handler decides first and calls
+	// DoRequest.Begin once it will actuate, before it touches the device:
+	// the server then makes the attempt durable (its in-flight and audit
+	// records) only for calls that act, and a refusal costs one audit
+	// record. When false the server begins every attempt before the
+	// handler runs.
+	BeginsItself bool
 	// Name is "do_" + lower_snake_case.
 	Name        string
 	Title       string
@@ -147,6 +154,12 @@ type DoRequest struct {
 	// Recovering says that an earlier attempt with this key never
 	// finished: observe, do not actuate (see DoHandler).
 	Recovering bool
+	// Begin makes the attempt durable (the key in flight, the audit
+	// "attempt" record). A handler of a tool with BeginsItself calls it
+	// once, after its decision and before it touches the device, and
+	// returns its error as is without actuating; otherwise it is nil (the
+	// server began the attempt already).
+	Begin func(ctx context.Context) error
 }
 
 // CanDoHandler answers can_do. The server fills query_id, metadata and the

@@ -114,7 +114,26 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 		for tool, r := range pr.Readings {
 			observe(tool, r)
 		}
+		view := g.opts.Reserver.Snapshot(g.claim(c, req.Intent.Value))
+		view.Apply(&pr)
 		d := g.policy.Evaluate(pr)
+		if view.Held() {
+			if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
+				// do_* would wait for the action in progress, then decide again.
+				d.Reason = joinReason(d.Reason, inProgress(view)+": do_* waits for it to finish, then decides again on fresh readings")
+			}
+			// The answer changes when the action in progress ends, which
+			// may be soon (a failed write releases its reservation).
+			d.ValidUntil = minTime(d.ValidUntil, pr.Now.Add(time.Second))
+		}
+		if !d.Allowed() && c.Do.SafeValue != nil && !pr.IsSafe() && !strings.Contains(d.Details, "safe value") {
+			// Say whether the safe direction stays open.
+			sr := g.request(ctx, c, c.Do.SafeValue, true, cur)
+			view.Apply(&sr)
+			if sd := g.policy.Evaluate(sr); sd.Allowed() {
+				d.Details = joinReason(d.Details, fmt.Sprintf("moving to the safe value (%s value=%s) is allowed now", c.Do.Tool, formatValue(c.Do.SafeValue)))
+			}
+		}
 		if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
 			var state *promcp.State
 			if cur.Quality != promcp.QualityError {
@@ -358,6 +377,22 @@ func constraints(c manifests.Capability) promcp.Constraints {
 		out.EnumValues = []string{}
 	}
 	return out
+}
+
+// inProgress names the reservations held on a unit.
+func inProgress(v policy.View) string {
+	var names []string
+	for _, p := range v.Pending {
+		names = append(names, fmt.Sprintf("%s value=%s (since %s)", p.Action, formatValue(p.Value), p.Since.UTC().Format(time.RFC3339)))
+	}
+	return "an action on this actuator or one tied to it is in progress: " + strings.Join(names, ", ")
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
 }
 
 func nonNil(s []string) []string {

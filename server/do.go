@@ -159,9 +159,32 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 		// The attempt has begun: finish it even if the client goes away.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actuationTimeout)
 		defer cancel()
-		if !at.Recovering {
-			if err := record(ctx, audit.EventAttempt, key, nil); err != nil {
-				return nil, false, fmt.Errorf("%w: audit log unavailable, refusing to actuate: %w", errNotActuated, err)
+		// Beginning makes the attempt durable: the key in flight, then the
+		// audit "attempt" record. A handler that decides first (BeginsItself)
+		// begins only once its policy allowed the action, so a refusal writes
+		// neither; otherwise the attempt begins before the handler runs.
+		var began bool
+		var beginErr error
+		begin := func(ctx context.Context) error {
+			if began {
+				return beginErr
+			}
+			began = true
+			if err := at.Begin(ctx); err != nil {
+				beginErr = fmt.Errorf("%w: idempotency store unavailable, refusing to actuate: %w", errNotActuated, err)
+			} else if err := record(ctx, audit.EventAttempt, key, nil); err != nil {
+				beginErr = fmt.Errorf("%w: audit log unavailable, refusing to actuate: %w", errNotActuated, err)
+			}
+			return beginErr
+		}
+		var handlerBegin func(context.Context) error
+		switch {
+		case at.Recovering:
+		case t.BeginsItself:
+			handlerBegin = begin
+		default:
+			if err := begin(ctx); err != nil {
+				return nil, false, err
 			}
 		}
 		var r promcp.DoResult
@@ -171,7 +194,10 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 			r.Permission = promcp.RequiresHumanApproval
 		} else {
 			r, err = h(ctx, DoRequest{Tool: t.Name, Value: args["value"], IdempotencyKey: key, Args: args, Caller: caller,
-				Approved: approved, Recovering: at.Recovering})
+				Approved: approved, Recovering: at.Recovering, Begin: handlerBegin})
+		}
+		if beginErr != nil {
+			return nil, false, beginErr // nothing was actuated
 		}
 		if err != nil {
 			s.log.Error("do handler failed", "tool", t.Name, "key", key, "err", err)

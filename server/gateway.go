@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,8 @@ type Gateway struct {
 	set    *capabilities.Set
 	policy policy.Evaluator
 	opts   GatewayOptions
+	// units holds, by do_* tool, the actuators reserved with it.
+	units map[string]policy.Unit
 }
 
 // GatewayOptions are the policy inputs of a Gateway.
@@ -30,6 +33,9 @@ type GatewayOptions struct {
 	// State keeps the actuation history for cooldowns and rate limits;
 	// nil means a new in-memory state.
 	State policy.State
+	// Reserver decides and reserves each action atomically against the
+	// others in flight; nil means a policy.LocalReserver over State.
+	Reserver policy.Reserver
 	// DefaultRole is the role of calls that arrive without a caller (an
 	// in-process client); "" means operator.
 	DefaultRole string
@@ -48,9 +54,13 @@ func Serve(srv *Server, set *capabilities.Set, opts ...GatewayOptions) (*Gateway
 	if g.opts.State == nil {
 		g.opts.State = policy.NewMemoryState()
 	}
+	if g.opts.Reserver == nil {
+		g.opts.Reserver = policy.NewLocalReserver(g.opts.State)
+	}
 	if g.opts.DefaultRole == "" {
 		g.opts.DefaultRole = "operator"
 	}
+	g.units = units(set, g.opts.Policy)
 	for _, c := range set.All() {
 		if err := srv.Read(g.readTool(c), g.readHandler(c)); err != nil {
 			return nil, fmt.Errorf("capability %s: %w", c.Name, err)
@@ -95,14 +105,15 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 		desc += " Allowed values: " + cons + "."
 	}
 	return DoTool{
-		ApprovalVia: approvalVia(g.opts.Policy, c.Do.Tool),
-		Name:        c.Do.Tool,
-		Title:       title(strings.TrimPrefix(c.Do.Tool, "do_")),
-		Description: desc,
-		Value:       valueSchema(c.Capability, true),
-		SideEffects: c.Do.SideEffects,
-		Compensable: c.Do.Compensable,
-		Source:      c.Source,
+		ApprovalVia:  approvalVia(g.opts.Policy, c.Do.Tool),
+		BeginsItself: true,
+		Name:         c.Do.Tool,
+		Title:        title(strings.TrimPrefix(c.Do.Tool, "do_")),
+		Description:  desc,
+		Value:        valueSchema(c.Capability, true),
+		SideEffects:  c.Do.SideEffects,
+		Compensable:  c.Do.Compensable,
+		Source:       c.Source,
 	}
 }
 
@@ -129,19 +140,34 @@ func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadR
 	return res
 }
 
+// doHandler runs a do_* call: it decides and reserves the action (see
+// policy.Reserver), begins the attempt (the server's durable in-flight and
+// audit records), writes, reads back, and commits the reservation with what
+// the device holds, or releases it when nothing changed.
 func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 	return func(ctx context.Context, req DoRequest) (promcp.DoResult, error) {
 		if req.Recovering {
 			return g.recoverDo(ctx, c, req), nil
 		}
-		before := c.Read(ctx)
+		var before capabilities.Reading
+		claim := g.claim(c, req.Value)
+		res, d, err := g.opts.Reserver.Reserve(ctx, claim, func(ctx context.Context, v policy.View) policy.Decision {
+			before = c.Read(ctx)
+			pr := g.request(ctx, c, req.Value, true, before)
+			pr.Approved = req.Approved
+			v.Apply(&pr)
+			return g.policy.Evaluate(pr)
+		})
 		var previous any
 		if before.Quality != promcp.QualityError {
 			previous = before.Value
 		}
-		pr := g.request(ctx, c, req.Value, true, before)
-		pr.Approved = req.Approved
-		d := g.policy.Evaluate(pr)
+		if err != nil {
+			reason := "another action on this actuator is still in progress: " + err.Error()
+			return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
+				Permission: promcp.PolicyDenied, Reason: reason,
+				Error: &promcp.Error{Code: promcp.CodeRefused, Message: reason}}, nil
+		}
 		if !d.Allowed() {
 			reason := d.Reason
 			if d.Details != "" {
@@ -151,6 +177,30 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 				Permission: d.Permission, Reason: reason,
 				Error: &promcp.Error{Code: promcp.CodeRefused, Field: "value", Message: reason}}, nil
 		}
+		ended := false
+		end := func(applied any, at time.Time, actuated bool) {
+			ended = true
+			var err error
+			if actuated {
+				err = g.opts.Reserver.Commit(ctx, res, at, applied)
+			} else {
+				err = g.opts.Reserver.Release(ctx, res)
+			}
+			if err != nil {
+				g.srv.log.Error("ending a reservation", "tool", c.Do.Tool, "err", err)
+			}
+		}
+		defer func() {
+			if !ended { // a panic or an early return: free the actuator, counted as actuated
+				end(d.Value, g.srv.clock.Now(), true)
+			}
+		}()
+		if req.Begin != nil {
+			if err := req.Begin(ctx); err != nil {
+				end(nil, time.Time{}, false)
+				return promcp.DoResult{}, err
+			}
+		}
 		value := d.Value
 		if err := c.Write(ctx, value); err != nil {
 			// The write may or may not have reached the device: read back to
@@ -159,15 +209,22 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 			r := promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
 				Reason: "write failed: " + err.Error(),
 				Error:  &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: err.Error()}}
-			if after.Quality != promcp.QualityError && !equalValue(after.Value, previous) {
+			switch {
+			case after.Quality != promcp.QualityError && !equalValue(after.Value, previous):
 				r.Status, r.AppliedValue = promcp.StatusPartial, after.Value
-				g.opts.State.Record(c.Do.Tool, g.srv.clock.Now())
+				end(after.Value, g.srv.clock.Now(), true)
 				g.compensation(c, &r, previous)
+			case after.Quality == promcp.QualityError:
+				// Unknown: count it, so that a cooldown is not weakened.
+				end(value, g.srv.clock.Now(), true)
+			default:
+				end(nil, time.Time{}, false)
 			}
 			return r, nil
 		}
-		g.opts.State.Record(c.Do.Tool, g.srv.clock.Now())
+		wrote := g.srv.clock.Now()
 		if !sleep(ctx, c.Do.Settle) {
+			end(value, wrote, true)
 			return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: value,
 				Reason: "written, but the call ended before the settle time passed: not read back"}, nil
 		}
@@ -177,19 +234,97 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 			r.RequestedValue = req.Value
 			r.Reason = fmt.Sprintf("requested %v, clamped to %v by policy", formatValue(req.Value), formatValue(value))
 		}
+		if req.Value != nil && d.Reason != "" && !d.Clamped {
+			r.Reason = d.Reason // the safe value's note
+		}
 		if after.Quality == promcp.QualityError {
 			r.Status = promcp.StatusPartial
 			r.Reason = joinReason(r.Reason, "written, but the readback failed: "+after.Reason)
+			end(value, wrote, true)
 		} else {
 			r.AppliedValue = after.Value
 			if !equalValue(after.Value, value) {
 				r.Status = promcp.StatusPartial
 				r.Reason = joinReason(r.Reason, fmt.Sprintf("wrote %v but the device reads back %v", value, after.Value))
 			}
+			end(after.Value, wrote, true)
 		}
 		g.compensation(c, &r, previous)
 		return r, nil
 	}
+}
+
+// claim is what reserving action c with value asks for.
+func (g *Gateway) claim(c *capabilities.Capability, value any) policy.Claim {
+	cl := policy.Claim{Action: c.Do.Tool, Read: c.ReadTool(), Unit: g.units[c.Do.Tool], Value: value, Now: g.srv.clock.Now()}
+	if pol := g.opts.Policy; pol != nil {
+		if r := pol.Actions[c.Do.Tool]; r != nil {
+			cl.Window = max(r.Cooldown, 0)
+			if r.RateLimit != nil {
+				cl.Window = max(cl.Window, r.RateLimit.Per)
+			}
+		}
+	}
+	return cl
+}
+
+// units ties each action to the actuators reserved with it: those an
+// interlock of either reads (directly, or through another capability of the
+// same device), and those on the same device. Ties are symmetric and
+// transitive: a unit is a connected set, so that a fleet can keep one
+// record per unit.
+func units(set *capabilities.Set, pol *manifests.Policy) map[string]policy.Unit {
+	parent := map[string]string{}
+	var find func(string) string
+	find = func(a string) string {
+		if p, ok := parent[a]; ok && p != a {
+			r := find(p)
+			parent[a] = r
+			return r
+		}
+		parent[a] = a
+		return a
+	}
+	union := func(a, b string) { parent[find(a)] = find(b) }
+	byDevice := map[string][]string{} // device → do tools on it
+	for _, c := range set.All() {
+		if c.Do != nil {
+			find(c.Do.Tool)
+			byDevice[c.Capability.Read.Device] = append(byDevice[c.Capability.Read.Device], c.Do.Tool)
+		}
+	}
+	for _, tools := range byDevice {
+		for _, t := range tools[1:] {
+			union(tools[0], t)
+		}
+	}
+	if pol != nil {
+		for tool, rules := range pol.Actions {
+			if _, ok := parent[tool]; !ok {
+				continue
+			}
+			for _, il := range rules.Interlocks {
+				if o, ok := set.Get(strings.TrimPrefix(il.Read, "read_")); ok {
+					for _, t := range byDevice[o.Capability.Read.Device] {
+						union(tool, t)
+					}
+				}
+			}
+		}
+	}
+	out := map[string]policy.Unit{}
+	for t := range parent {
+		r := find(t)
+		out[r] = append(out[r], t)
+	}
+	byTool := map[string]policy.Unit{}
+	for _, u := range out {
+		slices.Sort(u)
+		for _, t := range u {
+			byTool[t] = u
+		}
+	}
+	return byTool
 }
 
 // recoverDo answers a retry of an attempt that never finished (the server
@@ -281,14 +416,9 @@ func (g *Gateway) request(ctx context.Context, c *capabilities.Capability, value
 		req.DefaultRoles = pol.DefaultRoles
 		req.Rules = pol.Actions[c.Do.Tool]
 	}
+	req.SafeValue = c.Do.SafeValue
+	// The history comes with the reservation's view (policy.View.Apply).
 	if r := req.Rules; r != nil {
-		window := max(r.Cooldown, 0)
-		if r.RateLimit != nil {
-			window = max(window, r.RateLimit.Per)
-		}
-		if window > 0 {
-			req.History = g.opts.State.History(c.Do.Tool, now.Add(-window))
-		}
 		for _, il := range r.Interlocks {
 			if req.Readings == nil {
 				req.Readings = map[string]policy.Reading{}

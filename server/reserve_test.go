@@ -1,0 +1,407 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	pgpio "periph.io/x/conn/v3/gpio"
+	pi2c "periph.io/x/conn/v3/i2c"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+)
+
+// addrWrites counts register writes per I2C address.
+type addrWrites struct {
+	pi2c.BusCloser
+	n map[uint16]*atomic.Int64
+}
+
+func (a addrWrites) Tx(addr uint16, wb, rb []byte) error {
+	if len(wb) > 1 && len(rb) == 0 {
+		if c := a.n[addr]; c != nil {
+			c.Add(1)
+		}
+	}
+	return a.BusCloser.Tx(addr, wb, rb)
+}
+
+// raceBench serves testdata/race on the simulator, in process, on a manual
+// clock, with every device answering 1 ms late (the slow fault): do_*
+// calls that overlap stay in flight together.
+type raceBench struct {
+	clk    *sim.ManualClock
+	world  *sim.World
+	c      *client.Client
+	writes map[uint16]*atomic.Int64
+}
+
+func newRaceBench(t *testing.T) *raceBench {
+	t.Helper()
+	m, err := manifests.Load("testdata/race/race.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := manifests.LoadPolicy("testdata/race/race.policy.yml", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(monday10)
+	w, err := sim.New(m, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dev := range []string{"dimmer", "blind", "heater_relay", "vent_motor"} {
+		if err := w.Inject(dev, manifests.Fault{Kind: manifests.FaultSlow, Delay: time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writes := map[uint16]*atomic.Int64{0x20: new(atomic.Int64), 0x21: new(atomic.Int64)}
+	hw := capabilities.HardwareFuncs{
+		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) {
+			bus, err := w.I2C(ctx, b.Name)
+			return addrWrites{bus, writes}, err
+		},
+		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
+	}
+	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{Policy: pol})
+	return &raceBench{clk: clk, world: w, c: c, writes: writes}
+}
+
+func (b *raceBench) call(t *testing.T, tool string, args map[string]any) map[string]any {
+	t.Helper()
+	res, err := b.c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		t.Errorf("%s(%v): %v", tool, args, err)
+		return nil
+	}
+	var body map[string]any
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Errorf("%s(%v): %v", tool, args, err)
+	}
+	return body
+}
+
+// outcome is "success", "partial", or the permission of a refusal.
+func outcome(body map[string]any) string {
+	if p, _ := body["permission"].(string); p != "" && p != "allowed" {
+		return p
+	}
+	s, _ := body["status"].(string)
+	return s
+}
+
+// overlap runs the calls at once and counts their outcomes.
+func (b *raceBench) overlap(t *testing.T, calls []func() map[string]any) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	got := map[string]int{}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for _, call := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			o := outcome(call())
+			mu.Lock()
+			got[o]++
+			mu.Unlock()
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return got
+}
+
+var keySeq atomic.Int64
+
+func key() string { return fmt.Sprintf("k-%d", keySeq.Add(1)) }
+
+// TestReservationCooldownOverlap: 8 overlapping do_set_dimmer calls with
+// distinct keys and values on a slow bus, in 150 rounds a cooldown apart:
+// exactly one register write and one success per round, 7 cooldown_active.
+func TestReservationCooldownOverlap(t *testing.T) {
+	const rounds, callers = 150, 8
+	b := newRaceBench(t)
+	for round := range rounds {
+		before := b.writes[0x20].Load()
+		var calls []func() map[string]any
+		for i := range callers {
+			calls = append(calls, func() map[string]any {
+				return b.call(t, "do_set_dimmer", map[string]any{"value": 10 + i, "idempotency_key": key()})
+			})
+		}
+		got := b.overlap(t, calls)
+		if w := b.writes[0x20].Load() - before; w != 1 || got["success"] != 1 || got["cooldown_active"] != callers-1 {
+			t.Fatalf("round %d: %d register writes, outcomes %v; want 1 write, 1 success and %d cooldown_active", round, w, got, callers-1)
+		}
+		b.clk.Advance(time.Hour)
+	}
+}
+
+// TestReservationRateLimitOverlap: a rate limit of 3 per hour, 8
+// overlapping calls per round, 100 rounds an hour apart: exactly 3 writes.
+func TestReservationRateLimitOverlap(t *testing.T) {
+	const rounds, callers, limit = 100, 8, 3
+	b := newRaceBench(t)
+	for round := range rounds {
+		before := b.writes[0x21].Load()
+		var calls []func() map[string]any
+		for i := range callers {
+			calls = append(calls, func() map[string]any {
+				return b.call(t, "do_set_blind", map[string]any{"value": 10 + i, "idempotency_key": key()})
+			})
+		}
+		got := b.overlap(t, calls)
+		if w := b.writes[0x21].Load() - before; w != limit || got["success"] != limit || got["rate_limited"] != callers-limit {
+			t.Fatalf("round %d: %d register writes, outcomes %v; want %d writes and successes, %d rate_limited", round, w, got, limit, callers-limit)
+		}
+		b.clk.Advance(time.Hour)
+	}
+}
+
+// TestReservationInterlockOverlap: heater on and vent open, each refused
+// while the other is on, raced by 8 callers per round on slow pins for 80
+// rounds: never both on; exactly one on after each round, every call for
+// it a success, every call for the other policy_denied.
+func TestReservationInterlockOverlap(t *testing.T) {
+	const rounds, callers = 80, 8
+	b := newRaceBench(t)
+	pins := map[string]pgpio.PinIO{}
+	for _, p := range []string{"GPIO5", "GPIO6"} {
+		pin, err := b.world.Pin(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pins[p] = pin
+	}
+	for round := range rounds {
+		var calls []func() map[string]any
+		for i := range callers {
+			tool := []string{"do_set_heater", "do_set_vent"}[i%2]
+			calls = append(calls, func() map[string]any {
+				return b.call(t, tool, map[string]any{"value": true, "idempotency_key": key()})
+			})
+		}
+		got := b.overlap(t, calls)
+		heater, vent := pins["GPIO5"].Read() == pgpio.High, pins["GPIO6"].Read() == pgpio.High
+		if heater && vent {
+			t.Fatalf("round %d: heater and vent both on; outcomes %v", round, got)
+		}
+		// The first reservation wins: the calls for its actuator run one
+		// after the other and succeed, those for the other are denied.
+		if heater == vent || got["success"] != callers/2 || got["policy_denied"] != callers/2 {
+			t.Fatalf("round %d: heater %t vent %t, outcomes %v; want exactly one on, %d success and %d policy_denied", round, heater, vent, got, callers/2, callers/2)
+		}
+		for _, tool := range []string{"do_set_heater", "do_set_vent"} {
+			if r := b.call(t, tool, map[string]any{"value": false, "idempotency_key": key()}); outcome(r) != "success" {
+				t.Fatalf("round %d: switching off with %s = %v", round, tool, r)
+			}
+		}
+		b.clk.Advance(time.Second)
+	}
+}
+
+// TestSafeValueDuringCooldown: the safe value is written during a cooldown
+// and a rate limit that refuse every other value, and can_do says so.
+func TestSafeValueDuringCooldown(t *testing.T) {
+	b := newRaceBench(t)
+	if r := b.call(t, "do_set_dimmer", map[string]any{"value": 50, "idempotency_key": key()}); outcome(r) != "success" {
+		t.Fatalf("first dimmer write = %v", r)
+	}
+	if r := b.call(t, "do_set_dimmer", map[string]any{"value": 60, "idempotency_key": key()}); outcome(r) != "cooldown_active" {
+		t.Fatalf("dimmer 60 in the cooldown = %v, want cooldown_active", r)
+	}
+	rep := canDo(t, b, "do_set_dimmer", 60.0)
+	if !blockedWith(rep, "do_set_dimmer", "cooldown_active", "safe value 0") {
+		t.Errorf("can_do(dimmer 60) = %v, want blocked cooldown_active whose details name the safe value 0", rep)
+	}
+	rep = canDo(t, b, "do_set_dimmer", 0.0)
+	if !candidateWith(rep, "do_set_dimmer", "safe value") {
+		t.Errorf("can_do(dimmer 0) = %v, want an allowed candidate saying 0 is the safe value", rep)
+	}
+	if r := b.call(t, "do_set_dimmer", map[string]any{"value": 0, "idempotency_key": key()}); outcome(r) != "success" || r["applied_value"] != 0.0 {
+		t.Fatalf("dimmer to its safe value 0 in the cooldown = %v, want success", r)
+	}
+
+	// The pump's cooldown applies to starting it only (when {equals: true}).
+	steps := []struct {
+		value   bool
+		advance time.Duration
+		want    string
+	}{
+		{true, 0, "success"},
+		{false, 0, "success"}, // stopping: the start cooldown does not apply
+		{true, 0, "cooldown_active"},
+		{true, 10 * time.Minute, "rate_limited"}, // 2 per hour used
+		{false, 0, "success"},                    // the safe value passes the rate limit
+	}
+	for i, s := range steps {
+		b.clk.Advance(s.advance)
+		if r := b.call(t, "do_set_pump", map[string]any{"value": s.value, "idempotency_key": key()}); outcome(r) != s.want {
+			t.Fatalf("step %d: do_set_pump(%t) = %v, want %s", i, s.value, r, s.want)
+		}
+	}
+}
+
+func canDo(t *testing.T, b *raceBench, action string, value any) map[string]any {
+	t.Helper()
+	res, err := b.c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "can_do",
+		Arguments: map[string]any{"intent": map[string]any{"action": action, "value": value}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
+func blockedWith(rep map[string]any, action, perm, details string) bool {
+	list, _ := rep["blocked"].([]any)
+	for _, it := range list {
+		b, _ := it.(map[string]any)
+		d, _ := b["details"].(string)
+		if b["capability"] == action && b["permission"] == perm && strings.Contains(d, details) {
+			return true
+		}
+	}
+	return false
+}
+
+func candidateWith(rep map[string]any, action, reason string) bool {
+	list, _ := rep["candidates"].([]any)
+	for _, it := range list {
+		c, _ := it.(map[string]any)
+		r, _ := c["reason"].(string)
+		if c["capability"] == action && c["permission"] == "allowed" && strings.Contains(r, reason) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCanDoReportsReservationInProgress: while an action holds its
+// reservation (here taken directly on the gateway's Reserver, as a do_*
+// call writing on a slow bus would), can_do counts it: the same action is
+// cooldown_active "actuating now", an action interlocked with it is
+// policy_denied by the value being written, and an action tied to it that
+// would be allowed says that do_* will wait, with a valid_until of at most
+// a second. Once released, the answers are plain again.
+func TestCanDoReportsReservationInProgress(t *testing.T) {
+	m, err := manifests.Load("testdata/race/race.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := manifests.LoadPolicy("testdata/race/race.policy.yml", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(monday10)
+	w, err := sim.New(m, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := capabilities.HardwareFuncs{
+		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
+		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
+	}
+	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	res := policy.NewLocalReserver(policy.NewMemoryState())
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{Policy: pol, Reserver: res})
+	b := &raceBench{clk: clk, world: w, c: c}
+
+	allow := func(context.Context, policy.View) policy.Decision {
+		return policy.Decision{Permission: "allowed", Value: true}
+	}
+	vent, _, err := res.Reserve(t.Context(), policy.Claim{Action: "do_set_vent", Read: "read_vent",
+		Unit: policy.Unit{"do_set_heater", "do_set_vent"}, Value: true, Now: clk.Now()}, allow)
+	if err != nil || vent == nil {
+		t.Fatal(err)
+	}
+	dim, _, err := res.Reserve(t.Context(), policy.Claim{Action: "do_set_dimmer", Read: "read_dimmer",
+		Unit: policy.Unit{"do_set_dimmer"}, Value: 40.0, Now: clk.Now()}, allow)
+	if err != nil || dim == nil {
+		t.Fatal(err)
+	}
+
+	if rep := canDo(t, b, "do_set_heater", true); !blockedReason(rep, "do_set_heater", "policy_denied", "being set now") {
+		t.Errorf("can_do(heater on) while the vent is being opened = %v, want policy_denied by the value being written", rep)
+	}
+	rep := canDo(t, b, "do_set_heater", false)
+	if !candidateWith(rep, "do_set_heater", "do_* waits for it") {
+		t.Errorf("can_do(heater off) while the vent is being opened = %v, want allowed, saying do_* waits", rep)
+	} else if vu := validUntil(t, rep); vu.After(clk.Now().Add(time.Second)) {
+		t.Errorf("valid_until %s, want at most a second ahead while an action is in progress", vu)
+	}
+	rep = canDo(t, b, "do_set_dimmer", 50.0)
+	if !blockedReason(rep, "do_set_dimmer", "cooldown_active", "actuating now") {
+		t.Errorf("can_do(dimmer) while a dimmer write is in progress = %v, want cooldown_active, actuating now", rep)
+	} else if bl := rep["blocked"].([]any)[0].(map[string]any); bl["valid_until"] != clk.Now().Add(time.Second).UTC().Format(time.RFC3339Nano) {
+		t.Errorf("blocked valid_until = %v, want one second ahead (%s): the write in progress may fail and release", bl["valid_until"], clk.Now().Add(time.Second).UTC().Format(time.RFC3339Nano))
+	}
+	if r := b.call(t, "do_set_dimmer", map[string]any{"value": 50, "idempotency_key": key()}); outcome(r) != "cooldown_active" {
+		t.Errorf("do_set_dimmer while another write is in progress = %v, want cooldown_active", r)
+	}
+
+	if err := res.Release(t.Context(), vent); err != nil {
+		t.Fatal(err)
+	}
+	if err := res.Release(t.Context(), dim); err != nil {
+		t.Fatal(err)
+	}
+	if rep := canDo(t, b, "do_set_heater", true); !candidateWith(rep, "do_set_heater", "") {
+		t.Errorf("can_do(heater on) after the vent's reservation was released = %v, want allowed", rep)
+	}
+	if r := b.call(t, "do_set_dimmer", map[string]any{"value": 50, "idempotency_key": key()}); outcome(r) != "success" {
+		t.Errorf("do_set_dimmer after the release = %v, want success (a released reservation does not count)", r)
+	}
+}
+
+func blockedReason(rep map[string]any, action, perm, reason string) bool {
+	list, _ := rep["blocked"].([]any)
+	for _, it := range list {
+		b, _ := it.(map[string]any)
+		r, _ := b["reason"].(string)
+		if b["capability"] == action && b["permission"] == perm && strings.Contains(r, reason) {
+			return true
+		}
+	}
+	return false
+}
+
+func validUntil(t *testing.T, rep map[string]any) time.Time {
+	t.Helper()
+	list, _ := rep["candidates"].([]any)
+	c, _ := list[0].(map[string]any)
+	s, _ := c["valid_until"].(string)
+	vu, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		t.Fatalf("valid_until %q: %v", s, err)
+	}
+	return vu
+}

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	pgpio "periph.io/x/conn/v3/gpio"
+	pi2c "periph.io/x/conn/v3/i2c"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/sim"
+)
+
+// TestUnits: actuators are reserved together when an interlock of either
+// reads the other (directly, or through another capability of its device)
+// or when they share a device; ties are transitive; the rest stand alone.
+func TestUnits(t *testing.T) {
+	m, err := manifests.Load("testdata/race/race.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := manifests.ParsePolicy("units.policy.yml", []byte(`version: 1
+actions:
+  do_set_heater:
+    interlocks: [{read: read_vent, equals: true}]
+  do_set_pump:
+    interlocks: [{read: read_heater, equals: true}]
+  do_set_dimmer:
+    interlocks: [{read: read_blind_motor_temperature, above: 60}]
+`), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := sim.New(m, sim.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := capabilities.Open(t.Context(), m, capabilities.HardwareFuncs{
+		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
+		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
+	}, capabilities.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	got := units(set, pol)
+	want := map[string]string{
+		// vent ⟂ heater by interlock, pump → heater: one unit.
+		"do_set_heater": "[do_set_heater do_set_pump do_set_vent]",
+		"do_set_vent":   "[do_set_heater do_set_pump do_set_vent]",
+		"do_set_pump":   "[do_set_heater do_set_pump do_set_vent]",
+		// blind and tilt share a device; the dimmer reads that device.
+		"do_set_blind":  "[do_set_blind do_set_dimmer do_set_tilt]",
+		"do_set_tilt":   "[do_set_blind do_set_dimmer do_set_tilt]",
+		"do_set_dimmer": "[do_set_blind do_set_dimmer do_set_tilt]",
+	}
+	for tool, u := range want {
+		if fmt.Sprint(got[tool]) != u {
+			t.Errorf("unit of %s = %v, want %s", tool, got[tool], u)
+		}
+	}
+	if alone := units(set, nil); fmt.Sprint(alone["do_set_heater"]) != "[do_set_heater]" || fmt.Sprint(alone["do_set_tilt"]) != "[do_set_blind do_set_tilt]" {
+		t.Errorf("without a policy: heater %v, tilt %v; want the heater alone and blind+tilt (one device)", alone["do_set_heater"], alone["do_set_tilt"])
+	}
+}
