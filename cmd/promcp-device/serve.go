@@ -51,6 +51,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	approvalKey := fs.String("approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
 	simStart := fs.String("sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	auditCfg := auditFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -137,7 +138,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return 1
 		}
 	}
-	st, err := openState(*stateDir, *keyTTL, log)
+	st, err := openState(*stateDir, *keyTTL, auditCfg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
 		return 1
