@@ -488,3 +488,35 @@ func TestUnkeyedLogMovedAside(t *testing.T) {
 		t.Fatalf("open with another key = %v, want refused", err)
 	}
 }
+
+// TestRefusalFloodBounded: 100 refusals by one caller, each with a 1 MiB
+// key in its arguments, its result and its reason, grow the log by the
+// burst's records and one suppressed record, each a few hundred bytes.
+func TestRefusalFloodBounded(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	frozen := newClock()
+	l, err := audit.OpenWith(path, audit.Options{Key: testKey, Now: frozen.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := strings.Repeat("K", 1<<20)
+	args := []byte(`{"idempotency_key":"` + key + `","value":50}`)
+	result := []byte(`{"status":"failed","idempotency_key":"` + key + `"}`)
+	for range 100 {
+		if err := l.Append(context.Background(), audit.Record{Event: audit.EventRefused, Caller: "mallory", Role: "viewer", Tool: "do_set_fan_speed",
+			Key: key, Arguments: audit.Args(args, false), Result: result, Reason: "idempotency_key " + key + " is too long"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.Close()
+	size := int64(0)
+	if fi, err := os.Stat(path); err == nil {
+		size = fi.Size()
+	}
+	recs := tailAll(t, path)
+	t.Logf("100 refusals with 1 MiB keys: %d records, %d bytes (%.0f bytes per record)", len(recs), size, float64(size)/float64(len(recs)))
+	if len(recs) != audit.DefaultRefusalBurst+1 || recs[len(recs)-1].Count != 100-audit.DefaultRefusalBurst || size > int64(len(recs))*1500 {
+		t.Fatalf("%d records, %d bytes; want %d records (the burst and a suppressed record counting %d) of at most 1500 bytes each",
+			len(recs), size, audit.DefaultRefusalBurst+1, 100-audit.DefaultRefusalBurst)
+	}
+}
