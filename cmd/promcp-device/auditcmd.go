@@ -15,13 +15,13 @@ import (
 )
 
 const auditUsage = `Usage:
-  promcp-device audit verify --state DIR [--audit-key FILE] [--checkpoint FILE] [--unkeyed]
+  promcp-device audit verify --state DIR [--log FILE] [--audit-key FILE] [--checkpoint FILE] [--unkeyed]
                                     check the keyed chain across rotated files (and against a
                                     checkpoint kept elsewhere); exit 1 naming the first bad record
   promcp-device audit checkpoint --state DIR [--audit-key FILE]
                                     verify, then print the last record's number and hash as one
                                     JSON line to keep off the gateway (syslog, another host)
-  promcp-device audit tail [-n N] --state DIR
+  promcp-device audit tail [-n N] --state DIR [--log FILE]
                                     show the latest records, control characters escaped
 `
 
@@ -88,14 +88,18 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	keyFile := fs.String("audit-key", "", "verify, checkpoint: the chain's key `FILE` (default DIR/audit.key)")
 	cpFile := fs.String("checkpoint", "", "verify: fail unless the log still reaches the newest checkpoint in `FILE` (lines of audit checkpoint output)")
 	unkeyed := fs.Bool("unkeyed", false, "verify: the log is a plain SHA-256 chain (written before keyed chains, or moved aside as audit.jsonl.unkeyed-*)")
+	logFile := fs.String("log", "", "the log `FILE` instead of DIR/audit.jsonl (for instance an audit.jsonl.unkeyed-* kept aside, or a copy)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	if *dir == "" || fs.NArg() > 0 {
+	if (*dir == "" && *logFile == "") || fs.NArg() > 0 {
 		fmt.Fprint(stderr, auditUsage)
 		return 2
 	}
 	path := filepath.Join(*dir, auditFile)
+	if *logFile != "" {
+		path = *logFile
+	}
 	if args[0] == "tail" {
 		recs, err := audit.TailLog(path, *n)
 		if err != nil {
@@ -109,6 +113,10 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	}
 	var key []byte
 	if !*unkeyed {
+		if *dir == "" && *keyFile == "" {
+			fmt.Fprintln(stderr, "promcp-device audit: with --log and no --state, name the key with --audit-key FILE (or --unkeyed)")
+			return 2
+		}
 		kp := (&auditConfig{key: *keyFile}).keyPath(*dir)
 		var err error
 		if key, err = audit.LoadKey(kp); err != nil {
