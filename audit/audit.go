@@ -282,8 +282,8 @@ func (l *Log) open() error {
 	l.started = l.opt.Now()
 	if len(firstLine) > 0 {
 		var r Record
-		if json.Unmarshal(firstLine, &r) == nil && !r.Time.IsZero() {
-			l.started = r.Time
+		if json.Unmarshal(firstLine, &r) == nil && !r.Time.IsZero() && r.Time.Before(l.started) {
+			l.started = r.Time // (a simulated clock may have written it in the future)
 		}
 	}
 	return nil
@@ -420,7 +420,7 @@ func (l *Log) commit(b *batch) error {
 			l.fail(next, err)
 			l.seq, l.last = l.synced, l.sHash
 			l.failing = err
-		} else {
+		} else if len(b.buf) > 0 {
 			l.synced, l.sHash = b.upto, b.last
 			l.size += int64(len(b.buf))
 			l.failing = nil

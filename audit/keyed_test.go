@@ -520,3 +520,25 @@ func TestRefusalFloodBounded(t *testing.T) {
 			len(recs), size, audit.DefaultRefusalBurst+1, 100-audit.DefaultRefusalBurst)
 	}
 }
+
+// TestRotationCrashBetweenRenameAndCreate: a crash right after the active
+// file was renamed leaves no active file; the next start continues the
+// chain from the newest rotated file.
+func TestRotationCrashBetweenRenameAndCreate(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	o := audit.Options{Key: testKey, MaxSize: 1000}
+	writeKeyed(t, path, o, 6, "alice")
+	files, _ := audit.Files(path)
+	last := tailAll(t, path)
+	if len(files) < 2 {
+		t.Fatalf("no rotation: %v", files)
+	}
+	// As if the process died after the rename: the active file's records
+	// go to a rotated file of their own, and there is no active file.
+	os.Rename(path, filepath.Join(filepath.Dir(path), fmt.Sprintf("audit-%012d.jsonl", last[len(last)-1].Seq)))
+	writeKeyed(t, path, o, 2, "alice")
+	s, err := audit.VerifyLog(path, audit.VerifyOptions{Key: testKey})
+	if err != nil || s.LastSeq != 8 || s.Records != 8 {
+		t.Fatalf("verify after a crash mid-rotation = %+v, %v; want 8 records in one chain", s, err)
+	}
+}
