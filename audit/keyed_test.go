@@ -542,3 +542,37 @@ func TestRotationCrashBetweenRenameAndCreate(t *testing.T) {
 		t.Fatalf("verify after a crash mid-rotation = %+v, %v; want 8 records in one chain", s, err)
 	}
 }
+
+// TestVerifyWhileWriting: audit verify (or a checkpoint timer) running
+// while the server appends and rotates never reports a false break.
+func TestVerifyWhileWriting(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.OpenWith(path, audit.Options{Key: testKey, MaxSize: 20000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 400 {
+			l.Append(context.Background(), audit.Record{Event: audit.EventResult, Caller: "alice", Tool: "do_set_heater", Key: fmt.Sprint("k", i)})
+		}
+	}()
+	verified := 0
+	for running := true; running; verified++ {
+		select {
+		case <-done:
+			running = false
+		default:
+		}
+		if _, err := audit.VerifyLog(path, audit.VerifyOptions{Key: testKey}); err != nil {
+			t.Fatalf("verify %d while writing: %v", verified, err)
+		}
+	}
+	l.Close()
+	files, _ := audit.Files(path)
+	if s, err := audit.VerifyLog(path, audit.VerifyOptions{Key: testKey}); err != nil || s.Records != 400 || len(files) < 3 {
+		t.Fatalf("after writing: %+v, %v, %d files", s, err, len(files))
+	}
+	t.Logf("%d verifications while 400 records were written across %d files", verified, len(files))
+}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -84,6 +85,22 @@ type VerifyOptions struct {
 // that fails, an error wrapping ErrTruncated if the log ends before the
 // checkpoint.
 func VerifyLog(path string, o VerifyOptions) (Summary, error) {
+	before, _ := Files(path)
+	s, err := verifyLog(path, o)
+	for range 3 {
+		after, _ := Files(path)
+		if err == nil || slices.Equal(before, after) {
+			break
+		}
+		// The log rotated (or retention ran) while it was read: read the
+		// new set of files again rather than report a false break.
+		before = after
+		s, err = verifyLog(path, o)
+	}
+	return s, err
+}
+
+func verifyLog(path string, o VerifyOptions) (Summary, error) {
 	anchor, err := readAnchor(path, o.Key)
 	if err != nil {
 		return Summary{}, err
