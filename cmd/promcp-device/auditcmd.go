@@ -67,13 +67,20 @@ func openAuditLog(dir string, c *auditConfig, log *slog.Logger) (*audit.Log, err
 	if err != nil {
 		return nil, err
 	}
-	return audit.OpenWith(filepath.Join(dir, auditFile), audit.Options{
+	path := filepath.Join(dir, auditFile)
+	l, err := audit.OpenWith(path, audit.Options{
 		Key:       key,
 		MaxSize:   c.rotateSize,
 		MaxAge:    c.rotateAge,
 		Retention: time.Duration(c.retentionDays) * 24 * time.Hour,
 		Log:       log,
 	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("audit log", "file", path, "key", c.keyPath(dir), "rotate_size", c.rotateSize, "rotate_age", c.rotateAge.String(),
+		"retention_days", c.retentionDays, "refusals_per_caller", fmt.Sprintf("%d, then 1 per %s", audit.DefaultRefusalBurst, audit.DefaultRefusalEvery))
+	return l, nil
 }
 
 func cmdAudit(args []string, stdout, stderr io.Writer) int {
