@@ -10,15 +10,20 @@ import (
 )
 
 // BenchmarkAppend measures fsync'd appends, one caller at a time and with
-// concurrent callers sharing fsyncs (group commit).
+// concurrent callers sharing fsyncs (group commit), with a plain and an
+// HMAC-keyed chain.
 //
 //	go test ./audit -run XXX -bench Append -benchtime 2000x
 func BenchmarkAppend(b *testing.B) {
 	rec := audit.Record{Event: audit.EventResult, Caller: "alice", Role: "operator", Tool: "do_set_heater",
 		Key: "k", Arguments: []byte(`{"value":true}`), Status: "success"}
-	for _, parallel := range []bool{false, true} {
-		b.Run(fmt.Sprintf("parallel=%t", parallel), func(b *testing.B) {
-			l, err := audit.Open(filepath.Join(b.TempDir(), "a.jsonl"))
+	for _, tc := range []struct {
+		parallel bool
+		key      []byte
+	}{{false, nil}, {true, nil}, {false, make([]byte, 32)}, {true, make([]byte, 32)}} {
+		parallel := tc.parallel
+		b.Run(fmt.Sprintf("parallel=%t/keyed=%t", parallel, tc.key != nil), func(b *testing.B) {
+			l, err := audit.OpenWith(filepath.Join(b.TempDir(), "a.jsonl"), audit.Options{Key: tc.key})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -93,12 +93,13 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 		return r
 	}
 	var appr *audit.Approval // who approved this call, once known
+	argsValid := false       // schema-invalid arguments are recorded as size and hash only
 	record := func(ctx context.Context, event, key string, r *promcp.DoResult) error {
 		if s.auditor == nil {
 			return nil
 		}
 		rec := audit.Record{Time: s.clock.Now(), Event: event, Caller: caller.Name, Role: caller.Role, Tool: t.Name, Key: key,
-			Arguments: json.RawMessage(rawArguments(req)), DurationMS: float64(time.Since(start).Microseconds()) / 1000,
+			Arguments: audit.Args(rawArguments(req), argsValid), DurationMS: float64(time.Since(start).Microseconds()) / 1000,
 			Approval: appr}
 		if r != nil {
 			rec.Status, rec.Permission, rec.Reason = string(r.Status), string(r.Permission), r.Reason
@@ -121,10 +122,12 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 	// Types are checked here; bounds are the policy's, so that a value out
 	// of range is refused with the out_of_range permission.
 	args, argErr := s.argumentsFor("type:"+t.Name, req)
+	argsValid = argErr == nil
 	key, _ := args["idempotency_key"].(string)
 	if key == "" {
 		key = newKey()
 	}
+	key = audit.BoundKey(key) // a valid key as it is; an invalid one never echoed whole
 	if !s.enter() {
 		return refuse(key, fail(key, &promcp.Error{Code: promcp.CodeRefused,
 			Message: "the server is shutting down; retry with the same idempotency_key once it is back"})), nil

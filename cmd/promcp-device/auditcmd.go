@@ -1,23 +1,90 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/promcp/promcp-device/audit"
 )
 
 const auditUsage = `Usage:
-  promcp-device audit verify --state DIR      check the hash chain; exit 1 naming the first bad record
-  promcp-device audit tail [-n N] --state DIR show the latest records
+  promcp-device audit verify --state DIR [--log FILE] [--audit-key FILE] [--checkpoint FILE] [--unkeyed]
+                                    check the keyed chain across rotated files (and against a
+                                    checkpoint kept elsewhere); exit 1 naming the first bad record
+  promcp-device audit checkpoint --state DIR [--audit-key FILE]
+                                    verify, then print the last record's number and hash as one
+                                    JSON line to keep off the gateway (syslog, another host)
+  promcp-device audit tail [-n N] --state DIR [--log FILE]
+                                    show the latest records, control characters escaped
 `
 
+// auditKeyFile is the default key file in --state DIR. It is a separate
+// file from the log: the log may be copied and shipped, the key stays.
+const auditKeyFile = "audit.key"
+
+// auditConfig is how serve opens the audit log (its --audit-* flags).
+type auditConfig struct {
+	key           string        // key file; "" for DIR/audit.key
+	rotateSize    int64         // bytes; 0: never by size
+	rotateAge     time.Duration // 0: never by age
+	retentionDays int           // 0: keep every rotated file
+}
+
+// auditFlags declares serve's --audit-* flags.
+func auditFlags(fs *flag.FlagSet) *auditConfig {
+	c := &auditConfig{}
+	fs.StringVar(&c.key, "audit-key", "", "with --state: the audit chain's HMAC key `FILE` (default DIR/audit.key; created 0600 when missing, refused if group or others may read it)")
+	fs.Int64Var(&c.rotateSize, "audit-rotate-size", 16<<20, "with --state: rotate the audit log when it would pass `BYTES` (0: never)")
+	fs.DurationVar(&c.rotateAge, "audit-rotate-age", 24*time.Hour, "with --state: rotate the audit log when its first record is this `AGE` (0: never)")
+	fs.IntVar(&c.retentionDays, "audit-retention-days", 0, "with --state: delete rotated audit files last written more than `N` days ago (0: keep all)")
+	return c
+}
+
+func (c *auditConfig) keyPath(dir string) string {
+	if c.key != "" {
+		return c.key
+	}
+	return filepath.Join(dir, auditKeyFile)
+}
+
+// openAuditLog opens DIR/audit.jsonl keyed with c's key file (created if
+// missing).
+func openAuditLog(dir string, c *auditConfig, log *slog.Logger) (*audit.Log, error) {
+	if c == nil {
+		c = &auditConfig{}
+	}
+	if c.rotateSize < 0 || c.rotateAge < 0 || c.retentionDays < 0 {
+		return nil, errors.New("--audit-rotate-size, --audit-rotate-age and --audit-retention-days must not be negative")
+	}
+	key, err := audit.LoadOrCreateKey(c.keyPath(dir))
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(dir, auditFile)
+	l, err := audit.OpenWith(path, audit.Options{
+		Key:       key,
+		MaxSize:   c.rotateSize,
+		MaxAge:    c.rotateAge,
+		Retention: time.Duration(c.retentionDays) * 24 * time.Hour,
+		Log:       log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log.Info("audit log", "file", path, "key", c.keyPath(dir), "rotate_size", c.rotateSize, "rotate_age", c.rotateAge.String(),
+		"retention_days", c.retentionDays, "refusals_per_caller", fmt.Sprintf("%d, then 1 per %s", audit.DefaultRefusalBurst, audit.DefaultRefusalEvery))
+	return l, nil
+}
+
 func cmdAudit(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || (args[0] != "verify" && args[0] != "tail") {
+	if len(args) == 0 || (args[0] != "verify" && args[0] != "tail" && args[0] != "checkpoint") {
 		fmt.Fprint(stderr, auditUsage)
 		return 2
 	}
@@ -25,22 +92,23 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	dir := fs.String("state", "", "the serve --state `DIR` holding audit.jsonl (required)")
 	n := fs.Int("n", 20, "tail: show the last `N` records (0 for all)")
+	keyFile := fs.String("audit-key", "", "verify, checkpoint: the chain's key `FILE` (default DIR/audit.key)")
+	cpFile := fs.String("checkpoint", "", "verify: fail unless the log still reaches the newest checkpoint in `FILE` (lines of audit checkpoint output)")
+	unkeyed := fs.Bool("unkeyed", false, "verify: the log is a plain SHA-256 chain (written before keyed chains, or moved aside as audit.jsonl.unkeyed-*)")
+	logFile := fs.String("log", "", "the log `FILE` instead of DIR/audit.jsonl (for instance an audit.jsonl.unkeyed-* kept aside, or a copy)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	if *dir == "" || fs.NArg() > 0 {
+	if (*dir == "" && *logFile == "") || fs.NArg() > 0 {
 		fmt.Fprint(stderr, auditUsage)
 		return 2
 	}
 	path := filepath.Join(*dir, auditFile)
-	f, err := os.Open(path)
-	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device audit:", err)
-		return 1
+	if *logFile != "" {
+		path = *logFile
 	}
-	defer f.Close()
 	if args[0] == "tail" {
-		recs, err := audit.Tail(f, *n)
+		recs, err := audit.TailLog(path, *n)
 		if err != nil {
 			fmt.Fprintln(stderr, "promcp-device audit tail:", err)
 			return 1
@@ -50,14 +118,78 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	sum, err := audit.Verify(f)
-	if ve, ok := errors.AsType[*audit.VerifyError](err); ok {
-		fmt.Fprintf(stdout, "%s: FAILED at %v\n", path, ve)
+	var key []byte
+	if !*unkeyed {
+		if *dir == "" && *keyFile == "" {
+			fmt.Fprintln(stderr, "promcp-device audit: with --log and no --state, name the key with --audit-key FILE (or --unkeyed)")
+			return 2
+		}
+		kp := (&auditConfig{key: *keyFile}).keyPath(*dir)
+		var err error
+		if key, err = audit.LoadKey(kp); err != nil {
+			fmt.Fprintf(stderr, "promcp-device audit %s: %v\n  (the key serve created beside the log; pass --audit-key FILE if serve used another, or --unkeyed for a log from before keyed chains)\n", args[0], err)
+			return 1
+		}
+	}
+	if _, err := os.Stat(path); err != nil {
+		fmt.Fprintln(stderr, "promcp-device audit:", err)
 		return 1
-	} else if err != nil {
+	}
+	if args[0] == "checkpoint" {
+		cp, _, err := audit.TakeCheckpoint(path, key, time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "promcp-device audit checkpoint: %s: FAILED at %v (no checkpoint of a broken log)\n", path, err)
+			return 1
+		}
+		line, _ := json.Marshal(cp)
+		fmt.Fprintf(stdout, "%s\n", line)
+		return 0
+	}
+	o := audit.VerifyOptions{Key: key}
+	if *cpFile != "" {
+		f, err := os.Open(*cpFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "promcp-device audit verify:", err)
+			return 1
+		}
+		cp, err := audit.ReadCheckpoint(f, key)
+		f.Close()
+		if err != nil {
+			fmt.Fprintf(stderr, "promcp-device audit verify: --checkpoint %s: %v\n", *cpFile, err)
+			return 1
+		}
+		o.Checkpoint = &cp
+	}
+	sum, err := audit.VerifyLog(path, o)
+	if err != nil {
+		if ve, ok := errors.AsType[*audit.VerifyError](err); ok {
+			fmt.Fprintf(stdout, "%s: FAILED at %v\n", path, ve)
+			return 1
+		}
+		if errors.Is(err, audit.ErrTruncated) || errors.Is(err, audit.ErrTampered) {
+			fmt.Fprintf(stdout, "%s: FAILED: %v\n", path, err)
+			return 1
+		}
 		fmt.Fprintln(stderr, "promcp-device audit verify:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "%s: ok: %d records, chain intact; last record %d, hash %s\n", path, sum.Records, sum.LastSeq, sum.LastHash)
+	chain := "chain intact"
+	if key != nil {
+		chain = "keyed chain intact"
+	}
+	fmt.Fprintf(stdout, "%s: ok: %d records, %s; last record %d, hash %s", path, sum.Records, chain, sum.LastSeq, sum.LastHash)
+	if sum.Files > 1 || sum.Anchored {
+		fmt.Fprintf(stdout, "; %d files from record %d", sum.Files, sum.FirstSeq)
+		if sum.Anchored {
+			fmt.Fprint(stdout, " (older ones deleted by retention, chained to the anchor)")
+		}
+	}
+	if sum.Checkpoint != "" {
+		fmt.Fprint(stdout, "; "+sum.Checkpoint)
+	}
+	if sum.Partial {
+		fmt.Fprint(stdout, "; a last line still being written was not checked")
+	}
+	fmt.Fprintln(stdout)
 	return 0
 }

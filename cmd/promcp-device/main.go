@@ -6,7 +6,7 @@
 //
 //	promcp-device serve --manifest FILE [--sim [--time-scale N] [--scenario FILE]] [--http ADDR] [--role ROLE]
 //	                    [--state DIR] [--tokens FILE] [--read-only]
-//	promcp-device audit verify|tail --state DIR
+//	promcp-device audit verify|checkpoint|tail --state DIR
 //	promcp-device token add|hash|list|revoke [--tokens FILE] [--name NAME] [--role ROLE]
 //	promcp-device lint FILE...
 //	promcp-device lint [--json] [--strict] [--call-reads] [--manifest FILE] (TOOLS.json | --url URL [--header K:V] | -- CMD ARGS...)
@@ -47,7 +47,7 @@ const usage = `promcp-device: devices behind the Model Context Protocol, the pro
 Usage:
   promcp-device serve --manifest FILE [--sim] [--http ADDR] [--state DIR] [--tokens FILE]
                                                              serve the manifest's tools
-  promcp-device audit verify|tail --state DIR                check or show the audit log
+  promcp-device audit verify|checkpoint|tail --state DIR     check, checkpoint or show the audit log
   promcp-device token add|hash|list|revoke                   make, list and revoke bearer tokens for --tokens
   promcp-device lint FILE...                                 check manifests and fault scenarios; exit 1 on problems
   promcp-device lint [--strict] [--call-reads] (TOOLS.json | --url URL | -- CMD ARGS...)

@@ -61,6 +61,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
 	maxTokenSessions := fs.Int("max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
 	sessionIdle := fs.Duration("session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
+	auditCfg := auditFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -188,7 +189,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return 1
 		}
 	}
-	st, err := openState(*stateDir, *keyTTL, log)
+	st, err := openState(*stateDir, *keyTTL, auditCfg, log)
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
 		return 1

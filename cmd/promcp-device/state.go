@@ -32,7 +32,7 @@ type state struct {
 	ledger  *approval.BoltLedger // the spent one-time approvals
 }
 
-func openState(dir string, ttl time.Duration, log *slog.Logger) (*state, error) {
+func openState(dir string, ttl time.Duration, ac *auditConfig, log *slog.Logger) (*state, error) {
 	if dir == "" {
 		return &state{}, nil
 	}
@@ -44,7 +44,7 @@ func openState(dir string, ttl time.Duration, log *slog.Logger) (*state, error) 
 	if err != nil {
 		return nil, fmt.Errorf("--state %s: %w (is another promcp-device serving this directory?)", dir, err)
 	}
-	al, err := audit.Open(filepath.Join(dir, auditFile))
+	al, err := openAuditLog(dir, ac, log)
 	if err != nil {
 		st.Close()
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
