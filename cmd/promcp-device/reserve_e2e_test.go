@@ -157,8 +157,13 @@ func TestFsyncsPerCall(t *testing.T) {
 	if got := withRefusals - one; got != refusals {
 		t.Errorf("%d refusals cost %d fsyncs, want %d (one audit record each)", refusals, got, refusals)
 	}
-	base := syncsOf(t, strace, []float64{20}, "--policy", "none")
-	many := syncsOf(t, strace, []float64{20, 21, 22, 23, 24}, "--policy", "none")
+	// A policy without a cooldown, so that every call actuates.
+	free := filepath.Join(t.TempDir(), "free.policy.yml")
+	if err := os.WriteFile(free, []byte("version: 1\ntimezone: UTC\nactions:\n  do_set_fan_speed: {roles: [operator]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base := syncsOf(t, strace, []float64{20}, "--policy", free)
+	many := syncsOf(t, strace, []float64{20, 21, 22, 23, 24}, "--policy", free)
 	per := float64(many-base) / acts
 	if per < 8 || per > 9 {
 		t.Errorf("an actuation costs %.2f fsyncs, want 8 (9 when bbolt grows its files)", per)
