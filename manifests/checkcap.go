@@ -31,12 +31,7 @@ func (c *checker) checkCapabilities() {
 	// tools maps every tool name to the path that declares it. can_do is
 	// always served.
 	tools := map[string]string{"can_do": ""}
-	var deviceNames []string
-	for _, dev := range c.m.Devices {
-		if dev.Name != "" && !slices.Contains(deviceNames, dev.Name) {
-			deviceNames = append(deviceNames, dev.Name)
-		}
-	}
+	deviceNames := namesOf(c.m.Devices, deviceName)
 	for i := range c.m.Capabilities {
 		cp := &c.m.Capabilities[i]
 		path := index("capabilities", i)
@@ -82,11 +77,7 @@ func (c *checker) health(cp *Capability, path string) {
 	if c.d.has(join(hp, "plausible")) {
 		c.d.add(join(hp, "plausible"), ErrNotAllowed, "for type %s (only number and integer have a plausible range)", cp.Type)
 	}
-	for _, k := range []string{"stuck_samples", "stuck_for"} {
-		if c.d.has(join(hp, k)) {
-			c.d.add(join(hp, k), ErrNotAllowed, "for type %s (stuck detection needs a noisy number; a %s may rightly hold its value)", cp.Type, cp.Type)
-		}
-	}
+	c.notAllowed(hp, []string{"stuck_samples", "stuck_for"}, "for type %s (stuck detection needs a noisy number; a %s may rightly hold its value)", cp.Type, cp.Type)
 	if cp.Type == TypeEnum && c.d.has(join(hp, "max_rate")) {
 		c.d.add(join(hp, "max_rate"), ErrNotAllowed, "for type enum (only number, integer and boolean have a rate of change)")
 	}

@@ -262,16 +262,11 @@ func (d *decoder) scheduledFault(n ast.Node, path string, m *Manifest) *Schedule
 // faultDevice checks a fault against its device: it exists, the fault
 // applies to its model, and a channel is one of its channels.
 func (o obj) faultDevice(sf ScheduledFault, m *Manifest, kindOK bool) {
-	i := slices.IndexFunc(m.Devices, func(dev Device) bool { return dev.Name == sf.Device })
-	if i < 0 {
-		var names []string
-		for _, dev := range m.Devices {
-			names = append(names, dev.Name)
-		}
-		o.add("device", ErrBadReference, "device %q (%s)", sf.Device, candidates("device", names))
+	dev := find(m.Devices, sf.Device, deviceName)
+	if dev == nil {
+		o.add("device", ErrBadReference, "device %q (%s)", sf.Device, candidates("device", namesOf(m.Devices, deviceName)))
 		return
 	}
-	dev := m.Devices[i]
 	switch {
 	case kindOK && !FaultApplies(dev.Model, sf.Fault.Kind):
 		var can []FaultKind
@@ -287,7 +282,7 @@ func (o obj) faultDevice(sf ScheduledFault, m *Manifest, kindOK bool) {
 		case ModelSHT3x:
 			chans = sht3xChannels
 		case ModelRegisters:
-			chans = registerNames(dev)
+			chans = registerNames(*dev)
 		}
 		if !slices.Contains(chans, sf.Fault.Channel) {
 			o.add("channel", ErrBadReference, "channel %q of device %q (%s)", sf.Fault.Channel, dev.Name, candidates("channel", chans))
