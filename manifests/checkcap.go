@@ -71,7 +71,7 @@ func (c *checker) checkCapabilities() {
 func (c *checker) health(cp *Capability, path string) {
 	hp := join(path, "health")
 	numeric := cp.Type == TypeNumber || cp.Type == TypeInteger
-	if !slices.Contains(valueTypesOf(), cp.Type) || numeric {
+	if !slices.Contains(valueTypes, string(cp.Type)) || numeric {
 		return
 	}
 	if c.d.has(join(hp, "plausible")) {
@@ -167,22 +167,10 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	default:
 		return nil // unknown model: reported
 	}
-	if want := channelTypes(dev.Model); slices.Contains(valueTypesOf(), cp.Type) && !slices.Contains(want, cp.Type) {
-		c.d.add(join(path, "type"), ErrNotAllowed, "on %s channel: %s (want %s)", article(dev.Model), cp.Type, oneOf(stringsOf(want)))
+	if want := channelTypes(dev.Model); slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
+		c.d.add(join(path, "type"), ErrNotAllowed, "on %s channel: %s (want %s)", article(dev.Model), cp.Type, oneOf(words(want...)))
 	}
 	return reg
-}
-
-func valueTypesOf() []ValueType {
-	return []ValueType{TypeNumber, TypeInteger, TypeBoolean, TypeEnum}
-}
-
-func stringsOf(ts []ValueType) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = string(t)
-	}
-	return out
 }
 
 // valueType checks the unit against the capability's type.
@@ -229,7 +217,7 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 		key string
 		v   *float64
 	}{{"min", k.Min}, {"max", k.Max}, {"step", k.Step}} {
-		if b.v != nil && !numeric && cp.Type != "" && slices.Contains(valueTypesOf(), cp.Type) {
+		if b.v != nil && !numeric && cp.Type != "" && slices.Contains(valueTypes, string(cp.Type)) {
 			c.d.add(join(cs, b.key), ErrNotAllowed, "for type %s (only number and integer have %s)", cp.Type, b.key)
 		}
 	}
@@ -248,7 +236,7 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 		for i, v := range k.Enum {
 			c.unique(seen, "enum value", v, index(ep, i))
 		}
-	case c.d.has(ep) && slices.Contains(valueTypesOf(), cp.Type):
+	case c.d.has(ep) && slices.Contains(valueTypes, string(cp.Type)):
 		c.d.add(ep, ErrNotAllowed, "for type %s (only enum has a list of values)", cp.Type)
 	}
 	if a.SafeValue != nil {

@@ -181,8 +181,8 @@ func (c *checker) modbusChannel(cp *Capability, dev *Device, path string) {
 	default:
 		want = []ValueType{TypeNumber, TypeInteger}
 	}
-	if slices.Contains(valueTypesOf(), cp.Type) && !slices.Contains(want, cp.Type) {
-		c.d.add(join(path, "type"), ErrNotAllowed, "on a %s register: %s (want %s)", r.Type, cp.Type, oneOf(stringsOf(want)))
+	if slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
+		c.d.add(join(path, "type"), ErrNotAllowed, "on a %s register: %s (want %s)", r.Type, cp.Type, oneOf(words(want...)))
 	}
 }
 

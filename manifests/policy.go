@@ -235,18 +235,11 @@ var (
 // ParsePolicy decodes and validates a policy file held in data against m.
 // Errors are *Error values, positioned and sorted, joined, as for Parse.
 func ParsePolicy(file string, data []byte, m *Manifest) (*Policy, error) {
-	p := &problems{file: file}
-	root, ok := parseYAML(p, data)
-	if !ok {
-		return nil, p.err()
-	}
-	d := newDecoder(p, root)
-	pol := d.policy(root, m)
-	pol.File = file
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	return pol, nil
+	return parse(file, data, func(d *decoder, root ast.Node) *Policy {
+		pol := d.policy(root, m)
+		pol.File = file
+		return pol
+	})
 }
 
 func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {

@@ -180,16 +180,14 @@ func LoadScenario(path string, m *Manifest) (*Scenario, error) {
 //
 // When two faults on one device overlap, the later in the file wins.
 func ParseScenario(file string, data []byte, m *Manifest) (*Scenario, error) {
-	p := &problems{file: file}
-	root, ok := parseYAML(p, data)
-	if !ok {
-		return nil, p.err()
-	}
-	d := newDecoder(p, root)
-	sc := &Scenario{File: file}
+	return parse(file, data, func(d *decoder, root ast.Node) *Scenario { return d.scenario(root, m) })
+}
+
+func (d *decoder) scenario(root ast.Node, m *Manifest) *Scenario {
+	sc := &Scenario{File: d.p.file}
 	o, ok := d.document(root, scenarioKeys, "scenario and faults")
 	if !ok {
-		return nil, p.err()
+		return sc
 	}
 	o.version()
 	sc.Name, _ = d.name(o.f["scenario"], "scenario")
@@ -201,10 +199,7 @@ func ParseScenario(file string, data []byte, m *Manifest) (*Scenario, error) {
 			sc.Faults = append(sc.Faults, *sf)
 		}
 	}
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	return sc, nil
+	return sc
 }
 
 // faultParams are the faults each fault parameter belongs to.
