@@ -32,11 +32,18 @@ func (c *checker) unique(seen map[string]string, what, name, path string) bool {
 	if name == "" {
 		return false
 	}
-	if first, dup := seen[name]; dup {
-		c.d.add(path, ErrDuplicate, "%s %q (first at %s)", what, name, c.first(first, path))
+	return c.once(seen, name, path, "%s %q", what, name)
+}
+
+// once records key at path in seen, or, when seen holds it already,
+// reports the duplicate as format says, with where the first one is. It
+// reports whether key is new.
+func (c *checker) once(seen map[string]string, key, path, format string, args ...any) bool {
+	if first, dup := seen[key]; dup {
+		c.d.add(path, ErrDuplicate, format+" (first at %s)", append(args, c.first(first, path))...)
 		return false
 	}
-	seen[name] = path
+	seen[key] = path
 	return true
 }
 
@@ -159,11 +166,7 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 			break
 		}
 		key := dev.Bus + "/" + hex(int64(dev.Address))
-		if first, dup := addrs[key]; dup {
-			c.d.add(field("address"), ErrDuplicate, "I2C address %s on bus %q (first at %s)", hex(int64(dev.Address)), dev.Bus, c.first(first, field("address")))
-		} else {
-			addrs[key] = field("address")
-		}
+		c.once(addrs, key, field("address"), "I2C address %s on bus %q", hex(int64(dev.Address)), dev.Bus)
 	}
 	c.notAllowed(path, []string{"pin", "active_low"}, "for model %s (only gpio models have a pin)", dev.Model)
 }
@@ -193,11 +196,7 @@ func (c *checker) gpioDevice(dev Device, path string, pins map[string]string) {
 	}
 	// Host pin names are case-insensitive in practice ("gpio17", "GPIO17").
 	key := strings.ToUpper(dev.Pin)
-	if first, dup := pins[key]; dup {
-		c.d.add(field("pin"), ErrDuplicate, "pin %q (first at %s)", dev.Pin, c.first(first, field("pin")))
-	} else {
-		pins[key] = field("pin")
-	}
+	c.once(pins, key, field("pin"), "pin %q", dev.Pin)
 }
 
 func (c *checker) registers(dev Device, path string) {

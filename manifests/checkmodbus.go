@@ -96,11 +96,7 @@ func (c *checker) lineDevice(dev Device, bus *Bus, path string, units map[string
 		c.d.add(field("unit_id"), ErrRange, ": %d (want 1..247 on a %s bus; 0 is broadcast)", dev.UnitID, bus.Kind)
 	case dev.Bus != "":
 		key := fmt.Sprintf("%s/%d", dev.Bus, dev.UnitID)
-		if first, dup := units[key]; dup {
-			c.d.add(field("unit_id"), ErrDuplicate, "unit id %d on bus %q (first at %s)", dev.UnitID, dev.Bus, c.first(first, field("unit_id")))
-		} else {
-			units[key] = field("unit_id")
-		}
+		c.once(units, key, field("unit_id"), "unit id %d on bus %q", dev.UnitID, dev.Bus)
 	}
 	rp := field("registers")
 	if len(dev.ModbusRegisters) == 0 {
