@@ -75,19 +75,14 @@ func (d *decoder) manifest(root ast.Node) *Manifest {
 	o.require("gateway", `a name for this gateway, such as "greenhouse-1"`)
 	m.Description = o.str("description")
 	m.Policy = d.policyName(o.f["policy"])
-	m.Buses = list(o, "buses", d.bus)
-	m.Devices = list(o, "devices", d.device)
-	m.Capabilities = list(o, "capabilities", d.capability)
+	m.Buses = list(o, "buses", busKeys, obj.bus)
+	m.Devices = list(o, "devices", deviceKeys, obj.device)
+	m.Capabilities = list(o, "capabilities", capabilityKeys, obj.capability)
 	m.Sim = d.sim(o.f["sim"], "sim")
 	return m
 }
 
-func (d *decoder) bus(n ast.Node, path string) Bus {
-	var b Bus
-	o, ok := d.item(n, path, busKeys)
-	if !ok {
-		return b
-	}
+func (o obj) bus(b *Bus) {
 	b.Name = o.name()
 	enum(o, "kind", &b.Kind, busKinds, true)
 	b.Device = o.str("device")
@@ -115,7 +110,6 @@ func (d *decoder) bus(n ast.Node, path string) Bus {
 		b.Retries = DefaultRetries
 	}
 	intIn(o, "retries", &b.Retries, 0, 10, ": %d (want 0..10)")
-	return b
 }
 
 func validPort(p string) bool {
@@ -123,12 +117,7 @@ func validPort(p string) bool {
 	return err == nil && n >= 0 && n <= 65535
 }
 
-func (d *decoder) device(n ast.Node, path string) Device {
-	var dev Device
-	o, ok := d.item(n, path, deviceKeys)
-	if !ok {
-		return dev
-	}
+func (o obj) device(dev *Device) {
 	dev.Name = o.name()
 	dev.Bus = o.requiredStr("bus", "the name of a bus")
 	enum(o, "model", &dev.Model, models, true)
@@ -137,9 +126,9 @@ func (d *decoder) device(n ast.Node, path string) Device {
 	dev.ActiveLow = o.boolean("active_low")
 	enum(o, "pull", &dev.Pull, pulls, false)
 	if dev.Model == ModelModbus {
-		dev.ModbusRegisters = list(o, "registers", d.modbusRegister)
+		dev.ModbusRegisters = list(o, "registers", modbusRegKeys, obj.modbusRegister)
 	} else {
-		dev.Registers = list(o, "registers", d.register)
+		dev.Registers = list(o, "registers", registerKeys, obj.register)
 	}
 	intIn(o, "unit_id", &dev.UnitID, 0, 255, ": %d (want a Modbus unit id, 1..247 on a serial line, 0..255 on TCP)")
 	intIn(o, "max_span", &dev.MaxSpan, 0, MaxReadRegisters, ": %d (want 0..%d registers per read)", MaxReadRegisters)
@@ -164,8 +153,7 @@ func (d *decoder) device(n ast.Node, path string) Device {
 			dev.Line.Response = s
 		}
 	}
-	dev.Sim = d.deviceSim(o.f["sim"], o.at("sim"))
-	return dev
+	dev.Sim = o.d.deviceSim(o.f["sim"], o.at("sim"))
 }
 
 // channelsOf returns the named groups of a serial_line response pattern.
@@ -189,27 +177,18 @@ func LineChannels(l LineInstrument) []string {
 	return channelsOf(re)
 }
 
-func (d *decoder) register(n ast.Node, path string) Register {
-	r := Register{ByteOrder: BigEndian, Scale: 1}
-	o, ok := d.item(n, path, registerKeys)
-	if !ok {
-		return r
-	}
+func (o obj) register(r *Register) {
+	*r = Register{ByteOrder: BigEndian, Scale: 1}
 	r.Name = o.name()
 	intIn(o, "address", &r.Address, 0, math.MaxUint8, ": %x (want a register address, 0x00..0xff)")
 	o.require("address", "the register address, 0x00..0xff")
 	enum(o, "type", &r.Type, regTypes, true)
 	enum(o, "byte_order", &r.ByteOrder, byteOrders, false)
 	r.Scale, r.Offset, r.Writable = o.scale(), o.num("offset"), o.boolean("writable")
-	return r
 }
 
-func (d *decoder) modbusRegister(n ast.Node, path string) ModbusRegister {
-	r := ModbusRegister{ByteOrder: OrderABCD, Bit: -1, Scale: 1}
-	o, ok := d.item(n, path, modbusRegKeys)
-	if !ok {
-		return r
-	}
+func (o obj) modbusRegister(r *ModbusRegister) {
+	*r = ModbusRegister{ByteOrder: OrderABCD, Bit: -1, Scale: 1}
 	r.Name = o.name()
 	enum(o, "table", &r.Table, tables, true)
 	intIn(o, "address", &r.Address, 0, math.MaxUint16, ": %d (want a 0-based PDU address, 0..65535)")
@@ -219,7 +198,6 @@ func (d *decoder) modbusRegister(n ast.Node, path string) ModbusRegister {
 	intIn(o, "bit", &r.Bit, 0, 15, ": %d (want 0..15, 0 the least significant)")
 	intIn(o, "length", &r.Length, 1, MaxReadRegisters, ": %d (want 1..%d registers, two characters each)", MaxReadRegisters)
 	r.Scale, r.Offset, r.Writable = o.scale(), o.num("offset"), o.boolean("writable")
-	return r
 }
 
 // scale decodes a register's non-zero scale factor, 1 when absent.
@@ -256,12 +234,7 @@ func (d *decoder) deviceSim(n ast.Node, path string) *DeviceSim {
 	return s
 }
 
-func (d *decoder) capability(n ast.Node, path string) Capability {
-	var c Capability
-	o, ok := d.item(n, path, capabilityKeys)
-	if !ok {
-		return c
-	}
+func (o obj) capability(c *Capability) {
 	c.Name = o.name()
 	c.Description = o.str("description")
 	enum(o, "type", &c.Type, valueTypes, true)
@@ -274,9 +247,8 @@ func (d *decoder) capability(n ast.Node, path string) Capability {
 		c.Read.Channel = r.str("channel")
 	}
 	o.require("read", "{device: ..., channel: ...}")
-	c.Do = d.action(o.f["do"], o.at("do"))
-	c.Health = d.health(o.f["health"], o.at("health"))
-	return c
+	c.Do = o.d.action(o.f["do"], o.at("do"))
+	c.Health = o.d.health(o.f["health"], o.at("health"))
 }
 
 func (d *decoder) health(n ast.Node, path string) Health {
@@ -343,16 +315,11 @@ func (d *decoder) sim(n ast.Node, path string) *Sim {
 	s := &Sim{}
 	s.Seed, _ = o.integer("seed")
 	numIf(o, "time_scale", &s.TimeScale, notNegative, ": %g (want 0 or more; 0 means 1)")
-	s.Zones = list(o, "zones", d.zone)
+	s.Zones = list(o, "zones", zoneKeys, obj.zone)
 	return s
 }
 
-func (d *decoder) zone(n ast.Node, path string) Zone {
-	var z Zone
-	o, ok := d.item(n, path, zoneKeys)
-	if !ok {
-		return z
-	}
+func (o obj) zone(z *Zone) {
 	z.Name = o.name()
 	z.Temperature = o.num("temperature")
 	numIf(o, "humidity", &z.Humidity, func(h float64) bool { return h >= 0 && h <= 100 }, ": %g (want 0..100 %%)")
@@ -363,7 +330,6 @@ func (d *decoder) zone(n ast.Node, path string) Zone {
 	numIf(o, "noise", &z.Noise, notNegative, ": %g (want 0 or more °C)")
 	z.Sensors, z.Heaters, z.Vents, z.Fans = o.strs("sensors"), o.strs("heaters"), o.strs("vents"), o.strs("fans")
 	z.FanTimeConstant = o.dur("fan_time_constant")
-	return z
 }
 
 func positive(v float64) bool    { return v > 0 }

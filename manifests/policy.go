@@ -344,7 +344,7 @@ func (d *decoder) actionPolicy(n ast.Node, path string, r actionRef) *ActionPoli
 	if ap, ok := o.sub("approval", approvalKeys); ok {
 		a.Approval = ap.approval(r)
 	}
-	a.Interlocks = list(o, "interlocks", func(n ast.Node, p string) Interlock { return d.interlock(n, p, r) })
+	a.Interlocks = list(o, "interlocks", interlockKeys, func(o obj, il *Interlock) { o.interlock(il, r) })
 	if q, ok := o.sub("quorum", quorumKeys); ok {
 		a.Quorum = &Quorum{MinPeers: q.atLeast1("min_peers", "%d (want 1 or more: this gateway counts)")}
 		q.require("min_peers", "the number of gateways that must be reachable, this one included")
@@ -367,8 +367,8 @@ func (o obj) windows(r actionRef) *Windows {
 	if loc, ok := o.timezone("timezone"); ok {
 		w.Location = loc
 	}
-	w.Allow = list(o, "allow", o.d.window)
-	w.Deny = list(o, "deny", o.d.window)
+	w.Allow = list(o, "allow", windowKeys, obj.window)
+	w.Deny = list(o, "deny", windowKeys, obj.window)
 	w.When = o.d.when(o.f["when"], o.at("when"), r.cap)
 	if len(w.Allow) == 0 && len(w.Deny) == 0 {
 		o.d.add(o.path, ErrMissing, "allow or deny (want at least one window)")
@@ -441,22 +441,17 @@ func (o obj) timezone(k string) (*time.Location, bool) {
 	return loc, true
 }
 
-func (d *decoder) window(n ast.Node, path string) Window {
-	w := Window{}
-	o, ok := d.item(n, path, windowKeys)
-	if !ok {
-		return w
-	}
+func (o obj) window(w *Window) {
 	if o.has("days") {
-		for i, it := range d.seq(o.f["days"], o.at("days")) {
+		for i, it := range o.d.seq(o.f["days"], o.at("days")) {
 			p := index(o.at("days"), i)
-			s, ok := d.str(it, p)
+			s, ok := o.d.str(it, p)
 			if !ok {
 				continue
 			}
 			days, known := weekdayAliases[strings.ToLower(s)]
 			if !known {
-				d.add(p, ErrUnknownValue, "%q (want mon, tue, wed, thu, fri, sat, sun, weekdays, weekend or all)", s)
+				o.d.add(p, ErrUnknownValue, "%q (want mon, tue, wed, thu, fri, sat, sun, weekdays, weekend or all)", s)
 				continue
 			}
 			for _, day := range days {
@@ -481,7 +476,6 @@ func (d *decoder) window(n ast.Node, path string) Window {
 		o.add("to", ErrNotAllowed, `"%02d:%02d", the same as from (want a window that ends at another time; the whole day is from "00:00" to "24:00")`,
 			int(to/time.Hour), int(to%time.Hour/time.Minute))
 	}
-	return w
 }
 
 // clock parses "HH:MM" (00:00 to 24:00) into an offset from midnight, a
@@ -549,12 +543,7 @@ func (d *decoder) scalar(n ast.Node, path string) any {
 	return nil
 }
 
-func (d *decoder) interlock(n ast.Node, path string, r actionRef) Interlock {
-	il := Interlock{}
-	o, ok := d.item(n, path, interlockKeys)
-	if !ok {
-		return il
-	}
+func (o obj) interlock(il *Interlock, r actionRef) {
 	il.Read = o.requiredStr("read", "the read_* tool of the reading the interlock watches")
 	il.Reason = o.str("reason")
 	c, known := r.reads[il.Read]
@@ -563,14 +552,13 @@ func (d *decoder) interlock(n ast.Node, path string, r actionRef) Interlock {
 	}
 	cond := o.condition()
 	il.Above, il.Below, il.Equals = cond.Above, cond.Below, cond.Equals
-	il.When = d.when(o.f["when"], o.at("when"), r.cap)
+	il.When = o.d.when(o.f["when"], o.at("when"), r.cap)
 	if known && (il.Above != nil || il.Below != nil) && c.Type != TypeNumber && c.Type != TypeInteger {
-		d.add(path, ErrNotAllowed, "above/below on %s reading %s (want equals)", c.Type, il.Read)
+		o.d.add(o.path, ErrNotAllowed, "above/below on %s reading %s (want equals)", c.Type, il.Read)
 	}
 	if il.Reason == "" && il.Read != "" {
 		il.Reason = "interlock on " + il.Read
 	}
-	return il
 }
 
 func keysOf[V any](m map[string]V) []string {

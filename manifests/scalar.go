@@ -164,12 +164,17 @@ func (d *decoder) item(n ast.Node, path string, known []string) (obj, bool) {
 // sub decodes the mapping at key k.
 func (o obj) sub(k string, known []string) (obj, bool) { return o.d.obj(o.f[k], o.at(k), known) }
 
-// list decodes the list at key k, each item with dec.
-func list[T any](o obj, k string, dec func(n ast.Node, path string) T) []T {
+// list decodes the list at key k, of mappings with the keys known, each
+// into a T by fill.
+func list[T any](o obj, k string, known []string, fill func(o obj, v *T)) []T {
 	var out []T
 	p := o.at(k)
 	for i, n := range o.d.seq(o.f[k], p) {
-		out = append(out, dec(n, index(p, i)))
+		var v T
+		if item, ok := o.d.item(n, index(p, i), known); ok {
+			fill(item, &v)
+		}
+		out = append(out, v)
 	}
 	return out
 }

@@ -194,11 +194,7 @@ func (d *decoder) scenario(root ast.Node, m *Manifest) *Scenario {
 	o.require("scenario", "a lower_snake_case name for the scenario")
 	sc.Description = o.str("description")
 	sc.Manifest = o.str("manifest")
-	for _, sf := range list(o, "faults", func(n ast.Node, path string) *ScheduledFault { return d.scheduledFault(n, path, m) }) {
-		if sf != nil {
-			sc.Faults = append(sc.Faults, *sf)
-		}
-	}
+	sc.Faults = list(o, "faults", faultKeys, func(o obj, sf *ScheduledFault) { o.fault(sf, m) })
 	return sc
 }
 
@@ -210,12 +206,7 @@ var faultParams = map[string][]FaultKind{
 	"delay":     {FaultSlow, FaultTimeout},
 }
 
-func (d *decoder) scheduledFault(n ast.Node, path string, m *Manifest) *ScheduledFault {
-	var sf ScheduledFault
-	o, ok := d.item(n, path, faultKeys)
-	if !ok {
-		return nil
-	}
+func (o obj) fault(sf *ScheduledFault, m *Manifest) {
 	if s, ok := o.strOK("at"); ok {
 		at, err := time.ParseDuration(s)
 		switch {
@@ -249,9 +240,8 @@ func (d *decoder) scheduledFault(n ast.Node, path string, m *Manifest) *Schedule
 		}
 	}
 	if m != nil && sf.Device != "" {
-		o.faultDevice(sf, m, kindOK)
+		o.faultDevice(*sf, m, kindOK)
 	}
-	return &sf
 }
 
 // faultDevice checks a fault against its device: it exists, the fault
