@@ -78,7 +78,7 @@ func (d *decoder) manifest(root ast.Node) *Manifest {
 	m.Buses = list(o, "buses", busKeys, obj.bus)
 	m.Devices = list(o, "devices", deviceKeys, obj.device)
 	m.Capabilities = list(o, "capabilities", capabilityKeys, obj.capability)
-	m.Sim = d.sim(o.f["sim"], "sim")
+	m.Sim = opt(o, "sim", simKeys, obj.sim)
 	return m
 }
 
@@ -153,7 +153,7 @@ func (o obj) device(dev *Device) {
 			dev.Line.Response = s
 		}
 	}
-	dev.Sim = o.d.deviceSim(o.f["sim"], o.at("sim"))
+	dev.Sim = opt(o, "sim", deviceSimKeys, obj.deviceSim)
 }
 
 // channelsOf returns the named groups of a serial_line response pattern.
@@ -212,16 +212,11 @@ func (o obj) scale() float64 {
 	return 1
 }
 
-func (d *decoder) deviceSim(n ast.Node, path string) *DeviceSim {
-	o, ok := d.obj(n, path, deviceSimKeys)
-	if !ok {
-		return nil
-	}
-	s := &DeviceSim{}
+func (o obj) deviceSim(s *DeviceSim) {
 	vp := o.at("values")
-	for _, mv := range d.entries(o.f["values"], vp) {
+	for _, mv := range o.d.entries(o.f["values"], vp) {
 		key := keyString(mv.Key)
-		if v, ok := d.number(mv.Value, join(vp, key)); ok {
+		if v, ok := o.d.number(mv.Value, join(vp, key)); ok {
 			if s.Values == nil {
 				s.Values = make(map[string]float64)
 			}
@@ -231,7 +226,6 @@ func (d *decoder) deviceSim(n ast.Node, path string) *DeviceSim {
 	s.Level = o.boolean("level")
 	enum(o, "profile", &s.Profile, profiles, false)
 	s.Response = o.str("response")
-	return s
 }
 
 func (o obj) capability(c *Capability) {
@@ -247,16 +241,13 @@ func (o obj) capability(c *Capability) {
 		c.Read.Channel = r.str("channel")
 	}
 	o.require("read", "{device: ..., channel: ...}")
-	c.Do = o.d.action(o.f["do"], o.at("do"))
-	c.Health = o.d.health(o.f["health"], o.at("health"))
+	c.Do = opt(o, "do", actionKeys, obj.action)
+	if h := opt(o, "health", healthKeys, obj.health); h != nil {
+		c.Health = *h
+	}
 }
 
-func (d *decoder) health(n ast.Node, path string) Health {
-	var h Health
-	o, ok := d.obj(n, path, healthKeys)
-	if !ok {
-		return h
-	}
+func (o obj) health(h *Health) {
 	if r, ok := o.sub("plausible", rangeKeys); ok {
 		lo, okLo := r.numOK("min")
 		hi, okHi := r.numOK("max")
@@ -274,15 +265,9 @@ func (d *decoder) health(n ast.Node, path string) Health {
 	h.StuckFor = o.dur("stuck_for")
 	enum(o, "on_device_error", &h.OnDeviceError, deviceErrs, false)
 	h.MaxStale = o.dur("max_stale")
-	return h
 }
 
-func (d *decoder) action(n ast.Node, path string) *Action {
-	o, ok := d.obj(n, path, actionKeys)
-	if !ok {
-		return nil
-	}
-	a := &Action{}
+func (o obj) action(a *Action) {
 	if s, ok := o.strOK("tool"); ok {
 		a.Tool = s
 		if len(s) < 4 || s[:3] != "do_" || !nameRE.MatchString(s[3:]) {
@@ -295,28 +280,21 @@ func (d *decoder) action(n ast.Node, path string) *Action {
 	a.Compensable = o.boolean("compensable")
 	a.Settle = o.dur("settle")
 	if a.Settle > MaxSettle {
-		d.addAt(o.f["settle"], o.at("settle"), ErrRange, ": %s (want at most %s; the call waits this long before reading back)", a.Settle, MaxSettle)
+		o.d.addAt(o.f["settle"], o.at("settle"), ErrRange, ": %s (want at most %s; the call waits this long before reading back)", a.Settle, MaxSettle)
 	}
 	if c, ok := o.sub("constraints", constraintsKeys); ok {
 		a.Constraints = Constraints{Min: c.numPtr("min"), Max: c.numPtr("max"), Step: c.numPtr("step"), Enum: c.strs("enum")}
 	}
 	a.DependsOn = o.strs("depends_on")
 	if o.has("safe_value") {
-		a.SafeValue = d.scalar(o.f["safe_value"], o.at("safe_value"))
+		a.SafeValue = o.d.scalar(o.f["safe_value"], o.at("safe_value"))
 	}
-	return a
 }
 
-func (d *decoder) sim(n ast.Node, path string) *Sim {
-	o, ok := d.obj(n, path, simKeys)
-	if !ok {
-		return nil
-	}
-	s := &Sim{}
+func (o obj) sim(s *Sim) {
 	s.Seed, _ = o.integer("seed")
 	numIf(o, "time_scale", &s.TimeScale, notNegative, ": %g (want 0 or more; 0 means 1)")
 	s.Zones = list(o, "zones", zoneKeys, obj.zone)
-	return s
 }
 
 func (o obj) zone(z *Zone) {

@@ -369,7 +369,7 @@ func (o obj) windows(r actionRef) *Windows {
 	}
 	w.Allow = list(o, "allow", windowKeys, obj.window)
 	w.Deny = list(o, "deny", windowKeys, obj.window)
-	w.When = o.d.when(o.f["when"], o.at("when"), r.cap)
+	w.When = o.when(r.cap)
 	if len(w.Allow) == 0 && len(w.Deny) == 0 {
 		o.d.add(o.path, ErrMissing, "allow or deny (want at least one window)")
 	}
@@ -408,7 +408,7 @@ func (d *decoder) cooldown(n ast.Node, path string, cap *Capability) (time.Durat
 	}
 	dur := o.dur("for")
 	o.require("for", `the cooldown's duration, such as "10m"`)
-	return dur, d.when(o.f["when"], o.at("when"), cap)
+	return dur, o.when(cap)
 }
 
 func (o obj) roles(k string, known []string) []string {
@@ -502,15 +502,16 @@ func (o obj) clock(k string) (time.Duration, bool) {
 	return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute, true
 }
 
-// when decodes a condition on the requested value of cap's action.
-func (d *decoder) when(n ast.Node, path string, cap *Capability) *ValueCondition {
-	o, ok := d.obj(n, path, whenKeys)
+// when decodes the key when: a condition on the requested value of cap's
+// action.
+func (o obj) when(cap *Capability) *ValueCondition {
+	w, ok := o.sub("when", whenKeys)
 	if !ok {
 		return nil
 	}
-	c := o.condition()
+	c := w.condition()
 	if cap != nil && (c.Above != nil || c.Below != nil) && cap.Type != TypeNumber && cap.Type != TypeInteger {
-		d.add(path, ErrNotAllowed, "above/below on %s action %s (want equals)", cap.Type, cap.Do.Tool)
+		w.d.add(w.path, ErrNotAllowed, "above/below on %s action %s (want equals)", cap.Type, cap.Do.Tool)
 	}
 	return &c
 }
@@ -552,7 +553,7 @@ func (o obj) interlock(il *Interlock, r actionRef) {
 	}
 	cond := o.condition()
 	il.Above, il.Below, il.Equals = cond.Above, cond.Below, cond.Equals
-	il.When = o.d.when(o.f["when"], o.at("when"), r.cap)
+	il.When = o.when(r.cap)
 	if known && (il.Above != nil || il.Below != nil) && c.Type != TypeNumber && c.Type != TypeInteger {
 		o.d.add(o.path, ErrNotAllowed, "above/below on %s reading %s (want equals)", c.Type, il.Read)
 	}

@@ -179,6 +179,18 @@ func list[T any](o obj, k string, known []string, fill func(o obj, v *T)) []T {
 	return out
 }
 
+// opt decodes the optional mapping at key k, of the keys known, into a new
+// T by fill; nil when k is absent, null or no mapping.
+func opt[T any](o obj, k string, known []string, fill func(o obj, v *T)) *T {
+	sub, ok := o.sub(k, known)
+	if !ok {
+		return nil
+	}
+	v := new(T)
+	fill(sub, v)
+	return v
+}
+
 // document returns the top-level keys of a file's single document, which
 // must be a mapping of known keys (example names two of them for the error
 // message). An empty file is an empty mapping: it lacks everything. It
