@@ -291,31 +291,23 @@ func (c *checker) checkSim() {
 	}
 	zones := map[string]string{}
 	sensors := map[string]string{} // sensor name → path of first zone use
+	sht3x := func(name, p string) bool { return c.simDevice(name, p, ModelSHT3x) }
+	gpioOut := func(name, p string) bool { return c.simDevice(name, p, ModelGPIOOut) }
 	for i, z := range s.Zones {
 		zp := index("sim.zones", i)
 		c.unique(zones, "zone name", z.Name, join(zp, "name"))
-		for j, name := range z.Sensors {
-			p := index(join(zp, "sensors"), j)
-			if c.simDevice(name, p, ModelSHT3x) {
-				c.unique(sensors, "sensor", name, p)
-			}
-		}
-		fans := map[string]string{}
-		for j, name := range z.Fans {
-			p := index(join(zp, "fans"), j)
-			if c.simFan(name, p) {
-				c.unique(fans, "fan", name, p)
-			}
-		}
-		for _, list := range []struct {
+		// A sensor measures one zone; a heater, vent or fan is listed once
+		// in its zone.
+		for _, l := range []struct {
 			key   string
 			names []string
-		}{{"heaters", z.Heaters}, {"vents", z.Vents}} {
-			seen := map[string]string{}
-			for j, name := range list.names {
-				p := index(join(zp, list.key), j)
-				if c.simDevice(name, p, ModelGPIOOut) {
-					c.unique(seen, list.key[:len(list.key)-1], name, p)
+			fits  func(name, path string) bool
+			seen  map[string]string
+		}{{"sensors", z.Sensors, sht3x, sensors}, {"heaters", z.Heaters, gpioOut, map[string]string{}},
+			{"vents", z.Vents, gpioOut, map[string]string{}}, {"fans", z.Fans, c.simFan, map[string]string{}}} {
+			for j, name := range l.names {
+				if p := index(join(zp, l.key), j); l.fits(name, p) {
+					c.unique(l.seen, strings.TrimSuffix(l.key, "s"), name, p)
 				}
 			}
 		}
