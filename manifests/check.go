@@ -32,12 +32,28 @@ func (c *checker) unique(seen map[string]string, what, name, path string) bool {
 	if name == "" {
 		return false
 	}
-	if first, dup := seen[name]; dup {
-		c.d.add(path, ErrDuplicate, "%s %q (first at %s)", what, name, c.first(first, path))
+	return c.once(seen, name, path, "%s %q", what, name)
+}
+
+// once records key at path in seen, or, when seen holds it already,
+// reports the duplicate as format says, with where the first one is. It
+// reports whether key is new.
+func (c *checker) once(seen map[string]string, key, path, format string, args ...any) bool {
+	if first, dup := seen[key]; dup {
+		c.d.add(path, ErrDuplicate, format+" (first at %s)", append(args, c.first(first, path))...)
 		return false
 	}
-	seen[name] = path
+	seen[key] = path
 	return true
+}
+
+// notAllowed reports each of keys that the mapping at path gives.
+func (c *checker) notAllowed(path string, keys []string, format string, args ...any) {
+	for _, k := range keys {
+		if c.d.has(join(path, k)) {
+			c.d.add(join(path, k), ErrNotAllowed, format, args...)
+		}
+	}
 }
 
 // first says where the first of two duplicates is: "line 12", or
@@ -88,12 +104,7 @@ func (c *checker) checkDevices() {
 	addrs := map[string]string{} // "bus/0x44" → path
 	pins := map[string]string{}
 	units := map[string]string{} // "bus/17" → path
-	var busNames []string
-	for _, b := range c.m.Buses {
-		if b.Name != "" && !slices.Contains(busNames, b.Name) {
-			busNames = append(busNames, b.Name)
-		}
-	}
+	busNames := namesOf(c.m.Buses, busName)
 	for i, dev := range c.m.Devices {
 		path := index("devices", i)
 		field := func(k string) string { return join(path, k) }
@@ -155,17 +166,9 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 			break
 		}
 		key := dev.Bus + "/" + hex(int64(dev.Address))
-		if first, dup := addrs[key]; dup {
-			c.d.add(field("address"), ErrDuplicate, "I2C address %s on bus %q (first at %s)", hex(int64(dev.Address)), dev.Bus, c.first(first, field("address")))
-		} else {
-			addrs[key] = field("address")
-		}
+		c.once(addrs, key, field("address"), "I2C address %s on bus %q", hex(int64(dev.Address)), dev.Bus)
 	}
-	for _, k := range []string{"pin", "active_low"} {
-		if c.d.has(field(k)) {
-			c.d.add(field(k), ErrNotAllowed, "for model %s (only gpio models have a pin)", dev.Model)
-		}
-	}
+	c.notAllowed(path, []string{"pin", "active_low"}, "for model %s (only gpio models have a pin)", dev.Model)
 }
 
 func exampleAddress(m Model) int {
@@ -193,11 +196,7 @@ func (c *checker) gpioDevice(dev Device, path string, pins map[string]string) {
 	}
 	// Host pin names are case-insensitive in practice ("gpio17", "GPIO17").
 	key := strings.ToUpper(dev.Pin)
-	if first, dup := pins[key]; dup {
-		c.d.add(field("pin"), ErrDuplicate, "pin %q (first at %s)", dev.Pin, c.first(first, field("pin")))
-	} else {
-		pins[key] = field("pin")
-	}
+	c.once(pins, key, field("pin"), "pin %q", dev.Pin)
 }
 
 func (c *checker) registers(dev Device, path string) {
@@ -220,11 +219,7 @@ func (c *checker) registers(dev Device, path string) {
 
 func (c *checker) deviceSim(dev Device, path string) {
 	sp := join(path, "sim")
-	for _, k := range []string{"profile", "response"} {
-		if c.d.has(join(sp, k)) {
-			c.d.add(join(sp, k), ErrNotAllowed, "for model %s (only modbus and serial_line devices have it)", dev.Model)
-		}
-	}
+	c.notAllowed(sp, []string{"profile", "response"}, "for model %s (only modbus and serial_line devices have it)", dev.Model)
 	vp := join(sp, "values")
 	if c.d.has(vp) && dev.Model != ModelRegisters {
 		c.d.add(vp, ErrNotAllowed, "for model %s (only the registers model has register values)", dev.Model)
@@ -258,24 +253,32 @@ func sortedKeys(m map[string]float64) []string {
 	return keys
 }
 
-func findRegister(dev Device, name string) *Register {
-	for i := range dev.Registers {
-		if dev.Registers[i].Name == name {
-			return &dev.Registers[i]
-		}
-	}
-	return nil
-}
-
-func registerNames(dev Device) []string {
+// namesOf lists the distinct non-empty names of xs, in order.
+func namesOf[T any](xs []T, name func(T) string) []string {
 	var names []string
-	for _, r := range dev.Registers {
-		if r.Name != "" && !slices.Contains(names, r.Name) {
-			names = append(names, r.Name)
+	for _, x := range xs {
+		if n := name(x); n != "" && !slices.Contains(names, n) {
+			names = append(names, n)
 		}
 	}
 	return names
 }
+
+// find returns the first of xs that name gives the name want, or nil.
+func find[T any](xs []T, want string, name func(T) string) *T {
+	if i := slices.IndexFunc(xs, func(x T) bool { return name(x) == want }); i >= 0 {
+		return &xs[i]
+	}
+	return nil
+}
+
+func busName(b Bus) string                  { return b.Name }
+func deviceName(d Device) string            { return d.Name }
+func registerName(r Register) string        { return r.Name }
+func modbusRegName(r ModbusRegister) string { return r.Name }
+
+func findRegister(dev Device, name string) *Register { return find(dev.Registers, name, registerName) }
+func registerNames(dev Device) []string              { return namesOf(dev.Registers, registerName) }
 
 // rawRange is the range of a register type's raw value.
 func rawRange(t RegType) (lo, hi float64, ok bool) {

@@ -31,12 +31,7 @@ func (c *checker) checkCapabilities() {
 	// tools maps every tool name to the path that declares it. can_do is
 	// always served.
 	tools := map[string]string{"can_do": ""}
-	var deviceNames []string
-	for _, dev := range c.m.Devices {
-		if dev.Name != "" && !slices.Contains(deviceNames, dev.Name) {
-			deviceNames = append(deviceNames, dev.Name)
-		}
-	}
+	deviceNames := namesOf(c.m.Devices, deviceName)
 	for i := range c.m.Capabilities {
 		cp := &c.m.Capabilities[i]
 		path := index("capabilities", i)
@@ -76,17 +71,13 @@ func (c *checker) checkCapabilities() {
 func (c *checker) health(cp *Capability, path string) {
 	hp := join(path, "health")
 	numeric := cp.Type == TypeNumber || cp.Type == TypeInteger
-	if !slices.Contains(valueTypesOf(), cp.Type) || numeric {
+	if !slices.Contains(valueTypes, string(cp.Type)) || numeric {
 		return
 	}
 	if c.d.has(join(hp, "plausible")) {
 		c.d.add(join(hp, "plausible"), ErrNotAllowed, "for type %s (only number and integer have a plausible range)", cp.Type)
 	}
-	for _, k := range []string{"stuck_samples", "stuck_for"} {
-		if c.d.has(join(hp, k)) {
-			c.d.add(join(hp, k), ErrNotAllowed, "for type %s (stuck detection needs a noisy number; a %s may rightly hold its value)", cp.Type, cp.Type)
-		}
-	}
+	c.notAllowed(hp, []string{"stuck_samples", "stuck_for"}, "for type %s (stuck detection needs a noisy number; a %s may rightly hold its value)", cp.Type, cp.Type)
 	if cp.Type == TypeEnum && c.d.has(join(hp, "max_rate")) {
 		c.d.add(join(hp, "max_rate"), ErrNotAllowed, "for type enum (only number, integer and boolean have a rate of change)")
 	}
@@ -176,22 +167,10 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	default:
 		return nil // unknown model: reported
 	}
-	if want := channelTypes(dev.Model); slices.Contains(valueTypesOf(), cp.Type) && !slices.Contains(want, cp.Type) {
-		c.d.add(join(path, "type"), ErrNotAllowed, "on %s channel: %s (want %s)", article(dev.Model), cp.Type, oneOf(stringsOf(want)))
+	if want := channelTypes(dev.Model); slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
+		c.d.add(join(path, "type"), ErrNotAllowed, "on %s channel: %s (want %s)", article(dev.Model), cp.Type, oneOf(words(want...)))
 	}
 	return reg
-}
-
-func valueTypesOf() []ValueType {
-	return []ValueType{TypeNumber, TypeInteger, TypeBoolean, TypeEnum}
-}
-
-func stringsOf(ts []ValueType) []string {
-	out := make([]string, len(ts))
-	for i, t := range ts {
-		out[i] = string(t)
-	}
-	return out
 }
 
 // valueType checks the unit against the capability's type.
@@ -238,7 +217,7 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 		key string
 		v   *float64
 	}{{"min", k.Min}, {"max", k.Max}, {"step", k.Step}} {
-		if b.v != nil && !numeric && cp.Type != "" && slices.Contains(valueTypesOf(), cp.Type) {
+		if b.v != nil && !numeric && cp.Type != "" && slices.Contains(valueTypes, string(cp.Type)) {
 			c.d.add(join(cs, b.key), ErrNotAllowed, "for type %s (only number and integer have %s)", cp.Type, b.key)
 		}
 	}
@@ -257,7 +236,7 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 		for i, v := range k.Enum {
 			c.unique(seen, "enum value", v, index(ep, i))
 		}
-	case c.d.has(ep) && slices.Contains(valueTypesOf(), cp.Type):
+	case c.d.has(ep) && slices.Contains(valueTypes, string(cp.Type)):
 		c.d.add(ep, ErrNotAllowed, "for type %s (only enum has a list of values)", cp.Type)
 	}
 	if a.SafeValue != nil {
@@ -312,31 +291,23 @@ func (c *checker) checkSim() {
 	}
 	zones := map[string]string{}
 	sensors := map[string]string{} // sensor name → path of first zone use
+	sht3x := func(name, p string) bool { return c.simDevice(name, p, ModelSHT3x) }
+	gpioOut := func(name, p string) bool { return c.simDevice(name, p, ModelGPIOOut) }
 	for i, z := range s.Zones {
 		zp := index("sim.zones", i)
 		c.unique(zones, "zone name", z.Name, join(zp, "name"))
-		for j, name := range z.Sensors {
-			p := index(join(zp, "sensors"), j)
-			if c.simDevice(name, p, ModelSHT3x) {
-				c.unique(sensors, "sensor", name, p)
-			}
-		}
-		fans := map[string]string{}
-		for j, name := range z.Fans {
-			p := index(join(zp, "fans"), j)
-			if c.simFan(name, p) {
-				c.unique(fans, "fan", name, p)
-			}
-		}
-		for _, list := range []struct {
+		// A sensor measures one zone; a heater, vent or fan is listed once
+		// in its zone.
+		for _, l := range []struct {
 			key   string
 			names []string
-		}{{"heaters", z.Heaters}, {"vents", z.Vents}} {
-			seen := map[string]string{}
-			for j, name := range list.names {
-				p := index(join(zp, list.key), j)
-				if c.simDevice(name, p, ModelGPIOOut) {
-					c.unique(seen, list.key[:len(list.key)-1], name, p)
+			fits  func(name, path string) bool
+			seen  map[string]string
+		}{{"sensors", z.Sensors, sht3x, sensors}, {"heaters", z.Heaters, gpioOut, map[string]string{}},
+			{"vents", z.Vents, gpioOut, map[string]string{}}, {"fans", z.Fans, c.simFan, map[string]string{}}} {
+			for j, name := range l.names {
+				if p := index(join(zp, l.key), j); l.fits(name, p) {
+					c.unique(l.seen, strings.TrimSuffix(l.key, "s"), name, p)
 				}
 			}
 		}

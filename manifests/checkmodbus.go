@@ -30,11 +30,7 @@ func (c *checker) busLine(b Bus, path string) {
 		if !c.d.has(field("address")) && !c.d.bad[field("address")] {
 			c.d.add(field("address"), ErrMissing, "address (want host:port, such as \"192.168.1.20:502\")")
 		}
-		for _, k := range append(serialKeys, "frame_gap") {
-			if c.d.has(field(k)) {
-				c.d.add(field(k), ErrNotAllowed, "for a %s bus (only modbus_rtu and serial buses have a serial port)", b.Kind)
-			}
-		}
+		c.notAllowed(path, append(serialKeys, "frame_gap"), "for a %s bus (only modbus_rtu and serial buses have a serial port)", b.Kind)
 	case b.Kind.IsSerialPort():
 		if b.Serial.Port == "" && !c.d.bad[field("port")] {
 			c.d.add(field("port"), ErrMissing, "port (want the host's serial device, such as \"/dev/ttyUSB0\")")
@@ -46,40 +42,28 @@ func (c *checker) busLine(b Bus, path string) {
 			c.d.add(field("frame_gap"), ErrNotAllowed, "for a serial bus (frame_gap is Modbus RTU timing)")
 		}
 	case b.Kind == BusI2C || b.Kind == BusGPIO:
-		for _, k := range append(serialKeys, "address", "frame_gap", "retries") {
-			if c.d.has(field(k)) {
-				c.d.add(field(k), ErrNotAllowed, "for an %s bus (only Modbus and serial buses have it)", b.Kind)
-			}
-		}
+		c.notAllowed(path, append(serialKeys, "address", "frame_gap", "retries"), "for an %s bus (only Modbus and serial buses have it)", b.Kind)
 	}
 	if b.Kind.IsSerialPort() || b.Kind.IsNetwork() {
-		if c.d.has(field("device")) {
-			c.d.add(field("device"), ErrNotAllowed, "for a %s bus (want address or port)", b.Kind)
-		}
+		c.notAllowed(path, []string{"device"}, "for a %s bus (want address or port)", b.Kind)
 	}
 }
 
 // noLineKeys reports modbus and serial_line keys on other models.
 func (c *checker) noLineKeys(dev Device, path string) {
-	for _, k := range []string{"unit_id", "max_span", "timeout", "request", "terminator", "response"} {
-		if c.d.has(join(path, k)) && dev.Model != "" {
-			c.d.add(join(path, k), ErrNotAllowed, "for model %s (only modbus and serial_line devices have it)", dev.Model)
-		}
+	if dev.Model != "" {
+		c.notAllowed(path, []string{"unit_id", "max_span", "timeout", "request", "terminator", "response"}, "for model %s (only modbus and serial_line devices have it)", dev.Model)
 	}
 }
 
 // lineDevice checks a modbus or serial_line device.
 func (c *checker) lineDevice(dev Device, bus *Bus, path string, units map[string]string) {
 	field := func(k string) string { return join(path, k) }
-	for _, k := range []string{"address", "pin", "active_low", "pull"} {
-		if c.d.has(field(k)) {
-			what := "unit_id"
-			if dev.Model == ModelSerialLine {
-				what = "request and response"
-			}
-			c.d.add(field(k), ErrNotAllowed, "for model %s (it has a %s)", dev.Model, what)
-		}
+	what := "unit_id"
+	if dev.Model == ModelSerialLine {
+		what = "request and response"
 	}
+	c.notAllowed(path, []string{"address", "pin", "active_low", "pull"}, "for model %s (it has a %s)", dev.Model, what)
 	if bus != nil {
 		wantModbus := dev.Model == ModelModbus
 		if wantModbus != bus.Kind.IsModbus() || (!wantModbus && bus.Kind != BusSerial) {
@@ -87,11 +71,7 @@ func (c *checker) lineDevice(dev Device, bus *Bus, path string, units map[string
 		}
 	}
 	if dev.Model == ModelSerialLine {
-		for _, k := range []string{"unit_id", "max_span", "registers"} {
-			if c.d.has(field(k)) {
-				c.d.add(field(k), ErrNotAllowed, "for model serial_line (only modbus devices have it)")
-			}
-		}
+		c.notAllowed(path, []string{"unit_id", "max_span", "registers"}, "for model serial_line (only modbus devices have it)")
 		if dev.Line.Request == "" && !c.d.bad[field("request")] {
 			c.d.add(field("request"), ErrMissing, "request (want the text that asks for a reading, such as \"READ?\")")
 		}
@@ -99,11 +79,7 @@ func (c *checker) lineDevice(dev Device, bus *Bus, path string, units map[string
 			c.d.add(field("response"), ErrMissing, "response (want a pattern with a named group per value)")
 		}
 		if dev.Sim != nil {
-			for _, k := range []string{"values", "level", "profile"} {
-				if c.d.has(join(field("sim"), k)) {
-					c.d.add(join(field("sim"), k), ErrNotAllowed, "for model serial_line (its simulator setting is response)")
-				}
-			}
+			c.notAllowed(field("sim"), []string{"values", "level", "profile"}, "for model serial_line (its simulator setting is response)")
 			rp := join(field("sim"), "response")
 			if re, err := regexp.Compile(dev.Line.Response); err == nil && dev.Line.Response != "" && c.d.has(rp) && !re.MatchString(dev.Sim.Response) {
 				c.d.add(rp, ErrRange, ": %q does not match the device's response pattern %q", dev.Sim.Response, dev.Line.Response)
@@ -111,11 +87,7 @@ func (c *checker) lineDevice(dev Device, bus *Bus, path string, units map[string
 		}
 		return
 	}
-	for _, k := range []string{"request", "terminator", "response"} {
-		if c.d.has(field(k)) {
-			c.d.add(field(k), ErrNotAllowed, "for model modbus (only serial_line devices have it)")
-		}
-	}
+	c.notAllowed(path, []string{"request", "terminator", "response"}, "for model modbus (only serial_line devices have it)")
 	switch {
 	case !c.d.has(field("unit_id")):
 		c.d.add(field("unit_id"), ErrMissing, "unit_id (want the device's Modbus unit id, such as 1)")
@@ -124,11 +96,7 @@ func (c *checker) lineDevice(dev Device, bus *Bus, path string, units map[string
 		c.d.add(field("unit_id"), ErrRange, ": %d (want 1..247 on a %s bus; 0 is broadcast)", dev.UnitID, bus.Kind)
 	case dev.Bus != "":
 		key := fmt.Sprintf("%s/%d", dev.Bus, dev.UnitID)
-		if first, dup := units[key]; dup {
-			c.d.add(field("unit_id"), ErrDuplicate, "unit id %d on bus %q (first at %s)", dev.UnitID, dev.Bus, c.first(first, field("unit_id")))
-		} else {
-			units[key] = field("unit_id")
-		}
+		c.once(units, key, field("unit_id"), "unit id %d on bus %q", dev.UnitID, dev.Bus)
 	}
 	rp := field("registers")
 	if len(dev.ModbusRegisters) == 0 {
@@ -155,11 +123,7 @@ func (c *checker) modbusRegister(r ModbusRegister, path string, seen map[string]
 		if r.Type != DataBool {
 			c.d.add(field("type"), ErrNotAllowed, "in the %s table: %s (a %s is one bit: want bool)", r.Table, r.Type, r.Table)
 		}
-		for _, k := range []string{"bit", "byte_order", "length", "scale", "offset"} {
-			if c.d.has(field(k)) {
-				c.d.add(field(k), ErrNotAllowed, "in the %s table (a %s is one bit)", r.Table, r.Table)
-			}
-		}
+		c.notAllowed(path, []string{"bit", "byte_order", "length", "scale", "offset"}, "in the %s table (a %s is one bit)", r.Table, r.Table)
 	} else {
 		switch {
 		case r.Type == DataBool && !c.d.has(field("bit")):
@@ -213,20 +177,16 @@ func (c *checker) modbusChannel(cp *Capability, dev *Device, path string) {
 	default:
 		want = []ValueType{TypeNumber, TypeInteger}
 	}
-	if slices.Contains(valueTypesOf(), cp.Type) && !slices.Contains(want, cp.Type) {
-		c.d.add(join(path, "type"), ErrNotAllowed, "on a %s register: %s (want %s)", r.Type, cp.Type, oneOf(stringsOf(want)))
+	if slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
+		c.d.add(join(path, "type"), ErrNotAllowed, "on a %s register: %s (want %s)", r.Type, cp.Type, oneOf(words(want...)))
 	}
 }
 
 // modbusSim checks a modbus device's simulator settings.
 func (c *checker) modbusSim(dev Device, path string) {
 	sp := join(path, "sim")
-	if c.d.has(join(sp, "response")) {
-		c.d.add(join(sp, "response"), ErrNotAllowed, "for model modbus (only serial_line devices answer with a line)")
-	}
-	if c.d.has(join(sp, "level")) {
-		c.d.add(join(sp, "level"), ErrNotAllowed, "for model modbus (only gpio models have a level)")
-	}
+	c.notAllowed(sp, []string{"response"}, "for model modbus (only serial_line devices answer with a line)")
+	c.notAllowed(sp, []string{"level"}, "for model modbus (only gpio models have a level)")
 	for _, name := range sortedKeys(dev.Sim.Values) {
 		if findModbusRegister(dev, name) == nil {
 			c.d.add(join(join(sp, "values"), name), ErrBadReference, "register %q (%s)", name, candidates("register", modbusRegisterNames(dev)))
@@ -275,20 +235,6 @@ func (c *checker) simFan(name, path string) bool {
 }
 
 func findModbusRegister(dev Device, name string) *ModbusRegister {
-	for i := range dev.ModbusRegisters {
-		if dev.ModbusRegisters[i].Name == name {
-			return &dev.ModbusRegisters[i]
-		}
-	}
-	return nil
+	return find(dev.ModbusRegisters, name, modbusRegName)
 }
-
-func modbusRegisterNames(dev Device) []string {
-	var names []string
-	for _, r := range dev.ModbusRegisters {
-		if r.Name != "" && !slices.Contains(names, r.Name) {
-			names = append(names, r.Name)
-		}
-	}
-	return names
-}
+func modbusRegisterNames(dev Device) []string { return namesOf(dev.ModbusRegisters, modbusRegName) }

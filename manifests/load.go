@@ -31,21 +31,29 @@ func Load(path string) (*Manifest, error) {
 // per problem, sorted by position: syntax errors alone when the YAML does not
 // parse, otherwise every problem at once. Parse never panics.
 func Parse(file string, data []byte) (*Manifest, error) {
+	return parse(file, data, func(d *decoder, root ast.Node) *Manifest {
+		m := d.manifest(root)
+		m.File = file
+		if !d.aborted {
+			check(m, d)
+		}
+		return m
+	})
+}
+
+// parse decodes the single document in data with dec, and returns what
+// dec made of it, or every problem reported (those of dec included).
+func parse[T any](file string, data []byte, dec func(d *decoder, root ast.Node) *T) (*T, error) {
 	p := &problems{file: file}
 	root, ok := parseYAML(p, data)
 	if !ok {
 		return nil, p.err()
 	}
-	d := newDecoder(p, root)
-	m := d.manifest(root)
-	m.File = file
-	if !d.aborted {
-		check(m, d)
-	}
+	v := dec(newDecoder(p, root), root)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
-	return m, nil
+	return v, nil
 }
 
 // parseYAML returns the body of the single document in data (nil for an

@@ -198,13 +198,8 @@ func describe(n ast.Node) string {
 // known. It returns nil, false for an absent or null value and after a type
 // error. Merge keys (<<: *anchor) are honoured; explicit keys win.
 func (d *decoder) fields(n ast.Node, path string, known ...string) (map[string]ast.Node, bool) {
-	n = d.resolve(n, path)
-	if isNull(n) {
-		return nil, false
-	}
-	m, ok := n.(*ast.MappingNode)
+	m, ok := as[*ast.MappingNode](d, n, path, "a mapping")
 	if !ok {
-		d.addAt(n, path, ErrType, ": got %s, want a mapping", describe(n))
 		return nil, false
 	}
 	out := make(map[string]ast.Node)
@@ -307,13 +302,8 @@ func keyString(k ast.MapKeyNode) string {
 
 // entries returns the key/value pairs of a free-form mapping in order.
 func (d *decoder) entries(n ast.Node, path string) []*ast.MappingValueNode {
-	n = d.resolve(n, path)
-	if isNull(n) {
-		return nil
-	}
-	m, ok := n.(*ast.MappingNode)
+	m, ok := as[*ast.MappingNode](d, n, path, "a mapping")
 	if !ok {
-		d.addAt(n, path, ErrType, ": got %s, want a mapping", describe(n))
 		return nil
 	}
 	var out []*ast.MappingValueNode
@@ -333,13 +323,8 @@ func (d *decoder) entries(n ast.Node, path string) []*ast.MappingValueNode {
 
 // seq returns the items of a list, recording their positions.
 func (d *decoder) seq(n ast.Node, path string) []ast.Node {
-	n = d.resolve(n, path)
-	if isNull(n) {
-		return nil
-	}
-	s, ok := n.(*ast.SequenceNode)
+	s, ok := as[*ast.SequenceNode](d, n, path, "a list")
 	if !ok {
-		d.addAt(n, path, ErrType, ": got %s, want a list", describe(n))
 		return nil
 	}
 	for i, it := range s.Values {
@@ -348,4 +333,19 @@ func (d *decoder) seq(n ast.Node, path string) []ast.Node {
 		}
 	}
 	return s.Values
+}
+
+// as resolves n and returns it as a T, which want names ("a list"). It
+// returns false for an absent or null value, and after reporting another.
+func as[T ast.Node](d *decoder, n ast.Node, path, want string) (T, bool) {
+	var zero T
+	n = d.resolve(n, path)
+	if isNull(n) {
+		return zero, false
+	}
+	t, ok := n.(T)
+	if !ok {
+		d.addAt(n, path, ErrType, ": got %s, want %s", describe(n), want)
+	}
+	return t, ok
 }

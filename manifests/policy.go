@@ -235,39 +235,27 @@ var (
 // ParsePolicy decodes and validates a policy file held in data against m.
 // Errors are *Error values, positioned and sorted, joined, as for Parse.
 func ParsePolicy(file string, data []byte, m *Manifest) (*Policy, error) {
-	p := &problems{file: file}
-	root, ok := parseYAML(p, data)
-	if !ok {
-		return nil, p.err()
-	}
-	d := newDecoder(p, root)
-	pol := d.policy(root, m)
-	pol.File = file
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	return pol, nil
+	return parse(file, data, func(d *decoder, root ast.Node) *Policy {
+		pol := d.policy(root, m)
+		pol.File = file
+		return pol
+	})
 }
 
 func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 	pol := &Policy{Location: time.UTC, Actions: map[string]*ActionPolicy{}}
-	f, ok := d.document(root, policyKeys, "version and actions")
+	o, ok := d.document(root, policyKeys, "version and actions")
 	if !ok {
 		return pol
 	}
-	if v, ok := d.integer(f["version"], "version"); ok && v != 1 {
-		d.add("version", ErrUnknownValue, "%d (want 1)", v)
-	} else if ok {
-		pol.Version = 1
-	}
-	d.required(f, "", "version", "1")
-	if loc, ok := d.timezone(f["timezone"], "timezone"); ok {
+	pol.Version = o.version()
+	if loc, ok := o.timezone("timezone"); ok {
 		pol.Location = loc
 	}
 	pol.Roles = DefaultRoleNames
-	if d.has("roles") {
+	if o.has("roles") {
 		pol.Roles = nil
-		for i, it := range d.seq(f["roles"], "roles") {
+		for i, it := range d.seq(o.f["roles"], "roles") {
 			if r, ok := d.name(it, index("roles", i)); ok {
 				if slices.Contains(pol.Roles, r) {
 					d.add(index("roles", i), ErrDuplicate, "role %q", r)
@@ -277,8 +265,8 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 		}
 	}
 	pol.DefaultRoles = slices.DeleteFunc(slices.Clone(pol.Roles), func(r string) bool { return r == "viewer" })
-	if d.has("default_roles") {
-		pol.DefaultRoles = d.roles(f["default_roles"], "default_roles", pol.Roles)
+	if o.has("default_roles") {
+		pol.DefaultRoles = o.roles("default_roles", pol.Roles)
 	}
 
 	actions := map[string]*Capability{}
@@ -292,7 +280,7 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 			}
 		}
 	}
-	for _, e := range d.entries(f["actions"], "actions") {
+	for _, e := range d.entries(o.f["actions"], "actions") {
 		tool := keyString(e.Key)
 		path := join("actions", tool)
 		cap, known := actions[tool]
@@ -303,104 +291,106 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 			d.addAt(e.Key, path, ErrDuplicate, "action %q", tool)
 			continue
 		}
-		pol.Actions[tool] = d.actionPolicy(e.Value, path, tool, cap, reads, pol)
+		pol.Actions[tool] = d.actionPolicy(e.Value, path, actionRef{tool, cap, reads, pol})
 	}
 	return pol
 }
 
-func (d *decoder) actionPolicy(n ast.Node, path, tool string, cap *Capability, reads map[string]*Capability, pol *Policy) *ActionPolicy {
-	a := &ActionPolicy{Tool: tool}
-	f, ok := d.fields(n, path, actionPolKeys...)
+// actionRef is what an action's policy is checked against: its tool, its
+// capability (nil for an unknown tool), the manifest's read tools and the
+// policy's roles and zone.
+type actionRef struct {
+	tool  string
+	cap   *Capability
+	reads map[string]*Capability
+	pol   *Policy
+}
+
+// numeric reports whether the action takes a number (or is unknown).
+func (r actionRef) numeric() bool {
+	return r.cap == nil || r.cap.Type == TypeNumber || r.cap.Type == TypeInteger
+}
+
+func (d *decoder) actionPolicy(n ast.Node, path string, r actionRef) *ActionPolicy {
+	a := &ActionPolicy{Tool: r.tool}
+	o, ok := d.obj(n, path, actionPolKeys)
 	if !ok {
 		return a
 	}
-	numeric := cap == nil || cap.Type == TypeNumber || cap.Type == TypeInteger
-	if d.has(join(path, "roles")) {
-		a.Roles = d.roles(f["roles"], join(path, "roles"), pol.Roles)
+	if o.has("roles") {
+		a.Roles = o.roles("roles", r.pol.Roles)
 	}
-	a.Clamp = d.boolean(f["clamp"], join(path, "clamp"))
-	if v, ok := d.number(f["max_change"], join(path, "max_change")); ok {
+	a.Clamp = o.boolean("clamp")
+	if v, ok := o.numOK("max_change"); ok {
 		if v <= 0 {
-			d.add(join(path, "max_change"), ErrRange, "%v (want more than 0)", v)
+			o.add("max_change", ErrRange, "%v (want more than 0)", v)
 		}
 		a.MaxChange = &v
 	}
 	for _, k := range []string{"clamp", "max_change"} {
-		if d.has(join(path, k)) && !numeric {
-			d.add(join(path, k), ErrNotAllowed, "on %s action %s (want a number or integer capability)", cap.Type, tool)
+		if o.has(k) && !r.numeric() {
+			o.add(k, ErrNotAllowed, "on %s action %s (want a number or integer capability)", r.cap.Type, r.tool)
 		}
 	}
-	a.Cooldown, a.CooldownWhen = d.cooldown(f["cooldown"], join(path, "cooldown"), cap)
-	if rf, ok := d.fields(f["rate_limit"], join(path, "rate_limit"), rateLimitKeys...); ok {
-		rp := join(path, "rate_limit")
-		rl := &RateLimit{Per: d.duration(rf["per"], join(rp, "per"))}
-		if v, ok := d.integer(rf["max"], join(rp, "max")); ok {
-			if v < 1 {
-				d.add(join(rp, "max"), ErrRange, "%d (want 1 or more)", v)
-			}
-			rl.Max = int(v)
-		}
-		d.required(rf, rp, "max", "the number of actuations allowed per window")
-		d.required(rf, rp, "per", `the window, such as "1h"`)
-		a.RateLimit = rl
+	a.Cooldown, a.CooldownWhen = d.cooldown(o.f["cooldown"], o.at("cooldown"), r.cap)
+	if rl, ok := o.sub("rate_limit", rateLimitKeys); ok {
+		a.RateLimit = &RateLimit{Max: rl.atLeast1("max", "%d (want 1 or more)"), Per: rl.dur("per")}
+		rl.require("max", "the number of actuations allowed per window")
+		rl.require("per", `the window, such as "1h"`)
 	}
-	if wf, ok := d.fields(f["windows"], join(path, "windows"), windowsKeys...); ok {
-		wp := join(path, "windows")
-		w := &Windows{Location: pol.Location}
-		if loc, ok := d.timezone(wf["timezone"], join(wp, "timezone")); ok {
-			w.Location = loc
-		}
-		for i, it := range d.seq(wf["allow"], join(wp, "allow")) {
-			w.Allow = append(w.Allow, d.window(it, index(join(wp, "allow"), i)))
-		}
-		for i, it := range d.seq(wf["deny"], join(wp, "deny")) {
-			w.Deny = append(w.Deny, d.window(it, index(join(wp, "deny"), i)))
-		}
-		w.When = d.when(wf["when"], join(wp, "when"), cap)
-		if len(w.Allow) == 0 && len(w.Deny) == 0 {
-			d.add(wp, ErrMissing, "allow or deny (want at least one window)")
-		}
-		a.Windows = w
+	if w, ok := o.sub("windows", windowsKeys); ok {
+		a.Windows = w.windows(r)
 	}
-	if af, ok := d.fields(f["approval"], join(path, "approval"), approvalKeys...); ok {
-		ap := join(path, "approval")
-		appr := &Approval{
-			Always:         d.boolean(af["always"], join(ap, "always")),
-			NotCompensable: d.boolean(af["not_compensable"], join(ap, "not_compensable")),
-			TTL:            d.duration(af["ttl"], join(ap, "ttl")),
-			Via:            ViaOutOfBand,
-		}
-		if v, ok := d.oneOfValue(af["via"], join(ap, "via"), ViaOutOfBand, ViaElicitation); ok {
-			appr.Via = v
-		}
-		if v, ok := d.number(af["above"], join(ap, "above")); ok {
-			appr.Above = &v
-		}
-		if v, ok := d.number(af["below"], join(ap, "below")); ok {
-			appr.Below = &v
-		}
-		if (appr.Above != nil || appr.Below != nil) && !numeric {
-			d.add(ap, ErrNotAllowed, "above/below on %s action %s (want a number or integer capability)", cap.Type, tool)
-		}
-		if !appr.Always && !appr.NotCompensable && appr.Above == nil && appr.Below == nil {
-			d.add(ap, ErrMissing, "a condition (want always, above, below or not_compensable)")
-		}
-		a.Approval = appr
+	if ap, ok := o.sub("approval", approvalKeys); ok {
+		a.Approval = ap.approval(r)
 	}
-	for i, it := range d.seq(f["interlocks"], join(path, "interlocks")) {
-		a.Interlocks = append(a.Interlocks, d.interlock(it, index(join(path, "interlocks"), i), reads, cap))
+	a.Interlocks = list(o, "interlocks", interlockKeys, func(o obj, il *Interlock) { o.interlock(il, r) })
+	if q, ok := o.sub("quorum", quorumKeys); ok {
+		a.Quorum = &Quorum{MinPeers: q.atLeast1("min_peers", "%d (want 1 or more: this gateway counts)")}
+		q.require("min_peers", "the number of gateways that must be reachable, this one included")
 	}
-	if qf, ok := d.fields(f["quorum"], join(path, "quorum"), quorumKeys...); ok {
-		qp := join(path, "quorum")
-		q := &Quorum{}
-		if v, ok := d.integer(qf["min_peers"], join(qp, "min_peers")); ok {
-			if v < 1 {
-				d.add(join(qp, "min_peers"), ErrRange, "%d (want 1 or more: this gateway counts)", v)
-			}
-			q.MinPeers = int(v)
-		}
-		d.required(qf, qp, "min_peers", "the number of gateways that must be reachable, this one included")
-		a.Quorum = q
+	return a
+}
+
+// atLeast1 decodes a count of 1 or more; a smaller one is reported with
+// format and kept.
+func (o obj) atLeast1(k, format string) int {
+	v, ok := o.integer(k)
+	if ok && v < 1 {
+		o.add(k, ErrRange, format, v)
+	}
+	return int(v)
+}
+
+func (o obj) windows(r actionRef) *Windows {
+	w := &Windows{Location: r.pol.Location}
+	if loc, ok := o.timezone("timezone"); ok {
+		w.Location = loc
+	}
+	w.Allow = list(o, "allow", windowKeys, obj.window)
+	w.Deny = list(o, "deny", windowKeys, obj.window)
+	w.When = o.when(r.cap)
+	if len(w.Allow) == 0 && len(w.Deny) == 0 {
+		o.d.add(o.path, ErrMissing, "allow or deny (want at least one window)")
+	}
+	return w
+}
+
+func (o obj) approval(r actionRef) *Approval {
+	a := &Approval{
+		Always:         o.boolean("always"),
+		NotCompensable: o.boolean("not_compensable"),
+		TTL:            o.dur("ttl"),
+		Via:            ViaOutOfBand,
+		Above:          o.numPtr("above"),
+		Below:          o.numPtr("below"),
+	}
+	enum(o, "via", &a.Via, []string{ViaOutOfBand, ViaElicitation}, false)
+	if (a.Above != nil || a.Below != nil) && !r.numeric() {
+		o.d.add(o.path, ErrNotAllowed, "above/below on %s action %s (want a number or integer capability)", r.cap.Type, r.tool)
+	}
+	if !a.Always && !a.NotCompensable && a.Above == nil && a.Below == nil {
+		o.d.add(o.path, ErrMissing, "a condition (want always, above, below or not_compensable)")
 	}
 	return a
 }
@@ -412,25 +402,25 @@ func (d *decoder) cooldown(n ast.Node, path string, cap *Capability) (time.Durat
 	if _, ok := d.resolve(n, path).(*ast.MappingNode); !ok {
 		return d.duration(n, path), nil
 	}
-	f, ok := d.fields(n, path, cooldownKeys...)
+	o, ok := d.obj(n, path, cooldownKeys)
 	if !ok {
 		return 0, nil
 	}
-	dur := d.duration(f["for"], join(path, "for"))
-	d.required(f, path, "for", `the cooldown's duration, such as "10m"`)
-	return dur, d.when(f["when"], join(path, "when"), cap)
+	dur := o.dur("for")
+	o.require("for", `the cooldown's duration, such as "10m"`)
+	return dur, o.when(cap)
 }
 
-func (d *decoder) roles(n ast.Node, path string, known []string) []string {
+func (o obj) roles(k string, known []string) []string {
 	out := []string{}
-	for i, it := range d.seq(n, path) {
-		p := index(path, i)
-		r, ok := d.str(it, p)
+	for i, it := range o.d.seq(o.f[k], o.at(k)) {
+		p := index(o.at(k), i)
+		r, ok := o.d.str(it, p)
 		if !ok {
 			continue
 		}
 		if !slices.Contains(known, r) {
-			d.add(p, ErrUnknownValue, "%q (want a role the policy declares: %s)", r, oneOf(known))
+			o.d.add(p, ErrUnknownValue, "%q (want a role the policy declares: %s)", r, oneOf(known))
 			continue
 		}
 		out = append(out, r)
@@ -438,36 +428,30 @@ func (d *decoder) roles(n ast.Node, path string, known []string) []string {
 	return out
 }
 
-func (d *decoder) timezone(n ast.Node, path string) (*time.Location, bool) {
-	s, ok := d.str(n, path)
+func (o obj) timezone(k string) (*time.Location, bool) {
+	s, ok := o.strOK(k)
 	if !ok {
 		return nil, false
 	}
 	loc, err := time.LoadLocation(s)
 	if err != nil || s == "" || s == "Local" {
-		d.add(path, ErrUnknownValue, "%q (want an IANA time zone name such as \"Europe/Amsterdam\" or \"UTC\")", s)
+		o.add(k, ErrUnknownValue, "%q (want an IANA time zone name such as \"Europe/Amsterdam\" or \"UTC\")", s)
 		return nil, false
 	}
 	return loc, true
 }
 
-func (d *decoder) window(n ast.Node, path string) Window {
-	w := Window{}
-	f, ok := d.fields(n, path, windowKeys...)
-	if !ok {
-		d.missingItem(n, path)
-		return w
-	}
-	if d.has(join(path, "days")) {
-		for i, it := range d.seq(f["days"], join(path, "days")) {
-			p := index(join(path, "days"), i)
-			s, ok := d.str(it, p)
+func (o obj) window(w *Window) {
+	if o.has("days") {
+		for i, it := range o.d.seq(o.f["days"], o.at("days")) {
+			p := index(o.at("days"), i)
+			s, ok := o.d.str(it, p)
 			if !ok {
 				continue
 			}
 			days, known := weekdayAliases[strings.ToLower(s)]
 			if !known {
-				d.add(p, ErrUnknownValue, "%q (want mon, tue, wed, thu, fri, sat, sun, weekdays, weekend or all)", s)
+				o.d.add(p, ErrUnknownValue, "%q (want mon, tue, wed, thu, fri, sat, sun, weekdays, weekend or all)", s)
 				continue
 			}
 			for _, day := range days {
@@ -479,26 +463,25 @@ func (d *decoder) window(n ast.Node, path string) Window {
 	} else {
 		w.Days = weekdayAliases["all"]
 	}
-	from, fromOK := d.clock(f["from"], join(path, "from"))
-	to, toOK := d.clock(f["to"], join(path, "to"))
+	from, fromOK := o.clock("from")
+	to, toOK := o.clock("to")
 	w.From, w.To = from, to
-	d.required(f, path, "from", `a time of day such as "20:00"`)
-	d.required(f, path, "to", `a time of day such as "06:00"`)
+	o.require("from", `a time of day such as "20:00"`)
+	o.require("to", `a time of day such as "06:00"`)
 	switch {
 	case fromOK && from == 24*time.Hour:
-		d.add(join(path, "from"), ErrRange, `"24:00" (a window starts at 00:00 to 23:59; 24:00 is only an end)`)
+		o.add("from", ErrRange, `"24:00" (a window starts at 00:00 to 23:59; 24:00 is only an end)`)
 	case fromOK && toOK && from == to:
 		// Empty or the whole day? Say which.
-		d.add(join(path, "to"), ErrNotAllowed, `"%02d:%02d", the same as from (want a window that ends at another time; the whole day is from "00:00" to "24:00")`,
+		o.add("to", ErrNotAllowed, `"%02d:%02d", the same as from (want a window that ends at another time; the whole day is from "00:00" to "24:00")`,
 			int(to/time.Hour), int(to%time.Hour/time.Minute))
 	}
-	return w
 }
 
 // clock parses "HH:MM" (00:00 to 24:00) into an offset from midnight, a
 // wall-clock time in the window's zone.
-func (d *decoder) clock(n ast.Node, path string) (time.Duration, bool) {
-	s, ok := d.str(n, path)
+func (o obj) clock(k string) (time.Duration, bool) {
+	s, ok := o.strOK(k)
 	if !ok {
 		return 0, false
 	}
@@ -513,40 +496,35 @@ func (d *decoder) clock(n ast.Node, path string) (time.Duration, bool) {
 		h, m = digit(0)*10+digit(1), digit(3)*10+digit(4)
 	}
 	if len(s) != 5 || s[2] != ':' || h < 0 || m < 0 || m > 59 || h > 24 || h == 24 && m != 0 {
-		d.add(path, ErrType, "%q (want a time of day HH:MM, 00:00 to 24:00)", s)
+		o.add(k, ErrType, "%q (want a time of day HH:MM, 00:00 to 24:00)", s)
 		return 0, false
 	}
 	return time.Duration(h)*time.Hour + time.Duration(m)*time.Minute, true
 }
 
-// when decodes a condition on the requested value of cap's action.
-func (d *decoder) when(n ast.Node, path string, cap *Capability) *ValueCondition {
-	f, ok := d.fields(n, path, whenKeys...)
+// when decodes the key when: a condition on the requested value of cap's
+// action.
+func (o obj) when(cap *Capability) *ValueCondition {
+	w, ok := o.sub("when", whenKeys)
 	if !ok {
 		return nil
 	}
-	c := d.condition(f, path)
+	c := w.condition()
 	if cap != nil && (c.Above != nil || c.Below != nil) && cap.Type != TypeNumber && cap.Type != TypeInteger {
-		d.add(path, ErrNotAllowed, "above/below on %s action %s (want equals)", cap.Type, cap.Do.Tool)
+		w.d.add(w.path, ErrNotAllowed, "above/below on %s action %s (want equals)", cap.Type, cap.Do.Tool)
 	}
 	return &c
 }
 
 // condition decodes the above, below and equals keys of a mapping, one of
 // which must be given.
-func (d *decoder) condition(f map[string]ast.Node, path string) ValueCondition {
-	var c ValueCondition
-	if v, ok := d.number(f["above"], join(path, "above")); ok {
-		c.Above = &v
+func (o obj) condition() ValueCondition {
+	c := ValueCondition{Above: o.numPtr("above"), Below: o.numPtr("below")}
+	if o.has("equals") {
+		c.Equals = o.d.scalar(o.f["equals"], o.at("equals"))
 	}
-	if v, ok := d.number(f["below"], join(path, "below")); ok {
-		c.Below = &v
-	}
-	if d.has(join(path, "equals")) {
-		c.Equals = d.scalar(f["equals"], join(path, "equals"))
-	}
-	if c.Above == nil && c.Below == nil && c.Equals == nil && !d.bad[join(path, "above")] && !d.bad[join(path, "below")] && !d.bad[join(path, "equals")] {
-		d.add(path, ErrMissing, "a condition (want above, below or equals)")
+	if c.Above == nil && c.Below == nil && c.Equals == nil && !o.d.bad[o.at("above")] && !o.d.bad[o.at("below")] && !o.d.bad[o.at("equals")] {
+		o.d.add(o.path, ErrMissing, "a condition (want above, below or equals)")
 	}
 	return c
 }
@@ -566,29 +544,22 @@ func (d *decoder) scalar(n ast.Node, path string) any {
 	return nil
 }
 
-func (d *decoder) interlock(n ast.Node, path string, reads map[string]*Capability, cap *Capability) Interlock {
-	il := Interlock{}
-	f, ok := d.fields(n, path, interlockKeys...)
-	if !ok {
-		d.missingItem(n, path)
-		return il
-	}
-	il.Read = d.requiredStr(f, path, "read", "the read_* tool of the reading the interlock watches")
-	il.Reason, _ = d.str(f["reason"], join(path, "reason"))
-	c, known := reads[il.Read]
+func (o obj) interlock(il *Interlock, r actionRef) {
+	il.Read = o.requiredStr("read", "the read_* tool of the reading the interlock watches")
+	il.Reason = o.str("reason")
+	c, known := r.reads[il.Read]
 	if il.Read != "" && !known {
-		d.add(join(path, "read"), ErrBadReference, "%q (want a read tool of the manifest: %s)", il.Read, oneOf(keysOf(reads)))
+		o.add("read", ErrBadReference, "%q (want a read tool of the manifest: %s)", il.Read, oneOf(keysOf(r.reads)))
 	}
-	c2 := d.condition(f, path)
-	il.Above, il.Below, il.Equals = c2.Above, c2.Below, c2.Equals
-	il.When = d.when(f["when"], join(path, "when"), cap)
+	cond := o.condition()
+	il.Above, il.Below, il.Equals = cond.Above, cond.Below, cond.Equals
+	il.When = o.when(r.cap)
 	if known && (il.Above != nil || il.Below != nil) && c.Type != TypeNumber && c.Type != TypeInteger {
-		d.add(path, ErrNotAllowed, "above/below on %s reading %s (want equals)", c.Type, il.Read)
+		o.d.add(o.path, ErrNotAllowed, "above/below on %s reading %s (want equals)", c.Type, il.Read)
 	}
 	if il.Reason == "" && il.Read != "" {
 		il.Reason = "interlock on " + il.Read
 	}
-	return il
 }
 
 func keysOf[V any](m map[string]V) []string {

@@ -136,3 +136,181 @@ func (d *decoder) oneOfValue(n ast.Node, path string, want ...string) (string, b
 	}
 	return s, true
 }
+
+// obj is a decoded mapping: its values by key, at path. Its methods decode
+// one key each, reporting problems at the key's path.
+type obj struct {
+	d    *decoder
+	f    map[string]ast.Node // nil for an absent or broken mapping
+	path string
+}
+
+// obj decodes the mapping at n with the keys known.
+func (d *decoder) obj(n ast.Node, path string, known []string) (obj, bool) {
+	f, ok := d.fields(n, path, known...)
+	return obj{d, f, path}, ok
+}
+
+// item decodes a list item, a mapping: a null item is reported, as it would
+// otherwise vanish.
+func (d *decoder) item(n ast.Node, path string, known []string) (obj, bool) {
+	o, ok := d.obj(n, path, known)
+	if !ok && (n == nil || isNull(d.peek(n))) {
+		d.add(path, ErrMissing, "value (want a mapping)")
+	}
+	return o, ok
+}
+
+// sub decodes the mapping at key k.
+func (o obj) sub(k string, known []string) (obj, bool) { return o.d.obj(o.f[k], o.at(k), known) }
+
+// list decodes the list at key k, of mappings with the keys known, each
+// into a T by fill.
+func list[T any](o obj, k string, known []string, fill func(o obj, v *T)) []T {
+	var out []T
+	p := o.at(k)
+	for i, n := range o.d.seq(o.f[k], p) {
+		var v T
+		if item, ok := o.d.item(n, index(p, i), known); ok {
+			fill(item, &v)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// opt decodes the optional mapping at key k, of the keys known, into a new
+// T by fill; nil when k is absent, null or no mapping.
+func opt[T any](o obj, k string, known []string, fill func(o obj, v *T)) *T {
+	sub, ok := o.sub(k, known)
+	if !ok {
+		return nil
+	}
+	v := new(T)
+	fill(sub, v)
+	return v
+}
+
+// document returns the top-level keys of a file's single document, which
+// must be a mapping of known keys (example names two of them for the error
+// message). An empty file is an empty mapping: it lacks everything. It
+// reports false, after reporting why, when the document is no mapping.
+func (d *decoder) document(root ast.Node, known []string, example string) (obj, bool) {
+	if a, ok := d.peek(root).(*ast.AliasNode); ok {
+		d.addAt(a, "", ErrSyntax, ": the document is an alias (want a mapping of keys such as %s)", example)
+		return obj{d: d}, false
+	}
+	switch n := d.resolve(root, "").(type) {
+	case nil, *ast.NullNode:
+		return obj{d, map[string]ast.Node{}, ""}, true
+	case *ast.MappingNode:
+		return d.obj(n, "", known)
+	default:
+		d.addAt(n, "", ErrSyntax, ": the document is %s (want a mapping of keys such as %s)", describe(n), example)
+		return obj{d: d}, false
+	}
+}
+
+// version decodes the format version, which must be 1.
+func (o obj) version() int {
+	v, ok := o.integer("version")
+	if ok && v != 1 {
+		o.add("version", ErrUnknownValue, "%d (want 1)", v)
+	}
+	o.require("version", "1")
+	return int(v)
+}
+
+func (o obj) at(k string) string { return join(o.path, k) }
+
+// has reports whether key k was given a non-null value.
+func (o obj) has(k string) bool { return o.d.has(o.at(k)) }
+
+func (o obj) add(k string, sentinel error, format string, args ...any) {
+	o.d.add(o.at(k), sentinel, format, args...)
+}
+
+// require reports key k missing when the mapping lacks it.
+func (o obj) require(k, want string) {
+	if o.f != nil && !o.has(k) {
+		o.add(k, ErrMissing, "%s (want %s)", k, want)
+	}
+}
+
+func (o obj) strOK(k string) (string, bool) { return o.d.str(o.f[k], o.at(k)) }
+
+func (o obj) str(k string) string {
+	s, _ := o.strOK(k)
+	return s
+}
+
+// requiredStr decodes a string that must be present and not empty.
+func (o obj) requiredStr(k, want string) string {
+	s, ok := o.strOK(k)
+	if o.f != nil && (!o.has(k) || ok && s == "") {
+		o.add(k, ErrMissing, "%s (want %s)", k, want)
+	}
+	return s
+}
+
+// name decodes the required lower_snake_case name.
+func (o obj) name() string {
+	s, _ := o.d.name(o.f["name"], o.at("name"))
+	o.require("name", "a lower_snake_case name")
+	return s
+}
+
+func (o obj) strs(k string) []string         { return o.d.strs(o.f[k], o.at(k)) }
+func (o obj) boolean(k string) bool          { return o.d.boolean(o.f[k], o.at(k)) }
+func (o obj) dur(k string) time.Duration     { return o.d.duration(o.f[k], o.at(k)) }
+func (o obj) integer(k string) (int64, bool) { return o.d.integer(o.f[k], o.at(k)) }
+func (o obj) numOK(k string) (float64, bool) { return o.d.number(o.f[k], o.at(k)) }
+func (o obj) num(k string) float64           { v, _ := o.numOK(k); return v }
+
+// numPtr decodes an optional number: nil when absent or broken.
+func (o obj) numPtr(k string) *float64 {
+	if v, ok := o.numOK(k); ok {
+		return &v
+	}
+	return nil
+}
+
+// enum decodes a word of words into dst and reports whether it is one. A
+// word outside words is reported and still stored (the checks skip it); a
+// key that is absent, null or not a string leaves dst as it was.
+func enum[T ~string](o obj, k string, dst *T, words []string, required bool) bool {
+	s, known := o.d.oneOfValue(o.f[k], o.at(k), words...)
+	if known || s != "" {
+		*dst = T(s)
+	}
+	if required {
+		o.require(k, oneOf(words))
+	}
+	return known
+}
+
+// intIn decodes an integer in lo..hi into dst. One outside is reported with
+// format, given the value (as a hexInt) and args, and leaves dst as it was.
+func intIn[T ~int | ~uint8 | ~uint16](o obj, k string, dst *T, lo, hi int64, format string, args ...any) {
+	v, ok := o.integer(k)
+	switch {
+	case !ok:
+	case v < lo || v > hi:
+		o.add(k, ErrRange, format, append([]any{hexInt(v)}, args...)...)
+	default:
+		*dst = T(v)
+	}
+}
+
+// numIf decodes a number that valid accepts into dst. One it refuses is
+// reported with format, given the value, and leaves dst as it was.
+func numIf(o obj, k string, dst *float64, valid func(float64) bool, format string) {
+	v, ok := o.numOK(k)
+	switch {
+	case !ok:
+	case !valid(v):
+		o.add(k, ErrRange, format, v)
+	default:
+		*dst = v
+	}
+}

@@ -180,141 +180,97 @@ func LoadScenario(path string, m *Manifest) (*Scenario, error) {
 //
 // When two faults on one device overlap, the later in the file wins.
 func ParseScenario(file string, data []byte, m *Manifest) (*Scenario, error) {
-	p := &problems{file: file}
-	root, ok := parseYAML(p, data)
-	if !ok {
-		return nil, p.err()
-	}
-	d := newDecoder(p, root)
-	sc := &Scenario{File: file}
-	f, ok := d.document(root, scenarioKeys, "scenario and faults")
-	if !ok {
-		return nil, p.err()
-	}
-	if v, ok := d.integer(f["version"], "version"); ok && v != 1 {
-		d.add("version", ErrUnknownValue, "%d (want 1)", v)
-	}
-	d.required(f, "", "version", "1")
-	sc.Name, _ = d.name(f["scenario"], "scenario")
-	d.required(f, "", "scenario", "a lower_snake_case name for the scenario")
-	sc.Description, _ = d.str(f["description"], "description")
-	sc.Manifest, _ = d.str(f["manifest"], "manifest")
-	models := map[string]Model{}
-	var names []string
-	if m != nil {
-		for _, dev := range m.Devices {
-			models[dev.Name] = dev.Model
-			names = append(names, dev.Name)
-		}
-	}
-	for i, n := range d.seq(f["faults"], "faults") {
-		path := index("faults", i)
-		if sf, ok := d.scheduledFault(n, path, m, models, names); ok {
-			sc.Faults = append(sc.Faults, sf)
-		}
-	}
-	if err := p.err(); err != nil {
-		return nil, err
-	}
-	return sc, nil
+	return parse(file, data, func(d *decoder, root ast.Node) *Scenario { return d.scenario(root, m) })
 }
 
-func (d *decoder) scheduledFault(n ast.Node, path string, m *Manifest, models map[string]Model, names []string) (ScheduledFault, bool) {
-	var sf ScheduledFault
-	f, ok := d.fields(n, path, faultKeys...)
+func (d *decoder) scenario(root ast.Node, m *Manifest) *Scenario {
+	sc := &Scenario{File: d.p.file}
+	o, ok := d.document(root, scenarioKeys, "scenario and faults")
 	if !ok {
-		d.missingItem(n, path)
-		return sf, false
+		return sc
 	}
-	ap := join(path, "at")
-	if s, ok := d.str(f["at"], ap); ok {
+	o.version()
+	sc.Name, _ = d.name(o.f["scenario"], "scenario")
+	o.require("scenario", "a lower_snake_case name for the scenario")
+	sc.Description = o.str("description")
+	sc.Manifest = o.str("manifest")
+	sc.Faults = list(o, "faults", faultKeys, func(o obj, sf *ScheduledFault) { o.fault(sf, m) })
+	return sc
+}
+
+// faultParams are the faults each fault parameter belongs to.
+var faultParams = map[string][]FaultKind{
+	"channel":   {FaultNoise, FaultImplausible},
+	"value":     {FaultImplausible},
+	"amplitude": {FaultNoise},
+	"delay":     {FaultSlow, FaultTimeout},
+}
+
+func (o obj) fault(sf *ScheduledFault, m *Manifest) {
+	if s, ok := o.strOK("at"); ok {
 		at, err := time.ParseDuration(s)
 		switch {
 		case err != nil:
-			d.add(ap, ErrType, `: got string %q, want a duration such as "0s", "10s" or "2m"`, s)
+			o.add("at", ErrType, `: got string %q, want a duration such as "0s", "10s" or "2m"`, s)
 		case at < 0:
-			d.add(ap, ErrRange, ": %s (want 0s or more)", s)
+			o.add("at", ErrRange, ": %s (want 0s or more)", s)
 		default:
 			sf.At = at
 		}
 	}
-	d.required(f, path, "at", `when the fault starts, such as "10s"`)
-	sf.For = d.duration(f["for"], join(path, "for"))
-	sf.Device = d.requiredStr(f, path, "device", "the name of a device")
-	kinds := make([]string, 0, len(FaultKinds()))
-	for _, k := range FaultKinds() {
-		kinds = append(kinds, string(k))
-	}
-	k, kindOK := d.oneOfValue(f["fault"], join(path, "fault"), kinds...)
-	sf.Fault.Kind = FaultKind(k)
-	d.required(f, path, "fault", oneOf(kinds))
-	sf.Fault.Channel, _ = d.str(f["channel"], join(path, "channel"))
-	if v, ok := d.number(f["value"], join(path, "value")); ok {
-		sf.Fault.Value = &v
-	}
-	if a, ok := d.number(f["amplitude"], join(path, "amplitude")); ok {
+	o.require("at", `when the fault starts, such as "10s"`)
+	sf.For = o.dur("for")
+	sf.Device = o.requiredStr("device", "the name of a device")
+	kinds := words(FaultKinds()...)
+	kindOK := enum(o, "fault", &sf.Fault.Kind, kinds, true)
+	sf.Fault.Channel = o.str("channel")
+	sf.Fault.Value = o.numPtr("value")
+	if a, ok := o.numOK("amplitude"); ok {
 		if a <= 0 {
-			d.add(join(path, "amplitude"), ErrRange, ": %g (want more than 0)", a)
+			o.add("amplitude", ErrRange, ": %g (want more than 0)", a)
 		}
 		sf.Fault.Amplitude = a
 	}
-	sf.Fault.Delay = d.duration(f["delay"], join(path, "delay"))
-
-	params := map[string][]FaultKind{
-		"channel":   {FaultNoise, FaultImplausible},
-		"value":     {FaultImplausible},
-		"amplitude": {FaultNoise},
-		"delay":     {FaultSlow, FaultTimeout},
-	}
+	sf.Fault.Delay = o.dur("delay")
 	if kindOK {
 		for _, key := range []string{"channel", "value", "amplitude", "delay"} {
-			if d.has(join(path, key)) && !slices.Contains(params[key], sf.Fault.Kind) {
-				d.add(join(path, key), ErrNotAllowed, "for fault %s (%s is a parameter of %s)", sf.Fault.Kind, key, kindList(params[key]))
+			if o.has(key) && !slices.Contains(faultParams[key], sf.Fault.Kind) {
+				o.add(key, ErrNotAllowed, "for fault %s (%s is a parameter of %s)", sf.Fault.Kind, key, oneOf(words(faultParams[key]...)))
 			}
 		}
 	}
-	model, known := models[sf.Device]
-	switch {
-	case m == nil || sf.Device == "":
-	case !known:
-		d.add(join(path, "device"), ErrBadReference, "device %q (%s)", sf.Device, candidates("device", names))
-	case kindOK && !FaultApplies(model, sf.Fault.Kind):
-		var can []string
-		for _, k := range FaultKinds() {
-			if FaultApplies(model, k) {
-				can = append(can, string(k))
-			}
-		}
-		d.add(join(path, "fault"), ErrNotAllowed, "on %s device: %s (want %s)", article(model), sf.Fault.Kind, oneOf(can))
-	case d.has(join(path, "channel")):
-		d.faultChannel(sf, path, m)
+	if m != nil && sf.Device != "" {
+		o.faultDevice(*sf, m, kindOK)
 	}
-	return sf, true
 }
 
-// faultChannel checks a fault's channel against its device.
-func (d *decoder) faultChannel(sf ScheduledFault, path string, m *Manifest) {
-	for _, dev := range m.Devices {
-		if dev.Name != sf.Device {
-			continue
+// faultDevice checks a fault against its device: it exists, the fault
+// applies to its model, and a channel is one of its channels.
+func (o obj) faultDevice(sf ScheduledFault, m *Manifest, kindOK bool) {
+	dev := find(m.Devices, sf.Device, deviceName)
+	if dev == nil {
+		o.add("device", ErrBadReference, "device %q (%s)", sf.Device, candidates("device", namesOf(m.Devices, deviceName)))
+		return
+	}
+	switch {
+	case kindOK && !FaultApplies(dev.Model, sf.Fault.Kind):
+		var can []FaultKind
+		for _, k := range FaultKinds() {
+			if FaultApplies(dev.Model, k) {
+				can = append(can, k)
+			}
 		}
+		o.add("fault", ErrNotAllowed, "on %s device: %s (want %s)", article(dev.Model), sf.Fault.Kind, oneOf(words(can...)))
+	case o.has("channel"):
 		var chans []string
 		switch dev.Model {
 		case ModelSHT3x:
 			chans = sht3xChannels
 		case ModelRegisters:
-			chans = registerNames(dev)
+			chans = registerNames(*dev)
 		}
 		if !slices.Contains(chans, sf.Fault.Channel) {
-			d.add(join(path, "channel"), ErrBadReference, "channel %q of device %q (%s)", sf.Fault.Channel, dev.Name, candidates("channel", chans))
+			o.add("channel", ErrBadReference, "channel %q of device %q (%s)", sf.Fault.Channel, dev.Name, candidates("channel", chans))
 		}
 	}
-}
-
-func kindList(ks []FaultKind) string {
-	s := make([]string, len(ks))
-	for i, k := range ks {
-		s[i] = string(k)
-	}
-	return oneOf(s)
 }
