@@ -1,4 +1,8 @@
-package server
+// Package gateway is the manifest-driven proMCP gateway: it serves a
+// capabilities.Set on a server.Server, one read_* per capability, one
+// do_* per action and can_do over all of them, deciding each action with
+// the policy and reserving its actuators.
+package gateway
 
 import (
 	"context"
@@ -12,12 +16,13 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
 )
 
 // Gateway serves a capability set: one read_* per capability, one do_* per
 // action, and can_do over all actions.
 type Gateway struct {
-	srv    *Server
+	srv    *server.Server
 	set    *capabilities.Set
 	policy policy.Evaluator
 	opts   GatewayOptions
@@ -46,7 +51,7 @@ type GatewayOptions struct {
 
 // Serve registers the tools of set on srv. Tools are registered in manifest
 // order: reads, then actions, then can_do.
-func Serve(srv *Server, set *capabilities.Set, opts ...GatewayOptions) (*Gateway, error) {
+func Serve(srv *server.Server, set *capabilities.Set, opts ...GatewayOptions) (*Gateway, error) {
 	g := &Gateway{srv: srv, set: set}
 	if len(opts) > 0 {
 		g.opts = opts[0]
@@ -80,13 +85,13 @@ func Serve(srv *Server, set *capabilities.Set, opts ...GatewayOptions) (*Gateway
 	return g, nil
 }
 
-func (g *Gateway) readTool(c *capabilities.Capability) ReadTool {
+func (g *Gateway) readTool(c *capabilities.Capability) server.ReadTool {
 	desc := c.Description
 	if desc == "" {
 		desc = "Read " + strings.ReplaceAll(c.Name, "_", " ") + "."
 	}
 	desc += fmt.Sprintf(" Returns {value, unit, timestamp, quality}; act only on quality good. Source: %s. Fresh for %s.", c.Source, c.TTL())
-	return ReadTool{
+	return server.ReadTool{
 		Name:        c.ReadTool(),
 		Title:       title(c.Name),
 		Description: desc,
@@ -96,7 +101,7 @@ func (g *Gateway) readTool(c *capabilities.Capability) ReadTool {
 	}
 }
 
-func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
+func (g *Gateway) doTool(c *capabilities.Capability) server.DoTool {
 	desc := c.Do.Description
 	if desc == "" {
 		desc = "Set " + strings.ReplaceAll(c.Name, "_", " ") + "."
@@ -104,7 +109,7 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 	if cons := constraintText(c.Capability); cons != "" {
 		desc += " Allowed values: " + cons + "."
 	}
-	return DoTool{
+	return server.DoTool{
 		ApprovalVia:  approvalVia(g.opts.Policy, c.Do.Tool),
 		BeginsItself: true,
 		Name:         c.Do.Tool,
@@ -117,8 +122,8 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 	}
 }
 
-func (g *Gateway) readHandler(c *capabilities.Capability) ReadHandler {
-	return func(ctx context.Context, req ReadRequest) (promcp.ReadResult, error) {
+func (g *Gateway) readHandler(c *capabilities.Capability) server.ReadHandler {
+	return func(ctx context.Context, req server.ReadRequest) (promcp.ReadResult, error) {
 		maxAge := c.TTL()
 		if ms, ok := req.Args["max_age_ms"].(float64); ok && ms < float64(maxAge/time.Millisecond) {
 			maxAge = time.Duration(ms * float64(time.Millisecond))
@@ -144,8 +149,8 @@ func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadR
 // policy.Reserver), begins the attempt (the server's durable in-flight and
 // audit records), writes, reads back, and commits the reservation with what
 // the device holds, or releases it when nothing changed.
-func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
-	return func(ctx context.Context, req DoRequest) (promcp.DoResult, error) {
+func (g *Gateway) doHandler(c *capabilities.Capability) server.DoHandler {
+	return func(ctx context.Context, req server.DoRequest) (promcp.DoResult, error) {
 		if req.Recovering {
 			return g.recoverDo(ctx, c, req), nil
 		}
@@ -187,12 +192,12 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 				err = g.opts.Reserver.Release(ctx, res)
 			}
 			if err != nil {
-				g.srv.log.Error("ending a reservation", "tool", c.Do.Tool, "err", err)
+				g.srv.Logger().Error("ending a reservation", "tool", c.Do.Tool, "err", err)
 			}
 		}
 		defer func() {
 			if !ended { // a panic or an early return: free the actuator, counted as actuated
-				end(d.Value, g.srv.clock.Now(), true)
+				end(d.Value, g.srv.Clock().Now(), true)
 			}
 		}()
 		if req.Begin != nil {
@@ -212,17 +217,17 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 			switch {
 			case after.Quality != promcp.QualityError && !equalValue(after.Value, previous):
 				r.Status, r.AppliedValue = promcp.StatusPartial, after.Value
-				end(after.Value, g.srv.clock.Now(), true)
+				end(after.Value, g.srv.Clock().Now(), true)
 				g.compensation(c, &r, previous)
 			case after.Quality == promcp.QualityError:
 				// Unknown: count it, so that a cooldown is not weakened.
-				end(value, g.srv.clock.Now(), true)
+				end(value, g.srv.Clock().Now(), true)
 			default:
 				end(nil, time.Time{}, false)
 			}
 			return r, nil
 		}
-		wrote := g.srv.clock.Now()
+		wrote := g.srv.Clock().Now()
 		if !sleep(ctx, c.Do.Settle) {
 			end(value, wrote, true)
 			return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: value,
@@ -256,7 +261,7 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 
 // claim is what reserving action c with value asks for.
 func (g *Gateway) claim(c *capabilities.Capability, value any) policy.Claim {
-	cl := policy.Claim{Action: c.Do.Tool, Read: c.ReadTool(), Unit: g.units[c.Do.Tool], Value: value, Now: g.srv.clock.Now()}
+	cl := policy.Claim{Action: c.Do.Tool, Read: c.ReadTool(), Unit: g.units[c.Do.Tool], Value: value, Now: g.srv.Clock().Now()}
 	if pol := g.opts.Policy; pol != nil {
 		if r := pol.Actions[c.Do.Tool]; r != nil {
 			cl.Window = max(r.Cooldown, 0)
@@ -331,7 +336,7 @@ func units(set *capabilities.Set, pol *manifests.Policy) map[string]policy.Unit 
 // stopped during it): it reads the actuator back and reports what it holds,
 // without writing. A value the policy clamped then reads back as partial:
 // the requested value is all the retry carries.
-func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req DoRequest) promcp.DoResult {
+func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req server.DoRequest) promcp.DoResult {
 	const why = "an earlier attempt with this idempotency_key did not finish (the server stopped during it); nothing was written now"
 	now := c.Read(ctx)
 	if now.Quality == promcp.QualityError {
@@ -383,8 +388,8 @@ func (g *Gateway) compensation(c *capabilities.Capability, r *promcp.DoResult, p
 // interlocks (through the cache), the caller's role, the actuation
 // history, the rules and the time.
 func (g *Gateway) request(ctx context.Context, c *capabilities.Capability, value any, hasValue bool, current capabilities.Reading) policy.Request {
-	now := g.srv.clock.Now()
-	role := CallerFrom(ctx).Role
+	now := g.srv.Clock().Now()
+	role := server.CallerFrom(ctx).Role
 	if role == "" {
 		role = g.opts.DefaultRole
 	}
@@ -533,4 +538,17 @@ func asFloat(v any) (float64, bool) {
 		return float64(x), true
 	}
 	return 0, false
+}
+
+// approvalVia returns how the policy lets a human approve tool:
+// manifests.ViaElicitation only where the policy opts in, out-of-band
+// otherwise (also where the policy says nothing, for the approval that a
+// doubtful reading asks for).
+func approvalVia(pol *manifests.Policy, tool string) string {
+	if pol != nil {
+		if a := pol.Actions[tool]; a != nil && a.Approval != nil && a.Approval.Via == manifests.ViaElicitation {
+			return manifests.ViaElicitation
+		}
+	}
+	return manifests.ViaOutOfBand
 }

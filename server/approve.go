@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
-	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -40,7 +40,7 @@ func (s *Server) approval(ctx context.Context, t DoTool, req mcp.CallToolRequest
 	now := s.clock.Now()
 	tok, _ := args["approval"].(string)
 	ans := mcpserver.ElicitationResponse(req.Params.InputResponses, elicitID)
-	if ans != nil && t.ApprovalVia == manifests.ViaElicitation {
+	if ans != nil && t.ApprovalVia == approval.ViaElicitation {
 		if _, err := s.elicit.Verify(req.Params.RequestState, t.Name, fp, key, now); err != nil {
 			return nil, nil, &promcp.Error{Code: promcp.CodeRefused, Message: "the approval answer does not belong to this call: " + err.Error()}
 		}
@@ -126,15 +126,13 @@ func clientCanElicit(ctx context.Context) bool {
 	return false
 }
 
-// approvalVia returns how the policy lets a human approve tool:
-// manifests.ViaElicitation only where the policy opts in, out-of-band
-// otherwise (also where the policy says nothing, for the approval that a
-// doubtful reading asks for).
-func approvalVia(pol *manifests.Policy, tool string) string {
-	if pol != nil {
-		if a := pol.Actions[tool]; a != nil && a.Approval != nil && a.Approval.Via == manifests.ViaElicitation {
-			return manifests.ViaElicitation
-		}
+// formatValue writes an action's value as a caller would type it.
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case string:
+		return strconv.Quote(x)
 	}
-	return manifests.ViaOutOfBand
+	return fmt.Sprint(v)
 }

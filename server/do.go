@@ -12,7 +12,6 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/idempotency"
-	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -260,7 +259,7 @@ func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallTool
 	if replayed {
 		_ = record(ctx, audit.EventReplayed, key, &out)
 	}
-	if out.Permission == promcp.RequiresHumanApproval && !approved && t.ApprovalVia == manifests.ViaElicitation && clientCanElicit(ctx) {
+	if out.Permission == promcp.RequiresHumanApproval && !approved && t.ApprovalVia == approval.ViaElicitation && clientCanElicit(ctx) {
 		return out, s.askApproval(t, args, key, fp, out.Reason)
 	}
 	return out, nil

@@ -21,6 +21,7 @@ import (
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
@@ -257,7 +258,7 @@ func bindAddr(addr string) string {
 
 // serveHTTP listens, then says so, then serves: what it prints is true
 // when it is printed (a bad certificate fails before).
-func serveHTTP(ctx context.Context, gw *gateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
+func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
 	addr = bindAddr(addr)
 	hs := gw.srv.HTTPServer(cfg)
 	scheme := "http"
@@ -316,9 +317,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// gateway is an opened manifest: capabilities bound to hardware or the
+// openedGateway is an opened manifest: capabilities bound to hardware or the
 // simulator, and the proMCP server over them.
-type gateway struct {
+type openedGateway struct {
 	manifest *manifests.Manifest
 	set      *capabilities.Set
 	srv      *server.Server
@@ -326,7 +327,7 @@ type gateway struct {
 	modbus   *sim.ModbusEndpoints
 }
 
-func (g *gateway) Close() error {
+func (g *openedGateway) Close() error {
 	err := g.set.Close()
 	if g.modbus != nil {
 		g.modbus.Close()
@@ -350,8 +351,8 @@ type gatewayOptions struct {
 // its tools. Nothing is opened before m has validated. On the simulator,
 // everything (physics, policy windows and cooldowns, timestamps) runs on
 // the simulated clock, which runs at real speed unless told otherwise.
-func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (*gateway, error) {
-	g := &gateway{manifest: m}
+func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (*openedGateway, error) {
+	g := &openedGateway{manifest: m}
 	var hw capabilities.Hardware
 	var clock interface{ Now() time.Time } = systemClock{}
 	if o.simulate {
@@ -420,7 +421,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		set.Close()
 		return nil, err
 	}
-	if _, err := server.Serve(srv, set, server.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
+	if _, err := gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
 		set.Close()
 		return nil, err
 	}
@@ -541,7 +542,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 }
 
 // Close0 releases what openGateway started before the capabilities opened.
-func (g *gateway) Close0() {
+func (g *openedGateway) Close0() {
 	if g.modbus != nil {
 		g.modbus.Close()
 	}
