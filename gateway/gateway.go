@@ -167,96 +167,131 @@ func (g *Gateway) doHandler(c *capabilities.Capability) server.DoHandler {
 		if before.Quality != promcp.QualityError {
 			previous = before.Value
 		}
-		if err != nil {
-			reason := "another action on this actuator is still in progress: " + err.Error()
-			return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
-				Permission: promcp.PolicyDenied, Reason: reason,
-				Error: &promcp.Error{Code: promcp.CodeRefused, Message: reason}}, nil
+		if r, refused := refusal(previous, d, err); refused {
+			return r, nil
 		}
-		if !d.Allowed() {
-			reason := d.Reason
-			if d.Details != "" {
-				reason += " (" + d.Details + ")"
-			}
-			return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
-				Permission: d.Permission, Reason: reason,
-				Error: &promcp.Error{Code: promcp.CodeRefused, Field: "value", Message: reason}}, nil
-		}
-		ended := false
-		end := func(applied any, at time.Time, actuated bool) {
-			ended = true
-			var err error
-			if actuated {
-				err = g.opts.Reserver.Commit(ctx, res, at, applied)
-			} else {
-				err = g.opts.Reserver.Release(ctx, res)
-			}
-			if err != nil {
-				g.srv.Logger().Error("ending a reservation", "tool", c.Do.Tool, "err", err)
-			}
-		}
-		defer func() {
-			if !ended { // a panic or an early return: free the actuator, counted as actuated
-				end(d.Value, g.srv.Clock().Now(), true)
-			}
-		}()
+		rv := &reserved{g: g, ctx: ctx, tool: c.Do.Tool, res: res}
+		defer rv.onExit(d.Value)
 		if req.Begin != nil {
 			if err := req.Begin(ctx); err != nil {
-				end(nil, time.Time{}, false)
+				rv.end(nil, time.Time{}, false)
 				return promcp.DoResult{}, err
 			}
 		}
 		value := d.Value
 		if err := c.Write(ctx, value); err != nil {
-			// The write may or may not have reached the device: read back to
-			// say honestly what it holds.
-			after := c.Read(ctx)
-			r := promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
-				Reason: "write failed: " + err.Error(),
-				Error:  &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: err.Error()}}
-			switch {
-			case after.Quality != promcp.QualityError && !equalValue(after.Value, previous):
-				r.Status, r.AppliedValue = promcp.StatusPartial, after.Value
-				end(after.Value, g.srv.Clock().Now(), true)
-				g.compensation(c, &r, previous)
-			case after.Quality == promcp.QualityError:
-				// Unknown: count it, so that a cooldown is not weakened.
-				end(value, g.srv.Clock().Now(), true)
-			default:
-				end(nil, time.Time{}, false)
-			}
-			return r, nil
+			return g.writeFailed(ctx, c, rv, previous, value, err), nil
 		}
 		wrote := g.srv.Clock().Now()
 		if !sleep(ctx, c.Do.Settle) {
-			end(value, wrote, true)
+			rv.end(value, wrote, true)
 			return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: value,
 				Reason: "written, but the call ended before the settle time passed: not read back"}, nil
 		}
-		after := c.Read(ctx)
-		r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: value}
-		if d.Clamped {
-			r.RequestedValue = req.Value
-			r.Reason = fmt.Sprintf("requested %v, clamped to %v by policy", formatValue(req.Value), formatValue(value))
-		}
-		if req.Value != nil && d.Reason != "" && !d.Clamped {
-			r.Reason = d.Reason // the safe value's note
-		}
-		if after.Quality == promcp.QualityError {
-			r.Status = promcp.StatusPartial
-			r.Reason = joinReason(r.Reason, "written, but the readback failed: "+after.Reason)
-			end(value, wrote, true)
-		} else {
-			r.AppliedValue = after.Value
-			if !equalValue(after.Value, value) {
-				r.Status = promcp.StatusPartial
-				r.Reason = joinReason(r.Reason, fmt.Sprintf("wrote %v but the device reads back %v", value, after.Value))
-			}
-			end(after.Value, wrote, true)
-		}
-		g.compensation(c, &r, previous)
-		return r, nil
+		return g.readBack(ctx, c, rv, req.Value, d, previous, wrote), nil
 	}
+}
+
+// refusal is the answer to an action that could not be reserved (err) or
+// that the policy did not allow; refused is false when it may go ahead.
+func refusal(previous any, d policy.Decision, err error) (r promcp.DoResult, refused bool) {
+	if err != nil {
+		reason := "another action on this actuator is still in progress: " + err.Error()
+		return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
+			Permission: promcp.PolicyDenied, Reason: reason,
+			Error: &promcp.Error{Code: promcp.CodeRefused, Message: reason}}, true
+	}
+	if !d.Allowed() {
+		reason := d.Reason
+		if d.Details != "" {
+			reason += " (" + d.Details + ")"
+		}
+		return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
+			Permission: d.Permission, Reason: reason,
+			Error: &promcp.Error{Code: promcp.CodeRefused, Field: "value", Message: reason}}, true
+	}
+	return promcp.DoResult{}, false
+}
+
+// reserved is an action's reservation, ended once: committed with what
+// the device holds when it actuated, released when nothing changed.
+type reserved struct {
+	g     *Gateway
+	ctx   context.Context
+	tool  string
+	res   *policy.Reservation
+	ended bool
+}
+
+func (rv *reserved) end(applied any, at time.Time, actuated bool) {
+	rv.ended = true
+	var err error
+	if actuated {
+		err = rv.g.opts.Reserver.Commit(rv.ctx, rv.res, at, applied)
+	} else {
+		err = rv.g.opts.Reserver.Release(rv.ctx, rv.res)
+	}
+	if err != nil {
+		rv.g.srv.Logger().Error("ending a reservation", "tool", rv.tool, "err", err)
+	}
+}
+
+// onExit ends a reservation that a panic or an early return left open:
+// it frees the actuator, counted as actuated with value.
+func (rv *reserved) onExit(value any) {
+	if !rv.ended {
+		rv.end(value, rv.g.srv.Clock().Now(), true)
+	}
+}
+
+// writeFailed answers a write that failed: it may or may not have reached
+// the device, so the actuator is read back to say honestly what it holds.
+func (g *Gateway) writeFailed(ctx context.Context, c *capabilities.Capability, rv *reserved, previous, value any, err error) promcp.DoResult {
+	after := c.Read(ctx)
+	r := promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
+		Reason: "write failed: " + err.Error(),
+		Error:  &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: err.Error()}}
+	switch {
+	case after.Quality != promcp.QualityError && !equalValue(after.Value, previous):
+		r.Status, r.AppliedValue = promcp.StatusPartial, after.Value
+		rv.end(after.Value, g.srv.Clock().Now(), true)
+		g.compensation(c, &r, previous)
+	case after.Quality == promcp.QualityError:
+		// Unknown: count it, so that a cooldown is not weakened.
+		rv.end(value, g.srv.Clock().Now(), true)
+	default:
+		rv.end(nil, time.Time{}, false)
+	}
+	return r
+}
+
+// readBack answers a write that settled: what the device reads back, the
+// value requested when the policy clamped it, and the compensation.
+func (g *Gateway) readBack(ctx context.Context, c *capabilities.Capability, rv *reserved, requested any, d policy.Decision, previous any, wrote time.Time) promcp.DoResult {
+	value := d.Value
+	after := c.Read(ctx)
+	r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: value}
+	if d.Clamped {
+		r.RequestedValue = requested
+		r.Reason = fmt.Sprintf("requested %v, clamped to %v by policy", formatValue(requested), formatValue(value))
+	}
+	if requested != nil && d.Reason != "" && !d.Clamped {
+		r.Reason = d.Reason // the safe value's note
+	}
+	if after.Quality == promcp.QualityError {
+		r.Status = promcp.StatusPartial
+		r.Reason = joinReason(r.Reason, "written, but the readback failed: "+after.Reason)
+		rv.end(value, wrote, true)
+	} else {
+		r.AppliedValue = after.Value
+		if !equalValue(after.Value, value) {
+			r.Status = promcp.StatusPartial
+			r.Reason = joinReason(r.Reason, fmt.Sprintf("wrote %v but the device reads back %v", value, after.Value))
+		}
+		rv.end(after.Value, wrote, true)
+	}
+	g.compensation(c, &r, previous)
+	return r
 }
 
 // claim is what reserving action c with value asks for.

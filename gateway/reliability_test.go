@@ -148,7 +148,7 @@ func openAudit(t *testing.T, dir string) *audit.Log {
 // and the audit log actuate exactly once per key, and every caller of a key
 // gets the same response.
 //
-//	go test ./server -run TestRetryStorm -v -storm.keys 1000 -storm.dups 10
+//	go test ./gateway -run TestRetryStorm -v -storm.keys 1000 -storm.dups 10
 func TestRetryStorm(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir)
