@@ -13,6 +13,7 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
 )
 
 // MinConfidence is the match score below which an action is not reported.
@@ -179,7 +180,7 @@ func (g *Gateway) decide(ctx context.Context, c *capabilities.Capability, value 
 		sr := g.request(ctx, c, c.Do.SafeValue, true, cur)
 		view.Apply(&sr)
 		if sd := g.policy.Evaluate(sr); sd.Allowed() {
-			d.Details = joinReason(d.Details, fmt.Sprintf("moving to the safe value (%s value=%s) is allowed now", c.Do.Tool, formatValue(c.Do.SafeValue)))
+			d.Details = joinReason(d.Details, fmt.Sprintf("moving to the safe value (%s value=%s) is allowed now", c.Do.Tool, server.FormatValue(c.Do.SafeValue)))
 		}
 	}
 	return d
@@ -431,7 +432,7 @@ func constraints(c manifests.Capability) promcp.Constraints {
 func inProgress(v policy.View) string {
 	var names []string
 	for _, p := range v.Pending {
-		names = append(names, fmt.Sprintf("%s value=%s (since %s)", p.Action, formatValue(p.Value), p.Since.UTC().Format(time.RFC3339)))
+		names = append(names, fmt.Sprintf("%s value=%s (since %s)", p.Action, server.FormatValue(p.Value), p.Since.UTC().Format(time.RFC3339)))
 	}
 	return "an action on this actuator or one tied to it is in progress: " + strings.Join(names, ", ")
 }

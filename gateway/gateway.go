@@ -8,7 +8,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -273,7 +272,7 @@ func (g *Gateway) readBack(ctx context.Context, c *capabilities.Capability, rv *
 	r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: value}
 	if d.Clamped {
 		r.RequestedValue = requested
-		r.Reason = fmt.Sprintf("requested %v, clamped to %v by policy", formatValue(requested), formatValue(value))
+		r.Reason = fmt.Sprintf("requested %v, clamped to %v by policy", server.FormatValue(requested), server.FormatValue(value))
 	}
 	if requested != nil && d.Reason != "" && !d.Clamped {
 		r.Reason = d.Reason // the safe value's note
@@ -384,7 +383,7 @@ func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req
 			Reason: why + "; the device reads back the requested value"}
 	}
 	return promcp.DoResult{Status: promcp.StatusPartial, AppliedValue: now.Value,
-		Reason: fmt.Sprintf("%s; the device reads back %s, not the requested %s", why, formatValue(now.Value), formatValue(req.Value))}
+		Reason: fmt.Sprintf("%s; the device reads back %s, not the requested %s", why, server.FormatValue(now.Value), server.FormatValue(req.Value))}
 }
 
 // sleep waits d unless ctx ends first; it reports whether d passed.
@@ -414,7 +413,7 @@ func joinReason(a, b string) string {
 func (g *Gateway) compensation(c *capabilities.Capability, r *promcp.DoResult, previous any) {
 	r.Compensable = c.Do.Compensable && previous != nil
 	if r.Compensable {
-		r.CompensationHint = promcp.Hint(fmt.Sprintf("%s value=%s", c.Do.Tool, formatValue(previous)))
+		r.CompensationHint = promcp.Hint(fmt.Sprintf("%s value=%s", c.Do.Tool, server.FormatValue(previous)))
 	}
 }
 
@@ -538,16 +537,6 @@ func title(name string) string {
 		}
 	}
 	return strings.Join(words, " ")
-}
-
-func formatValue(v any) string {
-	switch x := v.(type) {
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case string:
-		return strconv.Quote(x)
-	}
-	return fmt.Sprint(v)
 }
 
 func equalValue(a, b any) bool {

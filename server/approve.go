@@ -83,7 +83,7 @@ func (s *Server) approval(ctx context.Context, t DoTool, req mcp.CallToolRequest
 // with the signed state; nothing actuates before that.
 func (s *Server) askApproval(t DoTool, args map[string]any, key, fp, reason string) *mcp.CallToolResult {
 	state := s.elicit.Issue(approval.Grant{Tool: t.Name, Value: approval.Canonical(fp), Key: key, Expires: s.clock.Now().Add(elicitTTL)})
-	msg := fmt.Sprintf("Approve %s value=%s?", t.Name, formatValue(args["value"]))
+	msg := fmt.Sprintf("Approve %s value=%s?", t.Name, FormatValue(args["value"]))
 	if reason != "" {
 		msg += " " + strings.TrimSuffix(reason, ".") + "."
 	}
@@ -126,8 +126,10 @@ func clientCanElicit(ctx context.Context) bool {
 	return false
 }
 
-// formatValue writes an action's value as a caller would type it.
-func formatValue(v any) string {
+// FormatValue writes an action's value as a caller types it in an
+// argument or a compensation hint: numbers plainly (95, 0.5), strings
+// quoted, anything else as fmt prints it.
+func FormatValue(v any) string {
 	switch x := v.(type) {
 	case float64:
 		return strconv.FormatFloat(x, 'f', -1, 64)
