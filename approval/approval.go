@@ -209,7 +209,7 @@ type Ledger interface {
 }
 
 // MemoryLedger is a Ledger in memory: a restart forgets it. Serve with
-// --state uses BoltLedger instead.
+// --state uses boltledger.BoltLedger instead.
 type MemoryLedger struct {
 	mu   sync.Mutex
 	used map[string]time.Time

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/idempotency/boltstore"
 )
 
 // BenchmarkBolt measures durable Do calls with new keys (two fsync'd
@@ -22,7 +23,7 @@ func BenchmarkBolt(b *testing.B) {
 	}
 	for _, parallel := range []bool{false, true} {
 		b.Run(fmt.Sprintf("parallel=%t", parallel), func(b *testing.B) {
-			st, err := idempotency.OpenBolt(filepath.Join(b.TempDir(), "s.db"), time.Second, idempotency.BoltOptions{})
+			st, err := boltstore.OpenBolt(filepath.Join(b.TempDir(), "s.db"), time.Second, boltstore.BoltOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -76,6 +76,12 @@ func (a Attempt) Begin(ctx context.Context) error {
 	return a.begin(ctx)
 }
 
+// BeginWith returns a fresh Attempt whose Begin calls begin: a durable
+// store outside this package (see boltstore) records the key with it.
+func BeginWith(begin func(ctx context.Context) error) Attempt {
+	return Attempt{begin: begin}
+}
+
 // Store runs actions at most once per key.
 type Store interface {
 	// Do runs act unless key already has a kept outcome. fingerprint

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,7 +12,6 @@ import (
 
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
-	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -40,7 +40,7 @@ func (s *Server) approval(ctx context.Context, t DoTool, req mcp.CallToolRequest
 	now := s.clock.Now()
 	tok, _ := args["approval"].(string)
 	ans := mcpserver.ElicitationResponse(req.Params.InputResponses, elicitID)
-	if ans != nil && t.ApprovalVia == manifests.ViaElicitation {
+	if ans != nil && t.ApprovalVia == approval.ViaElicitation {
 		if _, err := s.elicit.Verify(req.Params.RequestState, t.Name, fp, key, now); err != nil {
 			return nil, nil, &promcp.Error{Code: promcp.CodeRefused, Message: "the approval answer does not belong to this call: " + err.Error()}
 		}
@@ -83,7 +83,7 @@ func (s *Server) approval(ctx context.Context, t DoTool, req mcp.CallToolRequest
 // with the signed state; nothing actuates before that.
 func (s *Server) askApproval(t DoTool, args map[string]any, key, fp, reason string) *mcp.CallToolResult {
 	state := s.elicit.Issue(approval.Grant{Tool: t.Name, Value: approval.Canonical(fp), Key: key, Expires: s.clock.Now().Add(elicitTTL)})
-	msg := fmt.Sprintf("Approve %s value=%s?", t.Name, formatValue(args["value"]))
+	msg := fmt.Sprintf("Approve %s value=%s?", t.Name, FormatValue(args["value"]))
 	if reason != "" {
 		msg += " " + strings.TrimSuffix(reason, ".") + "."
 	}
@@ -126,15 +126,15 @@ func clientCanElicit(ctx context.Context) bool {
 	return false
 }
 
-// approvalVia returns how the policy lets a human approve tool:
-// manifests.ViaElicitation only where the policy opts in, out-of-band
-// otherwise (also where the policy says nothing, for the approval that a
-// doubtful reading asks for).
-func approvalVia(pol *manifests.Policy, tool string) string {
-	if pol != nil {
-		if a := pol.Actions[tool]; a != nil && a.Approval != nil && a.Approval.Via == manifests.ViaElicitation {
-			return manifests.ViaElicitation
-		}
+// FormatValue writes an action's value as a caller types it in an
+// argument or a compensation hint: numbers plainly (95, 0.5), strings
+// quoted, anything else as fmt prints it.
+func FormatValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case string:
+		return strconv.Quote(x)
 	}
-	return manifests.ViaOutOfBand
+	return fmt.Sprint(v)
 }

@@ -100,7 +100,7 @@ type DoTool struct {
 	// result's provenance.
 	Source string
 	// ApprovalVia says how a human may approve this action where its
-	// policy asks for approval: manifests.ViaElicitation lets an answer
+	// policy asks for approval: approval.ViaElicitation lets an answer
 	// through the caller's MCP client count; anything else (the default)
 	// accepts only an out-of-band token from `promcp-device approve`.
 	ApprovalVia string
@@ -240,7 +240,7 @@ func WithApprovals(signer *approval.Signer) Option {
 	return func(s *Server) { s.approvals = signer }
 }
 
-// WithLedger keeps the spent approval tokens in l (approval.BoltLedger
+// WithLedger keeps the spent approval tokens in l (boltledger.BoltLedger
 // under --state, so that a token works once across restarts). The default
 // is in memory.
 func WithLedger(l approval.Ledger) Option { return func(s *Server) { s.ledger = l } }
@@ -284,6 +284,12 @@ func New(name, version string, opts ...Option) (*Server, error) {
 	s.mcp = mcpserver.NewMCPServer(name, version, mopts...)
 	return s, nil
 }
+
+// Clock returns the clock that stamps responses (WithClock).
+func (s *Server) Clock() Clock { return s.clock }
+
+// Logger returns the server's logger (WithLogger).
+func (s *Server) Logger() *slog.Logger { return s.log }
 
 // MCP returns the underlying mcp-go server, for transports.
 func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }

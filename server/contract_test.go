@@ -24,6 +24,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/idempotency/boltstore"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 )
@@ -184,7 +185,7 @@ func TestUnrecordedResultOnFullTmpfs(t *testing.T) {
 			t.Errorf("umount: %v: %s", err, out)
 		}
 	})
-	st, err := idempotency.OpenBolt(filepath.Join(dir, "idempotency.db"), time.Second, idempotency.BoltOptions{})
+	st, err := boltstore.OpenBolt(filepath.Join(dir, "idempotency.db"), time.Second, boltstore.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

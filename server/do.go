@@ -12,7 +12,6 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/idempotency"
-	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -79,189 +78,254 @@ func (s *Server) enter() bool {
 	return true
 }
 
+// doCall is one do_* call on its way through the server: what the steps of
+// Server.do share.
+type doCall struct {
+	s      *Server
+	t      DoTool
+	h      DoHandler
+	req    mcp.CallToolRequest
+	caller Caller
+	start  time.Time
+	base   promcp.DoResult
+
+	args      map[string]any
+	argsValid bool // schema-invalid arguments are recorded as size and hash only
+	key       string
+	fp        string
+	appr      *audit.Approval // who approved this call, once known
+	grant     *approval.Grant // the one-time approval token it spends, if any
+}
+
 // do runs a do_* call. It returns the typed result, or, when a human must
 // approve and the client can ask one, the elicitation to send instead.
 func (s *Server) do(ctx context.Context, t DoTool, h DoHandler, req mcp.CallToolRequest) (promcp.DoResult, *mcp.CallToolResult) {
-	start := time.Now()
-	caller := CallerFrom(ctx)
-	base := promcp.DoResult{SideEffects: t.SideEffects, Compensable: t.Compensable}
-	fail := func(key string, e *promcp.Error) promcp.DoResult {
-		r := base
-		r.Status, r.IdempotencyKey, r.Error, r.Reason = promcp.StatusFailed, key, e, e.Message
-		r.Compensable, r.CompensationHint = false, nil // nothing was done, nothing to reverse
-		r.Timestamp = s.clock.Now().UTC()
-		return r
-	}
-	var appr *audit.Approval // who approved this call, once known
-	argsValid := false       // schema-invalid arguments are recorded as size and hash only
-	record := func(ctx context.Context, event, key string, r *promcp.DoResult) error {
-		if s.auditor == nil {
-			return nil
-		}
-		rec := audit.Record{Time: s.clock.Now(), Event: event, Caller: caller.Name, Role: caller.Role, Tool: t.Name, Key: key,
-			Arguments: audit.Args(rawArguments(req), argsValid), DurationMS: float64(time.Since(start).Microseconds()) / 1000,
-			Approval: appr}
-		if r != nil {
-			rec.Status, rec.Permission, rec.Reason = string(r.Status), string(r.Permission), r.Reason
-			if r.Error != nil && rec.Reason == "" {
-				rec.Reason = r.Error.Message
-			}
-			rec.Result, _ = json.Marshal(r)
-		}
-		err := s.auditor.Append(ctx, rec)
-		if err != nil {
-			s.log.Error("audit record not written", "tool", t.Name, "key", key, "event", event, "err", err)
-		}
-		return err
-	}
-	refuse := func(key string, r promcp.DoResult) promcp.DoResult {
-		_ = record(ctx, audit.EventRefused, key, &r) // nothing moved; the answer stands
-		return r
-	}
+	c := &doCall{s: s, t: t, h: h, req: req, caller: CallerFrom(ctx), start: time.Now(),
+		base: promcp.DoResult{SideEffects: t.SideEffects, Compensable: t.Compensable}}
 
 	// Types are checked here; bounds are the policy's, so that a value out
 	// of range is refused with the out_of_range permission.
 	args, argErr := s.argumentsFor("type:"+t.Name, req)
-	argsValid = argErr == nil
+	c.args, c.argsValid = args, argErr == nil
 	key, _ := args["idempotency_key"].(string)
 	if key == "" {
 		key = newKey()
 	}
-	key = audit.BoundKey(key) // a valid key as it is; an invalid one never echoed whole
+	c.key = audit.BoundKey(key) // a valid key as it is; an invalid one never echoed whole
 	if !s.enter() {
-		return refuse(key, fail(key, &promcp.Error{Code: promcp.CodeRefused,
+		return c.refuse(ctx, c.fail(&promcp.Error{Code: promcp.CodeRefused,
 			Message: "the server is shutting down; retry with the same idempotency_key once it is back"})), nil
 	}
 	defer s.inflight.Done()
-	if !s.authorize(caller, promcp.KindDo) {
-		r := fail(key, &promcp.Error{Code: promcp.CodeRefused,
-			Message: fmt.Sprintf("role %q may not call do_* tools (a viewer reads and asks can_do)", caller.Role)})
+	if r, refused := c.admit(ctx, argErr); refused {
+		return c.refuse(ctx, r), nil
+	}
+	outcome, replayed, err := s.store.Do(ctx, c.key, c.fp, c.act)
+	return c.answer(ctx, outcome, replayed, err)
+}
+
+// fail is the failed result of this call with error e: nothing was done,
+// so nothing is compensable.
+func (c *doCall) fail(e *promcp.Error) promcp.DoResult {
+	r := c.base
+	r.Status, r.IdempotencyKey, r.Error, r.Reason = promcp.StatusFailed, c.key, e, e.Message
+	r.Compensable, r.CompensationHint = false, nil // nothing was done, nothing to reverse
+	r.Timestamp = c.s.clock.Now().UTC()
+	return r
+}
+
+// record appends the audit record of event (with the result r, if any);
+// an error means it is not durable, and has been logged.
+func (c *doCall) record(ctx context.Context, event string, r *promcp.DoResult) error {
+	s := c.s
+	if s.auditor == nil {
+		return nil
+	}
+	rec := audit.Record{Time: s.clock.Now(), Event: event, Caller: c.caller.Name, Role: c.caller.Role, Tool: c.t.Name, Key: c.key,
+		Arguments: audit.Args(rawArguments(c.req), c.argsValid), DurationMS: float64(time.Since(c.start).Microseconds()) / 1000,
+		Approval: c.appr}
+	if r != nil {
+		rec.Status, rec.Permission, rec.Reason = string(r.Status), string(r.Permission), r.Reason
+		if r.Error != nil && rec.Reason == "" {
+			rec.Reason = r.Error.Message
+		}
+		rec.Result, _ = json.Marshal(r)
+	}
+	err := s.auditor.Append(ctx, rec)
+	if err != nil {
+		s.log.Error("audit record not written", "tool", c.t.Name, "key", c.key, "event", event, "err", err)
+	}
+	return err
+}
+
+// refuse records the refusal r and returns it.
+func (c *doCall) refuse(ctx context.Context, r promcp.DoResult) promcp.DoResult {
+	_ = c.record(ctx, audit.EventRefused, &r) // nothing moved; the answer stands
+	return r
+}
+
+// admit runs the checks made before the idempotency store is asked: the
+// caller's role, a server that refuses every do_*, the arguments (argErr)
+// and the approval the policy may ask for. It returns the refusal, if any.
+func (c *doCall) admit(ctx context.Context, argErr *promcp.Error) (promcp.DoResult, bool) {
+	s := c.s
+	if !s.authorize(c.caller, promcp.KindDo) {
+		r := c.fail(&promcp.Error{Code: promcp.CodeRefused,
+			Message: fmt.Sprintf("role %q may not call do_* tools (a viewer reads and asks can_do)", c.caller.Role)})
 		r.Permission = promcp.PermissionInsufficient
-		return refuse(key, r), nil
+		return r, true
 	}
 	if s.refuseDo != "" {
-		r := fail(key, &promcp.Error{Code: promcp.CodeRefused, Message: s.refuseDo})
+		r := c.fail(&promcp.Error{Code: promcp.CodeRefused, Message: s.refuseDo})
 		r.Permission = promcp.PolicyDenied
-		return refuse(key, r), nil
+		return r, true
 	}
 	if argErr != nil {
-		return refuse(key, fail(key, argErr)), nil
+		return c.fail(argErr), true
 	}
-
-	fp := fingerprint(t.Name, args)
-	var grant *approval.Grant
+	c.fp = fingerprint(c.t.Name, c.args)
 	var refusal *promcp.Error
-	appr, grant, refusal = s.approval(ctx, t, req, args, key, fp)
-	approved := appr != nil
+	c.appr, c.grant, refusal = s.approval(ctx, c.t, c.req, c.args, c.key, c.fp)
 	if refusal != nil {
-		r := fail(key, refusal)
+		r := c.fail(refusal)
 		r.Permission = promcp.RequiresHumanApproval
-		return refuse(key, r), nil
+		return r, true
 	}
-	outcome, replayed, err := s.store.Do(ctx, key, fp, func(ctx context.Context, at idempotency.Attempt) ([]byte, bool, error) {
-		// The attempt has begun: finish it even if the client goes away.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actuationTimeout)
-		defer cancel()
-		// Beginning makes the attempt durable: the key in flight, then the
-		// audit "attempt" record. A handler that decides first (BeginsItself)
-		// begins only once its policy allowed the action, so a refusal writes
-		// neither; otherwise the attempt begins before the handler runs.
-		var began bool
-		var beginErr error
-		begin := func(ctx context.Context) error {
-			if began {
-				return beginErr
-			}
-			began = true
-			if err := at.Begin(ctx); err != nil {
-				beginErr = fmt.Errorf("%w: idempotency store unavailable, refusing to actuate: %w", errNotActuated, err)
-			} else if err := record(ctx, audit.EventAttempt, key, nil); err != nil {
-				beginErr = fmt.Errorf("%w: audit log unavailable, refusing to actuate: %w", errNotActuated, err)
-			}
+	return promcp.DoResult{}, false
+}
+
+// act is the action the idempotency store runs at most once per key: it
+// begins the attempt, runs the handler and records the result.
+func (c *doCall) act(ctx context.Context, at idempotency.Attempt) ([]byte, bool, error) {
+	// The attempt has begun: finish it even if the client goes away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actuationTimeout)
+	defer cancel()
+	begin, beginErr := c.beginner(at)
+	var handlerBegin func(context.Context) error
+	switch {
+	case at.Recovering:
+	case c.t.BeginsItself:
+		handlerBegin = begin
+	default:
+		if err := begin(ctx); err != nil {
+			return nil, false, err
+		}
+	}
+	r := c.run(ctx, at, handlerBegin)
+	if err := beginErr(); err != nil {
+		return nil, false, err // nothing was actuated
+	}
+	keep := keepOutcome(r)
+	c.spend(keep)
+	event := audit.EventResult
+	switch {
+	case at.Recovering:
+		event = audit.EventRecovered
+	case !keep:
+		event = audit.EventRefused
+	}
+	_ = c.record(ctx, event, &r) // the device has been touched: answer whatever the log says
+	b, merr := json.Marshal(r)
+	if merr != nil {
+		return nil, false, fmt.Errorf("encoding result: %w", merr)
+	}
+	return b, keep, nil
+}
+
+// beginner returns how the attempt begins, once: beginning makes it
+// durable, the key in flight, then the audit "attempt" record. A handler
+// that decides first (BeginsItself) begins only once its policy allowed
+// the action, so a refusal writes neither; otherwise the attempt begins
+// before the handler runs. failed reports the beginning's error, if it
+// began and failed.
+func (c *doCall) beginner(at idempotency.Attempt) (begin func(context.Context) error, failed func() error) {
+	var began bool
+	var beginErr error
+	begin = func(ctx context.Context) error {
+		if began {
 			return beginErr
 		}
-		var handlerBegin func(context.Context) error
-		switch {
-		case at.Recovering:
-		case t.BeginsItself:
-			handlerBegin = begin
-		default:
-			if err := begin(ctx); err != nil {
-				return nil, false, err
-			}
+		began = true
+		if err := at.Begin(ctx); err != nil {
+			beginErr = fmt.Errorf("%w: idempotency store unavailable, refusing to actuate: %w", errNotActuated, err)
+		} else if err := c.record(ctx, audit.EventAttempt, nil); err != nil {
+			beginErr = fmt.Errorf("%w: audit log unavailable, refusing to actuate: %w", errNotActuated, err)
 		}
-		var r promcp.DoResult
-		var err error
-		if grant != nil && !at.Recovering && s.ledger.Used(*grant, s.clock.Now()) {
-			r = fail(key, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval", Message: approval.ErrUsed.Error()})
-			r.Permission = promcp.RequiresHumanApproval
-		} else {
-			r, err = h(ctx, DoRequest{Tool: t.Name, Value: args["value"], IdempotencyKey: key, Args: args, Caller: caller,
-				Approved: approved, Recovering: at.Recovering, Begin: handlerBegin})
-		}
-		if beginErr != nil {
-			return nil, false, beginErr // nothing was actuated
-		}
-		if err != nil {
-			s.log.Error("do handler failed", "tool", t.Name, "key", key, "err", err)
-			r = fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()})
-		}
-		r.IdempotencyKey = key
-		r.Recovered = at.Recovering
-		if r.SideEffects == nil {
-			r.SideEffects = t.SideEffects
-		}
-		if r.Timestamp.IsZero() {
-			r.Timestamp = s.clock.Now()
-		}
-		r.Timestamp = r.Timestamp.UTC()
-		keep := keepOutcome(r)
-		if keep && grant != nil {
-			// One-time: the approval is spent by the action it approved.
-			if err := s.ledger.Use(*grant, s.clock.Now()); err != nil {
-				// The action is done and its result kept under this key;
-				// only a retry after the key expires could reuse the token.
-				s.log.Error("approval not recorded as spent", "tool", t.Name, "key", key, "approval", grant.ID, "err", err)
-			}
-		}
-		event := audit.EventResult
-		switch {
-		case at.Recovering:
-			event = audit.EventRecovered
-		case !keep:
-			event = audit.EventRefused
-		}
-		_ = record(ctx, event, key, &r) // the device has been touched: answer whatever the log says
-		b, merr := json.Marshal(r)
-		if merr != nil {
-			return nil, false, fmt.Errorf("encoding result: %w", merr)
-		}
-		return b, keep, nil
-	})
+		return beginErr
+	}
+	return begin, func() error { return beginErr }
+}
+
+// run calls the handler (unless the approval it carries is already spent)
+// and completes its result: key, recovery, side effects, time.
+func (c *doCall) run(ctx context.Context, at idempotency.Attempt, begin func(context.Context) error) promcp.DoResult {
+	s := c.s
+	var r promcp.DoResult
+	var err error
+	if c.grant != nil && !at.Recovering && s.ledger.Used(*c.grant, s.clock.Now()) {
+		r = c.fail(&promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval", Message: approval.ErrUsed.Error()})
+		r.Permission = promcp.RequiresHumanApproval
+	} else {
+		r, err = c.h(ctx, DoRequest{Tool: c.t.Name, Value: c.args["value"], IdempotencyKey: c.key, Args: c.args, Caller: c.caller,
+			Approved: c.appr != nil, Recovering: at.Recovering, Begin: begin})
+	}
+	if err != nil {
+		s.log.Error("do handler failed", "tool", c.t.Name, "key", c.key, "err", err)
+		r = c.fail(&promcp.Error{Code: promcp.CodeInternal, Message: err.Error()})
+	}
+	r.IdempotencyKey = c.key
+	r.Recovered = at.Recovering
+	if r.SideEffects == nil {
+		r.SideEffects = c.t.SideEffects
+	}
+	if r.Timestamp.IsZero() {
+		r.Timestamp = s.clock.Now()
+	}
+	r.Timestamp = r.Timestamp.UTC()
+	return r
+}
+
+// spend marks the one-time approval used when the action it approved was
+// kept (it ran).
+func (c *doCall) spend(kept bool) {
+	if !kept || c.grant == nil {
+		return
+	}
+	if err := c.s.ledger.Use(*c.grant, c.s.clock.Now()); err != nil {
+		// The action is done and its result kept under this key;
+		// only a retry after the key expires could reuse the token.
+		c.s.log.Error("approval not recorded as spent", "tool", c.t.Name, "key", c.key, "approval", c.grant.ID, "err", err)
+	}
+}
+
+// answer turns what the store returned into the call's result: a conflict
+// or store failure as failed, an unrecorded outcome as partial, a replay
+// recorded, and an approval to elicit where the client can answer one.
+func (c *doCall) answer(ctx context.Context, outcome []byte, replayed bool, err error) (promcp.DoResult, *mcp.CallToolResult) {
 	unrecorded := errors.Is(err, idempotency.ErrNotRecorded) && outcome != nil
 	if unrecorded {
 		err = nil // the device was touched: answer, as partial (markUnrecorded)
 	}
 	switch {
 	case errors.Is(err, idempotency.ErrConflict):
-		return refuse(key, fail(key, &promcp.Error{Code: promcp.CodeIdempotencyConflict, Field: "idempotency_key",
-			Message: fmt.Sprintf("idempotency_key %q was used with different arguments; use a new key for a new action", key)})), nil
+		return c.refuse(ctx, c.fail(&promcp.Error{Code: promcp.CodeIdempotencyConflict, Field: "idempotency_key",
+			Message: fmt.Sprintf("idempotency_key %q was used with different arguments; use a new key for a new action", c.key)})), nil
 	case err != nil:
-		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()}), nil
+		return c.fail(&promcp.Error{Code: promcp.CodeInternal, Message: err.Error()}), nil
 	}
 	var out promcp.DoResult
 	if err := json.Unmarshal(outcome, &out); err != nil {
-		return fail(key, &promcp.Error{Code: promcp.CodeInternal, Message: "stored result is unreadable: " + err.Error()}), nil
+		return c.fail(&promcp.Error{Code: promcp.CodeInternal, Message: "stored result is unreadable: " + err.Error()}), nil
 	}
 	if unrecorded {
 		markUnrecorded(&out)
 	}
 	out.Replayed = replayed
 	if replayed {
-		_ = record(ctx, audit.EventReplayed, key, &out)
+		_ = c.record(ctx, audit.EventReplayed, &out)
 	}
-	if out.Permission == promcp.RequiresHumanApproval && !approved && t.ApprovalVia == manifests.ViaElicitation && clientCanElicit(ctx) {
-		return out, s.askApproval(t, args, key, fp, out.Reason)
+	if out.Permission == promcp.RequiresHumanApproval && c.appr == nil && c.t.ApprovalVia == approval.ViaElicitation && clientCanElicit(ctx) {
+		return out, c.s.askApproval(c.t, c.args, c.key, c.fp, out.Reason)
 	}
 	return out, nil
 }

@@ -17,3 +17,10 @@ func markUnrecorded(r *promcp.DoResult) {
 	}
 	r.Reason = joinReason(r.Reason, unrecordedReason)
 }
+
+func joinReason(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}

@@ -45,70 +45,85 @@ func cmdApprove(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "promcp-device approve: --value %q is not JSON (numbers as 95, booleans as true, strings as '\"auto\"')\n", *value)
 		return 2
 	}
-	m, err := manifests.Load(*manifest)
+	until, err := approvable(*manifest, *tool, *value, v, *ttl)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		return exit(stderr, err)
+	}
+	s, err := loadSigner(*keyFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device approve:", err)
 		return 1
+	}
+	who := approver(*by)
+	now := time.Now()
+	exp := now.Add(until)
+	fmt.Fprintln(stdout, s.Issue(approval.Grant{Tool: *tool, Value: approval.Canonical(v), Key: *key, Expires: exp, By: who, Issued: now.UTC()}))
+	fmt.Fprintf(stderr, "approval by %s for %s value=%s key=%q, usable once until %s\n", who, *tool, *value, *key, exp.Format(time.RFC3339))
+	return 0
+}
+
+// approvable checks that the manifest at path has the do_* tool and would
+// accept value v (raw as given), and returns how long the approval stays
+// usable: ttl, else the policy's approval ttl for the tool, else 10
+// minutes; never longer than the policy's.
+func approvable(path, tool, raw string, v any, ttl time.Duration) (time.Duration, error) {
+	m, err := manifests.Load(path)
+	if err != nil {
+		return 0, &exitError{1, err.Error()}
 	}
 	var act *manifests.Capability
 	var tools []string
 	for i := range m.Capabilities {
 		if c := &m.Capabilities[i]; c.Do != nil {
 			tools = append(tools, c.Do.Tool)
-			if c.Do.Tool == *tool {
+			if c.Do.Tool == tool {
 				act = c
 			}
 		}
 	}
 	if act == nil {
-		fmt.Fprintf(stderr, "promcp-device approve: --tool %q is not a do_* tool of %s (want one of %v)\n", *tool, *manifest, tools)
-		return 2
+		return 0, &exitError{2, fmt.Sprintf("promcp-device approve: --tool %q is not a do_* tool of %s (want one of %v)", tool, path, tools)}
 	}
 	if why := policy.CheckValue(act.Type, act.Do.Constraints, act.Unit, v); why != "" {
-		fmt.Fprintf(stderr, "promcp-device approve: --value %s for %s: %s; the gateway would refuse it\n", *value, *tool, why)
-		return 2
+		return 0, &exitError{2, fmt.Sprintf("promcp-device approve: --value %s for %s: %s; the gateway would refuse it", raw, tool, why)}
 	}
-	pc, err := resolvePolicy(*manifest, "", m)
+	pc, err := resolvePolicy(path, "", m)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+		return 0, &exitError{1, err.Error()}
 	}
 	var policyTTL time.Duration // the policy's approval ttl for the tool, if it sets one
 	if pc.policy != nil {
-		if a := pc.policy.Actions[*tool]; a != nil && a.Approval != nil {
+		if a := pc.policy.Actions[tool]; a != nil && a.Approval != nil {
 			policyTTL = a.Approval.TTL
 		}
 	}
 	switch {
-	case *ttl == 0 && policyTTL > 0:
-		*ttl = policyTTL
-	case *ttl == 0:
-		*ttl = 10 * time.Minute
-	case policyTTL > 0 && *ttl > policyTTL:
-		fmt.Fprintf(stderr, "promcp-device approve: --ttl %s is longer than the approval ttl %s that %s sets for %s\n", *ttl, policyTTL, pc.file, *tool)
-		return 2
+	case ttl == 0 && policyTTL > 0:
+		ttl = policyTTL
+	case ttl == 0:
+		ttl = 10 * time.Minute
+	case policyTTL > 0 && ttl > policyTTL:
+		return 0, &exitError{2, fmt.Sprintf("promcp-device approve: --ttl %s is longer than the approval ttl %s that %s sets for %s", ttl, policyTTL, pc.file, tool)}
 	}
-	k, err := approval.LoadKey(*keyFile)
+	return ttl, nil
+}
+
+// loadSigner signs with the key in file, which must exist.
+func loadSigner(file string) (*approval.Signer, error) {
+	k, err := approval.LoadKey(file)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device approve:", err)
-		return 1
+		return nil, err
 	}
-	s, err := approval.NewSigner(k)
-	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device approve:", err)
-		return 1
+	return approval.NewSigner(k)
+}
+
+// approver is who approves: by, else the login name.
+func approver(by string) string {
+	if by != "" {
+		return by
 	}
-	who := *by
-	if who == "" {
-		if u, err := user.Current(); err == nil {
-			who = u.Username
-		} else {
-			who = os.Getenv("USER")
-		}
+	if u, err := user.Current(); err == nil {
+		return u.Username
 	}
-	now := time.Now()
-	exp := now.Add(*ttl)
-	fmt.Fprintln(stdout, s.Issue(approval.Grant{Tool: *tool, Value: approval.Canonical(v), Key: *key, Expires: exp, By: who, Issued: now.UTC()}))
-	fmt.Fprintf(stderr, "approval by %s for %s value=%s key=%q, usable once until %s\n", who, *tool, *value, *key, exp.Format(time.RFC3339))
-	return 0
+	return os.Getenv("USER")
 }

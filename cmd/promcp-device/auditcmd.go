@@ -108,27 +108,13 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		path = *logFile
 	}
 	if args[0] == "tail" {
-		recs, err := audit.TailLog(path, *n)
-		if err != nil {
-			fmt.Fprintln(stderr, "promcp-device audit tail:", err)
-			return 1
-		}
-		for _, r := range recs {
-			fmt.Fprintln(stdout, audit.Format(r))
-		}
-		return 0
+		return auditTail(path, *n, stdout, stderr)
 	}
 	var key []byte
 	if !*unkeyed {
-		if *dir == "" && *keyFile == "" {
-			fmt.Fprintln(stderr, "promcp-device audit: with --log and no --state, name the key with --audit-key FILE (or --unkeyed)")
-			return 2
-		}
-		kp := (&auditConfig{key: *keyFile}).keyPath(*dir)
-		var err error
-		if key, err = audit.LoadKey(kp); err != nil {
-			fmt.Fprintf(stderr, "promcp-device audit %s: %v\n  (the key serve created beside the log; pass --audit-key FILE if serve used another, or --unkeyed for a log from before keyed chains)\n", args[0], err)
-			return 1
+		var code int
+		if key, code = auditKey(args[0], *dir, *keyFile, stderr); code != 0 {
+			return code
 		}
 	}
 	if _, err := os.Stat(path); err != nil {
@@ -136,18 +122,58 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if args[0] == "checkpoint" {
-		cp, _, err := audit.TakeCheckpoint(path, key, time.Now())
-		if err != nil {
-			fmt.Fprintf(stderr, "promcp-device audit checkpoint: %s: FAILED at %v (no checkpoint of a broken log)\n", path, err)
-			return 1
-		}
-		line, _ := json.Marshal(cp)
-		fmt.Fprintf(stdout, "%s\n", line)
-		return 0
+		return auditCheckpoint(path, key, stdout, stderr)
 	}
+	return auditVerify(path, key, *cpFile, stdout, stderr)
+}
+
+// auditTail prints the last n records of the log at path.
+func auditTail(path string, n int, stdout, stderr io.Writer) int {
+	recs, err := audit.TailLog(path, n)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device audit tail:", err)
+		return 1
+	}
+	for _, r := range recs {
+		fmt.Fprintln(stdout, audit.Format(r))
+	}
+	return 0
+}
+
+// auditKey loads the chain's key for subcommand cmd: keyFile, else the
+// one beside the log in dir. A non-zero code ends the command.
+func auditKey(cmd, dir, keyFile string, stderr io.Writer) ([]byte, int) {
+	if dir == "" && keyFile == "" {
+		fmt.Fprintln(stderr, "promcp-device audit: with --log and no --state, name the key with --audit-key FILE (or --unkeyed)")
+		return nil, 2
+	}
+	kp := (&auditConfig{key: keyFile}).keyPath(dir)
+	key, err := audit.LoadKey(kp)
+	if err != nil {
+		fmt.Fprintf(stderr, "promcp-device audit %s: %v\n  (the key serve created beside the log; pass --audit-key FILE if serve used another, or --unkeyed for a log from before keyed chains)\n", cmd, err)
+		return nil, 1
+	}
+	return key, 0
+}
+
+// auditCheckpoint prints a checkpoint of the log at path, which must verify.
+func auditCheckpoint(path string, key []byte, stdout, stderr io.Writer) int {
+	cp, _, err := audit.TakeCheckpoint(path, key, time.Now())
+	if err != nil {
+		fmt.Fprintf(stderr, "promcp-device audit checkpoint: %s: FAILED at %v (no checkpoint of a broken log)\n", path, err)
+		return 1
+	}
+	line, _ := json.Marshal(cp)
+	fmt.Fprintf(stdout, "%s\n", line)
+	return 0
+}
+
+// auditVerify verifies the log at path (against the newest checkpoint in
+// cpFile, if given) and prints what it found.
+func auditVerify(path string, key []byte, cpFile string, stdout, stderr io.Writer) int {
 	o := audit.VerifyOptions{Key: key}
-	if *cpFile != "" {
-		f, err := os.Open(*cpFile)
+	if cpFile != "" {
+		f, err := os.Open(cpFile)
 		if err != nil {
 			fmt.Fprintln(stderr, "promcp-device audit verify:", err)
 			return 1
@@ -155,7 +181,7 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		cp, err := audit.ReadCheckpoint(f, key)
 		f.Close()
 		if err != nil {
-			fmt.Fprintf(stderr, "promcp-device audit verify: --checkpoint %s: %v\n", *cpFile, err)
+			fmt.Fprintf(stderr, "promcp-device audit verify: --checkpoint %s: %v\n", cpFile, err)
 			return 1
 		}
 		o.Checkpoint = &cp
@@ -173,8 +199,14 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "promcp-device audit verify:", err)
 		return 1
 	}
+	printSummary(stdout, path, key != nil, sum)
+	return 0
+}
+
+// printSummary prints the one line of a log that verified.
+func printSummary(stdout io.Writer, path string, keyed bool, sum audit.Summary) {
 	chain := "chain intact"
-	if key != nil {
+	if keyed {
 		chain = "keyed chain intact"
 	}
 	fmt.Fprintf(stdout, "%s: ok: %d records, %s; last record %d, hash %s", path, sum.Records, chain, sum.LastSeq, sum.LastHash)
@@ -191,5 +223,4 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, "; a last line still being written was not checked")
 	}
 	fmt.Fprintln(stdout)
-	return 0
 }

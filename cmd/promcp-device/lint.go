@@ -33,71 +33,77 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	code := 0
 	for _, path := range fs.Args() {
-		if data, err := os.ReadFile(path); err == nil && manifests.IsScenario(data) {
-			if !lintScenario(path, data, stdout) {
-				code = 1
-			}
-			continue
-		}
-		if manifests.IsCompanion(path) {
-			// A policy file is checked with the manifest beside it.
-			if !strings.HasSuffix(path, ".policy"+filepath.Ext(path)) {
-				fmt.Fprintf(stdout, "%s: not a manifest or a policy file (want NAME.yml or NAME.policy.yml)\n", path)
-				code = 1
-				continue
-			}
-			m, err := manifests.Load(manifests.ManifestOf(path))
-			if err == nil {
-				_, err = resolvePolicy(manifests.ManifestOf(path), path, m)
-			}
-			if err != nil {
-				fmt.Fprintln(stdout, err)
-				code = 1
-				continue
-			}
-			fmt.Fprintf(stdout, "%s: ok: policy for %s\n", path, manifests.ManifestOf(path))
-			continue
-		}
-		m, err := manifests.Load(path)
-		if err != nil {
-			fmt.Fprintln(stdout, err)
+		if !lintFile(path, stdout) {
 			code = 1
-			continue
-		}
-		reads, dos := 0, 0
-		for _, c := range m.Capabilities {
-			reads++
-			if c.Do != nil {
-				dos++
-			}
-		}
-		fmt.Fprintf(stdout, "%s: ok: gateway %s, %d buses, %d devices, %d tools (%d read_*, %d do_*, can_do)\n",
-			path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
-		pc, err := resolvePolicy(path, "", m)
-		if err != nil {
-			fmt.Fprintln(stdout, err)
-			code = 1
-			continue
-		}
-		switch {
-		case pc.policy != nil && pc.byName:
-			fmt.Fprintf(stdout, "%s: warning: the manifest does not name its policy; serve uses %s, found by name beside it: add policy: %s\n",
-				path, pc.file, filepath.Base(pc.file))
-			fmt.Fprintf(stdout, "%s: ok: policy for %d actions of %s, sha256 %s, %s\n", pc.file, len(pc.policy.Actions), path, pc.sha256, pc.how)
-		case pc.policy != nil:
-			fmt.Fprintf(stdout, "%s: ok: policy for %d actions of %s, sha256 %s, %s\n", pc.file, len(pc.policy.Actions), path, pc.sha256, pc.how)
-		case pc.missing:
-			fmt.Fprintf(stdout, "%s: error: %s; serve would refuse every do_*\n", path, pc.none)
-			code = 1
-		case dos > 0 && m.Policy == manifests.PolicyNone:
-			fmt.Fprintf(stdout, "%s: warning: no policy (policy: none): serve refuses every do_* unless started with --allow-no-policy\n", path)
-		case dos > 0:
-			fmt.Fprintf(stdout, "%s: warning: no policy: %s; serve refuses every do_* unless started with --allow-no-policy\n", path, pc.none)
-		default:
-			fmt.Fprintf(stdout, "%s: ok: no policy (no do_* to govern)\n", path)
 		}
 	}
 	return code
+}
+
+// lintFile checks one file: a scenario, a policy (with the manifest beside
+// it) or a manifest (with its policy). It reports whether it passed.
+func lintFile(path string, stdout io.Writer) bool {
+	if data, err := os.ReadFile(path); err == nil && manifests.IsScenario(data) {
+		return lintScenario(path, data, stdout)
+	}
+	if manifests.IsCompanion(path) {
+		return lintPolicyFile(path, stdout)
+	}
+	m, err := manifests.Load(path)
+	if err != nil {
+		fmt.Fprintln(stdout, err)
+		return false
+	}
+	reads, dos := 0, 0
+	for _, c := range m.Capabilities {
+		reads++
+		if c.Do != nil {
+			dos++
+		}
+	}
+	fmt.Fprintf(stdout, "%s: ok: gateway %s, %d buses, %d devices, %d tools (%d read_*, %d do_*, can_do)\n",
+		path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
+	pc, err := resolvePolicy(path, "", m)
+	if err != nil {
+		fmt.Fprintln(stdout, err)
+		return false
+	}
+	switch {
+	case pc.policy != nil && pc.byName:
+		fmt.Fprintf(stdout, "%s: warning: the manifest does not name its policy; serve uses %s, found by name beside it: add policy: %s\n",
+			path, pc.file, filepath.Base(pc.file))
+		fmt.Fprintf(stdout, "%s: ok: policy for %d actions of %s, sha256 %s, %s\n", pc.file, len(pc.policy.Actions), path, pc.sha256, pc.how)
+	case pc.policy != nil:
+		fmt.Fprintf(stdout, "%s: ok: policy for %d actions of %s, sha256 %s, %s\n", pc.file, len(pc.policy.Actions), path, pc.sha256, pc.how)
+	case pc.missing:
+		fmt.Fprintf(stdout, "%s: error: %s; serve would refuse every do_*\n", path, pc.none)
+		return false
+	case dos > 0 && m.Policy == manifests.PolicyNone:
+		fmt.Fprintf(stdout, "%s: warning: no policy (policy: none): serve refuses every do_* unless started with --allow-no-policy\n", path)
+	case dos > 0:
+		fmt.Fprintf(stdout, "%s: warning: no policy: %s; serve refuses every do_* unless started with --allow-no-policy\n", path, pc.none)
+	default:
+		fmt.Fprintf(stdout, "%s: ok: no policy (no do_* to govern)\n", path)
+	}
+	return true
+}
+
+// lintPolicyFile checks a policy file with the manifest beside it.
+func lintPolicyFile(path string, stdout io.Writer) bool {
+	if !strings.HasSuffix(path, ".policy"+filepath.Ext(path)) {
+		fmt.Fprintf(stdout, "%s: not a manifest or a policy file (want NAME.yml or NAME.policy.yml)\n", path)
+		return false
+	}
+	m, err := manifests.Load(manifests.ManifestOf(path))
+	if err == nil {
+		_, err = resolvePolicy(manifests.ManifestOf(path), path, m)
+	}
+	if err != nil {
+		fmt.Fprintln(stdout, err)
+		return false
+	}
+	fmt.Fprintf(stdout, "%s: ok: policy for %s\n", path, manifests.ManifestOf(path))
+	return true
 }
 
 // lintScenario checks a fault scenario, against the manifest it names when

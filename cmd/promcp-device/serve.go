@@ -21,6 +21,7 @@ import (
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
@@ -34,194 +35,279 @@ type listFlag []string
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
-func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// serveFlags are serve's command line.
+type serveFlags struct {
+	manifest, scenario, httpAddr, role, stateDir         string
+	tokensFile, tlsCert, tlsKey, policyFile, approvalKey string
+	simStart, logLevel                                   string
+	simulate, readOnly, allowNoPolicy, oobOnly           bool
+	timeScale                                            float64
+	keyTTL, sessionIdle                                  time.Duration
+	maxConns, maxSessions, maxTokenSessions              int
+	extraArgs                                            int // arguments after the flags: none are taken
+	origins                                              listFlag
+	audit                                                *auditConfig
+}
+
+// parseServeFlags reads serve's command line; nil (with a usage message
+// on stderr) when it does not parse.
+func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
+	f := &serveFlags{}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	manifest := fs.String("manifest", "", "manifest `FILE` to serve (required)")
-	simulate := fs.Bool("sim", false, "serve on the built-in simulator instead of hardware")
-	timeScale := fs.Float64("time-scale", 0, "with --sim: simulated seconds per real second (overrides the manifest's sim.time_scale)")
-	scenario := fs.String("scenario", "", "with --sim: play the fault scenario `FILE` on the simulator's clock from start-up")
-	httpAddr := fs.String("http", "", "serve streamable HTTP on `ADDR` (host:port; a bare :port binds loopback) instead of stdio")
-	var origins listFlag
-	fs.Var(&origins, "allow-origin", "with --http: a browser `ORIGIN` allowed to call (repeatable); loopback origins are always allowed")
-	role := fs.String("role", "operator", "the caller's `ROLE` for every call over stdio, and over HTTP without --tokens")
-	stateDir := fs.String("state", "", "keep the idempotency store and the audit log in `DIR` (created if needed); without it results are kept in memory and nothing is audited")
-	keyTTL := fs.Duration("key-ttl", idempotency.DefaultTTL, "how long a do_* result is kept for replay by its idempotency_key")
-	tokensFile := fs.String("tokens", "", "with --http: require bearer tokens listed (hashed) in `FILE`; see promcp-device token add")
-	tlsCert := fs.String("tls-cert", "", "with --http: serve HTTPS with the certificate in `FILE` (PEM; with --tls-key)")
-	tlsKey := fs.String("tls-key", "", "with --http: the private key `FILE` (PEM) of --tls-cert")
-	readOnly := fs.Bool("read-only", false, "serve only read_* and can_do; no do_* tool is registered")
-	policyFile := fs.String("policy", "", "policy `FILE`, instead of the one the manifest names (policy: FILE)")
-	allowNoPolicy := fs.Bool("allow-no-policy", false, "serve do_* even without a policy (only the manifest's constraints apply); without it a gateway with no policy refuses every do_*")
-	approvalKey := fs.String("approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
-	oobOnly := fs.Bool("approval-out-of-band-only", false, "accept only approve tokens, never an answer through the MCP client, even where the policy says approval via: elicitation")
-	simStart := fs.String("sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
-	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
-	maxConns := fs.Int("max-conns", server.DefaultMaxConns, "with --http: the most connections served at once (`N`); more wait to be accepted")
-	maxSessions := fs.Int("max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
-	maxTokenSessions := fs.Int("max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
-	sessionIdle := fs.Duration("session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
-	auditCfg := auditFlags(fs)
+	fs.StringVar(&f.manifest, "manifest", "", "manifest `FILE` to serve (required)")
+	fs.BoolVar(&f.simulate, "sim", false, "serve on the built-in simulator instead of hardware")
+	fs.Float64Var(&f.timeScale, "time-scale", 0, "with --sim: simulated seconds per real second (overrides the manifest's sim.time_scale)")
+	fs.StringVar(&f.scenario, "scenario", "", "with --sim: play the fault scenario `FILE` on the simulator's clock from start-up")
+	fs.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP on `ADDR` (host:port; a bare :port binds loopback) instead of stdio")
+	fs.Var(&f.origins, "allow-origin", "with --http: a browser `ORIGIN` allowed to call (repeatable); loopback origins are always allowed")
+	fs.StringVar(&f.role, "role", "operator", "the caller's `ROLE` for every call over stdio, and over HTTP without --tokens")
+	fs.StringVar(&f.stateDir, "state", "", "keep the idempotency store and the audit log in `DIR` (created if needed); without it results are kept in memory and nothing is audited")
+	fs.DurationVar(&f.keyTTL, "key-ttl", idempotency.DefaultTTL, "how long a do_* result is kept for replay by its idempotency_key")
+	fs.StringVar(&f.tokensFile, "tokens", "", "with --http: require bearer tokens listed (hashed) in `FILE`; see promcp-device token add")
+	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --http: serve HTTPS with the certificate in `FILE` (PEM; with --tls-key)")
+	fs.StringVar(&f.tlsKey, "tls-key", "", "with --http: the private key `FILE` (PEM) of --tls-cert")
+	fs.BoolVar(&f.readOnly, "read-only", false, "serve only read_* and can_do; no do_* tool is registered")
+	fs.StringVar(&f.policyFile, "policy", "", "policy `FILE`, instead of the one the manifest names (policy: FILE)")
+	fs.BoolVar(&f.allowNoPolicy, "allow-no-policy", false, "serve do_* even without a policy (only the manifest's constraints apply); without it a gateway with no policy refuses every do_*")
+	fs.StringVar(&f.approvalKey, "approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
+	fs.BoolVar(&f.oobOnly, "approval-out-of-band-only", false, "accept only approve tokens, never an answer through the MCP client, even where the policy says approval via: elicitation")
+	fs.StringVar(&f.simStart, "sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "with --http: the most connections served at once (`N`); more wait to be accepted")
+	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
+	fs.IntVar(&f.maxTokenSessions, "max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
+	fs.DurationVar(&f.sessionIdle, "session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
+	f.audit = auditFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return nil
+	}
+	f.extraArgs = fs.NArg()
+	return f
+}
+
+// exitError ends serve with code after printing msg on stderr.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageErr is a misuse of serve's flags (exit 2).
+func usageErr(format string, a ...any) error {
+	return &exitError{2, "promcp-device serve: " + fmt.Sprintf(format, a...)}
+}
+
+// failErr is a failure to serve (exit 1); bare errors already say where
+// they come from (a manifest's file:line:col).
+func failErr(err error, bare bool) error {
+	if bare {
+		return &exitError{1, err.Error()}
+	}
+	return &exitError{1, "promcp-device serve: " + err.Error()}
+}
+
+// exit prints err and returns the exit code it carries.
+func exit(stderr io.Writer, err error) int {
+	var e *exitError
+	if errors.As(err, &e) {
+		fmt.Fprintln(stderr, e.msg)
+		return e.code
+	}
+	fmt.Fprintln(stderr, "promcp-device serve:", err)
+	return 1
+}
+
+func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	f := parseServeFlags(args, stderr)
+	if f == nil {
 		return 2
 	}
-	if *manifest == "" || fs.NArg() > 0 {
+	if f.manifest == "" || f.extraArgs > 0 {
 		fmt.Fprintln(stderr, "promcp-device serve: --manifest FILE is required (and takes no other arguments)")
 		return 2
 	}
-	log, err := newLogger(stderr, *logLevel)
+	log, err := newLogger(stderr, f.logLevel)
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
 		return 2
 	}
-	if *keyTTL <= 0 {
-		fmt.Fprintln(stderr, "promcp-device serve: --key-ttl must be more than 0")
-		return 2
+	tokens, err := f.check(log)
+	if err != nil {
+		return exit(stderr, err)
 	}
-	if *keyTTL < idempotency.DefaultTTL {
-		log.Warn("--key-ttl is under 24h: an agent retrying a day-old action after that would actuate again", "key_ttl", keyTTL.String())
+	m, sc, err := f.load()
+	if err != nil {
+		return exit(stderr, err)
 	}
-	for name, bad := range map[string]bool{"--max-conns": *maxConns <= 0, "--max-sessions": *maxSessions <= 0,
-		"--max-sessions-per-token": *maxTokenSessions <= 0, "--session-idle": *sessionIdle <= 0} {
+	opts, err := f.gatewayOptions(log, m, tokens)
+	if err != nil {
+		return exit(stderr, err)
+	}
+	st, err := openState(f.stateDir, f.keyTTL, f.audit, log)
+	if err != nil {
+		return exit(stderr, failErr(err, false))
+	}
+	defer st.Close()
+	f.withState(&opts, st, log)
+	gw, err := openGateway(ctx, m, opts, log)
+	if err != nil {
+		return exit(stderr, failErr(err, false))
+	}
+	defer gw.Close()
+	if sc != nil {
+		if err := gw.world.Play(sc); err != nil {
+			return exit(stderr, failErr(err, false))
+		}
+		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
+	}
+	return f.serve(ctx, gw, tokens, stdin, stdout, stderr, log)
+}
+
+// check refuses flags that do not go together or would serve unsafely,
+// and loads the bearer tokens (nil without --tokens).
+func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
+	if f.keyTTL <= 0 {
+		return nil, usageErr("--key-ttl must be more than 0")
+	}
+	if f.keyTTL < idempotency.DefaultTTL {
+		log.Warn("--key-ttl is under 24h: an agent retrying a day-old action after that would actuate again", "key_ttl", f.keyTTL.String())
+	}
+	for name, bad := range map[string]bool{"--max-conns": f.maxConns <= 0, "--max-sessions": f.maxSessions <= 0,
+		"--max-sessions-per-token": f.maxTokenSessions <= 0, "--session-idle": f.sessionIdle <= 0} {
 		if bad {
-			fmt.Fprintf(stderr, "promcp-device serve: %s must be more than 0\n", name)
-			return 2
+			return nil, usageErr("%s must be more than 0", name)
 		}
 	}
-	if (*tlsCert == "") != (*tlsKey == "") {
-		fmt.Fprintln(stderr, "promcp-device serve: --tls-cert and --tls-key go together")
-		return 2
+	if (f.tlsCert == "") != (f.tlsKey == "") {
+		return nil, usageErr("--tls-cert and --tls-key go together")
 	}
-	if *httpAddr == "" && (*tokensFile != "" || *tlsCert != "") {
-		fmt.Fprintln(stderr, "promcp-device serve: --tokens and --tls-cert apply to --http only")
-		return 2
+	if f.httpAddr == "" && (f.tokensFile != "" || f.tlsCert != "") {
+		return nil, usageErr("--tokens and --tls-cert apply to --http only")
 	}
 	var tokens *server.Tokens
-	if *tokensFile != "" {
-		if tokens, err = server.LoadTokens(*tokensFile); err != nil {
-			fmt.Fprintln(stderr, "promcp-device serve:", err)
-			return 1
+	if f.tokensFile != "" {
+		var err error
+		if tokens, err = server.LoadTokens(f.tokensFile); err != nil {
+			return nil, failErr(err, false)
 		}
 		if tokens.Len() == 0 {
-			fmt.Fprintf(stderr, "promcp-device serve: --tokens %s lists no token; add one with: promcp-device token add --tokens %s --name NAME --role operator\n", *tokensFile, *tokensFile)
-			return 1
+			return nil, &exitError{1, fmt.Sprintf("promcp-device serve: --tokens %s lists no token; add one with: promcp-device token add --tokens %s --name NAME --role operator", f.tokensFile, f.tokensFile)}
 		}
 	}
-	if *httpAddr != "" && tokens == nil {
-		if host, _, err := net.SplitHostPort(bindAddr(*httpAddr)); err == nil && !isLoopback(host) {
-			fmt.Fprintf(stderr, "promcp-device serve: refusing to serve --http %s without --tokens: anyone who reaches a non-loopback address could actuate.\n"+
+	if f.httpAddr != "" && tokens == nil {
+		if host, _, err := net.SplitHostPort(bindAddr(f.httpAddr)); err == nil && !isLoopback(host) {
+			return nil, usageErr("refusing to serve --http %s without --tokens: anyone who reaches a non-loopback address could actuate.\n"+
 				"  Create a token with: promcp-device token add --tokens tokens.txt --name NAME --role operator\n"+
-				"  then serve with --tokens tokens.txt (and --tls-cert/--tls-key), or bind 127.0.0.1.\n", *httpAddr)
-			return 2
+				"  then serve with --tokens tokens.txt (and --tls-cert/--tls-key), or bind 127.0.0.1.", f.httpAddr)
 		}
 	}
-
-	if *scenario != "" && !*simulate {
-		fmt.Fprintln(stderr, "promcp-device serve: --scenario needs --sim (faults are injected in the simulator only)")
-		return 2
+	if f.scenario != "" && !f.simulate {
+		return nil, usageErr("--scenario needs --sim (faults are injected in the simulator only)")
 	}
-	m, err := manifests.Load(*manifest)
+	return tokens, nil
+}
+
+// load reads the manifest and, with --scenario, the fault scenario.
+func (f *serveFlags) load() (*manifests.Manifest, *manifests.Scenario, error) {
+	m, err := manifests.Load(f.manifest)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+		return nil, nil, failErr(err, true)
 	}
 	var sc *manifests.Scenario
-	if *scenario != "" {
-		if sc, err = manifests.LoadScenario(*scenario, m); err != nil {
-			fmt.Fprintln(stderr, err)
-			return 1
+	if f.scenario != "" {
+		if sc, err = manifests.LoadScenario(f.scenario, m); err != nil {
+			return nil, nil, failErr(err, true)
 		}
 	}
-	opts := gatewayOptions{simulate: *simulate, timeScale: *timeScale}
-	pc, err := resolvePolicy(*manifest, *policyFile, m)
+	return m, sc, nil
+}
+
+// gatewayOptions resolves the policy (and the roles it declares, which
+// --role and the tokens must use), the approvals and the simulated start.
+func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tokens *server.Tokens) (gatewayOptions, error) {
+	opts := gatewayOptions{simulate: f.simulate, timeScale: f.timeScale}
+	pc, err := resolvePolicy(f.manifest, f.policyFile, m)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
-		return 1
+		return opts, failErr(err, true)
 	}
 	opts.policy = pc.policy
 	roles := manifests.DefaultRoleNames
 	if pc.policy != nil {
 		roles = pc.policy.Roles
 	}
-	if !slices.Contains(roles, *role) {
-		fmt.Fprintf(stderr, "promcp-device serve: --role %q is not declared (want %s)\n", *role, strings.Join(roles, ", "))
-		return 2
+	if !slices.Contains(roles, f.role) {
+		return opts, usageErr("--role %q is not declared (want %s)", f.role, strings.Join(roles, ", "))
 	}
 	if tokens != nil {
 		if err := tokens.CheckRoles(roles); err != nil {
-			fmt.Fprintln(stderr, "promcp-device serve:", err)
-			return 1
+			return opts, failErr(err, false)
 		}
 	}
-	if refuse := pc.announce(log, m, *allowNoPolicy, *readOnly); refuse != "" {
+	if refuse := pc.announce(log, m, f.allowNoPolicy, f.readOnly); refuse != "" {
 		opts.server = append(opts.server, server.WithRefuseDo(refuse))
 	}
-	if pc.policy != nil && *approvalKey == "" && !*readOnly {
-		for tool, a := range pc.policy.Actions {
+	f.approvalVia(log, pc.policy)
+	if f.simStart != "" {
+		t, err := time.Parse(time.RFC3339, f.simStart)
+		if err != nil || !f.simulate {
+			return opts, usageErr("--sim-start %q: want an RFC 3339 time such as 2026-11-30T22:00:00+01:00, with --sim", f.simStart)
+		}
+		opts.simStart = t
+	}
+	if f.approvalKey != "" {
+		key, err := approval.LoadOrCreateKey(f.approvalKey)
+		if err == nil {
+			opts.approvals, err = approval.NewSigner(key)
+		}
+		if err != nil {
+			return opts, failErr(err, false)
+		}
+	}
+	return opts, nil
+}
+
+// approvalVia warns of approvals that can never be given, and with
+// --approval-out-of-band-only makes every approval of pol out-of-band.
+func (f *serveFlags) approvalVia(log *slog.Logger, pol *manifests.Policy) {
+	if pol != nil && f.approvalKey == "" && !f.readOnly {
+		for tool, a := range pol.Actions {
 			if a.Approval != nil && a.Approval.Via != manifests.ViaElicitation {
 				log.Warn("the policy asks for out-of-band approval but serve has no --approval-key: this action can never be approved", "action", tool)
 			}
 		}
 	}
-	if *oobOnly && pc.policy != nil {
-		for _, a := range pc.policy.Actions {
+	if f.oobOnly && pol != nil {
+		for _, a := range pol.Actions {
 			if a.Approval != nil {
 				a.Approval.Via = manifests.ViaOutOfBand
 			}
 		}
 		log.Info("approvals: out-of-band only (--approval-out-of-band-only): an answer through the MCP client approves nothing")
 	}
-	if *simStart != "" {
-		t, err := time.Parse(time.RFC3339, *simStart)
-		if err != nil || !*simulate {
-			fmt.Fprintf(stderr, "promcp-device serve: --sim-start %q: want an RFC 3339 time such as 2026-11-30T22:00:00+01:00, with --sim\n", *simStart)
-			return 2
-		}
-		opts.simStart = t
-	}
-	if *approvalKey != "" {
-		key, err := approval.LoadOrCreateKey(*approvalKey)
-		if err == nil {
-			opts.approvals, err = approval.NewSigner(key)
-		}
-		if err != nil {
-			fmt.Fprintln(stderr, "promcp-device serve:", err)
-			return 1
-		}
-	}
-	st, err := openState(*stateDir, *keyTTL, auditCfg, log)
-	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device serve:", err)
-		return 1
-	}
-	defer st.Close()
+}
+
+// withState adds the store, audit log, ledger and history of st (or the
+// in-memory store without --state) and --read-only to opts.
+func (f *serveFlags) withState(opts *gatewayOptions, st *state, log *slog.Logger) {
 	if st.store != nil {
-		opts.server = append(opts.server, server.WithStore(st.store, *keyTTL), server.WithAuditor(st.audit), server.WithLedger(st.ledger))
+		opts.server = append(opts.server, server.WithStore(st.store, f.keyTTL), server.WithAuditor(st.audit), server.WithLedger(st.ledger))
 		opts.history = st.history
 	} else {
-		opts.server = append(opts.server, server.WithStore(idempotency.NewMemory(*keyTTL, nil), *keyTTL))
+		opts.server = append(opts.server, server.WithStore(idempotency.NewMemory(f.keyTTL, nil), f.keyTTL))
 		log.Warn("no --state: do_* results and the actuation history (cooldowns, rate limits) are kept in memory only (a restart forgets them), and nothing is audited")
 	}
-	if *readOnly {
+	if f.readOnly {
 		opts.server = append(opts.server, server.WithReadOnly())
 	}
-	gw, err := openGateway(ctx, m, opts, log)
-	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device serve:", err)
-		return 1
-	}
-	defer gw.Close()
-	if sc != nil {
-		if err := gw.world.Play(sc); err != nil {
-			fmt.Fprintln(stderr, "promcp-device serve:", err)
-			return 1
-		}
-		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
-	}
+}
 
-	caller := server.Caller{Name: "local", Role: *role}
-	if *httpAddr == "" {
-		log.Info("serving over stdio", "manifest", *manifest, "tools", len(gw.srv.Tools()), "sim", *simulate, "state", *stateDir)
+// serve serves gw over stdio, or over HTTP with --http, until ctx ends.
+func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *server.Tokens, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
+	caller := server.Caller{Name: "local", Role: f.role}
+	if f.httpAddr == "" {
+		log.Info("serving over stdio", "manifest", f.manifest, "tools", len(gw.srv.Tools()), "sim", f.simulate, "state", f.stateDir)
 		err := gw.srv.ServeStdio(ctx, stdin, stdout, caller)
 		code := drain(gw.srv, log, stderr)
 		if err != nil && !errors.Is(err, context.Canceled) {
@@ -230,9 +316,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		return code
 	}
-	cfg := server.HTTPConfig{AllowedOrigins: origins, Caller: caller, Tokens: tokens,
-		Sessions: server.SessionLimits{Total: *maxSessions, PerCaller: *maxTokenSessions, IdleTTL: *sessionIdle}}
-	return serveHTTP(ctx, gw, *httpAddr, *maxConns, cfg, *tlsCert, *tlsKey, stdout, stderr, log)
+	cfg := server.HTTPConfig{AllowedOrigins: f.origins, Caller: caller, Tokens: tokens,
+		Sessions: server.SessionLimits{Total: f.maxSessions, PerCaller: f.maxTokenSessions, IdleTTL: f.sessionIdle}}
+	return serveHTTP(ctx, gw, f.httpAddr, f.maxConns, cfg, f.tlsCert, f.tlsKey, stdout, stderr, log)
 }
 
 // drain lets the do_* calls in flight finish and be recorded; the caller
@@ -257,7 +343,7 @@ func bindAddr(addr string) string {
 
 // serveHTTP listens, then says so, then serves: what it prints is true
 // when it is printed (a bad certificate fails before).
-func serveHTTP(ctx context.Context, gw *gateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
+func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
 	addr = bindAddr(addr)
 	hs := gw.srv.HTTPServer(cfg)
 	scheme := "http"
@@ -316,9 +402,9 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// gateway is an opened manifest: capabilities bound to hardware or the
+// openedGateway is an opened manifest: capabilities bound to hardware or the
 // simulator, and the proMCP server over them.
-type gateway struct {
+type openedGateway struct {
 	manifest *manifests.Manifest
 	set      *capabilities.Set
 	srv      *server.Server
@@ -326,7 +412,7 @@ type gateway struct {
 	modbus   *sim.ModbusEndpoints
 }
 
-func (g *gateway) Close() error {
+func (g *openedGateway) Close() error {
 	err := g.set.Close()
 	if g.modbus != nil {
 		g.modbus.Close()
@@ -350,8 +436,8 @@ type gatewayOptions struct {
 // its tools. Nothing is opened before m has validated. On the simulator,
 // everything (physics, policy windows and cooldowns, timestamps) runs on
 // the simulated clock, which runs at real speed unless told otherwise.
-func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (*gateway, error) {
-	g := &gateway{manifest: m}
+func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (*openedGateway, error) {
+	g := &openedGateway{manifest: m}
 	var hw capabilities.Hardware
 	var clock interface{ Now() time.Time } = systemClock{}
 	if o.simulate {
@@ -420,7 +506,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		set.Close()
 		return nil, err
 	}
-	if _, err := server.Serve(srv, set, server.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
+	if _, err := gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
 		set.Close()
 		return nil, err
 	}
@@ -541,7 +627,7 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 }
 
 // Close0 releases what openGateway started before the capabilities opened.
-func (g *gateway) Close0() {
+func (g *openedGateway) Close0() {
 	if g.modbus != nil {
 		g.modbus.Close()
 	}

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/promcp/promcp-device/approval"
+	"github.com/promcp/promcp-device/approval/boltledger"
 	"github.com/promcp/promcp-device/audit"
-	"github.com/promcp/promcp-device/idempotency"
-	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/idempotency/boltstore"
+	"github.com/promcp/promcp-device/policy/boltstate"
 )
 
 // Files in a --state directory.
@@ -26,10 +26,10 @@ const (
 // the audit log, and the actuation history that cooldowns and rate limits
 // count. Without a directory all are nil.
 type state struct {
-	store   *idempotency.Bolt
+	store   *boltstore.Bolt
 	audit   *audit.Log
-	history *policy.BoltState
-	ledger  *approval.BoltLedger // the spent one-time approvals
+	history *boltstate.BoltState
+	ledger  *boltledger.BoltLedger // the spent one-time approvals
 }
 
 func openState(dir string, ttl time.Duration, ac *auditConfig, log *slog.Logger) (*state, error) {
@@ -39,8 +39,8 @@ func openState(dir string, ttl time.Duration, ac *auditConfig, log *slog.Logger)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
 	}
-	st, err := idempotency.OpenBolt(filepath.Join(dir, storeFile), 2*time.Second,
-		idempotency.BoltOptions{TTL: ttl, Log: log})
+	st, err := boltstore.OpenBolt(filepath.Join(dir, storeFile), 2*time.Second,
+		boltstore.BoltOptions{TTL: ttl, Log: log})
 	if err != nil {
 		return nil, fmt.Errorf("--state %s: %w (is another promcp-device serving this directory?)", dir, err)
 	}
@@ -49,13 +49,13 @@ func openState(dir string, ttl time.Duration, ac *auditConfig, log *slog.Logger)
 		st.Close()
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
 	}
-	h, err := policy.OpenBoltState(filepath.Join(dir, policyFile), log)
+	h, err := boltstate.OpenBoltState(filepath.Join(dir, policyFile), log)
 	if err != nil {
 		al.Close()
 		st.Close()
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
 	}
-	l, err := approval.OpenBoltLedger(filepath.Join(dir, ledgerFile))
+	l, err := boltledger.OpenBoltLedger(filepath.Join(dir, ledgerFile))
 	if err != nil {
 		h.Close()
 		al.Close()

@@ -27,97 +27,124 @@ Roles: viewer (read_* and can_do), operator, supervisor, admin (also do_*), and
 the roles the manifest's policy declares (give --manifest). Any other role is refused.
 `
 
+// tokenCmd is one token subcommand with its flags.
+type tokenCmd struct {
+	sub, file, name, role, manifest, hashPrefix string
+	stdout, stderr                              io.Writer
+}
+
 func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 || !slices.Contains([]string{"add", "hash", "list", "revoke"}, args[0]) {
 		fmt.Fprint(stderr, tokenUsage)
 		return 2
 	}
-	sub := args[0]
-	fs := flag.NewFlagSet("token "+sub, flag.ContinueOnError)
+	c := &tokenCmd{sub: args[0], stdout: stdout, stderr: stderr}
+	fs := flag.NewFlagSet("token "+c.sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	file := fs.String("tokens", "", "the tokens `FILE` (add: created 0600 if needed)")
-	name := fs.String("name", "", "who the token identifies (`NAME`, recorded in the audit log)")
-	role := fs.String("role", server.RoleOperator, "add, hash: the token's `ROLE`")
-	manifest := fs.String("manifest", "", "add, hash: check the role against the roles of this manifest's policy (`FILE`)")
-	hashPrefix := fs.String("hash", "", "revoke: only the token whose hash starts with `PREFIX` (as token list shows it)")
+	fs.StringVar(&c.file, "tokens", "", "the tokens `FILE` (add: created 0600 if needed)")
+	fs.StringVar(&c.name, "name", "", "who the token identifies (`NAME`, recorded in the audit log)")
+	fs.StringVar(&c.role, "role", server.RoleOperator, "add, hash: the token's `ROLE`")
+	fs.StringVar(&c.manifest, "manifest", "", "add, hash: check the role against the roles of this manifest's policy (`FILE`)")
+	fs.StringVar(&c.hashPrefix, "hash", "", "revoke: only the token whose hash starts with `PREFIX` (as token list shows it)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
 	}
-	needFile := sub != "hash"
-	needName := sub != "list"
-	if fs.NArg() > 0 || (needFile && *file == "") || (needName && *name == "") {
+	needFile := c.sub != "hash"
+	needName := c.sub != "list"
+	if fs.NArg() > 0 || (needFile && c.file == "") || (needName && c.name == "") {
 		fmt.Fprint(stderr, tokenUsage)
 		return 2
 	}
-	fail := func(code int, err any) int {
-		fmt.Fprintf(stderr, "promcp-device token %s: %v\n", sub, err)
-		return code
-	}
-	switch sub {
+	switch c.sub {
 	case "list":
-		t, err := server.LoadTokens(*file)
-		if err != nil {
-			return fail(1, err)
-		}
-		for _, e := range t.List() {
-			fmt.Fprintf(stdout, "%-20s %-12s %s\n", e.Name, e.Role, e.HashPrefix)
-		}
-		fmt.Fprintf(stderr, "%d tokens in %s\n", t.Len(), *file)
-		return 0
+		return c.list()
 	case "revoke":
-		n, err := server.RevokeTokens(*file, *name, *hashPrefix)
-		if err != nil {
-			return fail(1, err)
-		}
-		if n == 0 {
-			return fail(1, fmt.Sprintf("no token of %q%s in %s (see promcp-device token list --tokens %s)", *name, hashText(*hashPrefix), *file, *file))
-		}
-		fmt.Fprintf(stderr, "revoked %d token(s) of %s in %s\n", n, *name, *file)
-		return 0
+		return c.revoke()
 	}
-	known, from, err := knownRoles(*manifest)
+	known, from, err := knownRoles(c.manifest)
 	if err != nil {
-		return fail(1, err)
+		return c.fail(1, err)
 	}
-	if !slices.Contains(known, *role) {
-		return fail(2, fmt.Sprintf("--role %q is not a role %s (want %s)", *role, from, strings.Join(known, ", ")))
+	if !slices.Contains(known, c.role) {
+		return c.fail(2, fmt.Sprintf("--role %q is not a role %s (want %s)", c.role, from, strings.Join(known, ", ")))
 	}
-	if sub == "hash" {
-		tok, err := bufio.NewReader(stdin).ReadString('\n')
-		tok = strings.TrimSpace(tok)
-		if tok == "" {
-			return fail(2, fmt.Sprint("no token on stdin ", err))
-		}
-		line := server.TokenLine(*name, *role, tok)
-		if _, err := server.ParseTokens("line", strings.NewReader(line)); err != nil {
-			return fail(2, err)
-		}
-		fmt.Fprintln(stdout, line)
-		return 0
+	if c.sub == "hash" {
+		return c.hash(stdin)
 	}
-	tok := server.NewToken()
-	line := server.TokenLine(*name, *role, tok)
+	return c.add()
+}
+
+func (c *tokenCmd) fail(code int, err any) int {
+	fmt.Fprintf(c.stderr, "promcp-device token %s: %v\n", c.sub, err)
+	return code
+}
+
+// list prints the tokens of the file, by name, role and hash prefix.
+func (c *tokenCmd) list() int {
+	t, err := server.LoadTokens(c.file)
+	if err != nil {
+		return c.fail(1, err)
+	}
+	for _, e := range t.List() {
+		fmt.Fprintf(c.stdout, "%-20s %-12s %s\n", e.Name, e.Role, e.HashPrefix)
+	}
+	fmt.Fprintf(c.stderr, "%d tokens in %s\n", t.Len(), c.file)
+	return 0
+}
+
+// revoke removes the tokens of a name (or the one of a hash prefix).
+func (c *tokenCmd) revoke() int {
+	n, err := server.RevokeTokens(c.file, c.name, c.hashPrefix)
+	if err != nil {
+		return c.fail(1, err)
+	}
+	if n == 0 {
+		return c.fail(1, fmt.Sprintf("no token of %q%s in %s (see promcp-device token list --tokens %s)", c.name, hashText(c.hashPrefix), c.file, c.file))
+	}
+	fmt.Fprintf(c.stderr, "revoked %d token(s) of %s in %s\n", n, c.name, c.file)
+	return 0
+}
+
+// hash prints the tokens-file line of the token read from stdin.
+func (c *tokenCmd) hash(stdin io.Reader) int {
+	tok, err := bufio.NewReader(stdin).ReadString('\n')
+	tok = strings.TrimSpace(tok)
+	if tok == "" {
+		return c.fail(2, fmt.Sprint("no token on stdin ", err))
+	}
+	line := server.TokenLine(c.name, c.role, tok)
 	if _, err := server.ParseTokens("line", strings.NewReader(line)); err != nil {
-		return fail(2, err)
+		return c.fail(2, err)
 	}
-	if _, err := os.Stat(*file); err == nil {
-		if _, err := server.LoadTokens(*file); err != nil { // never append to a file serve would refuse
-			return fail(1, err)
+	fmt.Fprintln(c.stdout, line)
+	return 0
+}
+
+// add appends a new token's line to the file and prints the token, once.
+func (c *tokenCmd) add() int {
+	tok := server.NewToken()
+	line := server.TokenLine(c.name, c.role, tok)
+	if _, err := server.ParseTokens("line", strings.NewReader(line)); err != nil {
+		return c.fail(2, err)
+	}
+	if _, err := os.Stat(c.file); err == nil {
+		if _, err := server.LoadTokens(c.file); err != nil { // never append to a file serve would refuse
+			return c.fail(1, err)
 		}
 	}
-	f, err := os.OpenFile(*file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	f, err := os.OpenFile(c.file, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
-		return fail(1, err)
+		return c.fail(1, err)
 	}
 	_, werr := fmt.Fprintln(f, line)
 	if cerr := f.Close(); werr == nil {
 		werr = cerr
 	}
 	if werr != nil {
-		return fail(1, werr)
+		return c.fail(1, werr)
 	}
-	fmt.Fprintf(stderr, "added %s (%s) to %s; the token is shown once, keep it secret:\n", *name, *role, *file)
-	fmt.Fprintln(stdout, tok)
+	fmt.Fprintf(c.stderr, "added %s (%s) to %s; the token is shown once, keep it secret:\n", c.name, c.role, c.file)
+	fmt.Fprintln(c.stdout, tok)
 	return 0
 }
 

@@ -1,4 +1,4 @@
-package policy_test
+package boltstate_test
 
 import (
 	"path/filepath"
@@ -6,15 +6,18 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/policy/boltstate"
 )
 
-var _ policy.State = (*policy.BoltState)(nil)
+var _ policy.State = (*boltstate.BoltState)(nil)
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 // TestBoltStateSurvivesReopen: a cooldown's history is still there after
 // the gateway restarts.
 func TestBoltStateSurvivesReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "policy.db")
-	s, err := policy.OpenBoltState(path, nil)
+	s, err := boltstate.OpenBoltState(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +27,7 @@ func TestBoltStateSurvivesReopen(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	s, err = policy.OpenBoltState(path, nil)
+	s, err = boltstate.OpenBoltState(path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package server
+package gateway
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
 )
 
 // MinConfidence is the match score below which an action is not reported.
@@ -39,16 +40,33 @@ func canDoDescription(set *capabilities.Set) string {
 		"Actions on this gateway: " + strings.Join(actions, ", ") + "."
 }
 
+// match is an action that an intent matches, with its score.
+type match struct {
+	c     *capabilities.Capability
+	score float64
+}
+
 // canDo answers the intent: every action scored, decided by the same policy
 // evaluation that do_* runs, and sorted best first.
 func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, error) {
-	type match struct {
-		c     *capabilities.Capability
-		score float64
+	matches := g.matches(req.Intent)
+	b := &reportBuilder{g: g, seen: map[string]bool{}, rep: promcp.CapabilityReport{
+		Context: promcp.ReportContext{RelatedReads: []string{}, CurrentObservations: map[string]promcp.Observation{}},
+	}}
+	for _, m := range matches {
+		b.add(ctx, m, req.Intent)
 	}
-	// An action that names a tool exactly asks about that tool only.
+	rep := b.rep
+	rep.Metadata.Note = g.note(rep, len(matches), req)
+	return rep, nil
+}
+
+// matches scores every action against intent, keeps those at or above
+// MinConfidence, best first. An action that names a tool exactly asks
+// about that tool only.
+func (g *Gateway) matches(intent promcp.Intent) []match {
 	named := ""
-	if a := strings.TrimSpace(req.Intent.Action); a != "" {
+	if a := strings.TrimSpace(intent.Action); a != "" {
 		for _, c := range g.set.All() {
 			if c.Do != nil && (a == c.Do.Tool || "do_"+a == c.Do.Tool) {
 				named = c.Do.Tool
@@ -60,7 +78,7 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 		if c.Do == nil || named != "" && c.Do.Tool != named {
 			continue
 		}
-		if s, ok := Score(req.Intent, c.Capability, c.Source); ok && s >= MinConfidence {
+		if s, ok := Score(intent, c.Capability, c.Source); ok && s >= MinConfidence {
 			matches = append(matches, match{c, s})
 		}
 	}
@@ -73,97 +91,128 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 		}
 		return 0
 	})
+	return matches
+}
 
-	rep := promcp.CapabilityReport{
-		Context: promcp.ReportContext{RelatedReads: []string{}, CurrentObservations: map[string]promcp.Observation{}},
-	}
-	seen := map[string]bool{}
-	related := func(tool string) {
-		if !seen[tool] {
-			seen[tool] = true
-			rep.Context.RelatedReads = append(rep.Context.RelatedReads, tool)
-		}
-	}
-	for _, m := range matches {
-		c := m.c
-		cur := c.Read(ctx)
-		related(c.ReadTool())
-		rep.Context.CurrentObservations[c.ReadTool()] = promcp.Observation{
-			Value: cur.Value, Unit: promcp.Unit(c.Unit), Timestamp: cur.Time.UTC(), Quality: cur.Quality}
-		for _, r := range g.set.All() {
-			if r.Do == nil && relatedTo(r.Capability, c.Capability, req.Intent.Location) {
-				related(r.ReadTool())
-			}
-		}
+// reportBuilder gathers a can_do report: candidates, blocked actions, and
+// the readings they depend on.
+type reportBuilder struct {
+	g    *Gateway
+	rep  promcp.CapabilityReport
+	seen map[string]bool
+}
 
-		pr := g.request(ctx, c, req.Intent.Value, req.Intent.Value != nil, cur)
-		observe := func(tool string, r policy.Reading) {
-			related(tool)
-			var v any
-			if r.Quality != promcp.QualityError {
-				v = r.Value
-			}
-			if o, ok := g.set.Get(strings.TrimPrefix(tool, "read_")); ok {
-				rep.Context.CurrentObservations[tool] = promcp.Observation{
-					Value: v, Unit: promcp.Unit(o.Unit), Timestamp: r.Time.UTC(), Quality: r.Quality}
-			}
+// related lists tool among the related reads, once.
+func (b *reportBuilder) related(tool string) {
+	if !b.seen[tool] {
+		b.seen[tool] = true
+		b.rep.Context.RelatedReads = append(b.rep.Context.RelatedReads, tool)
+	}
+}
+
+// observe adds a reading the decision used to the report's context.
+func (b *reportBuilder) observe(tool string, r policy.Reading) {
+	b.related(tool)
+	var v any
+	if r.Quality != promcp.QualityError {
+		v = r.Value
+	}
+	if o, ok := b.g.set.Get(strings.TrimPrefix(tool, "read_")); ok {
+		b.rep.Context.CurrentObservations[tool] = promcp.Observation{
+			Value: v, Unit: promcp.Unit(o.Unit), Timestamp: r.Time.UTC(), Quality: r.Quality}
+	}
+}
+
+// add decides matched action m as do_* would now and reports it as a
+// candidate or as blocked, with the readings around it.
+func (b *reportBuilder) add(ctx context.Context, m match, intent promcp.Intent) {
+	g, c := b.g, m.c
+	cur := c.Read(ctx)
+	b.related(c.ReadTool())
+	b.rep.Context.CurrentObservations[c.ReadTool()] = promcp.Observation{
+		Value: cur.Value, Unit: promcp.Unit(c.Unit), Timestamp: cur.Time.UTC(), Quality: cur.Quality}
+	for _, r := range g.set.All() {
+		if r.Do == nil && relatedTo(r.Capability, c.Capability, intent.Location) {
+			b.related(r.ReadTool())
 		}
-		for _, in := range pr.Inputs {
-			observe(in.Name, in.Reading)
-		}
-		for tool, r := range pr.Readings {
-			observe(tool, r)
-		}
-		view := g.opts.Reserver.Snapshot(g.claim(c, req.Intent.Value))
-		view.Apply(&pr)
-		d := g.policy.Evaluate(pr)
-		if view.Held() {
-			if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
-				// do_* would wait for the action in progress, then decide again.
-				d.Reason = joinReason(d.Reason, inProgress(view)+": do_* waits for it to finish, then decides again on fresh readings")
-			}
-			// The answer changes when the action in progress ends, which
-			// may be soon (a failed write releases its reservation).
-			d.ValidUntil = minTime(d.ValidUntil, pr.Now.Add(time.Second))
-		}
-		if !d.Allowed() && c.Do.SafeValue != nil && !pr.IsSafe() && !strings.Contains(d.Details, "safe value") {
-			// Say whether the safe direction stays open.
-			sr := g.request(ctx, c, c.Do.SafeValue, true, cur)
-			view.Apply(&sr)
-			if sd := g.policy.Evaluate(sr); sd.Allowed() {
-				d.Details = joinReason(d.Details, fmt.Sprintf("moving to the safe value (%s value=%s) is allowed now", c.Do.Tool, formatValue(c.Do.SafeValue)))
-			}
-		}
+	}
+	pr := g.request(ctx, c, intent.Value, intent.Value != nil, cur)
+	for _, in := range pr.Inputs {
+		b.observe(in.Name, in.Reading)
+	}
+	for tool, r := range pr.Readings {
+		b.observe(tool, r)
+	}
+	d := g.decide(ctx, c, intent.Value, pr, cur)
+	if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
+		b.rep.Candidates = append(b.rep.Candidates, candidate(m, cur, d))
+		return
+	}
+	bl := promcp.Blocked{Capability: c.Do.Tool, Source: c.Source, Permission: d.Permission, Reason: d.Reason}
+	if d.Details != "" {
+		bl.Details = &d.Details
+	}
+	if !d.ValidUntil.IsZero() {
+		t := d.ValidUntil.UTC()
+		bl.ValidUntil = &t
+	}
+	b.rep.Blocked = append(b.rep.Blocked, bl)
+}
+
+// decide evaluates request pr for action c as do_* would, against the
+// reservations in progress, and says whether the safe direction stays
+// open when the action is not allowed.
+func (g *Gateway) decide(ctx context.Context, c *capabilities.Capability, value any, pr policy.Request, cur capabilities.Reading) policy.Decision {
+	view := g.opts.Reserver.Snapshot(g.claim(c, value))
+	view.Apply(&pr)
+	d := g.policy.Evaluate(pr)
+	if view.Held() {
 		if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
-			var state *promcp.State
-			if cur.Quality != promcp.QualityError {
-				state = &promcp.State{Value: cur.Value, Unit: promcp.Unit(c.Unit), Timestamp: cur.Time.UTC(), Quality: cur.Quality}
-			}
-			rep.Candidates = append(rep.Candidates, promcp.Candidate{
-				Capability:           c.Do.Tool,
-				Source:               c.Source,
-				Confidence:           m.score,
-				Permission:           d.Permission,
-				CurrentState:         state,
-				Constraints:          constraints(c.Capability),
-				SideEffects:          nonNil(c.Do.SideEffects),
-				ValidUntil:           d.ValidUntil.UTC(),
-				EstimatedLatencyMS:   ceilMS(c.Latency()),
-				Reason:               d.Reason,
-				RequiresConfirmation: m.score < ConfirmedConfidence,
-			})
-			continue
+			// do_* would wait for the action in progress, then decide again.
+			d.Reason = joinReason(d.Reason, inProgress(view)+": do_* waits for it to finish, then decides again on fresh readings")
 		}
-		b := promcp.Blocked{Capability: c.Do.Tool, Source: c.Source, Permission: d.Permission, Reason: d.Reason}
-		if d.Details != "" {
-			b.Details = &d.Details
-		}
-		if !d.ValidUntil.IsZero() {
-			t := d.ValidUntil.UTC()
-			b.ValidUntil = &t
-		}
-		rep.Blocked = append(rep.Blocked, b)
+		// The answer changes when the action in progress ends, which
+		// may be soon (a failed write releases its reservation).
+		d.ValidUntil = minTime(d.ValidUntil, pr.Now.Add(time.Second))
 	}
+	if !d.Allowed() && c.Do.SafeValue != nil && !pr.IsSafe() && !strings.Contains(d.Details, "safe value") {
+		// Say whether the safe direction stays open.
+		sr := g.request(ctx, c, c.Do.SafeValue, true, cur)
+		view.Apply(&sr)
+		if sd := g.policy.Evaluate(sr); sd.Allowed() {
+			d.Details = joinReason(d.Details, fmt.Sprintf("moving to the safe value (%s value=%s) is allowed now", c.Do.Tool, server.FormatValue(c.Do.SafeValue)))
+		}
+	}
+	return d
+}
+
+// candidate is the report entry of an action the caller may run now (or
+// with a human's approval).
+func candidate(m match, cur capabilities.Reading, d policy.Decision) promcp.Candidate {
+	c := m.c
+	var state *promcp.State
+	if cur.Quality != promcp.QualityError {
+		state = &promcp.State{Value: cur.Value, Unit: promcp.Unit(c.Unit), Timestamp: cur.Time.UTC(), Quality: cur.Quality}
+	}
+	return promcp.Candidate{
+		Capability:           c.Do.Tool,
+		Source:               c.Source,
+		Confidence:           m.score,
+		Permission:           d.Permission,
+		CurrentState:         state,
+		Constraints:          constraints(c.Capability),
+		SideEffects:          nonNil(c.Do.SideEffects),
+		ValidUntil:           d.ValidUntil.UTC(),
+		EstimatedLatencyMS:   ceilMS(c.Latency()),
+		Reason:               d.Reason,
+		RequiresConfirmation: m.score < ConfirmedConfidence,
+	}
+}
+
+// note is the report's metadata note: candidates to confirm, an intent
+// that matched nothing (and why), and the scope this gateway answers for.
+func (g *Gateway) note(rep promcp.CapabilityReport, matched int, req promcp.CanDoRequest) string {
+	note := ""
 	unconfirmed := 0
 	for _, c := range rep.Candidates {
 		if c.RequiresConfirmation {
@@ -171,28 +220,28 @@ func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Ca
 		}
 	}
 	if unconfirmed > 0 {
-		rep.Metadata.Note = fmt.Sprintf("%d of %d candidates have confidence below %.1f (requires_confirmation): "+
+		note = fmt.Sprintf("%d of %d candidates have confidence below %.1f (requires_confirmation): "+
 			"confirm with the user, or name the tool in intent.action, before calling do_*", unconfirmed, len(rep.Candidates), ConfirmedConfidence)
 	}
-	if len(matches) == 0 && namesNothing(req.Intent) {
-		rep.Metadata.Note = "the intent names nothing, so it matches nothing: give intent.action, intent.target, intent.semantic_tags or intent.location"
-	} else if len(matches) == 0 {
+	if matched == 0 && namesNothing(req.Intent) {
+		note = "the intent names nothing, so it matches nothing: give intent.action, intent.target, intent.semantic_tags or intent.location"
+	} else if matched == 0 {
 		var actions []string
 		for _, c := range g.set.All() {
 			if c.Do != nil {
 				actions = append(actions, c.Do.Tool)
 			}
 		}
-		rep.Metadata.Note = "no action on this gateway matches the intent; actions here: " + strings.Join(actions, ", ")
+		note = "no action on this gateway matches the intent; actions here: " + strings.Join(actions, ", ")
 	}
 	if req.Scope == "fleet" {
-		note := "scope fleet: this gateway answers for itself only"
-		if rep.Metadata.Note != "" {
-			note = rep.Metadata.Note + "; " + note
+		scope := "scope fleet: this gateway answers for itself only"
+		if note != "" {
+			scope = note + "; " + scope
 		}
-		rep.Metadata.Note = note
+		note = scope
 	}
-	return rep, nil
+	return note
 }
 
 // ConfirmedConfidence is the score from which a candidate counts as
@@ -383,7 +432,7 @@ func constraints(c manifests.Capability) promcp.Constraints {
 func inProgress(v policy.View) string {
 	var names []string
 	for _, p := range v.Pending {
-		names = append(names, fmt.Sprintf("%s value=%s (since %s)", p.Action, formatValue(p.Value), p.Since.UTC().Format(time.RFC3339)))
+		names = append(names, fmt.Sprintf("%s value=%s (since %s)", p.Action, server.FormatValue(p.Value), p.Since.UTC().Format(time.RFC3339)))
 	}
 	return "an action on this actuator or one tied to it is in progress: " + strings.Join(names, ", ")
 }

@@ -1,4 +1,4 @@
-package server_test
+package gateway_test
 
 // The audit log under hostile and failing conditions, through the server:
 // a refusal flood with 1 MB keys, a full disk (injected and a real 256 KiB

@@ -1,10 +1,13 @@
-package server
+// Package gateway is the manifest-driven proMCP gateway: it serves a
+// capabilities.Set on a server.Server, one read_* per capability, one
+// do_* per action and can_do over all of them, deciding each action with
+// the policy and reserving its actuators.
+package gateway
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -12,12 +15,13 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
 )
 
 // Gateway serves a capability set: one read_* per capability, one do_* per
 // action, and can_do over all actions.
 type Gateway struct {
-	srv    *Server
+	srv    *server.Server
 	set    *capabilities.Set
 	policy policy.Evaluator
 	opts   GatewayOptions
@@ -46,7 +50,7 @@ type GatewayOptions struct {
 
 // Serve registers the tools of set on srv. Tools are registered in manifest
 // order: reads, then actions, then can_do.
-func Serve(srv *Server, set *capabilities.Set, opts ...GatewayOptions) (*Gateway, error) {
+func Serve(srv *server.Server, set *capabilities.Set, opts ...GatewayOptions) (*Gateway, error) {
 	g := &Gateway{srv: srv, set: set}
 	if len(opts) > 0 {
 		g.opts = opts[0]
@@ -80,13 +84,13 @@ func Serve(srv *Server, set *capabilities.Set, opts ...GatewayOptions) (*Gateway
 	return g, nil
 }
 
-func (g *Gateway) readTool(c *capabilities.Capability) ReadTool {
+func (g *Gateway) readTool(c *capabilities.Capability) server.ReadTool {
 	desc := c.Description
 	if desc == "" {
 		desc = "Read " + strings.ReplaceAll(c.Name, "_", " ") + "."
 	}
 	desc += fmt.Sprintf(" Returns {value, unit, timestamp, quality}; act only on quality good. Source: %s. Fresh for %s.", c.Source, c.TTL())
-	return ReadTool{
+	return server.ReadTool{
 		Name:        c.ReadTool(),
 		Title:       title(c.Name),
 		Description: desc,
@@ -96,7 +100,7 @@ func (g *Gateway) readTool(c *capabilities.Capability) ReadTool {
 	}
 }
 
-func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
+func (g *Gateway) doTool(c *capabilities.Capability) server.DoTool {
 	desc := c.Do.Description
 	if desc == "" {
 		desc = "Set " + strings.ReplaceAll(c.Name, "_", " ") + "."
@@ -104,7 +108,7 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 	if cons := constraintText(c.Capability); cons != "" {
 		desc += " Allowed values: " + cons + "."
 	}
-	return DoTool{
+	return server.DoTool{
 		ApprovalVia:  approvalVia(g.opts.Policy, c.Do.Tool),
 		BeginsItself: true,
 		Name:         c.Do.Tool,
@@ -117,8 +121,8 @@ func (g *Gateway) doTool(c *capabilities.Capability) DoTool {
 	}
 }
 
-func (g *Gateway) readHandler(c *capabilities.Capability) ReadHandler {
-	return func(ctx context.Context, req ReadRequest) (promcp.ReadResult, error) {
+func (g *Gateway) readHandler(c *capabilities.Capability) server.ReadHandler {
+	return func(ctx context.Context, req server.ReadRequest) (promcp.ReadResult, error) {
 		maxAge := c.TTL()
 		if ms, ok := req.Args["max_age_ms"].(float64); ok && ms < float64(maxAge/time.Millisecond) {
 			maxAge = time.Duration(ms * float64(time.Millisecond))
@@ -144,8 +148,8 @@ func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadR
 // policy.Reserver), begins the attempt (the server's durable in-flight and
 // audit records), writes, reads back, and commits the reservation with what
 // the device holds, or releases it when nothing changed.
-func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
-	return func(ctx context.Context, req DoRequest) (promcp.DoResult, error) {
+func (g *Gateway) doHandler(c *capabilities.Capability) server.DoHandler {
+	return func(ctx context.Context, req server.DoRequest) (promcp.DoResult, error) {
 		if req.Recovering {
 			return g.recoverDo(ctx, c, req), nil
 		}
@@ -162,101 +166,136 @@ func (g *Gateway) doHandler(c *capabilities.Capability) DoHandler {
 		if before.Quality != promcp.QualityError {
 			previous = before.Value
 		}
-		if err != nil {
-			reason := "another action on this actuator is still in progress: " + err.Error()
-			return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
-				Permission: promcp.PolicyDenied, Reason: reason,
-				Error: &promcp.Error{Code: promcp.CodeRefused, Message: reason}}, nil
+		if r, refused := refusal(previous, d, err); refused {
+			return r, nil
 		}
-		if !d.Allowed() {
-			reason := d.Reason
-			if d.Details != "" {
-				reason += " (" + d.Details + ")"
-			}
-			return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
-				Permission: d.Permission, Reason: reason,
-				Error: &promcp.Error{Code: promcp.CodeRefused, Field: "value", Message: reason}}, nil
-		}
-		ended := false
-		end := func(applied any, at time.Time, actuated bool) {
-			ended = true
-			var err error
-			if actuated {
-				err = g.opts.Reserver.Commit(ctx, res, at, applied)
-			} else {
-				err = g.opts.Reserver.Release(ctx, res)
-			}
-			if err != nil {
-				g.srv.log.Error("ending a reservation", "tool", c.Do.Tool, "err", err)
-			}
-		}
-		defer func() {
-			if !ended { // a panic or an early return: free the actuator, counted as actuated
-				end(d.Value, g.srv.clock.Now(), true)
-			}
-		}()
+		rv := &reserved{g: g, ctx: ctx, tool: c.Do.Tool, res: res}
+		defer rv.onExit(d.Value)
 		if req.Begin != nil {
 			if err := req.Begin(ctx); err != nil {
-				end(nil, time.Time{}, false)
+				rv.end(nil, time.Time{}, false)
 				return promcp.DoResult{}, err
 			}
 		}
 		value := d.Value
 		if err := c.Write(ctx, value); err != nil {
-			// The write may or may not have reached the device: read back to
-			// say honestly what it holds.
-			after := c.Read(ctx)
-			r := promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
-				Reason: "write failed: " + err.Error(),
-				Error:  &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: err.Error()}}
-			switch {
-			case after.Quality != promcp.QualityError && !equalValue(after.Value, previous):
-				r.Status, r.AppliedValue = promcp.StatusPartial, after.Value
-				end(after.Value, g.srv.clock.Now(), true)
-				g.compensation(c, &r, previous)
-			case after.Quality == promcp.QualityError:
-				// Unknown: count it, so that a cooldown is not weakened.
-				end(value, g.srv.clock.Now(), true)
-			default:
-				end(nil, time.Time{}, false)
-			}
-			return r, nil
+			return g.writeFailed(ctx, c, rv, previous, value, err), nil
 		}
-		wrote := g.srv.clock.Now()
+		wrote := g.srv.Clock().Now()
 		if !sleep(ctx, c.Do.Settle) {
-			end(value, wrote, true)
+			rv.end(value, wrote, true)
 			return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: value,
 				Reason: "written, but the call ended before the settle time passed: not read back"}, nil
 		}
-		after := c.Read(ctx)
-		r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: value}
-		if d.Clamped {
-			r.RequestedValue = req.Value
-			r.Reason = fmt.Sprintf("requested %v, clamped to %v by policy", formatValue(req.Value), formatValue(value))
-		}
-		if req.Value != nil && d.Reason != "" && !d.Clamped {
-			r.Reason = d.Reason // the safe value's note
-		}
-		if after.Quality == promcp.QualityError {
-			r.Status = promcp.StatusPartial
-			r.Reason = joinReason(r.Reason, "written, but the readback failed: "+after.Reason)
-			end(value, wrote, true)
-		} else {
-			r.AppliedValue = after.Value
-			if !equalValue(after.Value, value) {
-				r.Status = promcp.StatusPartial
-				r.Reason = joinReason(r.Reason, fmt.Sprintf("wrote %v but the device reads back %v", value, after.Value))
-			}
-			end(after.Value, wrote, true)
-		}
-		g.compensation(c, &r, previous)
-		return r, nil
+		return g.readBack(ctx, c, rv, req.Value, d, previous, wrote), nil
 	}
+}
+
+// refusal is the answer to an action that could not be reserved (err) or
+// that the policy did not allow; refused is false when it may go ahead.
+func refusal(previous any, d policy.Decision, err error) (r promcp.DoResult, refused bool) {
+	if err != nil {
+		reason := "another action on this actuator is still in progress: " + err.Error()
+		return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
+			Permission: promcp.PolicyDenied, Reason: reason,
+			Error: &promcp.Error{Code: promcp.CodeRefused, Message: reason}}, true
+	}
+	if !d.Allowed() {
+		reason := d.Reason
+		if d.Details != "" {
+			reason += " (" + d.Details + ")"
+		}
+		return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
+			Permission: d.Permission, Reason: reason,
+			Error: &promcp.Error{Code: promcp.CodeRefused, Field: "value", Message: reason}}, true
+	}
+	return promcp.DoResult{}, false
+}
+
+// reserved is an action's reservation, ended once: committed with what
+// the device holds when it actuated, released when nothing changed.
+type reserved struct {
+	g     *Gateway
+	ctx   context.Context
+	tool  string
+	res   *policy.Reservation
+	ended bool
+}
+
+func (rv *reserved) end(applied any, at time.Time, actuated bool) {
+	rv.ended = true
+	var err error
+	if actuated {
+		err = rv.g.opts.Reserver.Commit(rv.ctx, rv.res, at, applied)
+	} else {
+		err = rv.g.opts.Reserver.Release(rv.ctx, rv.res)
+	}
+	if err != nil {
+		rv.g.srv.Logger().Error("ending a reservation", "tool", rv.tool, "err", err)
+	}
+}
+
+// onExit ends a reservation that a panic or an early return left open:
+// it frees the actuator, counted as actuated with value.
+func (rv *reserved) onExit(value any) {
+	if !rv.ended {
+		rv.end(value, rv.g.srv.Clock().Now(), true)
+	}
+}
+
+// writeFailed answers a write that failed: it may or may not have reached
+// the device, so the actuator is read back to say honestly what it holds.
+func (g *Gateway) writeFailed(ctx context.Context, c *capabilities.Capability, rv *reserved, previous, value any, err error) promcp.DoResult {
+	after := c.Read(ctx)
+	r := promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
+		Reason: "write failed: " + err.Error(),
+		Error:  &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: err.Error()}}
+	switch {
+	case after.Quality != promcp.QualityError && !equalValue(after.Value, previous):
+		r.Status, r.AppliedValue = promcp.StatusPartial, after.Value
+		rv.end(after.Value, g.srv.Clock().Now(), true)
+		g.compensation(c, &r, previous)
+	case after.Quality == promcp.QualityError:
+		// Unknown: count it, so that a cooldown is not weakened.
+		rv.end(value, g.srv.Clock().Now(), true)
+	default:
+		rv.end(nil, time.Time{}, false)
+	}
+	return r
+}
+
+// readBack answers a write that settled: what the device reads back, the
+// value requested when the policy clamped it, and the compensation.
+func (g *Gateway) readBack(ctx context.Context, c *capabilities.Capability, rv *reserved, requested any, d policy.Decision, previous any, wrote time.Time) promcp.DoResult {
+	value := d.Value
+	after := c.Read(ctx)
+	r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: value}
+	if d.Clamped {
+		r.RequestedValue = requested
+		r.Reason = fmt.Sprintf("requested %v, clamped to %v by policy", server.FormatValue(requested), server.FormatValue(value))
+	}
+	if requested != nil && d.Reason != "" && !d.Clamped {
+		r.Reason = d.Reason // the safe value's note
+	}
+	if after.Quality == promcp.QualityError {
+		r.Status = promcp.StatusPartial
+		r.Reason = joinReason(r.Reason, "written, but the readback failed: "+after.Reason)
+		rv.end(value, wrote, true)
+	} else {
+		r.AppliedValue = after.Value
+		if !equalValue(after.Value, value) {
+			r.Status = promcp.StatusPartial
+			r.Reason = joinReason(r.Reason, fmt.Sprintf("wrote %v but the device reads back %v", value, after.Value))
+		}
+		rv.end(after.Value, wrote, true)
+	}
+	g.compensation(c, &r, previous)
+	return r
 }
 
 // claim is what reserving action c with value asks for.
 func (g *Gateway) claim(c *capabilities.Capability, value any) policy.Claim {
-	cl := policy.Claim{Action: c.Do.Tool, Read: c.ReadTool(), Unit: g.units[c.Do.Tool], Value: value, Now: g.srv.clock.Now()}
+	cl := policy.Claim{Action: c.Do.Tool, Read: c.ReadTool(), Unit: g.units[c.Do.Tool], Value: value, Now: g.srv.Clock().Now()}
 	if pol := g.opts.Policy; pol != nil {
 		if r := pol.Actions[c.Do.Tool]; r != nil {
 			cl.Window = max(r.Cooldown, 0)
@@ -331,7 +370,7 @@ func units(set *capabilities.Set, pol *manifests.Policy) map[string]policy.Unit 
 // stopped during it): it reads the actuator back and reports what it holds,
 // without writing. A value the policy clamped then reads back as partial:
 // the requested value is all the retry carries.
-func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req DoRequest) promcp.DoResult {
+func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req server.DoRequest) promcp.DoResult {
 	const why = "an earlier attempt with this idempotency_key did not finish (the server stopped during it); nothing was written now"
 	now := c.Read(ctx)
 	if now.Quality == promcp.QualityError {
@@ -344,7 +383,7 @@ func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req
 			Reason: why + "; the device reads back the requested value"}
 	}
 	return promcp.DoResult{Status: promcp.StatusPartial, AppliedValue: now.Value,
-		Reason: fmt.Sprintf("%s; the device reads back %s, not the requested %s", why, formatValue(now.Value), formatValue(req.Value))}
+		Reason: fmt.Sprintf("%s; the device reads back %s, not the requested %s", why, server.FormatValue(now.Value), server.FormatValue(req.Value))}
 }
 
 // sleep waits d unless ctx ends first; it reports whether d passed.
@@ -374,7 +413,7 @@ func joinReason(a, b string) string {
 func (g *Gateway) compensation(c *capabilities.Capability, r *promcp.DoResult, previous any) {
 	r.Compensable = c.Do.Compensable && previous != nil
 	if r.Compensable {
-		r.CompensationHint = promcp.Hint(fmt.Sprintf("%s value=%s", c.Do.Tool, formatValue(previous)))
+		r.CompensationHint = promcp.Hint(fmt.Sprintf("%s value=%s", c.Do.Tool, server.FormatValue(previous)))
 	}
 }
 
@@ -383,8 +422,8 @@ func (g *Gateway) compensation(c *capabilities.Capability, r *promcp.DoResult, p
 // interlocks (through the cache), the caller's role, the actuation
 // history, the rules and the time.
 func (g *Gateway) request(ctx context.Context, c *capabilities.Capability, value any, hasValue bool, current capabilities.Reading) policy.Request {
-	now := g.srv.clock.Now()
-	role := CallerFrom(ctx).Role
+	now := g.srv.Clock().Now()
+	role := server.CallerFrom(ctx).Role
 	if role == "" {
 		role = g.opts.DefaultRole
 	}
@@ -500,16 +539,6 @@ func title(name string) string {
 	return strings.Join(words, " ")
 }
 
-func formatValue(v any) string {
-	switch x := v.(type) {
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	case string:
-		return strconv.Quote(x)
-	}
-	return fmt.Sprint(v)
-}
-
 func equalValue(a, b any) bool {
 	fa, oka := asFloat(a)
 	fb, okb := asFloat(b)
@@ -533,4 +562,17 @@ func asFloat(v any) (float64, bool) {
 		return float64(x), true
 	}
 	return 0, false
+}
+
+// approvalVia returns how the policy lets a human approve tool:
+// manifests.ViaElicitation only where the policy opts in, out-of-band
+// otherwise (also where the policy says nothing, for the approval that a
+// doubtful reading asks for).
+func approvalVia(pol *manifests.Policy, tool string) string {
+	if pol != nil {
+		if a := pol.Actions[tool]; a != nil && a.Approval != nil && a.Approval.Via == manifests.ViaElicitation {
+			return manifests.ViaElicitation
+		}
+	}
+	return manifests.ViaOutOfBand
 }

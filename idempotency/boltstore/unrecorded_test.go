@@ -1,4 +1,4 @@
-package idempotency_test
+package boltstore_test
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/idempotency/boltstore"
 )
 
 // TestBoltUnrecordedOutcomeIsReplayedAlike: the action ran, then the disk
@@ -26,7 +27,7 @@ func TestBoltUnrecordedOutcomeIsReplayedAlike(t *testing.T) {
 	var runs atomic.Int32
 	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
 		runs.Add(1)
-		idempotency.FailWrites(b, syscall.ENOSPC) // the disk fills while the device moves
+		boltstore.FailWrites(b, syscall.ENOSPC) // the disk fills while the device moves
 		return []byte("moved"), true, nil
 	}
 	out, replayed, err := b.Do(t.Context(), "k", "fp", act)
@@ -43,11 +44,11 @@ func TestBoltUnrecordedOutcomeIsReplayedAlike(t *testing.T) {
 		t.Fatalf("another fingerprint = %v, want ErrConflict", err)
 	}
 
-	idempotency.FailWrites(b, nil) // space again: the next call writes it
+	boltstore.FailWrites(b, nil) // space again: the next call writes it
 	if _, _, err := b.Do(t.Context(), "k2", "fp", counting(&runs, "other", true)); err != nil {
 		t.Fatal(err)
 	}
-	if n := idempotency.Pending(b); n != 0 {
+	if n := boltstore.Pending(b); n != 0 {
 		t.Fatalf("%d writes still pending once the disk has room", n)
 	}
 	if err := b.Close(); err != nil {
@@ -74,7 +75,7 @@ func TestBoltUnrecordedOutcomeLostByRestartIsRecovered(t *testing.T) {
 		if err := at.Begin(ctx); err != nil { // in flight, durably, before it acts
 			return nil, false, err
 		}
-		idempotency.FailWrites(b, syscall.ENOSPC)
+		boltstore.FailWrites(b, syscall.ENOSPC)
 		return []byte("moved"), true, nil
 	})
 	if !errors.Is(err, idempotency.ErrNotRecorded) {
@@ -102,13 +103,13 @@ func TestBoltUnforgettableRefusalIsForgotten(t *testing.T) {
 	var attempts []idempotency.Attempt
 	act := func(_ context.Context, at idempotency.Attempt) ([]byte, bool, error) {
 		attempts = append(attempts, at)
-		idempotency.FailWrites(b, syscall.ENOSPC)
+		boltstore.FailWrites(b, syscall.ENOSPC)
 		return []byte("refused"), false, nil
 	}
 	if _, _, err := b.Do(t.Context(), "k", "fp", act); err != nil {
 		t.Fatal(err)
 	}
-	idempotency.FailWrites(b, nil)
+	boltstore.FailWrites(b, nil)
 	if _, _, err := b.Do(t.Context(), "k", "fp", act); err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestBoltUnforgettableRefusalIsForgotten(t *testing.T) {
 // same path.
 func TestBoltFullTmpfs(t *testing.T) {
 	dir := mountTmpfs(t, "512k")
-	b, err := idempotency.OpenBolt(filepath.Join(dir, "state.db"), 0, idempotency.BoltOptions{})
+	b, err := boltstore.OpenBolt(filepath.Join(dir, "state.db"), 0, boltstore.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +153,7 @@ func TestBoltFullTmpfs(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("Do once the disk has room: %v", err)
 	}
-	if n := idempotency.Pending(b); n != 0 {
+	if n := boltstore.Pending(b); n != 0 {
 		t.Fatalf("%d writes still pending once the disk has room", n)
 	}
 	if runs.Load() != 1 {

@@ -1,4 +1,4 @@
-package server_test
+package gateway_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
@@ -117,7 +118,7 @@ func newBench(t *testing.T) *bench {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{})
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
 	return &bench{t: t, w: w, clk: clk, c: c, caps: set}
 }
 

@@ -1,4 +1,4 @@
-package server_test
+package gateway_test
 
 import (
 	"encoding/json"
@@ -7,9 +7,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
 )
 
 const greenhouseManifest = "../manifests/examples/greenhouse.yml"
@@ -24,7 +24,7 @@ func TestScore(t *testing.T) {
 	score := func(in promcp.Intent, name string) (float64, bool) {
 		for _, c := range m.Capabilities {
 			if c.Name == name {
-				return server.Score(in, c, m.Gateway+"/"+c.Read.Device)
+				return gateway.Score(in, c, m.Gateway+"/"+c.Read.Device)
 			}
 		}
 		t.Fatalf("no capability %s", name)
@@ -54,7 +54,7 @@ func TestScore(t *testing.T) {
 			}
 			got, ok := score(tc.intent, c.Name)
 			want, wantOK := tc.want[c.Name]
-			if ok && got < server.MinConfidence {
+			if ok && got < gateway.MinConfidence {
 				ok = false // left out of the report
 			}
 			if ok != wantOK || ok && got != want {

@@ -1,4 +1,4 @@
-package server_test
+package gateway_test
 
 // Reliability of do_*: the retry storm, recovery after a crash, roles and
 // the fail-closed audit, on the lab bench's simulated I2C dimmer. Actuations
@@ -24,7 +24,9 @@ import (
 
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/idempotency/boltstore"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
@@ -102,7 +104,7 @@ func newMangledBench(t *testing.T, mangle func([]byte) []byte, opts ...server.Op
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	srv, c := serveInProcess(t, set, opts, server.GatewayOptions{})
+	srv, c := serveInProcess(t, set, opts, gateway.GatewayOptions{})
 	return &dimmerBench{srv: srv, client: c, writes: writes}
 }
 
@@ -121,9 +123,9 @@ func (b *dimmerBench) call(ctx context.Context, t *testing.T, name string, args 
 	return body
 }
 
-func openStore(t *testing.T, dir string) *idempotency.Bolt {
+func openStore(t *testing.T, dir string) *boltstore.Bolt {
 	t.Helper()
-	st, err := idempotency.OpenBolt(filepath.Join(dir, "idempotency.db"), time.Second, idempotency.BoltOptions{})
+	st, err := boltstore.OpenBolt(filepath.Join(dir, "idempotency.db"), time.Second, boltstore.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +148,7 @@ func openAudit(t *testing.T, dir string) *audit.Log {
 // and the audit log actuate exactly once per key, and every caller of a key
 // gets the same response.
 //
-//	go test ./server -run TestRetryStorm -v -storm.keys 1000 -storm.dups 10
+//	go test ./gateway -run TestRetryStorm -v -storm.keys 1000 -storm.dups 10
 func TestRetryStorm(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir)

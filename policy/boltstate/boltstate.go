@@ -1,4 +1,7 @@
-package policy
+// Package boltstate is the durable policy.State: the actuation history
+// (cooldowns, rate limits) kept in a bbolt file across restarts. It is its
+// own package so that policy itself needs no bbolt.
+package boltstate
 
 import (
 	"encoding/binary"
@@ -8,9 +11,11 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/promcp/promcp-device/policy"
 )
 
-// BoltState is a State kept in a bbolt file, so that cooldowns and rate
+// BoltState is a policy.State kept in a bbolt file, so that cooldowns and rate
 // limits survive a restart: a compressor that started a minute before the
 // gateway rebooted must still wait out its cooldown. It keeps a day of
 // history per action. What this process records is also kept in memory,
@@ -18,7 +23,7 @@ import (
 // cooldown now. Safe for concurrent use.
 type BoltState struct {
 	db  *bolt.DB
-	mem *MemoryState
+	mem *policy.MemoryState
 	log *slog.Logger
 }
 
@@ -33,7 +38,7 @@ func OpenBoltState(path string, log *slog.Logger) (*BoltState, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &BoltState{db: db, mem: NewMemoryState(), log: log}, nil
+	return &BoltState{db: db, mem: policy.NewMemoryState(), log: log}, nil
 }
 
 // Close closes the file.

@@ -1,4 +1,4 @@
-package server_test
+package gateway_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
@@ -127,6 +128,6 @@ func newModbusBench(t *testing.T) (*sim.ManualClock, *sim.World, *client.Client)
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{})
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
 	return clk, w, c
 }

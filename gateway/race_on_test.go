@@ -1,6 +1,6 @@
 //go:build race
 
-package server_test
+package gateway_test
 
 // raceEnabled: the race detector makes 1 MB JSON round trips through the
 // MCP client ~8 times slower, so the refusal flood sends fewer under it.

@@ -1,4 +1,4 @@
-package server_test
+package gateway_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/server"
@@ -80,7 +81,7 @@ func newRaceBench(t *testing.T) *raceBench {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { set.Close() })
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{Policy: pol})
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol})
 	return &raceBench{clk: clk, world: w, c: c, writes: writes}
 }
 
@@ -332,7 +333,7 @@ func TestCanDoReportsReservationInProgress(t *testing.T) {
 	}
 	t.Cleanup(func() { set.Close() })
 	res := policy.NewLocalReserver(policy.NewMemoryState())
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, server.GatewayOptions{Policy: pol, Reserver: res})
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol, Reserver: res})
 	b := &raceBench{clk: clk, world: w, c: c}
 
 	allow := func(context.Context, policy.View) policy.Decision {

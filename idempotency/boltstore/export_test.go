@@ -1,4 +1,4 @@
-package idempotency
+package boltstore
 
 // LeaveInFlight records key as in flight, as a process that stopped during
 // the action would have left it.

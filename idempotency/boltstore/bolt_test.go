@@ -1,4 +1,4 @@
-package idempotency_test
+package boltstore_test
 
 import (
 	"context"
@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/idempotency/boltstore"
 )
 
-var _ idempotency.Store = (*idempotency.Bolt)(nil)
+var _ idempotency.Store = (*boltstore.Bolt)(nil)
 
-func openBolt(t *testing.T, path string, clk idempotency.Clock) *idempotency.Bolt {
+func openBolt(t *testing.T, path string, clk idempotency.Clock) *boltstore.Bolt {
 	t.Helper()
-	b, err := idempotency.OpenBolt(path, time.Second, idempotency.BoltOptions{TTL: time.Hour, Clock: clk})
+	b, err := boltstore.OpenBolt(path, time.Second, boltstore.BoltOptions{TTL: time.Hour, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +75,7 @@ func TestBoltDoesNotKeepRefusals(t *testing.T) {
 func TestBoltRecoversAnAttemptLeftInFlight(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	b := openBolt(t, path, nil)
-	if err := idempotency.LeaveInFlight(b, "k", "fp"); err != nil {
+	if err := boltstore.LeaveInFlight(b, "k", "fp"); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
@@ -155,7 +156,7 @@ func TestBoltConcurrentDuplicatesRunOnce(t *testing.T) {
 func TestBoltClosed(t *testing.T) {
 	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"), nil)
 	b.Close()
-	if _, _, err := b.Do(t.Context(), "k", "a", counting(new(atomic.Int32), "x", true)); !errors.Is(err, idempotency.ErrClosed) {
+	if _, _, err := b.Do(t.Context(), "k", "a", counting(new(atomic.Int32), "x", true)); !errors.Is(err, boltstore.ErrClosed) {
 		t.Fatalf("Do after Close = %v, want ErrClosed", err)
 	}
 }
@@ -203,4 +204,17 @@ func TestBoltBeginsWhenTheActionSaysSo(t *testing.T) {
 	}); err != nil || n() != 1 {
 		t.Fatalf("began, kept nothing: %v, %d records; want the key forgotten (1 record: acted)", err, n())
 	}
+}
+
+// manualClock is a clock the test moves.
+type manualClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
 }

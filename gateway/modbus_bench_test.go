@@ -1,4 +1,4 @@
-package server_test
+package gateway_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
@@ -71,7 +72,7 @@ func meterBench(b *testing.B) (string, mcpserver.ToolHandlerFunc, *capabilities.
 	if err != nil {
 		b.Fatal(err)
 	}
-	if _, err := server.Serve(s, set); err != nil {
+	if _, err := gateway.Serve(s, set); err != nil {
 		b.Fatal(err)
 	}
 	c, _ := set.Get("site_power")

@@ -1,4 +1,7 @@
-package approval
+// Package boltledger is the durable approval.Ledger: spent one-time
+// approvals kept in a bbolt file. It is its own package so that the proMCP
+// library (server) sees only the approval interfaces, not bbolt.
+package boltledger
 
 import (
 	"encoding/binary"
@@ -7,11 +10,13 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/promcp/promcp-device/approval"
 )
 
 var usedBucket = []byte("used")
 
-// BoltLedger is a Ledger kept in a bbolt file, so that a one-time approval
+// BoltLedger is an approval.Ledger kept in a bbolt file, so that a one-time approval
 // stays spent across a restart of the gateway. A grant's ID is kept until
 // the grant expires (after that Verify refuses it anyway). Use commits to
 // disk before it returns; when the file cannot be written, Use fails and
@@ -42,11 +47,11 @@ func OpenBoltLedger(path string) (*BoltLedger, error) {
 func (l *BoltLedger) Close() error { return l.db.Close() }
 
 // Use implements Ledger; it also drops grants that have expired.
-func (l *BoltLedger) Use(g Grant, now time.Time) error {
+func (l *BoltLedger) Use(g approval.Grant, now time.Time) error {
 	err := l.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(usedBucket)
 		if v := b.Get([]byte(g.ID)); v != nil {
-			return ErrUsed
+			return approval.ErrUsed
 		}
 		var exp [8]byte
 		binary.BigEndian.PutUint64(exp[:], uint64(g.Expires.UnixNano()))
@@ -67,7 +72,7 @@ func (l *BoltLedger) Use(g Grant, now time.Time) error {
 		}
 		return nil
 	})
-	if err != nil && !errors.Is(err, ErrUsed) {
+	if err != nil && !errors.Is(err, approval.ErrUsed) {
 		return fmt.Errorf("approval ledger: %w", err)
 	}
 	return err
@@ -75,7 +80,7 @@ func (l *BoltLedger) Use(g Grant, now time.Time) error {
 
 // Used implements Ledger. A ledger that cannot be read answers true: an
 // approval whose use cannot be checked is not honoured.
-func (l *BoltLedger) Used(g Grant, now time.Time) bool {
+func (l *BoltLedger) Used(g approval.Grant, now time.Time) bool {
 	used := true
 	_ = l.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(usedBucket).Get([]byte(g.ID))

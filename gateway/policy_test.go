@@ -1,4 +1,4 @@
-package server_test
+package gateway_test
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
@@ -91,7 +92,7 @@ func newPolicyBenchFrom(t *testing.T, policyFile string, more []server.Option, o
 	}
 	t.Cleanup(func() { set.Close() })
 	sopts := append([]server.Option{server.WithClock(clk)}, more...)
-	_, c := serveInProcess(t, set, sopts, server.GatewayOptions{Policy: pol}, opts...)
+	_, c := serveInProcess(t, set, sopts, gateway.GatewayOptions{Policy: pol}, opts...)
 	return &policyBench{t: t, clk: clk, world: w, c: c}
 }
 

@@ -1,5 +1,5 @@
 //go:build !race
 
-package server_test
+package gateway_test
 
 const raceEnabled = false

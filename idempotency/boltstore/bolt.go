@@ -1,4 +1,8 @@
-package idempotency
+// Package boltstore is the durable idempotency.Store: outcomes kept in a
+// bbolt file, so that a retry after a restart is answered, not re-run. It
+// is its own package so that the proMCP library (server) sees only the
+// idempotency interfaces, not bbolt.
+package boltstore
 
 import (
 	"context"
@@ -12,6 +16,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/promcp/promcp-device/idempotency"
 )
 
 // ErrClosed is returned by Do once the store is closed.
@@ -27,7 +33,7 @@ type record struct {
 	Expires     time.Time `json:"expires"`
 	Outcome     []byte    `json:"outcome,omitempty"`
 	// Unrecorded says that the first answer went out before the outcome
-	// was recorded: replays carry ErrNotRecorded, as it did.
+	// was recorded: replays carry idempotency.ErrNotRecorded, as it did.
 	Unrecorded bool `json:"unrecorded,omitempty"`
 }
 
@@ -38,10 +44,10 @@ const (
 
 // BoltOptions configures a Bolt store. The zero value means the defaults.
 type BoltOptions struct {
-	// TTL is how long an outcome is kept; <= 0 means DefaultTTL.
+	// TTL is how long an outcome is kept; <= 0 means idempotency.DefaultTTL.
 	TTL time.Duration
 	// Clock tells the time; nil means the system clock.
-	Clock Clock
+	Clock idempotency.Clock
 	// Log receives store failures that cannot be returned; nil discards.
 	Log *slog.Logger
 	// MaxBatchDelay is how long a write waits for others to share its
@@ -53,10 +59,10 @@ type BoltOptions struct {
 // Bolt is a durable Store in a bbolt file. Each key's record holds the
 // fingerprint, the state (in flight or done), the start time, the expiry
 // and the full outcome. A key is recorded in flight, and that record is
-// fsync'd, when the action calls Attempt.Begin, before it acts; its
+// fsync'd, when the action calls idempotency.Attempt.Begin, before it acts; its
 // outcome is recorded, and fsync'd, before Do returns. An action that
 // keeps nothing and never began costs no write. When that last write fails
-// (a full disk), Do returns the outcome with ErrNotRecorded, keeps it in
+// (a full disk), Do returns the outcome with idempotency.ErrNotRecorded, keeps it in
 // memory, answers retries with it (and the same error), and writes it once
 // a later write succeeds. A lone write commits at once; concurrent writes
 // share commits (bbolt's Batch).
@@ -66,7 +72,7 @@ type BoltOptions struct {
 type Bolt struct {
 	db    *bolt.DB
 	ttl   time.Duration
-	clock Clock
+	clock idempotency.Clock
 	log   *slog.Logger
 
 	writers atomic.Int32 // writes in progress, to choose between Update and Batch
@@ -96,7 +102,7 @@ type flight struct {
 // records.
 func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, error) {
 	if opts.TTL <= 0 {
-		opts.TTL = DefaultTTL
+		opts.TTL = idempotency.DefaultTTL
 	}
 	if opts.Clock == nil {
 		opts.Clock = systemClock{}
@@ -142,7 +148,7 @@ func (b *Bolt) Close() error {
 }
 
 // Do implements Store.
-func (b *Bolt) Do(ctx context.Context, key, fingerprint string, act Action) ([]byte, bool, error) {
+func (b *Bolt) Do(ctx context.Context, key, fingerprint string, act idempotency.Action) ([]byte, bool, error) {
 	for {
 		b.mu.Lock()
 		if b.closed {
@@ -166,7 +172,7 @@ func (b *Bolt) Do(ctx context.Context, key, fingerprint string, act Action) ([]b
 		}
 		b.mu.Unlock()
 		if f.fingerprint != fingerprint {
-			return nil, false, fmt.Errorf("key %q: %w", key, ErrConflict)
+			return nil, false, fmt.Errorf("key %q: %w", key, idempotency.ErrConflict)
 		}
 		select {
 		case <-f.done:
@@ -175,7 +181,7 @@ func (b *Bolt) Do(ctx context.Context, key, fingerprint string, act Action) ([]b
 		}
 		if f.kept {
 			if f.unrecorded {
-				return f.outcome, true, fmt.Errorf("key %q: %w", key, ErrNotRecorded)
+				return f.outcome, true, fmt.Errorf("key %q: %w", key, idempotency.ErrNotRecorded)
 			}
 			return f.outcome, true, nil
 		}
@@ -184,7 +190,7 @@ func (b *Bolt) Do(ctx context.Context, key, fingerprint string, act Action) ([]b
 }
 
 // run is the one call of this process holding key.
-func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out []byte, replayed bool, err error) {
+func (b *Bolt) run(ctx context.Context, key string, f *flight, act idempotency.Action) (out []byte, replayed bool, err error) {
 	defer func() {
 		b.mu.Lock()
 		delete(b.flights, key)
@@ -210,24 +216,24 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out 
 	if found && now.After(rec.Expires) {
 		found = false
 	}
-	var attempt Attempt
+	var attempt idempotency.Attempt
 	began := false
 	switch {
 	case found && rec.Fingerprint != f.fingerprint:
-		return nil, false, fmt.Errorf("key %q: %w", key, ErrConflict)
+		return nil, false, fmt.Errorf("key %q: %w", key, idempotency.ErrConflict)
 	case found && rec.State == stateDone:
 		f.outcome, f.kept, f.unrecorded = rec.Outcome, true, rec.Unrecorded
 		if rec.Unrecorded {
-			return rec.Outcome, true, fmt.Errorf("key %q: %w", key, ErrNotRecorded)
+			return rec.Outcome, true, fmt.Errorf("key %q: %w", key, idempotency.ErrNotRecorded)
 		}
 		return rec.Outcome, true, nil
 	case found: // in flight, left by a process that stopped
-		attempt = Attempt{Recovering: true, Started: rec.Started}
+		attempt = idempotency.Attempt{Recovering: true, Started: rec.Started}
 		began = true
 	default:
 		rec = record{Fingerprint: f.fingerprint, State: stateInFlight, Started: now, Expires: now.Add(b.ttl)}
 		var berr error
-		attempt.begin = func(context.Context) error {
+		attempt = idempotency.BeginWith(func(context.Context) error {
 			if began {
 				return berr
 			}
@@ -236,7 +242,7 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out 
 				berr = fmt.Errorf("%w (nothing recorded, so nothing may actuate)", berr)
 			}
 			return berr
-		}
+		})
 	}
 
 	out, keep, err := act(ctx, attempt)
@@ -272,7 +278,7 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act Action) (out 
 		b.pending[key] = &done
 		b.mu.Unlock()
 		f.outcome, f.kept, f.unrecorded = out, true, true
-		return out, false, fmt.Errorf("key %q: %w: %w", key, ErrNotRecorded, err)
+		return out, false, fmt.Errorf("key %q: %w: %w", key, idempotency.ErrNotRecorded, err)
 	}
 	f.outcome, f.kept = out, true
 	return out, false, nil
@@ -398,3 +404,7 @@ func (b *Bolt) Len() (int, error) {
 	})
 	return n, err
 }
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }

@@ -1,4 +1,4 @@
-package server_test
+package gateway_test
 
 import (
 	"strings"
@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
@@ -18,13 +19,13 @@ import (
 // serveInProcess serves set on a new server made with sopts (and the
 // gateway options gopts) and returns an initialised in-process MCP client
 // made with copts. Everything is closed when the test ends.
-func serveInProcess(t testing.TB, set *capabilities.Set, sopts []server.Option, gopts server.GatewayOptions, copts ...client.ClientOption) (*server.Server, *client.Client) {
+func serveInProcess(t testing.TB, set *capabilities.Set, sopts []server.Option, gopts gateway.GatewayOptions, copts ...client.ClientOption) (*server.Server, *client.Client) {
 	t.Helper()
 	srv, err := server.New("bench", "test", sopts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := server.Serve(srv, set, gopts); err != nil {
+	if _, err := gateway.Serve(srv, set, gopts); err != nil {
 		t.Fatal(err)
 	}
 	c, err := client.NewInProcessClientWithOptions(srv.MCP(), copts...)
