@@ -14,6 +14,7 @@ import (
 	pi2c "periph.io/x/conn/v3/i2c"
 	"periph.io/x/conn/v3/physic"
 
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
@@ -404,7 +405,7 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 		if !ok {
 			return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
 		}
-		regs := i2c.NewRegisters(bus, d.Address, d.Registers)
+		regs := i2c.NewRegisters(bus, d.Address, driverconf.I2CRegisters(d.Registers))
 		return &device{
 			model: d.Model,
 			source: perChannel(clock, func(channel string, t manifests.ValueType) func(context.Context) (any, error) {
@@ -457,7 +458,7 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 		if err != nil {
 			return nil, err
 		}
-		in := gpio.NewInput(d.Name, pin, d.Pull, d.ActiveLow, log)
+		in := gpio.NewInput(d.Name, pin, driverconf.Pull(d.Pull), d.ActiveLow, log)
 		if err := in.Open(ctx); err != nil {
 			return nil, err
 		}

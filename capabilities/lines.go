@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/serial"
 	"github.com/promcp/promcp-device/manifests"
@@ -63,7 +64,7 @@ func (ls *lineSet) modbusDevice(d manifests.Device, clock Clock) (*device, error
 	if !ok {
 		return nil, fmt.Errorf("bus %q is not an open Modbus line", d.Bus)
 	}
-	points := line.Unit(d.UnitID, modbus.WithTimeout(d.Timeout)).Points(d.ModbusRegisters, d.MaxSpan)
+	points := line.Unit(d.UnitID, modbus.WithTimeout(d.Timeout)).Points(driverconf.ModbusRegisters(d.ModbusRegisters), d.MaxSpan)
 	return &device{
 		model: d.Model,
 		source: func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
@@ -105,7 +106,7 @@ func (ls *lineSet) serialDevice(d manifests.Device, clock Clock) (*device, error
 	if !ok {
 		return nil, fmt.Errorf("bus %q is not an open serial line", d.Bus)
 	}
-	in, err := line.Instrument(d.Name, d.Line, d.Timeout)
+	in, err := line.Instrument(d.Name, driverconf.Instrument(d.Line), d.Timeout)
 	if err != nil {
 		return nil, err
 	}

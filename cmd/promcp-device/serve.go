@@ -19,7 +19,9 @@ import (
 
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
@@ -390,13 +392,13 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			Serial: ep.OpenPort,
 		}
 	} else {
-		h := drivers.NewHost(log)
+		h := host.New(log)
 		hw = capabilities.HardwareFuncs{
 			I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return h.I2C(ctx, b.Device) },
 			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
 			TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) { return modbus.DialerTCP(b.Address)(ctx) },
 			Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
-				return modbus.OpenPort(ctx, b.Serial)
+				return modbus.OpenPort(ctx, driverconf.Serial(b.Serial))
 			},
 		}
 	}

@@ -12,7 +12,6 @@ import (
 	mb "github.com/goburrow/modbus"
 
 	"github.com/promcp/promcp-device/drivers"
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // Config is what a Line needs beyond its transport. The zero value of each
@@ -21,12 +20,12 @@ type Config struct {
 	// Name names the line in errors and logs (the manifest bus name).
 	Name string
 	// Timeout bounds one transaction, response included. Default
-	// manifests.DefaultTimeout.
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Retries is how often a failed transaction is retried (timeouts,
 	// garbled frames, busy devices, dropped connections; not other
 	// exceptions). Negative means none; 0 means none too: callers pass the
-	// manifest's value, which Load defaults to manifests.DefaultRetries.
+	// manifest's value (manifests.DefaultRetries when it declares none).
 	Retries int
 	// Backoff is the wait before the first retry; it doubles for each
 	// further one. Default 20ms. The line is free while a device backs off.
@@ -44,7 +43,7 @@ type Config struct {
 
 func (c *Config) defaults() {
 	if c.Timeout <= 0 {
-		c.Timeout = manifests.DefaultTimeout
+		c.Timeout = DefaultTimeout
 	}
 	if c.Retries < 0 {
 		c.Retries = 0

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // ScanConfig bounds a scan. Zero values mean the documented defaults.
@@ -23,7 +21,7 @@ type ScanConfig struct {
 
 // Range is a run of readable addresses in one table.
 type Range struct {
-	Table       manifests.Table
+	Table       Table
 	First, Last uint16
 }
 
@@ -66,7 +64,7 @@ func (l *Line) Scan(ctx context.Context, cfg ScanConfig) ([]UnitReport, error) {
 		u := l.Unit(id)
 		alive := false
 		var ranges []Range
-		for _, table := range []manifests.Table{manifests.TableHolding, manifests.TableInput, manifests.TableCoil, manifests.TableDiscrete} {
+		for _, table := range []Table{TableHolding, TableInput, TableCoil, TableDiscrete} {
 			var cur *Range
 		probe:
 			for i := range int(cfg.Count) {

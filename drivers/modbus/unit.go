@@ -9,7 +9,6 @@ import (
 	mb "github.com/goburrow/modbus"
 
 	"github.com/promcp/promcp-device/drivers"
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // Unit is one Modbus device (unit id) on a Line. Its calls retry with
@@ -193,13 +192,13 @@ func (u *Unit) errorf(what string, err error) error {
 // ReadRegisters reads count holding or input registers from address (0-based)
 // and returns their 2*count bytes as sent (each register big endian).
 // Identical concurrent reads share one transaction.
-func (u *Unit) ReadRegisters(ctx context.Context, table manifests.Table, address, count uint16) ([]byte, error) {
+func (u *Unit) ReadRegisters(ctx context.Context, table Table, address, count uint16) ([]byte, error) {
 	what := fmt.Sprintf("%s %d+%d", table, address, count)
 	var op func(mb.Client) ([]byte, error)
 	switch table {
-	case manifests.TableHolding:
+	case TableHolding:
 		op = func(c mb.Client) ([]byte, error) { return c.ReadHoldingRegisters(address, count) }
-	case manifests.TableInput:
+	case TableInput:
 		op = func(c mb.Client) ([]byte, error) { return c.ReadInputRegisters(address, count) }
 	default:
 		return nil, u.errorf(what, fmt.Errorf("table %q holds no registers", table))
@@ -215,13 +214,13 @@ func (u *Unit) ReadRegisters(ctx context.Context, table manifests.Table, address
 
 // ReadBits reads count coils or discrete inputs from address (0-based).
 // Identical concurrent reads share one transaction.
-func (u *Unit) ReadBits(ctx context.Context, table manifests.Table, address, count uint16) ([]bool, error) {
+func (u *Unit) ReadBits(ctx context.Context, table Table, address, count uint16) ([]bool, error) {
 	what := fmt.Sprintf("%s %d+%d", table, address, count)
 	var op func(mb.Client) ([]byte, error)
 	switch table {
-	case manifests.TableCoil:
+	case TableCoil:
 		op = func(c mb.Client) ([]byte, error) { return c.ReadCoils(address, count) }
-	case manifests.TableDiscrete:
+	case TableDiscrete:
 		op = func(c mb.Client) ([]byte, error) { return c.ReadDiscreteInputs(address, count) }
 	default:
 		return nil, u.errorf(what, fmt.Errorf("table %q holds no bits", table))

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/drivers"
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // ErrNoMatch means the instrument answered a line that its response
@@ -33,7 +32,7 @@ type Port interface {
 type Config struct {
 	Name string // the manifest bus name, for errors and logs
 	// Timeout bounds one request and its response line. Default
-	// manifests.DefaultTimeout.
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Retries is how often a failed transaction is retried; 0 means none.
 	Retries int
@@ -54,6 +53,20 @@ type systemClock struct{}
 func (systemClock) Now() time.Time                         { return time.Now() }
 func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
+// DefaultTimeout bounds a transaction on a line configured with no timeout.
+const DefaultTimeout = 100 * time.Millisecond
+
+// InstrumentConfig is what an instrument sends and how its response reads.
+type InstrumentConfig struct {
+	// Request is the text sent, terminator excluded.
+	Request string
+	// Terminator ends the request and the response; default "\r\n".
+	Terminator string
+	// Response is a regular expression matched against the response line
+	// (terminator removed); its named groups are the instrument's values.
+	Response string
+}
+
 // Line is one serial port shared by line instruments.
 type Line struct {
 	cfg  Config
@@ -69,7 +82,7 @@ type Line struct {
 // NewLine does no I/O.
 func NewLine(cfg Config, port Port, log *slog.Logger) *Line {
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = manifests.DefaultTimeout
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 20 * time.Millisecond
@@ -115,7 +128,7 @@ type flight struct {
 // Instrument returns the instrument that the manifest device name declares.
 // timeout bounds its transactions; 0 means the line's. It fails when the
 // response pattern does not compile.
-func (l *Line) Instrument(name string, li manifests.LineInstrument, timeout time.Duration) (*Instrument, error) {
+func (l *Line) Instrument(name string, li InstrumentConfig, timeout time.Duration) (*Instrument, error) {
 	re, err := regexp.Compile(li.Response)
 	if err != nil {
 		return nil, fmt.Errorf("serial %s %s: response pattern: %w", l.cfg.Name, name, err)
