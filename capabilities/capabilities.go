@@ -14,6 +14,7 @@ import (
 	pi2c "periph.io/x/conn/v3/i2c"
 	"periph.io/x/conn/v3/physic"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/gpio"
@@ -77,18 +78,11 @@ func (h HardwareFuncs) OpenPin(ctx context.Context, dev manifests.Device) (pgpio
 	return h.Pin(ctx, dev)
 }
 
-// Clock tells the time of readings.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Options are the optional knobs of Open.
 type Options struct {
 	// Clock stamps readings; nil means the system clock. The simulator
 	// passes its own clock so sample times follow simulated time.
-	Clock Clock
+	Clock clock.Clock
 	// Log receives lifecycle and per-transaction logs; nil discards them.
 	Log *slog.Logger
 }
@@ -119,7 +113,7 @@ type Capability struct {
 	// Model is the model of the bound device.
 	Model manifests.Model
 
-	clock  Clock
+	clock  clock.Clock
 	log    *slog.Logger
 	src    *sampler      // shared by the capabilities of one measurement
 	pick   func(any) any // the capability's value in the source's sample
@@ -264,7 +258,7 @@ func (s *Set) Close() error {
 // was opened is closed again.
 func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options) (_ *Set, err error) {
 	if opts.Clock == nil {
-		opts.Clock = systemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -350,9 +344,9 @@ type device struct {
 func identity(v any) any { return v }
 
 // perChannel gives each channel its own sampler over read.
-func perChannel(clock Clock, read func(channel string, t manifests.ValueType) func(context.Context) (any, error)) func(string, manifests.ValueType) (*sampler, func(any) any, error) {
+func perChannel(clk clock.Clock, read func(channel string, t manifests.ValueType) func(context.Context) (any, error)) func(string, manifests.ValueType) (*sampler, func(any) any, error) {
 	return func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
-		return newSampler(clock, read(channel, t)), identity, nil
+		return newSampler(clk, read(channel, t)), identity, nil
 	}
 }
 
@@ -362,13 +356,13 @@ func noWriter(model manifests.Model) func(string, manifests.ValueType) (func(con
 	}
 }
 
-func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.Bus, lines *lineSet, hw Hardware, clock Clock, log *slog.Logger) (*device, error) {
+func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.Bus, lines *lineSet, hw Hardware, clk clock.Clock, log *slog.Logger) (*device, error) {
 	log = log.With("device", d.Name)
 	switch d.Model {
 	case manifests.ModelModbus:
-		return lines.modbusDevice(d, clock)
+		return lines.modbusDevice(d, clk)
 	case manifests.ModelSerialLine:
-		return lines.serialDevice(d, clock)
+		return lines.serialDevice(d, clk)
 	case manifests.ModelSHT3x:
 		bus, ok := buses[d.Bus]
 		if !ok {
@@ -376,7 +370,7 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 		}
 		sensor := i2c.NewSHT3x(bus, d.Address)
 		// One measurement serves temperature and humidity alike.
-		shared := newSampler(clock, func(ctx context.Context) (any, error) {
+		shared := newSampler(clk, func(ctx context.Context) (any, error) {
 			s, err := sensor.Sense(ctx)
 			if err != nil {
 				return nil, err
@@ -408,7 +402,7 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 		regs := i2c.NewRegisters(bus, d.Address, driverconf.I2CRegisters(d.Registers))
 		return &device{
 			model: d.Model,
-			source: perChannel(clock, func(channel string, t manifests.ValueType) func(context.Context) (any, error) {
+			source: perChannel(clk, func(channel string, t manifests.ValueType) func(context.Context) (any, error) {
 				return func(ctx context.Context) (any, error) {
 					f, err := regs.Read(ctx, channel)
 					if err != nil {
@@ -439,7 +433,7 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 		}
 		return &device{
 			model: d.Model,
-			source: perChannel(clock, func(string, manifests.ValueType) func(context.Context) (any, error) {
+			source: perChannel(clk, func(string, manifests.ValueType) func(context.Context) (any, error) {
 				return func(ctx context.Context) (any, error) { return out.Get(ctx) }
 			}),
 			writer: func(string, manifests.ValueType) (func(context.Context, any) error, error) {
@@ -464,7 +458,7 @@ func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.B
 		}
 		return &device{
 			model: d.Model,
-			source: perChannel(clock, func(string, manifests.ValueType) func(context.Context) (any, error) {
+			source: perChannel(clk, func(string, manifests.ValueType) func(context.Context) (any, error) {
 				return func(ctx context.Context) (any, error) { return in.Get(ctx) }
 			}),
 			writer: noWriter(d.Model),

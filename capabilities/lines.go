@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/serial"
@@ -59,7 +60,7 @@ func openLines(ctx context.Context, m *manifests.Manifest, hw Hardware, log *slo
 	return ls, nil
 }
 
-func (ls *lineSet) modbusDevice(d manifests.Device, clock Clock) (*device, error) {
+func (ls *lineSet) modbusDevice(d manifests.Device, clk clock.Clock) (*device, error) {
 	line, ok := ls.modbus[d.Bus]
 	if !ok {
 		return nil, fmt.Errorf("bus %q is not an open Modbus line", d.Bus)
@@ -72,7 +73,7 @@ func (ls *lineSet) modbusDevice(d manifests.Device, clock Clock) (*device, error
 			if !ok {
 				return nil, nil, fmt.Errorf("modbus device %s has no register %q", d.Name, channel)
 			}
-			return newSampler(clock, func(ctx context.Context) (any, error) {
+			return newSampler(clk, func(ctx context.Context) (any, error) {
 				v, err := p.Read(ctx)
 				if err != nil {
 					return nil, err
@@ -101,7 +102,7 @@ func (ls *lineSet) modbusDevice(d manifests.Device, clock Clock) (*device, error
 	}, nil
 }
 
-func (ls *lineSet) serialDevice(d manifests.Device, clock Clock) (*device, error) {
+func (ls *lineSet) serialDevice(d manifests.Device, clk clock.Clock) (*device, error) {
 	line, ok := ls.serial[d.Bus]
 	if !ok {
 		return nil, fmt.Errorf("bus %q is not an open serial line", d.Bus)
@@ -114,7 +115,7 @@ func (ls *lineSet) serialDevice(d manifests.Device, clock Clock) (*device, error
 		model: d.Model,
 		// Each channel has its own sampler; the instrument coalesces
 		// concurrent reads of the line into one transaction.
-		source: perChannel(clock, func(channel string, t manifests.ValueType) func(context.Context) (any, error) {
+		source: perChannel(clk, func(channel string, t manifests.ValueType) func(context.Context) (any, error) {
 			return func(ctx context.Context) (any, error) {
 				vals, err := in.Read(ctx)
 				if err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/promcp/promcp-device/clock"
 )
 
 // attempt is the outcome of one bus transaction (or one device operation,
@@ -31,7 +33,7 @@ type attempt struct {
 //
 // A sampler is safe for concurrent use.
 type sampler struct {
-	clock Clock
+	clock clock.Clock
 	read  func(ctx context.Context) (any, error)
 
 	mu     sync.Mutex
@@ -47,8 +49,8 @@ type flight struct {
 	a    *attempt
 }
 
-func newSampler(clock Clock, read func(ctx context.Context) (any, error)) *sampler {
-	return &sampler{clock: clock, read: read}
+func newSampler(clk clock.Clock, read func(ctx context.Context) (any, error)) *sampler {
+	return &sampler{clock: clk, read: read}
 }
 
 // get returns the latest attempt if it is younger than maxAge, and

@@ -9,12 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 )
 
 var _ idempotency.Store = (*idempotency.Bolt)(nil)
 
-func openBolt(t *testing.T, path string, clk idempotency.Clock) *idempotency.Bolt {
+func openBolt(t *testing.T, path string, clk clock.Clock) *idempotency.Bolt {
 	t.Helper()
 	b, err := idempotency.OpenBolt(path, time.Second, idempotency.BoltOptions{TTL: time.Hour, Clock: clk})
 	if err != nil {

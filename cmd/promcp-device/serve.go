@@ -19,6 +19,7 @@ import (
 
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/host"
@@ -355,7 +356,7 @@ type gatewayOptions struct {
 func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (*gateway, error) {
 	g := &gateway{manifest: m}
 	var hw capabilities.Hardware
-	var clock interface{ Now() time.Time } = systemClock{}
+	var clk sim.Clock = clock.System{}
 	if o.simulate {
 		scale := o.timeScale
 		if scale <= 0 && m.Sim != nil {
@@ -368,7 +369,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		case !o.simStart.IsZero():
 			sc = sim.NewScaledClockAt(o.simStart, scale)
 		}
-		clock = sc
+		clk = sc
 		w, err := sim.New(m, sc)
 		if err != nil {
 			return nil, fmt.Errorf("simulator: %w", err)
@@ -402,7 +403,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			},
 		}
 	}
-	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clock})
+	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk})
 	if err != nil {
 		g.Close0()
 		return nil, err
@@ -410,7 +411,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 	g.set = set
 	sopts := []server.Option{
 		server.WithLogger(log),
-		server.WithClock(clock),
+		server.WithClock(clk),
 		server.WithInstructions(instructions(m)),
 	}
 	if o.approvals != nil {
@@ -429,10 +430,6 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 	g.srv = srv
 	return g, nil
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // policyChoice is the policy a gateway runs under, and how it was found.
 type policyChoice struct {

@@ -11,6 +11,7 @@ import (
 
 	mb "github.com/goburrow/modbus"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 )
 
@@ -37,8 +38,8 @@ type Config struct {
 	// touching the line; it doubles after each failed trial, up to 1 minute.
 	// Default 5s.
 	BreakerCooldown time.Duration
-	// Clock times back-offs and silences; nil means SystemClock.
-	Clock Clock
+	// Clock times back-offs and silences; nil means clock.System.
+	Clock clock.Clock
 }
 
 func (c *Config) defaults() {
@@ -58,7 +59,7 @@ func (c *Config) defaults() {
 		c.BreakerCooldown = 5 * time.Second
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clock.System{}
 	}
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/promcp/promcp-device/clock"
 )
 
 // ScanConfig bounds a scan. Zero values mean the documented defaults.
@@ -58,7 +60,7 @@ func (l *Line) Scan(ctx context.Context, cfg ScanConfig) ([]UnitReport, error) {
 	if cfg.Pause <= 0 {
 		cfg.Pause = 20 * time.Millisecond
 	}
-	pause := func() error { return sleep(ctx, l.cfg.Clock, cfg.Pause) }
+	pause := func() error { return clock.Sleep(ctx, l.cfg.Clock, cfg.Pause) }
 	var found []UnitReport
 	for _, id := range units {
 		u := l.Unit(id)

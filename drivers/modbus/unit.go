@@ -8,6 +8,7 @@ import (
 
 	mb "github.com/goburrow/modbus"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 )
 
@@ -178,7 +179,7 @@ func (u *Unit) call(ctx context.Context, what string, op func(mb.Client) ([]byte
 			u.settle(cfg.Clock.Now(), failed)
 			return nil, u.errorf(what, err)
 		}
-		if serr := sleep(ctx, cfg.Clock, cfg.Backoff<<attempt); serr != nil {
+		if serr := clock.Sleep(ctx, cfg.Clock, cfg.Backoff<<attempt); serr != nil {
 			u.settle(cfg.Clock.Now(), abandoned)
 			return nil, u.errorf(what, fmt.Errorf("%w (backing off after: %w)", drivers.Classify(serr), err))
 		}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 )
 
@@ -39,19 +40,8 @@ type Config struct {
 	// Backoff is the wait before the first retry, doubling after; default 20ms.
 	Backoff time.Duration
 	// Clock times deadlines and back-offs; nil means the system clock.
-	Clock Clock
+	Clock clock.Clock
 }
-
-// Clock tells the time and waits.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // DefaultTimeout bounds a transaction on a line configured with no timeout.
 const DefaultTimeout = 100 * time.Millisecond
@@ -91,7 +81,7 @@ func NewLine(cfg Config, port Port, log *slog.Logger) *Line {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = systemClock{}
+		cfg.Clock = clock.System{}
 	}
 	return &Line{cfg: cfg, port: port, log: log.With("bus", cfg.Name), turn: make(chan struct{}, 1)}
 }
