@@ -49,6 +49,14 @@ func (c *ManualClock) After(d time.Duration) <-chan time.Time {
 	return ch
 }
 
+// Waiting returns how many After channels have not fired yet, so that a
+// test can advance the clock once the code under test waits on it.
+func (c *ManualClock) Waiting() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.waiters)
+}
+
 // Advance moves the clock forward by d, firing the After channels it
 // reaches; a negative d is ignored.
 func (c *ManualClock) Advance(d time.Duration) {

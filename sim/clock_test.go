@@ -51,6 +51,9 @@ func TestManualClockAfterFiresOnAdvance(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
 	c := sim.NewManualClock(t0)
 	ch := c.After(time.Minute)
+	if c.Waiting() != 1 {
+		t.Fatalf("Waiting() = %d after one After, want 1", c.Waiting())
+	}
 	c.Advance(59 * time.Second)
 	select {
 	case <-ch:
@@ -65,6 +68,9 @@ func TestManualClockAfterFiresOnAdvance(t *testing.T) {
 		}
 	default:
 		t.Fatal("After(1m) did not fire once the clock reached it")
+	}
+	if c.Waiting() != 0 {
+		t.Fatalf("Waiting() = %d after the wait fired, want 0", c.Waiting())
 	}
 	select {
 	case <-c.After(0):
