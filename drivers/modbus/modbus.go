@@ -180,7 +180,7 @@ func (l *Line) Unit(id uint8, opts ...UnitOption) *Unit {
 		h.SlaveId = id
 		pk = h
 	}
-	u := &Unit{line: l, id: id, client: mb.NewClient2(pk, l.tr), flights: map[string]*flight{}, timeout: l.cfg.Timeout}
+	u := &Unit{line: l, id: id, client: mb.NewClient2(pk, l.tr), timeout: l.cfg.Timeout}
 	for _, o := range opts {
 		o(u)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/internal/flight"
 )
 
 // ErrNoMatch means the instrument answered a line that its response
@@ -105,14 +106,7 @@ type Instrument struct {
 	re      *regexp.Regexp
 	timeout time.Duration
 
-	mu     sync.Mutex
-	flight *flight
-}
-
-type flight struct {
-	done chan struct{}
-	vals map[string]float64
-	err  error
+	flight flight.Group[struct{}, map[string]float64]
 }
 
 // Instrument returns the instrument that the manifest device name declares.
@@ -134,46 +128,28 @@ func (l *Line) Instrument(name string, li InstrumentConfig, timeout time.Duratio
 }
 
 // Read sends the request and returns the values of the response's named
-// groups. Concurrent Reads share one transaction. Errors wrap
+// groups. Concurrent Reads share one transaction, which goes on as long as
+// one of them still waits for it (see flight.Group). Errors wrap
 // drivers.ErrTimeout (no complete line in time) or ErrNoMatch.
 func (in *Instrument) Read(ctx context.Context) (map[string]float64, error) {
-	in.mu.Lock()
-	if f := in.flight; f != nil {
-		in.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.vals, f.err
-		case <-ctx.Done():
-			return nil, drivers.Classify(ctx.Err())
+	vals, err, joined := in.flight.Do(ctx, struct{}{}, in.read)
+	if cerr := ctx.Err(); err != nil && err == cerr {
+		if joined {
+			return nil, drivers.Classify(cerr)
 		}
+		return nil, fmt.Errorf("serial %s %s: %w", in.line.cfg.Name, in.name, drivers.Classify(cerr))
 	}
-	f := &flight{done: make(chan struct{})}
-	in.flight = f
-	in.mu.Unlock()
-	f.vals, f.err = in.read(ctx)
-	in.mu.Lock()
-	in.flight = nil
-	in.mu.Unlock()
-	close(f.done)
-	return f.vals, f.err
+	return vals, err
 }
 
 func (in *Instrument) read(ctx context.Context) (map[string]float64, error) {
 	cfg := in.line.cfg
-	for attempt := 0; ; attempt++ {
-		vals, err := in.tx(ctx)
-		if err == nil || ctx.Err() != nil || attempt >= cfg.Retries {
-			if err != nil {
-				err = fmt.Errorf("serial %s %s: %w", cfg.Name, in.name, err)
-			}
-			return vals, err
-		}
-		select {
-		case <-cfg.Clock.After(cfg.Backoff << attempt):
-		case <-ctx.Done():
-			return nil, fmt.Errorf("serial %s %s: %w (backing off after: %w)", cfg.Name, in.name, drivers.Classify(ctx.Err()), err)
-		}
+	p := drivers.RetryPolicy{Retries: cfg.Retries, Backoff: cfg.Backoff, Clock: cfg.Clock}
+	vals, _, err := drivers.Retry(ctx, p, in.tx)
+	if err != nil {
+		return vals, fmt.Errorf("serial %s %s: %w", cfg.Name, in.name, err)
 	}
+	return vals, nil
 }
 
 // tx performs one request/response under the line's turn.
