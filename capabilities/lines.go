@@ -6,8 +6,6 @@ import (
 	"log/slog"
 	"net"
 
-	"github.com/promcp/promcp-device/clock"
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/serial"
 	"github.com/promcp/promcp-device/manifests"
@@ -58,76 +56,4 @@ func openLines(ctx context.Context, m *manifests.Manifest, hw Hardware, log *slo
 		}
 	}
 	return ls, nil
-}
-
-func (ls *lineSet) modbusDevice(d manifests.Device, clk clock.Clock) (*device, error) {
-	line, ok := ls.modbus[d.Bus]
-	if !ok {
-		return nil, fmt.Errorf("bus %q is not an open Modbus line", d.Bus)
-	}
-	points := line.Unit(d.UnitID, modbus.WithTimeout(d.Timeout)).Points(driverconf.ModbusRegisters(d.ModbusRegisters), d.MaxSpan)
-	return &device{
-		model: d.Model,
-		source: func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
-			p, ok := points[channel]
-			if !ok {
-				return nil, nil, fmt.Errorf("modbus device %s has no register %q", d.Name, channel)
-			}
-			return newSampler(clk, func(ctx context.Context) (any, error) {
-				v, err := p.Read(ctx)
-				if err != nil {
-					return nil, err
-				}
-				if f, ok := v.(float64); ok {
-					return numeric(round(f, 9), t), nil
-				}
-				return v, nil
-			}), identity, nil
-		},
-		writer: func(channel string, t manifests.ValueType) (func(context.Context, any) error, error) {
-			p, ok := points[channel]
-			if !ok {
-				return nil, fmt.Errorf("modbus device %s has no register %q", d.Name, channel)
-			}
-			return func(ctx context.Context, v any) error {
-				switch x := v.(type) {
-				case int64:
-					v = float64(x)
-				case int:
-					v = float64(x)
-				}
-				return p.Write(ctx, v)
-			}, nil
-		},
-	}, nil
-}
-
-func (ls *lineSet) serialDevice(d manifests.Device, clk clock.Clock) (*device, error) {
-	line, ok := ls.serial[d.Bus]
-	if !ok {
-		return nil, fmt.Errorf("bus %q is not an open serial line", d.Bus)
-	}
-	in, err := line.Instrument(d.Name, driverconf.Instrument(d.Line), d.Timeout)
-	if err != nil {
-		return nil, err
-	}
-	return &device{
-		model: d.Model,
-		// Each channel has its own sampler; the instrument coalesces
-		// concurrent reads of the line into one transaction.
-		source: perChannel(clk, func(channel string, t manifests.ValueType) func(context.Context) (any, error) {
-			return func(ctx context.Context) (any, error) {
-				vals, err := in.Read(ctx)
-				if err != nil {
-					return nil, err
-				}
-				f, ok := vals[channel]
-				if !ok {
-					return nil, fmt.Errorf("serial device %s: no value %q in its response", d.Name, channel)
-				}
-				return numeric(round(f, 9), t), nil
-			}
-		}),
-		writer: noWriter(d.Model),
-	}, nil
 }

@@ -266,3 +266,15 @@ func (s *ModbusSlave) advance(now time.Time) {
 		s.setLocked("energy", s.energy)
 	}
 }
+
+// addModbusSlave adds a simulated Modbus slave.
+func addModbusSlave(w *World, d manifests.Device, bl *build) error {
+	sl, err := newModbusSlave(w, d, bl.now)
+	if err != nil {
+		return err
+	}
+	w.slaves = append(w.slaves, sl)
+	w.slaveByName[d.Name] = sl
+	w.slaveBus[d.Name] = d.Bus
+	return nil
+}

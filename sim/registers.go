@@ -119,3 +119,8 @@ func (d *registers) distort(fs *faultState, start uint8, r []byte) {
 		}
 	}
 }
+
+// addRegisters adds a simulated register-map device.
+func addRegisters(w *World, d manifests.Device, _ *build) error {
+	return w.addI2C(d, func() (device, error) { return newRegisters(d) })
+}
