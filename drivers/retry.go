@@ -62,3 +62,26 @@ func Retry[T any](ctx context.Context, p RetryPolicy, tx func(ctx context.Contex
 		}
 	}
 }
+
+// Turn is a line that carries one transaction at a time: a lock that a
+// waiting caller can give up on. Create one with NewTurn.
+type Turn chan struct{}
+
+// NewTurn returns a free Turn.
+func NewTurn() Turn { return make(Turn, 1) }
+
+// Take waits for the line or for ctx to end. On success the caller owns the
+// line until it calls release; otherwise the error, classified, says the
+// caller gave up waiting.
+func (t Turn) Take(ctx context.Context) (release func(), err error) {
+	select {
+	case t <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the line: %w", Classify(ctx.Err()))
+	}
+	if err := ctx.Err(); err != nil {
+		<-t
+		return nil, fmt.Errorf("waiting for the line: %w", Classify(err))
+	}
+	return func() { <-t }, nil
+}

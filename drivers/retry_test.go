@@ -65,3 +65,36 @@ func TestRetryStopsWhenTheCallerGivesUp(t *testing.T) {
 		}
 	})
 }
+
+func TestTurnIsOneAtATimeAndCanBeGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		turn := NewTurn()
+		release, err := turn.Take(t.Context())
+		if err != nil {
+			t.Fatalf("Take on a free line = %v", err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		if _, err := turn.Take(ctx); !errors.Is(err, ErrTimeout) {
+			t.Fatalf("Take on a busy line until the deadline = %v, want ErrTimeout", err)
+		}
+		got := make(chan error, 1)
+		go func() {
+			r, err := turn.Take(t.Context())
+			if err == nil {
+				r()
+			}
+			got <- err
+		}()
+		synctest.Wait()
+		select {
+		case err := <-got:
+			t.Fatalf("a second caller took the busy line: %v", err)
+		default:
+		}
+		release()
+		if err := <-got; err != nil {
+			t.Fatalf("Take after release = %v", err)
+		}
+	})
+}

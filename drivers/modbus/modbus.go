@@ -74,7 +74,7 @@ type Line struct {
 	tr   transport
 	rtu  bool
 	log  *slog.Logger
-	turn chan struct{}
+	turn drivers.Turn
 
 	mu    sync.Mutex
 	units map[uint8]*Unit
@@ -130,7 +130,7 @@ func newLine(cfg Config, tr transport, rtu bool, log *slog.Logger) *Line {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Line{cfg: cfg, tr: tr, rtu: rtu, log: log.With("bus", cfg.Name), turn: make(chan struct{}, 1), units: map[uint8]*Unit{}}
+	return &Line{cfg: cfg, tr: tr, rtu: rtu, log: log.With("bus", cfg.Name), turn: drivers.NewTurn(), units: map[uint8]*Unit{}}
 }
 
 // Close closes the transport. Transactions in flight fail.
@@ -191,15 +191,11 @@ func (l *Line) Unit(id uint8, opts ...UnitOption) *Unit {
 // tx runs one transaction for u: waits for the line's turn under ctx,
 // arms the transport with min(timeout, ctx deadline), runs op.
 func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) ([]byte, error)) ([]byte, error) {
-	select {
-	case l.turn <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(ctx.Err()))
+	release, err := l.turn.Take(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer func() { <-l.turn }()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(err))
-	}
+	defer release()
 	u.mu.Lock()
 	timeout := u.timeout
 	u.mu.Unlock()

@@ -63,7 +63,7 @@ type Line struct {
 	cfg  Config
 	port Port
 	log  *slog.Logger
-	turn chan struct{}
+	turn drivers.Turn
 
 	mu           sync.Mutex
 	transactions uint64
@@ -84,7 +84,7 @@ func NewLine(cfg Config, port Port, log *slog.Logger) *Line {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.System{}
 	}
-	return &Line{cfg: cfg, port: port, log: log.With("bus", cfg.Name), turn: make(chan struct{}, 1)}
+	return &Line{cfg: cfg, port: port, log: log.With("bus", cfg.Name), turn: drivers.NewTurn()}
 }
 
 // Close closes the port.
@@ -155,15 +155,11 @@ func (in *Instrument) read(ctx context.Context) (map[string]float64, error) {
 // tx performs one request/response under the line's turn.
 func (in *Instrument) tx(ctx context.Context) (map[string]float64, error) {
 	l := in.line
-	select {
-	case l.turn <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(ctx.Err()))
+	release, err := l.turn.Take(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer func() { <-l.turn }()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(err))
-	}
+	defer release()
 	l.mu.Lock()
 	l.transactions++
 	l.mu.Unlock()
