@@ -12,10 +12,9 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
-	"periph.io/x/conn/v3/physic"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
-	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
@@ -76,18 +75,11 @@ func (h HardwareFuncs) OpenPin(ctx context.Context, dev manifests.Device) (pgpio
 	return h.Pin(ctx, dev)
 }
 
-// Clock tells the time of readings.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
 // Options are the optional knobs of Open.
 type Options struct {
 	// Clock stamps readings; nil means the system clock. The simulator
 	// passes its own clock so sample times follow simulated time.
-	Clock Clock
+	Clock clock.Clock
 	// Log receives lifecycle and per-transaction logs; nil discards them.
 	Log *slog.Logger
 }
@@ -118,7 +110,7 @@ type Capability struct {
 	// Model is the model of the bound device.
 	Model manifests.Model
 
-	clock  Clock
+	clock  clock.Clock
 	log    *slog.Logger
 	src    *sampler      // shared by the capabilities of one measurement
 	pick   func(any) any // the capability's value in the source's sample
@@ -263,7 +255,7 @@ func (s *Set) Close() error {
 // was opened is closed again.
 func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options) (_ *Set, err error) {
 	if opts.Clock == nil {
-		opts.Clock = systemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
@@ -299,8 +291,10 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 		return nil, err
 	}
 	channels := map[string]*device{}
+	table := models()
+	e := env{buses: buses, lines: lines, hw: hw, clock: opts.Clock, log: opts.Log}
 	for _, d := range m.Devices {
-		dev, err := openDevice(ctx, d, buses, lines, hw, opts.Clock, opts.Log)
+		dev, err := openDevice(ctx, table, d, e)
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
@@ -349,9 +343,9 @@ type device struct {
 func identity(v any) any { return v }
 
 // perChannel gives each channel its own sampler over read.
-func perChannel(clock Clock, read func(channel string, t manifests.ValueType) func(context.Context) (any, error)) func(string, manifests.ValueType) (*sampler, func(any) any, error) {
+func perChannel(clk clock.Clock, read func(channel string, t manifests.ValueType) func(context.Context) (any, error)) func(string, manifests.ValueType) (*sampler, func(any) any, error) {
 	return func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
-		return newSampler(clock, read(channel, t)), identity, nil
+		return newSampler(clk, read(channel, t)), identity, nil
 	}
 }
 
@@ -361,115 +355,42 @@ func noWriter(model manifests.Model) func(string, manifests.ValueType) (func(con
 	}
 }
 
-func openDevice(ctx context.Context, d manifests.Device, buses map[string]*i2c.Bus, lines *lineSet, hw Hardware, clock Clock, log *slog.Logger) (*device, error) {
-	log = log.With("device", d.Name)
-	switch d.Model {
-	case manifests.ModelModbus:
-		return lines.modbusDevice(d, clock)
-	case manifests.ModelSerialLine:
-		return lines.serialDevice(d, clock)
-	case manifests.ModelSHT3x:
-		bus, ok := buses[d.Bus]
-		if !ok {
-			return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
-		}
-		sensor := i2c.NewSHT3x(bus, d.Address)
-		// One measurement serves temperature and humidity alike.
-		shared := newSampler(clock, func(ctx context.Context) (any, error) {
-			s, err := sensor.Sense(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		})
-		return &device{
-			model: d.Model,
-			source: func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
-				var pick func(i2c.Sample) float64
-				switch channel {
-				case "temperature":
-					pick = func(s i2c.Sample) float64 { return s.Temperature.Celsius() }
-				case "humidity":
-					pick = func(s i2c.Sample) float64 { return float64(s.Humidity) / float64(physic.PercentRH) }
-				default:
-					return nil, nil, fmt.Errorf("sht3x has no channel %q (want temperature or humidity)", channel)
-				}
-				return shared, func(v any) any { return numeric(round(pick(v.(i2c.Sample)), 2), t) }, nil
-			},
-			writer: noWriter(d.Model),
-		}, nil
+// env is what a model's opener may use: the open I2C buses and serial or
+// TCP lines, the hardware for pins, the clock and the device's logger.
+type env struct {
+	buses map[string]*i2c.Bus
+	lines *lineSet
+	hw    Hardware
+	clock clock.Clock
+	log   *slog.Logger
+}
 
-	case manifests.ModelRegisters:
-		bus, ok := buses[d.Bus]
-		if !ok {
-			return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
-		}
-		regs := i2c.NewRegisters(bus, d.Address, d.Registers)
-		return &device{
-			model: d.Model,
-			source: perChannel(clock, func(channel string, t manifests.ValueType) func(context.Context) (any, error) {
-				return func(ctx context.Context) (any, error) {
-					f, err := regs.Read(ctx, channel)
-					if err != nil {
-						return nil, err
-					}
-					return numeric(round(f, 9), t), nil
-				}
-			}),
-			writer: func(channel string, t manifests.ValueType) (func(context.Context, any) error, error) {
-				return func(ctx context.Context, v any) error {
-					f, ok := v.(float64)
-					if !ok {
-						return fmt.Errorf("register %s takes a number, not %T", channel, v)
-					}
-					return regs.Write(ctx, channel, f)
-				}, nil
-			},
-		}, nil
+// opener opens one device of its model.
+type opener func(ctx context.Context, d manifests.Device, e env) (*device, error)
 
-	case manifests.ModelGPIOOut:
-		pin, err := hw.OpenPin(ctx, d)
-		if err != nil {
-			return nil, err
-		}
-		out := gpio.NewOutput(d.Name, pin, d.ActiveLow, log)
-		if err := out.Open(ctx); err != nil {
-			return nil, err
-		}
-		return &device{
-			model: d.Model,
-			source: perChannel(clock, func(string, manifests.ValueType) func(context.Context) (any, error) {
-				return func(ctx context.Context) (any, error) { return out.Get(ctx) }
-			}),
-			writer: func(string, manifests.ValueType) (func(context.Context, any) error, error) {
-				return func(ctx context.Context, v any) error {
-					on, ok := v.(bool)
-					if !ok {
-						return fmt.Errorf("pin takes a boolean, not %T", v)
-					}
-					return out.Set(ctx, on)
-				}, nil
-			},
-		}, nil
-
-	case manifests.ModelGPIOIn:
-		pin, err := hw.OpenPin(ctx, d)
-		if err != nil {
-			return nil, err
-		}
-		in := gpio.NewInput(d.Name, pin, d.Pull, d.ActiveLow, log)
-		if err := in.Open(ctx); err != nil {
-			return nil, err
-		}
-		return &device{
-			model: d.Model,
-			source: perChannel(clock, func(string, manifests.ValueType) func(context.Context) (any, error) {
-				return func(ctx context.Context) (any, error) { return in.Get(ctx) }
-			}),
-			writer: noWriter(d.Model),
-		}, nil
+// models is the table of device models: each has its own file with its
+// opener (and its channels); adding a model is adding that file and a row
+// here. The simulator keeps the same table for its counterparts (sim's
+// models).
+func models() map[manifests.Model]opener {
+	return map[manifests.Model]opener{
+		manifests.ModelSHT3x:      openSHT3x,
+		manifests.ModelRegisters:  openRegisters,
+		manifests.ModelGPIOOut:    openGPIOOut,
+		manifests.ModelGPIOIn:     openGPIOIn,
+		manifests.ModelModbus:     openModbus,
+		manifests.ModelSerialLine: openSerialLine,
 	}
-	return nil, fmt.Errorf("unknown model %q", d.Model)
+}
+
+// openDevice opens d with its model's opener.
+func openDevice(ctx context.Context, table map[manifests.Model]opener, d manifests.Device, e env) (*device, error) {
+	open, ok := table[d.Model]
+	if !ok {
+		return nil, fmt.Errorf("unknown model %q", d.Model)
+	}
+	e.log = e.log.With("device", d.Name)
+	return open(ctx, d, e)
 }
 
 // numeric converts an engineering value to the capability's JSON type.

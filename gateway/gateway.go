@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
@@ -182,7 +183,7 @@ func (g *Gateway) doHandler(c *capabilities.Capability) server.DoHandler {
 			return g.writeFailed(ctx, c, rv, previous, value, err), nil
 		}
 		wrote := g.srv.Clock().Now()
-		if !sleep(ctx, c.Do.Settle) {
+		if !sleep(ctx, g.srv.Clock(), c.Do.Settle) {
 			rv.end(value, wrote, true)
 			return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: value,
 				Reason: "written, but the call ended before the settle time passed: not read back"}, nil
@@ -386,19 +387,14 @@ func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req
 		Reason: fmt.Sprintf("%s; the device reads back %s, not the requested %s", why, server.FormatValue(now.Value), server.FormatValue(req.Value))}
 }
 
-// sleep waits d unless ctx ends first; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits d on clk unless ctx ends first; it reports whether d passed.
+// The settle wait runs on the server's clock, so a simulated gateway
+// settles in simulated time.
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
 	if d <= 0 {
 		return true
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return clock.Sleep(ctx, clk, d) == nil
 }
 
 func joinReason(a, b string) string {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -308,6 +309,37 @@ func TestSettleWaitsBeforeReadback(t *testing.T) {
 	}
 	if r["status"] != "success" || r["applied_value"] != 20.0 || r["previous_value"] != 40.0 {
 		t.Fatalf("do_set_light_level(20) = %v, want success 40 -> 20", r)
+	}
+}
+
+// The settle wait runs on the server's clock: under a manual clock the call
+// completes only once the clock has moved the manifest's 50ms on.
+func TestSettleRunsOnTheServerClock(t *testing.T) {
+	clk := sim.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	b := newDimmerBench(t, server.WithClock(clk))
+	done := make(chan map[string]any, 1)
+	go func() { done <- b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": 20}) }()
+	for clk.Waiting() == 0 {
+		select {
+		case r := <-done:
+			t.Fatalf("do_set_light_level returned before settling: %v", r)
+		default:
+			runtime.Gosched()
+		}
+	}
+	clk.Advance(49 * time.Millisecond)
+	select {
+	case r := <-done:
+		t.Fatalf("do_set_light_level returned 1ms before its settle time: %v", r)
+	default:
+	}
+	if clk.Waiting() != 1 {
+		t.Fatalf("after 49ms the settle wait is gone (Waiting() = %d)", clk.Waiting())
+	}
+	clk.Advance(time.Millisecond)
+	r := <-done
+	if r["status"] != "success" || r["applied_value"] != 20.0 {
+		t.Fatalf("do_set_light_level(20) = %v, want success at 20", r)
 	}
 }
 

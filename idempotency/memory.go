@@ -5,14 +5,9 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/promcp/promcp-device/clock"
 )
-
-// Clock tells the time; tests pass a manual clock.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // DefaultTTL is how long Memory keeps an outcome when no TTL is given.
 const DefaultTTL = 24 * time.Hour
@@ -22,7 +17,7 @@ const DefaultTTL = 24 * time.Hour
 // recover. Use [Bolt] where that matters.
 type Memory struct {
 	ttl   time.Duration
-	clock Clock
+	clock clock.Clock
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -39,14 +34,14 @@ type entry struct {
 
 // NewMemory returns an empty Memory store. ttl <= 0 means DefaultTTL; a nil
 // clock means the system clock.
-func NewMemory(ttl time.Duration, clock Clock) *Memory {
+func NewMemory(ttl time.Duration, clk clock.Clock) *Memory {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	if clock == nil {
-		clock = systemClock{}
+	if clk == nil {
+		clk = clock.System{}
 	}
-	return &Memory{ttl: ttl, clock: clock, entries: map[string]*entry{}}
+	return &Memory{ttl: ttl, clock: clk, entries: map[string]*entry{}}
 }
 
 // TTL returns how long outcomes are kept.

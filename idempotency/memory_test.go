@@ -17,6 +17,11 @@ type manualClock struct {
 }
 
 func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// After is never called: the stores only tell the time. A nil channel never
+// fires.
+func (c *manualClock) After(time.Duration) <-chan time.Time { return nil }
+
 func (c *manualClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)

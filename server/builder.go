@@ -27,16 +27,10 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/promcp/promcp-device/approval"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/promcp"
 )
-
-// Clock tells the time of responses.
-type Clock interface{ Now() time.Time }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // Caller is who makes a call, as the transport established it.
 type Caller struct {
@@ -170,7 +164,7 @@ type CanDoHandler func(ctx context.Context, req promcp.CanDoRequest) (promcp.Cap
 // an mcp-go server that enforces the contract on every response.
 type Server struct {
 	mcp       *mcpserver.MCPServer
-	clock     Clock
+	clock     clock.Clock
 	log       *slog.Logger
 	store     idempotency.Store
 	keyTTL    time.Duration
@@ -204,7 +198,7 @@ type Tool struct {
 type Option func(*Server)
 
 // WithClock sets the clock that stamps responses.
-func WithClock(c Clock) Option { return func(s *Server) { s.clock = c } }
+func WithClock(c clock.Clock) Option { return func(s *Server) { s.clock = c } }
 
 // WithLogger sets the logger; nil discards logs.
 func WithLogger(l *slog.Logger) Option { return func(s *Server) { s.log = l } }
@@ -253,7 +247,7 @@ func WithRefuseDo(reason string) Option { return func(s *Server) { s.refuseDo = 
 
 // New returns a Server with no tools.
 func New(name, version string, opts ...Option) (*Server, error) {
-	s := &Server{clock: systemClock{}, ledger: approval.NewLedger(), elicit: approval.NewRandomSigner(),
+	s := &Server{clock: clock.System{}, ledger: approval.NewLedger(), elicit: approval.NewRandomSigner(),
 		name: name, version: version, provenance: map[string]map[string]any{}}
 	for _, o := range opts {
 		o(s)
@@ -286,7 +280,7 @@ func New(name, version string, opts ...Option) (*Server, error) {
 }
 
 // Clock returns the clock that stamps responses (WithClock).
-func (s *Server) Clock() Clock { return s.clock }
+func (s *Server) Clock() clock.Clock { return s.clock }
 
 // Logger returns the server's logger (WithLogger).
 func (s *Server) Logger() *slog.Logger { return s.log }

@@ -117,6 +117,13 @@ type fixedClock time.Time
 
 func (c fixedClock) Now() time.Time { return time.Time(c) }
 
+// After fires at once: a fixed clock never moves, so nothing waits on it.
+func (c fixedClock) After(time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	ch <- time.Time(c)
+	return ch
+}
+
 func ptr[T any](v T) *T { return &v }
 
 func must(err error) {

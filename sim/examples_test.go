@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/manifests"
@@ -43,7 +44,7 @@ func TestExampleManifests(t *testing.T) {
 						t.Errorf("%s: Sense() = %v", d.Name, err)
 					}
 				case manifests.ModelRegisters:
-					r := i2c.NewRegisters(buses[d.Bus], d.Address, d.Registers)
+					r := i2c.NewRegisters(buses[d.Bus], d.Address, driverconf.I2CRegisters(d.Registers))
 					for _, reg := range d.Registers {
 						got, err := r.Read(t.Context(), reg.Name)
 						if err != nil {
@@ -62,7 +63,7 @@ func TestExampleManifests(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if err := gpio.NewInput(d.Name, p, d.Pull, d.ActiveLow, nil).Open(t.Context()); err != nil {
+					if err := gpio.NewInput(d.Name, p, driverconf.Pull(d.Pull), d.ActiveLow, nil).Open(t.Context()); err != nil {
 						t.Errorf("%s: Open() = %v", d.Name, err)
 					}
 				}

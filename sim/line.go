@@ -92,3 +92,11 @@ func serveLine(w *World, ins []*LineInstrument, rw io.ReadWriter) error {
 		}
 	}
 }
+
+// addLineInstrument adds a simulated text instrument on a serial line.
+func addLineInstrument(w *World, d manifests.Device, _ *build) error {
+	in := newLineInstrument(w, d)
+	w.lineByName[d.Name] = in
+	w.lineBus[d.Bus] = append(w.lineBus[d.Bus], in)
+	return nil
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
@@ -23,7 +24,7 @@ func (e *ModbusEndpoints) OpenPort(ctx context.Context, b manifests.Bus) (modbus
 		s := b.Serial
 		s.Port = path
 		s.RS485 = manifests.RS485None // a pty has no transceiver
-		return modbus.OpenPort(ctx, s)
+		return modbus.OpenPort(ctx, driverconf.Serial(s))
 	}
 	addr, ok := e.loop[b.Name]
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/serial"
 	"github.com/promcp/promcp-device/manifests"
@@ -49,7 +50,7 @@ func TestSerialLinesWithoutPTY(t *testing.T) {
 		}
 		line := modbus.NewRTU(modbus.Config{Name: "rs485", Timeout: time.Second}, rtu, modbus.FrameGap(19200), false, nil)
 		defer line.Close()
-		v, err := line.Unit(5).Points(m.Devices[0].ModbusRegisters, 0)["speed_setpoint"].Read(t.Context())
+		v, err := line.Unit(5).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), 0)["speed_setpoint"].Read(t.Context())
 		if err != nil || v != 321.0 {
 			t.Fatalf("noPTY=%t: RTU read = %v, %v; want 321", noPTY, v, err)
 		}
@@ -59,7 +60,7 @@ func TestSerialLinesWithoutPTY(t *testing.T) {
 		}
 		sl := serial.NewLine(serial.Config{Name: "rs232", Timeout: time.Second}, port, nil)
 		defer sl.Close()
-		in, _ := sl.Instrument("scale", m.Devices[1].Line, 0)
+		in, _ := sl.Instrument("scale", driverconf.Instrument(m.Devices[1].Line), 0)
 		vals, err := in.Read(t.Context())
 		if err != nil || vals["w"] != 2.5 {
 			t.Fatalf("noPTY=%t: line read = %v, %v; want w=2.5", noPTY, vals, err)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -168,7 +169,7 @@ func (s *ModbusSlave) getLocked(name string) (any, error) {
 	for i := range r.Words() {
 		binary.BigEndian.PutUint16(wire[2*i:], tab[r.Address+uint16(i)])
 	}
-	raw, err := modbus.CodecOf(r).Decode(wire)
+	raw, err := modbus.CodecOf(driverconf.ModbusRegister(r)).Decode(wire)
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +194,7 @@ func (s *ModbusSlave) setLocked(name string, v any) error {
 		}
 		return nil
 	}
-	c := modbus.CodecOf(r)
+	c := modbus.CodecOf(driverconf.ModbusRegister(r))
 	tab := s.table(r.Table)
 	var wire []byte
 	if r.Type == manifests.DataBool && r.Bit >= 0 {
@@ -264,4 +265,16 @@ func (s *ModbusSlave) advance(now time.Time) {
 		s.setLocked("power", p)
 		s.setLocked("energy", s.energy)
 	}
+}
+
+// addModbusSlave adds a simulated Modbus slave.
+func addModbusSlave(w *World, d manifests.Device, bl *build) error {
+	sl, err := newModbusSlave(w, d, bl.now)
+	if err != nil {
+		return err
+	}
+	w.slaves = append(w.slaves, sl)
+	w.slaveByName[d.Name] = sl
+	w.slaveBus[d.Name] = d.Bus
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -83,7 +84,7 @@ func (s *ModbusSlave) distort(fs *faultState, req, res []byte) {
 	if reg == nil {
 		return
 	}
-	c := modbus.CodecOf(*reg)
+	c := modbus.CodecOf(driverconf.ModbusRegister(*reg))
 	words := uint16(c.Words())
 	if reg.Address < start || reg.Address+words > start+n || len(res) < 2+2*int(n) {
 		return

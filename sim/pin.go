@@ -168,3 +168,15 @@ func (p *Pin) Out(l pgpio.Level) error {
 
 // PWM is not supported.
 func (p *Pin) PWM(pgpio.Duty, physic.Frequency) error { return errNoPWM }
+
+// addPin adds a simulated GPIO pin (gpio_in or gpio_out); a zone may use
+// an output as a heater or a vent.
+func addPin(w *World, d manifests.Device, bl *build) error {
+	if _, ok := w.pins[d.Pin]; ok {
+		return fmt.Errorf("sim: device %s: pin %s is used twice", d.Name, d.Pin)
+	}
+	p := newPinState(d)
+	w.pins[d.Pin] = p
+	bl.pinOf[d.Name] = p
+	return nil
+}

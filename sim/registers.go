@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -38,7 +39,7 @@ func newRegisters(d manifests.Device) (*registers, error) {
 		if !ok {
 			return nil, fmt.Errorf("sim: device %s: initial value for unknown register %q", d.Name, name)
 		}
-		b, err := i2c.EncodeRegister(reg, v)
+		b, err := i2c.EncodeRegister(driverconf.I2CRegister(reg), v)
 		if err != nil {
 			return nil, fmt.Errorf("sim: device %s: initial value of register %s: %w", d.Name, name, err)
 		}
@@ -95,7 +96,7 @@ func (d *registers) distort(fs *faultState, start uint8, r []byte) {
 	if reg.Address != start || len(r) < n {
 		return
 	}
-	v, err := i2c.DecodeRegister(reg, r[:n])
+	v, err := i2c.DecodeRegister(driverconf.I2CRegister(reg), r[:n])
 	if err != nil {
 		return
 	}
@@ -110,11 +111,16 @@ func (d *registers) distort(fs *faultState, start uint8, r []byte) {
 		}
 		return
 	}
-	if b, err := i2c.EncodeRegister(reg, v); err == nil {
+	if b, err := i2c.EncodeRegister(driverconf.I2CRegister(reg), v); err == nil {
 		copy(r, b)
 	} else {
 		for i := range n {
 			r[i] = 0xFF // does not fit: the register rails
 		}
 	}
+}
+
+// addRegisters adds a simulated register-map device.
+func addRegisters(w *World, d manifests.Device, _ *build) error {
+	return w.addI2C(d, func() (device, error) { return newRegisters(d) })
 }

@@ -128,3 +128,12 @@ func word(v uint16) []byte {
 	b := []byte{byte(v >> 8), byte(v)}
 	return append(b, i2c.CRC8(b))
 }
+
+// addSHT3x adds a simulated SHT3x; a zone may drive its readings.
+func addSHT3x(w *World, d manifests.Device, bl *build) error {
+	return w.addI2C(d, func() (device, error) {
+		s := newSHT3x()
+		bl.shts[d.Name] = s
+		return s, nil
+	})
+}

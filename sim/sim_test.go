@@ -9,6 +9,7 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
@@ -145,7 +146,7 @@ func TestRegistersDriverOnSim(t *testing.T) {
 	m := labBench()
 	w, _ := newWorld(t, m)
 	raw := openBus(t, w, "i2c1")
-	d := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, m.Devices[0].Registers)
+	d := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, driverconf.I2CRegisters(m.Devices[0].Registers))
 	for name, want := range map[string]float64{"dimmer": 40, "lux": 12000, "driver_temperature": 31.5} {
 		if got, err := d.Read(t.Context(), name); err != nil || got != want {
 			t.Errorf("Read(%q) = %v, %v, want %v", name, got, err, want)
@@ -224,7 +225,7 @@ func TestInputDriverOnSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := gpio.NewInput("door_switch", p, manifests.PullUp, false, nil)
+	in := gpio.NewInput("door_switch", p, gpio.PullUp, false, nil)
 	if err := in.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}

@@ -81,10 +81,7 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 	if m.Sim != nil && m.Sim.Seed != 0 {
 		w.seed = m.Sim.Seed
 	}
-	now := clk.Now()
-	kinds := make(map[string]manifests.BusKind, len(m.Buses))
 	for _, b := range m.Buses {
-		kinds[b.Name] = b.Kind
 		if b.Kind == manifests.BusI2C {
 			timeout := b.Timeout
 			if timeout <= 0 {
@@ -97,78 +94,48 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 		}
 	}
 
-	devs := make(map[string]manifests.Device, len(m.Devices))
-	pinOf := make(map[string]*pinState) // by device name
-	shts := make(map[string]*sht3x)     // by device name
+	bl := &build{now: clk.Now(), devs: map[string]manifests.Device{}, pinOf: map[string]*pinState{}, shts: map[string]*sht3x{}}
+	table := models()
 	for _, d := range m.Devices {
-		devs[d.Name] = d
+		bl.devs[d.Name] = d
 		w.models[d.Name] = d.Model
-		switch d.Model {
-		case manifests.ModelSHT3x, manifests.ModelRegisters:
-			b, ok := w.buses[d.Bus]
-			if !ok {
-				return nil, fmt.Errorf("sim: device %s: no i2c bus %q", d.Name, d.Bus)
-			}
-			if other, dup := b.names[d.Address]; dup {
-				return nil, fmt.Errorf("sim: device %s: address 0x%02x on bus %s is taken by %s", d.Name, d.Address, d.Bus, other)
-			}
-			var dev device
-			if d.Model == manifests.ModelSHT3x {
-				s := newSHT3x()
-				shts[d.Name] = s
-				dev = s
-			} else {
-				r, err := newRegisters(d)
-				if err != nil {
-					return nil, err
-				}
-				dev = r
-			}
-			b.add(d.Address, d.Name, dev)
-		case manifests.ModelModbus:
-			sl, err := newModbusSlave(w, d, now)
-			if err != nil {
-				return nil, err
-			}
-			w.slaves = append(w.slaves, sl)
-			w.slaveByName[d.Name] = sl
-			w.slaveBus[d.Name] = d.Bus
-		case manifests.ModelSerialLine:
-			in := newLineInstrument(w, d)
-			w.lineByName[d.Name] = in
-			w.lineBus[d.Bus] = append(w.lineBus[d.Bus], in)
-		case manifests.ModelGPIOIn, manifests.ModelGPIOOut:
-			if _, ok := w.pins[d.Pin]; ok {
-				return nil, fmt.Errorf("sim: device %s: pin %s is used twice", d.Name, d.Pin)
-			}
-			p := newPinState(d)
-			w.pins[d.Pin] = p
-			pinOf[d.Name] = p
-		default:
+		add, ok := table[d.Model]
+		if !ok {
 			return nil, fmt.Errorf("sim: device %s: unknown model %q", d.Name, d.Model)
 		}
+		if err := add(w, d, bl); err != nil {
+			return nil, err
+		}
 	}
-
 	if m.Sim == nil {
 		return w, nil
 	}
-	seed := m.Sim.Seed
+	if err := w.addZones(m.Sim, bl); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// addZones builds the zones of the simulation and ties their sensors,
+// heaters, fans and vents to the devices added before.
+func (w *World) addZones(sc *manifests.Sim, bl *build) error {
+	seed := sc.Seed
 	if seed == 0 {
 		seed = 1
 	}
-	for i, zc := range m.Sim.Zones {
-		z := newZone(zc, now, rand.New(rand.NewPCG(uint64(seed), uint64(i))))
+	for i, zc := range sc.Zones {
+		z := newZone(zc, bl.now, rand.New(rand.NewPCG(uint64(seed), uint64(i))))
 		for _, name := range zc.Sensors {
-			s, ok := shts[name]
+			s, ok := bl.shts[name]
 			if !ok {
-				return nil, fmt.Errorf("sim: zone %s: sensor %q is not an sht3x device", zc.Name, name)
+				return fmt.Errorf("sim: zone %s: sensor %q is not an sht3x device", zc.Name, name)
 			}
 			s.zone = z
 		}
 		for _, name := range zc.Heaters {
-			p, ok := pinOf[name]
-			if !ok || devs[name].Model != manifests.ModelGPIOOut {
-				return nil, fmt.Errorf("sim: zone %s: heater %q is not a gpio_out device", zc.Name, name)
+			p, ok := bl.pinOf[name]
+			if !ok || bl.devs[name].Model != manifests.ModelGPIOOut {
+				return fmt.Errorf("sim: zone %s: heater %q is not a gpio_out device", zc.Name, name)
 			}
 			z.heaters = append(z.heaters, p)
 			if !slices.Contains(w.heaters, p) {
@@ -178,20 +145,20 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 		for _, name := range zc.Fans {
 			sl, ok := w.slaveByName[name]
 			if !ok || sl.profile != manifests.ProfileVFD {
-				return nil, fmt.Errorf("sim: zone %s: fan %q is not a modbus device with profile vfd", zc.Name, name)
+				return fmt.Errorf("sim: zone %s: fan %q is not a modbus device with profile vfd", zc.Name, name)
 			}
 			z.fans = append(z.fans, sl)
 		}
 		for _, name := range zc.Vents {
-			p, ok := pinOf[name]
-			if !ok || devs[name].Model != manifests.ModelGPIOOut {
-				return nil, fmt.Errorf("sim: zone %s: vent %q is not a gpio_out device", zc.Name, name)
+			p, ok := bl.pinOf[name]
+			if !ok || bl.devs[name].Model != manifests.ModelGPIOOut {
+				return fmt.Errorf("sim: zone %s: vent %q is not a gpio_out device", zc.Name, name)
 			}
 			z.vents = append(z.vents, p)
 		}
 		w.zones = append(w.zones, z)
 	}
-	return w, nil
+	return nil
 }
 
 // Clock returns the world's clock.

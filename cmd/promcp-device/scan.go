@@ -55,7 +55,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case *rtuTCP != "":
 		line, what = modbus.NewRTUOverTCP(cfg, modbus.DialerTCP(*rtuTCP), nil), "RTU over TCP "+*rtuTCP
 	default:
-		s := manifests.SerialSettings{Port: *port, Baud: *baud, DataBits: 8, Parity: manifests.Parity(*parity), StopBits: *stopBits}
+		s := modbus.SerialConfig{Port: *port, Baud: *baud, DataBits: 8, Parity: modbus.Parity(*parity), StopBits: *stopBits}
 		p, err := modbus.OpenPort(ctx, s)
 		if err != nil {
 			fmt.Fprintln(stderr, "promcp-device scan:", err)

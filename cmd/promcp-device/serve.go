@@ -19,7 +19,10 @@ import (
 
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
+	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
@@ -439,7 +442,7 @@ type gatewayOptions struct {
 func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (*openedGateway, error) {
 	g := &openedGateway{manifest: m}
 	var hw capabilities.Hardware
-	var clock interface{ Now() time.Time } = systemClock{}
+	var clk sim.Clock = clock.System{}
 	if o.simulate {
 		scale := o.timeScale
 		if scale <= 0 && m.Sim != nil {
@@ -452,7 +455,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		case !o.simStart.IsZero():
 			sc = sim.NewScaledClockAt(o.simStart, scale)
 		}
-		clock = sc
+		clk = sc
 		w, err := sim.New(m, sc)
 		if err != nil {
 			return nil, fmt.Errorf("simulator: %w", err)
@@ -476,17 +479,17 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			Serial: ep.OpenPort,
 		}
 	} else {
-		h := drivers.NewHost(log)
+		h := host.New(log)
 		hw = capabilities.HardwareFuncs{
 			I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return h.I2C(ctx, b.Device) },
 			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
 			TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) { return modbus.DialerTCP(b.Address)(ctx) },
 			Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
-				return modbus.OpenPort(ctx, b.Serial)
+				return modbus.OpenPort(ctx, driverconf.Serial(b.Serial))
 			},
 		}
 	}
-	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clock})
+	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk})
 	if err != nil {
 		g.Close0()
 		return nil, err
@@ -494,7 +497,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 	g.set = set
 	sopts := []server.Option{
 		server.WithLogger(log),
-		server.WithClock(clock),
+		server.WithClock(clk),
 		server.WithInstructions(instructions(m)),
 	}
 	if o.approvals != nil {
@@ -513,10 +516,6 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 	g.srv = srv
 	return g, nil
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // policyChoice is the policy a gateway runs under, and how it was found.
 type policyChoice struct {

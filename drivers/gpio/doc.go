@@ -3,7 +3,7 @@
 // logical level.
 //
 // Both consume periph.io's gpio.PinIO (imported here as pgpio), obtained
-// from drivers.Host on hardware or from the simulator. Pins are not closed:
+// from host.Host on hardware or from the simulator. Pins are not closed:
 // they are shared host state.
 //
 // # Concurrency

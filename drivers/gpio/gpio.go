@@ -7,8 +7,6 @@ import (
 	"sync"
 
 	pgpio "periph.io/x/conn/v3/gpio"
-
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // Output is a digital output. Its logical level is true ("on") when the line
@@ -86,7 +84,7 @@ func (o *Output) errorf(format string, args ...any) error {
 type Input struct {
 	name      string
 	pin       pgpio.PinIO
-	pull      manifests.Pull
+	pull      Pull
 	activeLow bool
 	log       *slog.Logger
 }
@@ -94,7 +92,7 @@ type Input struct {
 // NewInput returns an input on pin with the pull resistor pull (the empty
 // Pull leaves the resistor as it is), named name in errors and logs. log nil
 // discards. NewInput does no I/O.
-func NewInput(name string, pin pgpio.PinIO, pull manifests.Pull, activeLow bool, log *slog.Logger) *Input {
+func NewInput(name string, pin pgpio.PinIO, pull Pull, activeLow bool, log *slog.Logger) *Input {
 	return &Input{name: name, pin: pin, pull: pull, activeLow: activeLow, log: logger(log, pin)}
 }
 
@@ -104,7 +102,7 @@ func (i *Input) Open(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return i.errorf("open: %w", err)
 	}
-	p, err := Pull(i.pull)
+	p, err := i.pull.Periph()
 	if err != nil {
 		return i.errorf("open: %w", err)
 	}
@@ -127,17 +125,28 @@ func (i *Input) errorf(format string, args ...any) error {
 	return fmt.Errorf("gpio %s (%s): "+format, append([]any{i.name, i.pin.Name()}, args...)...)
 }
 
-// Pull converts a manifest pull to periph's: "" is PullNoChange, "none"
-// Float, "up" PullUp and "down" PullDown.
-func Pull(p manifests.Pull) (pgpio.Pull, error) {
+// Pull is an input's pull resistor. The empty Pull leaves the resistor as it
+// is.
+type Pull string
+
+// Pull values.
+const (
+	PullNone Pull = "none"
+	PullUp   Pull = "up"
+	PullDown Pull = "down"
+)
+
+// Periph converts p to periph's pull: "" is PullNoChange, "none" Float, "up"
+// PullUp and "down" PullDown.
+func (p Pull) Periph() (pgpio.Pull, error) {
 	switch p {
 	case "":
 		return pgpio.PullNoChange, nil
-	case manifests.PullNone:
+	case PullNone:
 		return pgpio.Float, nil
-	case manifests.PullUp:
+	case PullUp:
 		return pgpio.PullUp, nil
-	case manifests.PullDown:
+	case PullDown:
 		return pgpio.PullDown, nil
 	}
 	return pgpio.PullNoChange, fmt.Errorf("unknown pull %q (want none, up or down)", p)

@@ -12,8 +12,6 @@ import (
 	pgpio "periph.io/x/conn/v3/gpio"
 	"periph.io/x/conn/v3/physic"
 	"periph.io/x/conn/v3/pin"
-
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // fakePin is a gpio.PinIO that records every call that configures or drives
@@ -137,15 +135,15 @@ func TestOutputErrors(t *testing.T) {
 func TestInput(t *testing.T) {
 	tests := []struct {
 		name      string
-		pull      manifests.Pull
+		pull      Pull
 		activeLow bool
 		line      pgpio.Level
 		wantIn    string
 		want      bool
 	}{
-		{"pull up high", manifests.PullUp, false, pgpio.High, "In(PullUp, NoEdge)", true},
-		{"pull down low", manifests.PullDown, false, pgpio.Low, "In(PullDown, NoEdge)", false},
-		{"float", manifests.PullNone, false, pgpio.High, "In(Float, NoEdge)", true},
+		{"pull up high", PullUp, false, pgpio.High, "In(PullUp, NoEdge)", true},
+		{"pull down low", PullDown, false, pgpio.Low, "In(PullDown, NoEdge)", false},
+		{"float", PullNone, false, pgpio.High, "In(Float, NoEdge)", true},
 		{"unchanged pull, active low", "", true, pgpio.Low, "In(PullNoChange, NoEdge)", true},
 	}
 	for _, tc := range tests {

@@ -10,7 +10,6 @@ import (
 	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/drivers"
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // Bus schedules transactions on one I²C bus: one at a time, each bounded by a
@@ -47,10 +46,10 @@ type BusStats struct {
 // NewBus returns a scheduler for bus, which is named name in errors and logs
 // (the manifest bus name, such as "i2c1", or the host's, such as "1").
 // timeout bounds each transaction; zero or negative means
-// manifests.DefaultTimeout. log nil discards. NewBus does no I/O.
+// DefaultTimeout. log nil discards. NewBus does no I/O.
 func NewBus(name string, bus pi2c.Bus, timeout time.Duration, log *slog.Logger) *Bus {
 	if timeout <= 0 {
-		timeout = manifests.DefaultTimeout
+		timeout = DefaultTimeout
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

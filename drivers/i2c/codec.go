@@ -4,14 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // Decode decodes a raw register value of type t sent in byte order o (""
 // means big endian). len(b) must be t.Size(). The result is the raw value,
 // before scale and offset.
-func Decode(t manifests.RegType, o manifests.ByteOrder, b []byte) (float64, error) {
+func Decode(t RegType, o ByteOrder, b []byte) (float64, error) {
 	ord, err := byteOrder(o)
 	if err != nil {
 		return 0, err
@@ -24,19 +22,19 @@ func Decode(t manifests.RegType, o manifests.ByteOrder, b []byte) (float64, erro
 		return 0, fmt.Errorf("decode %s: got %d bytes, want %d", t, len(b), size)
 	}
 	switch t {
-	case manifests.RegUint8:
+	case RegUint8:
 		return float64(b[0]), nil
-	case manifests.RegInt8:
+	case RegInt8:
 		return float64(int8(b[0])), nil
-	case manifests.RegUint16:
+	case RegUint16:
 		return float64(ord.Uint16(b)), nil
-	case manifests.RegInt16:
+	case RegInt16:
 		return float64(int16(ord.Uint16(b))), nil
-	case manifests.RegUint32:
+	case RegUint32:
 		return float64(ord.Uint32(b)), nil
-	case manifests.RegInt32:
+	case RegInt32:
 		return float64(int32(ord.Uint32(b))), nil
-	case manifests.RegFloat32:
+	case RegFloat32:
 		return float64(math.Float32frombits(ord.Uint32(b))), nil
 	}
 	return 0, fmt.Errorf("decode: unknown register type %q", t)
@@ -50,7 +48,7 @@ func Decode(t manifests.RegType, o manifests.ByteOrder, b []byte) (float64, erro
 // takes any finite value within ±math.MaxFloat32, rounded to the nearest
 // float32. Anything else, NaN and infinities included, is refused with an
 // error wrapping [ErrOutOfRange].
-func Encode(t manifests.RegType, o manifests.ByteOrder, v float64) ([]byte, error) {
+func Encode(t RegType, o ByteOrder, v float64) ([]byte, error) {
 	ord, err := byteOrder(o)
 	if err != nil {
 		return nil, err
@@ -58,7 +56,7 @@ func Encode(t manifests.RegType, o manifests.ByteOrder, v float64) ([]byte, erro
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil, fmt.Errorf("encode %s: %w: %v", t, ErrOutOfRange, v)
 	}
-	if t == manifests.RegFloat32 {
+	if t == RegFloat32 {
 		if math.Abs(v) > math.MaxFloat32 {
 			return nil, fmt.Errorf("encode %s: %w: %v exceeds ±%v", t, ErrOutOfRange, v, math.MaxFloat32)
 		}
@@ -86,7 +84,7 @@ func Encode(t manifests.RegType, o manifests.ByteOrder, v float64) ([]byte, erro
 
 // DecodeRegister decodes b, read from register reg, into its engineering
 // value raw*Scale + Offset (a zero Scale counts as 1).
-func DecodeRegister(reg manifests.Register, b []byte) (float64, error) {
+func DecodeRegister(reg Register, b []byte) (float64, error) {
 	raw, err := Decode(reg.Type, reg.ByteOrder, b)
 	if err != nil {
 		return 0, err
@@ -98,9 +96,9 @@ func DecodeRegister(reg manifests.Register, b []byte) (float64, error) {
 // (v-Offset)/Scale, rounded to the nearest whole number for integer types,
 // then [Encode]. A value that does not fit yields an error wrapping
 // [ErrOutOfRange] that states the register's range in engineering units.
-func EncodeRegister(reg manifests.Register, v float64) ([]byte, error) {
+func EncodeRegister(reg Register, v float64) ([]byte, error) {
 	raw := ToRaw(reg, v)
-	if reg.Type != manifests.RegFloat32 {
+	if reg.Type != RegFloat32 {
 		raw = math.Round(raw)
 	}
 	b, err := Encode(reg.Type, reg.ByteOrder, raw)
@@ -120,7 +118,7 @@ func EncodeRegister(reg manifests.Register, v float64) ([]byte, error) {
 // ToEngineering returns raw*Scale + Offset for reg (a zero Scale counts as
 // 1). A decimal scale such as 0.01 is applied as a division by 100, so that
 // raw 3151 gives 31.51 rather than 31.509999999999998.
-func ToEngineering(reg manifests.Register, raw float64) float64 {
+func ToEngineering(reg Register, raw float64) float64 {
 	if inv, ok := inverseScale(reg.Scale); ok {
 		return raw/inv + reg.Offset
 	}
@@ -129,14 +127,14 @@ func ToEngineering(reg manifests.Register, raw float64) float64 {
 
 // ToRaw returns (v - Offset)/Scale for reg (a zero Scale counts as 1),
 // unrounded.
-func ToRaw(reg manifests.Register, v float64) float64 {
+func ToRaw(reg Register, v float64) float64 {
 	if inv, ok := inverseScale(reg.Scale); ok {
 		return (v - reg.Offset) * inv
 	}
 	return (v - reg.Offset) / scaleOf(reg)
 }
 
-func scaleOf(reg manifests.Register) float64 {
+func scaleOf(reg Register) float64 {
 	if reg.Scale == 0 {
 		return 1
 	}
@@ -158,19 +156,19 @@ func inverseScale(scale float64) (float64, bool) {
 }
 
 // intRange returns the range of an integer register type.
-func intRange(t manifests.RegType) (lo, hi float64, ok bool) {
+func intRange(t RegType) (lo, hi float64, ok bool) {
 	switch t {
-	case manifests.RegUint8:
+	case RegUint8:
 		return 0, math.MaxUint8, true
-	case manifests.RegInt8:
+	case RegInt8:
 		return math.MinInt8, math.MaxInt8, true
-	case manifests.RegUint16:
+	case RegUint16:
 		return 0, math.MaxUint16, true
-	case manifests.RegInt16:
+	case RegInt16:
 		return math.MinInt16, math.MaxInt16, true
-	case manifests.RegUint32:
+	case RegUint32:
 		return 0, math.MaxUint32, true
-	case manifests.RegInt32:
+	case RegInt32:
 		return math.MinInt32, math.MaxInt32, true
 	}
 	return 0, 0, false
@@ -183,11 +181,11 @@ type order interface {
 }
 
 // byteOrder resolves a manifest byte order; "" means big endian.
-func byteOrder(o manifests.ByteOrder) (order, error) {
+func byteOrder(o ByteOrder) (order, error) {
 	switch o {
-	case manifests.BigEndian, "":
+	case BigEndian, "":
 		return binary.BigEndian, nil
-	case manifests.LittleEndian:
+	case LittleEndian:
 		return binary.LittleEndian, nil
 	}
 	return nil, fmt.Errorf("unknown byte order %q (want big or little)", o)

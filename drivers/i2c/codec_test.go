@@ -5,36 +5,34 @@ import (
 	"errors"
 	"math"
 	"testing"
-
-	"github.com/promcp/promcp-device/manifests"
 )
 
 var (
-	allTypes = []manifests.RegType{
-		manifests.RegUint8, manifests.RegInt8, manifests.RegUint16, manifests.RegInt16,
-		manifests.RegUint32, manifests.RegInt32, manifests.RegFloat32,
+	allTypes = []RegType{
+		RegUint8, RegInt8, RegUint16, RegInt16,
+		RegUint32, RegInt32, RegFloat32,
 	}
-	allOrders = []manifests.ByteOrder{manifests.BigEndian, manifests.LittleEndian, ""}
+	allOrders = []ByteOrder{BigEndian, LittleEndian, ""}
 )
 
 func TestCodec(t *testing.T) {
 	tests := []struct {
-		t manifests.RegType
-		o manifests.ByteOrder
+		t RegType
+		o ByteOrder
 		v float64
 		b []byte
 	}{
-		{manifests.RegUint8, "", 200, []byte{0xC8}},
-		{manifests.RegInt8, "", -2, []byte{0xFE}},
-		{manifests.RegUint16, manifests.BigEndian, 0x1234, []byte{0x12, 0x34}},
-		{manifests.RegUint16, manifests.LittleEndian, 0x1234, []byte{0x34, 0x12}},
-		{manifests.RegInt16, manifests.BigEndian, -2, []byte{0xFF, 0xFE}},
-		{manifests.RegInt16, manifests.LittleEndian, -32768, []byte{0x00, 0x80}},
-		{manifests.RegUint32, manifests.BigEndian, 0xDEADBEEF, []byte{0xDE, 0xAD, 0xBE, 0xEF}},
-		{manifests.RegUint32, manifests.LittleEndian, 0xDEADBEEF, []byte{0xEF, 0xBE, 0xAD, 0xDE}},
-		{manifests.RegInt32, manifests.BigEndian, -1, []byte{0xFF, 0xFF, 0xFF, 0xFF}},
-		{manifests.RegFloat32, manifests.BigEndian, 21.5, []byte{0x41, 0xAC, 0x00, 0x00}},
-		{manifests.RegFloat32, "", -0.25, []byte{0xBE, 0x80, 0x00, 0x00}},
+		{RegUint8, "", 200, []byte{0xC8}},
+		{RegInt8, "", -2, []byte{0xFE}},
+		{RegUint16, BigEndian, 0x1234, []byte{0x12, 0x34}},
+		{RegUint16, LittleEndian, 0x1234, []byte{0x34, 0x12}},
+		{RegInt16, BigEndian, -2, []byte{0xFF, 0xFE}},
+		{RegInt16, LittleEndian, -32768, []byte{0x00, 0x80}},
+		{RegUint32, BigEndian, 0xDEADBEEF, []byte{0xDE, 0xAD, 0xBE, 0xEF}},
+		{RegUint32, LittleEndian, 0xDEADBEEF, []byte{0xEF, 0xBE, 0xAD, 0xDE}},
+		{RegInt32, BigEndian, -1, []byte{0xFF, 0xFF, 0xFF, 0xFF}},
+		{RegFloat32, BigEndian, 21.5, []byte{0x41, 0xAC, 0x00, 0x00}},
+		{RegFloat32, "", -0.25, []byte{0xBE, 0x80, 0x00, 0x00}},
 	}
 	for _, tc := range tests {
 		got, err := Encode(tc.t, tc.o, tc.v)
@@ -51,18 +49,18 @@ func TestCodec(t *testing.T) {
 func TestCodecErrors(t *testing.T) {
 	encode := []struct {
 		name string
-		t    manifests.RegType
-		o    manifests.ByteOrder
+		t    RegType
+		o    ByteOrder
 		v    float64
 		want error // nil: any error
 	}{
-		{"uint8 overflow", manifests.RegUint8, "", 256, ErrOutOfRange},
-		{"int8 underflow", manifests.RegInt8, "", -129, ErrOutOfRange},
-		{"fraction", manifests.RegInt16, "", 1.5, ErrOutOfRange},
-		{"uint32 overflow", manifests.RegUint32, "", 1 << 32, ErrOutOfRange},
-		{"NaN", manifests.RegFloat32, "", math.NaN(), ErrOutOfRange},
+		{"uint8 overflow", RegUint8, "", 256, ErrOutOfRange},
+		{"int8 underflow", RegInt8, "", -129, ErrOutOfRange},
+		{"fraction", RegInt16, "", 1.5, ErrOutOfRange},
+		{"uint32 overflow", RegUint32, "", 1 << 32, ErrOutOfRange},
+		{"NaN", RegFloat32, "", math.NaN(), ErrOutOfRange},
 		{"unknown type", "uint64", "", 1, nil},
-		{"unknown order", manifests.RegUint16, "middle", 1, nil},
+		{"unknown order", RegUint16, "middle", 1, nil},
 	}
 	for _, tc := range encode {
 		t.Run("encode "+tc.name, func(t *testing.T) {
@@ -74,14 +72,14 @@ func TestCodecErrors(t *testing.T) {
 	}
 	decode := []struct {
 		name string
-		t    manifests.RegType
-		o    manifests.ByteOrder
+		t    RegType
+		o    ByteOrder
 		b    []byte
 	}{
-		{"short", manifests.RegUint16, "", []byte{1}},
-		{"long", manifests.RegUint8, "", []byte{1, 2}},
+		{"short", RegUint16, "", []byte{1}},
+		{"long", RegUint8, "", []byte{1, 2}},
 		{"unknown type", "uint64", "", make([]byte, 8)},
-		{"unknown order", manifests.RegUint16, "middle", []byte{1, 2}},
+		{"unknown order", RegUint16, "middle", []byte{1, 2}},
 	}
 	for _, tc := range decode {
 		t.Run("decode "+tc.name, func(t *testing.T) {
@@ -143,7 +141,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 					if !errors.Is(err, ErrOutOfRange) {
 						t.Fatalf("Encode(%s, %q, %v) = %v, want ErrOutOfRange", typ, o, x, err)
 					}
-				} else if got, _ := Decode(typ, o, enc); typ != manifests.RegFloat32 && got != x {
+				} else if got, _ := Decode(typ, o, enc); typ != RegFloat32 && got != x {
 					t.Fatalf("Decode(Encode(%s, %q, %v)) = %v", typ, o, x, got)
 				}
 			}
@@ -152,7 +150,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 }
 
 func TestScaleDecimal(t *testing.T) {
-	reg := manifests.Register{Name: "t", Type: manifests.RegInt16, Scale: 0.01}
+	reg := Register{Name: "t", Type: RegInt16, Scale: 0.01}
 	for raw := -32768; raw <= 32767; raw++ {
 		v := ToEngineering(reg, float64(raw))
 		if back := math.Round(ToRaw(reg, v)); back != float64(raw) {
@@ -162,7 +160,7 @@ func TestScaleDecimal(t *testing.T) {
 	if got := ToEngineering(reg, 3151); got != 31.51 {
 		t.Errorf("ToEngineering(3151, scale 0.01) = %v, want 31.51", got)
 	}
-	if got := ToEngineering(manifests.Register{Type: manifests.RegUint8}, 7); got != 7 {
+	if got := ToEngineering(Register{Type: RegUint8}, 7); got != 7 {
 		t.Errorf("ToEngineering(7, scale 0) = %v, want 7", got)
 	}
 }

@@ -4,7 +4,7 @@
 // [Encode]).
 //
 // Drivers consume periph.io's i2c.Bus (imported here as pi2c). They never own
-// the bus: whoever opened the pi2c.BusCloser (drivers.Host or the simulator)
+// the bus: whoever opened the pi2c.BusCloser (host.Host or the simulator)
 // closes it, after the drivers are done with it.
 //
 // # Context and timeouts

@@ -12,7 +12,7 @@ import (
 )
 
 // An SHT31 at 0x44 on the simulator, in a zone at 16 °C and 70 %RH. On a
-// Raspberry Pi the bus would come from drivers.Host.I2C(ctx, "1") instead.
+// Raspberry Pi the bus would come from host.Host.I2C(ctx, "1") instead.
 func ExampleSHT3x_Sense() {
 	ctx := context.Background()
 	m := &manifests.Manifest{
@@ -49,13 +49,11 @@ func ExampleSHT3x_Sense() {
 // A register-map device: the grow light of manifests/examples/lab-bench.yml.
 func ExampleRegisters() {
 	ctx := context.Background()
-	regs := []manifests.Register{
-		{Name: "dimmer", Address: 0x01, Type: manifests.RegUint8, Scale: 0.5, Writable: true},
-	}
+	dimmer := manifests.Register{Name: "dimmer", Address: 0x01, Type: manifests.RegUint8, Scale: 0.5, Writable: true}
 	m := &manifests.Manifest{
 		Buses: []manifests.Bus{{Name: "i2c1", Kind: manifests.BusI2C}},
 		Devices: []manifests.Device{{
-			Name: "grow_light", Bus: "i2c1", Model: manifests.ModelRegisters, Address: 0x20, Registers: regs,
+			Name: "grow_light", Bus: "i2c1", Model: manifests.ModelRegisters, Address: 0x20, Registers: []manifests.Register{dimmer},
 			Sim: &manifests.DeviceSim{Values: map[string]float64{"dimmer": 40}},
 		}},
 	}
@@ -69,7 +67,9 @@ func ExampleRegisters() {
 	}
 	defer raw.Close()
 
-	light := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, regs)
+	light := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, []i2c.Register{
+		{Name: "dimmer", Address: 0x01, Type: i2c.RegUint8, Scale: 0.5, Writable: true},
+	})
 	before, _ := light.Read(ctx, "dimmer")
 	if err := light.Write(ctx, "dimmer", 72.5); err != nil {
 		log.Fatal(err)

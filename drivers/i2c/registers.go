@@ -3,8 +3,6 @@ package i2c
 import (
 	"context"
 	"fmt"
-
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // Registers is a generic register-map device: each named register is read by
@@ -17,14 +15,14 @@ import (
 type Registers struct {
 	bus  *Bus
 	addr uint16
-	regs map[string]manifests.Register
+	regs map[string]Register
 }
 
 // NewRegisters returns the device at addr on bus with the register map regs
 // (names are unique in a validated manifest; a later duplicate wins). It does
 // no I/O.
-func NewRegisters(bus *Bus, addr uint16, regs []manifests.Register) *Registers {
-	m := make(map[string]manifests.Register, len(regs))
+func NewRegisters(bus *Bus, addr uint16, regs []Register) *Registers {
+	m := make(map[string]Register, len(regs))
 	for _, r := range regs {
 		m[r.Name] = r
 	}
@@ -32,7 +30,7 @@ func NewRegisters(bus *Bus, addr uint16, regs []manifests.Register) *Registers {
 }
 
 // Register returns the definition of the register called name.
-func (d *Registers) Register(name string) (manifests.Register, bool) {
+func (d *Registers) Register(name string) (Register, bool) {
 	r, ok := d.regs[name]
 	return r, ok
 }
@@ -85,10 +83,10 @@ func (d *Registers) Write(ctx context.Context, name string, v float64) error {
 	return nil
 }
 
-func (d *Registers) lookup(op, name string) (manifests.Register, error) {
+func (d *Registers) lookup(op, name string) (Register, error) {
 	reg, ok := d.regs[name]
 	if !ok {
-		return manifests.Register{}, d.errorf(op, name, "%w", ErrUnknownRegister)
+		return Register{}, d.errorf(op, name, "%w", ErrUnknownRegister)
 	}
 	return reg, nil
 }

@@ -6,18 +6,16 @@ import (
 	"testing"
 
 	"periph.io/x/conn/v3/i2c/i2ctest"
-
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // growLight is the register map of manifests/examples/lab-bench.yml, plus a
 // float32 and an offset register.
-var growLight = []manifests.Register{
-	{Name: "dimmer", Address: 0x01, Type: manifests.RegUint8, Scale: 0.5, Writable: true},
-	{Name: "lux", Address: 0x02, Type: manifests.RegUint16, ByteOrder: manifests.BigEndian},
-	{Name: "driver_temperature", Address: 0x04, Type: manifests.RegInt16, ByteOrder: manifests.LittleEndian, Scale: 0.01},
-	{Name: "setpoint", Address: 0x10, Type: manifests.RegFloat32, ByteOrder: manifests.LittleEndian, Writable: true},
-	{Name: "offset", Address: 0x20, Type: manifests.RegInt32, Scale: 2, Offset: -100, Writable: true},
+var growLight = []Register{
+	{Name: "dimmer", Address: 0x01, Type: RegUint8, Scale: 0.5, Writable: true},
+	{Name: "lux", Address: 0x02, Type: RegUint16, ByteOrder: BigEndian},
+	{Name: "driver_temperature", Address: 0x04, Type: RegInt16, ByteOrder: LittleEndian, Scale: 0.01},
+	{Name: "setpoint", Address: 0x10, Type: RegFloat32, ByteOrder: LittleEndian, Writable: true},
+	{Name: "offset", Address: 0x20, Type: RegInt32, Scale: 2, Offset: -100, Writable: true},
 }
 
 func TestRegistersRead(t *testing.T) {

@@ -15,7 +15,7 @@
 //
 // Addresses are 0-based PDU addresses (holding register 40001 is holding 0).
 // Registers are 16 bits, sent big endian; multi-register values follow a
-// manifests.WordOrder. [Codec] converts between registers and raw values as
+// WordOrder. [Codec] converts between registers and raw values as
 // pure functions; [Engineering] and [Codec.Raw] apply scale and offset.
 //
 // # Errors

@@ -78,7 +78,7 @@ func serve(t testing.TB, w *sim.World, k manifests.BusKind, cfg modbus.Config) (
 		}
 		t.Cleanup(func() { p.Close() })
 		go srv.ServeRTU(p.Master())
-		port, err := modbus.OpenPort(context.Background(), manifests.SerialSettings{Port: p.SlavePath, Baud: 115200, DataBits: 8, Parity: manifests.ParityNone, StopBits: 1})
+		port, err := modbus.OpenPort(context.Background(), modbus.SerialConfig{Port: p.SlavePath, Baud: 115200, DataBits: 8, Parity: modbus.ParityNone, StopBits: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

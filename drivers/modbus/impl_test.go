@@ -10,5 +10,4 @@ var (
 	_ transport = (*streamTransport)(nil)
 	_ transport = (*serialTransport)(nil)
 	_ transport = (*fakeTransport)(nil)
-	_ Clock     = SystemClock{}
 )

@@ -11,8 +11,8 @@ import (
 
 	mb "github.com/goburrow/modbus"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // Config is what a Line needs beyond its transport. The zero value of each
@@ -21,12 +21,12 @@ type Config struct {
 	// Name names the line in errors and logs (the manifest bus name).
 	Name string
 	// Timeout bounds one transaction, response included. Default
-	// manifests.DefaultTimeout.
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Retries is how often a failed transaction is retried (timeouts,
 	// garbled frames, busy devices, dropped connections; not other
 	// exceptions). Negative means none; 0 means none too: callers pass the
-	// manifest's value, which Load defaults to manifests.DefaultRetries.
+	// manifest's value (manifests.DefaultRetries when it declares none).
 	Retries int
 	// Backoff is the wait before the first retry; it doubles for each
 	// further one. Default 20ms. The line is free while a device backs off.
@@ -38,13 +38,13 @@ type Config struct {
 	// touching the line; it doubles after each failed trial, up to 1 minute.
 	// Default 5s.
 	BreakerCooldown time.Duration
-	// Clock times back-offs and silences; nil means SystemClock.
-	Clock Clock
+	// Clock times back-offs and silences; nil means clock.System.
+	Clock clock.Clock
 }
 
 func (c *Config) defaults() {
 	if c.Timeout <= 0 {
-		c.Timeout = manifests.DefaultTimeout
+		c.Timeout = DefaultTimeout
 	}
 	if c.Retries < 0 {
 		c.Retries = 0
@@ -59,7 +59,7 @@ func (c *Config) defaults() {
 		c.BreakerCooldown = 5 * time.Second
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock{}
+		c.Clock = clock.System{}
 	}
 }
 
@@ -74,7 +74,7 @@ type Line struct {
 	tr   transport
 	rtu  bool
 	log  *slog.Logger
-	turn chan struct{}
+	turn drivers.Turn
 
 	mu    sync.Mutex
 	units map[uint8]*Unit
@@ -130,7 +130,7 @@ func newLine(cfg Config, tr transport, rtu bool, log *slog.Logger) *Line {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Line{cfg: cfg, tr: tr, rtu: rtu, log: log.With("bus", cfg.Name), turn: make(chan struct{}, 1), units: map[uint8]*Unit{}}
+	return &Line{cfg: cfg, tr: tr, rtu: rtu, log: log.With("bus", cfg.Name), turn: drivers.NewTurn(), units: map[uint8]*Unit{}}
 }
 
 // Close closes the transport. Transactions in flight fail.
@@ -180,7 +180,7 @@ func (l *Line) Unit(id uint8, opts ...UnitOption) *Unit {
 		h.SlaveId = id
 		pk = h
 	}
-	u := &Unit{line: l, id: id, client: mb.NewClient2(pk, l.tr), flights: map[string]*flight{}, timeout: l.cfg.Timeout}
+	u := &Unit{line: l, id: id, client: mb.NewClient2(pk, l.tr), timeout: l.cfg.Timeout}
 	for _, o := range opts {
 		o(u)
 	}
@@ -191,15 +191,11 @@ func (l *Line) Unit(id uint8, opts ...UnitOption) *Unit {
 // tx runs one transaction for u: waits for the line's turn under ctx,
 // arms the transport with min(timeout, ctx deadline), runs op.
 func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) ([]byte, error)) ([]byte, error) {
-	select {
-	case l.turn <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(ctx.Err()))
+	release, err := l.turn.Take(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer func() { <-l.turn }()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(err))
-	}
+	defer release()
 	u.mu.Lock()
 	timeout := u.timeout
 	u.mu.Unlock()

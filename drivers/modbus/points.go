@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-
-	"github.com/promcp/promcp-device/manifests"
 )
 
 // Point is one named value of a device's register map, bound to the span
@@ -14,14 +12,14 @@ import (
 // share it.
 type Point struct {
 	unit  *Unit
-	reg   manifests.ModbusRegister
+	reg   Register
 	codec Codec
 	span  span
 }
 
 // span is a run of registers (or bits) of one table read together.
 type span struct {
-	table        manifests.Table
+	table        Table
 	start, count uint16
 }
 
@@ -29,15 +27,15 @@ type span struct {
 // are contiguous or overlap are read together as long as the run stays
 // within maxSpan registers (bits, for coil and discrete); maxSpan <= 1
 // reads each register alone. It returns the points by register name.
-func (u *Unit) Points(regs []manifests.ModbusRegister, maxSpan int) map[string]*Point {
+func (u *Unit) Points(regs []Register, maxSpan int) map[string]*Point {
 	points := make(map[string]*Point, len(regs))
-	byTable := map[manifests.Table][]manifests.ModbusRegister{}
+	byTable := map[Table][]Register{}
 	for _, r := range regs {
 		byTable[r.Table] = append(byTable[r.Table], r)
 	}
 	for table, rs := range byTable {
-		slices.SortStableFunc(rs, func(a, b manifests.ModbusRegister) int { return int(a.Address) - int(b.Address) })
-		var cur []manifests.ModbusRegister
+		slices.SortStableFunc(rs, func(a, b Register) int { return int(a.Address) - int(b.Address) })
+		var cur []Register
 		var s span
 		flush := func() {
 			for _, r := range cur {
@@ -62,7 +60,7 @@ func (u *Unit) Points(regs []manifests.ModbusRegister, maxSpan int) map[string]*
 	return points
 }
 
-func words(r manifests.ModbusRegister) int {
+func words(r Register) int {
 	if r.Table.IsBits() {
 		return 1
 	}
@@ -70,7 +68,7 @@ func words(r manifests.ModbusRegister) int {
 }
 
 // Register returns the point's manifest register.
-func (p *Point) Register() manifests.ModbusRegister { return p.reg }
+func (p *Point) Register() Register { return p.reg }
 
 // Span returns the first address and the count of the registers (or bits)
 // read to get this point.
@@ -108,13 +106,13 @@ func (p *Point) Write(ctx context.Context, v any) error {
 		return fmt.Errorf("modbus unit %d register %s is not writable", p.unit.id, p.reg.Name)
 	}
 	switch p.reg.Table {
-	case manifests.TableCoil:
+	case TableCoil:
 		on, ok := v.(bool)
 		if !ok {
 			return fmt.Errorf("modbus unit %d coil %s: %w: %v (%T), want a bool", p.unit.id, p.reg.Name, ErrOutOfRange, v, v)
 		}
 		return p.unit.WriteCoil(ctx, p.reg.Address, on)
-	case manifests.TableHolding:
+	case TableHolding:
 		raw, err := p.codec.Raw(v, p.reg.Scale, p.reg.Offset)
 		if err != nil {
 			return fmt.Errorf("modbus unit %d register %s: %w", p.unit.id, p.reg.Name, err)

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/clock"
 )
 
 // ScanConfig bounds a scan. Zero values mean the documented defaults.
@@ -23,7 +23,7 @@ type ScanConfig struct {
 
 // Range is a run of readable addresses in one table.
 type Range struct {
-	Table       manifests.Table
+	Table       Table
 	First, Last uint16
 }
 
@@ -60,13 +60,13 @@ func (l *Line) Scan(ctx context.Context, cfg ScanConfig) ([]UnitReport, error) {
 	if cfg.Pause <= 0 {
 		cfg.Pause = 20 * time.Millisecond
 	}
-	pause := func() error { return sleep(ctx, l.cfg.Clock, cfg.Pause) }
+	pause := func() error { return clock.Sleep(ctx, l.cfg.Clock, cfg.Pause) }
 	var found []UnitReport
 	for _, id := range units {
 		u := l.Unit(id)
 		alive := false
 		var ranges []Range
-		for _, table := range []manifests.Table{manifests.TableHolding, manifests.TableInput, manifests.TableCoil, manifests.TableDiscrete} {
+		for _, table := range []Table{TableHolding, TableInput, TableCoil, TableDiscrete} {
 			var cur *Range
 		probe:
 			for i := range int(cfg.Count) {

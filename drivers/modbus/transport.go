@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 )
 
@@ -141,7 +142,7 @@ type serialTransport struct {
 	port     Port
 	rtsCtl   bool          // raise RTS while sending
 	gap      time.Duration // inter-frame silence
-	clock    Clock
+	clock    clock.Clock
 	last     time.Time // end of the last frame on the line
 	deadline time.Time
 }
@@ -149,7 +150,7 @@ type serialTransport struct {
 func (t *serialTransport) prepare(ctx context.Context, deadline time.Time) error {
 	t.deadline = deadline
 	if wait := t.last.Add(t.gap).Sub(t.clock.Now()); wait > 0 {
-		return sleep(ctx, t.clock, wait)
+		return clock.Sleep(ctx, t.clock, wait)
 	}
 	return nil
 }
@@ -191,7 +192,7 @@ func (t *serialTransport) Close() error { return t.port.Close() }
 type deadlineReader struct {
 	port     Port
 	deadline time.Time
-	clock    Clock
+	clock    clock.Clock
 }
 
 func (r *deadlineReader) Read(p []byte) (int, error) {

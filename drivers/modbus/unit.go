@@ -9,7 +9,7 @@ import (
 	mb "github.com/goburrow/modbus"
 
 	"github.com/promcp/promcp-device/drivers"
-	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/internal/flight"
 )
 
 // Unit is one Modbus device (unit id) on a Line. Its calls retry with
@@ -25,7 +25,7 @@ type Unit struct {
 
 	mu        sync.Mutex
 	timeout   time.Duration // per transaction
-	flights   map[string]*flight
+	flights   flight.Group[string, []byte]
 	fails     int           // calls failed in a row
 	openUntil time.Time     // breaker open until then
 	cooldown  time.Duration // current cool-down
@@ -35,74 +35,18 @@ type Unit struct {
 // ID returns the unit id.
 func (u *Unit) ID() uint8 { return u.id }
 
-// flight is one read in progress that identical reads wait for. It runs
-// under a context that ends only when every caller waiting for it has
-// given up, so one impatient caller does not fail the others.
-type flight struct {
-	done    chan struct{}
-	res     []byte
-	err     error
-	waiters int // guarded by Unit.mu
-	cancel  context.CancelFunc
-}
-
-// coalesce runs fn once for all concurrent callers with the same key. The
-// first caller runs it on its own goroutine (no hand-off on the fast path);
-// if that caller's ctx ends while others still wait, the read goes on for
-// them and the first caller returns when it completes (within the line's
-// timeout). Other callers return their ctx's error as soon as it ends.
+// coalesce runs fn once for all concurrent callers with the same key (see
+// flight.Group: the read goes on as long as one caller still waits for it).
+// A caller that gives up gets its ctx's error, classified.
 func (u *Unit) coalesce(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, u.errorf(key, drivers.Classify(err))
-	}
-	u.mu.Lock()
-	f, joined := u.flights[key]
-	var fctx context.Context
-	if !joined {
-		var cancel context.CancelFunc
-		fctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-		f = &flight{done: make(chan struct{}), cancel: cancel}
-		u.flights[key] = f
-	}
-	f.waiters++
-	u.mu.Unlock()
-
-	if joined {
-		select {
-		case <-f.done:
-			return f.res, f.err
-		case <-ctx.Done():
-			u.leave(key, f)
-			return nil, u.errorf(key, fmt.Errorf("waiting for the answer: %w", drivers.Classify(ctx.Err())))
+	res, err, joined := u.flights.Do(ctx, key, fn)
+	if cerr := ctx.Err(); err != nil && err == cerr {
+		if joined {
+			return nil, u.errorf(key, fmt.Errorf("waiting for the answer: %w", drivers.Classify(cerr)))
 		}
+		return nil, u.errorf(key, drivers.Classify(cerr))
 	}
-	stop := context.AfterFunc(ctx, func() { u.leave(key, f) })
-	f.res, f.err = fn(fctx)
-	u.mu.Lock()
-	if u.flights[key] == f {
-		delete(u.flights, key)
-	}
-	u.mu.Unlock()
-	f.cancel()
-	close(f.done)
-	if !stop() { // this caller's ctx ended first
-		return nil, u.errorf(key, drivers.Classify(ctx.Err()))
-	}
-	return f.res, f.err
-}
-
-// leave records that a caller no longer waits for f; the last one to leave
-// cancels it, and the next caller starts afresh rather than join it.
-func (u *Unit) leave(key string, f *flight) {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	f.waiters--
-	if f.waiters == 0 {
-		f.cancel()
-		if u.flights[key] == f {
-			delete(u.flights, key)
-		}
-	}
+	return res, err
 }
 
 // admit checks the breaker before a call.
@@ -119,24 +63,15 @@ func (u *Unit) admit(now time.Time) error {
 	return nil
 }
 
-// outcome is how a call ended, for the breaker.
-type outcome int
-
-const (
-	answered  outcome = iota // data or an exception: the device is alive
-	failed                   // no usable answer after the retries
-	abandoned                // the caller gave up: says nothing about the device
-)
-
 // settle records a call's outcome in the breaker.
-func (u *Unit) settle(now time.Time, o outcome) {
+func (u *Unit) settle(now time.Time, o drivers.Outcome) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.trial = false
-	if o == abandoned {
+	if o == drivers.Abandoned {
 		return
 	}
-	if o == answered {
+	if o == drivers.Answered {
 		u.fails, u.openUntil, u.cooldown = 0, time.Time{}, 0
 		return
 	}
@@ -155,35 +90,19 @@ func (u *Unit) settle(now time.Time, o outcome) {
 	u.line.log.Warn("modbus device backed off", "unit", u.id, "fails", u.fails, "dur", u.cooldown)
 }
 
-// call runs op with retries, back-off and the breaker.
+// call runs op with retries, back-off (drivers.Retry) and the breaker.
 func (u *Unit) call(ctx context.Context, what string, op func(mb.Client) ([]byte, error)) ([]byte, error) {
 	cfg := u.line.cfg
 	if err := u.admit(cfg.Clock.Now()); err != nil {
 		return nil, u.errorf(what, err)
 	}
-	for attempt := 0; ; attempt++ {
-		res, err := u.line.tx(ctx, u, what, op)
-		if err == nil {
-			u.settle(cfg.Clock.Now(), answered)
-			return res, nil
-		}
-		if ctx.Err() != nil {
-			u.settle(cfg.Clock.Now(), abandoned)
-			return nil, u.errorf(what, err)
-		}
-		if !retryable(err) {
-			u.settle(cfg.Clock.Now(), answered) // an exception is an answer
-			return nil, u.errorf(what, err)
-		}
-		if attempt >= cfg.Retries {
-			u.settle(cfg.Clock.Now(), failed)
-			return nil, u.errorf(what, err)
-		}
-		if serr := sleep(ctx, cfg.Clock, cfg.Backoff<<attempt); serr != nil {
-			u.settle(cfg.Clock.Now(), abandoned)
-			return nil, u.errorf(what, fmt.Errorf("%w (backing off after: %w)", drivers.Classify(serr), err))
-		}
+	p := drivers.RetryPolicy{Retries: cfg.Retries, Backoff: cfg.Backoff, Clock: cfg.Clock, Retryable: retryable}
+	res, o, err := drivers.Retry(ctx, p, func(ctx context.Context) ([]byte, error) { return u.line.tx(ctx, u, what, op) })
+	u.settle(cfg.Clock.Now(), o)
+	if err != nil {
+		return nil, u.errorf(what, err)
 	}
+	return res, nil
 }
 
 func (u *Unit) errorf(what string, err error) error {
@@ -193,13 +112,13 @@ func (u *Unit) errorf(what string, err error) error {
 // ReadRegisters reads count holding or input registers from address (0-based)
 // and returns their 2*count bytes as sent (each register big endian).
 // Identical concurrent reads share one transaction.
-func (u *Unit) ReadRegisters(ctx context.Context, table manifests.Table, address, count uint16) ([]byte, error) {
+func (u *Unit) ReadRegisters(ctx context.Context, table Table, address, count uint16) ([]byte, error) {
 	what := fmt.Sprintf("%s %d+%d", table, address, count)
 	var op func(mb.Client) ([]byte, error)
 	switch table {
-	case manifests.TableHolding:
+	case TableHolding:
 		op = func(c mb.Client) ([]byte, error) { return c.ReadHoldingRegisters(address, count) }
-	case manifests.TableInput:
+	case TableInput:
 		op = func(c mb.Client) ([]byte, error) { return c.ReadInputRegisters(address, count) }
 	default:
 		return nil, u.errorf(what, fmt.Errorf("table %q holds no registers", table))
@@ -215,13 +134,13 @@ func (u *Unit) ReadRegisters(ctx context.Context, table manifests.Table, address
 
 // ReadBits reads count coils or discrete inputs from address (0-based).
 // Identical concurrent reads share one transaction.
-func (u *Unit) ReadBits(ctx context.Context, table manifests.Table, address, count uint16) ([]bool, error) {
+func (u *Unit) ReadBits(ctx context.Context, table Table, address, count uint16) ([]bool, error) {
 	what := fmt.Sprintf("%s %d+%d", table, address, count)
 	var op func(mb.Client) ([]byte, error)
 	switch table {
-	case manifests.TableCoil:
+	case TableCoil:
 		op = func(c mb.Client) ([]byte, error) { return c.ReadCoils(address, count) }
-	case manifests.TableDiscrete:
+	case TableDiscrete:
 		op = func(c mb.Client) ([]byte, error) { return c.ReadDiscreteInputs(address, count) }
 	default:
 		return nil, u.errorf(what, fmt.Errorf("table %q holds no bits", table))

@@ -12,8 +12,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
-	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/internal/flight"
 )
 
 // ErrNoMatch means the instrument answered a line that its response
@@ -33,33 +34,36 @@ type Port interface {
 type Config struct {
 	Name string // the manifest bus name, for errors and logs
 	// Timeout bounds one request and its response line. Default
-	// manifests.DefaultTimeout.
+	// DefaultTimeout.
 	Timeout time.Duration
 	// Retries is how often a failed transaction is retried; 0 means none.
 	Retries int
 	// Backoff is the wait before the first retry, doubling after; default 20ms.
 	Backoff time.Duration
 	// Clock times deadlines and back-offs; nil means the system clock.
-	Clock Clock
+	Clock clock.Clock
 }
 
-// Clock tells the time and waits.
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
+// DefaultTimeout bounds a transaction on a line configured with no timeout.
+const DefaultTimeout = 100 * time.Millisecond
+
+// InstrumentConfig is what an instrument sends and how its response reads.
+type InstrumentConfig struct {
+	// Request is the text sent, terminator excluded.
+	Request string
+	// Terminator ends the request and the response; default "\r\n".
+	Terminator string
+	// Response is a regular expression matched against the response line
+	// (terminator removed); its named groups are the instrument's values.
+	Response string
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time                         { return time.Now() }
-func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Line is one serial port shared by line instruments.
 type Line struct {
 	cfg  Config
 	port Port
 	log  *slog.Logger
-	turn chan struct{}
+	turn drivers.Turn
 
 	mu           sync.Mutex
 	transactions uint64
@@ -69,7 +73,7 @@ type Line struct {
 // NewLine does no I/O.
 func NewLine(cfg Config, port Port, log *slog.Logger) *Line {
 	if cfg.Timeout <= 0 {
-		cfg.Timeout = manifests.DefaultTimeout
+		cfg.Timeout = DefaultTimeout
 	}
 	if cfg.Backoff <= 0 {
 		cfg.Backoff = 20 * time.Millisecond
@@ -78,9 +82,9 @@ func NewLine(cfg Config, port Port, log *slog.Logger) *Line {
 		log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = systemClock{}
+		cfg.Clock = clock.System{}
 	}
-	return &Line{cfg: cfg, port: port, log: log.With("bus", cfg.Name), turn: make(chan struct{}, 1)}
+	return &Line{cfg: cfg, port: port, log: log.With("bus", cfg.Name), turn: drivers.NewTurn()}
 }
 
 // Close closes the port.
@@ -102,20 +106,13 @@ type Instrument struct {
 	re      *regexp.Regexp
 	timeout time.Duration
 
-	mu     sync.Mutex
-	flight *flight
-}
-
-type flight struct {
-	done chan struct{}
-	vals map[string]float64
-	err  error
+	flight flight.Group[struct{}, map[string]float64]
 }
 
 // Instrument returns the instrument that the manifest device name declares.
 // timeout bounds its transactions; 0 means the line's. It fails when the
 // response pattern does not compile.
-func (l *Line) Instrument(name string, li manifests.LineInstrument, timeout time.Duration) (*Instrument, error) {
+func (l *Line) Instrument(name string, li InstrumentConfig, timeout time.Duration) (*Instrument, error) {
 	re, err := regexp.Compile(li.Response)
 	if err != nil {
 		return nil, fmt.Errorf("serial %s %s: response pattern: %w", l.cfg.Name, name, err)
@@ -131,60 +128,38 @@ func (l *Line) Instrument(name string, li manifests.LineInstrument, timeout time
 }
 
 // Read sends the request and returns the values of the response's named
-// groups. Concurrent Reads share one transaction. Errors wrap
+// groups. Concurrent Reads share one transaction, which goes on as long as
+// one of them still waits for it (see flight.Group). Errors wrap
 // drivers.ErrTimeout (no complete line in time) or ErrNoMatch.
 func (in *Instrument) Read(ctx context.Context) (map[string]float64, error) {
-	in.mu.Lock()
-	if f := in.flight; f != nil {
-		in.mu.Unlock()
-		select {
-		case <-f.done:
-			return f.vals, f.err
-		case <-ctx.Done():
-			return nil, drivers.Classify(ctx.Err())
+	vals, err, joined := in.flight.Do(ctx, struct{}{}, in.read)
+	if cerr := ctx.Err(); err != nil && err == cerr {
+		if joined {
+			return nil, drivers.Classify(cerr)
 		}
+		return nil, fmt.Errorf("serial %s %s: %w", in.line.cfg.Name, in.name, drivers.Classify(cerr))
 	}
-	f := &flight{done: make(chan struct{})}
-	in.flight = f
-	in.mu.Unlock()
-	f.vals, f.err = in.read(ctx)
-	in.mu.Lock()
-	in.flight = nil
-	in.mu.Unlock()
-	close(f.done)
-	return f.vals, f.err
+	return vals, err
 }
 
 func (in *Instrument) read(ctx context.Context) (map[string]float64, error) {
 	cfg := in.line.cfg
-	for attempt := 0; ; attempt++ {
-		vals, err := in.tx(ctx)
-		if err == nil || ctx.Err() != nil || attempt >= cfg.Retries {
-			if err != nil {
-				err = fmt.Errorf("serial %s %s: %w", cfg.Name, in.name, err)
-			}
-			return vals, err
-		}
-		select {
-		case <-cfg.Clock.After(cfg.Backoff << attempt):
-		case <-ctx.Done():
-			return nil, fmt.Errorf("serial %s %s: %w (backing off after: %w)", cfg.Name, in.name, drivers.Classify(ctx.Err()), err)
-		}
+	p := drivers.RetryPolicy{Retries: cfg.Retries, Backoff: cfg.Backoff, Clock: cfg.Clock}
+	vals, _, err := drivers.Retry(ctx, p, in.tx)
+	if err != nil {
+		return vals, fmt.Errorf("serial %s %s: %w", cfg.Name, in.name, err)
 	}
+	return vals, nil
 }
 
 // tx performs one request/response under the line's turn.
 func (in *Instrument) tx(ctx context.Context) (map[string]float64, error) {
 	l := in.line
-	select {
-	case l.turn <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(ctx.Err()))
+	release, err := l.turn.Take(ctx)
+	if err != nil {
+		return nil, err
 	}
-	defer func() { <-l.turn }()
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("waiting for the line: %w", drivers.Classify(err))
-	}
+	defer release()
 	l.mu.Lock()
 	l.transactions++
 	l.mu.Unlock()

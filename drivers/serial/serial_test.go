@@ -12,7 +12,6 @@ import (
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/serial"
-	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -42,7 +41,7 @@ func instrument(t *testing.T, answers map[string]string) (*serial.Line, *int) {
 			}
 		}
 	}()
-	port, err := modbus.OpenPort(context.Background(), manifests.SerialSettings{Port: p.SlavePath, Baud: 9600, DataBits: 8, Parity: manifests.ParityNone, StopBits: 1})
+	port, err := modbus.OpenPort(context.Background(), modbus.SerialConfig{Port: p.SlavePath, Baud: 9600, DataBits: 8, Parity: modbus.ParityNone, StopBits: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +69,7 @@ func TestInstrumentReads(t *testing.T) {
 		{"silent", "NOPE?", nil, drivers.ErrTimeout},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			in, err := line.Instrument("probe", manifests.LineInstrument{Request: tc.request, Terminator: "\r\n", Response: pattern}, 0)
+			in, err := line.Instrument("probe", serial.InstrumentConfig{Request: tc.request, Terminator: "\r\n", Response: pattern}, 0)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,8 +85,8 @@ func TestInstrumentReads(t *testing.T) {
 // both get their own answer (their requests and responses never interleave).
 func TestOneTransactionAtATime(t *testing.T) {
 	line, _ := instrument(t, map[string]string{"A?": "v=1", "B?": "v=2"})
-	a, _ := line.Instrument("a", manifests.LineInstrument{Request: "A?", Response: `v=(?P<v>\d+)`}, 0)
-	b, _ := line.Instrument("b", manifests.LineInstrument{Request: "B?", Response: `v=(?P<v>\d+)`}, 0)
+	a, _ := line.Instrument("a", serial.InstrumentConfig{Request: "A?", Response: `v=(?P<v>\d+)`}, 0)
+	b, _ := line.Instrument("b", serial.InstrumentConfig{Request: "B?", Response: `v=(?P<v>\d+)`}, 0)
 	var wg sync.WaitGroup
 	for range 10 {
 		for want, in := range map[float64]*serial.Instrument{1: a, 2: b} {

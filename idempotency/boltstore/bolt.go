@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/promcp/promcp-device/clock"
 	"log/slog"
 	"maps"
 	"sync"
@@ -47,7 +48,7 @@ type BoltOptions struct {
 	// TTL is how long an outcome is kept; <= 0 means idempotency.DefaultTTL.
 	TTL time.Duration
 	// Clock tells the time; nil means the system clock.
-	Clock idempotency.Clock
+	Clock clock.Clock
 	// Log receives store failures that cannot be returned; nil discards.
 	Log *slog.Logger
 	// MaxBatchDelay is how long a write waits for others to share its
@@ -72,7 +73,7 @@ type BoltOptions struct {
 type Bolt struct {
 	db    *bolt.DB
 	ttl   time.Duration
-	clock idempotency.Clock
+	clock clock.Clock
 	log   *slog.Logger
 
 	writers atomic.Int32 // writes in progress, to choose between Update and Batch
@@ -105,7 +106,7 @@ func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, erro
 		opts.TTL = idempotency.DefaultTTL
 	}
 	if opts.Clock == nil {
-		opts.Clock = systemClock{}
+		opts.Clock = clock.System{}
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)

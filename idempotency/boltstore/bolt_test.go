@@ -9,13 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
 )
 
 var _ idempotency.Store = (*boltstore.Bolt)(nil)
 
-func openBolt(t *testing.T, path string, clk idempotency.Clock) *boltstore.Bolt {
+func openBolt(t *testing.T, path string, clk clock.Clock) *boltstore.Bolt {
 	t.Helper()
 	b, err := boltstore.OpenBolt(path, time.Second, boltstore.BoltOptions{TTL: time.Hour, Clock: clk})
 	if err != nil {
@@ -213,6 +214,9 @@ type manualClock struct {
 }
 
 func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+// After never fires: the store only reads the time.
+func (c *manualClock) After(time.Duration) <-chan time.Time { return nil }
 func (c *manualClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.t = c.t.Add(d)

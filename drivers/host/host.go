@@ -1,4 +1,8 @@
-package drivers
+// Package host opens the I2C buses and GPIO pins of the machine it runs on,
+// through periph.io. It is apart from package drivers so that importing the
+// error classes does not pull in periph's host drivers and their init-time
+// registration.
+package host
 
 import (
 	"context"
@@ -11,13 +15,15 @@ import (
 	"periph.io/x/conn/v3/gpio/gpioreg"
 	"periph.io/x/conn/v3/i2c"
 	"periph.io/x/conn/v3/i2c/i2creg"
-	"periph.io/x/host/v3"
+	phost "periph.io/x/host/v3"
+
+	"github.com/promcp/promcp-device/drivers"
 )
 
 // Host opens the buses and pins of the machine it runs on, through periph.io.
 // It initializes periph's host drivers once, on first use.
 //
-// The zero value is not usable; create one with [NewHost]. A Host is safe for
+// The zero value is not usable; create one with [New]. A Host is safe for
 // concurrent use.
 type Host struct {
 	log *slog.Logger
@@ -27,7 +33,7 @@ type Host struct {
 }
 
 // NewHost returns a Host that logs to log (nil discards). It does no I/O.
-func NewHost(log *slog.Logger) *Host {
+func New(log *slog.Logger) *Host {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -37,7 +43,7 @@ func NewHost(log *slog.Logger) *Host {
 // init runs periph's host.Init once per Host.
 func (h *Host) init() error {
 	h.once.Do(func() {
-		state, err := host.Init()
+		state, err := phost.Init()
 		if err != nil {
 			h.initErr = err
 			return
@@ -52,18 +58,18 @@ func (h *Host) init() error {
 // the manifest bus's Device field.
 //
 // The caller owns the returned bus and closes it. A bus that cannot be opened
-// yields an error that wraps [ErrUnavailable] and names the bus.
+// yields an error that wraps [drivers.ErrUnavailable] and names the bus.
 func (h *Host) I2C(ctx context.Context, name string) (i2c.BusCloser, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("i2c bus %q: %w", name, err)
 	}
 	if err := h.init(); err != nil {
-		return nil, fmt.Errorf("i2c bus %q: %w: periph host init: %w", name, ErrUnavailable, err)
+		return nil, fmt.Errorf("i2c bus %q: %w: periph host init: %w", name, drivers.ErrUnavailable, err)
 	}
 	all := i2creg.All()
 	if len(all) == 0 {
 		// periph would add "did you forget to call Init()?", which misleads.
-		return nil, fmt.Errorf("i2c bus %q: %w: no bus found (is I2C enabled? see raspi-config)", name, ErrUnavailable)
+		return nil, fmt.Errorf("i2c bus %q: %w: no bus found (is I2C enabled? see raspi-config)", name, drivers.ErrUnavailable)
 	}
 	b, err := i2creg.Open(name)
 	if err != nil {
@@ -71,7 +77,7 @@ func (h *Host) I2C(ctx context.Context, name string) (i2c.BusCloser, error) {
 		for i, r := range all {
 			names[i] = r.Name
 		}
-		return nil, fmt.Errorf("i2c bus %q: %w: %w (this host has %s)", name, ErrUnavailable, err, strings.Join(names, ", "))
+		return nil, fmt.Errorf("i2c bus %q: %w: %w (this host has %s)", name, drivers.ErrUnavailable, err, strings.Join(names, ", "))
 	}
 	h.log.Info("i2c bus opened", "bus", name)
 	return b, nil
@@ -80,18 +86,18 @@ func (h *Host) I2C(ctx context.Context, name string) (i2c.BusCloser, error) {
 // Pin returns the GPIO pin the host calls name ("GPIO17"), unconfigured. The
 // pin is shared host state and is not closed.
 //
-// An unknown pin yields an error that wraps [ErrUnavailable] and names the
+// An unknown pin yields an error that wraps [drivers.ErrUnavailable] and names the
 // pin.
 func (h *Host) Pin(ctx context.Context, name string) (gpio.PinIO, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("gpio pin %q: %w", name, err)
 	}
 	if err := h.init(); err != nil {
-		return nil, fmt.Errorf("gpio pin %q: %w: periph host init: %w", name, ErrUnavailable, err)
+		return nil, fmt.Errorf("gpio pin %q: %w: periph host init: %w", name, drivers.ErrUnavailable, err)
 	}
 	p := gpioreg.ByName(name)
 	if p == nil {
-		return nil, fmt.Errorf("gpio pin %q: %w: no such pin on this host", name, ErrUnavailable)
+		return nil, fmt.Errorf("gpio pin %q: %w: no such pin on this host", name, drivers.ErrUnavailable)
 	}
 	return p, nil
 }

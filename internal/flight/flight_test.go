@@ -1,0 +1,126 @@
+package flight_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/promcp/promcp-device/internal/flight"
+)
+
+func TestConcurrentCallersShareOneCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		var calls, joined atomic.Int32
+		release := make(chan struct{})
+		fn := func(context.Context) (int, error) { calls.Add(1); <-release; return 42, nil }
+		var wg sync.WaitGroup
+		for range 10 {
+			wg.Go(func() {
+				v, err, j := g.Do(t.Context(), "k", fn)
+				if v != 42 || err != nil {
+					t.Errorf("Do = %d, %v, want 42, nil", v, err)
+				}
+				if j {
+					joined.Add(1)
+				}
+			})
+		}
+		synctest.Wait()
+		close(release)
+		wg.Wait()
+		if calls.Load() != 1 || joined.Load() != 9 {
+			t.Fatalf("fn ran %d times with %d joined, want 1 and 9", calls.Load(), joined.Load())
+		}
+		if _, _, j := g.Do(t.Context(), "k", func(context.Context) (int, error) { return 1, nil }); j {
+			t.Fatal("a call after the first ended joined it")
+		}
+	})
+}
+
+func TestOneCallerLeavingDoesNotCancelTheOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		first, cancel := context.WithCancel(t.Context())
+		fn := func(ctx context.Context) (int, error) {
+			select {
+			case <-time.After(time.Second):
+				return 7, nil
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+		firstErr := make(chan error, 1)
+		go func() { _, err, _ := g.Do(first, "k", fn); firstErr <- err }()
+		synctest.Wait()
+		second := make(chan int, 1)
+		go func() { v, _, _ := g.Do(t.Context(), "k", fn); second <- v }()
+		synctest.Wait()
+		cancel()
+		if v := <-second; v != 7 {
+			t.Fatalf("the caller that stayed got %d, want 7", v)
+		}
+		if err := <-firstErr; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the caller that left got %v, want its context's error", err)
+		}
+	})
+}
+
+// The call's context ends at the latest of the callers' deadlines.
+func TestCallEndsWhenEveryCallerHasGivenUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		start := time.Now()
+		ended := make(chan time.Duration, 1)
+		fn := func(ctx context.Context) (int, error) {
+			<-ctx.Done()
+			ended <- time.Since(start)
+			return 0, ctx.Err()
+		}
+		ctx1, c1 := context.WithTimeout(t.Context(), time.Second)
+		defer c1()
+		ctx2, c2 := context.WithTimeout(t.Context(), 2*time.Second)
+		defer c2()
+		errs := make(chan error, 2)
+		go func() { _, err, _ := g.Do(ctx1, "k", fn); errs <- err }()
+		synctest.Wait()
+		go func() { _, err, _ := g.Do(ctx2, "k", fn); errs <- err }()
+		if got := <-ended; got != 2*time.Second {
+			t.Fatalf("the call was cancelled after %s, want 2s (the latest deadline)", got)
+		}
+		for range 2 {
+			if err := <-errs; !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("a caller got %v, want DeadlineExceeded", err)
+			}
+		}
+	})
+}
+
+func TestForgetStartsANewCall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		release := make(chan struct{})
+		go g.Do(t.Context(), "k", func(context.Context) (int, error) { <-release; return 1, nil })
+		synctest.Wait()
+		g.Forget("k")
+		v, _, joined := g.Do(t.Context(), "k", func(context.Context) (int, error) { return 2, nil })
+		if v != 2 || joined {
+			t.Fatalf("Do after Forget = %d (joined %v), want a new call returning 2", v, joined)
+		}
+		close(release)
+	})
+}
+
+func TestDoneContextStartsNothing(t *testing.T) {
+	var g flight.Group[string, int]
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err, _ := g.Do(ctx, "k", func(context.Context) (int, error) { t.Fatal("fn ran for a caller that had given up"); return 0, nil })
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Do = %v, want Canceled", err)
+	}
+}
