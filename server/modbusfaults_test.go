@@ -1,12 +1,10 @@
 package server_test
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
@@ -36,13 +34,8 @@ func TestModbusFaultsThroughServer(t *testing.T) {
 			clk, w, c := newModbusBench(t)
 			runFaultCase(t, tc, clk, w, ttl, func(tool string) promcp.ReadResult {
 				t.Helper()
-				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}})
-				if err != nil {
-					t.Fatal(err)
-				}
 				var r promcp.ReadResult
-				b, _ := json.Marshal(res.StructuredContent)
-				if err := json.Unmarshal(b, &r); err != nil {
+				if err := callInto(t.Context(), c, tool, map[string]any{}, &r); err != nil {
 					t.Fatal(err)
 				}
 				return r

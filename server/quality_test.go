@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -9,7 +8,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
@@ -53,13 +51,8 @@ func newBench(t *testing.T) *bench {
 
 func (b *bench) call(tool string, args map[string]any, out any) {
 	b.t.Helper()
-	res, err := b.c.CallTool(b.t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
-	if err != nil {
-		b.t.Fatalf("%s: %v", tool, err)
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, out); err != nil {
-		b.t.Fatalf("%s: %s: %v", tool, raw, err)
+	if err := callInto(b.t.Context(), b.c, tool, args, out); err != nil {
+		b.t.Fatal(err)
 	}
 }
 

@@ -25,15 +25,10 @@ var Now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // Run runs the suite on ledgers that open returns: each empty, and closed
 // when the test ends.
 func Run(t *testing.T, open func(t *testing.T) approval.Ledger) {
-	for _, tc := range []struct {
-		name string
-		test func(*testing.T, approval.Ledger)
-	}{
-		{"UsedOnce", usedOnce},
-		{"ExpiredDropped", expiredDropped},
-		{"ConcurrentUseOnce", concurrentUseOnce},
+	for name, test := range map[string]func(*testing.T, approval.Ledger){
+		"UsedOnce": usedOnce, "ExpiredDropped": expiredDropped, "ConcurrentUseOnce": concurrentUseOnce,
 	} {
-		t.Run(tc.name, func(t *testing.T) { tc.test(t, open(t)) })
+		t.Run(name, func(t *testing.T) { test(t, open(t)) })
 	}
 }
 

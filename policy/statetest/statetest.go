@@ -26,16 +26,9 @@ var Now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 // Run runs the suite on states that open returns: each empty, and closed
 // when the test ends.
 func Run(t *testing.T, open func(t *testing.T) policy.State) {
-	for _, tc := range []struct {
-		name string
-		test func(*testing.T, policy.State)
-	}{
-		{"HistorySince", historySince},
-		{"KeepsADay", keepsADay},
-		{"Concurrent", concurrent},
-	} {
-		t.Run(tc.name, func(t *testing.T) { tc.test(t, open(t)) })
-	}
+	t.Run("HistorySince", func(t *testing.T) { historySince(t, open(t)) })
+	t.Run("KeepsADay", func(t *testing.T) { keepsADay(t, open(t)) })
+	t.Run("Concurrent", func(t *testing.T) { concurrent(t, open(t)) })
 }
 
 func historySince(t *testing.T, s policy.State) {
