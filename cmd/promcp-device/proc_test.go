@@ -37,11 +37,11 @@ func waitExit(t testing.TB, cmd *exec.Cmd) error {
 	}
 }
 
-// stopProc sends sig to cmd, unless it has exited, and waits for it (see
-// waitExit).
+// stopProc sends sig to cmd, unless it never started or has exited, and
+// waits for it (see waitExit).
 func stopProc(t testing.TB, cmd *exec.Cmd, sig os.Signal) error {
 	t.Helper()
-	if cmd.ProcessState != nil {
+	if cmd.Process == nil || cmd.ProcessState != nil {
 		return nil
 	}
 	cmd.Process.Signal(sig)
