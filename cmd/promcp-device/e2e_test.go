@@ -42,6 +42,12 @@ func TestMain(m *testing.M) {
 		flags = []string{"build", "-race", "-o", binary, "."}
 	}
 	build := exec.Command("go", flags...)
+	if raceEnabled {
+		// Race-enabled processes sleep atexit_sleep_ms (1 s by default)
+		// before they exit, for reports from other goroutines; races found
+		// while running are reported all the same. The children inherit it.
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	}
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the binary:", err)
