@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/approval"
+	"github.com/promcp/promcp-device/approval/ledgertest"
 )
 
 func TestVerify(t *testing.T) {
@@ -52,14 +53,10 @@ func TestVerify(t *testing.T) {
 			}
 		})
 	}
-	g, _ := s.Verify(tok, "do_set_fan_speed", 95.0, "k1", now)
-	l := approval.NewLedger()
-	if err := l.Use(g, now); err != nil {
-		t.Fatal(err)
-	}
-	if err := l.Use(g, now); !errors.Is(err, approval.ErrUsed) {
-		t.Fatalf("second Use = %v, want ErrUsed", err)
-	}
+}
+
+func TestMemoryLedger(t *testing.T) {
+	ledgertest.Run(t, func(*testing.T) approval.Ledger { return approval.NewLedger() })
 }
 
 func TestLoadKeyRefusesMissingFile(t *testing.T) {

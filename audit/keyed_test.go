@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/audit"
+	"github.com/promcp/promcp-device/audit/audittest"
 )
 
 var testKey = bytes.Repeat([]byte{0x5a}, 32)
@@ -168,42 +169,14 @@ func mustJSON(v any) string {
 	return string(b) + "\n"
 }
 
-// fullDisk is a File that fails writes with ENOSPC while full, after
-// writing part of the buffer, as a filling disk does.
-type fullDisk struct {
-	*os.File
-	mu   *sync.Mutex
-	full *bool
-}
-
-func (f fullDisk) WriteAt(b []byte, off int64) (int, error) {
-	f.mu.Lock()
-	full := *f.full
-	f.mu.Unlock()
-	if full {
-		n, _ := f.File.WriteAt(b[:len(b)/2], off)
-		return n, &os.PathError{Op: "write", Path: f.Name(), Err: errNoSpace}
-	}
-	return f.File.WriteAt(b, off)
-}
-
-var errNoSpace = errors.New("no space left on device")
-
 // TestFullDiskRefusesThenRecovers: while writes fail every append fails
 // (the caller must not act), nothing torn stays in the file, and once
 // space returns appends succeed again without reopening, after a lost
 // record that counts what could not be written.
 func TestFullDiskRefusesThenRecovers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	var mu sync.Mutex
-	full := false
-	o := audit.Options{Key: testKey, OpenFile: func(name string, flag int, perm os.FileMode) (audit.File, error) {
-		f, err := os.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err
-		}
-		return fullDisk{f, &mu, &full}, nil
-	}}
+	var disk audittest.Disk
+	o := audit.Options{Key: testKey, OpenFile: disk.OpenFile}
 	l, err := audit.OpenWith(path, o)
 	if err != nil {
 		t.Fatal(err)
@@ -214,9 +187,7 @@ func TestFullDiskRefusesThenRecovers(t *testing.T) {
 	if err := l.Append(ctx, rec); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	full = true
-	mu.Unlock()
+	disk.SetFull(true)
 	var wg sync.WaitGroup
 	var failed sync.Map
 	for i := range 8 {
@@ -230,7 +201,7 @@ func TestFullDiskRefusesThenRecovers(t *testing.T) {
 	n := 0
 	failed.Range(func(_, v any) bool {
 		n++
-		if !errors.Is(v.(error), errNoSpace) {
+		if !errors.Is(v.(error), audittest.ErrNoSpace) {
 			t.Errorf("append on a full disk = %v, want it to wrap the write error", v)
 		}
 		return true
@@ -241,9 +212,7 @@ func TestFullDiskRefusesThenRecovers(t *testing.T) {
 	if s, err := audit.VerifyLog(path, audit.VerifyOptions{Key: testKey}); err != nil || s.Records != 1 || s.Partial {
 		t.Fatalf("log on the full disk: %+v, %v; want the 1 good record and nothing torn", s, err)
 	}
-	mu.Lock()
-	full = false
-	mu.Unlock()
+	disk.SetFull(false)
 	if err := l.Append(ctx, rec); err != nil {
 		t.Fatalf("append after space returned = %v, want ok without a restart", err)
 	}

@@ -1,94 +1,29 @@
 package capabilities_test
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	pgpio "periph.io/x/conn/v3/gpio"
-	pi2c "periph.io/x/conn/v3/i2c"
-
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
 )
 
 var epoch = time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC)
-
-const bench = `
-version: 1
-gateway: bench-1
-buses:
-  - {name: i2c1, kind: i2c, timeout: 100ms}
-  - {name: gpio, kind: gpio}
-devices:
-  - {name: climate, bus: i2c1, model: sht3x, address: 0x44}
-  - name: light
-    bus: i2c1
-    model: registers
-    address: 0x20
-    registers:
-      - {name: lux, address: 0x02, type: uint16}
-    sim: {values: {lux: 12000}}
-  - {name: pump_relay, bus: gpio, model: gpio_out, pin: GPIO23}
-capabilities:
-  - name: temperature
-    type: number
-    unit: "°C"
-    ttl: 2s
-    read: {device: climate, channel: temperature}
-    health:
-      plausible: {min: -10, max: 60}
-      max_rate: 0.5
-      stuck_samples: 3
-      max_stale: 10s
-  - name: humidity
-    type: number
-    unit: "%"
-    ttl: 2s
-    read: {device: climate, channel: humidity}
-  - name: lux
-    type: number
-    unit: lx
-    ttl: 2s
-    read: {device: light, channel: lux}
-  - name: pump
-    type: boolean
-    ttl: 2s
-    read: {device: pump_relay}
-    do: {tool: do_set_pump, side_effects: [water flows]}
-sim:
-  zones:
-    - {name: zone1, temperature: 20, humidity: 50, outside: 10, noise: 0.05, sensors: [climate]}
-`
 
 // open builds the bench on a simulated world with a manual clock. Call it
 // inside a synctest bubble: the drivers' real-time waits (the SHT3x
 // measurement time, bus timeouts, slow faults) then take no time.
 func open(t *testing.T) (*capabilities.Set, *sim.World, *sim.ManualClock) {
 	t.Helper()
-	m, err := manifests.Parse("bench.yml", []byte(bench))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := simtest.Manifest(t, "i2c-bench.yml")
 	clk := sim.NewManualClock(epoch)
-	w, err := sim.New(m, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw := capabilities.HardwareFuncs{
-		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
-		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
-	}
-	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
-	return set, w, clk
+	w := simtest.World(t, m, clk)
+	return simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk}), w, clk
 }
 
 func get(t *testing.T, set *capabilities.Set, name string) *capabilities.Capability {
@@ -231,24 +166,9 @@ func TestWriteInvalidatesCache(t *testing.T) {
 // BenchmarkRead compares a read served from the cache with one that
 // measures (an SHT3x on the simulated bus; the measurement wait is real).
 func BenchmarkRead(b *testing.B) {
-	m, err := manifests.Parse("bench.yml", []byte(bench))
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := simtest.Manifest(b, "i2c-bench.yml")
 	clk := sim.NewManualClock(epoch)
-	w, err := sim.New(m, clk)
-	if err != nil {
-		b.Fatal(err)
-	}
-	hw := capabilities.HardwareFuncs{
-		I2C: func(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, bus.Name) },
-		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
-	}
-	set, err := capabilities.Open(b.Context(), m, hw, capabilities.Options{Clock: clk})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer set.Close()
+	set := simtest.Open(b, m, simtest.Hardware(simtest.World(b, m, clk)), capabilities.Options{Clock: clk})
 	temp, _ := set.Get("temperature")
 	b.Run("cached", func(b *testing.B) {
 		temp.Read(b.Context())

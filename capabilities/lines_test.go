@@ -1,75 +1,24 @@
 package capabilities_test
 
 import (
-	"context"
 	"errors"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
-	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
 )
-
-const drive = `
-version: 1
-gateway: t
-buses: [{name: lan, kind: modbus_tcp, address: "192.0.2.1:502", timeout: 200ms, retries: 0}]
-devices:
-  - name: vfd
-    bus: lan
-    model: modbus
-    unit_id: 3
-    registers:
-      - {name: setpoint, table: holding, address: 0, type: int16, scale: 0.1, writable: true}
-      - {name: steps, table: holding, address: 1, type: uint16, writable: true}
-      - {name: run, table: coil, address: 0, type: bool, writable: true}
-capabilities:
-  - name: setpoint
-    type: number
-    unit: Hz
-    read: {device: vfd, channel: setpoint}
-    do: {tool: do_setpoint, side_effects: [x]}
-  - name: steps
-    type: integer
-    unit: "1"
-    read: {device: vfd, channel: steps}
-    do: {tool: do_steps, side_effects: [x]}
-  - name: run
-    type: boolean
-    read: {device: vfd, channel: run}
-    do: {tool: do_run, side_effects: [x]}
-`
 
 // openDrive binds the drive manifest to a simulated slave on loopback TCP.
 func openDrive(t *testing.T) (*capabilities.Set, *sim.ModbusSlave) {
 	t.Helper()
-	m, err := manifests.Parse("drive.yml", []byte(drive))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := sim.New(m, sim.NewManualClock(time.Unix(0, 0)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := w.StartLines()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ep.Close() })
-	hw := capabilities.HardwareFuncs{TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) {
-		addr, _ := ep.Address(b.Name)
-		return modbus.DialerTCP(addr)(ctx)
-	}}
-	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	m := simtest.Manifest(t, "drive.yml")
+	w := simtest.World(t, m, sim.NewManualClock(time.Unix(0, 0)))
+	set := simtest.Open(t, m, simtest.Lines(t, w, capabilities.HardwareFuncs{}), capabilities.Options{})
 	slave, _ := w.ModbusSlave("vfd")
 	return set, slave
 }

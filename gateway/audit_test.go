@@ -9,7 +9,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/audit"
+	"github.com/promcp/promcp-device/audit/audittest"
 	"github.com/promcp/promcp-device/server"
 )
 
@@ -147,25 +147,6 @@ func readKeyed(t *testing.T, path string) []audit.Record {
 	return recs
 }
 
-// enospcFile fails every write with ENOSPC, after writing part of it,
-// while full is set.
-type enospcFile struct {
-	*os.File
-	mu   *sync.Mutex
-	full *bool
-}
-
-func (f enospcFile) WriteAt(b []byte, off int64) (int, error) {
-	f.mu.Lock()
-	full := *f.full
-	f.mu.Unlock()
-	if full {
-		n, _ := f.File.WriteAt(b[:len(b)/2], off)
-		return n, &os.PathError{Op: "write", Path: f.Name(), Err: errors.New("no space left on device")}
-	}
-	return f.File.WriteAt(b, off)
-}
-
 func isAuditRefusal(r map[string]any) bool {
 	e, _ := r["error"].(map[string]any)
 	return r["status"] == "failed" && e != nil && e["code"] == "internal" && strings.Contains(fmt.Sprint(e["message"]), "audit log unavailable")
@@ -220,17 +201,9 @@ func diskFullScenario(t *testing.T, path string, log *audit.Log, fill func(b *di
 // with ENOSPC on demand, so it runs everywhere (CI without mount).
 func TestDiskFullInjected(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.jsonl")
-	var mu sync.Mutex
-	full := false
-	set := func(v bool) { mu.Lock(); full = v; mu.Unlock() }
-	log := openKeyedAudit(t, path, audit.Options{OpenFile: func(name string, flag int, perm os.FileMode) (audit.File, error) {
-		f, err := os.OpenFile(name, flag, perm)
-		if err != nil {
-			return nil, err
-		}
-		return enospcFile{f, &mu, &full}, nil
-	}})
-	diskFullScenario(t, path, log, func(*dimmerBench, context.Context) { set(true) }, func() { set(false) })
+	var disk audittest.Disk
+	log := openKeyedAudit(t, path, audit.Options{OpenFile: disk.OpenFile})
+	diskFullScenario(t, path, log, func(*dimmerBench, context.Context) { disk.SetFull(true) }, func() { disk.SetFull(false) })
 }
 
 // TestDiskFullTmpfs runs the full-disk scenario on a real 256 KiB tmpfs,

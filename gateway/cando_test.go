@@ -5,8 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
@@ -71,14 +69,9 @@ func TestCanDoConfidence(t *testing.T) {
 	c := newPolicyBench(t).c
 	canDo := func(intent map[string]any) promcp.CapabilityReport {
 		t.Helper()
-		res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "can_do", Arguments: map[string]any{"intent": intent}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw, _ := json.Marshal(res.StructuredContent)
 		var rep promcp.CapabilityReport
-		if err := json.Unmarshal(raw, &rep); err != nil {
-			t.Fatalf("can_do(%v): %s: %v", intent, raw, err)
+		if err := callInto(t.Context(), c, "can_do", map[string]any{"intent": intent}, &rep); err != nil {
+			t.Fatal(err)
 		}
 		if err := rep.Validate(); err != nil {
 			t.Fatalf("can_do(%v): %v", intent, err)

@@ -1,6 +1,9 @@
 package gateway_test
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +44,20 @@ func serveInProcess(t testing.TB, set *capabilities.Set, sopts []server.Option, 
 		t.Fatal(err)
 	}
 	return srv, c
+}
+
+// callInto calls tool with args on c and decodes its structured content
+// into out.
+func callInto(ctx context.Context, c *client.Client, tool string, args map[string]any, out any) error {
+	res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		return fmt.Errorf("%s(%v): %w", tool, args, err)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("%s(%v): structured content %s: %w", tool, args, raw, err)
+	}
+	return nil
 }
 
 // faultCase is one fault injected on one device, and what a read tool

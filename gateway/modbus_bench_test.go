@@ -17,39 +17,15 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
 )
-
-const meterManifest = `
-version: 1
-gateway: bench
-buses:
-  - {name: lan, kind: modbus_tcp, address: "192.0.2.1:502", timeout: 1s}
-devices:
-  - name: meter
-    bus: lan
-    model: modbus
-    unit_id: 1
-    max_span: 4
-    registers:
-      - {name: power, table: input, address: 0, type: float32, byte_order: CDAB}
-      - {name: energy, table: input, address: 2, type: float32, byte_order: CDAB}
-    sim: {profile: energy_meter}
-capabilities:
-  - {name: site_power, type: number, unit: W, read: {device: meter, channel: power}}
-`
 
 // meterBench serves a simulated energy meter on loopback TCP and returns
 // its address and the read_site_power tool handler of a gateway over it.
 func meterBench(b *testing.B) (string, mcpserver.ToolHandlerFunc, *capabilities.Capability) {
 	b.Helper()
-	m, err := manifests.Parse("bench.yml", []byte(meterManifest))
-	if err != nil {
-		b.Fatal(err)
-	}
-	w, err := sim.New(m, sim.NewScaledClock(1))
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := simtest.Manifest(b, "meter-bench.yml")
+	w := simtest.World(b, m, sim.NewScaledClock(1))
 	srv, err := w.ModbusServer("lan")
 	if err != nil {
 		b.Fatal(err)

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"slices"
 	"strings"
 	"sync"
@@ -24,6 +23,7 @@ import (
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
 )
 
 // deadBus is an I2C bus on which no device answers: every transaction is
@@ -86,11 +86,7 @@ func newPolicyBenchFrom(t *testing.T, policyFile string, more []server.Option, o
 		},
 		Pin: func(ctx context.Context, d manifests.Device) (gpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
 	}
-	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
 	sopts := append([]server.Option{server.WithClock(clk)}, more...)
 	_, c := serveInProcess(t, set, sopts, gateway.GatewayOptions{Policy: pol}, opts...)
 	return &policyBench{t: t, clk: clk, world: w, c: c}
@@ -98,14 +94,9 @@ func newPolicyBenchFrom(t *testing.T, policyFile string, more []server.Option, o
 
 func (b *policyBench) call(name string, args map[string]any) map[string]any {
 	b.t.Helper()
-	res, err := b.c.CallTool(b.t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
-	if err != nil {
-		b.t.Fatalf("%s(%v): %v", name, args, err)
-	}
 	var body map[string]any
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &body); err != nil || body == nil {
-		b.t.Fatalf("%s(%v): no structured body: %s", name, args, raw)
+	if err := callInto(b.t.Context(), b.c, name, args, &body); err != nil || body == nil {
+		b.t.Fatalf("%s(%v): no structured body: %v", name, args, err)
 	}
 	return body
 }

@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -10,9 +8,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-	pgpio "periph.io/x/conn/v3/gpio"
-	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/gateway"
@@ -20,67 +15,10 @@ import (
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
 )
 
 var epoch = time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC)
-
-// faultBench has one capability on each bus kind the simulator has: an
-// SHT3x and a register-map device on I²C, an input pin on GPIO; and a pump
-// whose safety depends on the temperature.
-const faultBench = `
-version: 1
-gateway: bench-1
-buses:
-  - {name: i2c1, kind: i2c, timeout: 100ms}
-  - {name: gpio, kind: gpio}
-devices:
-  - {name: climate, bus: i2c1, model: sht3x, address: 0x44}
-  - name: light
-    bus: i2c1
-    model: registers
-    address: 0x20
-    registers:
-      - {name: lux, address: 0x02, type: uint16}
-    sim: {values: {lux: 12000}}
-  - {name: door_switch, bus: gpio, model: gpio_in, pin: GPIO22}
-  - {name: pump_relay, bus: gpio, model: gpio_out, pin: GPIO23}
-capabilities:
-  - name: temperature
-    type: number
-    unit: "°C"
-    ttl: 2s
-    read: {device: climate, channel: temperature}
-    health:
-      plausible: {min: -10, max: 60}
-      max_rate: 0.5
-      stuck_samples: 3
-      max_stale: 10s
-  - name: lux
-    type: number
-    unit: lx
-    ttl: 2s
-    read: {device: light, channel: lux}
-    health:
-      plausible: {min: 0, max: 50000}
-      max_rate: 500
-  - name: door
-    type: boolean
-    ttl: 2s
-    read: {device: door_switch}
-    health: {max_rate: 0.2}
-  - name: pump
-    type: boolean
-    ttl: 2s
-    tags: [pump, water]
-    read: {device: pump_relay}
-    do:
-      tool: do_set_pump
-      side_effects: [water flows]
-      depends_on: [temperature]
-sim:
-  zones:
-    - {name: zone1, temperature: 20, humidity: 50, outside: 10, noise: 0.05, sensors: [climate]}
-`
 
 const ttl = 2 * time.Second
 
@@ -98,39 +36,24 @@ type bench struct {
 // newBench must run inside a synctest bubble, so that the drivers'
 // real-time waits (measurement time, bus timeouts, slow answers) take no
 // time and nothing sleeps.
+// newBench serves simtest's fault-bench.yml (one capability on each bus
+// kind the simulator has: an SHT3x and a register-map device on I²C, an
+// input pin on GPIO; and a pump whose safety depends on the temperature)
+// on a manual clock.
 func newBench(t *testing.T) *bench {
 	t.Helper()
-	m, err := manifests.Parse("bench.yml", []byte(faultBench))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := simtest.Manifest(t, "fault-bench.yml")
 	clk := sim.NewManualClock(epoch)
-	w, err := sim.New(m, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw := capabilities.HardwareFuncs{
-		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
-		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
-	}
-	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	w := simtest.World(t, m, clk)
+	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
 	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
 	return &bench{t: t, w: w, clk: clk, c: c, caps: set}
 }
 
 func (b *bench) call(tool string, args map[string]any, out any) {
 	b.t.Helper()
-	res, err := b.c.CallTool(b.t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
-	if err != nil {
-		b.t.Fatalf("%s: %v", tool, err)
-	}
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, out); err != nil {
-		b.t.Fatalf("%s: %s: %v", tool, raw, err)
+	if err := callInto(b.t.Context(), b.c, tool, args, out); err != nil {
+		b.t.Fatal(err)
 	}
 }
 

@@ -19,8 +19,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/audit"
@@ -31,6 +29,7 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
 )
 
 var (
@@ -82,44 +81,23 @@ func newMangledBench(t *testing.T, mangle func([]byte) []byte, opts ...server.Op
 	for i := range m.Buses {
 		m.Buses[i].Timeout = 10 * time.Second
 	}
-	w, err := sim.New(m, sim.NewScaledClock(1))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := w.StartLines() // the bench's serial-line scale
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ep.Close() })
+	w := simtest.World(t, m, sim.NewScaledClock(1))
 	writes := new(atomic.Int64)
-	hw := capabilities.HardwareFuncs{
-		Serial: ep.OpenPort,
-		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) {
-			bus, err := w.I2C(ctx, b.Name)
-			return writeCounter{bus, writes, mangle}, err
-		},
-		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
+	hw := simtest.Lines(t, w, simtest.Hardware(w)) // the bench's serial-line scale
+	hw.I2C = func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) {
+		bus, err := w.I2C(ctx, b.Name)
+		return writeCounter{bus, writes, mangle}, err
 	}
-	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	set := simtest.Open(t, m, hw, capabilities.Options{})
 	srv, c := serveInProcess(t, set, opts, gateway.GatewayOptions{})
 	return &dimmerBench{srv: srv, client: c, writes: writes}
 }
 
 func (b *dimmerBench) call(ctx context.Context, t *testing.T, name string, args map[string]any) map[string]any {
 	t.Helper()
-	res, err := b.client.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
-	if err != nil {
-		t.Errorf("%s(%v): %v", name, args, err)
-		return nil
-	}
 	var body map[string]any
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &body); err != nil {
-		t.Errorf("%s(%v): %v", name, args, err)
+	if err := callInto(ctx, b.client, name, args, &body); err != nil {
+		t.Error(err)
 	}
 	return body
 }

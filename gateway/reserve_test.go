@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
 )
 
 // addrWrites counts register writes per I2C address.
@@ -48,7 +47,9 @@ type raceBench struct {
 	writes map[uint16]*atomic.Int64
 }
 
-func newRaceBench(t *testing.T) *raceBench {
+// openRace loads testdata/race and its policy, simulated on a manual
+// clock at monday10.
+func openRace(t *testing.T) (*manifests.Manifest, *manifests.Policy, *sim.ManualClock, *sim.World) {
 	t.Helper()
 	m, err := manifests.Load("testdata/race/race.yml")
 	if err != nil {
@@ -59,10 +60,12 @@ func newRaceBench(t *testing.T) *raceBench {
 		t.Fatal(err)
 	}
 	clk := sim.NewManualClock(monday10)
-	w, err := sim.New(m, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return m, pol, clk, simtest.World(t, m, clk)
+}
+
+func newRaceBench(t *testing.T) *raceBench {
+	t.Helper()
+	m, pol, clk, w := openRace(t)
 	for _, dev := range []string{"dimmer", "blind", "heater_relay", "vent_motor"} {
 		if err := w.Inject(dev, manifests.Fault{Kind: manifests.FaultSlow, Delay: time.Millisecond}); err != nil {
 			t.Fatal(err)
@@ -76,26 +79,16 @@ func newRaceBench(t *testing.T) *raceBench {
 		},
 		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
 	}
-	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
 	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol})
 	return &raceBench{clk: clk, world: w, c: c, writes: writes}
 }
 
 func (b *raceBench) call(t *testing.T, tool string, args map[string]any) map[string]any {
 	t.Helper()
-	res, err := b.c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
-	if err != nil {
-		t.Errorf("%s(%v): %v", tool, args, err)
-		return nil
-	}
 	var body map[string]any
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &body); err != nil {
-		t.Errorf("%s(%v): %v", tool, args, err)
+	if err := callInto(t.Context(), b.c, tool, args, &body); err != nil {
+		t.Error(err)
 	}
 	return body
 }
@@ -265,14 +258,8 @@ func TestSafeValueDuringCooldown(t *testing.T) {
 
 func canDo(t *testing.T, b *raceBench, action string, value any) map[string]any {
 	t.Helper()
-	res, err := b.c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "can_do",
-		Arguments: map[string]any{"intent": map[string]any{"action": action, "value": value}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	var body map[string]any
-	raw, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(raw, &body); err != nil {
+	if err := callInto(t.Context(), b.c, "can_do", map[string]any{"intent": map[string]any{"action": action, "value": value}}, &body); err != nil {
 		t.Fatal(err)
 	}
 	return body
@@ -310,28 +297,8 @@ func candidateWith(rep map[string]any, action, reason string) bool {
 // would be allowed says that do_* will wait, with a valid_until of at most
 // a second. Once released, the answers are plain again.
 func TestCanDoReportsReservationInProgress(t *testing.T) {
-	m, err := manifests.Load("testdata/race/race.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := manifests.LoadPolicy("testdata/race/race.policy.yml", m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(monday10)
-	w, err := sim.New(m, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw := capabilities.HardwareFuncs{
-		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
-		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
-	}
-	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	m, pol, clk, w := openRace(t)
+	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
 	res := policy.NewLocalReserver(policy.NewMemoryState())
 	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol, Reserver: res})
 	b := &raceBench{clk: clk, world: w, c: c}

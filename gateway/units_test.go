@@ -1,17 +1,14 @@
 package gateway
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
-	pgpio "periph.io/x/conn/v3/gpio"
-	pi2c "periph.io/x/conn/v3/i2c"
-
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
 )
 
 // TestUnits: actuators are reserved together when an interlock of either
@@ -34,18 +31,8 @@ actions:
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := sim.New(m, sim.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	set, err := capabilities.Open(t.Context(), m, capabilities.HardwareFuncs{
-		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
-		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
-	}, capabilities.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
+	w := simtest.World(t, m, sim.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)))
+	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{})
 	got := units(set, pol)
 	want := map[string]string{
 		// vent ⟂ heater by interlock, pump → heater: one unit.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/policy/statetest"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -171,13 +172,7 @@ func TestClampSaysSo(t *testing.T) {
 }
 
 func TestMemoryState(t *testing.T) {
-	s := policy.NewMemoryState()
-	s.Record("do_a", now.Add(-25*time.Hour))
-	s.Record("do_a", now.Add(-time.Minute))
-	s.Record("do_b", now)
-	if h := s.History("do_a", now.Add(-time.Hour)); len(h) != 1 {
-		t.Fatalf("History(do_a, last hour) = %v, want one actuation", h)
-	}
+	statetest.Run(t, func(*testing.T) policy.State { return policy.NewMemoryState() })
 }
 
 func TestCheckValueAgreesWithEvaluate(t *testing.T) {

@@ -3,6 +3,7 @@ package policy_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -100,29 +101,25 @@ func numberRequest(action string, rules *manifests.ActionPolicy, dev *actuator, 
 // actuator with a cooldown, in 400 rounds a cooldown apart: exactly one
 // write per round, every other caller cooldown_active.
 func TestReserveCooldownUnderOverlap(t *testing.T) {
-	const rounds, callers = 400, 16
-	r := policy.NewLocalReserver(policy.NewMemoryState())
-	rules := &manifests.ActionPolicy{Tool: "do_x", Cooldown: time.Minute}
-	dev := &actuator{value: 0.0}
-	at := now
-	for round := range rounds {
-		ps := race(t, r, callers, func(i int) (policy.Claim, func(policy.View) policy.Request, *actuator) {
-			c, b := numberRequest("do_x", rules, dev, float64(i+1), at)
-			return c, b, dev
-		})
-		if got := count(ps); got[promcp.Allowed] != 1 || got[promcp.CooldownActive] != callers-1 {
-			t.Fatalf("round %d: %v, want 1 allowed and %d cooldown_active", round, got, callers-1)
-		}
-		at = at.Add(time.Minute)
-	}
+	const callers = 16
+	overlapRounds(t, &manifests.ActionPolicy{Tool: "do_x", Cooldown: time.Minute}, 400, callers, time.Minute,
+		map[promcp.Permission]int{promcp.Allowed: 1, promcp.CooldownActive: callers - 1})
 }
 
 // TestReserveRateLimitUnderOverlap: a rate limit of 3 per hour, 16 callers
 // at once, 300 rounds an hour apart: exactly 3 writes per round.
 func TestReserveRateLimitUnderOverlap(t *testing.T) {
-	const rounds, callers, limit = 300, 16, 3
+	const callers, limit = 16, 3
+	overlapRounds(t, &manifests.ActionPolicy{Tool: "do_x", RateLimit: &manifests.RateLimit{Max: limit, Per: time.Hour}}, 300, callers, time.Hour,
+		map[promcp.Permission]int{promcp.Allowed: limit, promcp.RateLimited: callers - limit})
+}
+
+// overlapRounds runs rounds rounds, step apart, of callers at once asking
+// to write one actuator under rules, and wants each round's permissions
+// counted as want.
+func overlapRounds(t *testing.T, rules *manifests.ActionPolicy, rounds, callers int, step time.Duration, want map[promcp.Permission]int) {
+	t.Helper()
 	r := policy.NewLocalReserver(policy.NewMemoryState())
-	rules := &manifests.ActionPolicy{Tool: "do_x", RateLimit: &manifests.RateLimit{Max: limit, Per: time.Hour}}
 	dev := &actuator{value: 0.0}
 	at := now
 	for round := range rounds {
@@ -130,10 +127,10 @@ func TestReserveRateLimitUnderOverlap(t *testing.T) {
 			c, b := numberRequest("do_x", rules, dev, float64(i+1), at)
 			return c, b, dev
 		})
-		if got := count(ps); got[promcp.Allowed] != limit || got[promcp.RateLimited] != callers-limit {
-			t.Fatalf("round %d: %v, want %d allowed and %d rate_limited", round, got, limit, callers-limit)
+		if got := count(ps); !maps.Equal(got, want) {
+			t.Fatalf("round %d: %v, want %v", round, got, want)
 		}
-		at = at.Add(time.Hour)
+		at = at.Add(step)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/approval/boltledger"
+	"github.com/promcp/promcp-device/approval/ledgertest"
 )
 
 var _ approval.Ledger = (*boltledger.BoltLedger)(nil)
@@ -49,4 +50,15 @@ func TestBoltLedgerSurvivesReopen(t *testing.T) {
 	if l.Used(g, now) {
 		t.Fatal("an expired grant was kept")
 	}
+}
+
+func TestBoltLedger(t *testing.T) {
+	ledgertest.Run(t, func(t *testing.T) approval.Ledger {
+		l, err := boltledger.OpenBoltLedger(filepath.Join(t.TempDir(), "approvals.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	})
 }

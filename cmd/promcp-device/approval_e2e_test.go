@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,42 +34,17 @@ func startLogged(t *testing.T, args ...string) *loggedServe {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(binary, append([]string{"serve", "--sim", "--http", "127.0.0.1:0"}, args...)...)
-	cmd.Stderr = logf
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	cmd, url := launch(t, os.Interrupt, logf, binary, `on (https?://\S+/mcp)`, append([]string{"serve", "--sim", "--http", "127.0.0.1:0"}, args...)...)
+	t.Cleanup(func() { logf.Close() })
+	if url == "" {
+		b, _ := os.ReadFile(logf.Name())
+		t.Fatalf("serve %v printed no URL; log:\n%s", args, b)
 	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &loggedServe{t: t, cmd: cmd, log: logf.Name()}
-	t.Cleanup(func() { p.stop(); logf.Close() })
-	lines := bufio.NewScanner(out)
-	re := regexp.MustCompile(`on (https?://\S+/mcp)`)
-	for lines.Scan() {
-		if m := re.FindStringSubmatch(lines.Text()); m != nil {
-			go func() {
-				for lines.Scan() {
-				}
-			}()
-			p.url = m[1]
-			return p
-		}
-	}
-	cmd.Wait()
-	b, _ := os.ReadFile(p.log)
-	t.Fatalf("serve %v printed no URL; log:\n%s", args, b)
-	return nil
+	return &loggedServe{t: t, cmd: cmd, url: url, log: logf.Name()}
 }
 
 // stop interrupts the server and waits for it to exit.
-func (p *loggedServe) stop() {
-	if p.cmd.ProcessState == nil {
-		p.cmd.Process.Signal(os.Interrupt)
-		p.cmd.Wait()
-	}
-}
+func (p *loggedServe) stop() { stopProc(p.t, p.cmd, os.Interrupt) }
 
 func (p *loggedServe) logText() string {
 	b, err := os.ReadFile(p.log)

@@ -6,8 +6,6 @@ package main
 // outputSchema the tool declared in tools/list.
 
 import (
-	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -38,7 +35,19 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "promcp-device")
-	build := exec.Command("go", "build", "-race", "-o", binary, ".")
+	// The binary is built with the race detector only when the tests run
+	// under it: a race-enabled binary takes ~1 s to exit, on every run.
+	flags := []string{"build", "-o", binary, "."}
+	if raceEnabled {
+		flags = []string{"build", "-race", "-o", binary, "."}
+	}
+	build := exec.Command("go", flags...)
+	if raceEnabled {
+		// Race-enabled processes sleep atexit_sleep_ms (1 s by default)
+		// before they exit, for reports from other goroutines; races found
+		// while running are reported all the same. The children inherit it.
+		os.Setenv("GORACE", strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	}
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the binary:", err)
@@ -156,29 +165,11 @@ func startHTTP(t *testing.T, args ...string) string {
 // prints: the address it chose.
 func startPrinting(t *testing.T, pattern string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(binary, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	_, url := launch(t, os.Interrupt, nil, binary, pattern, args...)
+	if url == "" {
+		t.Fatalf("%s printed nothing matching %s", strings.Join(args, " "), pattern)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(os.Interrupt)
-		cmd.Wait()
-	})
-	lines := bufio.NewScanner(out)
-	re := regexp.MustCompile(pattern)
-	for lines.Scan() {
-		if m := re.FindStringSubmatch(lines.Text()); m != nil {
-			go io.Copy(io.Discard, out)
-			return m[1]
-		}
-	}
-	t.Fatalf("%s printed nothing matching %s", strings.Join(args, " "), pattern)
-	return ""
+	return url
 }
 
 func httpSession(t *testing.T, url, protocol string) *session {
@@ -421,9 +412,7 @@ func TestHTTPDeletedSessionIs404(t *testing.T) {
 
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd := command(t, binary, args...)
 	var o, e strings.Builder
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -522,6 +511,7 @@ const greenhouseFaults = "../../manifests/examples/greenhouse-faults.yml"
 // dead sensor, and everything is good again once the scenario clears the
 // faults. The test waits for conditions under a deadline; it times nothing.
 func TestScenarioQuality(t *testing.T) {
+	t.Parallel() // it waits on simulated time: overlap it with the crash trials
 	s := stdioSession(t, protocols[0], "--manifest", greenhouse, "--time-scale", "10", "--scenario", greenhouseFaults)
 	deadline := time.Now().Add(60 * time.Second)
 	read := func(tool string) map[string]any {

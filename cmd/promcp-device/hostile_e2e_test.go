@@ -43,8 +43,12 @@ const (
 )
 
 // buildPlain builds the binary without the race detector, whose shadow
-// memory would swamp what the test measures.
+// memory would swamp what the test measures; the binary under test is
+// plain already when the tests run without it.
 var buildPlain = sync.OnceValues(func() (string, error) {
+	if !raceEnabled {
+		return binary, nil
+	}
 	bin := filepath.Join(filepath.Dir(binary), "promcp-device-plain")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -373,32 +377,11 @@ func rss(t *testing.T, pid int) int64 {
 // and the URL it prints.
 func startBinary(t *testing.T, bin string, args ...string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	cmd, url := launch(t, os.Kill, nil, bin, `on (http://\S+/mcp)`, args...)
+	if url == "" {
+		t.Fatalf("%s %v printed no URL", bin, args)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	lines := bufio.NewScanner(out)
-	re := regexp.MustCompile(`on (http://\S+/mcp)`)
-	for lines.Scan() {
-		if m := re.FindStringSubmatch(lines.Text()); m != nil {
-			go func() {
-				for lines.Scan() {
-				}
-			}()
-			return cmd.Process.Pid, m[1]
-		}
-	}
-	t.Fatalf("%s %v printed no URL", bin, args)
-	return 0, ""
+	return cmd.Process.Pid, url
 }
 
 // TestHTTPLimitFlags: the session flags reach the server, and bad values
@@ -450,6 +433,7 @@ func TestHTTPStartUpTruths(t *testing.T) {
 			t.Fatal(err)
 		}
 		cmd := exec.Command(binary, "serve", "--sim", "--manifest", labBench, "--tokens", file, "--http", tc.addr)
+		t.Cleanup(func() { stopProc(t, cmd, os.Kill) })
 		cmd.Stderr = log
 		out, _ := cmd.StdoutPipe()
 		if err := cmd.Start(); err != nil {
@@ -457,8 +441,7 @@ func TestHTTPStartUpTruths(t *testing.T) {
 		}
 		lines := bufio.NewScanner(out)
 		lines.Scan() // the "serving" line: everything logged before it is in the file
-		cmd.Process.Kill()
-		cmd.Wait()
+		stopProc(t, cmd, os.Kill)
 		logged, _ := os.ReadFile(log.Name())
 		if warned := strings.Contains(string(logged), "clear text"); warned != tc.warn || !strings.Contains(lines.Text(), "serving") {
 			t.Errorf("serve --tokens --http %s: printed %q, warned %v (%s); want serving, and a warning %v", tc.addr, lines.Text(), warned, logged, tc.warn)

@@ -79,7 +79,7 @@ func TestGatewayOnSimulatedNetworkDevices(t *testing.T) {
 		t.Skip("mbpoll is not installed (apt-get install mbpoll; scripts/test installs it)")
 	}
 	host, port, _ := strings.Cut(addr, ":")
-	out, err := exec.CommandContext(t.Context(), "mbpoll", "-m", "tcp", "-p", port, "-a", "1", "-t", "4", "-0", "-r", "0", "-c", "1", "-1", host).CombinedOutput()
+	out, err := command(t, "mbpoll", "-m", "tcp", "-p", port, "-a", "1", "-t", "4", "-0", "-r", "0", "-c", "1", "-1", host).CombinedOutput()
 	if err != nil || !regexp.MustCompile(`\[0\]:\s+125\b`).Match(out) {
 		t.Fatalf("mbpoll holding 0 of unit 1: %v\n%s\nwant 125", err, out)
 	}

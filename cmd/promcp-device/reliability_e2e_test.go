@@ -9,14 +9,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -42,36 +44,11 @@ type serveProc struct {
 // the given arguments and waits for the URL it prints.
 func startServe(t *testing.T, args ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(binary, append([]string{"serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	cmd, url := launch(t, os.Kill, nil, binary, `on (https?://\S+/mcp)`, append([]string{"serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
+	if url == "" {
+		t.Fatalf("serve %v printed no URL", args)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	p := &serveProc{cmd: cmd}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	lines := bufio.NewScanner(out)
-	re := regexp.MustCompile(`on (https?://\S+/mcp)`)
-	for lines.Scan() {
-		if m := re.FindStringSubmatch(lines.Text()); m != nil {
-			go func() {
-				for lines.Scan() {
-				}
-			}()
-			p.url = m[1]
-			return p
-		}
-	}
-	t.Fatalf("serve %v printed no URL", args)
-	return nil
+	return &serveProc{cmd: cmd, url: url}
 }
 
 func mcpClient(t *testing.T, url string, opts ...transport.StreamableHTTPCOption) *client.Client {
@@ -116,10 +93,88 @@ func auditRecords(t *testing.T, dir string) []audit.Record {
 	return recs
 }
 
+// auditWatch follows the audit log while serve writes it, and knows which
+// attempts have no result yet.
+type auditWatch struct {
+	t       *testing.T
+	f       *os.File
+	partial []byte          // a line not yet complete
+	open    map[string]bool // keys with an attempt and no result
+	results int             // attempts finished since the watch began
+}
+
+// watchAudit follows dir's audit log from its current end.
+func watchAudit(t *testing.T, dir string) *auditWatch {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, auditFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	if _, err := f.Seek(0, io.SeekEnd); err != nil {
+		t.Fatal(err)
+	}
+	return &auditWatch{t: t, f: f, open: map[string]bool{}}
+}
+
+// poll reads what was appended since the last poll.
+func (w *auditWatch) poll() {
+	w.t.Helper()
+	b, err := io.ReadAll(w.f)
+	if err != nil {
+		w.t.Fatal(err)
+	}
+	w.partial = append(w.partial, b...)
+	for {
+		line, rest, ok := bytes.Cut(w.partial, []byte("\n"))
+		if !ok {
+			return
+		}
+		w.partial = rest
+		var r audit.Record
+		if err := json.Unmarshal(line, &r); err != nil {
+			w.t.Fatalf("audit log line %q: %v", line, err)
+		}
+		switch r.Event {
+		case audit.EventAttempt:
+			w.open[r.Key] = true
+		case audit.EventResult, audit.EventRecovered:
+			delete(w.open, r.Key)
+			w.results++
+		}
+	}
+}
+
+// until polls, every millisecond, until cond holds; it fails the test
+// after 30 s.
+func (w *auditWatch) until(what string, cond func() bool) {
+	w.t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(30 * time.Second)
+	for w.poll(); !cond(); w.poll() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			w.t.Fatalf("audit log: no %s within 30 s", what)
+		}
+	}
+}
+
 // TestCrashRecovery starts the real binary on a state directory, drives
-// do_* calls from 8 clients, kills it with SIGKILL at a random point,
-// restarts it on the same directory and retries every key it sent. It
-// checks, over all trials:
+// do_* calls from 8 clients, kills it with SIGKILL while an attempt is in
+// flight, restarts it on the same directory and retries every key it sent.
+//
+// The kill is aimed, not hoped for: the test follows the audit log and
+// sends SIGKILL once some calls have finished (a random number, 1 to 12)
+// and an attempt has no result; once the process is gone it reads the
+// log to its end, and the kill counts only when an attempt is still
+// without its result there: the process died between the device write
+// and its record. A trial whose kill missed is run again, up to 10 times;
+// a trial that never lands one fails the test. It checks, over all trials:
+//
+//   - every key cut off mid-attempt is answered recovered on retry (read
+//     back, not written again), with the value it observed;
 //
 //   - no key has more than one attempt record, so no key reached a device
 //     write twice (an attempt is fsync'd before every handler run that may
@@ -128,18 +183,20 @@ func auditRecords(t *testing.T, dir string) []audit.Record {
 //   - every key answered before the kill is answered again, on the
 //     restarted server, with the identical body (replayed);
 //
-//   - a key cut off in flight is answered recovered (read back, not
-//     written) or, if it never reached the store, actuated once;
+//   - a key that never reached the store is actuated once on retry;
 //
 //   - `audit verify` passes after every restart.
 //
 //     go test ./cmd/promcp-device -run TestCrashRecovery -v -crash.trials 100
 func TestCrashRecovery(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var sent, answered, replayed, recovered, fresh int // retries after restarts, by how they were answered
-	for trial := range *crashTrials {
+	var cutOff, missed, missedInRow int                // keys cut off mid-attempt; kills that landed between attempts
+	for trial := 0; trial < *crashTrials; {
 		p := startServe(t, "--manifest", labBench, "--state", dir)
 		c := mcpClient(t, p.url)
+		watch := watchAudit(t, dir)
 		var mu sync.Mutex
 		bodies := map[string]map[string]any{}
 		keys := map[string]float64{}
@@ -153,7 +210,7 @@ func TestCrashRecovery(t *testing.T) {
 						return
 					default:
 					}
-					key := fmt.Sprintf("t%d-w%d-%d", trial, w, i)
+					key := fmt.Sprintf("t%d-m%d-w%d-%d", trial, missed, w, i)
 					value := float64(1+(i*7+w)%190) * 0.5
 					mu.Lock()
 					keys[key] = value
@@ -168,9 +225,12 @@ func TestCrashRecovery(t *testing.T) {
 				}
 			})
 		}
-		time.Sleep(time.Duration(20+rand.IntN(400)) * time.Millisecond)
+		after := 1 + rand.IntN(12)
+		watch.until("attempt in flight", func() bool { return watch.results >= after && len(watch.open) > 0 })
 		p.cmd.Process.Signal(syscall.SIGKILL)
-		p.cmd.Wait()
+		waitExit(t, p.cmd)
+		watch.poll() // what the process wrote before it died
+		cut := maps.Clone(watch.open)
 		close(stop)
 		wg.Wait()
 		c.Close()
@@ -188,6 +248,8 @@ func TestCrashRecovery(t *testing.T) {
 					switch {
 					case err != nil:
 						t.Errorf("trial %d: retry %s: %v", trial, key, err)
+					case cut[key] && body["recovered"] != true:
+						t.Errorf("trial %d: %s was cut off mid-attempt by the kill, but the retry was not recovered: %v", trial, key, body)
 					case answeredBefore:
 						answered++
 						if body["replayed"] != true {
@@ -224,13 +286,27 @@ func TestCrashRecovery(t *testing.T) {
 			t.FailNow()
 		}
 		c.Close()
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		if err := p.cmd.Wait(); err != nil {
+		if err := stopProc(t, p.cmd, syscall.SIGTERM); err != nil {
 			t.Fatalf("trial %d: serve after SIGTERM: %v, want exit 0", trial, err)
 		}
-		if out, _, code := runCLI(t, "audit", "verify", "--state", dir); code != 0 {
-			t.Fatalf("trial %d: audit verify: exit %d: %s", trial, code, out)
+		// audit verify in process: the CLI's own code, without a process
+		// per trial (TestAuditCLI runs the binary's).
+		var out strings.Builder
+		if code := cmdAudit([]string{"verify", "--state", dir}, &out, &out); code != 0 {
+			t.Fatalf("trial %d: audit verify: exit %d: %s", trial, code, out.String())
 		}
+		if len(cut) == 0 {
+			// Every attempt in flight when SIGKILL was sent finished before
+			// the process died: the kill landed between attempts.
+			missed++
+			if missedInRow++; missedInRow == 10 {
+				t.Fatalf("trial %d: 10 kills in a row landed between attempts, none mid-attempt", trial)
+			}
+			continue
+		}
+		missedInRow = 0
+		cutOff += len(cut)
+		trial++
 	}
 	attempts := map[string]int{}
 	for _, r := range auditRecords(t, dir) {
@@ -243,11 +319,8 @@ func TestCrashRecovery(t *testing.T) {
 			t.Errorf("key %s has %d attempt records: it may have actuated %d times", k, n, n)
 		}
 	}
-	t.Logf("crash recovery: %d SIGKILL trials, %d keys retried after restart: %d answered before the kill and replayed identically, %d done but the answer lost (replayed), %d cut off in flight and recovered by readback, %d never reached the store and actuated on retry; %d keys with an attempt record, none with two; audit verify ok after every restart",
-		*crashTrials, sent, answered, replayed, recovered, fresh, len(attempts))
-	if recovered == 0 {
-		t.Log("no kill landed inside an attempt this run; raise -crash.trials to exercise recovery")
-	}
+	t.Logf("crash recovery: %d SIGKILL trials, each landing mid-attempt (%d more kills landed between attempts and were run again), %d keys retried after restart: %d cut off mid-attempt, %d recovered by readback, %d answered before the kill and replayed identically, %d done but the answer lost (replayed), %d never reached the store and actuated on retry; %d keys with an attempt record, none with two; audit verify ok after every restart",
+		*crashTrials, missed, sent, cutOff, recovered, answered, replayed, fresh, len(attempts))
 }
 
 // TestSIGTERMFinishesCallsInFlight: SIGTERM during a stream of do_* calls
@@ -256,6 +329,7 @@ func TestSIGTERMFinishesCallsInFlight(t *testing.T) {
 	dir := t.TempDir()
 	p := startServe(t, "--manifest", labBench, "--state", dir)
 	c := mcpClient(t, p.url)
+	watch := watchAudit(t, dir)
 	var wg sync.WaitGroup
 	for w := range 4 {
 		wg.Go(func() {
@@ -266,9 +340,8 @@ func TestSIGTERMFinishesCallsInFlight(t *testing.T) {
 			}
 		})
 	}
-	time.Sleep(300 * time.Millisecond)
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	if err := p.cmd.Wait(); err != nil {
+	watch.until("attempt in flight after 20 results", func() bool { return watch.results >= 20 && len(watch.open) > 0 })
+	if err := stopProc(t, p.cmd, syscall.SIGTERM); err != nil {
 		t.Fatalf("serve after SIGTERM: %v, want exit 0", err)
 	}
 	wg.Wait()
@@ -330,6 +403,7 @@ func TestAuditCLI(t *testing.T) {
 func TestStdioSIGTERM(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command(binary, "serve", "--sim", "--manifest", labBench, "--state", dir, "--log-level", "info")
+	t.Cleanup(func() { stopProc(t, cmd, os.Kill) })
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -361,8 +435,13 @@ func TestStdioSIGTERM(t *testing.T) {
 		t.Fatal("serve over stdio did not start")
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
-	stderr := <-logs
-	if err := cmd.Wait(); err != nil {
+	var stderr string
+	select {
+	case stderr = <-logs:
+	case <-time.After(exitTimeout):
+		t.Fatal("serve over stdio did not close its stderr after SIGTERM")
+	}
+	if err := waitExit(t, cmd); err != nil {
 		t.Fatalf("serve over stdio after SIGTERM: %v, want exit 0\n%s", err, stderr)
 	}
 	if !strings.Contains(stderr, "calls in flight finished") {

@@ -41,17 +41,17 @@ func TestZonesLoadWithoutSystemZoneData(t *testing.T) {
 		}
 	}
 	if _, err := os.Stat(system); err != nil {
-		cmd = exec.Command(binary, "lint", manifest) // nothing to hide
+		cmd = command(t, binary, "lint", manifest) // nothing to hide
 	} else {
 		// Hide the system's zone data in a private mount namespace, and
 		// check that it is hidden before trusting the result.
 		hide := `mount --bind "$1" ` + system + ` && test ! -e ` + system + `/Australia/Sydney`
-		probe := exec.Command("unshare", "--mount", "sh", "-c", hide, "sh", empty)
+		probe := command(t, "unshare", "--mount", "sh", "-c", hide, "sh", empty)
 		if out, err := probe.CombinedOutput(); err != nil {
 			t.Skipf("cannot hide %s in a private mount namespace (needs root or user namespaces and util-linux unshare): %v: %s",
 				system, err, out)
 		}
-		cmd = exec.Command("unshare", "--mount", "sh", "-c", hide+` && exec "$2" lint "$3"`, "sh", empty, binary, manifest)
+		cmd = command(t, "unshare", "--mount", "sh", "-c", hide+` && exec "$2" lint "$3"`, "sh", empty, binary, manifest)
 	}
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
@@ -63,7 +63,7 @@ func TestZonesLoadWithoutSystemZoneData(t *testing.T) {
 // TestBinaryEmbedsZoneData checks, wherever the test runs, that the binary
 // links time/tzdata.
 func TestBinaryEmbedsZoneData(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	out, err := command(t, "go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatal(err)
 	}

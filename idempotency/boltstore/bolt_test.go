@@ -4,45 +4,52 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
+	"github.com/promcp/promcp-device/idempotency/storetest"
 )
 
 var _ idempotency.Store = (*boltstore.Bolt)(nil)
 
-func openBolt(t *testing.T, path string, clk clock.Clock) *boltstore.Bolt {
+func openBolt(t *testing.T, path string) *boltstore.Bolt {
 	t.Helper()
-	b, err := boltstore.OpenBolt(path, time.Second, boltstore.BoltOptions{TTL: time.Hour, Clock: clk})
+	b, err := boltstore.OpenBolt(path, time.Second, boltstore.BoltOptions{TTL: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b
 }
 
-func counting(runs *atomic.Int32, out string, keep bool) idempotency.Action {
-	return func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
-		runs.Add(1)
-		return []byte(out), keep, nil
-	}
+var counting = storetest.Counting
+
+// TestBolt: the bbolt store passes the shared suite; what only a durable
+// store does is tested below.
+func TestBolt(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, clk *storetest.Clock) idempotency.Store {
+		b, err := boltstore.OpenBolt(filepath.Join(t.TempDir(), "state.db"), time.Second, boltstore.BoltOptions{TTL: storetest.TTL, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	})
 }
 
 func TestBoltReplaysAcrossReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	var runs atomic.Int32
-	b := openBolt(t, path, nil)
+	b := openBolt(t, path)
 	if out, replayed, err := b.Do(t.Context(), "k", "fp", counting(&runs, "first", true)); err != nil || replayed || string(out) != "first" {
 		t.Fatalf("first Do = %q, %t, %v", out, replayed, err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b = openBolt(t, path, nil)
+	b = openBolt(t, path)
 	defer b.Close()
 	out, replayed, err := b.Do(t.Context(), "k", "fp", counting(&runs, "second", true))
 	if err != nil || !replayed || string(out) != "first" {
@@ -56,31 +63,14 @@ func TestBoltReplaysAcrossReopen(t *testing.T) {
 	}
 }
 
-func TestBoltDoesNotKeepRefusals(t *testing.T) {
-	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"), nil)
-	defer b.Close()
-	var runs atomic.Int32
-	for range 2 {
-		if _, replayed, err := b.Do(t.Context(), "k", "a", counting(&runs, "refused", false)); err != nil || replayed {
-			t.Fatalf("Do = %t, %v", replayed, err)
-		}
-	}
-	if _, _, err := b.Do(t.Context(), "k", "b", counting(&runs, "ok", true)); err != nil {
-		t.Fatalf("after refusals, another fingerprint = %v, want no conflict", err)
-	}
-	if n, _ := b.Len(); n != 1 || runs.Load() != 3 {
-		t.Fatalf("records %d, runs %d; want 1 record and 3 runs", n, runs.Load())
-	}
-}
-
 func TestBoltRecoversAnAttemptLeftInFlight(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	b := openBolt(t, path, nil)
+	b := openBolt(t, path)
 	if err := boltstore.LeaveInFlight(b, "k", "fp"); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
-	b = openBolt(t, path, nil)
+	b = openBolt(t, path)
 	defer b.Close()
 	if _, _, err := b.Do(t.Context(), "k", "other", counting(new(atomic.Int32), "x", true)); !errors.Is(err, idempotency.ErrConflict) {
 		t.Fatalf("recovering with another fingerprint = %v, want ErrConflict", err)
@@ -103,59 +93,8 @@ func TestBoltRecoversAnAttemptLeftInFlight(t *testing.T) {
 	}
 }
 
-func TestBoltExpires(t *testing.T) {
-	clk := &manualClock{t: time.Unix(0, 0)}
-	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"), clk)
-	defer b.Close()
-	var runs atomic.Int32
-	b.Do(t.Context(), "k", "a", counting(&runs, "x", true))
-	clk.Advance(59 * time.Minute)
-	b.Do(t.Context(), "k", "a", counting(&runs, "x", true))
-	clk.Advance(2 * time.Minute)
-	b.Do(t.Context(), "k", "b", counting(&runs, "x", true)) // expired: no conflict
-	if runs.Load() != 2 {
-		t.Fatalf("runs = %d, want 2", runs.Load())
-	}
-}
-
-func TestBoltConcurrentDuplicatesRunOnce(t *testing.T) {
-	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"), nil)
-	defer b.Close()
-	const keys, dup = 50, 10
-	var runs atomic.Int32
-	var wg sync.WaitGroup
-	outs := make([][]string, keys)
-	for k := range keys {
-		outs[k] = make([]string, dup)
-		for d := range dup {
-			wg.Go(func() {
-				key := string(rune('A' + k))
-				out, _, err := b.Do(context.Background(), key, "fp", func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
-					runs.Add(1)
-					return []byte("outcome-" + key), true, nil
-				})
-				if err != nil {
-					t.Error(err)
-				}
-				outs[k][d] = string(out)
-			})
-		}
-	}
-	wg.Wait()
-	if got := runs.Load(); got != keys {
-		t.Fatalf("actions ran %d times for %d keys × %d duplicates, want %d", got, keys, dup, keys)
-	}
-	for k := range keys {
-		for d := range dup {
-			if outs[k][d] != outs[k][0] {
-				t.Fatalf("key %d: caller %d got %q, caller 0 got %q", k, d, outs[k][d], outs[k][0])
-			}
-		}
-	}
-}
-
 func TestBoltClosed(t *testing.T) {
-	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"), nil)
+	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"))
 	b.Close()
 	if _, _, err := b.Do(t.Context(), "k", "a", counting(new(atomic.Int32), "x", true)); !errors.Is(err, boltstore.ErrClosed) {
 		t.Fatalf("Do after Close = %v, want ErrClosed", err)
@@ -168,7 +107,7 @@ func TestBoltClosed(t *testing.T) {
 // keeps nothing is forgotten.
 func TestBoltBeginsWhenTheActionSaysSo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	b := openBolt(t, path, nil)
+	b := openBolt(t, path)
 	defer b.Close()
 	n := func() int {
 		k, err := b.Len()
@@ -205,20 +144,4 @@ func TestBoltBeginsWhenTheActionSaysSo(t *testing.T) {
 	}); err != nil || n() != 1 {
 		t.Fatalf("began, kept nothing: %v, %d records; want the key forgotten (1 record: acted)", err, n())
 	}
-}
-
-// manualClock is a clock the test moves.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-// After never fires: the store only reads the time.
-func (c *manualClock) After(time.Duration) <-chan time.Time { return nil }
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
 }
