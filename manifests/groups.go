@@ -74,7 +74,9 @@ func (m *Manifest) Group(name string) (*Group, bool) {
 }
 
 // GroupNames lists the groups' names in manifest order.
-func (m *Manifest) GroupNames() []string { return namesOf(m.Groups, func(g Group) string { return g.Name }) }
+func (m *Manifest) GroupNames() []string {
+	return namesOf(m.Groups, func(g Group) string { return g.Name })
+}
 
 // Surface counts the tools served for the capabilities named: one read_*
 // each, one do_* per action, and can_do.
