@@ -184,9 +184,10 @@ func toolCount(tools, do int) string {
 }
 
 // SuggestGroups proposes groups for a manifest whose whole surface is over
-// the density limits: one per location (with the location-less
-// capabilities that an action there depends on, or that share a tag with
-// it), then one per leading tag for the capabilities left. It is a start
+// the density limits: one per location (with the location-less actions
+// that depend on a reading there), then the capabilities left, device by
+// device, packed in manifest order into groups within the limits. It is a
+// start
 // for the integrator to edit, not a guarantee: a suggestion over the
 // limits is still listed, marked by the caller.
 func SuggestGroups(m *Manifest) []Group {
@@ -217,24 +218,45 @@ func SuggestGroups(m *Manifest) []Group {
 		}
 		out = append(out, g)
 	}
-	// The rest, grouped by their first tag (the device's name when none).
+	// The rest, by device, packed in manifest order into groups within
+	// the limits; each is named after its first capability's first tag.
 	var order []string
-	rest := map[string][]string{}
+	byDevice := map[string][]Capability{}
 	for _, c := range m.Capabilities {
 		if taken[c.Name] {
 			continue
 		}
-		key := c.Read.Device
-		if len(c.Tags) > 0 {
-			key = c.Tags[0]
+		if _, ok := byDevice[c.Read.Device]; !ok {
+			order = append(order, c.Read.Device)
 		}
-		if _, ok := rest[key]; !ok {
-			order = append(order, key)
-		}
-		rest[key] = append(rest[key], c.Name)
+		byDevice[c.Read.Device] = append(byDevice[c.Read.Device], c)
 	}
-	for _, key := range order {
-		out = append(out, Group{Name: groupName(key), Capabilities: rest[key], Members: rest[key]})
+	var cur *Group
+	for _, dev := range order {
+		var names []string
+		for _, c := range byDevice[dev] {
+			names = append(names, c.Name)
+		}
+		if cur != nil {
+			tools, do := m.Surface(append(slices.Clone(cur.Members), names...))
+			if tools > MaxGroupTools || do > MaxGroupDo {
+				out = append(out, *cur)
+				cur = nil
+			}
+		}
+		if cur == nil {
+			first := byDevice[dev][0]
+			name := dev
+			if len(first.Tags) > 0 {
+				name = first.Tags[0]
+			}
+			cur = &Group{Name: groupName(name)}
+		}
+		cur.Capabilities = append(cur.Capabilities, names...)
+		cur.Members = append(cur.Members, names...)
+	}
+	if cur != nil {
+		out = append(out, *cur)
 	}
 	return out
 }
