@@ -63,8 +63,10 @@ func newGroupsFixture(t *testing.T) *groupsFixture {
 	must(zone2.Read(read("read_level_zone2")))
 	tokens, err := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("alice", "operator", f.token)))
 	must(err)
+	// Names that are no plain path segment are not served (and do not
+	// panic the mux): "" would serve every path under /mcp/.
 	ts := httptest.NewServer(srv.HTTPHandler(server.HTTPConfig{Tokens: tokens,
-		Groups: map[string]*server.Server{"zone1": zone1, "zone2": zone2}}))
+		Groups: map[string]*server.Server{"zone1": zone1, "zone2": zone2, "": zone2, "{x}": zone2, "a/b": zone2}}))
 	t.Cleanup(ts.Close)
 	f.base = ts.URL
 	return f
@@ -176,6 +178,9 @@ func TestGroupEndpoints(t *testing.T) {
 		if code, _ := send(m, "/mcp/zone1", sid1, listJSON); code != http.StatusOK {
 			t.Errorf("%s /mcp/zone1 with its own session: status %d, want 200", m, code)
 		}
+	}
+	if code, _ := send(http.MethodPost, "/mcp/a/b", "", initJSON); code != http.StatusNotFound {
+		t.Errorf("initialize at /mcp/a/b (a group name with a slash): status %d, want 404", code)
 	}
 	// Groups keep the same authentication.
 	res, err := http.Post(f.base+"/mcp/zone1", "application/json", strings.NewReader(initJSON))

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -131,6 +132,10 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	sessions := newSessionTable(cfg.Sessions, cfg.Now)
 	endpoints := map[string]http.Handler{path: s.streamable(cfg, path, sessions)}
 	for name, g := range cfg.Groups {
+		if !groupPath.MatchString(name) || g == nil {
+			s.log.Error("not serving a group: its name is not a URL path segment", "group", name)
+			continue
+		}
 		endpoints[path+"/"+name] = g.streamable(cfg, path+"/"+name, sessions)
 	}
 	sessions.expire = func(id, endpoint string) {
@@ -172,6 +177,10 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	}
 	return originCheck(next, cfg.AllowedOrigins, s.log)
 }
+
+// groupPath is a group name that is one plain URL path segment (no
+// slash, no escape, no ServeMux wildcard).
+var groupPath = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.~-]*$`)
 
 // streamable is mcp-go's streamable HTTP server for s at path, its
 // sessions kept in sessions.
