@@ -164,6 +164,13 @@ func TestStdioGroup(t *testing.T) {
 	if code != 2 || !strings.Contains(stderr, "/mcp/<group>") {
 		t.Errorf("serve --group with --http: exit %d, %q; want exit 2", code, stderr)
 	}
+	for _, args := range [][]string{{"lint", "--group", "zone1", "--url", "http://127.0.0.1:1/mcp"},
+		{"lint", "--manifest", greenhouse, "--group", "zone9", "--url", "http://127.0.0.1:1/mcp"},
+		{"tools", "--manifest", greenhouse, "--group", "zone9"}} {
+		if _, stderr, code := runCLI(t, args...); code != 2 || !strings.Contains(stderr, "--group") {
+			t.Errorf("%v: exit %d, %q; want exit 2 about --group, before connecting", args, code, stderr)
+		}
+	}
 	out, _, code := runCLI(t, "tools", "--manifest", greenhouse, "--group", "fan")
 	if code != 0 || strings.Count(out, "\n") != 5 || !strings.Contains(out, "do_set_fan_speed") || strings.Contains(out, "heater") {
 		t.Errorf("tools --group fan: exit %d\n%s", code, out)

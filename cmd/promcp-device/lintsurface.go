@@ -90,9 +90,25 @@ func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, std
 		fmt.Fprintf(stderr, "promcp-device lint: %s: --json, --strict, --call-reads and --manifest apply to a tool list (FILE.json) or a live server; lint manifests without them\n", files[0])
 		return 2
 	}
+	if lf.group != "" && lf.manifest == "" {
+		fmt.Fprintln(stderr, "promcp-device lint: --group NAME goes with --manifest FILE (the group's tools are the manifest's)")
+		return 2
+	}
 	if lf.callReads && len(files) == 1 {
 		fmt.Fprintln(stderr, "promcp-device lint: --call-reads needs a live server (--url or -- COMMAND)")
 		return 2
+	}
+	var expected []string // with --manifest: the tools it (or its --group) declares
+	if lf.manifest != "" {
+		m, err := manifests.Load(lf.manifest)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		if expected, err = expectedTools(m, lf.group); err != nil {
+			fmt.Fprintln(stderr, "promcp-device lint:", err)
+			return 2
+		}
 	}
 	var (
 		tools  []*lint.Tool
@@ -124,17 +140,7 @@ func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, std
 		sess, tools = s, s.Tools
 	}
 	r := lint.Check(target, tools)
-	if lf.manifest != "" {
-		m, err := manifests.Load(lf.manifest)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
-		expected, err := expectedTools(m, lf.group)
-		if err != nil {
-			fmt.Fprintln(stderr, "promcp-device lint:", err)
-			return 2
-		}
+	if expected != nil {
 		lint.Drift(r, expected, tools)
 	}
 	if lf.callReads {
