@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -191,4 +192,34 @@ func TestGroupEndpoints(t *testing.T) {
 	if res.StatusCode != http.StatusUnauthorized {
 		t.Errorf("initialize at /mcp/zone1 without a token: status %d, want 401", res.StatusCode)
 	}
+}
+
+// TestGroupSessionIdleExpiry: a group endpoint's idle session ends like
+// one of /mcp, in mcp-go too (at its own endpoint), and frees its slot of
+// the caps that all endpoints share.
+func TestGroupSessionIdleExpiry(t *testing.T) {
+	const ttl = 10 * time.Minute
+	zone1, err := server.New("gw/zone1", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newLimitsFixture(t, server.HTTPConfig{Groups: map[string]*server.Server{"zone1": zone1},
+		Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl}})
+	base := f.url
+	f.url = base + "/zone1"
+	sid := f.open(f.alice)
+	f.url = base
+	if code, _ := f.do(http.MethodPost, f.alice, "", initJSON); code != http.StatusTooManyRequests {
+		t.Fatalf("alice's second session, on /mcp (per-token cap 1 over all endpoints): status %d, want 429", code)
+	}
+	f.advance(ttl)
+	f.open(f.bob) // any request sweeps
+	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid+" endpoint=/mcp/zone1") {
+		t.Fatalf("no log of the idle session %s ending at /mcp/zone1; logs:\n%s", sid, f.logs)
+	}
+	f.url = base + "/zone1"
+	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusNotFound {
+		t.Fatalf("the expired session at /mcp/zone1: status %d, want 404", code)
+	}
+	f.open(f.alice) // its slot is free
 }
