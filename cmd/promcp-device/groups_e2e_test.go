@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
 )
 
 // groupTools is what the endpoint of group g of m serves, sorted.
@@ -95,12 +97,24 @@ func TestGroupSharesCooldown(t *testing.T) {
 	}
 }
 
+// TestGroupCanDoScoped: a group's can_do names only the group's tools in
+// its candidates, blocked actions, related reads and observations, and in
+// its description and note, for intents that match inside the group,
+// outside it, and everywhere. (A reason may cite a reading outside the
+// group that a decision rests on, such as the heater's dependency on both
+// zones' temperatures: a refusal says its true cause.)
 var toolName = regexp.MustCompile(`\b(?:read|do)_[a-z0-9_]+\b|\bcan_do\b`)
 
-// TestGroupCanDoScoped: a group's can_do names only the group's tools,
-// anywhere in its answer (candidates, blocked, related reads, observations,
-// reasons and notes), for intents that match inside the group, outside it,
-// and everywhere.
+// checkNames fails when text names a tool outside own.
+func checkNames(t *testing.T, group, what, text string, own []string) {
+	t.Helper()
+	for _, name := range toolName.FindAllString(text, -1) {
+		if !slices.Contains(own, name) {
+			t.Errorf("/mcp/%s: %s names %s, not one of its tools: %s", group, what, name, text)
+		}
+	}
+}
+
 func TestGroupCanDoScoped(t *testing.T) {
 	m := load(t, greenhouse)
 	url := startHTTP(t, "--manifest", greenhouse)
@@ -115,6 +129,9 @@ func TestGroupCanDoScoped(t *testing.T) {
 		var listed []string
 		for _, tl := range s.tools {
 			listed = append(listed, tl.Name)
+			if tl.Name == "can_do" {
+				checkNames(t, g.Name, "the can_do description", tl.Description, own)
+			}
 		}
 		slices.Sort(listed)
 		if !slices.Equal(listed, own) {
@@ -123,15 +140,29 @@ func TestGroupCanDoScoped(t *testing.T) {
 		actions := 0
 		for _, intent := range intents {
 			r, _ := s.call("can_do", map[string]any{"intent": intent})
+			var rep promcp.CapabilityReport
 			b, _ := json.Marshal(r)
-			for _, name := range toolName.FindAllString(string(b), -1) {
+			if err := json.Unmarshal(b, &rep); err != nil {
+				t.Fatal(err)
+			}
+			var named []string
+			for _, c := range rep.Candidates {
+				named = append(named, c.Capability)
+			}
+			for _, c := range rep.Blocked {
+				named = append(named, c.Capability)
+			}
+			named = append(named, rep.Context.RelatedReads...)
+			for k := range rep.Context.CurrentObservations {
+				named = append(named, k)
+			}
+			for _, name := range named {
 				if !slices.Contains(own, name) {
 					t.Errorf("/mcp/%s can_do(%v) names %s, not one of its tools: %s", g.Name, intent, name, b)
 				}
 			}
-			cands, _ := r["candidates"].([]any)
-			blocked, _ := r["blocked"].([]any)
-			actions += len(cands) + len(blocked)
+			checkNames(t, g.Name, fmt.Sprintf("can_do(%v).metadata.note", intent), rep.Metadata.Note, own)
+			actions += len(rep.Candidates) + len(rep.Blocked)
 		}
 		if strings.Contains(strings.Join(own, " "), "do_") && actions == 0 {
 			t.Errorf("/mcp/%s: no intent matched any of its actions", g.Name)
