@@ -27,17 +27,21 @@ const (
 	weightLocation = 0.10
 )
 
-func canDoDescription(set *capabilities.Set) string {
+func canDoDescription(caps []*capabilities.Capability) string {
 	var actions []string
-	for _, c := range set.All() {
+	for _, c := range caps {
 		if c.Do != nil {
 			actions = append(actions, c.Do.Tool)
 		}
 	}
+	here := "Actions on this gateway: " + strings.Join(actions, ", ") + "."
+	if len(actions) == 0 {
+		here = "This endpoint serves readings only: no action matches."
+	}
 	return "Ask before you act: which actions match an intent, whether each is allowed right now, " +
 		"within which constraints, with which side effects, and until when the answer holds (valid_until). " +
 		"Touches no actuator. Give intent.semantic_tags, intent.action, intent.target, intent.value and/or intent.location. " +
-		"Actions on this gateway: " + strings.Join(actions, ", ") + "."
+		here
 }
 
 // match is an action that an intent matches, with its score.
@@ -46,35 +50,51 @@ type match struct {
 	score float64
 }
 
-// canDo answers the intent: every action scored, decided by the same policy
-// evaluation that do_* runs, and sorted best first.
-func (g *Gateway) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, error) {
-	matches := g.matches(req.Intent)
-	b := &reportBuilder{g: g, seen: map[string]bool{}, rep: promcp.CapabilityReport{
+// scope is what a can_do answers for: the capabilities of one surface
+// (the whole gateway, or a tool group). Its report names only their tools.
+type scope struct {
+	g     *Gateway
+	caps  []*capabilities.Capability
+	reads map[string]bool // the read_* tools of caps
+}
+
+func newScope(g *Gateway, caps []*capabilities.Capability) *scope {
+	s := &scope{g: g, caps: caps, reads: map[string]bool{}}
+	for _, c := range caps {
+		s.reads[c.ReadTool()] = true
+	}
+	return s
+}
+
+// canDo answers the intent: every action of the scope scored, decided by
+// the same policy evaluation that do_* runs, and sorted best first.
+func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, error) {
+	matches := s.matches(req.Intent)
+	b := &reportBuilder{g: s.g, s: s, seen: map[string]bool{}, rep: promcp.CapabilityReport{
 		Context: promcp.ReportContext{RelatedReads: []string{}, CurrentObservations: map[string]promcp.Observation{}},
 	}}
 	for _, m := range matches {
 		b.add(ctx, m, req.Intent)
 	}
 	rep := b.rep
-	rep.Metadata.Note = g.note(rep, len(matches), req)
+	rep.Metadata.Note = s.note(rep, len(matches), req)
 	return rep, nil
 }
 
 // matches scores every action against intent, keeps those at or above
 // MinConfidence, best first. An action that names a tool exactly asks
 // about that tool only.
-func (g *Gateway) matches(intent promcp.Intent) []match {
+func (s *scope) matches(intent promcp.Intent) []match {
 	named := ""
 	if a := strings.TrimSpace(intent.Action); a != "" {
-		for _, c := range g.set.All() {
+		for _, c := range s.caps {
 			if c.Do != nil && (a == c.Do.Tool || "do_"+a == c.Do.Tool) {
 				named = c.Do.Tool
 			}
 		}
 	}
 	var matches []match
-	for _, c := range g.set.All() {
+	for _, c := range s.caps {
 		if c.Do == nil || named != "" && c.Do.Tool != named {
 			continue
 		}
@@ -98,13 +118,15 @@ func (g *Gateway) matches(intent promcp.Intent) []match {
 // the readings they depend on.
 type reportBuilder struct {
 	g    *Gateway
+	s    *scope
 	rep  promcp.CapabilityReport
 	seen map[string]bool
 }
 
-// related lists tool among the related reads, once.
+// related lists tool among the related reads, once, when the scope serves
+// it: a group's report names no tool of another group.
 func (b *reportBuilder) related(tool string) {
-	if !b.seen[tool] {
+	if b.s.reads[tool] && !b.seen[tool] {
 		b.seen[tool] = true
 		b.rep.Context.RelatedReads = append(b.rep.Context.RelatedReads, tool)
 	}
@@ -112,6 +134,9 @@ func (b *reportBuilder) related(tool string) {
 
 // observe adds a reading the decision used to the report's context.
 func (b *reportBuilder) observe(tool string, r policy.Reading) {
+	if !b.s.reads[tool] {
+		return // decided on, but not served here
+	}
 	b.related(tool)
 	var v any
 	if r.Quality != promcp.QualityError {
@@ -131,7 +156,7 @@ func (b *reportBuilder) add(ctx context.Context, m match, intent promcp.Intent) 
 	b.related(c.ReadTool())
 	b.rep.Context.CurrentObservations[c.ReadTool()] = promcp.Observation{
 		Value: cur.Value, Unit: promcp.Unit(c.Unit), Timestamp: cur.Time.UTC(), Quality: cur.Quality}
-	for _, r := range g.set.All() {
+	for _, r := range b.s.caps {
 		if r.Do == nil && relatedTo(r.Capability, c.Capability, intent.Location) {
 			b.related(r.ReadTool())
 		}
@@ -211,7 +236,7 @@ func candidate(m match, cur capabilities.Reading, d policy.Decision) promcp.Cand
 
 // note is the report's metadata note: candidates to confirm, an intent
 // that matched nothing (and why), and the scope this gateway answers for.
-func (g *Gateway) note(rep promcp.CapabilityReport, matched int, req promcp.CanDoRequest) string {
+func (s *scope) note(rep promcp.CapabilityReport, matched int, req promcp.CanDoRequest) string {
 	note := ""
 	unconfirmed := 0
 	for _, c := range rep.Candidates {
@@ -227,12 +252,15 @@ func (g *Gateway) note(rep promcp.CapabilityReport, matched int, req promcp.CanD
 		note = "the intent names nothing, so it matches nothing: give intent.action, intent.target, intent.semantic_tags or intent.location"
 	} else if matched == 0 {
 		var actions []string
-		for _, c := range g.set.All() {
+		for _, c := range s.caps {
 			if c.Do != nil {
 				actions = append(actions, c.Do.Tool)
 			}
 		}
 		note = "no action on this gateway matches the intent; actions here: " + strings.Join(actions, ", ")
+		if len(actions) == 0 {
+			note = "no action on this endpoint matches the intent: it serves readings only"
+		}
 	}
 	if req.Scope == "fleet" {
 		scope := "scope fleet: this gateway answers for itself only"

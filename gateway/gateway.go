@@ -66,23 +66,58 @@ func Serve(srv *server.Server, set *capabilities.Set, opts ...GatewayOptions) (*
 		g.opts.DefaultRole = "operator"
 	}
 	g.units = units(set, g.opts.Policy)
-	for _, c := range set.All() {
-		if err := srv.Read(g.readTool(c), g.readHandler(c)); err != nil {
-			return nil, fmt.Errorf("capability %s: %w", c.Name, err)
+	if err := g.serve(srv, set.All()); err != nil {
+		return nil, err
+	}
+	return g, nil
+}
+
+// ServeGroup registers on srv the tools of the capabilities named (a tool
+// group): their read_* and do_*, the same tools with the same handlers as
+// on the server Serve was given, so one policy, one set of reservations
+// and one actuation history decide them all (a cooldown started through
+// one surface holds on every other), and a can_do scoped to them, whose
+// candidates, blocked actions and related reads name only the group's
+// tools. srv should share the idempotency store, audit log and approval
+// ledger of Serve's server (server.Server.Surface makes such a server), so
+// that a key or an approval spent through one surface is spent on all.
+func (g *Gateway) ServeGroup(srv *server.Server, names []string) error {
+	var caps []*capabilities.Capability
+	for _, name := range names {
+		c, ok := g.set.Get(name)
+		if !ok {
+			return fmt.Errorf("group: capability %q is not served by this gateway", name)
+		}
+		caps = append(caps, c)
+	}
+	// Manifest order, whatever the order of names.
+	var ordered []*capabilities.Capability
+	for _, c := range g.set.All() {
+		if slices.Contains(caps, c) {
+			ordered = append(ordered, c)
 		}
 	}
-	for _, c := range set.All() {
+	return g.serve(srv, ordered)
+}
+
+// serve registers the tools of caps on srv, in manifest order: reads, then
+// actions, then can_do over caps.
+func (g *Gateway) serve(srv *server.Server, caps []*capabilities.Capability) error {
+	for _, c := range caps {
+		if err := srv.Read(g.readTool(c), g.readHandler(c)); err != nil {
+			return fmt.Errorf("capability %s: %w", c.Name, err)
+		}
+	}
+	for _, c := range caps {
 		if c.Do == nil {
 			continue
 		}
 		if err := srv.Do(g.doTool(c), g.doHandler(c)); err != nil {
-			return nil, fmt.Errorf("capability %s: %w", c.Name, err)
+			return fmt.Errorf("capability %s: %w", c.Name, err)
 		}
 	}
-	if err := srv.CanDo(canDoDescription(set), g.canDo); err != nil {
-		return nil, err
-	}
-	return g, nil
+	sc := newScope(g, caps)
+	return srv.CanDo(canDoDescription(caps), sc.canDo)
 }
 
 func (g *Gateway) readTool(c *capabilities.Capability) server.ReadTool {

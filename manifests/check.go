@@ -23,6 +23,7 @@ func check(m *Manifest, d *decoder) {
 	c.checkBuses()
 	c.checkDevices()
 	c.checkCapabilities()
+	c.checkGroups()
 	c.checkSim()
 }
 

@@ -12,7 +12,7 @@ import (
 
 // The keys of each mapping, in the order the documentation lists them.
 var (
-	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "sim"}
+	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim"}
 	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries"}
 	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "sim"}
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
@@ -25,6 +25,7 @@ var (
 	actionKeys      = []string{"tool", "description", "side_effects", "compensable", "settle", "constraints", "depends_on", "safe_value"}
 	constraintsKeys = []string{"min", "max", "step", "enum"}
 	simKeys         = []string{"seed", "time_scale", "zones"}
+	groupKeys       = []string{"name", "description", "capabilities", "location", "tags"}
 	zoneKeys        = []string{"name", "temperature", "humidity", "outside", "leak_time_constant", "vent_time_constant", "heater_rate", "noise", "sensors", "heaters", "vents", "fans", "fan_time_constant"}
 )
 
@@ -78,6 +79,7 @@ func (d *decoder) manifest(root ast.Node) *Manifest {
 	m.Buses = list(o, "buses", busKeys, obj.bus)
 	m.Devices = list(o, "devices", deviceKeys, obj.device)
 	m.Capabilities = list(o, "capabilities", capabilityKeys, obj.capability)
+	m.Groups = list(o, "groups", groupKeys, obj.group)
 	m.Sim = opt(o, "sim", simKeys, obj.sim)
 	return m
 }

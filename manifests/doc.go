@@ -34,6 +34,7 @@
 //	buses         list of bus        none
 //	devices       list of device     none
 //	capabilities  list of capability none
+//	groups        list of group      none      tool groups, each its own MCP endpoint; see Group
 //	sim           sim                none      only used by serve --sim
 //
 // A bus (buses[]):
@@ -193,6 +194,22 @@
 //
 // Every tool name is unique across the gateway: the read_<name> tools, the
 // do tools, and the built-in can_do.
+//
+// A tool group (groups[]) is served as its own MCP endpoint, /mcp/<name>
+// over HTTP and serve --group NAME over stdio, with its own can_do. It
+// holds every capability that any of its selectors picks, in manifest
+// order; groups may overlap:
+//
+//	key           type             default   constraint
+//	name          string           required  unique among groups; lower case letters, digits, _ and -, starting with a letter, at most 64 characters (a URL path segment)
+//	description   string           ""        free text
+//	capabilities  list of strings  none      capabilities by name; each names a capability, no duplicates
+//	location      string           ""        every capability with this location; some capability must have it
+//	tags          list of strings  none      every capability with any of these tags; some capability must have each
+//
+// At least one of capabilities, location and tags is required, the group
+// must hold a capability, and it may serve at most MaxGroupTools tools (its
+// read_*, its do_* and can_do) and MaxGroupDo do_* tools.
 //
 // The simulated world (sim), used by serve --sim:
 //

@@ -24,6 +24,10 @@ type Manifest struct {
 	Buses        []Bus
 	Devices      []Device
 	Capabilities []Capability
+	// Groups are the tool groups, each served as its own MCP endpoint
+	// (/mcp/<name> over HTTP, serve --group NAME over stdio); nil when the
+	// manifest declares none. See Group.
+	Groups []Group
 	// Sim describes the simulated world for `serve --sim`; nil when absent.
 	Sim *Sim
 }

@@ -62,8 +62,9 @@ var (
 type sessionTable struct {
 	limits SessionLimits
 	now    func() time.Time
-	// expire deletes an expired session in mcp-go (called without mu).
-	expire func(id string)
+	// expire deletes an expired session in mcp-go, at the endpoint that
+	// opened it (called without mu).
+	expire func(id, endpoint string)
 
 	mu        sync.Mutex
 	byID      map[string]*sessionEntry
@@ -72,10 +73,11 @@ type sessionTable struct {
 }
 
 type sessionEntry struct {
-	caller  string
-	pending bool // reserved by an initialize request that has not minted it yet
-	last    time.Time
-	streams map[*streamHandle]struct{}
+	caller   string
+	endpoint string // the URL path of the endpoint that opened it
+	pending  bool   // reserved by an initialize request that has not minted it yet
+	last     time.Time
+	streams  map[*streamHandle]struct{}
 }
 
 // streamHandle is one open GET stream; cancel ends it.
@@ -95,9 +97,9 @@ type reservation struct{ id string }
 
 type reservationKey struct{}
 
-// reserve takes a slot for a new session of caller, or says which cap is
-// reached.
-func (t *sessionTable) reserve(caller string) (*reservation, error) {
+// reserve takes a slot for a new session of caller at endpoint, or says
+// which cap is reached. The caps count every endpoint's sessions.
+func (t *sessionTable) reserve(caller, endpoint string) (*reservation, error) {
 	t.sweep()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -108,7 +110,7 @@ func (t *sessionTable) reserve(caller string) (*reservation, error) {
 		return nil, fmt.Errorf("%w (%d, --max-sessions-per-token)", errTooManyCallerSessions, t.limits.PerCaller)
 	}
 	id := newSessionID()
-	t.byID[id] = &sessionEntry{caller: caller, pending: true, last: t.now()}
+	t.byID[id] = &sessionEntry{caller: caller, endpoint: endpoint, pending: true, last: t.now()}
 	t.perCaller[caller]++
 	return &reservation{id: id}, nil
 }
@@ -132,12 +134,13 @@ func (t *sessionTable) removeLocked(id string, e *sessionEntry) {
 	}
 }
 
-// lookup reports whether id is a live session of caller, and marks it used.
-func (t *sessionTable) lookup(id, caller string) bool {
+// lookup reports whether id is a live session of caller opened at
+// endpoint, and marks it used.
+func (t *sessionTable) lookup(id, caller, endpoint string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.byID[id]
-	if !ok || e.pending || e.caller != caller || t.expiredLocked(e, t.now()) {
+	if !ok || e.pending || e.caller != caller || e.endpoint != endpoint || t.expiredLocked(e, t.now()) {
 		return false
 	}
 	e.last = t.now()
@@ -148,14 +151,15 @@ func (t *sessionTable) expiredLocked(e *sessionEntry, now time.Time) bool {
 	return !e.pending && len(e.streams) == 0 && now.Sub(e.last) >= t.limits.IdleTTL
 }
 
-// openStream registers a GET stream on a live session of caller; the
+// openStream registers a GET stream on a live session of caller at
+// endpoint; the
 // returned context ends when the session is deleted or expires, and done
 // must be called when the stream ends.
-func (t *sessionTable) openStream(ctx context.Context, id, caller string) (context.Context, func(), bool) {
+func (t *sessionTable) openStream(ctx context.Context, id, caller, endpoint string) (context.Context, func(), bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.byID[id]
-	if !ok || e.pending || e.caller != caller || t.expiredLocked(e, t.now()) {
+	if !ok || e.pending || e.caller != caller || e.endpoint != endpoint || t.expiredLocked(e, t.now()) {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -176,16 +180,17 @@ func (t *sessionTable) openStream(ctx context.Context, id, caller string) (conte
 	}, true
 }
 
-// terminate deletes a session of caller (of anyone with anyCaller); it
-// reports false when caller may not (the session is another caller's).
-func (t *sessionTable) terminate(id, caller string, anyCaller bool) bool {
+// terminate deletes a session of caller at endpoint (of anyone anywhere
+// with anyCaller); it reports false when caller may not (the session is
+// another caller's, or another endpoint's).
+func (t *sessionTable) terminate(id, caller, endpoint string, anyCaller bool) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e, ok := t.byID[id]
 	if !ok {
 		return true
 	}
-	if !anyCaller && e.caller != caller {
+	if !anyCaller && (e.caller != caller || e.endpoint != endpoint) {
 		return false
 	}
 	t.removeLocked(id, e)
@@ -203,17 +208,18 @@ func (t *sessionTable) sweep() {
 		return
 	}
 	t.lastSweep = now
-	var gone []string
+	var gone []*sessionEntry
+	var ids []string
 	for id, e := range t.byID {
 		if t.expiredLocked(e, now) {
 			t.removeLocked(id, e)
-			gone = append(gone, id)
+			gone, ids = append(gone, e), append(ids, id)
 		}
 	}
 	t.mu.Unlock()
-	for _, id := range gone {
+	for i, e := range gone {
 		if t.expire != nil {
-			t.expire(id)
+			t.expire(ids[i], e.endpoint)
 		}
 	}
 }
@@ -229,6 +235,7 @@ func newSessionID() string {
 func (t *sessionTable) ResolveSessionIdManager(r *http.Request) mcpserver.SessionIdManager {
 	m := boundSessions{t: t}
 	if r != nil {
+		m.endpoint = r.URL.Path
 		m.caller, m.bound = r.Context().Value(callerKey{}).(Caller)
 		m.res, _ = r.Context().Value(reservationKey{}).(*reservation)
 	}
@@ -237,10 +244,11 @@ func (t *sessionTable) ResolveSessionIdManager(r *http.Request) mcpserver.Sessio
 
 // boundSessions is the session id manager for one request.
 type boundSessions struct {
-	t      *sessionTable
-	caller Caller
-	bound  bool
-	res    *reservation
+	t        *sessionTable
+	endpoint string // the request's URL path
+	caller   Caller
+	bound    bool
+	res      *reservation
 }
 
 // Generate turns the request's reservation into a session. Without one
@@ -259,12 +267,12 @@ func (m boundSessions) Generate() string {
 }
 
 func (m boundSessions) Validate(id string) (bool, error) {
-	if !m.t.lookup(id, m.caller.Name) {
+	if !m.t.lookup(id, m.caller.Name, m.endpoint) {
 		return false, errUnknownSession
 	}
 	return false, nil
 }
 
 func (m boundSessions) Terminate(id string) (bool, error) {
-	return !m.t.terminate(id, m.caller.Name, !m.bound), nil
+	return !m.t.terminate(id, m.caller.Name, m.endpoint, !m.bound), nil
 }

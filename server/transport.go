@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -65,6 +66,13 @@ type HTTPConfig struct {
 	ReadTimeout time.Duration
 	// Now is the clock of session idle expiry; nil means time.Now.
 	Now func() time.Time
+	// Groups are more endpoints: each Server (made with Surface, so that
+	// it shares this one's idempotency store, audit log and approvals) is
+	// served at Path + "/" + its name, behind the same Origin check,
+	// authentication, body limits and session caps (counted over all
+	// endpoints together). A session belongs to the endpoint that opened
+	// it: its id is unknown (404) on every other endpoint.
+	Groups map[string]*Server
 }
 
 // HTTP defaults, sized for a Raspberry Pi with 64 MB to spare: at most
@@ -111,7 +119,8 @@ func (s *Server) HTTPServer(cfg HTTPConfig) *http.Server {
 // generations mcp-go speaks) behind, in order: Origin validation (403)
 // and, with tokens, bearer authentication (401), both decided on the
 // headers before a byte of the body is read; then, for GET and DELETE, the
-// session (404 unless it is a live session of the same caller); then, for
+// session (404 unless it is a live session of the same caller, opened at
+// the same endpoint); then, for
 // POST, the body: over the size limit 413, over the buffered-bytes budget
 // 503, and an initialize over a session cap 429. Sessions idle for longer
 // than cfg.Sessions.IdleTTL are deleted here and in mcp-go.
@@ -121,6 +130,61 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		path = "/mcp"
 	}
 	sessions := newSessionTable(cfg.Sessions, cfg.Now)
+	endpoints := map[string]http.Handler{path: s.streamable(cfg, path, sessions)}
+	for name, g := range cfg.Groups {
+		if !groupPath.MatchString(name) || g == nil {
+			s.log.Error("not serving a group: its name is not a URL path segment", "group", name)
+			continue
+		}
+		endpoints[path+"/"+name] = g.streamable(cfg, path+"/"+name, sessions)
+	}
+	sessions.expire = func(id, endpoint string) {
+		h, ok := endpoints[endpoint]
+		if !ok {
+			return
+		}
+		// A DELETE through mcp-go's own handler drops everything it keeps
+		// for the session.
+		r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "http://localhost"+endpoint, nil)
+		if err != nil {
+			return
+		}
+		r.Header.Set(mcpserver.HeaderKeySessionID, id)
+		h.ServeHTTP(discardResponse{}, r)
+		s.log.Info("ended an idle session", "session", id, "endpoint", endpoint, "idle", sessions.limits.IdleTTL.String())
+	}
+	mux := http.NewServeMux()
+	for p, h := range endpoints {
+		mux.Handle(p, guardBodies(h)) // 1e309 gets a typed answer: numbers.go
+	}
+	g := &httpGate{
+		next:     mux,
+		log:      s.log,
+		sessions: sessions,
+		maxBody:  cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
+		budget:   &byteBudget{max: cmp.Or(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes)},
+		write:    cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
+	}
+	var next http.Handler = g
+	if cfg.Tokens != nil {
+		next = bearerAuth(next, cfg.Tokens, s.log)
+	} else {
+		caller := cfg.Caller
+		inner := next
+		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			inner.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), caller)))
+		})
+	}
+	return originCheck(next, cfg.AllowedOrigins, s.log)
+}
+
+// groupPath is a group name that is one plain URL path segment (no
+// slash, no escape, no ServeMux wildcard).
+var groupPath = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.~-]*$`)
+
+// streamable is mcp-go's streamable HTTP server for s at path, its
+// sessions kept in sessions.
+func (s *Server) streamable(cfg HTTPConfig, path string, sessions *sessionTable) http.Handler {
 	opts := []mcpserver.StreamableHTTPOption{
 		mcpserver.WithEndpointPath(path),
 		mcpserver.WithSessionIdManagerResolver(sessions),
@@ -142,39 +206,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 			mcpserver.WithCORSExposedHeaders("Mcp-Session-Id"),
 		))
 	}
-	h := mcpserver.NewStreamableHTTPServer(s.mcp, opts...)
-	sessions.expire = func(id string) {
-		// A DELETE through mcp-go's own handler drops everything it keeps
-		// for the session.
-		r, err := http.NewRequestWithContext(context.Background(), http.MethodDelete, "http://localhost"+path, nil)
-		if err != nil {
-			return
-		}
-		r.Header.Set(mcpserver.HeaderKeySessionID, id)
-		h.ServeHTTP(discardResponse{}, r)
-		s.log.Info("ended an idle session", "session", id, "idle", sessions.limits.IdleTTL.String())
-	}
-	mux := http.NewServeMux()
-	mux.Handle(path, guardBodies(h)) // 1e309 gets a typed answer: numbers.go
-	g := &httpGate{
-		next:     mux,
-		log:      s.log,
-		sessions: sessions,
-		maxBody:  cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
-		budget:   &byteBudget{max: cmp.Or(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes)},
-		write:    cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
-	}
-	var next http.Handler = g
-	if cfg.Tokens != nil {
-		next = bearerAuth(next, cfg.Tokens, s.log)
-	} else {
-		caller := cfg.Caller
-		inner := next
-		next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			inner.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), caller)))
-		})
-	}
-	return originCheck(next, cfg.AllowedOrigins, s.log)
+	return mcpserver.NewStreamableHTTPServer(s.mcp, opts...)
 }
 
 // bearerAuth makes every request prove a token and carries its caller.
@@ -239,12 +271,12 @@ func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			// The stream ends when its session is deleted or expires.
 			var ctx context.Context
 			var done func()
-			if ctx, done, known = g.sessions.openStream(r.Context(), id, caller); known {
+			if ctx, done, known = g.sessions.openStream(r.Context(), id, caller, r.URL.Path); known {
 				defer done()
 				r = r.WithContext(ctx)
 			}
 		} else {
-			known = g.sessions.lookup(id, caller)
+			known = g.sessions.lookup(id, caller, r.URL.Path)
 		}
 		if !known {
 			jsonRPCError(w, http.StatusNotFound, "unknown session: initialize a new one")
@@ -286,7 +318,7 @@ func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		if isInitialize(r, body) {
-			res, err := g.sessions.reserve(caller)
+			res, err := g.sessions.reserve(caller, r.URL.Path)
 			if err != nil {
 				g.log.Warn("refused a new session", "caller", caller, "remote", r.RemoteAddr, "err", err)
 				w.Header().Set("Retry-After", "60")

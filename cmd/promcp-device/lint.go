@@ -14,7 +14,6 @@ import (
 	"github.com/promcp/promcp-device/lint"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/surface"
 )
 
 func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -63,6 +62,7 @@ func lintFile(path string, stdout io.Writer) bool {
 	}
 	fmt.Fprintf(stdout, "%s: ok: gateway %s, %d buses, %d devices, %d tools (%d read_*, %d do_*, can_do)\n",
 		path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
+	lintGroups(path, m, stdout)
 	pc, err := resolvePolicy(path, "", m)
 	if err != nil {
 		fmt.Fprintln(stdout, err)
@@ -153,6 +153,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	fs.SetOutput(stderr)
 	manifest := fs.String("manifest", "", "manifest `FILE` (required)")
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
+	group := fs.String("group", "", "list (or --check) the tools of the manifest's tool group `NAME`, served at /mcp/NAME")
 	check := fs.String("check", "", "instead of listing, check the tools a running server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp) serves against the manifest: exit 1 on drift (the drift part of lint --manifest FILE --url URL)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -166,8 +167,13 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintln(stderr, err)
 		return 1
 	}
+	expected, err := expectedTools(m, *group)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device tools:", err)
+		return 2
+	}
 	if *check != "" {
-		return checkServer(ctx, m, *check, stdout, stderr)
+		return checkServer(ctx, expected, *check, stdout, stderr)
 	}
 	// The tool surface depends only on the manifest: build it on the
 	// simulator so that listing never touches hardware.
@@ -177,8 +183,17 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return 1
 	}
 	defer gw.Close()
+	srv := gw.srv
+	if *group != "" {
+		groups, err := openGroups(gw)
+		if err != nil {
+			fmt.Fprintln(stderr, "promcp-device tools:", err)
+			return 1
+		}
+		srv = groups[*group]
+	}
 	var out []toolJSON
-	for _, t := range gw.srv.Tools() {
+	for _, t := range srv.Tools() {
 		out = append(out, toolJSON{
 			Name: t.MCP.Name, Kind: t.Kind, Title: t.MCP.Title, Description: t.MCP.Description,
 			InputSchema: t.MCP.RawInputSchema, OutputSchema: t.MCP.RawOutputSchema,
@@ -212,14 +227,14 @@ func firstLine(s string) string {
 // checkServer lists the tools of the server at url and checks them against
 // m: the drift gate, usable in CI. It is the drift part of `lint --manifest
 // FILE --url URL` (rules X001, X002), printed as a triage.
-func checkServer(ctx context.Context, m *manifests.Manifest, url string, stdout, stderr io.Writer) int {
+func checkServer(ctx context.Context, expected []string, url string, stdout, stderr io.Writer) int {
 	s, err := lint.Connect(ctx, lint.Target{URL: url}, "promcp-device tools --check", version)
 	if err != nil {
 		fmt.Fprintf(stderr, "promcp-device tools --check %s: %v\n", url, err)
 		return 1
 	}
 	defer s.Close()
-	r := lint.Drift(&lint.Report{}, surface.Expected(m), s.Tools)
+	r := lint.Drift(&lint.Report{}, expected, s.Tools)
 	fmt.Fprintf(stdout, "%s: %d read_*, %d do_*, %d can_do\n", url, len(r.Read), len(r.Do), len(r.CanDo))
 	seeds := r.Seeds()
 	server, native := seeds.Summary()

@@ -12,7 +12,6 @@ import (
 
 	"github.com/promcp/promcp-device/lint"
 	"github.com/promcp/promcp-device/manifests"
-	"github.com/promcp/promcp-device/surface"
 )
 
 // lintFlags are the flags of `lint` for tool lists and live servers.
@@ -20,6 +19,7 @@ type lintFlags struct {
 	url       string
 	headers   headerFlags
 	manifest  string
+	group     string
 	asJSON    bool
 	strict    bool
 	callReads bool
@@ -51,6 +51,7 @@ func addLintFlags(fs *flag.FlagSet, args []string) (*lintFlags, []string) {
 	fs.StringVar(&lf.url, "url", "", "lint the live server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp)")
 	fs.Var(lf.headers, "header", "HTTP header `NAME:VALUE` sent with --url (repeatable), such as \"Authorization: Bearer TOKEN\"")
 	fs.StringVar(&lf.manifest, "manifest", "", "also check the served tools against the manifest `FILE` (drift: X001, X002)")
+	fs.StringVar(&lf.group, "group", "", "with --manifest: the server is the endpoint of the tool group `NAME` (/mcp/NAME): check its tools against that group")
 	fs.BoolVar(&lf.asJSON, "json", false, "print the findings as JSON")
 	fs.BoolVar(&lf.strict, "strict", false, "warnings fail too")
 	fs.BoolVar(&lf.callReads, "call-reads", false, "call every read_* and can_do (never a do_*) and check the answers")
@@ -60,7 +61,7 @@ func addLintFlags(fs *flag.FlagSet, args []string) (*lintFlags, []string) {
 // surface reports whether this lint is of a tool surface (a tool-list JSON
 // file or a live server) rather than of manifests and scenarios.
 func (lf *lintFlags) surface(files []string) bool {
-	if lf.url != "" || len(lf.command) > 0 || lf.asJSON || lf.strict || lf.callReads || lf.manifest != "" {
+	if lf.url != "" || len(lf.command) > 0 || lf.asJSON || lf.strict || lf.callReads || lf.manifest != "" || lf.group != "" {
 		return true
 	}
 	for _, f := range files {
@@ -89,9 +90,25 @@ func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, std
 		fmt.Fprintf(stderr, "promcp-device lint: %s: --json, --strict, --call-reads and --manifest apply to a tool list (FILE.json) or a live server; lint manifests without them\n", files[0])
 		return 2
 	}
+	if lf.group != "" && lf.manifest == "" {
+		fmt.Fprintln(stderr, "promcp-device lint: --group NAME goes with --manifest FILE (the group's tools are the manifest's)")
+		return 2
+	}
 	if lf.callReads && len(files) == 1 {
 		fmt.Fprintln(stderr, "promcp-device lint: --call-reads needs a live server (--url or -- COMMAND)")
 		return 2
+	}
+	var expected []string // with --manifest: the tools it (or its --group) declares
+	if lf.manifest != "" {
+		m, err := manifests.Load(lf.manifest)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		if expected, err = expectedTools(m, lf.group); err != nil {
+			fmt.Fprintln(stderr, "promcp-device lint:", err)
+			return 2
+		}
 	}
 	var (
 		tools  []*lint.Tool
@@ -123,13 +140,8 @@ func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, std
 		sess, tools = s, s.Tools
 	}
 	r := lint.Check(target, tools)
-	if lf.manifest != "" {
-		m, err := manifests.Load(lf.manifest)
-		if err != nil {
-			fmt.Fprintln(stderr, err)
-			return 2
-		}
-		lint.Drift(r, surface.Expected(m), tools)
+	if expected != nil {
+		lint.Drift(r, expected, tools)
 	}
 	if lf.callReads {
 		if err := sess.CallReads(ctx, r); err != nil {

@@ -42,7 +42,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type serveFlags struct {
 	manifest, scenario, httpAddr, role, stateDir         string
 	tokensFile, tlsCert, tlsKey, policyFile, approvalKey string
-	simStart, logLevel                                   string
+	simStart, logLevel, group                            string
 	simulate, readOnly, allowNoPolicy, oobOnly           bool
 	timeScale                                            float64
 	keyTTL, sessionIdle                                  time.Duration
@@ -76,6 +76,7 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.approvalKey, "approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
 	fs.BoolVar(&f.oobOnly, "approval-out-of-band-only", false, "accept only approve tokens, never an answer through the MCP client, even where the policy says approval via: elicitation")
 	fs.StringVar(&f.simStart, "sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
+	fs.StringVar(&f.group, "group", "", "over stdio: serve only the tool group `NAME` of the manifest (groups:); over --http every group is served at /mcp/NAME")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "with --http: the most connections served at once (`N`); more wait to be accepted")
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
@@ -206,6 +207,9 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 				"  then serve with --tokens tokens.txt (and --tls-cert/--tls-key), or bind 127.0.0.1.", f.httpAddr)
 		}
 	}
+	if f.group != "" && f.httpAddr != "" {
+		return nil, usageErr("--group is for stdio: over --http every group is served at /mcp/<group> beside /mcp")
+	}
 	if f.scenario != "" && !f.simulate {
 		return nil, usageErr("--scenario needs --sim (faults are injected in the simulator only)")
 	}
@@ -217,6 +221,14 @@ func (f *serveFlags) load() (*manifests.Manifest, *manifests.Scenario, error) {
 	m, err := manifests.Load(f.manifest)
 	if err != nil {
 		return nil, nil, failErr(err, true)
+	}
+	if f.group != "" {
+		if _, ok := m.Group(f.group); !ok {
+			if len(m.Groups) == 0 {
+				return nil, nil, usageErr("--group %s: %s declares no groups (add groups: to the manifest)", f.group, f.manifest)
+			}
+			return nil, nil, usageErr("--group %s: no such group in %s (want %s)", f.group, f.manifest, strings.Join(m.GroupNames(), ", "))
+		}
 	}
 	var sc *manifests.Scenario
 	if f.scenario != "" {
@@ -309,17 +321,25 @@ func (f *serveFlags) withState(opts *gatewayOptions, st *state, log *slog.Logger
 // serve serves gw over stdio, or over HTTP with --http, until ctx ends.
 func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *server.Tokens, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
 	caller := server.Caller{Name: "local", Role: f.role}
+	groups, err := openGroups(gw)
+	if err != nil {
+		return exit(stderr, failErr(err, false))
+	}
 	if f.httpAddr == "" {
-		log.Info("serving over stdio", "manifest", f.manifest, "tools", len(gw.srv.Tools()), "sim", f.simulate, "state", f.stateDir)
-		err := gw.srv.ServeStdio(ctx, stdin, stdout, caller)
-		code := drain(gw.srv, log, stderr)
+		srv, err := f.stdioSurface(gw, groups)
+		if err != nil {
+			return exit(stderr, err)
+		}
+		log.Info("serving over stdio", "manifest", f.manifest, "group", f.group, "tools", len(srv.Tools()), "sim", f.simulate, "state", f.stateDir)
+		err = srv.ServeStdio(ctx, stdin, stdout, caller)
+		code := drain(srv, log, stderr)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			fmt.Fprintln(stderr, "promcp-device serve:", err)
 			return 1
 		}
 		return code
 	}
-	cfg := server.HTTPConfig{AllowedOrigins: f.origins, Caller: caller, Tokens: tokens,
+	cfg := server.HTTPConfig{AllowedOrigins: f.origins, Caller: caller, Tokens: tokens, Groups: groups,
 		Sessions: server.SessionLimits{Total: f.maxSessions, PerCaller: f.maxTokenSessions, IdleTTL: f.sessionIdle}}
 	return serveHTTP(ctx, gw, f.httpAddr, f.maxConns, cfg, f.tlsCert, f.tlsKey, stdout, stderr, log)
 }
@@ -371,6 +391,9 @@ func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int
 	url := scheme + "://" + ln.Addr().String() + "/mcp"
 	fmt.Fprintf(stdout, "promcp-device: serving %d tools of %s on %s (MCP streamable HTTP)\n", len(gw.srv.Tools()), gw.manifest.Gateway, url)
 	fmt.Fprintf(stdout, "  connect an MCP client to %s, for example: claude mcp add --transport http %s %s\n", url, gw.manifest.Gateway, url)
+	for _, g := range gw.manifest.Groups {
+		fmt.Fprintf(stdout, "  group %s: %d tools on %s/%s\n", g.Name, len(cfg.Groups[g.Name].Tools()), url, g.Name)
+	}
 	errc := make(chan error, 1)
 	go func() {
 		if tlsCert != "" {
@@ -394,7 +417,11 @@ func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int
 		log.Warn("closing connections still open after 10s", "err", err)
 		hs.Close()
 	}
-	return drain(gw.srv, log, stderr)
+	code := 0
+	for _, g := range cfg.Groups {
+		code = max(code, drain(g, log, stderr))
+	}
+	return max(code, drain(gw.srv, log, stderr))
 }
 
 func isLoopback(host string) bool {
@@ -411,7 +438,8 @@ type openedGateway struct {
 	manifest *manifests.Manifest
 	set      *capabilities.Set
 	srv      *server.Server
-	world    *sim.World // nil on hardware
+	gateway  *gateway.Gateway // serves srv; its groups are served through it too
+	world    *sim.World       // nil on hardware
 	modbus   *sim.ModbusEndpoints
 }
 
@@ -509,7 +537,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		set.Close()
 		return nil, err
 	}
-	if _, err := gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
+	if g.gateway, err = gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
 		set.Close()
 		return nil, err
 	}

@@ -1,0 +1,37 @@
+package server
+
+import (
+	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/promcp/promcp-device/promcp"
+)
+
+// Surface returns a new Server without tools that shares s's clock,
+// logger, idempotency store, audit log, authorizer, approvals and their
+// ledger, and its read-only and refusal settings: another surface of the
+// same gateway, such as a tool group served at its own endpoint. A do_*
+// result kept under a key on one surface replays on the other, an
+// approval token spent on one is spent on both, and both audit to the same
+// log. name is the new server's MCP name, instructions what it tells
+// clients at initialisation. Shutdown applies to each surface on its own.
+func (s *Server) Surface(name, instructions string) (*Server, error) {
+	ns := &Server{clock: s.clock, log: s.log, store: s.store, keyTTL: s.keyTTL, auditor: s.auditor,
+		authorize: s.authorize, readOnly: s.readOnly, instructions: instructions, approvals: s.approvals,
+		ledger: s.ledger, refuseDo: s.refuseDo, elicit: s.elicit, name: name, version: s.version,
+		provenance: map[string]map[string]any{}}
+	v, err := promcp.NewValidator()
+	if err != nil {
+		return nil, err
+	}
+	ns.validator = v
+	mopts := []mcpserver.ServerOption{
+		mcpserver.WithToolCapabilities(false),
+		mcpserver.WithRecovery(),
+		mcpserver.WithElicitation(),
+	}
+	if instructions != "" {
+		mopts = append(mopts, mcpserver.WithInstructions(instructions))
+	}
+	ns.mcp = mcpserver.NewMCPServer(name, ns.version, mopts...)
+	return ns, nil
+}
