@@ -16,32 +16,40 @@ import (
 // model, and what would make it wrong now: its staleness after the TTL
 // and the health rules that would degrade it (static, computed once).
 func readEvidence(c *capabilities.Capability, r capabilities.Reading, health []string) *promcp.Evidence {
+	// One allocation holds the evidence, its grounds, the sample time and
+	// the rebuttal (up to six lines).
+	x := &struct {
+		ev  promcp.Evidence
+		g   promcp.ReadGrounds
+		t   time.Time
+		reb [6]string
+	}{}
 	b := c.Binding
-	g := &promcp.ReadGrounds{Source: c.Source, Device: b.Device, Bus: b.Bus, Address: b.Address, Register: b.Register,
+	x.g = promcp.ReadGrounds{Source: c.Source, Device: b.Device, Bus: b.Bus, Address: b.Address, Register: b.Register,
 		RawForm: b.RawForm, Conversion: b.Conversion}
-	ev := &promcp.Evidence{Grounds: g, Driver: b.Driver, Model: string(c.Model)}
+	x.ev = promcp.Evidence{Grounds: &x.g, Driver: b.Driver, Model: string(c.Model)}
 	if r.Quality == promcp.QualityError {
-		return ev
+		return &x.ev
 	}
-	t := r.Time.UTC()
-	g.SampledAt = &t
-	g.Raw = hex.EncodeToString(r.Grounds.Raw)
-	g.BusLatencyMS = float64(r.Grounds.Latency.Microseconds()) / 1000
-	g.Cached = r.Grounds.Cached
-	stale := fmt.Sprintf("stale after %s (sampled %s, fresh for %s): read again", t.Add(c.TTL()).Format(time.RFC3339Nano), t.Format(time.RFC3339Nano), c.TTL())
-	ev.Rebuttal = append(make([]string, 0, 1+len(health)), stale)
-	ev.Rebuttal = append(ev.Rebuttal, health...)
-	return ev
+	x.t = r.Time.UTC()
+	x.g.SampledAt = &x.t
+	x.g.Raw = hex.EncodeToString(r.Grounds.Raw)
+	x.g.BusLatencyMS = float64(r.Grounds.Latency.Microseconds()) / 1000
+	x.g.Cached = r.Grounds.Cached
+	x.ev.Rebuttal = append(append(x.reb[:0], "stale after "+x.t.Add(c.TTL()).Format(time.RFC3339Nano)+health[0]), health[1:]...)
+	return &x.ev
 }
 
-// healthRebuttals says which of c's health rules would degrade its value.
+// healthRebuttals is the static part of a reading's rebuttal: first the
+// end of the staleness line (after its time), then which of c's health
+// rules would degrade its value.
 func healthRebuttals(c *capabilities.Capability) []string {
 	h := c.Capability.Health
 	unit := ""
 	if c.Unit != "" {
 		unit = " " + c.Unit
 	}
-	var out []string
+	out := []string{fmt.Sprintf(" (the sample's time plus its freshness, %s): read again", c.TTL())}
 	if p := h.Plausible; p != nil {
 		out = append(out, fmt.Sprintf("health rule plausible: degraded outside %v..%v%s", p.Min, p.Max, unit))
 	}

@@ -95,9 +95,13 @@ func withEnvelopeSchema(out json.RawMessage) (json.RawMessage, error) {
 // "replaced" (the handler's body broke the contract and this typed
 // internal error was sent instead).
 func (s *Server) finish(tool string, body any, b []byte, isError bool, checked string) *mcp.CallToolResult {
-	p := maps.Clone(s.provenance[tool])
-	if p == nil {
-		p = map[string]any{"tool": tool}
+	// Sized for the stamp's keys, "checked", "body" and the envelope's
+	// three: filling it does not grow it.
+	fixed := s.provenance[tool]
+	p := make(map[string]any, len(fixed)+5)
+	maps.Copy(p, fixed)
+	if fixed == nil {
+		p["tool"] = tool
 	}
 	env := s.envelope(tool, p, body, checked)
 	if s.placement == ProvenanceInline {
@@ -109,7 +113,8 @@ func (s *Server) finish(tool string, body any, b []byte, isError bool, checked s
 			b = joined
 		}
 	} else {
-		p[promcp.EnvelopeTool], p[promcp.EnvelopeToulmin], p[promcp.EnvelopeTags] = env.Tool, env.Toulmin, env.Tags
+		// Pointers into env: one allocation, not one per key.
+		p[promcp.EnvelopeTool], p[promcp.EnvelopeToulmin], p[promcp.EnvelopeTags] = p["tool"], &env.Toulmin, &env.Tags
 	}
 	p["checked"] = checked
 	p["body"] = promcp.BodyDigest(b)
@@ -122,10 +127,10 @@ func (s *Server) finish(tool string, body any, b []byte, isError bool, checked s
 }
 
 // envelope is the provenance envelope of body, a result of tool.
-func (s *Server) envelope(tool string, p map[string]any, body any, checked string) promcp.Envelope {
+func (s *Server) envelope(tool string, p map[string]any, body any, checked string) *promcp.Envelope {
 	source, _ := p["source"].(string)
 	digest, _ := p["output_schema"].(string)
-	env := promcp.Envelope{Tool: tool}
+	env := &promcp.Envelope{Tool: tool}
 	env.Toulmin.Warrant = promcp.Warrant{Manifest: s.manifestDigest, Policy: s.policyDigest,
 		Contract: "proMCP v0.2", OutputSchema: digest}
 	env.Tags.Check = checked
@@ -133,13 +138,13 @@ func (s *Server) envelope(tool string, p map[string]any, body any, checked strin
 	switch r := body.(type) {
 	case promcp.ReadResult:
 		ev = r.Evidence
-		readEnvelope(&env, r, source)
+		readEnvelope(env, r, source)
 	case promcp.DoResult:
 		ev = r.Evidence
-		doEnvelope(&env, r, source)
+		doEnvelope(env, r, source)
 	case promcp.CapabilityReport:
 		ev = r.Evidence
-		canDoEnvelope(&env, r)
+		canDoEnvelope(env, r)
 	}
 	if ev != nil {
 		if ev.Driver != "" {
@@ -192,9 +197,9 @@ func readEnvelope(env *promcp.Envelope, r promcp.ReadResult, source string) {
 		}
 		unit := ""
 		if r.Unit != "" {
-			unit = " " + string(r.Unit)
+			unit = " "
 		}
-		t.Claim = fmt.Sprintf("%s = %s%s, quality %s, sampled %s", env.Tool, FormatValue(r.Value), unit, r.Quality, ts)
+		t.Claim = env.Tool + " = " + FormatValue(r.Value) + unit + string(r.Unit) + ", quality " + string(r.Quality) + ", sampled " + ts
 		reason := r.QualityReason
 		if reason == "" && r.Quality == promcp.QualityGood {
 			reason = "sampled within its freshness and every health rule passed"
