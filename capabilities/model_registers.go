@@ -55,10 +55,10 @@ func openRegisters(_ context.Context, d manifests.Device, e env) (*device, error
 			if reg, ok := regs.Register(channel); ok {
 				order := reg.ByteOrder
 				if order == "" {
-					order = "big-endian"
+					order = i2c.BigEndian
 				}
 				b.Register = fmt.Sprintf("%s (0x%02x)", channel, reg.Address)
-				b.Conversion = fmt.Sprintf("%s %s × %v + %v", reg.Type, order, scale(reg.Scale), reg.Offset)
+				b.Conversion = fmt.Sprintf("%s %s-endian × %v + %v", reg.Type, order, scale(reg.Scale), reg.Offset)
 			}
 			return b
 		},
