@@ -105,12 +105,15 @@ func (s *Server) finish(tool string, body any, b []byte, isError bool, checked s
 	}
 	env := s.envelope(tool, p, body, checked)
 	if s.placement == ProvenanceInline {
-		if e, err := json.Marshal(env); err == nil && len(b) > 2 && b[len(b)-1] == '}' && len(e) > 2 {
+		if e, err := json.Marshal(env); err == nil && len(b) >= 2 && b[len(b)-1] == '}' {
 			// {...result, _tool, _toulmin, _tags}: the body's keys first,
 			// unchanged; the body never holds keys starting with "_".
 			joined := make([]byte, 0, len(b)+len(e))
-			joined = append(append(append(joined, b[:len(b)-1]...), ','), e[1:]...)
-			b = joined
+			joined = append(joined, b[:len(b)-1]...)
+			if len(b) > 2 {
+				joined = append(joined, ',')
+			}
+			b = append(joined, e[1:]...)
 		}
 	} else {
 		// Pointers into env: one allocation, not one per key.
