@@ -100,6 +100,43 @@ type Reading struct {
 	Reason string
 	// Err is the driver's error when the latest read of the source failed.
 	Err error
+	// Grounds is what Value rests on: the bytes the device sent and the
+	// transaction that read them. Zero when there is no sample.
+	Grounds Grounds
+}
+
+// Grounds is the evidence of one sample: what the device sent, before the
+// conversion its Binding names, and the transaction that read it. It is
+// carried by value: a read served from the cache adds no allocation.
+type Grounds struct {
+	// Raw is the bytes as the device sent them for this value (the
+	// register's bytes; a Modbus value's registers, big endian as on the
+	// wire; an SHT3x measurement with its CRC bytes; a pin's level as 0 or
+	// 1); nil when the model has no raw form or there is no sample. It is
+	// shared: do not change it.
+	Raw []byte
+	// Latency is how long the transaction took, in real time.
+	Latency time.Duration
+	// Cached is true when the sample was served from the cache (younger
+	// than the caller's maximum age) rather than read by this call.
+	Cached bool
+}
+
+// Binding says where a capability's value comes from and how it is
+// converted: the static part of its grounds, fixed when it is opened.
+type Binding struct {
+	// Driver is the driver package that reads it: i2c, modbus, gpio, serial.
+	Driver string
+	// Device, Bus and Address name the device (manifest names; the address
+	// as the bus knows it: "0x44", "unit 1", "pin GPIO17").
+	Device, Bus, Address string
+	// Register is the register, channel or named value read.
+	Register string
+	// RawForm says what Grounds.Raw holds.
+	RawForm string
+	// Conversion is how the raw form becomes the value, in words and
+	// numbers: "int16 big-endian × 0.1 + 0", "SHT3x: -45 + 175 × raw/65535 °C".
+	Conversion string
 }
 
 // Capability is a manifest capability bound to its device.
@@ -109,6 +146,8 @@ type Capability struct {
 	Source string
 	// Model is the model of the bound device.
 	Model manifests.Model
+	// Binding is where the value comes from and how it is converted.
+	Binding Binding
 
 	clock  clock.Clock
 	log    *slog.Logger
@@ -150,7 +189,7 @@ func (c *Capability) Read(ctx context.Context) Reading {
 // in the package documentation.
 func (c *Capability) ReadWithin(ctx context.Context, maxAge time.Duration) Reading {
 	maxAge = min(max(maxAge, 0), c.TTL())
-	a, err := c.src.get(ctx, maxAge)
+	a, cached, err := c.src.get(ctx, maxAge)
 	if err != nil {
 		return Reading{Time: c.clock.Now(), Quality: promcp.QualityError,
 			Reason: "read abandoned (" + errorClass(drivers.Classify(err)) + ")", Err: err}
@@ -163,6 +202,9 @@ func (c *Capability) ReadWithin(ctx context.Context, maxAge time.Duration) Readi
 		c.observe(a.latency)
 	}
 	r := c.health.reading(a, v, c.clock.Now())
+	if a.err == nil {
+		r.Grounds = Grounds{Raw: a.raw, Latency: a.latency, Cached: cached}
+	}
 	c.logQuality(r)
 	return r
 }
@@ -291,6 +333,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 		return nil, err
 	}
 	channels := map[string]*device{}
+	deviceBus := map[string]string{}
 	table := models()
 	e := env{buses: buses, lines: lines, hw: hw, clock: opts.Clock, log: opts.Log}
 	for _, d := range m.Devices {
@@ -299,6 +342,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
 		channels[d.Name] = dev
+		deviceBus[d.Name] = d.Bus
 	}
 
 	for _, mc := range m.Capabilities {
@@ -318,6 +362,8 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 		if err != nil {
 			return nil, fmt.Errorf("capability %s: %w", mc.Name, err)
 		}
+		c.Binding = dev.bind(mc.Read.Channel)
+		c.Binding.Device, c.Binding.Bus = mc.Read.Device, deviceBus[mc.Read.Device]
 		if mc.Do != nil {
 			c.write, err = dev.writer(mc.Read.Channel, mc.Type)
 			if err != nil {
@@ -338,12 +384,15 @@ type device struct {
 	// one measurement share a sampler.
 	source func(channel string, t manifests.ValueType) (*sampler, func(any) any, error)
 	writer func(channel string, t manifests.ValueType) (func(context.Context, any) error, error)
+	// bind says how channel is read and converted (Device and Bus are
+	// filled by Open).
+	bind func(channel string) Binding
 }
 
 func identity(v any) any { return v }
 
 // perChannel gives each channel its own sampler over read.
-func perChannel(clk clock.Clock, read func(channel string, t manifests.ValueType) func(context.Context) (any, error)) func(string, manifests.ValueType) (*sampler, func(any) any, error) {
+func perChannel(clk clock.Clock, read func(channel string, t manifests.ValueType) readFunc) func(string, manifests.ValueType) (*sampler, func(any) any, error) {
 	return func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
 		return newSampler(clk, read(channel, t)), identity, nil
 	}
@@ -399,6 +448,17 @@ func numeric(f float64, t manifests.ValueType) any {
 		return int64(math.Round(f))
 	}
 	return f
+}
+
+// levels are a pin's or a bit's raw form, shared so that reading one
+// allocates nothing.
+var levels = [2][]byte{{0}, {1}}
+
+func level(on bool) []byte {
+	if on {
+		return levels[1]
+	}
+	return levels[0]
 }
 
 func round(f float64, digits int) float64 {

@@ -22,8 +22,8 @@ func openGPIOOut(ctx context.Context, d manifests.Device, e env) (*device, error
 	}
 	return &device{
 		model: d.Model,
-		source: perChannel(e.clock, func(string, manifests.ValueType) func(context.Context) (any, error) {
-			return func(ctx context.Context) (any, error) { return out.Get(ctx) }
+		source: perChannel(e.clock, func(string, manifests.ValueType) readFunc {
+			return pinRead(out.Get, d.ActiveLow)
 		}),
 		writer: func(string, manifests.ValueType) (func(context.Context, any) error, error) {
 			return func(ctx context.Context, v any) error {
@@ -34,6 +34,7 @@ func openGPIOOut(ctx context.Context, d manifests.Device, e env) (*device, error
 				return out.Set(ctx, on)
 			}, nil
 		},
+		bind: pinBinding(d),
 	}, nil
 }
 
@@ -50,9 +51,33 @@ func openGPIOIn(ctx context.Context, d manifests.Device, e env) (*device, error)
 	}
 	return &device{
 		model: d.Model,
-		source: perChannel(e.clock, func(string, manifests.ValueType) func(context.Context) (any, error) {
-			return func(ctx context.Context) (any, error) { return in.Get(ctx) }
+		source: perChannel(e.clock, func(string, manifests.ValueType) readFunc {
+			return pinRead(in.Get, d.ActiveLow)
 		}),
 		writer: noWriter(d.Model),
+		bind:   pinBinding(d),
 	}, nil
+}
+
+// pinRead reads a pin's logical level with get, and its electrical level
+// (1 high, 0 low) as the raw form.
+func pinRead(get func(context.Context) (bool, error), activeLow bool) readFunc {
+	return func(ctx context.Context) (any, []byte, error) {
+		on, err := get(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return on, level(on != activeLow), nil
+	}
+}
+
+func pinBinding(d manifests.Device) func(string) Binding {
+	conv := "level: high is true"
+	if d.ActiveLow {
+		conv = "level, active low: low is true"
+	}
+	return func(string) Binding {
+		return Binding{Driver: "gpio", Address: "pin " + d.Pin, Register: "level",
+			RawForm: "the electrical level (1 high, 0 low)", Conversion: conv}
+	}
 }

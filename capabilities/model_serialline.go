@@ -24,19 +24,25 @@ func openSerialLine(_ context.Context, d manifests.Device, e env) (*device, erro
 		model: d.Model,
 		// Each channel has its own sampler; the instrument coalesces
 		// concurrent reads of the line into one transaction.
-		source: perChannel(e.clock, func(channel string, t manifests.ValueType) func(context.Context) (any, error) {
-			return func(ctx context.Context) (any, error) {
+		source: perChannel(e.clock, func(channel string, t manifests.ValueType) readFunc {
+			return func(ctx context.Context) (any, []byte, error) {
 				vals, err := in.Read(ctx)
 				if err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				f, ok := vals[channel]
 				if !ok {
-					return nil, fmt.Errorf("serial device %s: no value %q in its response", d.Name, channel)
+					return nil, nil, fmt.Errorf("serial device %s: no value %q in its response", d.Name, channel)
 				}
-				return numeric(round(f, 9), t), nil
+				// The driver hands out the parsed fields, not the line.
+				return numeric(round(f, 9), t), nil, nil
 			}
 		}),
 		writer: noWriter(d.Model),
+		bind: func(channel string) Binding {
+			return Binding{Driver: "serial", Address: "request " + fmt.Sprintf("%q", d.Line.Request), Register: channel,
+				RawForm:    "none: the serial driver returns the response's parsed fields, not its text",
+				Conversion: fmt.Sprintf("named group %q of the response pattern, parsed as a decimal number", channel)}
+		},
 	}, nil
 }

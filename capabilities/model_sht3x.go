@@ -12,7 +12,8 @@ import (
 
 // openSHT3x opens a Sensirion SHT3x on an I2C bus. Channels: temperature
 // (°C) and humidity (%RH), both from one measurement. Read-only. Simulated
-// by sim's SHT3x.
+// by sim's SHT3x. The grounds of a reading are the six bytes of the
+// measurement (temperature word, CRC, humidity word, CRC).
 func openSHT3x(_ context.Context, d manifests.Device, e env) (*device, error) {
 	bus, ok := e.buses[d.Bus]
 	if !ok {
@@ -20,12 +21,12 @@ func openSHT3x(_ context.Context, d manifests.Device, e env) (*device, error) {
 	}
 	sensor := i2c.NewSHT3x(bus, d.Address)
 	// One measurement serves temperature and humidity alike.
-	shared := newSampler(e.clock, func(ctx context.Context) (any, error) {
+	shared := newSampler(e.clock, func(ctx context.Context) (any, []byte, error) {
 		s, err := sensor.Sense(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return s, nil
+		return s, s.Raw[:], nil
 	})
 	return &device{
 		model: d.Model,
@@ -42,5 +43,13 @@ func openSHT3x(_ context.Context, d manifests.Device, e env) (*device, error) {
 			return shared, func(v any) any { return numeric(round(pick(v.(i2c.Sample)), 2), t) }, nil
 		},
 		writer: noWriter(d.Model),
+		bind: func(channel string) Binding {
+			conv := "humidity word (bytes 3-4): 100 × raw/65535 %RH, rounded to 0.01"
+			if channel == "temperature" {
+				conv = "temperature word (bytes 0-1): -45 + 175 × raw/65535 °C, rounded to 0.01"
+			}
+			return Binding{Driver: "i2c", Address: fmt.Sprintf("0x%02x", d.Address), Register: channel,
+				RawForm: "sht3x measurement: temperature word, CRC-8, humidity word, CRC-8", Conversion: conv}
+		},
 	}, nil
 }

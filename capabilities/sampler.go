@@ -18,6 +18,9 @@ type attempt struct {
 	// value is the device's sample (an i2c.Sample for an SHT3x, the
 	// engineering value otherwise); nil when err is set.
 	value any
+	// raw is what the device sent for value, before conversion (see
+	// Grounds.Raw); nil when err is set or the model has nothing raw.
+	raw []byte
 	// time is when the sample was taken: the clock when the transaction
 	// completed. On error, when the attempt ended.
 	time    time.Time
@@ -35,7 +38,7 @@ type attempt struct {
 // A sampler is safe for concurrent use.
 type sampler struct {
 	clock   clock.Clock
-	read    func(ctx context.Context) (any, error)
+	read    readFunc
 	flights flight.Group[struct{}, *attempt]
 
 	mu   sync.Mutex
@@ -44,24 +47,29 @@ type sampler struct {
 	last *attempt // nil before the first attempt and after invalidate
 }
 
-func newSampler(clk clock.Clock, read func(ctx context.Context) (any, error)) *sampler {
+// readFunc is one transaction of a source: the value and the bytes the
+// device sent for it (raw may be nil; it must not be changed afterwards).
+type readFunc func(ctx context.Context) (value any, raw []byte, err error)
+
+func newSampler(clk clock.Clock, read readFunc) *sampler {
 	return &sampler{clock: clk, read: read}
 }
 
 // get returns the latest attempt if it is younger than maxAge, and
 // otherwise the outcome of a new transaction (or of the one in flight).
 // maxAge 0 always waits for a transaction that has not completed yet.
+// cached is true when the attempt was served from the cache.
 //
 // The transaction is shared: one caller giving up does not fail the
 // others, and it is cancelled once every caller waiting for it has given
 // up, so it is bounded by the latest of the callers' deadlines and by the
 // bus timeout. A caller whose ctx ends gets ctx's error; the caller that
 // started the transaction gets it when the transaction ends.
-func (s *sampler) get(ctx context.Context, maxAge time.Duration) (*attempt, error) {
+func (s *sampler) get(ctx context.Context, maxAge time.Duration) (a *attempt, cached bool, err error) {
 	if a := s.fresh(maxAge); a != nil {
-		return a, nil
+		return a, true, nil
 	}
-	a, err, _ := s.flights.Do(ctx, struct{}{}, func(ctx context.Context) (*attempt, error) {
+	a, err, _ = s.flights.Do(ctx, struct{}{}, func(ctx context.Context) (*attempt, error) {
 		// A transaction that ended since the check above serves this one:
 		// at most one transaction per maximum age.
 		if a := s.fresh(maxAge); a != nil {
@@ -69,7 +77,7 @@ func (s *sampler) get(ctx context.Context, maxAge time.Duration) (*attempt, erro
 		}
 		return s.run(ctx), nil
 	})
-	return a, err
+	return a, false, err
 }
 
 // fresh returns the latest attempt if it is younger than maxAge.
@@ -89,14 +97,14 @@ func (s *sampler) run(ctx context.Context) *attempt {
 	gen := s.gen
 	s.mu.Unlock()
 	start := time.Now()
-	v, err := s.read(ctx)
+	v, raw, err := s.read(ctx)
 	lat := time.Since(start)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	a := &attempt{seq: s.seq, value: v, time: s.clock.Now(), err: err, latency: lat}
+	a := &attempt{seq: s.seq, value: v, raw: raw, time: s.clock.Now(), err: err, latency: lat}
 	if err != nil {
-		a.value = nil
+		a.value, a.raw = nil, nil
 	}
 	if gen == s.gen && ctx.Err() == nil {
 		s.last = a // a transaction that started before a write is not cached

@@ -19,20 +19,20 @@ func TestSamplerKeepsTheCallersDeadlines(t *testing.T) {
 		start := time.Now()
 		var reads atomic.Int32
 		ended := make(chan time.Duration, 1)
-		s := newSampler(clock.System{}, func(ctx context.Context) (any, error) {
+		s := newSampler(clock.System{}, func(ctx context.Context) (any, []byte, error) {
 			reads.Add(1)
 			<-ctx.Done() // a bus that never answers within the callers' patience
 			ended <- time.Since(start)
-			return nil, ctx.Err()
+			return nil, nil, ctx.Err()
 		})
 		short, c1 := context.WithTimeout(t.Context(), time.Second)
 		defer c1()
 		long, c2 := context.WithTimeout(t.Context(), 3*time.Second)
 		defer c2()
 		errs := make(chan error, 2)
-		go func() { _, err := s.get(short, 0); errs <- err }()
+		go func() { _, _, err := s.get(short, 0); errs <- err }()
 		synctest.Wait()
-		go func() { _, err := s.get(long, 0); errs <- err }()
+		go func() { _, _, err := s.get(long, 0); errs <- err }()
 		if got := <-ended; got != 3*time.Second {
 			t.Fatalf("the shared read was cancelled after %s, want 3s (the latest caller's deadline)", got)
 		}
@@ -45,8 +45,8 @@ func TestSamplerKeepsTheCallersDeadlines(t *testing.T) {
 			t.Fatalf("the source was read %d times, want once", reads.Load())
 		}
 		// An attempt nobody waited for is not cached: the next caller reads anew.
-		s.read = func(context.Context) (any, error) { return 1.5, nil }
-		if a, err := s.get(t.Context(), time.Hour); err != nil || a.value != 1.5 {
+		s.read = func(context.Context) (any, []byte, error) { return 1.5, nil, nil }
+		if a, _, err := s.get(t.Context(), time.Hour); err != nil || a.value != 1.5 {
 			t.Fatalf("get after the abandoned read = %+v, %v; want a fresh 1.5", a, err)
 		}
 	})

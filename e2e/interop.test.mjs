@@ -27,7 +27,19 @@ const wantTools = [
   'read_site_energy', 'read_site_power', 'read_temperature_zone1', 'read_temperature_zone2', 'read_vent',
 ];
 
-async function exercise(client) {
+// The seed's provenance envelope: exactly these keys, wherever it goes.
+const toulminKeys = ['claim', 'grounds', 'qualifier', 'rebuttal', 'warrant'];
+const tagKeys = ['bucket', 'check', 'freshness', 'origin'];
+
+function checkEnvelope(name, env, where) {
+  assert.equal(env?._tool, name, `${name}: _tool in ${where}`);
+  assert.deepEqual(Object.keys(env._toulmin).sort(), toulminKeys, `${name}: _toulmin keys in ${where}`);
+  assert.deepEqual(Object.keys(env._tags).sort(), tagKeys, `${name}: _tags keys in ${where}`);
+  assert.equal(typeof env._toulmin.claim, 'string');
+  assert.ok(Array.isArray(env._toulmin.rebuttal));
+}
+
+async function exercise(client, placement = 'meta') {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
   const { tools } = await client.listTools();
@@ -55,6 +67,15 @@ async function exercise(client) {
     assert.deepEqual(JSON.parse(res.content[0].text), res.structuredContent, `${name} text copy equals structuredContent`);
     const prov = res._meta?.['io.promcp/provenance'];
     assert.equal(prov?.tool, name, `${name} result is stamped with its provenance in _meta`);
+    assert.equal(prov.placement, placement);
+    if (placement === 'inline') {
+      checkEnvelope(name, res.structuredContent, 'the body');
+      assert.equal(prov._toulmin, undefined, `${name}: the envelope is not in _meta too`);
+      assert.ok(schemas.get(name).schema.properties._toulmin, `${name}: the outputSchema declares _toulmin`);
+    } else {
+      checkEnvelope(name, prov, '_meta');
+      assert.equal(res.structuredContent._toulmin, undefined, `${name}: the body is the contract's alone`);
+    }
     return res;
   };
 
@@ -108,6 +129,21 @@ test('TypeScript SDK client over stdio', async () => {
   await client.connect(transport);
   try {
     await exercise(client);
+  } finally {
+    await client.close();
+  }
+});
+
+test('TypeScript SDK client over stdio, provenance inline', async () => {
+  const transport = new StdioClientTransport({
+    command: bin,
+    args: ['serve', '--sim', '--manifest', manifest, '--log-level', 'warn', '--provenance', 'inline'],
+    stderr: 'inherit',
+  });
+  const client = new Client({ name: 'promcp-e2e', version: '1.0.0' });
+  await client.connect(transport);
+  try {
+    await exercise(client, 'inline');
   } finally {
     await client.close();
   }

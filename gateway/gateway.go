@@ -158,12 +158,16 @@ func (g *Gateway) doTool(c *capabilities.Capability) server.DoTool {
 }
 
 func (g *Gateway) readHandler(c *capabilities.Capability) server.ReadHandler {
+	health := healthRebuttals(c)
 	return func(ctx context.Context, req server.ReadRequest) (promcp.ReadResult, error) {
 		maxAge := c.TTL()
 		if ms, ok := req.Args["max_age_ms"].(float64); ok && ms < float64(maxAge/time.Millisecond) {
 			maxAge = time.Duration(ms * float64(time.Millisecond))
 		}
-		return readResult(c, c.ReadWithin(ctx, maxAge)), nil
+		r := c.ReadWithin(ctx, maxAge)
+		res := readResult(c, r)
+		res.Evidence = readEvidence(c, r, health)
+		return res, nil
 	}
 }
 
@@ -186,45 +190,56 @@ func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadR
 // the device holds, or releases it when nothing changed.
 func (g *Gateway) doHandler(c *capabilities.Capability) server.DoHandler {
 	return func(ctx context.Context, req server.DoRequest) (promcp.DoResult, error) {
-		if req.Recovering {
-			return g.recoverDo(ctx, c, req), nil
-		}
-		var before capabilities.Reading
-		claim := g.claim(c, req.Value)
-		res, d, err := g.opts.Reserver.Reserve(ctx, claim, func(ctx context.Context, v policy.View) policy.Decision {
-			before = c.Read(ctx)
-			pr := g.request(ctx, c, req.Value, true, before)
-			pr.Approved = req.Approved
-			v.Apply(&pr)
-			return g.policy.Evaluate(pr)
-		})
-		var previous any
-		if before.Quality != promcp.QualityError {
-			previous = before.Value
-		}
-		if r, refused := refusal(previous, d, err); refused {
-			return r, nil
-		}
-		rv := &reserved{g: g, ctx: ctx, tool: c.Do.Tool, res: res}
-		defer rv.onExit(d.Value)
-		if req.Begin != nil {
-			if err := req.Begin(ctx); err != nil {
-				rv.end(nil, time.Time{}, false)
-				return promcp.DoResult{}, err
-			}
-		}
-		value := d.Value
-		if err := c.Write(ctx, value); err != nil {
-			return g.writeFailed(ctx, c, rv, previous, value, err), nil
-		}
-		wrote := g.srv.Clock().Now()
-		if !sleep(ctx, g.srv.Clock(), c.Do.Settle) {
-			rv.end(value, wrote, true)
-			return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: value,
-				Reason: "written, but the call ended before the settle time passed: not read back"}, nil
-		}
-		return g.readBack(ctx, c, rv, req.Value, d, previous, wrote), nil
+		tr := &doTrace{}
+		r, err := g.do(ctx, c, req, tr)
+		r.Evidence = doEvidence(c, req.Value, req.Approved, r, tr)
+		return r, err
 	}
+}
+
+// do is doHandler's call, noting in tr what its evidence needs.
+func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server.DoRequest, tr *doTrace) (promcp.DoResult, error) {
+	if req.Recovering {
+		return g.recoverDo(ctx, c, req, tr), nil
+	}
+	var before capabilities.Reading
+	claim := g.claim(c, req.Value)
+	res, d, err := g.opts.Reserver.Reserve(ctx, claim, func(ctx context.Context, v policy.View) policy.Decision {
+		before = c.Read(ctx)
+		pr := g.request(ctx, c, req.Value, true, before)
+		pr.Approved = req.Approved
+		v.Apply(&pr)
+		tr.pr = pr
+		return g.policy.Evaluate(pr)
+	})
+	tr.decided, tr.d, tr.reserved = err == nil, d, err == nil && d.Allowed()
+	var previous any
+	if before.Quality != promcp.QualityError {
+		previous = before.Value
+	}
+	if r, refused := refusal(previous, d, err); refused {
+		return r, nil
+	}
+	rv := &reserved{g: g, ctx: ctx, tool: c.Do.Tool, res: res, tr: tr}
+	defer rv.onExit(d.Value)
+	if req.Begin != nil {
+		if err := req.Begin(ctx); err != nil {
+			rv.end(nil, time.Time{}, false)
+			return promcp.DoResult{}, err
+		}
+	}
+	value := d.Value
+	tr.wrote, tr.written = true, value
+	if err := c.Write(ctx, value); err != nil {
+		return g.writeFailed(ctx, c, rv, previous, value, err), nil
+	}
+	wrote := g.srv.Clock().Now()
+	if !sleep(ctx, g.srv.Clock(), c.Do.Settle) {
+		rv.end(value, wrote, true)
+		return promcp.DoResult{Status: promcp.StatusPartial, PreviousValue: previous, AppliedValue: value,
+			Reason: "written, but the call ended before the settle time passed: not read back"}, nil
+	}
+	return g.readBack(ctx, c, rv, req.Value, d, previous, wrote), nil
 }
 
 // refusal is the answer to an action that could not be reserved (err) or
@@ -256,6 +271,7 @@ type reserved struct {
 	tool  string
 	res   *policy.Reservation
 	ended bool
+	tr    *doTrace // the call's evidence: the readback is noted there
 }
 
 func (rv *reserved) end(applied any, at time.Time, actuated bool) {
@@ -283,6 +299,7 @@ func (rv *reserved) onExit(value any) {
 // the device, so the actuator is read back to say honestly what it holds.
 func (g *Gateway) writeFailed(ctx context.Context, c *capabilities.Capability, rv *reserved, previous, value any, err error) promcp.DoResult {
 	after := c.Read(ctx)
+	rv.tr.after = &after
 	r := promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: previous,
 		Reason: "write failed: " + err.Error(),
 		Error:  &promcp.Error{Code: promcp.CodeSourceUnreachable, Message: err.Error()}}
@@ -305,6 +322,7 @@ func (g *Gateway) writeFailed(ctx context.Context, c *capabilities.Capability, r
 func (g *Gateway) readBack(ctx context.Context, c *capabilities.Capability, rv *reserved, requested any, d policy.Decision, previous any, wrote time.Time) promcp.DoResult {
 	value := d.Value
 	after := c.Read(ctx)
+	rv.tr.after = &after
 	r := promcp.DoResult{Status: promcp.StatusSuccess, PreviousValue: previous, AppliedValue: value}
 	if d.Clamped {
 		r.RequestedValue = requested
@@ -406,9 +424,10 @@ func units(set *capabilities.Set, pol *manifests.Policy) map[string]policy.Unit 
 // stopped during it): it reads the actuator back and reports what it holds,
 // without writing. A value the policy clamped then reads back as partial:
 // the requested value is all the retry carries.
-func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req server.DoRequest) promcp.DoResult {
+func (g *Gateway) recoverDo(ctx context.Context, c *capabilities.Capability, req server.DoRequest, tr *doTrace) promcp.DoResult {
 	const why = "an earlier attempt with this idempotency_key did not finish (the server stopped during it); nothing was written now"
 	now := c.Read(ctx)
+	tr.after = &now
 	if now.Quality == promcp.QualityError {
 		reason := why + ", and the device cannot be read: whether it applied is unknown; read it, then act with a new key"
 		return promcp.DoResult{Status: promcp.StatusFailed, Reason: reason,

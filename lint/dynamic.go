@@ -32,10 +32,12 @@ var dynamicRules = []Rule{
 	{"C003", Error, "each answer validates against the tool's own outputSchema", true},
 	{"C004", Warning, "each answer carries the provenance stamp in _meta (" + ProvenanceKey + ") with all its keys", true},
 	{"C005", Error, "the provenance stamp agrees with the answer: its tool, kind, output_schema digest (recomputed from tools/list) and body digest (of the text content)", true},
+	{"C006", Warning, "each answer carries the seed's provenance envelope, complete (is_stamped: _tool, _toulmin with exactly claim, grounds, warrant, qualifier, rebuttal, _tags with exactly origin, bucket, freshness, check), in the _meta stamp or inline in the body, naming the tool called", true},
 }
 
 // StampKeys are the keys of a complete provenance stamp, the same on every
-// kind.
+// kind. The envelope's keys (promcp.EnvelopeTool, EnvelopeToulmin,
+// EnvelopeTags) are there too when it is not inline: C006 checks them.
 var StampKeys = []string{"body", "checked", "contract", "kind", "output_schema", "server", "source", "tool"}
 
 func dynamicRule(code string) Rule {
@@ -154,6 +156,7 @@ func (s *Session) probe(ctx context.Context, r *Report, v *promcp.Validator, nam
 	if res.Meta != nil {
 		stamp, _ = res.Meta.AdditionalFields[ProvenanceKey].(map[string]any)
 	}
+	checkEnvelope(name, stamp, b, add)
 	if stamp == nil {
 		add("C004", "answer has no provenance stamp in _meta."+ProvenanceKey)
 		return
@@ -186,6 +189,28 @@ func (s *Session) probe(ctx context.Context, r *Report, v *promcp.Validator, nam
 	}
 	if len(wrong) > 0 {
 		add("C005", "provenance stamp disagrees: "+strings.Join(wrong, "; "))
+	}
+}
+
+// checkEnvelope checks the seed's envelope (is_stamped) of the answer to
+// tool: inline in the body b, or in the _meta stamp. An answer with neither
+// a stamp nor an inline envelope is C004's alone.
+func checkEnvelope(tool string, stamp map[string]any, b []byte, add func(code, msg string)) {
+	var body map[string]any
+	_ = json.Unmarshal(b, &body)
+	inline := body[promcp.EnvelopeTool] != nil || body[promcp.EnvelopeToulmin] != nil || body[promcp.EnvelopeTags] != nil
+	where, env := "_meta."+ProvenanceKey, stamp
+	if inline {
+		where, env = "the body (inline)", body
+	} else if stamp == nil {
+		return
+	}
+	if ok, why := promcp.IsStamped(env); !ok {
+		add("C006", "the provenance envelope in "+where+" is not complete: "+why)
+		return
+	}
+	if env[promcp.EnvelopeTool] != tool {
+		add("C006", fmt.Sprintf("the provenance envelope in %s names %v, not %s", where, env[promcp.EnvelopeTool], tool))
 	}
 }
 

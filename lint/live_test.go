@@ -62,9 +62,16 @@ func answer(tool string, out json.RawMessage, body any, stamped bool) *mcp.CallT
 		}
 		res.Meta = &mcp.Meta{AdditionalFields: map[string]any{lint.ProvenanceKey: map[string]any{
 			"tool": tool, "kind": string(kind), "server": "fixture 1", "contract": "proMCP v0.2", "source": "fixture/tank",
-			"checked": "typed", "output_schema": digest, "body": promcp.BodyDigest(b)}}}
+			"checked": "typed", "output_schema": digest, "body": promcp.BodyDigest(b),
+			"_tool": tool, "_toulmin": envelopeArgument(), "_tags": map[string]any{"origin": "device", "bucket": "read_only", "freshness": "live", "check": "typed"}}}}
 	}
 	return res
+}
+
+// envelopeArgument is a complete _toulmin: exactly its five keys.
+func envelopeArgument() map[string]any {
+	return map[string]any{"claim": "tank level 42 %", "grounds": map[string]any{"device": "tank"}, "warrant": map[string]any{},
+		"qualifier": map[string]any{"quality": "good"}, "rebuttal": []any{}}
 }
 
 // markCalled records a do_* call in the file PROMCP_LINT_FIXTURE_MARK
@@ -113,6 +120,22 @@ func brokenServer() *mcpserver.MCPServer {
 		res := answer("read_bad_stamp", mustJSON(numeric), readBody(42.0, "good"), true)
 		delete(res.Meta.AdditionalFields[lint.ProvenanceKey].(map[string]any), "checked")
 		return res, nil
+	})
+	read("read_no_envelope", kindSchema(promcp.KindRead), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// A complete stamp of our own, without the seed's envelope.
+		res := answer("read_no_envelope", outs["read_no_envelope"], readBody(42.0, "good"), true)
+		for _, k := range []string{"_tool", "_toulmin", "_tags"} {
+			delete(res.Meta.AdditionalFields[lint.ProvenanceKey].(map[string]any), k)
+		}
+		return res, nil
+	})
+	read("read_bad_inline", kindSchema(promcp.KindRead), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// The envelope inline, the seed's form, with a sixth argument key.
+		arg := envelopeArgument()
+		arg["backing"] = "datasheet"
+		body := readBody(42.0, "good")
+		body["_tool"], body["_toulmin"], body["_tags"] = "read_bad_inline", arg, map[string]any{"origin": "device", "bucket": "read_only", "freshness": "live", "check": "typed"}
+		return answer("read_bad_inline", outs["read_bad_inline"], body, true), nil
 	})
 	outs["read_needs_arg"] = mustJSON(kindSchema(promcp.KindRead))
 	s.AddTool(mcp.Tool{Name: "read_needs_arg", Description: "Tank level of one channel, for the lint fixture.",
@@ -184,15 +207,15 @@ func lintFixture(t *testing.T, name string, callReads bool) []string {
 
 // TestFixtureServer: each rule about answers fires on the one tool that
 // breaks it, over a real stdio MCP connection; the tool definitions follow
-// proMCP, so the only static finding is S004 (9 tools).
+// proMCP, so the only static finding is S004 (11 tools).
 func TestFixtureServer(t *testing.T) {
 	got := lintFixture(t, "broken", false)
 	if !slices.Equal(got, []string{"server:S004"}) {
 		t.Errorf("static findings %v, want S004 only", got)
 	}
 	got = lintFixture(t, "broken", true)
-	want := []string{"read_bad_contract:C002", "read_bad_contract:C003", "read_bad_own:C003", "read_bad_stamp:C004",
-		"read_bad_stamp:C005", "read_needs_arg:C000", "read_text_only:C001", "read_unstamped:C004", "server:S004"}
+	want := []string{"read_bad_contract:C002", "read_bad_contract:C003", "read_bad_inline:C006", "read_bad_own:C003", "read_bad_stamp:C004",
+		"read_bad_stamp:C005", "read_needs_arg:C000", "read_no_envelope:C006", "read_text_only:C001", "read_unstamped:C004", "server:S004"}
 	if !slices.Equal(got, want) {
 		t.Errorf("findings %v,\nwant %v", got, want)
 	}

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"unicode"
+
+	"github.com/promcp/promcp-device/surface"
 )
 
 // printable replaces control characters (a hostile server's names and
@@ -43,6 +45,9 @@ func WriteText(w io.Writer, r *Report, strict bool) {
 		}
 	}
 	e, wn, in := r.Count()
+	sd := seeds(r)
+	fmt.Fprintf(w, "\nseed buckets: real_dispatch %d, read_only %d, native_only %d (%d execute on the server, %d native only; %d unclassified)\n",
+		sd.RealDispatch, sd.ReadOnly, sd.NativeOnly, sd.ExecutesServerSide, sd.NativeOnlyCount, sd.Unclassified)
 	if r.Calls > 0 {
 		fmt.Fprintf(w, "\n--call-reads: %d calls to read_* and can_do, answers checked (no do_* called)\n", r.Calls)
 	}
@@ -74,7 +79,34 @@ type jsonReport struct {
 		Calls    int  `json:"calls"`
 		Strict   bool `json:"strict"`
 		Pass     bool `json:"pass"`
+		// Seeds is the tool-provenance seed's triage of the tools.
+		Seeds SeedCounts `json:"seeds"`
 	} `json:"summary"`
+}
+
+// SeedCounts is the tool-provenance seed's triage of a surface, counted:
+// its three buckets (each classified tool in exactly one), the honest
+// split (how many execute on the server, how many are native only) and
+// the tools no bucket fits (not read_*, do_* or can_do: drift).
+type SeedCounts struct {
+	RealDispatch       int `json:"real_dispatch"`
+	ReadOnly           int `json:"read_only"`
+	NativeOnly         int `json:"native_only"`
+	ExecutesServerSide int `json:"executes_server_side"`
+	NativeOnlyCount    int `json:"native_only_count"`
+	Unclassified       int `json:"unclassified"`
+}
+
+func seeds(r *Report) SeedCounts {
+	var names []string
+	for _, t := range r.Tools {
+		names = append(names, t.Name)
+	}
+	tr := surface.Classify(names)
+	sd := tr.Seeds()
+	server, native := sd.Summary()
+	return SeedCounts{RealDispatch: len(sd.RealDispatch), ReadOnly: len(sd.ReadOnly), NativeOnly: len(sd.NativeOnly),
+		ExecutesServerSide: server, NativeOnlyCount: native, Unclassified: len(tr.Unclassified)}
 }
 
 // WriteJSON prints r as JSON.
@@ -89,6 +121,7 @@ func WriteJSON(w io.Writer, r *Report, strict bool) error {
 	out.Summary.Errors, out.Summary.Warnings, out.Summary.Info = r.Count()
 	out.Summary.Calls = r.Calls
 	out.Summary.Strict, out.Summary.Pass = strict, r.Pass(strict)
+	out.Summary.Seeds = seeds(r)
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)

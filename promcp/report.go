@@ -115,6 +115,10 @@ type CapabilityReport struct {
 	Metadata   ReportMetadata `json:"metadata"`
 	// Error (extension) explains a query that could not be answered.
 	Error *Error `json:"error,omitempty"`
+
+	// Evidence is not sent in the body: the server puts it in the result's
+	// provenance envelope (Grounds a *CanDoGrounds).
+	Evidence *Evidence `json:"-"`
 }
 
 // Normalize fills what the contract requires and the caller may leave out:

@@ -53,6 +53,10 @@ type ReadResult struct {
 	QualityReason string `json:"quality_reason,omitempty"`
 	// Error (extension) explains a failed read.
 	Error *Error `json:"error,omitempty"`
+
+	// Evidence is not sent in the body: the server puts it in the result's
+	// provenance envelope (its grounds, warrant and rebuttal).
+	Evidence *Evidence `json:"-"`
 }
 
 // Validate reports whether r can be sent as a read_* response.
@@ -111,6 +115,10 @@ type DoResult struct {
 	Recovered bool `json:"recovered,omitempty"`
 	// Error (extension) explains a failed call.
 	Error *Error `json:"error,omitempty"`
+
+	// Evidence is not sent in the body (nor kept for replay): the server
+	// puts it in the result's provenance envelope.
+	Evidence *Evidence `json:"-"`
 }
 
 // Validate reports whether r can be sent as a do_* response.

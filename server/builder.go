@@ -186,6 +186,9 @@ type Server struct {
 
 	name, version string
 	provenance    map[string]map[string]any // by tool; written at registration only
+
+	placement                    Placement // where the provenance envelope goes
+	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -255,6 +258,13 @@ func New(name, version string, opts ...Option) (*Server, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	switch s.placement {
+	case "":
+		s.placement = ProvenanceMeta
+	case ProvenanceMeta, ProvenanceInline:
+	default:
+		return nil, fmt.Errorf("provenance placement %q: want %s or %s", s.placement, ProvenanceMeta, ProvenanceInline)
+	}
 	if s.authorize == nil {
 		s.authorize = DefaultAuthorizer
 	}
@@ -313,6 +323,13 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, h mcps
 	if tool.RawInputSchema == nil || tool.RawOutputSchema == nil {
 		return fmt.Errorf("tool %s: input and output schemas are required", tool.Name)
 	}
+	if s.placement == ProvenanceInline {
+		out, err := withEnvelopeSchema(tool.RawOutputSchema)
+		if err != nil {
+			return fmt.Errorf("tool %s: output schema: %w", tool.Name, err)
+		}
+		tool.RawOutputSchema = out
+	}
 	if _, err := s.validator.Compile("in:"+tool.Name, tool.RawInputSchema); err != nil {
 		return fmt.Errorf("tool %s: input schema: %w", tool.Name, err)
 	}
@@ -320,7 +337,7 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, h mcps
 		return fmt.Errorf("tool %s: output schema: %w", tool.Name, err)
 	}
 	s.tools = append(s.tools, Tool{Kind: kind, MCP: tool})
-	s.provenance[tool.Name] = provenance(s.name, s.version, kind, tool, source)
+	s.provenance[tool.Name] = provenance(s.name, s.version, kind, tool, source, s.placement)
 	s.mcp.AddTool(tool, h)
 	return nil
 }
@@ -475,10 +492,14 @@ func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequ
 	if q.Scope == "" {
 		q.Scope = "local"
 	}
+	grounds := &promcp.Evidence{Grounds: &promcp.CanDoGrounds{Intent: q.Intent, Scope: q.Scope}}
 	rep, err := h(ctx, q)
 	if err != nil {
 		s.log.Error("can_do handler failed", "err", err)
-		return promcp.CapabilityReport{Error: &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()}}, true
+		return promcp.CapabilityReport{Error: &promcp.Error{Code: promcp.CodeInternal, Message: err.Error()}, Evidence: grounds}, true
+	}
+	if rep.Evidence == nil {
+		rep.Evidence = grounds
 	}
 	return rep, false
 }
@@ -607,11 +628,7 @@ func (s *Server) encode(tool string, body any, isError bool) (*mcp.CallToolResul
 	if err != nil {
 		return s.contractFailure(tool, err), nil
 	}
-	return s.stamp(tool, &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
-		StructuredContent: json.RawMessage(b),
-		IsError:           isError,
-	}, "typed"), nil
+	return s.finish(tool, body, b, isError, "typed"), nil
 }
 
 func (s *Server) result(tool string, body any, verr error, isError bool) (*mcp.CallToolResult, error) {
@@ -628,11 +645,7 @@ func (s *Server) result(tool string, body any, verr error, isError bool) (*mcp.C
 	}
 	// The validated bytes are sent as they are: structuredContent and its
 	// text copy are the same JSON, and no second decode is needed.
-	return s.stamp(tool, &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
-		StructuredContent: json.RawMessage(b),
-		IsError:           isError,
-	}, "json-schema"), nil
+	return s.finish(tool, body, b, isError, "json-schema"), nil
 }
 
 func (s *Server) contractFailure(tool string, cause error) *mcp.CallToolResult {
@@ -651,8 +664,7 @@ func (s *Server) contractFailure(tool string, cause error) *mcp.CallToolResult {
 		body = rep
 	}
 	b, _ := json.Marshal(body)
-	return s.stamp(tool, &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))},
-		StructuredContent: json.RawMessage(b), IsError: true}, "replaced")
+	return s.finish(tool, body, b, true, "replaced")
 }
 
 // schemaMessage turns a schema validation error into the argument at

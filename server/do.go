@@ -93,8 +93,9 @@ type doCall struct {
 	argsValid bool // schema-invalid arguments are recorded as size and hash only
 	key       string
 	fp        string
-	appr      *audit.Approval // who approved this call, once known
-	grant     *approval.Grant // the one-time approval token it spends, if any
+	appr      *audit.Approval  // who approved this call, once known
+	grant     *approval.Grant  // the one-time approval token it spends, if any
+	evidence  *promcp.Evidence // the handler's, for the envelope (not kept for replay)
 }
 
 // do runs a do_* call. It returns the typed result, or, when a human must
@@ -212,6 +213,7 @@ func (c *doCall) act(ctx context.Context, at idempotency.Attempt) ([]byte, bool,
 		}
 	}
 	r := c.run(ctx, at, handlerBegin)
+	c.evidence = r.Evidence
 	if err := beginErr(); err != nil {
 		return nil, false, err // nothing was actuated
 	}
@@ -321,6 +323,9 @@ func (c *doCall) answer(ctx context.Context, outcome []byte, replayed bool, err 
 		markUnrecorded(&out)
 	}
 	out.Replayed = replayed
+	if !replayed {
+		out.Evidence = c.evidence
+	}
 	if replayed {
 		_ = c.record(ctx, audit.EventReplayed, &out)
 	}

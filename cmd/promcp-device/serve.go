@@ -28,6 +28,7 @@ import (
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -50,6 +51,7 @@ type serveFlags struct {
 	extraArgs                                            int // arguments after the flags: none are taken
 	origins                                              listFlag
 	audit                                                *auditConfig
+	provenance                                           string // where the provenance envelope goes: meta or inline
 }
 
 // parseServeFlags reads serve's command line; nil (with a usage message
@@ -82,6 +84,7 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
 	fs.IntVar(&f.maxTokenSessions, "max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
 	fs.DurationVar(&f.sessionIdle, "session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
+	fs.StringVar(&f.provenance, "provenance", string(server.ProvenanceMeta), "where each result's provenance envelope (_tool, _toulmin, _tags) goes: `meta` (the _meta stamp) or inline (in the result body, declared in each output schema)")
 	f.audit = auditFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil
@@ -260,6 +263,19 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 			return opts, failErr(err, false)
 		}
 	}
+	if f.provenance != string(server.ProvenanceMeta) && f.provenance != string(server.ProvenanceInline) {
+		return opts, usageErr("--provenance %q: want meta or inline", f.provenance)
+	}
+	manifest, err := os.ReadFile(f.manifest)
+	if err != nil {
+		return opts, failErr(err, false)
+	}
+	policyDigest := ""
+	if pc.sha256 != "" {
+		policyDigest = "sha256:" + pc.sha256
+	}
+	opts.server = append(opts.server, server.WithProvenance(server.Placement(f.provenance)),
+		server.WithWarrant(promcp.BodyDigest(manifest), policyDigest))
 	if refuse := pc.announce(log, m, f.allowNoPolicy, f.readOnly); refuse != "" {
 		opts.server = append(opts.server, server.WithRefuseDo(refuse))
 	}

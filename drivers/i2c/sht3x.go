@@ -30,6 +30,9 @@ const (
 type Sample struct {
 	Temperature physic.Temperature
 	Humidity    physic.RelativeHumidity
+	// Raw is the measurement as the sensor sent it: the temperature word,
+	// its CRC, the humidity word and its CRC.
+	Raw [6]byte
 }
 
 // SleepFunc waits for d or until ctx is done, whichever comes first, and
@@ -99,7 +102,7 @@ func (d *SHT3x) Sense(ctx context.Context) (Sample, error) {
 	if err != nil {
 		return Sample{}, err
 	}
-	return Sample{Temperature: Temperature(st), Humidity: Humidity(srh)}, nil
+	return Sample{Temperature: Temperature(st), Humidity: Humidity(srh), Raw: b}, nil
 }
 
 // Status is the SHT3x status register (datasheet table 17).

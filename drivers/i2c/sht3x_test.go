@@ -32,9 +32,9 @@ func TestSHT3xSense(t *testing.T) {
 		r    []byte // the 6 bytes read
 		want Sample
 	}{
-		{"25 °C 60 %", []byte{0x66, 0x66, 0x93, 0x99, 0x99, 0xBE}, Sample{celsius(25), 60 * physic.PercentRH}},
-		{"minimum", []byte{0x00, 0x00, 0x81, 0x00, 0x00, 0x81}, Sample{celsius(-45), 0}},
-		{"maximum", []byte{0xFF, 0xFF, 0xAC, 0xFF, 0xFF, 0xAC}, Sample{celsius(130), 100 * physic.PercentRH}},
+		{"25 °C 60 %", []byte{0x66, 0x66, 0x93, 0x99, 0x99, 0xBE}, Sample{Temperature: celsius(25), Humidity: 60 * physic.PercentRH}},
+		{"minimum", []byte{0x00, 0x00, 0x81, 0x00, 0x00, 0x81}, Sample{Temperature: celsius(-45)}},
+		{"maximum", []byte{0xFF, 0xFF, 0xAC, 0xFF, 0xFF, 0xAC}, Sample{Temperature: celsius(130), Humidity: 100 * physic.PercentRH}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,8 +45,9 @@ func TestSHT3xSense(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Sense() = %v", err)
 			}
+			tc.want.Raw = [6]byte(tc.r) // the measurement as sent, CRCs included
 			if got != tc.want {
-				t.Errorf("Sense() = %v %v, want %v %v", got.Temperature, got.Humidity, tc.want.Temperature, tc.want.Humidity)
+				t.Errorf("Sense() = %v %v % x, want %v %v % x", got.Temperature, got.Humidity, got.Raw, tc.want.Temperature, tc.want.Humidity, tc.want.Raw)
 			}
 			if len(s) != 1 || s[0] != 15*time.Millisecond {
 				t.Errorf("Sense() waited %v, want [15ms]", s)

@@ -1,0 +1,131 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+)
+
+// envelopeServer is a library server (no gateway, no evidence from its
+// handlers) with a read that may fail, a read whose handler breaks the
+// contract, a do_* and can_do, served in placement.
+func envelopeServer(t *testing.T, placement server.Placement) *client.Client {
+	t.Helper()
+	srv, err := server.New("tank", "1", server.WithProvenance(placement), server.WithWarrant("sha256:m", ""),
+		server.WithClock(fixedClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(srv.Read(server.ReadTool{Name: "read_level", Unit: "%", Value: map[string]any{"type": "number"}, Source: "tank/level"},
+		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) { return promcp.ReadResult{Value: 42.0, Unit: "%", Quality: promcp.QualityGood}, nil }))
+	must(srv.Read(server.ReadTool{Name: "read_dead", Unit: "%", Source: "tank/dead"},
+		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) { return promcp.ReadResult{}, errors.New("no answer") }))
+	must(srv.Read(server.ReadTool{Name: "read_broken", Unit: "%", Source: "tank/broken"},
+		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) { return promcp.ReadResult{Unit: "bar", Quality: "fine"}, nil }))
+	must(srv.Do(server.DoTool{Name: "do_fill", Value: map[string]any{"type": "number"}, Source: "tank/valve"},
+		func(_ context.Context, req server.DoRequest) (promcp.DoResult, error) {
+			return promcp.DoResult{Status: promcp.StatusSuccess, AppliedValue: req.Value}, nil
+		}))
+	must(srv.CanDo("What can be done.", func(context.Context, promcp.CanDoRequest) (promcp.CapabilityReport, error) {
+		return promcp.CapabilityReport{}, nil
+	}))
+	c, err := client.NewInProcessClient(srv.MCP())
+	must(err)
+	t.Cleanup(func() { c.Close() })
+	must(c.Start(t.Context()))
+	_, err = c.Initialize(t.Context(), mcp.InitializeRequest{})
+	must(err)
+	return c
+}
+
+// TestEnvelopeOnEveryKind: without any evidence from its handlers, a
+// library server's every result, errors and a replaced body included,
+// carries the envelope complete, as JSON, in the placement asked for, and
+// a replay is tagged so.
+func TestEnvelopeOnEveryKind(t *testing.T) {
+	for _, placement := range []server.Placement{server.ProvenanceMeta, server.ProvenanceInline} {
+		t.Run(string(placement), func(t *testing.T) {
+			c := envelopeServer(t, placement)
+			call := func(name string, args map[string]any) (env map[string]any) {
+				t.Helper()
+				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var wire struct {
+					Meta              map[string]map[string]any `json:"_meta"`
+					StructuredContent map[string]any            `json:"structuredContent"`
+				}
+				b, _ := json.Marshal(res)
+				if err := json.Unmarshal(b, &wire); err != nil {
+					t.Fatal(err)
+				}
+				env = wire.Meta[server.ProvenanceKey]
+				if placement == server.ProvenanceInline {
+					env = wire.StructuredContent
+					if _, in := wire.Meta[server.ProvenanceKey][promcp.EnvelopeToulmin]; in {
+						t.Errorf("%s: the envelope is inline and in _meta", name)
+					}
+				} else if _, in := wire.StructuredContent[promcp.EnvelopeToulmin]; in {
+					t.Errorf("%s: the envelope is in _meta and in the body", name)
+				}
+				if ok, why := promcp.IsStamped(env); !ok || env[promcp.EnvelopeTool] != name {
+					t.Fatalf("%s(%v): envelope %v: %s", name, args, env, why)
+				}
+				return env
+			}
+			tags := func(env map[string]any) map[string]any { return env[promcp.EnvelopeTags].(map[string]any) }
+			arg := func(env map[string]any, key string) any { return env[promcp.EnvelopeToulmin].(map[string]any)[key] }
+
+			env := call("read_level", map[string]any{})
+			if g := arg(env, "grounds").(map[string]any); g["source"] != "tank/level" || g["sampled_at"] != "2026-11-30T12:00:00Z" {
+				t.Errorf("read_level grounds %v", g)
+			}
+			if w := arg(env, "warrant").(map[string]any); w["manifest"] != "sha256:m" {
+				t.Errorf("read_level warrant %v", w)
+			}
+			env = call("read_dead", map[string]any{})
+			if q := arg(env, "qualifier").(map[string]any); q["quality"] != "error" || q["reason"] != "no answer" || tags(env)["origin"] != "server" {
+				t.Errorf("read_dead: qualifier %v tags %v", q, tags(env))
+			}
+			env = call("read_broken", map[string]any{})
+			if tg := tags(env); tg["check"] != "replaced" || tg["origin"] != "server" {
+				t.Errorf("read_broken: tags %v, want check replaced", tg)
+			}
+			args := map[string]any{"value": 5.0, "idempotency_key": "k1"}
+			if tg := tags(call("do_fill", args)); tg["freshness"] != "live" || tg["bucket"] != "real_dispatch" {
+				t.Errorf("do_fill: tags %v", tg)
+			}
+			if tg := tags(call("do_fill", args)); tg["freshness"] != "replayed" || tg["origin"] != "server" {
+				t.Errorf("do_fill replayed: tags %v", tg)
+			}
+			if tg := tags(call("do_fill", map[string]any{"value": "x"})); tg["origin"] != "server" {
+				t.Errorf("do_fill with a bad value: tags %v", tg)
+			}
+			env = call("can_do", map[string]any{"intent": map[string]any{"action": "do_fill"}})
+			if g := arg(env, "grounds").(map[string]any); g["intent"].(map[string]any)["action"] != "do_fill" || g["scope"] != "local" {
+				t.Errorf("can_do grounds %v", g)
+			}
+		})
+	}
+}
+
+// TestProvenancePlacementChecked: an unknown placement is an error.
+func TestProvenancePlacementChecked(t *testing.T) {
+	if _, err := server.New("x", "1", server.WithProvenance("body")); err == nil {
+		t.Fatal("placement body accepted")
+	}
+}
