@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,13 +17,20 @@ import (
 
 // envelopeServer is a library server (no gateway, no evidence from its
 // handlers) with a read that may fail, a read whose handler breaks the
-// contract, a do_* and can_do, served in placement.
-func envelopeServer(t *testing.T, placement server.Placement) *client.Client {
+// contract, a do_* and can_do, served in placement; with surface, the
+// tools are served on a Surface of it (a tool group), which must stamp
+// alike.
+func envelopeServer(t *testing.T, placement server.Placement, surface bool) *client.Client {
 	t.Helper()
 	srv, err := server.New("tank", "1", server.WithProvenance(placement), server.WithWarrant("sha256:m", ""),
 		server.WithClock(fixedClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if surface {
+		if srv, err = srv.Surface("tank-group", ""); err != nil {
+			t.Fatal(err)
+		}
 	}
 	must := func(err error) {
 		if err != nil {
@@ -30,11 +38,17 @@ func envelopeServer(t *testing.T, placement server.Placement) *client.Client {
 		}
 	}
 	must(srv.Read(server.ReadTool{Name: "read_level", Unit: "%", Value: map[string]any{"type": "number"}, Source: "tank/level"},
-		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) { return promcp.ReadResult{Value: 42.0, Unit: "%", Quality: promcp.QualityGood}, nil }))
+		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) {
+			return promcp.ReadResult{Value: 42.0, Unit: "%", Quality: promcp.QualityGood}, nil
+		}))
 	must(srv.Read(server.ReadTool{Name: "read_dead", Unit: "%", Source: "tank/dead"},
-		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) { return promcp.ReadResult{}, errors.New("no answer") }))
+		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) {
+			return promcp.ReadResult{}, errors.New("no answer")
+		}))
 	must(srv.Read(server.ReadTool{Name: "read_broken", Unit: "%", Source: "tank/broken"},
-		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) { return promcp.ReadResult{Unit: "bar", Quality: "fine"}, nil }))
+		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) {
+			return promcp.ReadResult{Unit: "bar", Quality: "fine"}, nil
+		}))
 	must(srv.Do(server.DoTool{Name: "do_fill", Value: map[string]any{"type": "number"}, Source: "tank/valve"},
 		func(_ context.Context, req server.DoRequest) (promcp.DoResult, error) {
 			return promcp.DoResult{Status: promcp.StatusSuccess, AppliedValue: req.Value}, nil
@@ -56,9 +70,13 @@ func envelopeServer(t *testing.T, placement server.Placement) *client.Client {
 // carries the envelope complete, as JSON, in the placement asked for, and
 // a replay is tagged so.
 func TestEnvelopeOnEveryKind(t *testing.T) {
-	for _, placement := range []server.Placement{server.ProvenanceMeta, server.ProvenanceInline} {
-		t.Run(string(placement), func(t *testing.T) {
-			c := envelopeServer(t, placement)
+	for _, tc := range []struct {
+		placement server.Placement
+		surface   bool
+	}{{server.ProvenanceMeta, false}, {server.ProvenanceInline, false}, {server.ProvenanceMeta, true}, {server.ProvenanceInline, true}} {
+		placement := tc.placement
+		t.Run(fmt.Sprintf("%s/surface=%t", placement, tc.surface), func(t *testing.T) {
+			c := envelopeServer(t, placement, tc.surface)
 			call := func(name string, args map[string]any) (env map[string]any) {
 				t.Helper()
 				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})

@@ -8,7 +8,8 @@ import (
 
 // Surface returns a new Server without tools that shares s's clock,
 // logger, idempotency store, audit log, authorizer, approvals and their
-// ledger, and its read-only and refusal settings: another surface of the
+// ledger, its read-only and refusal settings, and where and with which
+// warrant it stamps provenance: another surface of the
 // same gateway, such as a tool group served at its own endpoint. A do_*
 // result kept under a key on one surface replays on the other, an
 // approval token spent on one is spent on both, and both audit to the same
@@ -18,7 +19,8 @@ func (s *Server) Surface(name, instructions string) (*Server, error) {
 	ns := &Server{clock: s.clock, log: s.log, store: s.store, keyTTL: s.keyTTL, auditor: s.auditor,
 		authorize: s.authorize, readOnly: s.readOnly, instructions: instructions, approvals: s.approvals,
 		ledger: s.ledger, refuseDo: s.refuseDo, elicit: s.elicit, name: name, version: s.version,
-		provenance: map[string]map[string]any{}}
+		provenance: map[string]map[string]any{}, placement: s.placement,
+		manifestDigest: s.manifestDigest, policyDigest: s.policyDigest}
 	v, err := promcp.NewValidator()
 	if err != nil {
 		return nil, err
