@@ -17,6 +17,7 @@ import (
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
@@ -47,6 +48,8 @@ type HardwareFuncs struct {
 	Pin    func(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error)
 	TCP    func(ctx context.Context, bus manifests.Bus) (net.Conn, error)
 	Serial func(ctx context.Context, bus manifests.Bus) (modbus.Port, error)
+	// Sysfs returns the kernel attribute files of a onewire or pwm bus.
+	Sysfs func(ctx context.Context, bus manifests.Bus) (sysfs.FS, error)
 }
 
 // DialTCP implements Hardware.
@@ -336,6 +339,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 	deviceBus := map[string]string{}
 	table := models()
 	e := env{buses: buses, lines: lines, hw: hw, clock: opts.Clock, log: opts.Log}
+	e.declared = busByName
 	for _, d := range m.Devices {
 		dev, err := openDevice(ctx, table, d, e)
 		if err != nil {
@@ -412,6 +416,8 @@ type env struct {
 	hw    Hardware
 	clock clock.Clock
 	log   *slog.Logger
+	// declared is every bus of the manifest, by name.
+	declared map[string]manifests.Bus
 }
 
 // opener opens one device of its model.
@@ -429,6 +435,8 @@ func models() map[manifests.Model]opener {
 		manifests.ModelGPIOIn:     openGPIOIn,
 		manifests.ModelModbus:     openModbus,
 		manifests.ModelSerialLine: openSerialLine,
+		manifests.ModelDS18B20:    openDS18B20,
+		manifests.ModelPWM:        openPWM,
 	}
 }
 

@@ -94,6 +94,7 @@ func (c *checker) checkBuses() {
 			c.d.add(join(path, "device"), ErrNotAllowed, "for a gpio bus (pins are named by each device's pin)")
 		}
 		c.busLine(b, path)
+		c.busKindExt(b, path)
 	}
 }
 
@@ -105,6 +106,7 @@ func (c *checker) checkDevices() {
 	addrs := map[string]string{} // "bus/0x44" → path
 	pins := map[string]string{}
 	units := map[string]string{} // "bus/17" → path
+	ext := map[string]string{}   // "bus/rom" → path
 	busNames := namesOf(c.m.Buses, busName)
 	for i, dev := range c.m.Devices {
 		path := index("devices", i)
@@ -120,6 +122,12 @@ func (c *checker) checkDevices() {
 				c.d.add(field("bus"), ErrBadReference, "bus %q (%s)", dev.Bus, candidates("bus", busNames))
 			}
 		}
+		c.noExtKeys(dev, path)
+		if isBusModel(dev.Model) {
+			c.noLineKeys(dev, path)
+			c.busDevice(dev, bus, path, ext)
+			continue
+		}
 		if isLine(dev.Model) {
 			c.lineDevice(dev, bus, path, units)
 			continue
@@ -134,7 +142,7 @@ func (c *checker) checkDevices() {
 				c.d.add(field("model"), ErrNotAllowed, "on gpio bus %q: %s (want gpio_in or gpio_out, or an i2c bus)", bus.Name, dev.Model)
 			case isGPIO(dev.Model) && bus.Kind == BusI2C:
 				c.d.add(field("model"), ErrNotAllowed, "on i2c bus %q: %s (want sht3x or registers, or a gpio bus)", bus.Name, dev.Model)
-			case bus.Kind.IsModbus() || bus.Kind == BusSerial:
+			case bus.Kind.IsModbus() || bus.Kind == BusSerial || isKernelBus(bus.Kind):
 				c.d.add(field("model"), ErrNotAllowed, "on %s bus %q: %s (want %s)", bus.Kind, bus.Name, dev.Model, modelsFor(bus.Kind))
 			}
 		}

@@ -22,6 +22,8 @@ func channelTypes(m Model) []ValueType {
 		return []ValueType{TypeBoolean}
 	case ModelSerialLine:
 		return []ValueType{TypeNumber, TypeInteger}
+	case ModelDS18B20, ModelPWM, ModelMCP3008:
+		return []ValueType{TypeNumber}
 	}
 	return nil
 }
@@ -156,6 +158,12 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	case ModelModbus:
 		c.modbusChannel(cp, dev, path)
 		return nil
+	case ModelDS18B20, ModelPWM, ModelMCP3008:
+		c.busChannel(cp, dev, path)
+		if want := busChannelTypes(dev.Model, cp.Read.Channel); slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
+			c.d.add(join(path, "type"), ErrNotAllowed, "on %s channel: %s (want %s)", article(dev.Model), cp.Type, oneOf(words(want...)))
+		}
+		return nil
 	case ModelSerialLine:
 		chans := LineChannels(dev.Line)
 		switch {
@@ -202,6 +210,8 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 		switch {
 		case dev.Model == ModelSHT3x || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
 			c.d.add(dp, ErrNotAllowed, "on read-only %s device %q (want a gpio_out device or a register with writable: true)", dev.Model, dev.Name)
+		case isBusModel(dev.Model) && busReadOnly(dev) != "":
+			c.d.add(dp, ErrNotAllowed, "%s", busReadOnly(dev))
 		case reg != nil && !reg.Writable:
 			c.d.add(dp, ErrNotAllowed, "on read-only register %q of device %q (want writable: true on the register)", reg.Name, dev.Name)
 		case dev.Model == ModelModbus:
@@ -291,7 +301,7 @@ func (c *checker) checkSim() {
 	}
 	zones := map[string]string{}
 	sensors := map[string]string{} // sensor name → path of first zone use
-	sht3x := func(name, p string) bool { return c.simDevice(name, p, ModelSHT3x) }
+	sht3x := func(name, p string) bool { return c.isDS18B20(name) || c.simDevice(name, p, ModelSHT3x) }
 	gpioOut := func(name, p string) bool { return c.simDevice(name, p, ModelGPIOOut) }
 	for i, z := range s.Zones {
 		zp := index("sim.zones", i)

@@ -60,6 +60,8 @@ type Bus struct {
 	// Retries is how often a failed transaction is retried on a Modbus or
 	// serial bus (with back-off); Load fills DefaultRetries when absent.
 	Retries int
+	// Speed is the clock of an spi bus in Hz; Load fills DefaultSPISpeed.
+	Speed int
 }
 
 // DefaultTimeout is the per-transaction timeout of a bus that declares none.
@@ -122,6 +124,15 @@ type Device struct {
 	Line LineInstrument
 	// Sim holds simulator-only settings for this device; nil when absent.
 	Sim *DeviceSim
+	// ROM is a ds18b20's w1 id ("28-0316a2795aff").
+	ROM string
+	// Channel is a pwm device's channel on its chip.
+	Channel int
+	// Frequency is a pwm device's initial frequency in Hz; Load fills
+	// DefaultPWMFrequency.
+	Frequency float64
+	// VRef is an mcp3008's reference voltage; Load fills DefaultVRef.
+	VRef float64
 }
 
 // Pull is a GPIO input's pull resistor.

@@ -57,6 +57,10 @@ func FaultApplies(m Model, k FaultKind) bool {
 		return k != FaultCRC && slices.Contains(FaultKinds(), k)
 	case ModelGPIOIn, ModelGPIOOut:
 		return k == FaultStuck || k == FaultNoise || k == FaultSlow
+	case ModelDS18B20:
+		// nack and dropout take the sensor off the bus; implausible
+		// without a value is the power-on 85 °C.
+		return k != FaultTimeout && slices.Contains(FaultKinds(), k)
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).

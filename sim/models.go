@@ -30,6 +30,8 @@ func models() map[manifests.Model]adder {
 		manifests.ModelSerialLine: addLineInstrument,
 		manifests.ModelGPIOIn:     addPin,
 		manifests.ModelGPIOOut:    addPin,
+		manifests.ModelDS18B20:    addDS18B20,
+		manifests.ModelPWM:        addPWM,
 	}
 }
 

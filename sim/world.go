@@ -46,6 +46,7 @@ type World struct {
 	lineByName  map[string]*LineInstrument
 	lineBus     map[string][]*LineInstrument // serial bus name → instruments
 	heaters     []*pinState                  // every zone heater, once
+	kf          *kernelFiles                 // DS18B20s and PWM channels; nil when none
 }
 
 // ZoneState is a snapshot of a zone's air.
@@ -126,6 +127,9 @@ func (w *World) addZones(sc *manifests.Sim, bl *build) error {
 	for i, zc := range sc.Zones {
 		z := newZone(zc, bl.now, rand.New(rand.NewPCG(uint64(seed), uint64(i))))
 		for _, name := range zc.Sensors {
+			if w.zoneSensor(name, z) {
+				continue
+			}
 			s, ok := bl.shts[name]
 			if !ok {
 				return fmt.Errorf("sim: zone %s: sensor %q is not an sht3x device", zc.Name, name)

@@ -19,6 +19,8 @@ import (
 	"context"
 	"embed"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 
 	pgpio "periph.io/x/conn/v3/gpio"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -64,6 +67,20 @@ func Hardware(w *sim.World) capabilities.HardwareFuncs {
 		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
 		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
 	}
+}
+
+// Sysfs adds to hw the simulated kernel files of w's onewire and pwm
+// buses, each in a directory named as the bus under root (a test's
+// temporary directory).
+func Sysfs(w *sim.World, hw capabilities.HardwareFuncs, root string) capabilities.HardwareFuncs {
+	hw.Sysfs = func(ctx context.Context, b manifests.Bus) (sysfs.FS, error) {
+		dir := filepath.Join(root, b.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		return w.Sysfs(ctx, b, dir)
+	}
+	return hw
 }
 
 // Lines starts w's simulated Modbus slaves and serial lines on loopback

@@ -24,6 +24,7 @@ import (
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
@@ -457,13 +458,12 @@ type openedGateway struct {
 	gateway  *gateway.Gateway // serves srv; its groups are served through it too
 	world    *sim.World       // nil on hardware
 	modbus   *sim.ModbusEndpoints
+	sysfsDir string // the simulated kernel files; "" on hardware
 }
 
 func (g *openedGateway) Close() error {
 	err := g.set.Close()
-	if g.modbus != nil {
-		g.modbus.Close()
-	}
+	g.Close0()
 	return err
 }
 
@@ -521,6 +521,21 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 				return modbus.DialerTCP(addr)(ctx)
 			},
 			Serial: ep.OpenPort,
+			Sysfs: func(ctx context.Context, b manifests.Bus) (sysfs.FS, error) {
+				if g.sysfsDir == "" {
+					dir, err := os.MkdirTemp("", "promcp-sim-sysfs-")
+					if err != nil {
+						return nil, fmt.Errorf("simulator: %w", err)
+					}
+					g.sysfsDir = dir
+				}
+				dir := filepath.Join(g.sysfsDir, b.Name)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return nil, fmt.Errorf("simulator: %w", err)
+				}
+				log.Debug("simulated kernel files", "bus", b.Name, "dir", dir)
+				return w.Sysfs(ctx, b, dir)
+			},
 		}
 	} else {
 		h := host.New(log)
@@ -531,6 +546,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
 				return modbus.OpenPort(ctx, driverconf.Serial(b.Serial))
 			},
+			Sysfs: capabilities.HostSysfs,
 		}
 	}
 	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk})
@@ -673,5 +689,8 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 func (g *openedGateway) Close0() {
 	if g.modbus != nil {
 		g.modbus.Close()
+	}
+	if g.sysfsDir != "" {
+		os.RemoveAll(g.sysfsDir)
 	}
 }

@@ -1,0 +1,140 @@
+package gateway_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
+)
+
+// piBench serves manifests/examples/pi-outdoor.yml (DS18B20s on 1-Wire, a
+// fan on hardware PWM, an MCP3008 on SPI) over the simulated kernel files
+// in dir, on a manual clock.
+type piBench struct {
+	t   *testing.T
+	w   *sim.World
+	clk *sim.ManualClock
+	c   *client.Client
+	dir string
+}
+
+func newPiBench(t *testing.T) *piBench {
+	t.Helper()
+	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := manifests.LoadPolicy("../manifests/examples/pi-outdoor.policy.yml", m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(epoch)
+	w := simtest.World(t, m, clk)
+	dir := t.TempDir()
+	hw := simtest.Sysfs(w, simtest.Hardware(w), dir)
+	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: p})
+	return &piBench{t: t, w: w, clk: clk, c: c, dir: dir}
+}
+
+func (b *piBench) read(tool string) promcp.ReadResult {
+	b.t.Helper()
+	var r promcp.ReadResult
+	if err := callInto(b.t.Context(), b.c, tool, nil, &r); err != nil {
+		b.t.Fatal(err)
+	}
+	return r
+}
+
+// The thermometers read their zones through the w1_slave files, and the
+// fan's duty cycle is written to and read back from the pwm files.
+func TestPiOutdoorServesKernelFiles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newPiBench(t)
+		for tool, zone := range map[string]string{"read_enclosure_temperature": "enclosure", "read_soil_temperature": "soil"} {
+			r := b.read(tool)
+			z, _ := b.w.Zone(zone)
+			v, _ := r.Value.(float64)
+			// 1/16 °C resolution; the enclosure has 0.05 °C of noise.
+			if r.Quality != promcp.QualityGood || math.Abs(v-z.Temperature) > 0.2 {
+				t.Errorf("%s = %+v, zone %s at %.3f °C", tool, r, zone, z.Temperature)
+			}
+			if v*16 != math.Round(v*16) {
+				t.Errorf("%s = %v, not a multiple of 1/16 °C", tool, v)
+			}
+		}
+		if r := b.read("read_fan_speed"); r.Quality != promcp.QualityGood || r.Value != 0.0 {
+			t.Fatalf("fan before any do = %+v, want 0 %%", r)
+		}
+		var res promcp.DoResult
+		if err := callInto(t.Context(), b.c, "do_set_fan_speed", map[string]any{"value": 40.0, "idempotency_key": "fan-40"}, &res); err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != promcp.StatusSuccess || res.AppliedValue != 40.0 || res.PreviousValue != 0.0 {
+			t.Fatalf("do_set_fan_speed(40) = %+v, want success, applied 40 (read back), previous 0", res)
+		}
+		// 25 kHz is a 40000 ns period; 40 % of it is 16000 ns.
+		for file, want := range map[string]string{"period": "40000\n", "duty_cycle": "16000\n", "enable": "1\n"} {
+			got, err := os.ReadFile(filepath.Join(b.dir, "pwm0", "pwm0", file))
+			if err != nil || string(got) != want {
+				t.Errorf("pwm0/%s = %q, %v; want %q", file, got, err, want)
+			}
+		}
+		if duty, hz, _ := b.w.PWM("enclosure_fan"); duty != 0.4 || hz != 25000 {
+			t.Errorf("simulated output %g at %g Hz, want 0.4 at 25000", duty, hz)
+		}
+		if r := b.read("read_fan_pwm_frequency"); r.Value != 25000.0 {
+			t.Errorf("frequency = %+v, want 25000", r)
+		}
+	})
+}
+
+// The DS18B20's faults through the server: a sensor gone from the bus, a
+// CRC the kernel rejects, the power-on 85 °C (degraded where the manifest
+// says on_device_error: degraded, else error), an implausible reading.
+func TestDS18B20FaultsThroughServer(t *testing.T) {
+	v := 150.0
+	const ttl = 5 * time.Second
+	cases := []faultCase{
+		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultNACK}, 1, promcp.QualityStale, "read failed (unavailable); last good value from 5 s ago"},
+		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultCRC}, 1, promcp.QualityStale, "read failed (crc); last good value from 5 s ago"},
+		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityDegraded, "device error (device error); last good value from 5 s ago"},
+		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultImplausible, Value: &v}, 1, promcp.QualityDegraded, "implausible: 150 °C outside -40..80 °C"},
+		{"read_soil_temperature", "soil_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityError, "read failed (device error)"},
+		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultSlow}, 1, promcp.QualityGood, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.device+"/"+string(tc.fault.Kind), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newPiBench(t)
+				runFaultCase(t, tc, b.clk, b.w, ttl, b.read)
+			})
+		})
+	}
+	// Past max_stale, a sensor gone from the bus is an error.
+	synctest.Test(t, func(t *testing.T) {
+		b := newPiBench(t)
+		b.read("read_soil_temperature")
+		if err := b.w.Inject("soil_probe", manifests.Fault{Kind: manifests.FaultNACK}); err != nil {
+			t.Fatal(err)
+		}
+		b.clk.Advance(time.Hour)
+		r := b.read("read_soil_temperature")
+		if r.Quality != promcp.QualityError || r.Value != nil || !strings.HasPrefix(r.QualityReason, "read failed (unavailable)") {
+			t.Errorf("sensor gone for an hour: %+v, want error", r)
+		}
+	})
+}
