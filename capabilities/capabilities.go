@@ -12,6 +12,7 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
+	pspi "periph.io/x/conn/v3/spi"
 
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
@@ -50,6 +51,8 @@ type HardwareFuncs struct {
 	Serial func(ctx context.Context, bus manifests.Bus) (modbus.Port, error)
 	// Sysfs returns the kernel attribute files of a onewire or pwm bus.
 	Sysfs func(ctx context.Context, bus manifests.Bus) (sysfs.FS, error)
+	// SPI opens the port of an spi bus. The caller closes it.
+	SPI func(ctx context.Context, bus manifests.Bus) (pspi.PortCloser, error)
 }
 
 // DialTCP implements Hardware.
@@ -340,6 +343,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 	table := models()
 	e := env{buses: buses, lines: lines, hw: hw, clock: opts.Clock, log: opts.Log}
 	e.declared = busByName
+	e.closers = func(f func() error) { s.closers = append(s.closers, f) }
 	for _, d := range m.Devices {
 		dev, err := openDevice(ctx, table, d, e)
 		if err != nil {
@@ -418,6 +422,8 @@ type env struct {
 	log   *slog.Logger
 	// declared is every bus of the manifest, by name.
 	declared map[string]manifests.Bus
+	// closers registers what the Set closes when it closes.
+	closers func(func() error)
 }
 
 // opener opens one device of its model.
@@ -437,6 +443,7 @@ func models() map[manifests.Model]opener {
 		manifests.ModelSerialLine: openSerialLine,
 		manifests.ModelDS18B20:    openDS18B20,
 		manifests.ModelPWM:        openPWM,
+		manifests.ModelMCP3008:    openMCP3008,
 	}
 }
 

@@ -44,7 +44,7 @@ func newPiBench(t *testing.T) *piBench {
 	clk := sim.NewManualClock(epoch)
 	w := simtest.World(t, m, clk)
 	dir := t.TempDir()
-	hw := simtest.Sysfs(w, simtest.Hardware(w), dir)
+	hw := simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), dir))
 	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
 	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: p})
 	return &piBench{t: t, w: w, clk: clk, c: c, dir: dir}
@@ -99,13 +99,22 @@ func TestPiOutdoorServesKernelFiles(t *testing.T) {
 		if r := b.read("read_fan_pwm_frequency"); r.Value != 25000.0 {
 			t.Errorf("frequency = %+v, want 25000", r)
 		}
+		// 1.42 V at 3.3 V reference: code floor(1024 × 1.42 / 3.3) = 440,
+		// 440 × 3.3 / 1024 = 1.418 V.
+		if r := b.read("read_soil_moisture_probe"); r.Quality != promcp.QualityGood || r.Value != 1.418 {
+			t.Errorf("soil probe = %+v, want good 1.418 V", r)
+		}
+		if r := b.read("read_soil_moisture_raw"); r.Value != 440.0 {
+			t.Errorf("soil raw = %+v, want 440", r)
+		}
 	})
 }
 
-// The DS18B20's faults through the server: a sensor gone from the bus, a
+// The DS18B20's and the MCP3008's faults through the server: a sensor gone
+// from the bus, a
 // CRC the kernel rejects, the power-on 85 °C (degraded where the manifest
 // says on_device_error: degraded, else error), an implausible reading.
-func TestDS18B20FaultsThroughServer(t *testing.T) {
+func TestKernelBusFaultsThroughServer(t *testing.T) {
 	v := 150.0
 	const ttl = 5 * time.Second
 	cases := []faultCase{
@@ -115,6 +124,9 @@ func TestDS18B20FaultsThroughServer(t *testing.T) {
 		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultImplausible, Value: &v}, 1, promcp.QualityDegraded, "implausible: 150 °C outside -40..80 °C"},
 		{"read_soil_temperature", "soil_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityError, "read failed (device error)"},
 		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultSlow}, 1, promcp.QualityGood, ""},
+		// MCP3008 on SPI: a chip gone leaves MISO high.
+		{"read_soil_moisture_probe", "soil_adc", manifests.Fault{Kind: manifests.FaultNACK}, 1, promcp.QualityError, "read failed (nack)"},
+		{"read_soil_moisture_probe", "soil_adc", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityDegraded, "implausible: 3.297 V outside 0.5..3 V"}, // railed: 1023 × 3.3 / 1024
 	}
 	for _, tc := range cases {
 		t.Run(tc.device+"/"+string(tc.fault.Kind), func(t *testing.T) {

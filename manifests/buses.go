@@ -111,7 +111,7 @@ func (c *checker) busKindExt(b Bus, path string) {
 }
 
 func articleWord(s string) string {
-	if s != "" && strings.ContainsRune("aeiu", rune(s[0])) {
+	if s == "spi" || s != "" && strings.ContainsRune("aeiu", rune(s[0])) {
 		return "an"
 	}
 	return "a"
@@ -165,7 +165,7 @@ func (c *checker) busDevice(dev Device, bus *Bus, path string, seen map[string]s
 		}
 	}
 	if dev.Sim != nil {
-		c.notAllowed(join(path, "sim"), []string{"values", "level", "profile", "response"}, "for model %s (its simulation follows the zones)", dev.Model)
+		c.busDeviceSim(dev, path)
 	}
 }
 
@@ -258,4 +258,28 @@ func kernelBusModels(k BusKind) string {
 		return string(ModelPWM)
 	}
 	return string(ModelMCP3008)
+}
+
+// busDeviceSim checks the sim settings of a kernel-file device: an mcp3008
+// has the voltage of each single-ended input (ch0..ch7, 0..vref); the
+// others follow the zones.
+func (c *checker) busDeviceSim(dev Device, path string) {
+	sp := join(path, "sim")
+	c.notAllowed(sp, []string{"level", "profile", "response"}, "for model %s (only gpio, modbus and serial_line devices have it)", dev.Model)
+	vp := join(sp, "values")
+	if dev.Model != ModelMCP3008 {
+		if c.d.has(vp) {
+			c.d.add(vp, ErrNotAllowed, "for model %s (its simulation follows the zones; only registers and mcp3008 have values)", dev.Model)
+		}
+		return
+	}
+	for _, name := range sortedKeys(dev.Sim.Values) {
+		v := dev.Sim.Values[name]
+		switch {
+		case !slices.Contains(mcp3008Channels[:8], name):
+			c.d.add(join(vp, name), ErrBadReference, "input %q (want ch0..ch7)", name)
+		case v < 0 || v > dev.VRef:
+			c.d.add(join(vp, name), ErrRange, ": %g V (want 0..%g, the reference)", v, dev.VRef)
+		}
+	}
 }

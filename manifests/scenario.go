@@ -61,6 +61,10 @@ func FaultApplies(m Model, k FaultKind) bool {
 		// nack and dropout take the sensor off the bus; implausible
 		// without a value is the power-on 85 °C.
 		return k != FaultTimeout && slices.Contains(FaultKinds(), k)
+	case ModelMCP3008:
+		// SPI is clocked by the host: no timeouts, no CRC; a chip gone
+		// leaves MISO high.
+		return k == FaultNACK || k == FaultDropout || k == FaultStuck || k == FaultNoise || k == FaultImplausible
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).

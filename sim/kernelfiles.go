@@ -23,6 +23,7 @@ type kernelFiles struct {
 	ds18b20 map[string]*ds18b20           // by device name
 	w1Bus   map[string][]*ds18b20         // by bus name
 	pwm     map[string]map[int]*pwmOutput // by bus name, then channel
+	spi     map[string]*mcp3008           // by bus name
 }
 
 func (w *World) files() *kernelFiles {

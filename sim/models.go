@@ -32,6 +32,7 @@ func models() map[manifests.Model]adder {
 		manifests.ModelGPIOOut:    addPin,
 		manifests.ModelDS18B20:    addDS18B20,
 		manifests.ModelPWM:        addPWM,
+		manifests.ModelMCP3008:    addMCP3008,
 	}
 }
 

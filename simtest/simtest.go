@@ -25,6 +25,7 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
+	pspi "periph.io/x/conn/v3/spi"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers/modbus"
@@ -67,6 +68,12 @@ func Hardware(w *sim.World) capabilities.HardwareFuncs {
 		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
 		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
 	}
+}
+
+// SPI adds to hw the simulated spi buses of w.
+func SPI(w *sim.World, hw capabilities.HardwareFuncs) capabilities.HardwareFuncs {
+	hw.SPI = func(ctx context.Context, b manifests.Bus) (pspi.PortCloser, error) { return w.SPI(ctx, b.Name) }
+	return hw
 }
 
 // Sysfs adds to hw the simulated kernel files of w's onewire and pwm

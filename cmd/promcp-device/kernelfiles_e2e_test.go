@@ -28,4 +28,8 @@ func TestPiOutdoorServedOnSim(t *testing.T) {
 	if r, _ := s.call("read_fan_speed", map[string]any{"max_age_ms": 0}); r["value"] != 30.0 {
 		t.Fatalf("read_fan_speed = %v, want 30", r)
 	}
+	// The MCP3008 at 1.42 V on CH0 with a 3.3 V reference: code 440.
+	if r, _ := s.call("read_soil_moisture_probe", map[string]any{}); r["quality"] != "good" || r["value"] != 1.418 {
+		t.Fatalf("read_soil_moisture_probe = %v, want good 1.418 V", r)
+	}
 }

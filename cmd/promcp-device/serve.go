@@ -536,6 +536,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 				log.Debug("simulated kernel files", "bus", b.Name, "dir", dir)
 				return w.Sysfs(ctx, b, dir)
 			},
+			SPI: func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return w.SPI(ctx, b.Name) },
 		}
 	} else {
 		h := host.New(log)
@@ -547,6 +548,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 				return modbus.OpenPort(ctx, driverconf.Serial(b.Serial))
 			},
 			Sysfs: capabilities.HostSysfs,
+			SPI:   func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return h.SPI(ctx, b.Device) },
 		}
 	}
 	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk})
