@@ -53,6 +53,14 @@
 //	rs485      string    none      modbus_rtu and serial: RS-485 direction control; none (the adapter switches), kernel (TIOCSRS485) or rts (the driver toggles RTS)
 //	frame_gap  duration  3.5 chars modbus_rtu only: silence between frames; default 3.5 character times, 1.75ms above 19200 baud
 //	retries    integer   2         Modbus and serial buses: 0..10 retries of a failed transaction, with back-off
+//	speed      integer   1000000   spi only: the clock in Hz, 10000..10000000 (an mcp3008 caps it at 1350000)
+//
+// Three more kinds reach devices through the kernel (a Raspberry Pi enables
+// them in config.txt): onewire (dtoverlay=w1-gpio; device is the w1 sysfs
+// directory, default /sys/bus/w1/devices), pwm (dtoverlay=pwm-2chan; device
+// is the chip's directory, default /sys/class/pwm/pwmchip0) and spi
+// (dtparam=spi=on; device is the spidev node, default /dev/spidev0.0, one
+// chip per bus). They take no line keys (address, port, baud ... retries).
 //
 // On a Modbus or serial bus one transaction is on the line at a time, first
 // come first served; a device whose calls keep failing is left alone for a
@@ -76,6 +84,15 @@
 //	terminator  string           "\r\n"    serial_line: ends the request and the response line
 //	response    string           -         serial_line: required, a regular expression with a named group per value ("T=(?P<temperature>[-0-9.]+)")
 //	sim         device sim       none      simulator settings, see below
+//	rom         string           -         ds18b20: required, its w1 id, "28-" and 12 lower-case hex digits ("28-0316a2795aff"), unique on its bus; other models: not allowed
+//	channel     integer          -         pwm: required, the chip's channel 0..15 (pwm-2chan: 0 on GPIO18, 1 on GPIO19), unique on its bus; other models: not allowed
+//	frequency   number           25000     pwm: Hz, 0.1..100000000, set at start-up when the channel has no period yet; other models: not allowed
+//	vref        number           3.3       mcp3008: the reference voltage, 0.25..5.5 V; other models: not allowed
+//
+// ds18b20 (on a onewire bus), pwm (on a pwm bus) and mcp3008 (on an spi bus)
+// have no address, pin, active_low, pull or registers. An mcp3008's sim
+// values give the voltage of its inputs (ch0..ch7, 0..vref); the others take
+// no sim values (a ds18b20 may be a zone sensor, like an sht3x).
 //
 // The models and their channels (what a capability's read.channel names):
 //
@@ -86,6 +103,9 @@
 //	gpio_out   none: leave channel out           boolean          yes
 //	modbus     the name of one of its registers  boolean for bool registers, else number or integer  if the register is writable
 //	serial_line a named group of its response    number, integer  no
+//	ds18b20    temperature (°C; may be left out) number           no
+//	pwm        duty (%), frequency (Hz)          number           yes, read back from the kernel's files
+//	mcp3008    ch0..ch7, diff0..diff7 (V); raw0..raw7 (the 10-bit code)  number; raw: number or integer  no
 //
 // A register of a registers device (devices[].registers[]). Its engineering
 // value is raw*scale + offset:
