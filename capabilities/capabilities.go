@@ -88,6 +88,9 @@ type Options struct {
 	Clock clock.Clock
 	// Log receives lifecycle and per-transaction logs; nil discards them.
 	Log *slog.Logger
+	// StateDir keeps what a model must remember across restarts (a pulse
+	// counter's total); "" keeps it in memory.
+	StateDir string
 }
 
 // Reading is one observation of a capability.
@@ -343,6 +346,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 	table := models()
 	e := env{buses: buses, lines: lines, hw: hw, clock: opts.Clock, log: opts.Log}
 	e.declared = busByName
+	e.stateDir = opts.StateDir
 	e.closers = func(f func() error) { s.closers = append(s.closers, f) }
 	for _, d := range m.Devices {
 		dev, err := openDevice(ctx, table, d, e)
@@ -424,6 +428,8 @@ type env struct {
 	declared map[string]manifests.Bus
 	// closers registers what the Set closes when it closes.
 	closers func(func() error)
+	// stateDir is Options.StateDir.
+	stateDir string
 }
 
 // opener opens one device of its model.
@@ -435,15 +441,16 @@ type opener func(ctx context.Context, d manifests.Device, e env) (*device, error
 // models).
 func models() map[manifests.Model]opener {
 	return map[manifests.Model]opener{
-		manifests.ModelSHT3x:      openSHT3x,
-		manifests.ModelRegisters:  openRegisters,
-		manifests.ModelGPIOOut:    openGPIOOut,
-		manifests.ModelGPIOIn:     openGPIOIn,
-		manifests.ModelModbus:     openModbus,
-		manifests.ModelSerialLine: openSerialLine,
-		manifests.ModelDS18B20:    openDS18B20,
-		manifests.ModelPWM:        openPWM,
-		manifests.ModelMCP3008:    openMCP3008,
+		manifests.ModelSHT3x:        openSHT3x,
+		manifests.ModelRegisters:    openRegisters,
+		manifests.ModelGPIOOut:      openGPIOOut,
+		manifests.ModelGPIOIn:       openGPIOIn,
+		manifests.ModelModbus:       openModbus,
+		manifests.ModelSerialLine:   openSerialLine,
+		manifests.ModelDS18B20:      openDS18B20,
+		manifests.ModelPWM:          openPWM,
+		manifests.ModelMCP3008:      openMCP3008,
+		manifests.ModelPulseCounter: openPulseCounter,
 	}
 }
 

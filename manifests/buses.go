@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Bus kinds reached through the kernel's files rather than a bus library:
@@ -51,13 +52,30 @@ const (
 	// Channels: ch0..ch7 (single-ended) and diff0..diff7 (the datasheet's
 	// differential pairs), in volts of Vref; raw0..raw7 the 10-bit code.
 	ModelMCP3008 Model = "mcp3008"
+	// ModelPulseCounter counts the edges of a GPIO input (a flow meter, a
+	// rain gauge). Channels: total, rate (per second) and rate_per_minute,
+	// each pulses × per_pulse.
+	ModelPulseCounter Model = "pulse_counter"
 )
+
+// Edges a pulse_counter counts.
+const (
+	EdgeFalling = "falling"
+	EdgeRising  = "rising"
+	EdgeBoth    = "both"
+)
+
+// DefaultDebounce is a pulse_counter's debounce when none is declared: a
+// reed switch bounces for about a millisecond; 5 ms allows 100 Hz.
+const DefaultDebounce = 5 * time.Millisecond
 
 // romRE is a 1-Wire ROM id as the kernel names it: the family code, a dash,
 // and the 48-bit serial number in hex. DS18B20s have family 28.
 var romRE = regexp.MustCompile(`^28-[0-9a-f]{12}$`)
 
-func isBusModel(m Model) bool { return m == ModelDS18B20 || m == ModelPWM || m == ModelMCP3008 }
+func isBusModel(m Model) bool {
+	return m == ModelDS18B20 || m == ModelPWM || m == ModelMCP3008 || m == ModelPulseCounter
+}
 
 // busFor is the bus kind each kernel-file model needs.
 func busFor(m Model) BusKind {
@@ -66,6 +84,8 @@ func busFor(m Model) BusKind {
 		return BusOneWire
 	case ModelPWM:
 		return BusPWM
+	case ModelPulseCounter:
+		return BusGPIO
 	}
 	return BusSPI
 }
@@ -96,6 +116,24 @@ func (o obj) deviceExt(dev *Device) {
 		dev.VRef = DefaultVRef
 	}
 	numIf(o, "vref", &dev.VRef, func(v float64) bool { return v >= 0.25 && v <= 5.5 }, ": %g (want the MCP3008's reference, 0.25..5.5 V)")
+	if dev.Model == ModelPulseCounter {
+		dev.Edge, dev.Debounce, dev.PerPulse = EdgeFalling, DefaultDebounce, 1
+	}
+	if s, ok := o.strOK("edge"); ok {
+		if s != EdgeFalling && s != EdgeRising && s != EdgeBoth {
+			o.add("edge", ErrUnknownValue, "%q (want falling, rising or both)", s)
+		} else {
+			dev.Edge = s
+		}
+	}
+	if o.has("debounce") {
+		if d := o.dur("debounce"); d > time.Second {
+			o.add("debounce", ErrRange, ": %s (want at most 1s; a longer one drops real pulses)", d)
+		} else {
+			dev.Debounce = d
+		}
+	}
+	numIf(o, "per_pulse", &dev.PerPulse, positive, ": %g (want more than 0, the quantity one pulse stands for, such as 0.00222 l)")
 }
 
 // busKindExt checks the keys a kernel-file bus may have.
@@ -122,7 +160,8 @@ func articleWord(s string) string {
 var extKeys = []struct {
 	key    string
 	models []Model
-}{{"rom", []Model{ModelDS18B20}}, {"channel", []Model{ModelPWM}}, {"frequency", []Model{ModelPWM}}, {"vref", []Model{ModelMCP3008}}}
+}{{"rom", []Model{ModelDS18B20}}, {"channel", []Model{ModelPWM}}, {"frequency", []Model{ModelPWM}}, {"vref", []Model{ModelMCP3008}},
+	{"edge", []Model{ModelPulseCounter}}, {"debounce", []Model{ModelPulseCounter}}, {"per_pulse", []Model{ModelPulseCounter}}}
 
 // noExtKeys reports the kernel-file models' keys on a model that has none
 // of them.
@@ -138,9 +177,14 @@ func (c *checker) noExtKeys(dev Device, path string) {
 }
 
 // busDevice checks a device of a kernel-file model.
-func (c *checker) busDevice(dev Device, bus *Bus, path string, seen map[string]string) {
+func (c *checker) busDevice(dev Device, bus *Bus, path string, seen, pins map[string]string) {
 	field := func(k string) string { return join(path, k) }
-	c.notAllowed(path, []string{"address", "pin", "active_low", "pull", "registers"}, "for model %s (it is named by its %s)", dev.Model, busKey(dev.Model))
+	if dev.Model == ModelPulseCounter {
+		c.gpioDevice(dev, path, pins)
+		c.notAllowed(path, []string{"active_low", "registers"}, "for model %s (edge says which edge counts)", dev.Model)
+	} else {
+		c.notAllowed(path, []string{"address", "pin", "active_low", "pull", "registers"}, "for model %s (it is named by its %s)", dev.Model, busKey(dev.Model))
+	}
 	want := busFor(dev.Model)
 	if bus != nil && bus.Kind != want {
 		c.d.add(field("model"), ErrNotAllowed, "on %s bus %q: %s (want %s %s bus)", bus.Kind, bus.Name, dev.Model, articleWord(string(want)), want)
@@ -190,6 +234,9 @@ var mcp3008Channels = func() []string {
 	return cs
 }()
 
+// pulseChannels are the channels of a pulse_counter.
+var pulseChannels = []string{"total", "rate", "rate_per_minute"}
+
 // pwmChannels are the channels of a pwm device.
 var pwmChannels = []string{"duty", "frequency"}
 
@@ -198,6 +245,8 @@ func (c *checker) busChannel(cp *Capability, dev *Device, path string) {
 	chp := join(path, "read.channel")
 	var chans []string
 	switch dev.Model {
+	case ModelPulseCounter:
+		chans = pulseChannels
 	case ModelDS18B20:
 		chans = []string{"temperature"}
 		if !c.d.has(chp) || cp.Read.Channel == "temperature" {
@@ -225,7 +274,7 @@ func channelList(cs []string) string {
 
 // busChannelTypes are the types a kernel-file model's channel carries.
 func busChannelTypes(m Model, channel string) []ValueType {
-	if m == ModelMCP3008 && strings.HasPrefix(channel, "raw") {
+	if m == ModelPulseCounter || m == ModelMCP3008 && strings.HasPrefix(channel, "raw") {
 		return []ValueType{TypeInteger, TypeNumber}
 	}
 	return []ValueType{TypeNumber}
@@ -267,6 +316,16 @@ func (c *checker) busDeviceSim(dev Device, path string) {
 	sp := join(path, "sim")
 	c.notAllowed(sp, []string{"level", "profile", "response"}, "for model %s (only gpio, modbus and serial_line devices have it)", dev.Model)
 	vp := join(sp, "values")
+	if dev.Model == ModelPulseCounter {
+		for _, name := range sortedKeys(dev.Sim.Values) {
+			if v := dev.Sim.Values[name]; name != "rate" {
+				c.d.add(join(vp, name), ErrBadReference, "value %q (want rate, the pulses per second)", name)
+			} else if v < 0 || v > 10000 {
+				c.d.add(join(vp, name), ErrRange, ": %g (want 0..10000 pulses per second)", v)
+			}
+		}
+		return
+	}
 	if dev.Model != ModelMCP3008 {
 		if c.d.has(vp) {
 			c.d.add(vp, ErrNotAllowed, "for model %s (its simulation follows the zones; only registers and mcp3008 have values)", dev.Model)

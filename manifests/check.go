@@ -125,7 +125,7 @@ func (c *checker) checkDevices() {
 		c.noExtKeys(dev, path)
 		if isBusModel(dev.Model) {
 			c.noLineKeys(dev, path)
-			c.busDevice(dev, bus, path, ext)
+			c.busDevice(dev, bus, path, ext, pins)
 			continue
 		}
 		if isLine(dev.Model) {

@@ -22,7 +22,7 @@ func channelTypes(m Model) []ValueType {
 		return []ValueType{TypeBoolean}
 	case ModelSerialLine:
 		return []ValueType{TypeNumber, TypeInteger}
-	case ModelDS18B20, ModelPWM, ModelMCP3008:
+	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		return []ValueType{TypeNumber}
 	}
 	return nil
@@ -158,7 +158,7 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	case ModelModbus:
 		c.modbusChannel(cp, dev, path)
 		return nil
-	case ModelDS18B20, ModelPWM, ModelMCP3008:
+	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		c.busChannel(cp, dev, path)
 		if want := busChannelTypes(dev.Model, cp.Read.Channel); slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
 			c.d.add(join(path, "type"), ErrNotAllowed, "on %s channel: %s (want %s)", article(dev.Model), cp.Type, oneOf(words(want...)))

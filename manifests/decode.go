@@ -14,7 +14,7 @@ import (
 var (
 	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim"}
 	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries", "speed"}
-	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "sim", "rom", "channel", "frequency", "vref"}
+	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "sim", "rom", "channel", "frequency", "vref", "edge", "debounce", "per_pulse"}
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
 	deviceSimKeys   = []string{"values", "level", "profile", "response"}
@@ -32,7 +32,7 @@ var (
 // The closed sets of values, as the manifest spells them.
 var (
 	busKinds   = words(BusI2C, BusGPIO, BusModbusTCP, BusModbusRTU, BusModbusRTUTCP, BusSerial, BusOneWire, BusPWM, BusSPI)
-	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelDS18B20, ModelPWM, ModelMCP3008)
+	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter)
 	parities   = words(ParityNone, ParityEven, ParityOdd)
 	rs485Modes = words(RS485None, RS485Kernel, RS485RTS)
 	tables     = words(TableCoil, TableDiscrete, TableHolding, TableInput)

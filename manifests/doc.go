@@ -88,11 +88,16 @@
 //	channel     integer          -         pwm: required, the chip's channel 0..15 (pwm-2chan: 0 on GPIO18, 1 on GPIO19), unique on its bus; other models: not allowed
 //	frequency   number           25000     pwm: Hz, 0.1..100000000, set at start-up when the channel has no period yet; other models: not allowed
 //	vref        number           3.3       mcp3008: the reference voltage, 0.25..5.5 V; other models: not allowed
+//	edge        string           falling   pulse_counter: falling, rising or both; other models: not allowed
+//	debounce    duration         5ms       pulse_counter: at most 1s; an edge this soon after a counted one is contact bounce
+//	per_pulse   number           1         pulse_counter: more than 0, what one pulse stands for in the capability's unit (litres, mm)
 //
 // ds18b20 (on a onewire bus), pwm (on a pwm bus) and mcp3008 (on an spi bus)
 // have no address, pin, active_low, pull or registers. An mcp3008's sim
-// values give the voltage of its inputs (ch0..ch7, 0..vref); the others take
-// no sim values (a ds18b20 may be a zone sensor, like an sht3x).
+// values give the voltage of its inputs (ch0..ch7, 0..vref), a
+// pulse_counter's its rate (pulses per second, 0..10000); the others take no
+// sim values (a ds18b20 may be a zone sensor, like an sht3x). A
+// pulse_counter sits on a gpio bus with a pin (and pull) like gpio_in.
 //
 // The models and their channels (what a capability's read.channel names):
 //
@@ -106,6 +111,7 @@
 //	ds18b20    temperature (°C; may be left out) number           no
 //	pwm        duty (%), frequency (Hz)          number           yes, read back from the kernel's files
 //	mcp3008    ch0..ch7, diff0..diff7 (V); raw0..raw7 (the 10-bit code)  number; raw: number or integer  no
+//	pulse_counter total, rate (per s), rate_per_minute (pulses × per_pulse)  number or integer  no
 //
 // A register of a registers device (devices[].registers[]). Its engineering
 // value is raw*scale + offset:

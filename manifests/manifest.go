@@ -133,6 +133,15 @@ type Device struct {
 	Frequency float64
 	// VRef is an mcp3008's reference voltage; Load fills DefaultVRef.
 	VRef float64
+	// Edge is the edge a pulse_counter counts (EdgeFalling, EdgeRising or
+	// EdgeBoth); Load fills EdgeFalling.
+	Edge string
+	// Debounce drops a pulse_counter's edges that follow a counted one
+	// within it; Load fills DefaultDebounce.
+	Debounce time.Duration
+	// PerPulse is what one pulse stands for, in the capability's unit;
+	// Load fills 1.
+	PerPulse float64
 }
 
 // Pull is a GPIO input's pull resistor.

@@ -61,6 +61,9 @@ func FaultApplies(m Model, k FaultKind) bool {
 		// nack and dropout take the sensor off the bus; implausible
 		// without a value is the power-on 85 °C.
 		return k != FaultTimeout && slices.Contains(FaultKinds(), k)
+	case ModelPulseCounter:
+		// stuck: the line makes no edges; noise: each pulse bounces.
+		return k == FaultStuck || k == FaultNoise
 	case ModelMCP3008:
 		// SPI is clocked by the host: no timeouts, no CRC; a chip gone
 		// leaves MISO high.

@@ -24,6 +24,7 @@ type kernelFiles struct {
 	w1Bus   map[string][]*ds18b20         // by bus name
 	pwm     map[string]map[int]*pwmOutput // by bus name, then channel
 	spi     map[string]*mcp3008           // by bus name
+	pulses  map[string]*pulseSource       // by pin name
 }
 
 func (w *World) files() *kernelFiles {

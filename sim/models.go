@@ -24,15 +24,16 @@ type adder func(w *World, d manifests.Device, bl *build) error
 // adding a model is adding the file and a row here.
 func models() map[manifests.Model]adder {
 	return map[manifests.Model]adder{
-		manifests.ModelSHT3x:      addSHT3x,
-		manifests.ModelRegisters:  addRegisters,
-		manifests.ModelModbus:     addModbusSlave,
-		manifests.ModelSerialLine: addLineInstrument,
-		manifests.ModelGPIOIn:     addPin,
-		manifests.ModelGPIOOut:    addPin,
-		manifests.ModelDS18B20:    addDS18B20,
-		manifests.ModelPWM:        addPWM,
-		manifests.ModelMCP3008:    addMCP3008,
+		manifests.ModelSHT3x:        addSHT3x,
+		manifests.ModelRegisters:    addRegisters,
+		manifests.ModelModbus:       addModbusSlave,
+		manifests.ModelSerialLine:   addLineInstrument,
+		manifests.ModelGPIOIn:       addPin,
+		manifests.ModelGPIOOut:      addPin,
+		manifests.ModelDS18B20:      addDS18B20,
+		manifests.ModelPWM:          addPWM,
+		manifests.ModelMCP3008:      addMCP3008,
+		manifests.ModelPulseCounter: addPulseCounter,
 	}
 }
 

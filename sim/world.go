@@ -190,6 +190,9 @@ func (w *World) Pin(ctx context.Context, name string) (pgpio.PinIO, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sim gpio pin %q: %w", name, err)
 	}
+	if pp := w.pulsePin(name); pp != nil {
+		return pp, nil
+	}
 	p, ok := w.pins[name]
 	if !ok {
 		return nil, fmt.Errorf("sim gpio pin %q: %w: no device uses this pin in the manifest", name, drivers.ErrUnavailable)

@@ -247,6 +247,7 @@ func (f *serveFlags) load() (*manifests.Manifest, *manifests.Scenario, error) {
 // --role and the tokens must use), the approvals and the simulated start.
 func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tokens *server.Tokens) (gatewayOptions, error) {
 	opts := gatewayOptions{simulate: f.simulate, timeScale: f.timeScale}
+	opts.stateDir = f.stateDir
 	pc, err := resolvePolicy(f.manifest, f.policyFile, m)
 	if err != nil {
 		return opts, failErr(err, true)
@@ -477,6 +478,7 @@ type gatewayOptions struct {
 	approvals *approval.Signer
 	server    []server.Option // more server options: store, auditor, read-only
 	history   policy.State    // actuation history for cooldowns and rate limits; nil: in memory
+	stateDir  string          // --state: where models keep what they remember (pulse totals); "": memory
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -551,7 +553,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			SPI:   func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return h.SPI(ctx, b.Device) },
 		}
 	}
-	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk})
+	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk, StateDir: o.stateDir})
 	if err != nil {
 		g.Close0()
 		return nil, err
