@@ -71,7 +71,8 @@ func openMCP3008(ctx context.Context, d manifests.Device, e env) (*device, error
 	return &device{
 		model: d.Model,
 		source: perChannel(e.clock, func(channel string, t manifests.ValueType) readFunc {
-			config, diff, raw := mcp3008Channel(channel)
+			in := mcp3008Input(d, channel)
+			config, diff, raw := mcp3008Channel(in.Input)
 			return func(ctx context.Context) (any, []byte, error) {
 				code, reply, err := chip.Read(ctx, config, diff)
 				if err != nil {
@@ -80,13 +81,20 @@ func openMCP3008(ctx context.Context, d manifests.Device, e env) (*device, error
 				if raw {
 					return numeric(float64(code), t), reply[:], nil
 				}
-				return numeric(round(adc.Volts(code, vref), 3), t), reply[:], nil
+				return numeric(scaleInput(in, adc.Volts(code, vref)), t), reply[:], nil
 			}
 		}),
 		writer: noWriter(d.Model),
 		bind: func(channel string) Binding {
-			config, diff, raw := mcp3008Channel(channel)
+			in := mcp3008Input(d, channel)
+			config, diff, raw := mcp3008Channel(in.Input)
 			conv := fmt.Sprintf("code × %g / 1024 V, rounded to 0.001", vref)
+			switch in.Scale {
+			case manifests.ScaleMilliamps:
+				conv = fmt.Sprintf("code × %g / 1024 V / %g Ω × 1000 mA, rounded to 0.001", vref, in.Shunt)
+			case manifests.ScalePercent:
+				conv = fmt.Sprintf("(code × %g / 1024 V − %g) / (%g − %g) × 100 %%, rounded to 0.01", vref, in.From, in.To, in.From)
+			}
 			if raw {
 				conv = "the 10-bit code (reply byte 1 bits 1-0, byte 2)"
 			}
@@ -105,4 +113,26 @@ func mcp3008Channel(ch string) (config int, diff, raw bool) {
 	digits := strings.TrimLeft(ch, "abcdefghijklmnopqrstuvwxyz")
 	config, _ = strconv.Atoi(digits)
 	return config, strings.HasPrefix(ch, "diff"), strings.HasPrefix(ch, "raw")
+}
+
+// mcp3008Input returns the scaled input a channel names; a chip channel
+// (ch0, diff3, raw7) is itself, in volts.
+func mcp3008Input(d manifests.Device, channel string) manifests.ADCInput {
+	for _, in := range d.Inputs {
+		if in.Name == channel {
+			return in
+		}
+	}
+	return manifests.ADCInput{Name: channel, Input: channel, Scale: manifests.ScaleVolts}
+}
+
+// scaleInput converts an input's volts to its scale.
+func scaleInput(in manifests.ADCInput, v float64) float64 {
+	switch in.Scale {
+	case manifests.ScaleMilliamps:
+		return round(v/in.Shunt*1000, 3)
+	case manifests.ScalePercent:
+		return round((v-in.From)/(in.To-in.From)*100, 2)
+	}
+	return round(v, 3)
 }

@@ -107,6 +107,22 @@ func TestPiOutdoorServesKernelFiles(t *testing.T) {
 		if r := b.read("read_soil_moisture_raw"); r.Value != 440.0 {
 			t.Errorf("soil raw = %+v, want 440", r)
 		}
+		// Percent from the calibration: (1.41797 − 2.8) / (1.2 − 2.8) × 100.
+		if r := b.read("read_soil_moisture"); r.Value != 86.38 {
+			t.Errorf("soil moisture = %+v, want 86.38 %%", r)
+		}
+		// 0.8 V on CH1: code 248, 0.79922 V over 150 Ω.
+		if r := b.read("read_tank_level_current"); r.Quality != promcp.QualityGood || r.Value != 5.328 {
+			t.Errorf("tank loop = %+v, want good 5.328 mA", r)
+		}
+		// The transmitter's loop breaks: 0 V reads 0 mA, below NAMUR's 3.6.
+		if err := b.w.SetInput("soil_adc", 1, 0); err != nil {
+			t.Fatal(err)
+		}
+		b.clk.Advance(5 * time.Second)
+		if r := b.read("read_tank_level_current"); r.Quality != promcp.QualityDegraded || !strings.HasPrefix(r.QualityReason, "implausible: 0 mA") {
+			t.Errorf("tank loop broken = %+v, want degraded implausible", r)
+		}
 	})
 }
 

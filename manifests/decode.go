@@ -14,7 +14,7 @@ import (
 var (
 	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim"}
 	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries", "speed"}
-	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "sim", "rom", "channel", "frequency", "vref", "edge", "debounce", "per_pulse"}
+	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "sim", "rom", "channel", "frequency", "vref", "edge", "debounce", "per_pulse", "inputs"}
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
 	deviceSimKeys   = []string{"values", "level", "profile", "response"}

@@ -91,6 +91,7 @@
 //	edge        string           falling   pulse_counter: falling, rising or both; other models: not allowed
 //	debounce    duration         5ms       pulse_counter: at most 1s; an edge this soon after a counted one is contact bounce
 //	per_pulse   number           1         pulse_counter: more than 0, what one pulse stands for in the capability's unit (litres, mm)
+//	inputs      list of input    none      mcp3008: named, scaled channels: {name, input (ch0..ch7 or diff0..diff7), scale (volts, milliamps with shunt Ω, percent with from and to, the volts at 0 % and 100 %)}; names unique and not a chip channel's
 //
 // ds18b20 (on a onewire bus), pwm (on a pwm bus) and mcp3008 (on an spi bus)
 // have no address, pin, active_low, pull or registers. An mcp3008's sim
@@ -110,7 +111,7 @@
 //	serial_line a named group of its response    number, integer  no
 //	ds18b20    temperature (°C; may be left out) number           no
 //	pwm        duty (%), frequency (Hz)          number           yes, read back from the kernel's files
-//	mcp3008    ch0..ch7, diff0..diff7 (V); raw0..raw7 (the 10-bit code)  number; raw: number or integer  no
+//	mcp3008    its inputs' names; ch0..ch7, diff0..diff7 (V); raw0..raw7 (the 10-bit code)  number; raw: number or integer  no
 //	pulse_counter total, rate (per s), rate_per_minute (pulses × per_pulse)  number or integer  no
 //
 // A register of a registers device (devices[].registers[]). Its engineering

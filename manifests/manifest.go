@@ -142,6 +142,8 @@ type Device struct {
 	// PerPulse is what one pulse stands for, in the capability's unit;
 	// Load fills 1.
 	PerPulse float64
+	// Inputs are an mcp3008's named, scaled channels.
+	Inputs []ADCInput
 }
 
 // Pull is a GPIO input's pull resistor.
