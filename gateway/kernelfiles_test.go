@@ -1,6 +1,7 @@
 package gateway_test
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -165,4 +166,48 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 			t.Errorf("sensor gone for an hour: %+v, want error", r)
 		}
 	})
+}
+
+// Concurrent readers and writers of the kernel-file devices: every read is
+// good and every duty cycle written is one of those asked for (the race
+// detector watches the simulated files and the drivers' state).
+func TestKernelFilesUnderOverlap(t *testing.T) {
+	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(epoch)
+	w := simtest.World(t, m, clk)
+	set := simtest.Open(t, m, simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir())), capabilities.Options{Clock: clk})
+	fan, _ := set.Get("fan_speed")
+	done := make(chan error, 16)
+	for g := range 8 {
+		go func() {
+			for i := range 10 {
+				for _, name := range []string{"enclosure_temperature", "soil_moisture", "fan_speed", "fan_pwm_frequency"} {
+					c, _ := set.Get(name)
+					if r := c.ReadWithin(t.Context(), 0); r.Quality != promcp.QualityGood {
+						done <- fmt.Errorf("%s = %+v", name, r)
+						return
+					}
+				}
+				if g%2 == 0 {
+					if err := fan.Write(t.Context(), float64(10*(i%10))); err != nil {
+						done <- err
+						return
+					}
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 8 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := fan.ReadWithin(t.Context(), 0)
+	if v, _ := r.Value.(float64); v < 0 || v > 90 || v != math.Round(v/10)*10 {
+		t.Fatalf("fan after the overlap = %v, want one of the duty cycles written", r.Value)
+	}
 }
