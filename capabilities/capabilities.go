@@ -441,12 +441,14 @@ type opener func(ctx context.Context, d manifests.Device, e env) (*device, error
 // models).
 func models() map[manifests.Model]opener {
 	return map[manifests.Model]opener{
-		manifests.ModelSHT3x:        openSHT3x,
-		manifests.ModelRegisters:    openRegisters,
-		manifests.ModelGPIOOut:      openGPIOOut,
-		manifests.ModelGPIOIn:       openGPIOIn,
-		manifests.ModelModbus:       openModbus,
-		manifests.ModelSerialLine:   openSerialLine,
+		manifests.ModelSHT3x:      openSHT3x,
+		manifests.ModelRegisters:  openRegisters,
+		manifests.ModelGPIOOut:    openGPIOOut,
+		manifests.ModelGPIOIn:     openGPIOIn,
+		manifests.ModelModbus:     openModbus,
+		manifests.ModelSerialLine: openSerialLine,
+
+		// 1-Wire, PWM and SPI through the kernel; pulses on a GPIO edge.
 		manifests.ModelDS18B20:      openDS18B20,
 		manifests.ModelPWM:          openPWM,
 		manifests.ModelMCP3008:      openMCP3008,

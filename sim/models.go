@@ -24,12 +24,14 @@ type adder func(w *World, d manifests.Device, bl *build) error
 // adding a model is adding the file and a row here.
 func models() map[manifests.Model]adder {
 	return map[manifests.Model]adder{
-		manifests.ModelSHT3x:        addSHT3x,
-		manifests.ModelRegisters:    addRegisters,
-		manifests.ModelModbus:       addModbusSlave,
-		manifests.ModelSerialLine:   addLineInstrument,
-		manifests.ModelGPIOIn:       addPin,
-		manifests.ModelGPIOOut:      addPin,
+		manifests.ModelSHT3x:      addSHT3x,
+		manifests.ModelRegisters:  addRegisters,
+		manifests.ModelModbus:     addModbusSlave,
+		manifests.ModelSerialLine: addLineInstrument,
+		manifests.ModelGPIOIn:     addPin,
+		manifests.ModelGPIOOut:    addPin,
+
+		// 1-Wire, PWM and SPI through the kernel; pulses on a GPIO edge.
 		manifests.ModelDS18B20:      addDS18B20,
 		manifests.ModelPWM:          addPWM,
 		manifests.ModelMCP3008:      addMCP3008,

@@ -7,7 +7,8 @@ import (
 )
 
 type (
-	i2cBusCloser  = i2c.BusCloser
-	pinIO         = gpio.PinIO
+	i2cBusCloser = i2c.BusCloser
+	pinIO        = gpio.PinIO
+
 	spiPortCloser = spi.PortCloser
 )
