@@ -525,7 +525,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			Serial: ep.OpenPort,
 			Sysfs: func(ctx context.Context, b manifests.Bus) (sysfs.FS, error) {
 				if g.sysfsDir == "" {
-					dir, err := os.MkdirTemp("", "promcp-sim-sysfs-")
+					dir, err := makeSimFilesDir()
 					if err != nil {
 						return nil, fmt.Errorf("simulator: %w", err)
 					}
