@@ -70,16 +70,11 @@ func (s *ModbusSlave) readBits(fc byte, d []byte) ([]byte, byte) {
 	}
 	out := make([]byte, 2+(int(n)+7)/8)
 	out[0], out[1] = fc, byte((int(n)+7)/8)
-	for i := range int(n) {
-		v, ok := bits[addr+uint16(i)]
-		if !ok || int(addr)+i > 0xFFFF {
-			return nil, modbus.ExceptionIllegalAddress
-		}
+	return out, readRange(bits, addr, n, func(i int, v bool) {
 		if v {
 			out[2+i/8] |= 1 << (i % 8)
 		}
-	}
-	return out, 0
+	})
 }
 
 // readRegisters answers FC 3 (holding) and FC 4 (input registers).
@@ -94,14 +89,22 @@ func (s *ModbusSlave) readRegisters(fc byte, d []byte) ([]byte, byte) {
 	}
 	out := make([]byte, 2+2*int(n))
 	out[0], out[1] = fc, byte(2*n)
+	return out, readRange(tab, addr, n, func(i int, v uint16) {
+		binary.BigEndian.PutUint16(out[2+2*i:], v)
+	})
+}
+
+// readRange passes the n values of tab from addr to put, in order. It
+// returns the exception for an address the device does not have, else 0.
+func readRange[V any](tab map[uint16]V, addr, n uint16, put func(i int, v V)) byte {
 	for i := range int(n) {
 		v, ok := tab[addr+uint16(i)]
 		if !ok || int(addr)+i > 0xFFFF {
-			return nil, modbus.ExceptionIllegalAddress
+			return modbus.ExceptionIllegalAddress
 		}
-		binary.BigEndian.PutUint16(out[2+2*i:], v)
+		put(i, v)
 	}
-	return out, 0
+	return 0
 }
 
 // writeCoil answers FC 5: 0xFF00 sets the coil, 0 clears it.
