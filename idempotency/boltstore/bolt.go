@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/promcp/promcp-device/clock"
 	"log/slog"
 	"maps"
 	"sync"
@@ -18,7 +17,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/internal/boltdb"
 )
 
 // ErrClosed is returned by Do once the store is closed.
@@ -114,18 +115,11 @@ func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, erro
 	if opts.MaxBatchDelay <= 0 {
 		opts.MaxBatchDelay = 2 * time.Millisecond
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	db, err := boltdb.Open(path, "idempotency store", timeout, keysBucket)
 	if err != nil {
-		return nil, fmt.Errorf("idempotency store %s: %w", path, err)
+		return nil, err
 	}
 	db.MaxBatchDelay = opts.MaxBatchDelay
-	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(keysBucket)
-		return err
-	}); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("idempotency store %s: %w", path, err)
-	}
 	b := &Bolt{db: db, ttl: opts.TTL, clock: opts.Clock, log: opts.Log, flights: map[string]*flight{}, pending: map[string]*record{}}
 	if err := b.sweep(); err != nil {
 		db.Close()
