@@ -100,6 +100,7 @@ type mqttDevice struct {
 	values  map[string]any // by channel name
 	online  bool
 	ignores bool // commands are acknowledged but not applied
+	silent  bool // stays connected but publishes nothing
 }
 
 func addMQTTDevice(w *World, d manifests.Device, _ *build) error {
@@ -197,7 +198,7 @@ func (dev *mqttDevice) publishAvailability() {
 func (dev *mqttDevice) publishState() {
 	dev.mu.Lock()
 	defer dev.mu.Unlock()
-	if dev.b == nil || !dev.online {
+	if dev.b == nil || !dev.online || dev.silent {
 		return
 	}
 	t := dev.d.MQTT.Topic
@@ -343,6 +344,19 @@ func (w *World) SetMQTTIgnoresCommands(name string, ignores bool) error {
 	}
 	d.mu.Lock()
 	d.ignores = ignores
+	d.mu.Unlock()
+	return nil
+}
+
+// SetMQTTSilent makes a simulated MQTT device stop publishing while it
+// stays connected (no Last Will): its readings go stale after their TTL.
+func (w *World) SetMQTTSilent(name string, silent bool) error {
+	d, err := w.mqttDevice(name)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.silent = silent
 	d.mu.Unlock()
 	return nil
 }
