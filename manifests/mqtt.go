@@ -321,7 +321,9 @@ func (c *checker) mqttChannel(cp *Capability, dev *Device, path string) {
 	}
 	names := make([]string, 0, len(dev.MQTT.Channels))
 	for _, ch := range dev.MQTT.Channels {
-		names = append(names, ch.Name)
+		if !slices.Contains(names, ch.Name) {
+			names = append(names, ch.Name)
+		}
 	}
 	ch, ok := dev.MQTT.Channel(cp.Read.Channel)
 	switch {
@@ -351,7 +353,7 @@ func alsoNames(names []string) string {
 	if len(names) == 0 {
 		return ""
 	}
-	return ", or " + oneOf(slices.Clone(names))
+	return ", or " + oneOf(names)
 }
 
 // busMQTT checks the keys of an mqtt bus and the mqtt key of other buses.
@@ -364,5 +366,9 @@ func (c *checker) busMQTT(b Bus, path string) {
 		}
 		return
 	}
-	c.notAllowed(path, []string{"mqtt"}, "for a %s bus (only an mqtt bus has a broker)", b.Kind)
+	a := "a"
+	if strings.IndexByte("aeiou", string(b.Kind+" ")[0]) >= 0 {
+		a = "an"
+	}
+	c.notAllowed(path, []string{"mqtt"}, "for %s %s bus (only an mqtt bus has a broker)", a, b.Kind)
 }
