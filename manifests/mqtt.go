@@ -367,7 +367,7 @@ func (c *checker) busMQTT(b Bus, path string) {
 		return
 	}
 	a := "a"
-	if strings.IndexByte("aeiou", string(b.Kind+" ")[0]) >= 0 {
+	if strings.IndexByte("aeiou", string(b.Kind + " ")[0]) >= 0 {
 		a = "an"
 	}
 	c.notAllowed(path, []string{"mqtt"}, "for %s %s bus (only an mqtt bus has a broker)", a, b.Kind)
