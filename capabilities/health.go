@@ -137,7 +137,11 @@ func (k *tracker) observe(a *attempt, v any) bool {
 	s := &sample{v: v, f: asNumber(v), t: a.time}
 	vd := k.judge(s)
 	if k.prev != nil && identical(k.prev.v, s.v) {
-		k.same++
+		// The same sample seen again (an MQTT message looked up twice)
+		// is not another sample of a stuck value.
+		if !s.t.Equal(k.prev.t) {
+			k.same++
+		}
 	} else {
 		k.same, k.sameSince = 1, s.t
 	}

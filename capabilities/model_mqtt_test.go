@@ -58,8 +58,12 @@ capabilities:
 // openMQTT opens the manifest's capabilities against the simulator's
 // embedded broker and simulated devices, on clk.
 func openMQTT(t *testing.T, clk *sim.ManualClock) (*capabilities.Set, *sim.World, *sim.Broker) {
+	return openMQTTManifest(t, clk, mqttManifest)
+}
+
+func openMQTTManifest(t *testing.T, clk *sim.ManualClock, text string) (*capabilities.Set, *sim.World, *sim.Broker) {
 	t.Helper()
-	m, err := manifests.Parse("mqtt.yml", []byte(mqttManifest))
+	m, err := manifests.Parse("mqtt.yml", []byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,4 +225,30 @@ func TestMQTTCredentialsFile(t *testing.T) {
 	b.Publish("zigbee2mqtt/door", []byte(`{"battery":55}`), true)
 	eventually(t, get(t, set, "door_battery"), "a reading through the authenticated connection",
 		func(r capabilities.Reading) bool { return r.Value == 55.0 })
+}
+
+// One message read many times is one sample: a stuck check counts
+// messages, not reads.
+func TestMQTTRereadIsNotStuck(t *testing.T) {
+	clk := sim.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	text := strings.Replace(mqttManifest, "health: {max_stale: 1m}", "health: {max_stale: 1m, stuck_samples: 2}", 1)
+	set, w, broker := openMQTTManifest(t, clk, text)
+	battery := get(t, set, "door_battery")
+	eventually(t, battery, "good", func(r capabilities.Reading) bool { return r.Quality == promcp.QualityGood })
+	if err := w.SetMQTTSilent("door", true); err != nil {
+		t.Fatal(err)
+	}
+	broker.Publish("zigbee2mqtt/door", []byte(`{"battery":70}`), true)
+	eventually(t, battery, "the last message", func(r capabilities.Reading) bool { return r.Value == 70.0 })
+	for range 5 {
+		if r := battery.ReadWithin(t.Context(), 0); r.Quality != promcp.QualityGood {
+			t.Fatalf("the same message read again: %+v, want good", r)
+		}
+	}
+	clk.Advance(time.Second)
+	broker.Publish("zigbee2mqtt/door", []byte(`{"battery":70}`), true)
+	r := eventually(t, battery, "a second identical message", func(r capabilities.Reading) bool { return r.Quality == promcp.QualityDegraded })
+	if !strings.HasPrefix(r.Reason, "stuck") {
+		t.Errorf("second identical message: %+v, want stuck", r)
+	}
 }
