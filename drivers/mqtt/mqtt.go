@@ -72,6 +72,7 @@ type Client struct {
 	clock clock.Clock
 	log   *slog.Logger
 	cm    *autopaho.ConnectionManager
+	ctx   context.Context // ends with Close
 	stop  context.CancelFunc
 
 	mu        sync.Mutex
@@ -110,7 +111,7 @@ func New(cfg Config, clk clock.Clock, log *slog.Logger) (*Client, error) {
 	c := &Client{cfg: cfg, clock: clk, log: log.With("bus", cfg.Name), watched: map[string]bool{},
 		last: map[string]Message{}, waiters: map[string][]chan struct{}{}}
 	ctx, stop := context.WithCancel(context.Background())
-	c.stop = stop
+	c.ctx, c.stop = ctx, stop
 	acfg := autopaho.ClientConfig{
 		ServerUrls:                    []*url.URL{u},
 		TlsCfg:                        cfg.TLS,
@@ -214,7 +215,7 @@ func (c *Client) subscribe(cm *autopaho.ConnectionManager, topics []string) {
 	for i, t := range topics {
 		subs[i] = paho.SubscribeOptions{Topic: t, QoS: 1}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ConnectTimeout)
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
 	defer cancel()
 	if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: subs}); err != nil {
 		c.log.Warn("mqtt: subscribe failed", "topics", topics, "err", err)
