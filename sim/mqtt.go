@@ -101,6 +101,8 @@ type mqttDevice struct {
 	online  bool
 	ignores bool // commands are acknowledged but not applied
 	silent  bool // stays connected but publishes nothing
+	// A scenario's dropout (Last Will: offline) and stuck (silent) fault.
+	faultOffline, faultSilent bool
 }
 
 func addMQTTDevice(w *World, d manifests.Device, _ *build) error {
@@ -172,7 +174,7 @@ func (dev *mqttDevice) word(on bool) string {
 
 func (dev *mqttDevice) publishAvailability() {
 	dev.mu.Lock()
-	b, online, t := dev.b, dev.online, dev.d.MQTT.Topic
+	b, online, t := dev.b, dev.online && !dev.faultOffline, dev.d.MQTT.Topic
 	dev.mu.Unlock()
 	if b == nil {
 		return
@@ -198,7 +200,7 @@ func (dev *mqttDevice) publishAvailability() {
 func (dev *mqttDevice) publishState() {
 	dev.mu.Lock()
 	defer dev.mu.Unlock()
-	if dev.b == nil || !dev.online || dev.silent {
+	if dev.b == nil || !dev.online || dev.silent || dev.faultOffline || dev.faultSilent {
 		return
 	}
 	t := dev.d.MQTT.Topic
@@ -256,7 +258,7 @@ func tasmotaPowerTopic(name string) (string, bool) {
 // Zigbee2MQTT set object, then publishes the new state.
 func (dev *mqttDevice) command(topic string, payload []byte) {
 	dev.mu.Lock()
-	if !dev.online || dev.ignores {
+	if !dev.online || dev.ignores || dev.faultOffline {
 		dev.mu.Unlock()
 		return
 	}
@@ -305,6 +307,26 @@ func (dev *mqttDevice) command(topic string, payload []byte) {
 func (mw *mqttWorld) tick() {
 	for _, dev := range mw.devs {
 		dev.publishState()
+	}
+}
+
+// mqttFaults applies the scenario's faults to the simulated MQTT devices:
+// dropout takes a device offline (its Last Will is published) until the
+// fault ends; stuck makes it fall silent (its readings go stale).
+func (w *World) mqttFaults(mw *mqttWorld) {
+	now := w.clk.Now()
+	for _, dev := range mw.devs {
+		w.mu.Lock()
+		fs := w.faultLocked(dev.d.Name, now)
+		w.mu.Unlock()
+		offline, silent := fs.is(manifests.FaultDropout), fs.is(manifests.FaultStuck)
+		dev.mu.Lock()
+		changed := dev.faultOffline != offline
+		dev.faultOffline, dev.faultSilent = offline, silent
+		dev.mu.Unlock()
+		if changed {
+			dev.publishAvailability()
+		}
 	}
 }
 
@@ -402,6 +424,7 @@ func (w *World) startMQTT(buses []string, period time.Duration) (*Broker, func()
 			case <-done:
 				return
 			case <-t.C:
+				w.mqttFaults(mw)
 				mw.tick()
 			}
 		}

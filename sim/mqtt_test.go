@@ -147,3 +147,47 @@ func TestSimulatedMQTTDevicesSpeakAsTheFirmware(t *testing.T) {
 		t.Error("SetMQTTOnline of an unknown device: no error")
 	}
 }
+
+// Faults from a scenario (or injected): dropout takes the device off the
+// broker with its Last Will until cleared; stuck silences it; nack does
+// not apply to a device on a broker.
+func TestMQTTDeviceFaults(t *testing.T) {
+	m, err := manifests.Parse("site.yml", []byte(mqttSite))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := sim.New(m, sim.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := w.StartLines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ep.Close()
+	r := record(t, ep.Broker)
+	r.wait(t, "tele/plug/LWT", "Online")
+	if err := w.Inject("plug", manifests.Fault{Kind: manifests.FaultNACK}); err == nil {
+		t.Error("nack injected on an mqtt device: no error")
+	}
+	if err := w.Inject("plug", manifests.Fault{Kind: manifests.FaultDropout}); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, "tele/plug/LWT", "Offline")
+	w.Clear("plug")
+	r.wait(t, "tele/plug/LWT", "Online")
+
+	if err := w.Inject("door", manifests.Fault{Kind: manifests.FaultStuck}); err != nil {
+		t.Fatal(err)
+	}
+	// Two reports of the plug later, a whole round of reports has begun
+	// after the fault was injected: from then on the door publishes
+	// nothing while the plug goes on.
+	n := r.seenCount("stat/plug/POWER")
+	r.next(t, "stat/plug/POWER", n+1)
+	door := r.seenCount("zigbee2mqtt/front_door")
+	r.next(t, "stat/plug/POWER", n+3)
+	if got := r.seenCount("zigbee2mqtt/front_door"); got != door {
+		t.Errorf("a stuck (silent) door published %d messages", got-door)
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -47,4 +48,32 @@ func TestMQTTHomeServedOnSim(t *testing.T) {
 	if code != 0 {
 		t.Errorf("lint --call-reads -- serve --sim mqtt-home: exit %d, %s", code, strings.Join(codes, " "))
 	}
+}
+
+// TestMQTTHomeScenario plays mqtt-home-faults.yml at 20× on the binary:
+// the door's dropout (its Last Will) makes its reads error, saying it is
+// offline, and they are good again once the fault ends.
+func TestMQTTHomeScenario(t *testing.T) {
+	s := stdioSession(t, mcp.ProtocolVersion20251125, "--manifest", mqttHome,
+		"--scenario", "../../manifests/examples/mqtt-home-faults.yml", "--time-scale", "20")
+	until := func(what string, ok func(map[string]any) bool) map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			body, _ := s.call("read_front_door_closed", map[string]any{})
+			if ok(body) {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("read_front_door_closed never %s: last %v", what, body)
+			}
+			time.Sleep(50 * time.Millisecond) // the scenario plays on the simulator's clock
+		}
+	}
+	until("good", func(b map[string]any) bool { return b["quality"] == "good" })
+	body := until("error", func(b map[string]any) bool { return b["quality"] == "error" })
+	if e, _ := body["error"].(map[string]any); !strings.Contains(fmt.Sprint(e["message"]), "offline since") {
+		t.Errorf("during the dropout: %v, want an error saying the device is offline", body)
+	}
+	until("good again", func(b map[string]any) bool { return b["quality"] == "good" })
 }
