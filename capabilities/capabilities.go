@@ -332,10 +332,15 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 	if err != nil {
 		return nil, err
 	}
+	brokers, err := openBrokers(m, hw, opts, s)
+	if err != nil {
+		return nil, err
+	}
 	channels := map[string]*device{}
 	deviceBus := map[string]string{}
 	table := models()
 	e := env{buses: buses, lines: lines, hw: hw, clock: opts.Clock, log: opts.Log}
+	e.brokers = brokers
 	for _, d := range m.Devices {
 		dev, err := openDevice(ctx, table, d, e)
 		if err != nil {
@@ -352,7 +357,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 		}
 		c := &Capability{
 			Capability: mc,
-			Source:     m.Gateway + "/" + mc.Read.Device,
+			Source:     m.Gateway + "/" + dev.origin + mc.Read.Device,
 			Model:      dev.model,
 			clock:      opts.Clock,
 			log:        opts.Log.With("capability", mc.Name),
@@ -387,6 +392,10 @@ type device struct {
 	// bind says how channel is read and converted (Device and Bus are
 	// filled by Open).
 	bind func(channel string) Binding
+	// origin prefixes the device's name in its capabilities' Source
+	// ("mqtt:zigbee2mqtt/" for a Lite device adopted over MQTT); "" for a
+	// device this gateway drives itself.
+	origin string
 }
 
 func identity(v any) any { return v }
@@ -412,6 +421,8 @@ type env struct {
 	hw    Hardware
 	clock clock.Clock
 	log   *slog.Logger
+	// brokers are the open mqtt buses by name.
+	brokers map[string]*broker
 }
 
 // opener opens one device of its model.
@@ -429,6 +440,7 @@ func models() map[manifests.Model]opener {
 		manifests.ModelGPIOIn:     openGPIOIn,
 		manifests.ModelModbus:     openModbus,
 		manifests.ModelSerialLine: openSerialLine,
+		manifests.ModelMQTT:       openMQTT,
 	}
 }
 

@@ -94,6 +94,7 @@ func (c *checker) checkBuses() {
 			c.d.add(join(path, "device"), ErrNotAllowed, "for a gpio bus (pins are named by each device's pin)")
 		}
 		c.busLine(b, path)
+		c.busMQTT(b, path)
 	}
 }
 
@@ -120,6 +121,11 @@ func (c *checker) checkDevices() {
 				c.d.add(field("bus"), ErrBadReference, "bus %q (%s)", dev.Bus, candidates("bus", busNames))
 			}
 		}
+		if dev.Model == ModelMQTT {
+			c.mqttDevice(dev, bus, path)
+			continue
+		}
+		c.notAllowed(path, []string{"mqtt"}, "for model %s (only mqtt devices have topics)", dev.Model)
 		if isLine(dev.Model) {
 			c.lineDevice(dev, bus, path, units)
 			continue
@@ -134,7 +140,7 @@ func (c *checker) checkDevices() {
 				c.d.add(field("model"), ErrNotAllowed, "on gpio bus %q: %s (want gpio_in or gpio_out, or an i2c bus)", bus.Name, dev.Model)
 			case isGPIO(dev.Model) && bus.Kind == BusI2C:
 				c.d.add(field("model"), ErrNotAllowed, "on i2c bus %q: %s (want sht3x or registers, or a gpio bus)", bus.Name, dev.Model)
-			case bus.Kind.IsModbus() || bus.Kind == BusSerial:
+			case bus.Kind.IsModbus() || bus.Kind == BusSerial || bus.Kind == BusMQTT:
 				c.d.add(field("model"), ErrNotAllowed, "on %s bus %q: %s (want %s)", bus.Kind, bus.Name, dev.Model, modelsFor(bus.Kind))
 			}
 		}

@@ -156,6 +156,9 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	case ModelModbus:
 		c.modbusChannel(cp, dev, path)
 		return nil
+	case ModelMQTT:
+		c.mqttChannel(cp, dev, path)
+		return nil
 	case ModelSerialLine:
 		chans := LineChannels(dev.Line)
 		switch {

@@ -13,8 +13,8 @@ import (
 // The keys of each mapping, in the order the documentation lists them.
 var (
 	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim"}
-	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries"}
-	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "sim"}
+	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries", "mqtt"}
+	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim"}
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
 	deviceSimKeys   = []string{"values", "level", "profile", "response"}
@@ -31,8 +31,8 @@ var (
 
 // The closed sets of values, as the manifest spells them.
 var (
-	busKinds   = words(BusI2C, BusGPIO, BusModbusTCP, BusModbusRTU, BusModbusRTUTCP, BusSerial)
-	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine)
+	busKinds   = words(BusI2C, BusGPIO, BusModbusTCP, BusModbusRTU, BusModbusRTUTCP, BusSerial, BusMQTT)
+	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelMQTT)
 	parities   = words(ParityNone, ParityEven, ParityOdd)
 	rs485Modes = words(RS485None, RS485Kernel, RS485RTS)
 	tables     = words(TableCoil, TableDiscrete, TableHolding, TableInput)
@@ -112,6 +112,7 @@ func (o obj) bus(b *Bus) {
 		b.Retries = DefaultRetries
 	}
 	intIn(o, "retries", &b.Retries, 0, 10, ": %d (want 0..10)")
+	b.MQTT = opt(o, "mqtt", mqttBusKeys, obj.mqttBus)
 }
 
 func validPort(p string) bool {
@@ -155,6 +156,7 @@ func (o obj) device(dev *Device) {
 			dev.Line.Response = s
 		}
 	}
+	dev.MQTT = opt(o, "mqtt", mqttDeviceKeys, obj.mqttDevice)
 	dev.Sim = opt(o, "sim", deviceSimKeys, obj.deviceSim)
 }
 

@@ -235,6 +235,53 @@
 //	fans                list of strings  none      modbus devices with sim profile vfd; each adds speed/50Hz of a vent with fan_time_constant
 //	fan_time_constant   duration         5m        more than 0; drift toward outside added by a fan at full speed
 //
+// # MQTT
+//
+// An mqtt bus (kind: mqtt) is a broker connection; its settings are under
+// mqtt: (buses[].mqtt), and the line keys (device, address, port, …) are
+// not allowed on it:
+//
+//	key          type      default           constraint
+//	broker       string    required          mqtt://host[:1883] or mqtts://host[:8883]; no user:password in the URL
+//	client_id    string    <gateway>-<bus>
+//	ca           string    system roots      PEM file of the broker's CA; mqtts only
+//	cert, key    string    none              PEM client certificate and key, both or neither; mqtts only
+//	credentials  string    none              file: username on line 1, password on line 2; must be chmod 600
+//	protocol     integer   5                 5 only (3.1.1 is refused with the reason)
+//	keepalive    duration  30s               1s..18h
+//
+// File names are relative to the manifest's directory.
+//
+// An mqtt device (model: mqtt, on an mqtt bus) has its topics under mqtt:
+// (devices[].mqtt):
+//
+//	key           type              default       constraint
+//	preset        word              none          tasmota or zigbee2mqtt; needs topic
+//	topic         string            none          the Tasmota topic or Zigbee2MQTT friendly name; one level, no wildcards
+//	availability  string            the preset's  topic where the device or its Last Will says it is offline
+//	offline       string            offline       the availability payload meaning offline (case ignored; a JSON "state" counts)
+//	channels      list of channel   none          required without a preset; names unique
+//
+// A channel (devices[].mqtt.channels[]):
+//
+//	key      type     default      constraint
+//	name     string   required     what capabilities' read.channel names
+//	state    string   required     topic the value is published on; no wildcards
+//	path     string   whole        dot-separated JSON path into the payload ("ENERGY.Power")
+//	command  string   none         topic a do_* publishes on; none makes the channel read-only
+//	payload  string   {{value}}    command template with {{value}} (text; booleans as on/off) or {{json}}
+//	on, off  string   ON, OFF      a boolean's words (JSON true/false and "true"/"false" are read too)
+//	retain   boolean  false        publish commands retained
+//
+// With preset tasmota, channel power (power1..power8) is stat/<topic>/POWER
+// commanded on cmnd/<topic>/POWER, any other channel a JSON path in
+// tele/<topic>/SENSOR, and the availability topic tele/<topic>/LWT. With
+// preset zigbee2mqtt, any channel is a JSON key of zigbee2mqtt/<topic>,
+// commanded on zigbee2mqtt/<topic>/set with {"<channel>": value}, and the
+// availability topic zigbee2mqtt/<topic>/availability. Declared channels
+// replace the preset's of the same name. In the simulator, sim.values
+// (by channel) and sim.level (power) give a preset device's first state.
+//
 // # Defaults
 //
 // Parse fills Register.ByteOrder (big) and Register.Scale (1) when the

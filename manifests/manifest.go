@@ -60,6 +60,8 @@ type Bus struct {
 	// Retries is how often a failed transaction is retried on a Modbus or
 	// serial bus (with back-off); Load fills DefaultRetries when absent.
 	Retries int
+	// MQTT is the broker connection of an mqtt bus; nil on other kinds.
+	MQTT *MQTTBus
 }
 
 // DefaultTimeout is the per-transaction timeout of a bus that declares none.
@@ -120,6 +122,8 @@ type Device struct {
 	ModbusRegisters []ModbusRegister
 	// Line is the request and response of a serial_line device.
 	Line LineInstrument
+	// MQTT holds the topics of an mqtt device; nil on other models.
+	MQTT *MQTTDevice
 	// Sim holds simulator-only settings for this device; nil when absent.
 	Sim *DeviceSim
 }

@@ -61,6 +61,9 @@ func FaultApplies(m Model, k FaultKind) bool {
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).
 		return slices.Contains(FaultKinds(), k)
+	case ModelMQTT:
+		// A device on a broker drops off (its Last Will) or falls silent.
+		return k == FaultDropout || k == FaultStuck
 	}
 	return false
 }

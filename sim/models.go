@@ -30,6 +30,7 @@ func models() map[manifests.Model]adder {
 		manifests.ModelSerialLine: addLineInstrument,
 		manifests.ModelGPIOIn:     addPin,
 		manifests.ModelGPIOOut:    addPin,
+		manifests.ModelMQTT:       addMQTTDevice,
 	}
 }
 

@@ -46,6 +46,8 @@ type World struct {
 	lineByName  map[string]*LineInstrument
 	lineBus     map[string][]*LineInstrument // serial bus name → instruments
 	heaters     []*pinState                  // every zone heater, once
+	mqtt        *mqttWorld                   // simulated MQTT devices; nil when none
+	mqttBuses   []string                     // mqtt bus names, served by the embedded broker
 }
 
 // ZoneState is a snapshot of a zone's air.
@@ -105,6 +107,14 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 		}
 		if err := add(w, d, bl); err != nil {
 			return nil, err
+		}
+	}
+	if w.mqtt != nil {
+		w.mqtt.caps = m.Capabilities
+	}
+	for _, b := range m.Buses {
+		if b.Kind == manifests.BusMQTT {
+			w.mqttBuses = append(w.mqttBuses, b.Name)
 		}
 	}
 	if m.Sim == nil {
