@@ -97,7 +97,7 @@ func (c *checker) checkBuses() {
 	}
 }
 
-func isI2C(m Model) bool  { return m == ModelSHT3x || m == ModelRegisters }
+func isI2C(m Model) bool  { return m == ModelSHT3x || m == ModelRegisters || isChip(m) }
 func isGPIO(m Model) bool { return m == ModelGPIOIn || m == ModelGPIOOut }
 
 func (c *checker) checkDevices() {
@@ -125,6 +125,7 @@ func (c *checker) checkDevices() {
 			continue
 		}
 		c.noLineKeys(dev, path)
+		c.chipDevice(dev, path)
 		if !isI2C(dev.Model) && !isGPIO(dev.Model) {
 			continue // missing or unknown: reported
 		}
@@ -162,6 +163,8 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 		// out of range: reported
 	case dev.Model == ModelSHT3x && dev.Address != 0x44 && dev.Address != 0x45:
 		c.d.add(field("address"), ErrRange, ": %s (want 0x44 or 0x45 for an sht3x)", hex(int64(dev.Address)))
+	case chipAddressProblem(dev.Model, dev.Address) != "":
+		c.d.add(field("address"), ErrRange, ": %s (want %s for a %s)", hex(int64(dev.Address)), chipAddressProblem(dev.Model, dev.Address), dev.Model)
 	default:
 		if dev.Bus == "" {
 			break
@@ -175,6 +178,9 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 func exampleAddress(m Model) int {
 	if m == ModelSHT3x {
 		return 0x44
+	}
+	if isChip(m) {
+		return chipExampleAddress(m)
 	}
 	return 0x20
 }
@@ -222,7 +228,9 @@ func (c *checker) deviceSim(dev Device, path string) {
 	sp := join(path, "sim")
 	c.notAllowed(sp, []string{"profile", "response"}, "for model %s (only modbus and serial_line devices have it)", dev.Model)
 	vp := join(sp, "values")
-	if c.d.has(vp) && dev.Model != ModelRegisters {
+	if isChip(dev.Model) {
+		c.chipSimValues(dev, vp)
+	} else if c.d.has(vp) && dev.Model != ModelRegisters {
 		c.d.add(vp, ErrNotAllowed, "for model %s (only the registers model has register values)", dev.Model)
 	} else {
 		for _, name := range sortedKeys(dev.Sim.Values) {
