@@ -164,7 +164,7 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 	case dev.Model == ModelSHT3x && dev.Address != 0x44 && dev.Address != 0x45:
 		c.d.add(field("address"), ErrRange, ": %s (want 0x44 or 0x45 for an sht3x)", hex(int64(dev.Address)))
 	case chipAddressProblem(dev.Model, dev.Address) != "":
-		c.d.add(field("address"), ErrRange, ": %s (want %s for a %s)", hex(int64(dev.Address)), chipAddressProblem(dev.Model, dev.Address), dev.Model)
+		c.d.add(field("address"), ErrRange, ": %s (%s)", hex(int64(dev.Address)), chipAddressProblem(dev.Model, dev.Address))
 	default:
 		if dev.Bus == "" {
 			break

@@ -173,15 +173,15 @@ func chipAddressProblem(m Model, addr uint16) string {
 	in := func(lo, hi uint16) bool { return addr >= lo && addr <= hi }
 	switch {
 	case (m == ModelBME280 || m == ModelBMP280) && addr != 0x76 && addr != 0x77:
-		return "0x76 or 0x77 (SDO high)"
+		return "a " + string(m) + " answers at 0x76, or 0x77 with SDO high"
 	case IsADS(m) && !in(0x48, 0x4B):
-		return "0x48..0x4b (ADDR to GND, VDD, SDA or SCL)"
+		return "an " + string(m) + " answers at 0x48..0x4b, ADDR to GND, VDD, SDA or SCL"
 	case m == ModelMCP23017 && !in(0x20, 0x27):
-		return "0x20..0x27 (A2..A0)"
+		return "an mcp23017 answers at 0x20..0x27, set by A2..A0"
 	case m == ModelPCF8574 && !in(0x20, 0x27) && !in(0x38, 0x3F):
-		return "0x20..0x27, or 0x38..0x3f for a PCF8574A"
+		return "a pcf8574 answers at 0x20..0x27, a PCF8574A at 0x38..0x3f"
 	case m == ModelINA219 && !in(0x40, 0x4F):
-		return "0x40..0x4f (A1, A0)"
+		return "an ina219 answers at 0x40..0x4f, set by A1 and A0"
 	}
 	return ""
 }
@@ -236,7 +236,8 @@ func (c *checker) chipDevice(dev Device, path string) {
 		// The INA219's calibration register must fit 15 bits.
 		lsb := dev.MaxCurrent / 32768
 		if cal := math.Trunc(0.04096 / (lsb * dev.ShuntOhms)); dev.ShuntOhms > 0 && dev.MaxCurrent > 0 && (cal < 2 || cal > 0xFFFE) {
-			c.d.add(field("max_current"), ErrRange, ": %g A with shunt %g Ω gives calibration %g (want 2..65534; with 0.1 Ω, 0.02..400 A)", dev.MaxCurrent, dev.ShuntOhms, cal)
+			lo, hi := 32768*0.04096/(dev.ShuntOhms*0xFFFE), 32768*0.04096/(dev.ShuntOhms*2)
+			c.d.add(field("max_current"), ErrRange, ": %g A with shunt %g Ω gives calibration register %.0f (want 2..65534: with this shunt, max_current %.3g..%.4g A)", dev.MaxCurrent, dev.ShuntOhms, cal, lo, hi)
 		}
 	}
 	if IsADS(dev.Model) {
