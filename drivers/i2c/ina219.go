@@ -44,8 +44,8 @@ func NewINACalibration(shuntOhms, maxCurrent float64) (INACalibration, error) {
 	}
 	lsb := maxCurrent / 32768
 	cal := math.Trunc(0.04096 / (lsb * shuntOhms))
-	if cal < 1 || cal > 0xFFFE {
-		return INACalibration{}, fmt.Errorf("ina219 calibration: shunt %g Ω and max current %g A give Cal %g (want 1..65534; raise or lower max_current)", shuntOhms, maxCurrent, cal)
+	if cal < 2 || cal > 0xFFFE {
+		return INACalibration{}, fmt.Errorf("ina219 calibration: shunt %g Ω and max current %g A give Cal %g (want 2..65534; raise or lower max_current)", shuntOhms, maxCurrent, cal)
 	}
 	c := uint16(cal) &^ 1 // bit 0 is read-only, always 0
 	return INACalibration{Cal: c, CurrentLSB: 0.04096 / (float64(c) * shuntOhms)}, nil
