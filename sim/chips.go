@@ -489,6 +489,10 @@ func newExpander(d manifests.Device) *expander {
 	s := &expander{mcp: d.Model == manifests.ModelMCP23017, latch: 0xFF}
 	s.regs[i2c.MCPRegIODIR], s.regs[i2c.MCPRegIODIR+1] = 0xFF, 0xFF
 	for _, p := range d.Pins {
+		if p.Output {
+			s.ext |= 1 << p.Pin // nothing outside pulls a relay driver's line
+			continue
+		}
 		logical := d.Sim != nil && d.Sim.Values[p.Name] == 1
 		if logical != p.ActiveLow {
 			s.ext |= 1 << p.Pin

@@ -181,16 +181,20 @@ func TestSimExpanderRegisters(t *testing.T) {
 	if g := tx(t, b, 0x20, []byte{0x12}, 2); g[1]&0x06 != 0x04 {
 		t.Fatalf("GPIOB 0x%02x, want B1 low, B2 high", g[1])
 	}
-	tx(t, b, 0x20, []byte{0x12, 0x01}, 0) // a GPIO write lands in OLAT
-	if o := tx(t, b, 0x20, []byte{0x14}, 1); o[0] != 0x01 {
+	tx(t, b, 0x20, []byte{0x12, 0x00}, 0) // a GPIO write lands in OLAT
+	if o := tx(t, b, 0x20, []byte{0x14}, 1); o[0] != 0x00 {
 		t.Fatalf("OLATA 0x%02x", o[0])
 	}
-	if g := tx(t, b, 0x20, []byte{0x12}, 1); g[0]&1 != 0 {
-		t.Fatalf("A0 is still an input: it reads the outside (low), not the latch: 0x%02x", g[0])
+	if g := tx(t, b, 0x20, []byte{0x12}, 1); g[0]&1 != 1 {
+		t.Fatalf("A0 is still an input: it reads the outside (high), not the latch (low): 0x%02x", g[0])
 	}
 	tx(t, b, 0x20, []byte{0x00, 0xFE}, 0) // A0 output: drives the latch
+	if g := tx(t, b, 0x20, []byte{0x12}, 1); g[0]&1 != 0 {
+		t.Fatalf("A0 output, latch low, reads 0x%02x", g[0])
+	}
+	tx(t, b, 0x20, []byte{0x14, 0x01}, 0)
 	if g := tx(t, b, 0x20, []byte{0x12}, 1); g[0]&1 != 1 {
-		t.Fatalf("A0 output high reads 0x%02x", g[0])
+		t.Fatalf("A0 output, latch high, reads 0x%02x", g[0])
 	}
 	tx(t, b, 0x20, []byte{0x03, 0x04}, 0) // IPOLB: invert B2
 	if g := tx(t, b, 0x20, []byte{0x13}, 1); g[0]&0x04 != 0 {
