@@ -44,7 +44,7 @@ func TestChipsReadThroughServer(t *testing.T) {
 			{"read_air_pressure", 1008.2, 0.01},
 			{"read_air_humidity", 55, 0.001},
 			{"read_soil_moisture", 40, 0.01},      // 2.15 V, 1/8000 V per count over a 1.5 V span
-			{"read_tank_level", 62.5, 0.01},       // 14 mA: 3.5 V
+			{"read_tank_level", 62.5, 0.01},       // 14 mA: 2.1 V across 150 Ω
 			{"read_tank_loop_current", 14, 0.001}, // the same input, in mA
 			{"read_probe_supply", 3.3, 0.000125},
 			{"read_supply_voltage", 12.1, 0.002},
@@ -148,8 +148,8 @@ func TestChipStuckAndRefusedFaults(t *testing.T) {
 		b.read("read_lamp", nil)
 		var do promcp.DoResult
 		b.call("do_set_lamp", map[string]any{"value": true}, &do)
-		if do.Status == promcp.StatusSuccess && do.AppliedValue == true {
-			t.Errorf("do_set_lamp on a stuck expander = %+v, want the readback to show the pin did not follow", do)
+		if do.Status != promcp.StatusPartial || do.AppliedValue != false {
+			t.Errorf("do_set_lamp on a stuck expander = %+v, want partial with the value read back (false)", do)
 		}
 	})
 }
