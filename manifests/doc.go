@@ -5,7 +5,7 @@
 // rest of the program can trust: every reference resolves, every enum holds a
 // known value, every device fits its bus.
 //
-// Two complete examples live in manifests/examples: greenhouse.yml (SHT31
+// Complete examples live in manifests/examples: greenhouse.yml (SHT31
 // sensors, a heater relay, a vent motor, a fan VFD on Modbus RTU and an
 // energy meter on Modbus TCP, with a simulated world) and
 // lab-bench.yml (a generic I2C register-map device, a door switch and a pump);

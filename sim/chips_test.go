@@ -2,7 +2,9 @@ package sim_test
 
 import (
 	"bytes"
+	"fmt"
 	"math"
+	"sync"
 	"testing"
 
 	pi2c "periph.io/x/conn/v3/i2c"
@@ -207,5 +209,66 @@ func TestSimExpanderRegisters(t *testing.T) {
 	tx(t, b, 0x38, []byte{0xFE}, 0)
 	if p := tx(t, b, 0x38, nil, 1); p[0] != 0xDE {
 		t.Fatalf("pcf8574 after writing FE: 0x%02x, want DE", p[0])
+	}
+}
+
+// The real drivers against the simulated chips, many callers at once on
+// one bus: each chip's operations run one at a time (a conversion is never
+// interleaved with another's config write), and every caller reads the
+// value the chip was given.
+func TestSimChipsAgainstDriversConcurrently(t *testing.T) {
+	m, err := manifests.Parse("chips.yml", []byte(chipsManifest))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, clk := newWorld(t, m)
+	bus := i2c.NewBus("i2c1", openBus(t, w, "i2c1"), 0, nil)
+	sleep := sleepOn(clk)
+	env := i2c.NewBME280(bus, 0x76, true, sleep)
+	baro := i2c.NewBME280(bus, 0x77, false, sleep)
+	adc := i2c.NewADS1x15(bus, 0x48, false, sleep)
+	cal, err := i2c.NewINACalibration(0.1, 3.2768)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mon := i2c.NewINA219(bus, 0x40, cal)
+	mcp := i2c.NewMCP23017(bus, 0x20, 0x0001, 0, 0)
+	pcf := i2c.NewPCF8574(bus, 0x38, 0x01)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 1000)
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs <- fmt.Errorf(format, args...)
+		}
+	}
+	for i := range 20 {
+		wg.Go(func() {
+			s, err := env.Sense(t.Context())
+			check(err == nil && math.Abs(s.Temperature+12.34) < 0.005 && math.Abs(s.Humidity-80) < 0.001, "bme280: %+v %v", s, err)
+			s, err = baro.Sense(t.Context())
+			check(err == nil && s.Temperature == 20 && math.Abs(s.Pressure-1013.25) < 0.005, "bmp280: %+v %v", s, err)
+			in, pga, want := []i2c.ADSInput{i2c.ADSAIN0, i2c.ADSAIN1, i2c.ADSDiff23}[i%3], []uint8{1, 1, 5}[i%3], []float64{1.5, -0.25, 0.1}[i%3]
+			v, _, err := adc.Read(t.Context(), in, pga)
+			check(err == nil && math.Abs(v-want) < 0.0001, "ads1115 mux %d: %g %v, want %g", in, v, err, want)
+			r, err := mon.Sense(t.Context())
+			check(err == nil && r.BusVolts == 12 && math.Abs(r.Amps-0.2) < 1e-9 && math.Abs(r.Watts-2.4) < 1e-9, "ina219: %+v %v", r, err)
+			lv, err := mcp.Set(t.Context(), 0, i%2 == 0)
+			check(err == nil && lv&0x0600 == 0x0400, "mcp23017: 0x%04x %v", lv, err)
+			lv, err = pcf.Set(t.Context(), 0, i%2 == 0)
+			check(err == nil && lv&0x20 == 0, "pcf8574: 0x%02x %v (sw pressed pulls P5 low)", lv, err)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	// Set returns the levels read back after its own write.
+	if lv, err := mcp.Set(t.Context(), 0, true); err != nil || lv&1 != 1 {
+		t.Errorf("mcp23017 readback after setting A0: 0x%04x %v", lv, err)
+	}
+	if lv, err := pcf.Set(t.Context(), 0, false); err != nil || lv&1 != 0 {
+		t.Errorf("pcf8574 readback after clearing P0: 0x%02x %v", lv, err)
 	}
 }
