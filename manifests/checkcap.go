@@ -355,7 +355,7 @@ func (c *checker) simDevice(name, path string, want Model) bool {
 
 // article prefixes a model with "a" or "an" as it is read aloud.
 func article(m Model) string {
-	if m == ModelSHT3x {
+	if m == ModelSHT3x || m == ModelADS1115 || m == ModelADS1015 || m == ModelMCP23017 || m == ModelINA219 {
 		return "an " + string(m)
 	}
 	return "a " + string(m)

@@ -252,8 +252,9 @@ func (c *checker) chipDevice(dev Device, path string) {
 			switch in.As {
 			case ScaleMilliamps:
 				if in.ShuntOhms == 0 && !c.d.bad[join(p, "shunt_ohms")] {
-					c.d.add(join(p, "shunt_ohms"), ErrMissing, "shunt_ohms (want the loop's shunt resistor, such as 250 for 1–5 V at 4–20 mA)")
+					c.d.add(join(p, "shunt_ohms"), ErrMissing, "shunt_ohms (want the loop's shunt resistor, such as 150 for 0.6–3 V at 4–20 mA)")
 				}
+				c.notAllowed(p, []string{"zero", "full"}, "for as: milliamps (only as: percent has a span)")
 			case ScalePercent:
 				if in.ShuntOhms == 0 {
 					for _, k := range []string{"zero", "full"} {
