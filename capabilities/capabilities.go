@@ -441,6 +441,13 @@ func models() map[manifests.Model]opener {
 		manifests.ModelModbus:     openModbus,
 		manifests.ModelSerialLine: openSerialLine,
 		manifests.ModelMQTT:       openMQTT,
+		manifests.ModelBME280:     openBME280,
+		manifests.ModelBMP280:     openBME280,
+		manifests.ModelADS1115:    openADS1x15,
+		manifests.ModelADS1015:    openADS1x15,
+		manifests.ModelINA219:     openINA219,
+		manifests.ModelMCP23017:   openMCP23017,
+		manifests.ModelPCF8574:    openPCF8574,
 	}
 }
 

@@ -98,7 +98,7 @@ func (c *checker) checkBuses() {
 	}
 }
 
-func isI2C(m Model) bool  { return m == ModelSHT3x || m == ModelRegisters }
+func isI2C(m Model) bool  { return m == ModelSHT3x || m == ModelRegisters || isChip(m) }
 func isGPIO(m Model) bool { return m == ModelGPIOIn || m == ModelGPIOOut }
 
 func (c *checker) checkDevices() {
@@ -131,6 +131,7 @@ func (c *checker) checkDevices() {
 			continue
 		}
 		c.noLineKeys(dev, path)
+		c.chipDevice(dev, path)
 		if !isI2C(dev.Model) && !isGPIO(dev.Model) {
 			continue // missing or unknown: reported
 		}
@@ -168,6 +169,8 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 		// out of range: reported
 	case dev.Model == ModelSHT3x && dev.Address != 0x44 && dev.Address != 0x45:
 		c.d.add(field("address"), ErrRange, ": %s (want 0x44 or 0x45 for an sht3x)", hex(int64(dev.Address)))
+	case chipAddressProblem(dev.Model, dev.Address) != "":
+		c.d.add(field("address"), ErrRange, ": %s (%s)", hex(int64(dev.Address)), chipAddressProblem(dev.Model, dev.Address))
 	default:
 		if dev.Bus == "" {
 			break
@@ -181,6 +184,9 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 func exampleAddress(m Model) int {
 	if m == ModelSHT3x {
 		return 0x44
+	}
+	if isChip(m) {
+		return chipExampleAddress(m)
 	}
 	return 0x20
 }
@@ -228,7 +234,9 @@ func (c *checker) deviceSim(dev Device, path string) {
 	sp := join(path, "sim")
 	c.notAllowed(sp, []string{"profile", "response"}, "for model %s (only modbus and serial_line devices have it)", dev.Model)
 	vp := join(sp, "values")
-	if c.d.has(vp) && dev.Model != ModelRegisters {
+	if isChip(dev.Model) {
+		c.chipSimValues(dev, vp)
+	} else if c.d.has(vp) && dev.Model != ModelRegisters {
 		c.d.add(vp, ErrNotAllowed, "for model %s (only the registers model has register values)", dev.Model)
 	} else {
 		for _, name := range sortedKeys(dev.Sim.Values) {

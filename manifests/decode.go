@@ -14,7 +14,7 @@ import (
 var (
 	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim"}
 	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries", "mqtt"}
-	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim"}
+	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim", "inputs", "pins", "shunt_ohms", "max_current"}
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
 	deviceSimKeys   = []string{"values", "level", "profile", "response"}
@@ -32,7 +32,7 @@ var (
 // The closed sets of values, as the manifest spells them.
 var (
 	busKinds   = words(BusI2C, BusGPIO, BusModbusTCP, BusModbusRTU, BusModbusRTUTCP, BusSerial, BusMQTT)
-	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelMQTT)
+	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelMQTT, ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219)
 	parities   = words(ParityNone, ParityEven, ParityOdd)
 	rs485Modes = words(RS485None, RS485Kernel, RS485RTS)
 	tables     = words(TableCoil, TableDiscrete, TableHolding, TableInput)
@@ -157,6 +157,7 @@ func (o obj) device(dev *Device) {
 		}
 	}
 	dev.MQTT = opt(o, "mqtt", mqttDeviceKeys, obj.mqttDevice)
+	o.chip(dev)
 	dev.Sim = opt(o, "sim", deviceSimKeys, obj.deviceSim)
 }
 

@@ -5,10 +5,12 @@
 // rest of the program can trust: every reference resolves, every enum holds a
 // known value, every device fits its bus.
 //
-// Two complete examples live in manifests/examples: greenhouse.yml (SHT31
+// Complete examples live in manifests/examples: greenhouse.yml (SHT31
 // sensors, a heater relay, a vent motor, a fan VFD on Modbus RTU and an
 // energy meter on Modbus TCP, with a simulated world) and
-// lab-bench.yml (a generic I2C register-map device, a door switch and a pump).
+// lab-bench.yml (a generic I2C register-map device, a door switch and a pump);
+// pi-sensors.yml has every I2C chip model (BME280, ADS1115, INA219, MCP23017,
+// PCF8574).
 //
 // # Format
 //
@@ -76,6 +78,14 @@
 //	terminator  string           "\r\n"    serial_line: ends the request and the response line
 //	response    string           -         serial_line: required, a regular expression with a named group per value ("T=(?P<temperature>[-0-9.]+)")
 //	sim         device sim       none      simulator settings, see below
+//	inputs      list of input    -         ads1015 and ads1115: required, at least one (below); other models: not allowed
+//	pins        list of pin      -         mcp23017 and pcf8574: required, at least one (below); other models: not allowed
+//	shunt_ohms  number           0.1       ina219 only: the shunt resistor, more than 0
+//	max_current number           3.2       ina219 only: the largest expected current, A; sets the calibration (2..65534)
+//
+// The I2C chip models and their addresses: bme280 and bmp280 0x76 or 0x77;
+// ads1115 and ads1015 0x48..0x4b; mcp23017 0x20..0x27; pcf8574 0x20..0x27
+// (PCF8574A 0x38..0x3f); ina219 0x40..0x4f.
 //
 // The models and their channels (what a capability's read.channel names):
 //
@@ -86,6 +96,33 @@
 //	gpio_out   none: leave channel out           boolean          yes
 //	modbus     the name of one of its registers  boolean for bool registers, else number or integer  if the register is writable
 //	serial_line a named group of its response    number, integer  no
+//	bme280     temperature (°C), pressure (hPa), humidity (%)  number  no
+//	bmp280     temperature (°C), pressure (hPa)  number           no
+//	ads1115    the name of one of its inputs     number           no
+//	ads1015    the name of one of its inputs     number           no
+//	mcp23017   the name of one of its pins       boolean          if the pin's mode is output
+//	pcf8574    the name of one of its pins       boolean          if the pin's mode is output
+//	ina219     bus_voltage (V), shunt_voltage (mV), current (A), power (W)  number  no
+//
+// An input of an ads1015 or ads1115 (devices[].inputs[]):
+//
+//	key         type     default   constraint
+//	name        name     required  unique within the device; the channel
+//	input       string   required  a0, a1, a2, a3 (against GND) or a0_a1, a0_a3, a1_a3, a2_a3 (differential)
+//	full_scale  number   4.096     the PGA's full-scale volts: 6.144, 4.096, 2.048, 1.024, 0.512 or 0.256
+//	as          string   volts     volts; milliamps (volts / shunt_ohms); percent (linear from zero to full)
+//	shunt_ohms  number   -         milliamps: required; percent: the reading is the loop's mA (zero 4, full 20 by default)
+//	zero        number   -         percent: the volts (or mA with shunt_ohms) that read 0 %; required without shunt_ohms
+//	full        number   -         percent: the volts (or mA) that read 100 %; required without shunt_ohms; not equal to zero
+//
+// A pin of an mcp23017 or pcf8574 (devices[].pins[]):
+//
+//	key         type     default   constraint
+//	name        name     required  unique within the device; the channel
+//	pin         integer  required  0..15 on an mcp23017 (A0..A7 = 0..7, B0..B7 = 8..15), 0..7 on a pcf8574; unique within the device
+//	mode        string   input     input or output (output pins take do_*)
+//	active_low  boolean  false     logical true is the line low (most relay boards)
+//	pull_up     boolean  false     mcp23017 inputs only: the 100 kΩ pull-up
 //
 // A register of a registers device (devices[].registers[]). Its engineering
 // value is raw*scale + offset:
@@ -120,6 +157,7 @@
 //
 //	key      type                       default  constraint
 //	values   mapping of name to number  none     registers and modbus models: initial engineering value by register name; must fit the register's raw type
+//	                                             I2C chip models: the simulated chip's value by channel, in the channel's unit (bme280 default 20 °C, 1013.25 hPa, 50 %; ina219 default 12 V, 0.5 A; expander input pins 0 or 1, the logical level)
 //	level    boolean                    false    gpio models only: initial logical level
 //	response string                     -        serial_line only: the line the simulated instrument answers with; must match the device's response pattern
 //	profile  string                     ""       modbus only: vfd (speed follows speed_setpoint at 5 Hz/s; needs registers speed_setpoint in holding and speed, optionally running) or energy_meter (power in W and energy in kWh of the simulated site; needs registers power and energy)

@@ -126,6 +126,13 @@ type Device struct {
 	MQTT *MQTTDevice
 	// Sim holds simulator-only settings for this device; nil when absent.
 	Sim *DeviceSim
+	// Inputs are the channels of an ads1015 or ads1115.
+	Inputs []ADCInput
+	// Pins are the channels of an mcp23017 or pcf8574.
+	Pins []ExpanderPin
+	// ShuntOhms and MaxCurrent calibrate an ina219 (Load fills the
+	// defaults, 0.1 Ω and 3.2 A).
+	ShuntOhms, MaxCurrent float64
 }
 
 // Pull is a GPIO input's pull resistor.

@@ -57,6 +57,8 @@ func FaultApplies(m Model, k FaultKind) bool {
 		return k != FaultCRC && slices.Contains(FaultKinds(), k)
 	case ModelGPIOIn, ModelGPIOOut:
 		return k == FaultStuck || k == FaultNoise || k == FaultSlow
+	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219:
+		return chipFaultApplies(m, k)
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).
@@ -271,6 +273,8 @@ func (o obj) faultDevice(sf ScheduledFault, m *Manifest, kindOK bool) {
 			chans = sht3xChannels
 		case ModelRegisters:
 			chans = registerNames(*dev)
+		default:
+			chans = ChipChannels(*dev)
 		}
 		if !slices.Contains(chans, sf.Fault.Channel) {
 			o.add("channel", ErrBadReference, "channel %q of device %q (%s)", sf.Fault.Channel, dev.Name, candidates("channel", chans))

@@ -31,6 +31,13 @@ func models() map[manifests.Model]adder {
 		manifests.ModelGPIOIn:     addPin,
 		manifests.ModelGPIOOut:    addPin,
 		manifests.ModelMQTT:       addMQTTDevice,
+		manifests.ModelBME280:     addBME280,
+		manifests.ModelBMP280:     addBME280,
+		manifests.ModelADS1115:    addADS1x15,
+		manifests.ModelADS1015:    addADS1x15,
+		manifests.ModelINA219:     addINA219,
+		manifests.ModelMCP23017:   addExpander,
+		manifests.ModelPCF8574:    addExpander,
 	}
 }
 
