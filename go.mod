@@ -3,14 +3,16 @@ module github.com/promcp/promcp-device
 go 1.26.0
 
 require (
+	github.com/eclipse/paho.golang v0.23.0
 	github.com/goburrow/modbus v0.1.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/mark3labs/mcp-go v1.2.1
+	github.com/mochi-mqtt/server/v2 v2.7.9
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	go.bug.st/serial v1.8.0
 	go.etcd.io/bbolt v1.5.0
 	golang.org/x/sys v0.50.0
-	golang.org/x/text v0.14.0
+	golang.org/x/text v0.28.0
 	periph.io/x/conn/v3 v3.7.3
 	periph.io/x/host/v3 v3.8.5
 )
@@ -19,6 +21,10 @@ require (
 	github.com/goburrow/serial v0.1.0 // indirect
 	github.com/google/jsonschema-go v0.4.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/gorilla/websocket v1.5.3 // indirect
+	github.com/rs/xid v1.4.0 // indirect
 	github.com/spf13/cast v1.7.1 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
+	golang.org/x/net v0.43.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

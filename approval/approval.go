@@ -88,23 +88,16 @@ func NewRandomSigner() *Signer {
 // LoadOrCreateKey reads the hex key at path, creating it (mode 0600) with
 // a random key when it does not exist.
 func LoadOrCreateKey(path string) ([]byte, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		k := make([]byte, 32)
-		if _, err := rand.Read(k); err != nil {
-			return nil, fmt.Errorf("approval key: %w", err)
-		}
-		if err := os.WriteFile(path, []byte(hex.EncodeToString(k)+"\n"), 0o600); err != nil {
-			return nil, fmt.Errorf("approval key %s: %w", path, err)
-		}
-		return k, nil
+	k, err := LoadKey(path)
+	if !errors.Is(err, ErrNoKey) {
+		return k, err
 	}
-	if err != nil {
+	k = make([]byte, 32)
+	if _, err := rand.Read(k); err != nil {
+		return nil, fmt.Errorf("approval key: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(k)+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("approval key %s: %w", path, err)
-	}
-	k, err := hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil {
-		return nil, fmt.Errorf("approval key %s: not hex: %w", path, err)
 	}
 	return k, nil
 }

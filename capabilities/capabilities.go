@@ -341,6 +341,10 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 	if err != nil {
 		return nil, err
 	}
+	brokers, err := openBrokers(m, hw, opts, s)
+	if err != nil {
+		return nil, err
+	}
 	channels := map[string]*device{}
 	deviceBus := map[string]string{}
 	table := models()
@@ -348,6 +352,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 	e.declared = busByName
 	e.stateDir = opts.StateDir
 	e.closers = func(f func() error) { s.closers = append(s.closers, f) }
+	e.brokers = brokers
 	for _, d := range m.Devices {
 		dev, err := openDevice(ctx, table, d, e)
 		if err != nil {
@@ -364,7 +369,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 		}
 		c := &Capability{
 			Capability: mc,
-			Source:     m.Gateway + "/" + mc.Read.Device,
+			Source:     m.Gateway + "/" + dev.origin + mc.Read.Device,
 			Model:      dev.model,
 			clock:      opts.Clock,
 			log:        opts.Log.With("capability", mc.Name),
@@ -399,6 +404,10 @@ type device struct {
 	// bind says how channel is read and converted (Device and Bus are
 	// filled by Open).
 	bind func(channel string) Binding
+	// origin prefixes the device's name in its capabilities' Source
+	// ("mqtt:zigbee2mqtt/" for a Lite device adopted over MQTT); "" for a
+	// device this gateway drives itself.
+	origin string
 }
 
 func identity(v any) any { return v }
@@ -430,6 +439,8 @@ type env struct {
 	closers func(func() error)
 	// stateDir is Options.StateDir.
 	stateDir string
+	// brokers are the open mqtt buses by name.
+	brokers map[string]*broker
 }
 
 // opener opens one device of its model.
@@ -447,6 +458,14 @@ func models() map[manifests.Model]opener {
 		manifests.ModelGPIOIn:     openGPIOIn,
 		manifests.ModelModbus:     openModbus,
 		manifests.ModelSerialLine: openSerialLine,
+		manifests.ModelMQTT:       openMQTT,
+		manifests.ModelBME280:     openBME280,
+		manifests.ModelBMP280:     openBME280,
+		manifests.ModelADS1115:    openADS1x15,
+		manifests.ModelADS1015:    openADS1x15,
+		manifests.ModelINA219:     openINA219,
+		manifests.ModelMCP23017:   openMCP23017,
+		manifests.ModelPCF8574:    openPCF8574,
 
 		// 1-Wire, PWM and SPI through the kernel; pulses on a GPIO edge.
 		manifests.ModelDS18B20:      openDS18B20,

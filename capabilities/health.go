@@ -137,7 +137,11 @@ func (k *tracker) observe(a *attempt, v any) bool {
 	s := &sample{v: v, f: asNumber(v), t: a.time}
 	vd := k.judge(s)
 	if k.prev != nil && identical(k.prev.v, s.v) {
-		k.same++
+		// The same sample seen again (an MQTT message looked up twice)
+		// is not another sample of a stuck value.
+		if !s.t.Equal(k.prev.t) {
+			k.same++
+		}
 	} else {
 		k.same, k.sameSince = 1, s.t
 	}
@@ -211,7 +215,17 @@ func (k *tracker) reading(a *attempt, v any, now time.Time) Reading {
 		if e := k.verdicts[a.seq%uint64(len(k.verdicts))]; e.seq == a.seq {
 			vd = e.v
 		}
-		return Reading{Value: v, Time: a.time, Quality: vd.q, Reason: vd.reason}
+		r := Reading{Value: v, Time: a.time, Quality: vd.q, Reason: vd.reason}
+		// A sample read earlier than its TTL (a message that arrived long
+		// ago) is stale, and error once older than MaxStale.
+		if age := now.Sub(a.time); age > k.ttl && vd.q == promcp.QualityGood {
+			if age > k.cfg.MaxStale {
+				return Reading{Time: a.time, Quality: promcp.QualityError,
+					Reason: fmt.Sprintf("no new sample for %s (served stale for at most %s)", seconds(age), seconds(k.cfg.MaxStale))}
+			}
+			r.Quality, r.Reason = promcp.QualityStale, fmt.Sprintf("no new sample for %s (fresh for %s)", seconds(age), seconds(k.ttl))
+		}
+		return r
 	}
 	class := errorClass(a.err)
 	failed := Reading{Time: a.time, Quality: promcp.QualityError, Reason: "read failed (" + class + ")", Err: a.err}

@@ -89,11 +89,15 @@ func openMCP3008(ctx context.Context, d manifests.Device, e env) (*device, error
 			in := mcp3008Input(d, channel)
 			config, diff, raw := mcp3008Channel(in.Input)
 			conv := fmt.Sprintf("code × %g / 1024 V, rounded to 0.001", vref)
-			switch in.Scale {
+			switch in.As {
 			case manifests.ScaleMilliamps:
-				conv = fmt.Sprintf("code × %g / 1024 V / %g Ω × 1000 mA, rounded to 0.001", vref, in.Shunt)
+				conv = fmt.Sprintf("code × %g / 1024 V / %g Ω × 1000 mA, rounded to 0.001", vref, in.ShuntOhms)
 			case manifests.ScalePercent:
-				conv = fmt.Sprintf("(code × %g / 1024 V − %g) / (%g − %g) × 100 %%, rounded to 0.01", vref, in.From, in.To, in.From)
+				x, unit := fmt.Sprintf("code × %g / 1024 V", vref), "V"
+				if in.ShuntOhms > 0 {
+					x, unit = fmt.Sprintf("(code × %g / 1024 V / %g Ω × 1000)", vref, in.ShuntOhms), "mA"
+				}
+				conv = fmt.Sprintf("(%s − %g %s) / (%g − %g) × 100 %%, rounded to 0.01", x, in.Zero, unit, in.Full, in.Zero)
 			}
 			if raw {
 				conv = "the 10-bit code (reply byte 1 bits 1-0, byte 2)"
@@ -123,16 +127,14 @@ func mcp3008Input(d manifests.Device, channel string) manifests.ADCInput {
 			return in
 		}
 	}
-	return manifests.ADCInput{Name: channel, Input: channel, Scale: manifests.ScaleVolts}
+	return manifests.ADCInput{Name: channel, Input: channel, As: manifests.ScaleVolts}
 }
 
-// scaleInput converts an input's volts to its scale.
+// scaleInput converts an input's volts to its scale (as an ADS1x15's,
+// [ADCScaled]), rounded to the MCP3008's resolution: 0.001 V or mA, 0.01 %.
 func scaleInput(in manifests.ADCInput, v float64) float64 {
-	switch in.Scale {
-	case manifests.ScaleMilliamps:
-		return round(v/in.Shunt*1000, 3)
-	case manifests.ScalePercent:
-		return round((v-in.From)/(in.To-in.From)*100, 2)
+	if in.As == manifests.ScalePercent {
+		return round(ADCScaled(in, v), 2)
 	}
-	return round(v, 3)
+	return round(ADCScaled(in, v), 3)
 }

@@ -51,6 +51,14 @@ type sampler struct {
 // device sent for it (raw may be nil; it must not be changed afterwards).
 type readFunc func(ctx context.Context) (value any, raw []byte, err error)
 
+// stamped is a value a readFunc returns with its own sample time: a
+// message that arrived earlier (MQTT) was sampled when it arrived, not
+// when it is looked up.
+type stamped struct {
+	value any
+	at    time.Time
+}
+
 func newSampler(clk clock.Clock, read readFunc) *sampler {
 	return &sampler{clock: clk, read: read}
 }
@@ -99,10 +107,14 @@ func (s *sampler) run(ctx context.Context) *attempt {
 	start := time.Now()
 	v, raw, err := s.read(ctx)
 	lat := time.Since(start)
+	at := s.clock.Now()
+	if st, ok := v.(stamped); ok {
+		v, at = st.value, st.at
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.seq++
-	a := &attempt{seq: s.seq, value: v, raw: raw, time: s.clock.Now(), err: err, latency: lat}
+	a := &attempt{seq: s.seq, value: v, raw: raw, time: at, err: err, latency: lat}
 	if err != nil {
 		a.value, a.raw = nil, nil
 	}

@@ -23,13 +23,7 @@ func I2CRegister(r manifests.Register) i2c.Register {
 }
 
 // I2CRegisters returns the driver's form of a register map.
-func I2CRegisters(rs []manifests.Register) []i2c.Register {
-	out := make([]i2c.Register, len(rs))
-	for i, r := range rs {
-		out[i] = I2CRegister(r)
-	}
-	return out
-}
+func I2CRegisters(rs []manifests.Register) []i2c.Register { return each(rs, I2CRegister) }
 
 // Pull returns the driver's form of an input's pull resistor.
 func Pull(p manifests.Pull) gpio.Pull { return gpio.Pull(p) }
@@ -45,9 +39,14 @@ func ModbusRegister(r manifests.ModbusRegister) modbus.Register {
 
 // ModbusRegisters returns the driver's form of a Modbus register map.
 func ModbusRegisters(rs []manifests.ModbusRegister) []modbus.Register {
-	out := make([]modbus.Register, len(rs))
-	for i, r := range rs {
-		out[i] = ModbusRegister(r)
+	return each(rs, ModbusRegister)
+}
+
+// each returns f of every element of in, in order.
+func each[S, T any](in []S, f func(S) T) []T {
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[i] = f(v)
 	}
 	return out
 }

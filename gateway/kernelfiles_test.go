@@ -21,10 +21,10 @@ import (
 	"github.com/promcp/promcp-device/simtest"
 )
 
-// piBench serves manifests/examples/pi-outdoor.yml (DS18B20s on 1-Wire, a
+// outdoorBench serves manifests/examples/pi-outdoor.yml (DS18B20s on 1-Wire, a
 // fan on hardware PWM, an MCP3008 on SPI) over the simulated kernel files
 // in dir, on a manual clock.
-type piBench struct {
+type outdoorBench struct {
 	t   *testing.T
 	w   *sim.World
 	clk *sim.ManualClock
@@ -32,7 +32,7 @@ type piBench struct {
 	dir string
 }
 
-func newPiBench(t *testing.T) *piBench {
+func newOutdoorBench(t *testing.T) *outdoorBench {
 	t.Helper()
 	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
 	if err != nil {
@@ -48,10 +48,10 @@ func newPiBench(t *testing.T) *piBench {
 	hw := simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), dir))
 	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
 	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: p})
-	return &piBench{t: t, w: w, clk: clk, c: c, dir: dir}
+	return &outdoorBench{t: t, w: w, clk: clk, c: c, dir: dir}
 }
 
-func (b *piBench) read(tool string) promcp.ReadResult {
+func (b *outdoorBench) read(tool string) promcp.ReadResult {
 	b.t.Helper()
 	var r promcp.ReadResult
 	if err := callInto(b.t.Context(), b.c, tool, nil, &r); err != nil {
@@ -64,7 +64,7 @@ func (b *piBench) read(tool string) promcp.ReadResult {
 // fan's duty cycle is written to and read back from the pwm files.
 func TestPiOutdoorServesKernelFiles(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newPiBench(t)
+		b := newOutdoorBench(t)
 		for tool, zone := range map[string]string{"read_enclosure_temperature": "enclosure", "read_soil_temperature": "soil"} {
 			r := b.read(tool)
 			z, _ := b.w.Zone(zone)
@@ -116,6 +116,10 @@ func TestPiOutdoorServesKernelFiles(t *testing.T) {
 		if r := b.read("read_tank_level_current"); r.Quality != promcp.QualityGood || r.Value != 5.328 {
 			t.Errorf("tank loop = %+v, want good 5.328 mA", r)
 		}
+		// The same loop as percent: (5.32812 mA − 4) / (20 − 4) × 100.
+		if r := b.read("read_tank_level"); r.Quality != promcp.QualityGood || r.Value != 8.3 {
+			t.Errorf("tank level = %+v, want good 8.3 %%", r)
+		}
 		// The transmitter's loop breaks: 0 V reads 0 mA, below NAMUR's 3.6.
 		if err := b.w.SetInput("soil_adc", 1, 0); err != nil {
 			t.Fatal(err)
@@ -148,14 +152,14 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.device+"/"+string(tc.fault.Kind), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				b := newPiBench(t)
+				b := newOutdoorBench(t)
 				runFaultCase(t, tc, b.clk, b.w, ttl, b.read)
 			})
 		})
 	}
 	// Past max_stale, a sensor gone from the bus is an error.
 	synctest.Test(t, func(t *testing.T) {
-		b := newPiBench(t)
+		b := newOutdoorBench(t)
 		b.read("read_soil_temperature")
 		if err := b.w.Inject("soil_probe", manifests.Fault{Kind: manifests.FaultNACK}); err != nil {
 			t.Fatal(err)

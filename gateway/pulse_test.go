@@ -34,7 +34,7 @@ func near(v any, want float64) bool {
 // stuck line stops the count.
 func TestPulseCounterThroughServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newPiBench(t)
+		b := newOutdoorBench(t)
 		step(b.clk, time.Minute)
 		tip := 0.2794
 		if r := b.read("read_rainfall"); r.Quality != promcp.QualityGood || !near(r.Value, 3*tip) {

@@ -135,6 +135,10 @@ func (r *recorder) tools() ([]*Tool, error) {
 	return tools, nil
 }
 
+// recordingHTTP and recordingStdio record tools/list as it passes. They are
+// two types, not one wrapping a transport.Interface, because the client
+// finds optional methods (HTTPConnection, BidirectionalInterface) by type
+// assertion, which an interface-typed field would hide.
 type recordingHTTP struct {
 	*transport.StreamableHTTP
 	rec *recorder

@@ -39,6 +39,21 @@ func triad(check func(t *Tool, k promcp.Kind) []string) func(*Tool) []string {
 	}
 }
 
+// readKindsHint checks that read_* and can_do tools give the hint pick
+// selects as true; msg says what is wrong, given the hint as found.
+func readKindsHint(pick func(*Annotations) *bool, msg func(hint string, k promcp.Kind) string) func(*Tool) []string {
+	return triad(func(t *Tool, k promcp.Kind) []string {
+		if k == promcp.KindDo {
+			return nil
+		}
+		var b *bool
+		if t.Annotations != nil {
+			b = pick(t.Annotations)
+		}
+		return when(b == nil || !*b, msg(hint(b), k))
+	})
+}
+
 func hint(b *bool) string {
 	if b == nil {
 		return "not given"
@@ -105,26 +120,16 @@ var mcpRules = []toolRule{
 		}
 		return when(!okType, fmt.Sprintf("idempotency_key is declared with type %v; want \"string\" so any client can send the key it retries with.", typ))
 	}},
-	{Rule{"M005", Warning, "read_* and can_do are annotated readOnlyHint: true", true}, triad(func(t *Tool, k promcp.Kind) []string {
-		if k == promcp.KindDo {
-			return nil
-		}
-		var ro *bool
-		if t.Annotations != nil {
-			ro = t.Annotations.ReadOnlyHint
-		}
-		return when(ro == nil || !*ro, fmt.Sprintf("readOnlyHint is %s; a %s tool changes nothing, so say readOnlyHint: true (clients may then call it without asking).", hint(ro), k))
-	})},
-	{Rule{"M006", Warning, "read_* and can_do are annotated idempotentHint: true", true}, triad(func(t *Tool, k promcp.Kind) []string {
-		if k == promcp.KindDo {
-			return nil
-		}
-		var id *bool
-		if t.Annotations != nil {
-			id = t.Annotations.IdempotentHint
-		}
-		return when(id == nil || !*id, fmt.Sprintf("idempotentHint is %s; a %s tool can be repeated freely, so say idempotentHint: true.", hint(id), k))
-	})},
+	{Rule{"M005", Warning, "read_* and can_do are annotated readOnlyHint: true", true}, readKindsHint(
+		func(a *Annotations) *bool { return a.ReadOnlyHint },
+		func(h string, k promcp.Kind) string {
+			return fmt.Sprintf("readOnlyHint is %s; a %s tool changes nothing, so say readOnlyHint: true (clients may then call it without asking).", h, k)
+		})},
+	{Rule{"M006", Warning, "read_* and can_do are annotated idempotentHint: true", true}, readKindsHint(
+		func(a *Annotations) *bool { return a.IdempotentHint },
+		func(h string, k promcp.Kind) string {
+			return fmt.Sprintf("idempotentHint is %s; a %s tool can be repeated freely, so say idempotentHint: true.", h, k)
+		})},
 	{Rule{"M007", Error, "do_* is not annotated readOnlyHint: true", true}, triad(func(t *Tool, k promcp.Kind) []string {
 		return when(k == promcp.KindDo && t.Annotations != nil && t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint,
 			"readOnlyHint is true on a do_* tool: clients may run it without asking, yet it has side effects.")

@@ -124,14 +124,7 @@ var responseRules = []toolRule{
 			return fmt.Sprintf("can_do responseSchema missing required field: '%s'. Required: %s.", f, list(requiredCanDo))
 		})
 	})},
-	{Rule{"R010", Error, "can_do candidates[] have capability, source, confidence, permission, valid_until", false}, responseOf("can_do", func(p map[string]any) []string {
-		if _, ok := p["candidates"]; !ok {
-			return nil
-		}
-		return missing(itemProps(p, "candidates"), requiredCandidate, func(f string) string {
-			return fmt.Sprintf("can_do candidates[] missing required field: '%s'.", f)
-		})
-	})},
+	{Rule{"R010", Error, "can_do candidates[] have capability, source, confidence, permission, valid_until", false}, responseOf("can_do", itemsHave("candidates", requiredCandidate))},
 	{Rule{"R012", Error, "can_do candidates[] permission enum has only the spec's values", false}, responseOf("can_do", func(p map[string]any) []string {
 		perm, ok := itemProps(p, "candidates")["permission"].(map[string]any)
 		if !ok {
@@ -140,16 +133,23 @@ var responseRules = []toolRule{
 		bad := outside(enum(perm), strs(promcp.Permissions()))
 		return when(len(bad) > 0, fmt.Sprintf("can_do candidates permission enum has unknown values: %s. Use namespaced prefix for domain extensions.", list(bad)))
 	})},
-	{Rule{"R013", Error, "can_do blocked[] have capability, source, permission, reason", false}, responseOf("can_do", func(p map[string]any) []string {
-		if _, ok := p["blocked"]; !ok {
-			return nil
-		}
-		return missing(itemProps(p, "blocked"), requiredBlocked, func(f string) string {
-			return fmt.Sprintf("can_do blocked[] missing required field: '%s'.", f)
-		})
-	})},
+	{Rule{"R013", Error, "can_do blocked[] have capability, source, permission, reason", false}, responseOf("can_do", itemsHave("blocked", requiredBlocked))},
 	{Rule{"SE001", Error, "a read_* response declares no side_effects", false}, responseOf("read_", func(p map[string]any) []string {
 		_, ok := p["side_effects"]
 		return when(ok, "read_* tool declares 'side_effects'. Read tools must have no side effects — rename to do_* if mutation occurs.")
 	})},
+}
+
+// itemsHave checks that the items of a can_do response's array key declare
+// the required fields; a response without the array passes (another rule
+// asks for it: R009).
+func itemsHave(key string, required []string) func(p map[string]any) []string {
+	return func(p map[string]any) []string {
+		if _, ok := p[key]; !ok {
+			return nil
+		}
+		return missing(itemProps(p, key), required, func(f string) string {
+			return fmt.Sprintf("can_do %s[] missing required field: '%s'.", key, f)
+		})
+	}
 }

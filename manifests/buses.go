@@ -58,70 +58,6 @@ const (
 	ModelPulseCounter Model = "pulse_counter"
 )
 
-// ADCInput is a named, scaled channel of an mcp3008: one input in volts,
-// converted to the unit a probe or a loop speaks.
-type ADCInput struct {
-	Name string
-	// Input is the MCP3008 channel read: ch0..ch7 or diff0..diff7.
-	Input string
-	// Scale is volts (as read), milliamps (volts over Shunt) or percent
-	// (From volts is 0 %, To volts is 100 %, linear, not clamped).
-	Scale string
-	// Shunt is the resistor, Ω, that turns a current loop into volts
-	// (milliamps only).
-	Shunt float64
-	// From and To are the volts at 0 % and at 100 % (percent only); To
-	// may be below From (a capacitive soil probe reads lower when wetter).
-	From, To float64
-}
-
-// Scales of an ADCInput.
-const (
-	ScaleVolts     = "volts"
-	ScaleMilliamps = "milliamps"
-	ScalePercent   = "percent"
-)
-
-var adcInputKeys = []string{"name", "input", "scale", "shunt", "from", "to"}
-
-func (o obj) adcInput(in *ADCInput) {
-	in.Name = o.name()
-	in.Input = o.requiredStr("input", "the MCP3008 input, ch0..ch7 or diff0..diff7")
-	if in.Input != "" && !slices.Contains(mcp3008Channels[:16], in.Input) {
-		o.add("input", ErrUnknownValue, "%q (want ch0..ch7 or diff0..diff7)", in.Input)
-	}
-	in.Scale = ScaleVolts
-	if s, ok := o.strOK("scale"); ok {
-		if s != ScaleVolts && s != ScaleMilliamps && s != ScalePercent {
-			o.add("scale", ErrUnknownValue, "%q (want volts, milliamps or percent)", s)
-			return // which keys fit is unknown: one mistake, one error
-		}
-		in.Scale = s
-	}
-	numIf(o, "shunt", &in.Shunt, positive, ": %g (want the shunt's resistance in Ω, more than 0, such as 150)")
-	in.From, in.To = o.num("from"), o.num("to")
-	switch in.Scale {
-	case ScaleMilliamps:
-		o.require("shunt", "the shunt's resistance in Ω (150 Ω turns 4..20 mA into 0.6..3.0 V)")
-	case ScalePercent:
-		o.require("from", "the volts at 0 %")
-		o.require("to", "the volts at 100 %")
-		if o.has("from") && o.has("to") && in.From == in.To {
-			o.add("to", ErrRange, ": %g is from (want the volts at 100 %%, not those at 0 %%)", in.To)
-		}
-	}
-	if in.Scale != ScaleMilliamps && o.has("shunt") {
-		o.add("shunt", ErrNotAllowed, "for scale %s (only milliamps has a shunt)", in.Scale)
-	}
-	if in.Scale != ScalePercent {
-		for _, k := range []string{"from", "to"} {
-			if o.has(k) {
-				o.add(k, ErrNotAllowed, "for scale %s (only percent has from and to)", in.Scale)
-			}
-		}
-	}
-}
-
 // Edges a pulse_counter counts.
 const (
 	EdgeFalling = "falling"
@@ -183,7 +119,6 @@ func (o obj) deviceExt(dev *Device) {
 	if dev.Model == ModelPulseCounter {
 		dev.Edge, dev.Debounce, dev.PerPulse = EdgeFalling, DefaultDebounce, 1
 	}
-	dev.Inputs = list(o, "inputs", adcInputKeys, obj.adcInput)
 	if s, ok := o.strOK("edge"); ok {
 		if s != EdgeFalling && s != EdgeRising && s != EdgeBoth {
 			o.add("edge", ErrUnknownValue, "%q (want falling, rising or both)", s)
@@ -226,7 +161,7 @@ var extKeys = []struct {
 	key    string
 	models []Model
 }{{"rom", []Model{ModelDS18B20}}, {"channel", []Model{ModelPWM}}, {"frequency", []Model{ModelPWM}}, {"vref", []Model{ModelMCP3008}},
-	{"inputs", []Model{ModelMCP3008}}, {"edge", []Model{ModelPulseCounter}}, {"debounce", []Model{ModelPulseCounter}}, {"per_pulse", []Model{ModelPulseCounter}}}
+	{"edge", []Model{ModelPulseCounter}}, {"debounce", []Model{ModelPulseCounter}}, {"per_pulse", []Model{ModelPulseCounter}}}
 
 // noExtKeys reports the kernel-file models' keys on a model that has none
 // of them.
@@ -269,15 +204,6 @@ func (c *checker) busDevice(dev Device, bus *Bus, path string, seen, pins map[st
 			c.once(seen, dev.Bus+"/pwm"+strconv.Itoa(dev.Channel), field("channel"), "channel %d on bus %q", dev.Channel, dev.Bus)
 		}
 	case ModelMCP3008:
-		names := map[string]string{}
-		for i, in := range dev.Inputs {
-			p := join(index(field("inputs"), i), "name")
-			if slices.Contains(mcp3008Channels, in.Name) {
-				c.d.add(p, ErrDuplicate, "input name %q (the chip's own channel has it; choose another, such as \"soil_moisture\")", in.Name)
-				continue
-			}
-			c.unique(names, "input name", in.Name, p)
-		}
 		if dev.Bus != "" {
 			c.once(seen, dev.Bus+"/mcp3008", field("bus"), "mcp3008 on spi bus %q (one chip per chip select; declare another spi bus for spidev0.1)", dev.Bus)
 		}

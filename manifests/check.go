@@ -94,11 +94,12 @@ func (c *checker) checkBuses() {
 			c.d.add(join(path, "device"), ErrNotAllowed, "for a gpio bus (pins are named by each device's pin)")
 		}
 		c.busLine(b, path)
+		c.busMQTT(b, path)
 		c.busKindExt(b, path)
 	}
 }
 
-func isI2C(m Model) bool  { return m == ModelSHT3x || m == ModelRegisters }
+func isI2C(m Model) bool  { return m == ModelSHT3x || m == ModelRegisters || isChip(m) }
 func isGPIO(m Model) bool { return m == ModelGPIOIn || m == ModelGPIOOut }
 
 func (c *checker) checkDevices() {
@@ -123,8 +124,14 @@ func (c *checker) checkDevices() {
 			}
 		}
 		c.noExtKeys(dev, path)
+		if dev.Model == ModelMQTT {
+			c.mqttDevice(dev, bus, path)
+			continue
+		}
+		c.notAllowed(path, []string{"mqtt"}, "for model %s (only mqtt devices have topics)", dev.Model)
 		if isBusModel(dev.Model) {
 			c.noLineKeys(dev, path)
+			c.chipDevice(dev, path)
 			c.busDevice(dev, bus, path, ext, pins)
 			continue
 		}
@@ -133,6 +140,7 @@ func (c *checker) checkDevices() {
 			continue
 		}
 		c.noLineKeys(dev, path)
+		c.chipDevice(dev, path)
 		if !isI2C(dev.Model) && !isGPIO(dev.Model) {
 			continue // missing or unknown: reported
 		}
@@ -142,7 +150,7 @@ func (c *checker) checkDevices() {
 				c.d.add(field("model"), ErrNotAllowed, "on gpio bus %q: %s (want gpio_in or gpio_out, or an i2c bus)", bus.Name, dev.Model)
 			case isGPIO(dev.Model) && bus.Kind == BusI2C:
 				c.d.add(field("model"), ErrNotAllowed, "on i2c bus %q: %s (want sht3x or registers, or a gpio bus)", bus.Name, dev.Model)
-			case bus.Kind.IsModbus() || bus.Kind == BusSerial || isKernelBus(bus.Kind):
+			case bus.Kind.IsModbus() || bus.Kind == BusSerial || bus.Kind == BusMQTT || isKernelBus(bus.Kind):
 				c.d.add(field("model"), ErrNotAllowed, "on %s bus %q: %s (want %s)", bus.Kind, bus.Name, dev.Model, modelsFor(bus.Kind))
 			}
 		}
@@ -170,6 +178,8 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 		// out of range: reported
 	case dev.Model == ModelSHT3x && dev.Address != 0x44 && dev.Address != 0x45:
 		c.d.add(field("address"), ErrRange, ": %s (want 0x44 or 0x45 for an sht3x)", hex(int64(dev.Address)))
+	case chipAddressProblem(dev.Model, dev.Address) != "":
+		c.d.add(field("address"), ErrRange, ": %s (%s)", hex(int64(dev.Address)), chipAddressProblem(dev.Model, dev.Address))
 	default:
 		if dev.Bus == "" {
 			break
@@ -183,6 +193,9 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 func exampleAddress(m Model) int {
 	if m == ModelSHT3x {
 		return 0x44
+	}
+	if isChip(m) {
+		return chipExampleAddress(m)
 	}
 	return 0x20
 }
@@ -230,7 +243,9 @@ func (c *checker) deviceSim(dev Device, path string) {
 	sp := join(path, "sim")
 	c.notAllowed(sp, []string{"profile", "response"}, "for model %s (only modbus and serial_line devices have it)", dev.Model)
 	vp := join(sp, "values")
-	if c.d.has(vp) && dev.Model != ModelRegisters {
+	if isChip(dev.Model) {
+		c.chipSimValues(dev, vp)
+	} else if c.d.has(vp) && dev.Model != ModelRegisters {
 		c.d.add(vp, ErrNotAllowed, "for model %s (only the registers model has register values)", dev.Model)
 	} else {
 		for _, name := range sortedKeys(dev.Sim.Values) {

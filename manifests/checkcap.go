@@ -22,6 +22,10 @@ func channelTypes(m Model) []ValueType {
 		return []ValueType{TypeBoolean}
 	case ModelSerialLine:
 		return []ValueType{TypeNumber, TypeInteger}
+	case ModelMCP23017, ModelPCF8574:
+		return []ValueType{TypeBoolean}
+	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelINA219:
+		return []ValueType{TypeNumber}
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		return []ValueType{TypeNumber}
 	}
@@ -158,6 +162,11 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	case ModelModbus:
 		c.modbusChannel(cp, dev, path)
 		return nil
+	case ModelMQTT:
+		c.mqttChannel(cp, dev, path)
+		return nil
+	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219:
+		c.chipChannel(cp, dev, chp)
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		c.busChannel(cp, dev, path)
 		if want := busChannelTypes(dev.Model, cp.Read.Channel); slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
@@ -210,6 +219,8 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 		switch {
 		case dev.Model == ModelSHT3x || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
 			c.d.add(dp, ErrNotAllowed, "on read-only %s device %q (want a gpio_out device or a register with writable: true)", dev.Model, dev.Name)
+		case isChip(dev.Model) && !chipWritable(*dev, cp.Read.Channel):
+			c.d.add(dp, ErrNotAllowed, "on %s channel %q of device %q (want an expander pin with mode: output)", dev.Model, cp.Read.Channel, dev.Name)
 		case isBusModel(dev.Model) && busReadOnly(dev) != "":
 			c.d.add(dp, ErrNotAllowed, "%s", busReadOnly(dev))
 		case reg != nil && !reg.Writable:
@@ -357,7 +368,7 @@ func (c *checker) simDevice(name, path string, want Model) bool {
 
 // article prefixes a model with "a" or "an" as it is read aloud.
 func article(m Model) string {
-	if m == ModelSHT3x {
+	if m == ModelSHT3x || m == ModelADS1115 || m == ModelADS1015 || m == ModelMCP23017 || m == ModelINA219 {
 		return "an " + string(m)
 	}
 	return "a " + string(m)

@@ -17,6 +17,8 @@ func modelsFor(k BusKind) string {
 		return "gpio_in or gpio_out"
 	case BusSerial:
 		return "serial_line"
+	case BusMQTT:
+		return "mqtt"
 	case BusOneWire, BusPWM, BusSPI:
 		return kernelBusModels(k)
 	}

@@ -5,10 +5,12 @@
 // rest of the program can trust: every reference resolves, every enum holds a
 // known value, every device fits its bus.
 //
-// Two complete examples live in manifests/examples: greenhouse.yml (SHT31
+// Complete examples live in manifests/examples: greenhouse.yml (SHT31
 // sensors, a heater relay, a vent motor, a fan VFD on Modbus RTU and an
 // energy meter on Modbus TCP, with a simulated world) and
-// lab-bench.yml (a generic I2C register-map device, a door switch and a pump).
+// lab-bench.yml (a generic I2C register-map device, a door switch and a pump);
+// pi-sensors.yml has every I2C chip model (BME280, ADS1115, INA219, MCP23017,
+// PCF8574).
 //
 // # Format
 //
@@ -91,7 +93,14 @@
 //	edge        string           falling   pulse_counter: falling, rising or both; other models: not allowed
 //	debounce    duration         5ms       pulse_counter: at most 1s; an edge this soon after a counted one is contact bounce
 //	per_pulse   number           1         pulse_counter: more than 0, what one pulse stands for in the capability's unit (litres, mm)
-//	inputs      list of input    none      mcp3008: named, scaled channels: {name, input (ch0..ch7 or diff0..diff7), scale (volts, milliamps with shunt Ω, percent with from and to, the volts at 0 % and 100 %)}; names unique and not a chip channel's
+//	inputs      list of input    -         ads1015 and ads1115: required, at least one (below); mcp3008: optional, named scaled channels besides ch0..ch7 (below); other models: not allowed
+//	pins        list of pin      -         mcp23017 and pcf8574: required, at least one (below); other models: not allowed
+//	shunt_ohms  number           0.1       ina219 only: the shunt resistor, more than 0
+//	max_current number           3.2       ina219 only: the largest expected current, A; sets the calibration (2..65534)
+//
+// The I2C chip models and their addresses: bme280 and bmp280 0x76 or 0x77;
+// ads1115 and ads1015 0x48..0x4b; mcp23017 0x20..0x27; pcf8574 0x20..0x27
+// (PCF8574A 0x38..0x3f); ina219 0x40..0x4f.
 //
 // ds18b20 (on a onewire bus), pwm (on a pwm bus) and mcp3008 (on an spi bus)
 // have no address, pin, active_low, pull or registers. An mcp3008's sim
@@ -113,6 +122,33 @@
 //	pwm        duty (%), frequency (Hz)          number           yes, read back from the kernel's files
 //	mcp3008    its inputs' names; ch0..ch7, diff0..diff7 (V); raw0..raw7 (the 10-bit code)  number; raw: number or integer  no
 //	pulse_counter total, rate (per s), rate_per_minute (pulses × per_pulse)  number or integer  no
+//	bme280     temperature (°C), pressure (hPa), humidity (%)  number  no
+//	bmp280     temperature (°C), pressure (hPa)  number           no
+//	ads1115    the name of one of its inputs     number           no
+//	ads1015    the name of one of its inputs     number           no
+//	mcp23017   the name of one of its pins       boolean          if the pin's mode is output
+//	pcf8574    the name of one of its pins       boolean          if the pin's mode is output
+//	ina219     bus_voltage (V), shunt_voltage (mV), current (A), power (W)  number  no
+//
+// An input of an ads1015, ads1115 or mcp3008 (devices[].inputs[]):
+//
+//	key         type     default   constraint
+//	name        name     required  unique within the device; the channel (on an mcp3008 not one of its own, ch0.. diff0.. raw0..)
+//	input       string   required  ads1x15: a0, a1, a2, a3 (against GND) or a0_a1, a0_a3, a1_a3, a2_a3 (differential); mcp3008: ch0..ch7 (against GND) or diff0..diff7 (differential)
+//	full_scale  number   4.096     ads1x15 only: the PGA's full-scale volts: 6.144, 4.096, 2.048, 1.024, 0.512 or 0.256 (an mcp3008's full scale is its vref)
+//	as          string   volts     volts; milliamps (volts / shunt_ohms); percent (linear from zero to full)
+//	shunt_ohms  number   -         milliamps: required; percent: the reading is the loop's mA (zero 4, full 20 by default)
+//	zero        number   -         percent: the volts (or mA with shunt_ohms) that read 0 %; required without shunt_ohms
+//	full        number   -         percent: the volts (or mA) that read 100 %; required without shunt_ohms; not equal to zero (may be below it)
+//
+// A pin of an mcp23017 or pcf8574 (devices[].pins[]):
+//
+//	key         type     default   constraint
+//	name        name     required  unique within the device; the channel
+//	pin         integer  required  0..15 on an mcp23017 (A0..A7 = 0..7, B0..B7 = 8..15), 0..7 on a pcf8574; unique within the device
+//	mode        string   input     input or output (output pins take do_*)
+//	active_low  boolean  false     logical true is the line low (most relay boards)
+//	pull_up     boolean  false     mcp23017 inputs only: the 100 kΩ pull-up
 //
 // A register of a registers device (devices[].registers[]). Its engineering
 // value is raw*scale + offset:
@@ -147,6 +183,7 @@
 //
 //	key      type                       default  constraint
 //	values   mapping of name to number  none     registers and modbus models: initial engineering value by register name; must fit the register's raw type
+//	                                             I2C chip models: the simulated chip's value by channel, in the channel's unit (bme280 default 20 °C, 1013.25 hPa, 50 %; ina219 default 12 V, 0.5 A; expander input pins 0 or 1, the logical level)
 //	level    boolean                    false    gpio models only: initial logical level
 //	response string                     -        serial_line only: the line the simulated instrument answers with; must match the device's response pattern
 //	profile  string                     ""       modbus only: vfd (speed follows speed_setpoint at 5 Hz/s; needs registers speed_setpoint in holding and speed, optionally running) or energy_meter (power in W and energy in kWh of the simulated site; needs registers power and energy)
@@ -261,6 +298,53 @@
 //	vents               list of strings  none      gpio_out devices venting this zone while on
 //	fans                list of strings  none      modbus devices with sim profile vfd; each adds speed/50Hz of a vent with fan_time_constant
 //	fan_time_constant   duration         5m        more than 0; drift toward outside added by a fan at full speed
+//
+// # MQTT
+//
+// An mqtt bus (kind: mqtt) is a broker connection; its settings are under
+// mqtt: (buses[].mqtt), and the line keys (device, address, port, …) are
+// not allowed on it:
+//
+//	key          type      default           constraint
+//	broker       string    required          mqtt://host[:1883] or mqtts://host[:8883]; no user:password in the URL
+//	client_id    string    <gateway>-<bus>
+//	ca           string    system roots      PEM file of the broker's CA; mqtts only
+//	cert, key    string    none              PEM client certificate and key, both or neither; mqtts only
+//	credentials  string    none              file: username on line 1, password on line 2; must be chmod 600
+//	protocol     integer   5                 5 only (3.1.1 is refused with the reason)
+//	keepalive    duration  30s               1s..18h
+//
+// File names are relative to the manifest's directory.
+//
+// An mqtt device (model: mqtt, on an mqtt bus) has its topics under mqtt:
+// (devices[].mqtt):
+//
+//	key           type              default       constraint
+//	preset        word              none          tasmota or zigbee2mqtt; needs topic
+//	topic         string            none          the Tasmota topic or Zigbee2MQTT friendly name; one level, no wildcards
+//	availability  string            the preset's  topic where the device or its Last Will says it is offline
+//	offline       string            offline       the availability payload meaning offline (case ignored; a JSON "state" counts)
+//	channels      list of channel   none          required without a preset; names unique
+//
+// A channel (devices[].mqtt.channels[]):
+//
+//	key      type     default      constraint
+//	name     string   required     what capabilities' read.channel names
+//	state    string   required     topic the value is published on; no wildcards
+//	path     string   whole        dot-separated JSON path into the payload ("ENERGY.Power")
+//	command  string   none         topic a do_* publishes on; none makes the channel read-only
+//	payload  string   {{value}}    command template with {{value}} (text; booleans as on/off) or {{json}}
+//	on, off  string   ON, OFF      a boolean's words (JSON true/false and "true"/"false" are read too)
+//	retain   boolean  false        publish commands retained
+//
+// With preset tasmota, channel power (power1..power8) is stat/<topic>/POWER
+// commanded on cmnd/<topic>/POWER, any other channel a JSON path in
+// tele/<topic>/SENSOR, and the availability topic tele/<topic>/LWT. With
+// preset zigbee2mqtt, any channel is a JSON key of zigbee2mqtt/<topic>,
+// commanded on zigbee2mqtt/<topic>/set with {"<channel>": value}, and the
+// availability topic zigbee2mqtt/<topic>/availability. Declared channels
+// replace the preset's of the same name. In the simulator, sim.values
+// (by channel) and sim.level (power) give a preset device's first state.
 //
 // # Defaults
 //

@@ -62,6 +62,8 @@ type Bus struct {
 	Retries int
 	// Speed is the clock of an spi bus in Hz; Load fills DefaultSPISpeed.
 	Speed int
+	// MQTT is the broker connection of an mqtt bus; nil on other kinds.
+	MQTT *MQTTBus
 }
 
 // DefaultTimeout is the per-transaction timeout of a bus that declares none.
@@ -122,6 +124,8 @@ type Device struct {
 	ModbusRegisters []ModbusRegister
 	// Line is the request and response of a serial_line device.
 	Line LineInstrument
+	// MQTT holds the topics of an mqtt device; nil on other models.
+	MQTT *MQTTDevice
 	// Sim holds simulator-only settings for this device; nil when absent.
 	Sim *DeviceSim
 	// ROM is a ds18b20's w1 id ("28-0316a2795aff").
@@ -142,8 +146,14 @@ type Device struct {
 	// PerPulse is what one pulse stands for, in the capability's unit;
 	// Load fills 1.
 	PerPulse float64
-	// Inputs are an mcp3008's named, scaled channels.
+	// Inputs are the named, scaled channels of an ads1015, ads1115 or
+	// mcp3008.
 	Inputs []ADCInput
+	// Pins are the channels of an mcp23017 or pcf8574.
+	Pins []ExpanderPin
+	// ShuntOhms and MaxCurrent calibrate an ina219 (Load fills the
+	// defaults, 0.1 Ω and 3.2 A).
+	ShuntOhms, MaxCurrent float64
 }
 
 // Pull is a GPIO input's pull resistor.

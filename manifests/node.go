@@ -104,14 +104,10 @@ func (d *decoder) resolve(n ast.Node, path string) ast.Node {
 			d.addAt(n, path, ErrRange, ": aliases expand to more than %d nodes", maxSteps)
 			return nil
 		}
-		switch v := n.(type) {
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AliasNode:
-			n = d.alias(v, path)
-		default:
+		var wrapped bool
+		if a, ok := n.(*ast.AliasNode); ok {
+			n = d.alias(a, path)
+		} else if n, wrapped = unwrap(n); !wrapped {
 			return n
 		}
 	}
@@ -274,18 +270,23 @@ func (d *decoder) collect(m *ast.MappingNode, path string, known []string, out m
 // null from a value.
 func (d *decoder) peek(n ast.Node) ast.Node {
 	for range 64 {
-		switch v := n.(type) {
-		case *ast.AnchorNode:
-			n = v.Value
-		case *ast.TagNode:
-			n = v.Value
-		case *ast.AliasNode:
-			return v // a value, or an error reported when it is decoded
-		default:
-			return n
+		var wrapped bool
+		if n, wrapped = unwrap(n); !wrapped {
+			return n // an alias too: a value, or an error reported when it is decoded
 		}
 	}
 	return nil
+}
+
+// unwrap returns the node an anchor or a tag wraps, or n itself and false.
+func unwrap(n ast.Node) (ast.Node, bool) {
+	switch v := n.(type) {
+	case *ast.AnchorNode:
+		return v.Value, true
+	case *ast.TagNode:
+		return v.Value, true
+	}
+	return n, false
 }
 
 func keyString(k ast.MapKeyNode) string {

@@ -68,10 +68,15 @@ func FaultApplies(m Model, k FaultKind) bool {
 		// SPI is clocked by the host: no timeouts, no CRC; a chip gone
 		// leaves MISO high.
 		return k == FaultNACK || k == FaultDropout || k == FaultStuck || k == FaultNoise || k == FaultImplausible
+	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219:
+		return chipFaultApplies(m, k)
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).
 		return slices.Contains(FaultKinds(), k)
+	case ModelMQTT:
+		// A device on a broker drops off (its Last Will) or falls silent.
+		return k == FaultDropout || k == FaultStuck
 	}
 	return false
 }
@@ -279,6 +284,8 @@ func (o obj) faultDevice(sf ScheduledFault, m *Manifest, kindOK bool) {
 			chans = sht3xChannels
 		case ModelRegisters:
 			chans = registerNames(*dev)
+		default:
+			chans = ChipChannels(*dev)
 		}
 		if !slices.Contains(chans, sf.Fault.Channel) {
 			o.add("channel", ErrBadReference, "channel %q of device %q (%s)", sf.Fault.Channel, dev.Name, candidates("channel", chans))

@@ -181,107 +181,174 @@ type Input struct {
 // Evaluator runs the checks. The zero value is ready to use.
 type Evaluator struct{}
 
-// Evaluate answers whether req may run at req.Now.
+// Evaluate answers whether req may run at req.Now. It runs the checks of
+// the package doc in their order; the first that answers decides.
 func (Evaluator) Evaluate(req Request) Decision {
 	e := eval{req: req, until: req.Now.Add(MaxStaticValidity), value: req.Value}
 	rules := req.Rules
 	if rules == nil {
 		rules = &manifests.ActionPolicy{Tool: req.Action}
 	}
-	if d, refused := e.role(rules); refused {
-		return d
+	checks := []func(*eval, *manifests.ActionPolicy) (Decision, bool){
+		(*eval).role,             // permission_insufficient
+		(*eval).checkValue,       // out_of_range (or clamp)
+		(*eval).safeMove,         // a move to the safe value stops here
+		(*eval).actuatorReadable, // source_unreachable
+		(*eval).inputsReadable,   // source_unreachable
+		(*eval).quorum,           // partition_no_quorum
+		(*eval).inWindows,        // policy_denied
+		(*eval).interlocksHold,   // policy_denied
+		(*eval).cooldown,         // cooldown_active
+		(*eval).rateLimit,        // rate_limited
+		(*eval).approval,         // requires_human_approval
+		(*eval).readingsGood,     // requires_human_approval
 	}
-	if d, refused := e.checkValue(rules); refused {
-		return d
-	}
-	if req.IsSafe() {
-		return e.safe(rules)
-	}
-	if c := req.Current; c != nil {
-		e.depend(req.CurrentRead, *c)
-		if c.Quality == promcp.QualityError {
-			reason := "the actuator's state cannot be read"
-			if c.Reason != "" {
-				reason += ": " + c.Reason
-			}
-			return e.refuse(promcp.SourceUnreachable, reason,
-				"check the device's wiring and bus; the action is refused while its source does not answer", e.until)
+	for _, check := range checks {
+		if d, decided := check(&e, rules); decided {
+			return d
 		}
 	}
-	for _, in := range req.Inputs {
+	return e.answer(promcp.Allowed, "", "", e.until)
+}
+
+// safeMove decides a move to the actuator's safe value: role and value
+// were checked, and only the interlocks that select it still apply.
+func (e *eval) safeMove(rules *manifests.ActionPolicy) (Decision, bool) {
+	if !e.req.IsSafe() {
+		return Decision{}, false
+	}
+	return e.safe(rules), true
+}
+
+// actuatorReadable refuses when the actuator's own state cannot be read.
+func (e *eval) actuatorReadable(*manifests.ActionPolicy) (Decision, bool) {
+	c := e.req.Current
+	if c == nil {
+		return Decision{}, false
+	}
+	e.depend(e.req.CurrentRead, *c)
+	if c.Quality != promcp.QualityError {
+		return Decision{}, false
+	}
+	reason := "the actuator's state cannot be read"
+	if c.Reason != "" {
+		reason += ": " + c.Reason
+	}
+	return e.refuse(promcp.SourceUnreachable, reason,
+		"check the device's wiring and bus; the action is refused while its source does not answer", e.until), true
+}
+
+// inputsReadable refuses when a reading the action depends on has no
+// reliable value. Every input bounds valid_until first.
+func (e *eval) inputsReadable(*manifests.ActionPolicy) (Decision, bool) {
+	for _, in := range e.req.Inputs {
 		e.depend(in.Name, in.Reading)
 	}
-	for _, in := range req.Inputs {
+	for _, in := range e.req.Inputs {
 		if in.Quality == promcp.QualityError {
 			reason := "the action depends on " + in.Name + ", which has no reliable value"
 			if in.Reason != "" {
 				reason += ": " + in.Reason
 			}
 			return e.refuse(promcp.SourceUnreachable, reason,
-				"the action is refused until "+in.Name+" reads again; check that sensor's wiring and bus", e.until)
+				"the action is refused until "+in.Name+" reads again; check that sensor's wiring and bus", e.until), true
 		}
 	}
-	if q := rules.Quorum; q != nil && max(req.Peers, 1) < q.MinPeers {
-		return e.refuse(promcp.PartitionNoQuorum,
-			fmt.Sprintf("%d of the %d gateways this action needs are reachable", max(req.Peers, 1), q.MinPeers),
-			"the action waits until enough peers are reachable", req.Now.Add(MaxSensorValidity))
+	return Decision{}, false
+}
+
+// quorum refuses when fewer gateways than the rules need are reachable.
+func (e *eval) quorum(rules *manifests.ActionPolicy) (Decision, bool) {
+	q := rules.Quorum
+	if q == nil || max(e.req.Peers, 1) >= q.MinPeers {
+		return Decision{}, false
 	}
-	if d, refused := e.windows(rules.Windows); refused {
-		return d
+	return e.refuse(promcp.PartitionNoQuorum,
+		fmt.Sprintf("%d of the %d gateways this action needs are reachable", max(e.req.Peers, 1), q.MinPeers),
+		"the action waits until enough peers are reachable", e.req.Now.Add(MaxSensorValidity)), true
+}
+
+func (e *eval) inWindows(rules *manifests.ActionPolicy) (Decision, bool) {
+	return e.windows(rules.Windows)
+}
+
+func (e *eval) interlocksHold(rules *manifests.ActionPolicy) (Decision, bool) {
+	return e.interlocks(rules.Interlocks)
+}
+
+// cooldown refuses while the cooldown after the last actuation runs.
+func (e *eval) cooldown(rules *manifests.ActionPolicy) (Decision, bool) {
+	if rules.Cooldown <= 0 || !e.applies(rules.CooldownWhen) {
+		return Decision{}, false
 	}
-	if d, refused := e.interlocks(rules.Interlocks); refused {
-		return d
+	req := e.req
+	if last, ok := latest(req.History); ok && req.Now.Before(last.Add(rules.Cooldown)) {
+		end := last.Add(rules.Cooldown)
+		reason := fmt.Sprintf("cooldown of %s after the last actuation at %s is active for %s more",
+			rules.Cooldown, last.UTC().Format(time.RFC3339), end.Sub(req.Now).Round(time.Second))
+		if !req.InProgress.IsZero() && last.Equal(req.InProgress) {
+			reason = fmt.Sprintf("another %s call is actuating now, and its cooldown of %s starts with it", req.Action, rules.Cooldown)
+		}
+		return e.refuse(promcp.CooldownActive, reason, "retry after valid_until"+e.safeHint(), end), true
 	}
-	cooldown := rules.Cooldown > 0 && e.applies(rules.CooldownWhen)
-	if cooldown {
-		if last, ok := latest(req.History); ok && req.Now.Before(last.Add(rules.Cooldown)) {
-			end := last.Add(rules.Cooldown)
-			reason := fmt.Sprintf("cooldown of %s after the last actuation at %s is active for %s more",
-				rules.Cooldown, last.UTC().Format(time.RFC3339), end.Sub(req.Now).Round(time.Second))
-			if !req.InProgress.IsZero() && last.Equal(req.InProgress) {
-				reason = fmt.Sprintf("another %s call is actuating now, and its cooldown of %s starts with it", req.Action, rules.Cooldown)
-			}
-			return e.refuse(promcp.CooldownActive, reason, "retry after valid_until"+e.safeHint(), end)
+	// Allowed now; the next successful actuation starts a cooldown.
+	e.cap(req.Now.Add(MaxStaticValidity))
+	return Decision{}, false
+}
+
+// rateLimit refuses when the actuations in the last period reach the
+// limit; otherwise the answer lasts until the oldest of them ages out.
+func (e *eval) rateLimit(rules *manifests.ActionPolicy) (Decision, bool) {
+	rl := rules.RateLimit
+	if rl == nil {
+		return Decision{}, false
+	}
+	req := e.req
+	var in []time.Time
+	for _, t := range req.History {
+		if t.After(req.Now.Add(-rl.Per)) && !t.After(req.Now) {
+			in = append(in, t)
 		}
 	}
-	if rl := rules.RateLimit; rl != nil {
-		var in []time.Time
-		for _, t := range req.History {
-			if t.After(req.Now.Add(-rl.Per)) && !t.After(req.Now) {
-				in = append(in, t)
-			}
+	slices.SortFunc(in, func(a, b time.Time) int { return a.Compare(b) })
+	if len(in) >= rl.Max {
+		reset := in[len(in)-rl.Max].Add(rl.Per)
+		reason := fmt.Sprintf("rate limit of %d actuations per %s reached", rl.Max, rl.Per)
+		if !req.InProgress.IsZero() {
+			reason += ", counting the one in progress"
 		}
-		if len(in) >= rl.Max {
-			slices.SortFunc(in, func(a, b time.Time) int { return a.Compare(b) })
-			reset := in[len(in)-rl.Max].Add(rl.Per)
-			reason := fmt.Sprintf("rate limit of %d actuations per %s reached", rl.Max, rl.Per)
-			if !req.InProgress.IsZero() {
-				reason += ", counting the one in progress"
-			}
-			return e.refuse(promcp.RateLimited, reason, "retry after valid_until"+e.safeHint(), reset)
-		}
-		if len(in) > 0 {
-			// The answer can change when the oldest counted actuation ages out.
-			slices.SortFunc(in, func(a, b time.Time) int { return a.Compare(b) })
-			e.cap(in[0].Add(rl.Per))
-		}
+		return e.refuse(promcp.RateLimited, reason, "retry after valid_until"+e.safeHint(), reset), true
 	}
-	if cooldown {
-		// Allowed now; the next successful actuation starts a cooldown.
-		e.cap(req.Now.Add(MaxStaticValidity))
+	if len(in) > 0 {
+		// The answer can change when the oldest counted actuation ages out.
+		e.cap(in[0].Add(rl.Per))
 	}
-	if reason := approvalNeeded(rules.Approval, req, e.value); reason != "" && !req.Approved {
-		how := "a person who holds the gateway's approval key runs `promcp-device approve` for this tool, value and idempotency_key, and you pass the token as approval; an answer through your MCP client does not approve this action"
-		if rules.Approval.Via == manifests.ViaElicitation {
-			how = "confirm through your MCP client when it asks, or pass an approval from `promcp-device approve`"
-		}
-		return e.answer(promcp.RequiresHumanApproval, reason, how, e.until)
+	return Decision{}, false
+}
+
+// approval asks for a person's approval when the rules want one and the
+// request carries none.
+func (e *eval) approval(rules *manifests.ActionPolicy) (Decision, bool) {
+	reason := approvalNeeded(rules.Approval, e.req, e.value)
+	if reason == "" || e.req.Approved {
+		return Decision{}, false
 	}
-	if doubts := doubtful(req); len(doubts) > 0 && !req.Approved {
-		return e.answer(promcp.RequiresHumanApproval, "not plainly allowed: "+strings.Join(doubts, "; "),
-			"a reading the action depends on is not good: act only with a person's confirmation, or wait until it reads good", e.until)
+	how := "a person who holds the gateway's approval key runs `promcp-device approve` for this tool, value and idempotency_key, and you pass the token as approval; an answer through your MCP client does not approve this action"
+	if rules.Approval.Via == manifests.ViaElicitation {
+		how = "confirm through your MCP client when it asks, or pass an approval from `promcp-device approve`"
 	}
-	return e.answer(promcp.Allowed, "", "", e.until)
+	return e.answer(promcp.RequiresHumanApproval, reason, how, e.until), true
+}
+
+// readingsGood keeps the action from being plainly allowed while a reading
+// it depends on is stale or degraded, unless a person approved it.
+func (e *eval) readingsGood(*manifests.ActionPolicy) (Decision, bool) {
+	doubts := doubtful(e.req)
+	if len(doubts) == 0 || e.req.Approved {
+		return Decision{}, false
+	}
+	return e.answer(promcp.RequiresHumanApproval, "not plainly allowed: "+strings.Join(doubts, "; "),
+		"a reading the action depends on is not good: act only with a person's confirmation, or wait until it reads good", e.until), true
 }
 
 // CheckValue returns why v breaks a capability's type and constraints, or

@@ -211,19 +211,19 @@ func (l *LocalReserver) Commit(_ context.Context, r *Reservation, at time.Time, 
 	if r == nil {
 		return ErrNotHeld
 	}
+	// One step under the lock: recorded before the reservation ends, so no
+	// decision sees neither, and in the same critical section, so no
+	// decision sees both (the actuation in the history and still pending)
+	// and refuses a caller the rate limit allows. State.Record may fsync;
+	// a commit is one per actuation, and other actuators wait that long.
 	l.mu.Lock()
-	held := l.pending[r.Action] == r
-	l.mu.Unlock()
-	if !held {
+	defer l.mu.Unlock()
+	if l.pending[r.Action] != r {
 		return fmt.Errorf("commit %s: %w", r.Action, ErrNotHeld)
 	}
-	// Recorded before the reservation ends, so that no decision sees
-	// neither (the pending reservation counts until the history has it).
 	l.state.Record(r.Action, at)
-	l.mu.Lock()
 	l.committed[r.Action] = Committed{Read: r.Read, Value: applied, Time: at}
 	l.endLocked(r)
-	l.mu.Unlock()
 	return nil
 }
 

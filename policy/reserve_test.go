@@ -114,6 +114,78 @@ func TestReserveRateLimitUnderOverlap(t *testing.T) {
 		map[promcp.Permission]int{promcp.Allowed: limit, promcp.RateLimited: callers - limit})
 }
 
+// TestReserveRateLimitDuringCommit: callers that arrive while a commit is
+// recording its actuation (as bbolt does, with an fsync) must not count it
+// twice (in the history and as still pending) and so refuse a caller the
+// limit allows. Limit 2: the first caller commits, 8 late callers arrive
+// during its Record, and exactly one of them is allowed, every round.
+func TestReserveRateLimitDuringCommit(t *testing.T) {
+	const late, limit = 8, 2
+	rules := &manifests.ActionPolicy{Tool: "do_x", RateLimit: &manifests.RateLimit{Max: limit, Per: time.Hour}}
+	dev := &actuator{value: 0.0}
+	at := now
+	for round := range 50 {
+		var wg sync.WaitGroup
+		out := make([]promcp.Permission, late)
+		var once sync.Once
+		st := &hookState{MemoryState: policy.NewMemoryState()}
+		st.r = policy.NewLocalReserver(st)
+		st.recorded = func() {
+			once.Do(func() {
+				for i := range late {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						out[i] = reserveAndCommit(t, st.r, "do_x", rules, dev, float64(i+2), at)
+					}()
+				}
+				for range 200 { // let them decide while this commit is recording
+					runtime.Gosched()
+				}
+			})
+		}
+		first := reserveAndCommit(t, st.r, "do_x", rules, dev, 1, at)
+		wg.Wait()
+		got := count(append(out, first))
+		if want := map[promcp.Permission]int{promcp.Allowed: limit, promcp.RateLimited: late + 1 - limit}; !maps.Equal(got, want) {
+			t.Fatalf("round %d: %v, want %v", round, got, want)
+		}
+		at = at.Add(time.Hour)
+	}
+}
+
+// hookState calls recorded after each Record, from inside it.
+type hookState struct {
+	*policy.MemoryState
+	recorded func()
+	r        *policy.LocalReserver
+}
+
+func (s *hookState) Record(action string, t time.Time) {
+	s.MemoryState.Record(action, t)
+	s.recorded()
+}
+
+// reserveAndCommit reserves one write of value and, allowed, writes and
+// commits it; it returns the permission.
+func reserveAndCommit(t *testing.T, r policy.Reserver, action string, rules *manifests.ActionPolicy, dev *actuator, value float64, at time.Time) promcp.Permission {
+	claim, build := numberRequest(action, rules, dev, value, at)
+	res, d, err := r.Reserve(context.Background(), claim, func(_ context.Context, v policy.View) policy.Decision {
+		return policy.Evaluator{}.Evaluate(build(v))
+	})
+	if err != nil {
+		t.Error(err)
+		return ""
+	}
+	if res != nil {
+		dev.write(d.Value, at, 0)
+		if err := r.Commit(context.Background(), res, at, d.Value); err != nil {
+			t.Error(err)
+		}
+	}
+	return d.Permission
+}
+
 // overlapRounds runs rounds rounds, step apart, of callers at once asking
 // to write one actuator under rules, and wants each round's permissions
 // counted as want.

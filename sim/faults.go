@@ -159,6 +159,19 @@ func (fs *faultState) spike() float64 {
 	return s
 }
 
+// distorted returns the engineering value a value fault reports in place
+// of v: v plus a spike for noise, the fault's value for implausible. ok is
+// false when the reading rails instead (implausible without a value).
+func (fs *faultState) distorted(v float64) (out float64, ok bool) {
+	switch {
+	case fs.is(manifests.FaultNoise):
+		return v + fs.spike(), true
+	case fs.f.Value != nil:
+		return *fs.f.Value, true
+	}
+	return 0, false
+}
+
 // sleep waits d in real time: bus latency is physical, whatever the
 // simulated clock does (under testing/synctest it is instant).
 func sleep(d time.Duration) {

@@ -98,12 +98,7 @@ func (s *ModbusSlave) distort(fs *faultState, req, res []byte) {
 	if !ok {
 		return
 	}
-	switch {
-	case fs.is(manifests.FaultNoise):
-		v += fs.spike()
-	case fs.f.Value != nil:
-		v = *fs.f.Value
-	default:
+	if v, ok = fs.distorted(v); !ok {
 		v = railed(*reg)
 	}
 	r, err := c.Raw(v, reg.Scale, reg.Offset)

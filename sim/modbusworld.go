@@ -57,6 +57,10 @@ type ModbusEndpoints struct {
 	loop    map[string]string // serial bus → loopback stand-in, where no pty
 	lns     []net.Listener
 	noPTY   bool // tests: use the loopback stand-in
+	// Broker is the embedded MQTT broker serving the mqtt buses; nil when
+	// the manifest has none.
+	Broker   *Broker
+	stopMQTT func()
 }
 
 // serveSerial serves a serial bus on a new pty, or on a loopback listener
@@ -129,6 +133,14 @@ func (w *World) startLines(noPTY bool) (_ *ModbusEndpoints, err error) {
 			}
 		}
 	}
+	b, stop, err := w.startMQTT(w.mqttBuses, MQTTPublishPeriod)
+	if err != nil {
+		return nil, err
+	}
+	e.Broker, e.stopMQTT = b, stop
+	for _, name := range w.mqttBuses {
+		e.addr[name] = b.Addr()
+	}
 	for name, ins := range w.lineBus {
 		if err := e.serveSerial(name, func(rw io.ReadWriter) error { return serveLine(w, ins, rw) }); err != nil {
 			return nil, err
@@ -160,6 +172,9 @@ func (e *ModbusEndpoints) Close() error {
 	}
 	for _, s := range e.servers {
 		s.Close()
+	}
+	if e.stopMQTT != nil {
+		e.stopMQTT()
 	}
 	return nil
 }

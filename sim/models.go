@@ -30,6 +30,14 @@ func models() map[manifests.Model]adder {
 		manifests.ModelSerialLine: addLineInstrument,
 		manifests.ModelGPIOIn:     addPin,
 		manifests.ModelGPIOOut:    addPin,
+		manifests.ModelMQTT:       addMQTTDevice,
+		manifests.ModelBME280:     addBME280,
+		manifests.ModelBMP280:     addBME280,
+		manifests.ModelADS1115:    addADS1x15,
+		manifests.ModelADS1015:    addADS1x15,
+		manifests.ModelINA219:     addINA219,
+		manifests.ModelMCP23017:   addExpander,
+		manifests.ModelPCF8574:    addExpander,
 
 		// 1-Wire, PWM and SPI through the kernel; pulses on a GPIO edge.
 		manifests.ModelDS18B20:      addDS18B20,

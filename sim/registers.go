@@ -100,12 +100,8 @@ func (d *registers) distort(fs *faultState, start uint8, r []byte) {
 	if err != nil {
 		return
 	}
-	switch {
-	case fs.is(manifests.FaultNoise):
-		v += fs.spike()
-	case fs.f.Value != nil:
-		v = *fs.f.Value
-	default:
+	v, ok := fs.distorted(v)
+	if !ok {
 		for i := range n {
 			r[i] = 0xFF
 		}

@@ -47,6 +47,8 @@ type World struct {
 	lineBus     map[string][]*LineInstrument // serial bus name → instruments
 	heaters     []*pinState                  // every zone heater, once
 	kf          *kernelFiles                 // DS18B20s and PWM channels; nil when none
+	mqtt        *mqttWorld                   // simulated MQTT devices; nil when none
+	mqttBuses   []string                     // mqtt bus names, served by the embedded broker
 }
 
 // ZoneState is a snapshot of a zone's air.
@@ -106,6 +108,14 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 		}
 		if err := add(w, d, bl); err != nil {
 			return nil, err
+		}
+	}
+	if w.mqtt != nil {
+		w.mqtt.caps = m.Capabilities
+	}
+	for _, b := range m.Buses {
+		if b.Kind == manifests.BusMQTT {
+			w.mqttBuses = append(w.mqttBuses, b.Name)
 		}
 	}
 	if m.Sim == nil {

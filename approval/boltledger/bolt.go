@@ -12,6 +12,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/promcp/promcp-device/approval"
+	"github.com/promcp/promcp-device/internal/boltdb"
 )
 
 var usedBucket = []byte("used")
@@ -29,16 +30,9 @@ type BoltLedger struct {
 // OpenBoltLedger opens (creating it if needed) the ledger file at path.
 // The caller closes it.
 func OpenBoltLedger(path string) (*BoltLedger, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := boltdb.Open(path, "approval ledger", 2*time.Second, usedBucket)
 	if err != nil {
-		return nil, fmt.Errorf("approval ledger %s: %w", path, err)
-	}
-	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(usedBucket)
-		return err
-	}); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("approval ledger %s: %w", path, err)
+		return nil, err
 	}
 	return &BoltLedger{db: db}, nil
 }

@@ -75,27 +75,8 @@ func (lf *lintFlags) surface(files []string) bool {
 // lintSurface lints one tool surface: exit 0 pass, 1 findings, 2 when the
 // tools could not be loaded or the server reached.
 func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, stderr io.Writer) int {
-	sources := len(files)
-	if lf.url != "" {
-		sources++
-	}
-	if len(lf.command) > 0 {
-		sources++
-	}
-	if sources != 1 {
-		fmt.Fprintln(stderr, "promcp-device lint: name one tool surface: a tool-list FILE.json, --url URL, or -- COMMAND ARGS...")
-		return 2
-	}
-	if len(files) == 1 && !strings.EqualFold(filepath.Ext(files[0]), ".json") {
-		fmt.Fprintf(stderr, "promcp-device lint: %s: --json, --strict, --call-reads and --manifest apply to a tool list (FILE.json) or a live server; lint manifests without them\n", files[0])
-		return 2
-	}
-	if lf.group != "" && lf.manifest == "" {
-		fmt.Fprintln(stderr, "promcp-device lint: --group NAME goes with --manifest FILE (the group's tools are the manifest's)")
-		return 2
-	}
-	if lf.callReads && len(files) == 1 {
-		fmt.Fprintln(stderr, "promcp-device lint: --call-reads needs a live server (--url or -- COMMAND)")
+	if msg := lf.surfaceUsage(files); msg != "" {
+		fmt.Fprintln(stderr, "promcp-device lint:", msg)
 		return 2
 	}
 	var expected []string // with --manifest: the tools it (or its --group) declares
@@ -161,4 +142,27 @@ func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, std
 		return 1
 	}
 	return 0
+}
+
+// surfaceUsage says what is wrong with the flags and files given for
+// linting a tool surface, or "" when they make sense together.
+func (lf *lintFlags) surfaceUsage(files []string) string {
+	sources := len(files)
+	if lf.url != "" {
+		sources++
+	}
+	if len(lf.command) > 0 {
+		sources++
+	}
+	switch {
+	case sources != 1:
+		return "name one tool surface: a tool-list FILE.json, --url URL, or -- COMMAND ARGS..."
+	case len(files) == 1 && !strings.EqualFold(filepath.Ext(files[0]), ".json"):
+		return files[0] + ": --json, --strict, --call-reads and --manifest apply to a tool list (FILE.json) or a live server; lint manifests without them"
+	case lf.group != "" && lf.manifest == "":
+		return "--group NAME goes with --manifest FILE (the group's tools are the manifest's)"
+	case lf.callReads && len(files) == 1:
+		return "--call-reads needs a live server (--url or -- COMMAND)"
+	}
+	return ""
 }

@@ -15,7 +15,7 @@ import (
 )
 
 func TestBusTx(t *testing.T) {
-	pb := playback(i2ctest.IO{Addr: 0x20, W: []byte{0x02}, R: []byte{0x2E, 0xE0}})
+	pb := playback(t, i2ctest.IO{Addr: 0x20, W: []byte{0x02}, R: []byte{0x2E, 0xE0}})
 	b := NewBus("i2c1", pb, 0, nil)
 	r := make([]byte, 2)
 	if err := b.Tx(t.Context(), 0x20, []byte{0x02}, r); err != nil {
@@ -23,9 +23,6 @@ func TestBusTx(t *testing.T) {
 	}
 	if r[0] != 0x2E || r[1] != 0xE0 {
 		t.Errorf("Tx read % x, want 2e e0", r)
-	}
-	if err := pb.Close(); err != nil {
-		t.Error(err)
 	}
 	if s := b.Stats(); s.Transactions != 1 || s.Errors != 0 {
 		t.Errorf("Stats() = %+v, want 1 transaction, 0 errors", s)
@@ -66,7 +63,7 @@ func TestBusTxErrors(t *testing.T) {
 func TestBusTxContextDoneBeforeTurn(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	pb := playback() // any transaction is an error
+	pb := playback(t) // any transaction is an error
 	b := NewBus("i2c1", pb, 0, nil)
 	err := b.Tx(ctx, 0x44, []byte{0x24, 0x00}, nil)
 	if !errors.Is(err, context.Canceled) {

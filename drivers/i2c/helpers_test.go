@@ -2,6 +2,7 @@ package i2c
 
 import (
 	"sync/atomic"
+	"testing"
 
 	"periph.io/x/conn/v3/i2c/i2ctest"
 	"periph.io/x/conn/v3/physic"
@@ -44,7 +45,14 @@ func (b *stuckBus) Tx(_ uint16, _, r []byte) error {
 	return nil
 }
 
-// playback returns a Playback that returns errors instead of panicking.
-func playback(ops ...i2ctest.IO) *i2ctest.Playback {
-	return &i2ctest.Playback{Ops: ops, DontPanic: true}
+// playback returns a Playback that returns errors instead of panicking;
+// the test fails unless every op was played by the time it ends.
+func playback(t *testing.T, ops ...i2ctest.IO) *i2ctest.Playback {
+	pb := &i2ctest.Playback{Ops: ops, DontPanic: true}
+	t.Cleanup(func() {
+		if err := pb.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return pb
 }

@@ -34,7 +34,7 @@ func TestRegistersRead(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback(tc.io)
+			pb := playback(t, tc.io)
 			d := NewRegisters(NewBus("1", pb, 0, nil), 0x20, growLight)
 			got, err := d.Read(t.Context(), tc.reg)
 			if err != nil {
@@ -42,9 +42,6 @@ func TestRegistersRead(t *testing.T) {
 			}
 			if got != tc.want {
 				t.Errorf("Read(%q) = %v, want %v", tc.reg, got, tc.want)
-			}
-			if err := pb.Close(); err != nil {
-				t.Error(err)
 			}
 		})
 	}
@@ -65,13 +62,10 @@ func TestRegistersWrite(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback(i2ctest.IO{Addr: 0x20, W: tc.w})
+			pb := playback(t, i2ctest.IO{Addr: 0x20, W: tc.w})
 			d := NewRegisters(NewBus("1", pb, 0, nil), 0x20, growLight)
 			if err := d.Write(t.Context(), tc.reg, tc.v); err != nil {
 				t.Fatalf("Write(%q, %v) = %v", tc.reg, tc.v, err)
-			}
-			if err := pb.Close(); err != nil {
-				t.Error(err)
 			}
 		})
 	}
@@ -95,7 +89,7 @@ func TestRegistersWriteRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback()
+			pb := playback(t)
 			d := NewRegisters(NewBus("1", pb, 0, nil), 0x20, growLight)
 			err := d.Write(t.Context(), tc.reg, tc.v)
 			if !errors.Is(err, tc.want) {
@@ -109,7 +103,7 @@ func TestRegistersWriteRefused(t *testing.T) {
 }
 
 func TestRegistersWriteRangeMessage(t *testing.T) {
-	d := NewRegisters(NewBus("1", playback(), 0, nil), 0x20, growLight)
+	d := NewRegisters(NewBus("1", playback(t), 0, nil), 0x20, growLight)
 	err := d.Write(t.Context(), "dimmer", 200)
 	const want = "register dimmer write: i2c 1 addr 0x20: 200 does not fit (range 0..127.5): encode uint8: value out of range: 400 is outside 0..255"
 	if err == nil || err.Error() != want {
@@ -118,7 +112,7 @@ func TestRegistersWriteRangeMessage(t *testing.T) {
 }
 
 func TestRegistersReadUnknown(t *testing.T) {
-	pb := playback()
+	pb := playback(t)
 	d := NewRegisters(NewBus("1", pb, 0, nil), 0x20, growLight)
 	if _, err := d.Read(t.Context(), "nope"); !errors.Is(err, ErrUnknownRegister) {
 		t.Fatalf("Read(nope) = %v, want ErrUnknownRegister", err)

@@ -38,7 +38,7 @@ func TestSHT3xSense(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback(measure, i2ctest.IO{Addr: 0x44, R: tc.r})
+			pb := playback(t, measure, i2ctest.IO{Addr: 0x44, R: tc.r})
 			var s sleeps
 			d := NewSHT3x(NewBus("1", pb, 0, nil), 0x44, WithSleep(s.sleep))
 			got, err := d.Sense(t.Context())
@@ -51,9 +51,6 @@ func TestSHT3xSense(t *testing.T) {
 			}
 			if len(s) != 1 || s[0] != 15*time.Millisecond {
 				t.Errorf("Sense() waited %v, want [15ms]", s)
-			}
-			if err := pb.Close(); err != nil {
-				t.Error(err)
 			}
 		})
 	}
@@ -71,7 +68,7 @@ func TestSHT3xSenseCRC(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback(measure, i2ctest.IO{Addr: 0x44, R: tc.r})
+			pb := playback(t, measure, i2ctest.IO{Addr: 0x44, R: tc.r})
 			var s sleeps
 			d := NewSHT3x(NewBus("1", pb, 0, nil), 0x44, WithSleep(s.sleep))
 			_, err := d.Sense(t.Context())
@@ -104,7 +101,7 @@ func TestSHT3xSenseNACK(t *testing.T) {
 
 // A context cancelled during the measurement wait stops before the read.
 func TestSHT3xSenseCancelledWhileWaiting(t *testing.T) {
-	pb := playback(measure)
+	pb := playback(t, measure)
 	ctx, cancel := context.WithCancel(t.Context())
 	d := NewSHT3x(NewBus("1", pb, 0, nil), 0x44, WithSleep(func(context.Context, time.Duration) error {
 		cancel()
@@ -113,13 +110,10 @@ func TestSHT3xSenseCancelledWhileWaiting(t *testing.T) {
 	if _, err := d.Sense(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Sense() = %v, want context.Canceled", err)
 	}
-	if err := pb.Close(); err != nil {
-		t.Error(err)
-	}
 }
 
 func TestSHT3xSenseCancelledBeforeTurn(t *testing.T) {
-	pb := playback()
+	pb := playback(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	d := NewSHT3x(NewBus("1", pb, 0, nil), 0x44)
@@ -132,7 +126,7 @@ func TestSHT3xSenseCancelledBeforeTurn(t *testing.T) {
 }
 
 func TestSHT3xReadStatus(t *testing.T) {
-	pb := playback(
+	pb := playback(t,
 		i2ctest.IO{Addr: 0x44, W: []byte{0xF3, 0x2D}},
 		i2ctest.IO{Addr: 0x44, R: []byte{0x80, 0x10, 0xE1}},
 	)
@@ -144,13 +138,10 @@ func TestSHT3xReadStatus(t *testing.T) {
 	if want := StatusAlertPending | StatusReset; got != want {
 		t.Errorf("ReadStatus() = %#04x, want %#04x", got, want)
 	}
-	if err := pb.Close(); err != nil {
-		t.Error(err)
-	}
 }
 
 func TestSHT3xSoftReset(t *testing.T) {
-	pb := playback(i2ctest.IO{Addr: 0x44, W: []byte{0x30, 0xA2}})
+	pb := playback(t, i2ctest.IO{Addr: 0x44, W: []byte{0x30, 0xA2}})
 	var s sleeps
 	d := NewSHT3x(NewBus("1", pb, 0, nil), 0x44, WithSleep(s.sleep))
 	if err := d.SoftReset(t.Context()); err != nil {
@@ -158,9 +149,6 @@ func TestSHT3xSoftReset(t *testing.T) {
 	}
 	if len(s) != 1 || s[0] != 1500*time.Microsecond {
 		t.Errorf("SoftReset() waited %v, want [1.5ms]", s)
-	}
-	if err := pb.Close(); err != nil {
-		t.Error(err)
 	}
 }
 

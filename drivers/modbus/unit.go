@@ -109,18 +109,29 @@ func (u *Unit) errorf(what string, err error) error {
 	return fmt.Errorf("modbus %s unit %d %s: %w", u.line.cfg.Name, u.id, what, err)
 }
 
+// readOp returns the request that reads count values of table from
+// address (function 1, 2, 3 or 4), or nil for an unknown table.
+func readOp(table Table, address, count uint16) func(mb.Client) ([]byte, error) {
+	switch table {
+	case TableCoil:
+		return func(c mb.Client) ([]byte, error) { return c.ReadCoils(address, count) }
+	case TableDiscrete:
+		return func(c mb.Client) ([]byte, error) { return c.ReadDiscreteInputs(address, count) }
+	case TableHolding:
+		return func(c mb.Client) ([]byte, error) { return c.ReadHoldingRegisters(address, count) }
+	case TableInput:
+		return func(c mb.Client) ([]byte, error) { return c.ReadInputRegisters(address, count) }
+	}
+	return nil
+}
+
 // ReadRegisters reads count holding or input registers from address (0-based)
 // and returns their 2*count bytes as sent (each register big endian).
 // Identical concurrent reads share one transaction.
 func (u *Unit) ReadRegisters(ctx context.Context, table Table, address, count uint16) ([]byte, error) {
 	what := fmt.Sprintf("%s %d+%d", table, address, count)
-	var op func(mb.Client) ([]byte, error)
-	switch table {
-	case TableHolding:
-		op = func(c mb.Client) ([]byte, error) { return c.ReadHoldingRegisters(address, count) }
-	case TableInput:
-		op = func(c mb.Client) ([]byte, error) { return c.ReadInputRegisters(address, count) }
-	default:
+	op := readOp(table, address, count)
+	if op == nil || table.IsBits() {
 		return nil, u.errorf(what, fmt.Errorf("table %q holds no registers", table))
 	}
 	return u.coalesce(ctx, what, func(ctx context.Context) ([]byte, error) {
@@ -136,13 +147,8 @@ func (u *Unit) ReadRegisters(ctx context.Context, table Table, address, count ui
 // Identical concurrent reads share one transaction.
 func (u *Unit) ReadBits(ctx context.Context, table Table, address, count uint16) ([]bool, error) {
 	what := fmt.Sprintf("%s %d+%d", table, address, count)
-	var op func(mb.Client) ([]byte, error)
-	switch table {
-	case TableCoil:
-		op = func(c mb.Client) ([]byte, error) { return c.ReadCoils(address, count) }
-	case TableDiscrete:
-		op = func(c mb.Client) ([]byte, error) { return c.ReadDiscreteInputs(address, count) }
-	default:
+	op := readOp(table, address, count)
+	if op == nil || !table.IsBits() {
 		return nil, u.errorf(what, fmt.Errorf("table %q holds no bits", table))
 	}
 	b, err := u.coalesce(ctx, what, func(ctx context.Context) ([]byte, error) { return u.call(ctx, what, op) })

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/promcp/promcp-device/clock"
 	"log/slog"
 	"maps"
 	"sync"
@@ -18,7 +17,9 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/internal/boltdb"
 )
 
 // ErrClosed is returned by Do once the store is closed.
@@ -114,18 +115,11 @@ func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, erro
 	if opts.MaxBatchDelay <= 0 {
 		opts.MaxBatchDelay = 2 * time.Millisecond
 	}
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: timeout})
+	db, err := boltdb.Open(path, "idempotency store", timeout, keysBucket)
 	if err != nil {
-		return nil, fmt.Errorf("idempotency store %s: %w", path, err)
+		return nil, err
 	}
 	db.MaxBatchDelay = opts.MaxBatchDelay
-	if err := db.Update(func(tx *bolt.Tx) error {
-		_, err := tx.CreateBucketIfNotExists(keysBucket)
-		return err
-	}); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("idempotency store %s: %w", path, err)
-	}
 	b := &Bolt{db: db, ttl: opts.TTL, clock: opts.Clock, log: opts.Log, flights: map[string]*flight{}, pending: map[string]*record{}}
 	if err := b.sweep(); err != nil {
 		db.Close()
@@ -199,23 +193,9 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act idempotency.A
 		close(f.done)
 	}()
 	now := b.clock.Now()
-	b.flushPending()
-	b.mu.Lock()
-	p, isPending := b.pending[key]
-	b.mu.Unlock()
-	var rec record
-	var found bool
-	switch {
-	case isPending && p != nil:
-		rec, found = *p, true
-	case isPending: // forgotten, though the disk still says in flight
-	default:
-		if rec, found, err = b.get(key); err != nil {
-			return nil, false, err
-		}
-	}
-	if found && now.After(rec.Expires) {
-		found = false
+	rec, found, err := b.lookup(key, now)
+	if err != nil {
+		return nil, false, err
 	}
 	var attempt idempotency.Attempt
 	began := false
@@ -233,17 +213,7 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act idempotency.A
 		began = true
 	default:
 		rec = record{Fingerprint: f.fingerprint, State: stateInFlight, Started: now, Expires: now.Add(b.ttl)}
-		var berr error
-		attempt = idempotency.BeginWith(func(context.Context) error {
-			if began {
-				return berr
-			}
-			began = true
-			if berr = b.put(key, &rec); berr != nil {
-				berr = fmt.Errorf("%w (nothing recorded, so nothing may actuate)", berr)
-			}
-			return berr
-		})
+		attempt = b.begin(key, &rec, &began)
 	}
 
 	out, keep, err := act(ctx, attempt)
@@ -255,19 +225,67 @@ func (b *Bolt) run(ctx context.Context, key string, f *flight, act idempotency.A
 	}
 	if err != nil || !keep {
 		// Nothing happened that a retry must not repeat: forget the key.
-		if derr := b.delete(key); derr != nil {
-			// Forget it in this process; the disk catches up later.
-			b.log.Error("forgetting an idempotency key", "key", key, "err", derr)
-			b.mu.Lock()
-			b.pending[key] = nil
-			b.mu.Unlock()
-		}
+		b.forget(key)
 		if err != nil {
 			return nil, false, err
 		}
 		return out, false, nil
 	}
-	done := record{Fingerprint: f.fingerprint, State: stateDone, Started: rec.Started,
+	return b.recordDone(key, f, rec.Started, out)
+}
+
+// lookup finds key's unexpired record: the one waiting in memory for a
+// write that failed, else the one on disk.
+func (b *Bolt) lookup(key string, now time.Time) (rec record, found bool, err error) {
+	b.flushPending()
+	b.mu.Lock()
+	p, isPending := b.pending[key]
+	b.mu.Unlock()
+	switch {
+	case isPending && p != nil:
+		rec, found = *p, true
+	case isPending: // forgotten, though the disk still says in flight
+	default:
+		if rec, found, err = b.get(key); err != nil {
+			return record{}, false, err
+		}
+	}
+	if found && now.After(rec.Expires) {
+		found = false
+	}
+	return rec, found, nil
+}
+
+// begin returns the attempt whose Begin writes rec (key in flight) once,
+// before the action may actuate; *began reports whether it was written.
+func (b *Bolt) begin(key string, rec *record, began *bool) idempotency.Attempt {
+	var berr error
+	return idempotency.BeginWith(func(context.Context) error {
+		if *began {
+			return berr
+		}
+		*began = true
+		if berr = b.put(key, rec); berr != nil {
+			berr = fmt.Errorf("%w (nothing recorded, so nothing may actuate)", berr)
+		}
+		return berr
+	})
+}
+
+// forget deletes key, so that a retry runs the action again.
+func (b *Bolt) forget(key string) {
+	if derr := b.delete(key); derr != nil {
+		// Forget it in this process; the disk catches up later.
+		b.log.Error("forgetting an idempotency key", "key", key, "err", derr)
+		b.mu.Lock()
+		b.pending[key] = nil
+		b.mu.Unlock()
+	}
+}
+
+// recordDone writes the outcome of an action that happened.
+func (b *Bolt) recordDone(key string, f *flight, started time.Time, out []byte) ([]byte, bool, error) {
+	done := record{Fingerprint: f.fingerprint, State: stateDone, Started: started,
 		Expires: b.clock.Now().Add(b.ttl), Outcome: out}
 	if err := b.put(key, &done); err != nil {
 		// The action happened. The key stays in flight on disk (a restart

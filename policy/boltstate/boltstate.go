@@ -5,13 +5,13 @@ package boltstate
 
 import (
 	"encoding/binary"
-	"fmt"
 	"log/slog"
 	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/promcp/promcp-device/internal/boltdb"
 	"github.com/promcp/promcp-device/policy"
 )
 
@@ -31,9 +31,9 @@ type BoltState struct {
 // write failures are logged to log (nil discards them). The caller closes
 // it.
 func OpenBoltState(path string, log *slog.Logger) (*BoltState, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := boltdb.Open(path, "policy state", 2*time.Second)
 	if err != nil {
-		return nil, fmt.Errorf("policy state %s: %w", path, err)
+		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+const mqttHome = "../../manifests/examples/mqtt-home.yml"
+
+// TestMQTTHomeServedOnSim: `serve --sim` starts the embedded broker and the
+// simulated Tasmota and Zigbee2MQTT devices; over stdio the reads come
+// good from the devices' messages, with the adopted Lite device as their
+// source, and the example lints clean with every read_* and can_do called.
+func TestMQTTHomeServedOnSim(t *testing.T) {
+	s := stdioSession(t, mcp.ProtocolVersion20251125, "--manifest", mqttHome)
+	deadline := time.Now().Add(15 * time.Second)
+	var body map[string]any
+	for {
+		body, _ = s.call("read_cellar_temperature", map[string]any{})
+		if body["quality"] == "good" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond) // the first messages travel through the broker
+	}
+	if body["quality"] != "good" || body["value"] != 14.2 {
+		t.Fatalf("read_cellar_temperature = %v, want good 14.2 from zigbee2mqtt/cellar_climate", body)
+	}
+	if body, _ := s.call("read_front_door_closed", map[string]any{}); body["value"] != true {
+		t.Errorf("read_front_door_closed = %v, want true", body)
+	}
+	rep, _ := s.call("can_do", map[string]any{"intent": map[string]any{"action": "turn on the dehumidifier", "location": "cellar"}})
+	cands, _ := rep["candidates"].([]any)
+	blocked, _ := rep["blocked"].([]any)
+	found := false
+	for _, c := range append(cands, blocked...) {
+		e := c.(map[string]any)
+		found = found || e["capability"] == "do_set_dehumidifier" && e["source"] == "home-1/mqtt:tasmota/dehumidifier_plug"
+	}
+	if !found {
+		t.Errorf("can_do = %v, want do_set_dehumidifier from home-1/mqtt:tasmota/dehumidifier_plug", rep)
+	}
+
+	code, codes := lintJSON(t, "--call-reads", "--manifest", mqttHome, "--", binary, "serve", "--sim", "--manifest", mqttHome, "--log-level", "error")
+	if code != 0 {
+		t.Errorf("lint --call-reads -- serve --sim mqtt-home: exit %d, %s", code, strings.Join(codes, " "))
+	}
+}
+
+// TestMQTTHomeScenario plays mqtt-home-faults.yml at 20× on the binary:
+// the door's dropout (its Last Will) makes its reads error, saying it is
+// offline, and they are good again once the fault ends.
+func TestMQTTHomeScenario(t *testing.T) {
+	s := stdioSession(t, mcp.ProtocolVersion20251125, "--manifest", mqttHome,
+		"--scenario", "../../manifests/examples/mqtt-home-faults.yml", "--time-scale", "20")
+	until := func(what string, ok func(map[string]any) bool) map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			body, _ := s.call("read_front_door_closed", map[string]any{})
+			if ok(body) {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("read_front_door_closed never %s: last %v", what, body)
+			}
+			time.Sleep(50 * time.Millisecond) // the scenario plays on the simulator's clock
+		}
+	}
+	until("good", func(b map[string]any) bool { return b["quality"] == "good" })
+	body := until("error", func(b map[string]any) bool { return b["quality"] == "error" })
+	if e, _ := body["error"].(map[string]any); !strings.Contains(fmt.Sprint(e["message"]), "offline since") {
+		t.Errorf("during the dropout: %v, want an error saying the device is offline", body)
+	}
+	until("good again", func(b map[string]any) bool { return b["quality"] == "good" })
+}

@@ -1,0 +1,93 @@
+package gateway_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/sim"
+)
+
+// TestMQTTDoReadsBackTheStateTopic serves manifests/examples/mqtt-home.yml
+// on the simulator's embedded broker: a do_* publishes the command and
+// reads the state topic back after the settle time, success when the
+// Tasmota plug follows and partial when it does not; can_do's candidates
+// name the Lite device adopted over MQTT as their source.
+func TestMQTTDoReadsBackTheStateTopic(t *testing.T) {
+	m, err := manifests.Load("../manifests/examples/mqtt-home.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := manifests.ParsePolicy("open.policy.yml", []byte("version: 1\n"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := sim.New(m, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep, err := w.StartLines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	hw := capabilities.HardwareFuncs{TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) {
+		addr, _ := ep.Address(b.Name)
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}}
+	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	plug, _ := set.Get("dehumidifier")
+	// The gateway's first reads wait for the retained and republished
+	// state to arrive through the broker.
+	deadline := time.Now().Add(10 * time.Second)
+	for r := plug.ReadWithin(t.Context(), 0); r.Quality != promcp.QualityGood; r = plug.ReadWithin(t.Context(), 0) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no state from the simulated plug: %+v", r)
+		}
+		time.Sleep(10 * time.Millisecond) // waiting for a message on the broker
+	}
+	_, c := serveInProcess(t, set, nil, gateway.GatewayOptions{Policy: pol})
+
+	var res promcp.DoResult
+	if err := callInto(t.Context(), c, "do_set_dehumidifier", map[string]any{"value": true, "idempotency_key": "mqtt-on-1"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != promcp.StatusSuccess || res.AppliedValue != true || res.PreviousValue != false {
+		t.Fatalf("switch on: %+v, want success, applied true (read back from stat/dehumidifier/POWER)", res)
+	}
+
+	if err := w.SetMQTTIgnoresCommands("dehumidifier_plug", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := callInto(t.Context(), c, "do_set_dehumidifier", map[string]any{"value": false, "idempotency_key": "mqtt-off-1"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != promcp.StatusPartial || res.AppliedValue != true || !strings.Contains(res.Reason, "reads back true") {
+		t.Fatalf("a plug that ignores the command: %+v, want partial, still true", res)
+	}
+
+	var rep promcp.CapabilityReport
+	if err := callInto(t.Context(), c, "can_do", map[string]any{"intent": map[string]any{"action": "switch the dehumidifier", "location": "cellar"}}, &rep); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, cand := range rep.Candidates {
+		if cand.Capability == "do_set_dehumidifier" {
+			found = cand.Source == "home-1/mqtt:tasmota/dehumidifier_plug"
+		}
+	}
+	if !found {
+		t.Errorf("can_do candidates %+v, want do_set_dehumidifier from home-1/mqtt:tasmota/dehumidifier_plug", rep.Candidates)
+	}
+}
