@@ -440,6 +440,8 @@ func (t *pmTranslator) capability(c obj, zone string) yaml.MapSlice {
 	do := yaml.MapSlice{{Key: "tool", Value: "do_" + name}, {Key: "description", Value: desc}}
 	if se := c.strs("side_effects"); len(se) > 0 {
 		do = append(do, yaml.MapItem{Key: "side_effects", Value: se})
+	} else {
+		c.add("side_effects", ErrMissing, "side_effects (optional in PhysMCP, required here: an agent is told what a do_* changes before it acts, such as [water flows to field_2])")
 	}
 	if c.has("compensable") {
 		do = append(do, yaml.MapItem{Key: "compensable", Value: c.boolean("compensable")})
@@ -624,11 +626,14 @@ func splitAddress(b obj, addr string) (map[string]string, bool) {
 func allowParts(b obj, parts map[string]string, addr string, allowed ...string) bool {
 	for k := range parts {
 		if !slices.Contains(allowed, k) {
-			what := k
+			what, want := k, slices.Clone(allowed)
 			if k == "" {
 				what = "a bare value"
 			}
-			b.add("address", ErrUnsupported, ": %s in %q (want %s)", what, addr, strings.Join(allowed, ", "))
+			if want[0] == "" {
+				want[0] = "the address"
+			}
+			b.add("address", ErrUnsupported, ": %s in %q (want %s)", what, addr, strings.Join(want, ", "))
 			return false
 		}
 	}
@@ -693,6 +698,9 @@ func (t *pmTranslator) i2c(b obj, parts map[string]string, name, kind string, ty
 	if !ok1 || !ok2 {
 		return nil
 	}
+	if typ == "" {
+		return nil // the data_type is reported
+	}
 	if typ != TypeNumber && typ != TypeInteger {
 		b.add("type", ErrUnsupported, ": an i2c register carries a float or an int, not %s", typ)
 		return nil
@@ -754,6 +762,9 @@ func (t *pmTranslator) gpio(b obj, parts map[string]string, name, kind string, t
 	}
 	pin, ok := parseUint(b, parts, "pin", 63)
 	if !ok {
+		return nil
+	}
+	if typ == "" {
 		return nil
 	}
 	if typ != TypeBoolean {
