@@ -795,8 +795,9 @@ func (t *pmTranslator) gpio(b obj, parts map[string]string, name, kind string, t
 }
 
 // modbus: "slave=1:reg=40001:type=holding". The register number is the
-// Modicon one (40001 is holding 0, 30001 input 0, 10001 discrete 0, 1
-// coil 0) or, with type=, a 0-based address. PhysMCP does not say where the
+// Modicon one (40001 is holding 0, 30001 input 0, 10001 discrete 0, and
+// without type= 1 is coil 0) or, with type= and a number below 10000 (or
+// one whose Modicon table is another), a 0-based address. PhysMCP does not say where the
 // slave is nor how a value is encoded: bus_address (default
 // 127.0.0.1:502, Modbus TCP), register_type (default int16 for float and
 // int, bool on coils and discrete inputs), byte_order (default ABCD),
@@ -821,7 +822,7 @@ func (t *pmTranslator) modbus(b obj, parts map[string]string, name, kind string,
 	table := parts["type"]
 	modicon := map[uint64]string{4: "holding", 3: "input", 1: "discrete", 0: "coil"}
 	if reg >= 1 && reg <= 99999 && reg%10000 != 0 {
-		if tb, ok := modicon[reg/10000]; ok && (table == "" || table == tb) && (reg > 9999 || table == "coil" || table == "") {
+		if tb, ok := modicon[reg/10000]; ok && (table == "" || table == tb) && (reg > 9999 || table == "") {
 			table, reg = tb, reg%10000-1
 		}
 	}

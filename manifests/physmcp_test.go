@@ -202,6 +202,39 @@ func TestPhysMCPUnsupportedKeys(t *testing.T) {
 	}
 }
 
+// Modbus addresses: Modicon numbers pick the table and the 0-based
+// address; with type= a number below 10000 is the address itself.
+func TestPhysMCPModbusAddress(t *testing.T) {
+	for _, tc := range []struct {
+		addr  string
+		table Table
+		reg   uint16
+	}{
+		{"slave=1:reg=40001", TableHolding, 0},
+		{"slave=1:reg=40001:type=holding", TableHolding, 0},
+		{"slave=1:reg=30005", TableInput, 4},
+		{"slave=1:reg=10003", TableDiscrete, 2},
+		{"slave=1:reg=7", TableCoil, 6},
+		{"slave=1:reg=7:type=coil", TableCoil, 7},
+		{"slave=1:reg=7:type=holding", TableHolding, 7},
+		{"slave=2:reg=0x10:type=input", TableInput, 16},
+	} {
+		y := "physmcp_version: \"0.1\"\ndevice: {id: d, type: t, location: {zone: z}}\ncapabilities:\n" +
+			"  - {name: c, kind: read, description: d, data_type: int, unit: x, semantic_tags: [x], binding: {type: modbus, address: \"" + tc.addr + "\"}}\n"
+		if tc.table.IsBits() {
+			y = strings.Replace(y, "data_type: int, unit: x", "data_type: bool", 1)
+		}
+		m, err := Parse("m.yml", []byte(y))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.addr, err)
+		}
+		r := m.Devices[0].ModbusRegisters[0]
+		if r.Table != tc.table || r.Address != tc.reg {
+			t.Errorf("%s: %s %d, want %s %d", tc.addr, r.Table, r.Address, tc.table, tc.reg)
+		}
+	}
+}
+
 func TestPhysMCPPolicyUnsupported(t *testing.T) {
 	m, _ := loadPhysMCP(t, "testdata/physmcp/spec53")
 	cases := []struct{ name, yaml, where string }{
