@@ -131,12 +131,16 @@ func ConvertPhysMCP(file string, data []byte, policyFile string, policy []byte, 
 			return nil, nil, err
 		}
 	}
-	doc, info, err := translatePhysMCP(file, data, guards, policyName)
+	t, doc, err := translatePhysMCP(file, data, guards, policyName)
 	if err != nil {
 		return nil, nil, err
 	}
+	info := t.info
 	if manifest, err = yaml.Marshal(doc); err != nil {
 		return nil, nil, fmt.Errorf("convert %s: %w", file, err)
+	}
+	if _, err := Parse(file, manifest); err != nil {
+		return nil, nil, t.relocate(err)
 	}
 	if policy != nil {
 		pdoc, err := translatePhysMCPPolicy(policyFile, policy, info)
@@ -151,7 +155,9 @@ func ConvertPhysMCP(file string, data []byte, policyFile string, policy []byte, 
 }
 
 // parsePhysMCP is Parse for a PhysMCP manifest: it translates, reading the
-// policy beside file (for its range guards), and validates the result.
+// policy beside file (for its range guards), and validates the result. A
+// problem the validation finds is reported at the PhysMCP key it comes
+// from (see pmTranslator.relocate).
 func parsePhysMCP(file string, data []byte) (*Manifest, error) {
 	policyFile := filepath.Join(filepath.Dir(file), PhysMCPPolicyName)
 	var guards map[string]rangeGuard
@@ -162,7 +168,7 @@ func parsePhysMCP(file string, data []byte) (*Manifest, error) {
 			}
 		}
 	}
-	doc, info, err := translatePhysMCP(file, data, guards, PhysMCPPolicyName)
+	t, doc, err := translatePhysMCP(file, data, guards, PhysMCPPolicyName)
 	if err != nil {
 		return nil, err
 	}
@@ -170,13 +176,64 @@ func parsePhysMCP(file string, data []byte) (*Manifest, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load %s: %w", file, err)
 	}
-	m, err := Parse(file+" (as converted)", out)
+	m, err := Parse(file, out)
 	if err != nil {
-		return nil, fmt.Errorf("%s: the PhysMCP manifest translates into a manifest that does not validate (see `promcp-device convert`):\n%w", file, err)
+		return nil, t.relocate(err)
 	}
 	m.File = file
-	m.physmcp = info
+	m.physmcp = t.info
 	return m, nil
+}
+
+// relocate moves the problems found in the translation to the PhysMCP keys
+// they come from: a capability's to the capability (or its key of the same
+// name), a device's or bus's to the binding that made it. Each names the
+// PhysMCP field and, in its message, the field of the translation.
+func (t *pmTranslator) relocate(err error) error {
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	p := &problems{file: t.d.p.file}
+	for _, e := range joined.Unwrap() {
+		pe, ok := e.(*Error)
+		if !ok {
+			return err
+		}
+		field := ""
+		switch {
+		case strings.HasPrefix(pe.Field, "capabilities["):
+			i := strings.Index(pe.Field, "]")
+			field = pe.Field[:i+1]
+			if rest := pe.Field[i+1:]; rest != "" && t.d.pos[field+rest] != (Position{}) {
+				field += rest
+			}
+		case strings.HasPrefix(pe.Field, "devices["), strings.HasPrefix(pe.Field, "buses["):
+			var k int
+			kind, _, _ := strings.Cut(pe.Field, "[")
+			if _, serr := fmt.Sscanf(pe.Field[len(kind):], "[%d]", &k); serr == nil {
+				if src := t.made[kind][k]; src != "" {
+					field = src
+				}
+			}
+		}
+		pos := t.d.at(field)
+		if field == "" {
+			field = "capabilities"
+		}
+		sentinel := ErrNotAllowed
+		for _, s := range []error{ErrSyntax, ErrType, ErrUnknownField, ErrUnknownValue, ErrMissing, ErrDuplicate,
+			ErrBadReference, ErrBadName, ErrRange, ErrNotAllowed, ErrUnsupported} {
+			if errors.Is(pe.Err, s) {
+				sentinel = s
+				break
+			}
+		}
+		// Lines of the translation mean nothing in the PhysMCP file.
+		detail := firstAt.ReplaceAllString(strings.TrimPrefix(pe.Err.Error(), sentinel.Error()), "")
+		p.add(pos, field, sentinel, ":%s (as translated: %s)", detail, pe.Field)
+	}
+	return p.err()
 }
 
 type pmBus struct {
@@ -193,19 +250,20 @@ type pmDevice struct {
 }
 
 // translatePhysMCP turns a PhysMCP manifest into our manifest's document.
-func translatePhysMCP(file string, data []byte, guards map[string]rangeGuard, policyName string) (yaml.MapSlice, *physmcpInfo, error) {
+func translatePhysMCP(file string, data []byte, guards map[string]rangeGuard, policyName string) (*pmTranslator, yaml.MapSlice, error) {
 	p := &problems{file: file}
 	root, ok := parseYAML(p, data)
 	if !ok {
 		return nil, nil, p.err()
 	}
 	d := newDecoder(p, root)
-	t := &pmTranslator{d: d, guards: guards, info: &physmcpInfo{rules: map[string]pmRules{}}, devIndex: map[string]int{}, busIndex: map[string]int{}}
+	t := &pmTranslator{d: d, guards: guards, info: &physmcpInfo{rules: map[string]pmRules{}}, devIndex: map[string]int{}, busIndex: map[string]int{},
+		made: map[string][]string{}}
 	doc := t.manifest(root, policyName)
 	if err := p.err(); err != nil {
 		return nil, nil, err
 	}
-	return doc, t.info, nil
+	return t, doc, nil
 }
 
 type pmTranslator struct {
@@ -218,6 +276,11 @@ type pmTranslator struct {
 	devIndex map[string]int
 	// capTimeout is the timeout_ms of the capability being translated.
 	capTimeout time.Duration
+	// made holds, for "devices" and "buses", the PhysMCP binding that made
+	// each, in the translation's order.
+	made map[string][]string
+	// bindingPath is the path of the address being translated.
+	bindingPath string
 }
 
 func (t *pmTranslator) manifest(root ast.Node, policyName string) yaml.MapSlice {
@@ -572,6 +635,7 @@ func (t *pmTranslator) binding(b obj, name, kind string, typ *ValueType, unit, d
 		b.add("type", ErrUnsupported, ": %s (%s)", bt, why)
 		return nil
 	}
+	t.bindingPath = b.at("address")
 	addr := b.requiredStr("address", "the binding's address, such as \"0x48:reg=0x00\"")
 	if addr == "" {
 		return nil
@@ -659,6 +723,7 @@ func (t *pmTranslator) bus(key string, item yaml.MapSlice) string {
 		return t.buses[i].name
 	}
 	name := item[0].Value.(string)
+	t.made["buses"] = append(t.made["buses"], t.bindingPath)
 	t.busIndex[key] = len(t.buses)
 	t.buses = append(t.buses, pmBus{name, item})
 	return name
@@ -669,10 +734,13 @@ func (t *pmTranslator) device(name string, fields yaml.MapSlice) *pmDevice {
 		return t.devices[i]
 	}
 	dv := &pmDevice{name: name, fields: append(yaml.MapSlice{{Key: "name", Value: name}}, fields...)}
+	t.made["devices"] = append(t.made["devices"], t.bindingPath)
 	t.devIndex[name] = len(t.devices)
 	t.devices = append(t.devices, dv)
 	return dv
 }
+
+var firstAt = regexp.MustCompile(` \(first at line \d+\)`)
 
 var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
 

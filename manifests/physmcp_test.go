@@ -182,6 +182,11 @@ func TestPhysMCPUnsupportedKeys(t *testing.T) {
 		{"rate_limit", head + "  - {name: c, kind: do, description: d, data_type: bool, semantic_tags: [x], side_effects: [s], binding: {type: gpio, address: \"pin=4\"}, rate_limit: \"6 per hour\"}\n", ErrType, "4:150 capabilities[0].rate_limit"},
 		{"modbus input do", head + "  - {name: c, kind: do, description: d, data_type: int, unit: x, semantic_tags: [x], side_effects: [s], binding: {type: modbus, address: \"slave=1:reg=30001\"}}\n", ErrNotAllowed, "4:138 capabilities[0].binding.address"},
 		{"do without side_effects", head + "  - {name: c, kind: do, description: d, data_type: bool, semantic_tags: [x], binding: {type: gpio, address: \"pin=4\"}}\n", ErrMissing, "4:5 capabilities[0].side_effects"},
+		// Problems the translation's validation finds are reported at the
+		// PhysMCP key they come from.
+		{"float without unit", head + "  - {name: c, kind: read, description: d, data_type: float, semantic_tags: [x], binding: {type: i2c, address: \"0x48:reg=0\"}}\n", ErrMissing, "4:5 capabilities[0]"},
+		{"pin used twice", head + "  - {name: a, kind: read, description: d, data_type: bool, semantic_tags: [x], binding: {type: gpio, address: \"pin=4\"}}\n" +
+			"  - {name: b, kind: do, description: d, data_type: bool, semantic_tags: [x], side_effects: [s], binding: {type: gpio, address: \"pin=4\"}}\n", ErrDuplicate, "5:128 capabilities[1].binding.address"},
 		{"unknown key", cap(i2c + "    colour: red\n"), ErrUnknownField, "11:5 capabilities[0].colour"},
 	}
 	for _, tc := range cases {
@@ -271,7 +276,37 @@ func FuzzParsePhysMCP(f *testing.F) {
 		if (m == nil) == (err == nil) {
 			t.Fatalf("manifest %v and error %v", m != nil, err)
 		}
+		if IsPhysMCP(data) {
+			checkPhysMCPErrors(t, err)
+		}
 		_, _ = ParsePolicy("", data, m)
 		_, _, _ = ConvertPhysMCP("", data, "", data, "p.yml")
 	})
+}
+
+// checkPhysMCPErrors checks that every problem is an *Error positioned in
+// the file (line and column from 1) naming a field, sorted.
+func checkPhysMCPErrors(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("error %T (%v) is not a join", err, err)
+	}
+	var prev *Error
+	for _, e := range joined.Unwrap() {
+		pe, ok := e.(*Error)
+		if !ok {
+			t.Fatalf("error %T (%v) is not *Error", e, e)
+		}
+		if pe.Pos.Line < 1 || pe.Pos.Column < 1 || pe.Field == "" && !errors.Is(pe, ErrSyntax) {
+			t.Fatalf("%v: not positioned or no field", pe)
+		}
+		if prev != nil && (pe.Pos.Line < prev.Pos.Line || pe.Pos.Line == prev.Pos.Line && pe.Pos.Column < prev.Pos.Column) {
+			t.Fatalf("%v after %v: not sorted", pe, prev)
+		}
+		prev = pe
+	}
 }
