@@ -246,7 +246,6 @@ type pmDevice struct {
 	fields   yaml.MapSlice
 	regs     []yaml.MapSlice
 	timeout  time.Duration
-	timeoutK string // index of fields' timeout item, -1 when none
 }
 
 // translatePhysMCP turns a PhysMCP manifest into our manifest's document.
