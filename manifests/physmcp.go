@@ -242,10 +242,10 @@ type pmBus struct {
 }
 
 type pmDevice struct {
-	name     string
-	fields   yaml.MapSlice
-	regs     []yaml.MapSlice
-	timeout  time.Duration
+	name    string
+	fields  yaml.MapSlice
+	regs    []yaml.MapSlice
+	timeout time.Duration
 }
 
 // translatePhysMCP turns a PhysMCP manifest into our manifest's document.
