@@ -78,6 +78,18 @@ func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Capa
 	}
 	rep := b.rep
 	rep.Metadata.Note = s.note(rep, len(matches), req)
+	rep.Context.Location = req.Intent.Location
+	if q := req.Query; q != nil {
+		var cur capabilities.Reading
+		found := false
+		for _, c := range s.caps {
+			if c.Name == q.Target {
+				cur, found = c.Read(ctx), true
+				break
+			}
+		}
+		rep.Context.ImpliedTarget = q.ImpliedTarget(cur.Value, found && cur.Quality != promcp.QualityError && cur.Value != nil)
+	}
 	return rep, nil
 }
 
@@ -170,7 +182,11 @@ func (b *reportBuilder) add(ctx context.Context, m match, intent promcp.Intent) 
 	}
 	d := g.decide(ctx, c, intent.Value, pr, cur)
 	if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
-		b.rep.Candidates = append(b.rep.Candidates, candidate(m, cur, d))
+		cand := candidate(m, cur, d)
+		hist := pr // the history of actuations is the reservations' view
+		g.opts.Reserver.Snapshot(g.claim(c, intent.Value)).Apply(&hist)
+		physmcpFields(&cand, m, cur, hist, intent)
+		b.rep.Candidates = append(b.rep.Candidates, cand)
 		return
 	}
 	bl := promcp.Blocked{Capability: c.Do.Tool, Source: c.Source, Permission: d.Permission, Reason: d.Reason}
@@ -232,6 +248,68 @@ func candidate(m match, cur capabilities.Reading, d policy.Decision) promcp.Cand
 		Reason:               d.Reason,
 		RequiresConfirmation: m.score < ConfirmedConfidence,
 	}
+}
+
+// physmcpFields fills a candidate's PhysMCP extensions: the device (the
+// gateway that serves it), why it matched, its rate limit and what is left
+// of it, and how long the device takes to apply a write.
+func physmcpFields(cand *promcp.Candidate, m match, cur capabilities.Reading, pr policy.Request, intent promcp.Intent) {
+	c := m.c
+	cand.DeviceID, _, _ = strings.Cut(c.Source, "/")
+	cand.MatchReasons = matchReasons(intent, c.Capability, cur)
+	if pr.Rules != nil && pr.Rules.RateLimit != nil {
+		rl := pr.Rules.RateLimit
+		used := 0
+		for _, t := range pr.History {
+			if t.After(pr.Now.Add(-rl.Per)) && !t.After(pr.Now) {
+				used++
+			}
+		}
+		cand.RateLimit = &promcp.CandidateRateLimit{Max: rateString(*rl), CurrentWindowRemaining: max(rl.Max-used, 0)}
+	}
+	if c.Do.Settle > 0 {
+		cand.EstimatedEffectLagMS = ceilMS(c.Do.Settle)
+	}
+}
+
+// rateString writes a rate limit as PhysMCP does: "6/hour", "1/min".
+func rateString(rl manifests.RateLimit) string {
+	unit := map[time.Duration]string{time.Second: "sec", time.Minute: "min", time.Hour: "hour", 24 * time.Hour: "day"}[rl.Per]
+	if unit == "" {
+		unit = rl.Per.String()
+	}
+	return fmt.Sprintf("%d/%s", rl.Max, unit)
+}
+
+// matchReasons says in PhysMCP's words why an action matched the intent:
+// the tags it shares, the location, the tool or target named, and whether
+// its device answers now.
+func matchReasons(intent promcp.Intent, c manifests.Capability, cur capabilities.Reading) []string {
+	var out []string
+	vocab := words(c.Name + " " + c.Location + " " + strings.Join(c.Tags, " "))
+	var tags []string
+	for _, t := range intent.SemanticTags {
+		w := strings.Join(words(t), "_")
+		if w != "" && share([]string{w}, vocab) == 1 {
+			tags = append(tags, t)
+		}
+	}
+	if len(tags) > 0 {
+		out = append(out, "tag_overlap: "+strings.Join(tags, ", "))
+	}
+	if l := strings.TrimSpace(intent.Location); l != "" && strings.EqualFold(c.Location, l) {
+		out = append(out, "location_match: "+c.Location)
+	}
+	if a := strings.TrimSpace(intent.Action); a == c.Do.Tool || "do_"+a == c.Do.Tool {
+		out = append(out, "action_match: "+c.Do.Tool)
+	}
+	if t := strings.TrimSpace(intent.Target); t != "" && (t == c.Name || t == c.Do.Tool) {
+		out = append(out, "target_match: "+t)
+	}
+	if cur.Quality != promcp.QualityError {
+		out = append(out, "currently_online")
+	}
+	return out
 }
 
 // note is the report's metadata note: candidates to confirm, an intent

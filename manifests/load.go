@@ -30,7 +30,12 @@ func Load(path string) (*Manifest, error) {
 // On failure Parse returns a nil Manifest and the errors.Join of one *Error
 // per problem, sorted by position: syntax errors alone when the YAML does not
 // parse, otherwise every problem at once. Parse never panics.
+//
+// A PhysMCP manifest (see IsPhysMCP) is translated first; see physmcp.go.
 func Parse(file string, data []byte) (*Manifest, error) {
+	if IsPhysMCP(data) {
+		return parsePhysMCP(file, data)
+	}
 	return parse(file, data, func(d *decoder, root ast.Node) *Manifest {
 		m := d.manifest(root)
 		m.File = file

@@ -30,6 +30,10 @@ type Manifest struct {
 	Groups []Group
 	// Sim describes the simulated world for `serve --sim`; nil when absent.
 	Sim *Sim
+
+	// physmcp is what a PhysMCP manifest leaves for its policy; nil for a
+	// manifest in this format.
+	physmcp *physmcpInfo
 }
 
 // BusKind is the kind of a physical bus.

@@ -197,6 +197,9 @@ func IsCompanion(path string) bool {
 // ManifestOf returns the manifest a companion file belongs to:
 // "greenhouse.policy.yml" → "greenhouse.yml".
 func ManifestOf(companion string) string {
+	if filepath.Base(companion) == PhysMCPPolicyName {
+		return filepath.Join(filepath.Dir(companion), PhysMCPManifestName)
+	}
 	ext := filepath.Ext(companion)
 	stem := strings.TrimSuffix(companion, ext)
 	return strings.TrimSuffix(stem, filepath.Ext(stem)) + ext
@@ -235,6 +238,9 @@ var (
 // ParsePolicy decodes and validates a policy file held in data against m.
 // Errors are *Error values, positioned and sorted, joined, as for Parse.
 func ParsePolicy(file string, data []byte, m *Manifest) (*Policy, error) {
+	if IsPhysMCPPolicy(data) {
+		return parsePhysMCPPolicy(file, data, m)
+	}
 	return parse(file, data, func(d *decoder, root ast.Node) *Policy {
 		pol := d.policy(root, m)
 		pol.File = file

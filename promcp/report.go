@@ -29,6 +29,69 @@ type CanDoRequest struct {
 	Intent Intent `json:"intent"`
 	// Scope is "local" (this gateway, the default) or "fleet".
 	Scope string `json:"scope,omitempty"`
+	// Query (extension) is PhysMCP v0.1's input, accepted beside Intent;
+	// Resolve maps it to an Intent when Intent is empty.
+	Query *PhysMCPQuery `json:"query,omitempty"`
+	// TTL (extension) is PhysMCP's hop budget (1..5). A gateway answers for
+	// itself: it is accepted and has no effect.
+	TTL int `json:"ttl,omitempty"`
+}
+
+// PhysMCPQuery is the query of a PhysMCP can_do (PhysMCP v0.1 §4.3).
+type PhysMCPQuery struct {
+	SemanticTags []string `json:"semantic_tags,omitempty"`
+	Location     string   `json:"location,omitempty"`
+	// Direction is increase, decrease, set or toggle.
+	Direction string `json:"direction,omitempty"`
+	// Target is the property acted on (temperature, fan_speed).
+	Target string `json:"target,omitempty"`
+	Value  any    `json:"value,omitempty"`
+}
+
+// Resolve maps a PhysMCP query to the intent when the request gives no
+// intent: semantic_tags, location, target and value carry over as they
+// are; direction becomes the intent's action together with the target
+// ("increase temperature"), whose verb is filler to the matcher, so that
+// an action is matched by what it acts on and the direction says what the
+// caller wants done (see ImpliedTarget). An intent, when given, wins.
+func (r *CanDoRequest) Resolve() {
+	q := r.Query
+	if q == nil || !r.Intent.empty() {
+		return
+	}
+	r.Intent = Intent{SemanticTags: q.SemanticTags, Location: q.Location, Target: q.Target, Value: q.Value}
+	if q.Direction != "" {
+		r.Intent.Action = strings.TrimSpace(q.Direction + " " + q.Target)
+	}
+}
+
+func (i Intent) empty() bool {
+	return len(i.SemanticTags) == 0 && i.Action == "" && i.Target == "" && i.Value == nil && i.Location == ""
+}
+
+// ImpliedTarget is PhysMCP's context.implied_target: what the query asks of
+// its target, given the target's current value ("decrease
+// temperature_zone_3 below current 26.8"); "" when the query says no
+// direction or target.
+func (q *PhysMCPQuery) ImpliedTarget(current any, hasCurrent bool) string {
+	if q == nil || q.Direction == "" || q.Target == "" {
+		return ""
+	}
+	cur := ""
+	if hasCurrent {
+		cur = fmt.Sprint(current)
+	}
+	switch {
+	case q.Direction == "increase" && cur != "":
+		return fmt.Sprintf("increase %s above current %s", q.Target, cur)
+	case q.Direction == "decrease" && cur != "":
+		return fmt.Sprintf("decrease %s below current %s", q.Target, cur)
+	case q.Direction == "set" && q.Value != nil:
+		return fmt.Sprintf("set %s to %v", q.Target, q.Value)
+	case q.Direction == "toggle" && cur != "":
+		return fmt.Sprintf("toggle %s from current %s", q.Target, cur)
+	}
+	return q.Direction + " " + q.Target
 }
 
 // State is a capability's current observation inside a can_do candidate.
@@ -69,6 +132,27 @@ type Candidate struct {
 	// SHOULD come before do_*. An orchestrator must not treat it as
 	// confirmed.
 	RequiresConfirmation bool `json:"requires_confirmation,omitempty"`
+	// DeviceID (PhysMCP extension) is the device (here the gateway) that
+	// serves the action.
+	DeviceID string `json:"device_id,omitempty"`
+	// MatchReasons (PhysMCP extension) say why the action matched:
+	// "tag_overlap: cooling, ventilation", "location_match: zone_3",
+	// "currently_online".
+	MatchReasons []string `json:"match_reasons,omitempty"`
+	// RateLimit (PhysMCP extension) is the action's rate limit and what is
+	// left of it now; nil when the policy sets none.
+	RateLimit *CandidateRateLimit `json:"rate_limit,omitempty"`
+	// EstimatedEffectLagMS (PhysMCP extension) is how long the device takes
+	// to apply a write (the action's settle time); omitted when zero.
+	EstimatedEffectLagMS int64 `json:"estimated_effect_lag_ms,omitempty"`
+}
+
+// CandidateRateLimit is a candidate's rate limit in PhysMCP's shape.
+type CandidateRateLimit struct {
+	// Max is the limit as PhysMCP writes it: "6/hour", "1/min".
+	Max string `json:"max"`
+	// CurrentWindowRemaining is how many actuations the window still allows.
+	CurrentWindowRemaining int `json:"current_window_remaining"`
 }
 
 // Blocked is an action that matched the intent but cannot run now.
@@ -86,6 +170,11 @@ type Blocked struct {
 type ReportContext struct {
 	RelatedReads        []string               `json:"related_reads"`
 	CurrentObservations map[string]Observation `json:"current_observations"`
+	// Location (PhysMCP extension) is the location the query asked about.
+	Location string `json:"location,omitempty"`
+	// ImpliedTarget (PhysMCP extension) is what a PhysMCP query's direction
+	// asks of its target (see PhysMCPQuery.ImpliedTarget).
+	ImpliedTarget string `json:"implied_target,omitempty"`
 }
 
 // Observation is one reading in ReportContext, keyed by its read_* tool.

@@ -115,6 +115,9 @@ type DoResult struct {
 	Recovered bool `json:"recovered,omitempty"`
 	// Error (extension) explains a failed call.
 	Error *Error `json:"error,omitempty"`
+	// Success (PhysMCP extension) is PhysMCP's do_* answer: true when Status
+	// is success. The server fills it on every do_* result.
+	Success *bool `json:"success,omitempty"`
 
 	// Evidence is not sent in the body (nor kept for replay): the server
 	// puts it in the result's provenance envelope.

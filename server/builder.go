@@ -440,6 +440,8 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 		if input != nil {
 			return input, nil
 		}
+		ok := res.Status == promcp.StatusSuccess
+		res.Success = &ok // PhysMCP's answer, beside status
 		return s.result(t.Name, res, res.Validate(), res.Status == promcp.StatusFailed)
 	})
 }
@@ -492,6 +494,7 @@ func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequ
 	if q.Scope == "" {
 		q.Scope = "local"
 	}
+	q.Resolve() // a PhysMCP query becomes the intent
 	grounds := &promcp.Evidence{Grounds: &promcp.CanDoGrounds{Intent: q.Intent, Scope: q.Scope}}
 	rep, err := h(ctx, q)
 	if err != nil {

@@ -99,8 +99,23 @@ func canDoInputSchema() map[string]any {
 			},
 			"scope": map[string]any{"enum": []string{"local", "fleet"}, "default": "local",
 				"description": "local: this gateway; fleet: every gateway reachable (a single gateway answers for itself)."},
+			"query": map[string]any{
+				"type":        "object",
+				"description": "PhysMCP's query, accepted instead of intent: semantic_tags, location, target and value as in intent; direction (increase, decrease, set, toggle) with the target.",
+				"properties": map[string]any{
+					"semantic_tags": map[string]any{"type": "array", "items": map[string]any{"type": "string"}},
+					"location":      str("Where, such as \"zone_3\"."),
+					"direction":     map[string]any{"enum": []string{"increase", "decrease", "set", "toggle"}},
+					"target":        str("The property acted on, such as \"temperature\"."),
+					"value":         map[string]any{"description": "Optional target value."},
+				},
+				"required":             []string{"semantic_tags"},
+				"additionalProperties": false,
+			},
+			"ttl": map[string]any{"type": "integer", "minimum": 1, "maximum": 5, "default": 3,
+				"description": "PhysMCP's hop budget; this gateway answers for itself, so it has no effect."},
 		},
-		"required":             []string{"intent"},
+		"anyOf":                []any{map[string]any{"required": []string{"intent"}}, map[string]any{"required": []string{"query"}}},
 		"additionalProperties": false,
 	}
 }

@@ -45,7 +45,7 @@ func lintFile(path string, stdout io.Writer) bool {
 	if data, err := os.ReadFile(path); err == nil && manifests.IsScenario(data) {
 		return lintScenario(path, data, stdout)
 	}
-	if manifests.IsCompanion(path) {
+	if data, err := os.ReadFile(path); err == nil && manifests.IsCompanion(path) && !manifests.IsPhysMCP(data) {
 		return lintPolicyFile(path, stdout)
 	}
 	m, err := manifests.Load(path)

@@ -53,6 +53,7 @@ Usage:
   promcp-device lint [--strict] [--call-reads] (TOOLS.json | --url URL | -- CMD ARGS...)
                                                              check any MCP server's tools against proMCP; exit 1 on findings, 2 if unreachable
   promcp-device tools --manifest FILE [--json]               list the tools a manifest serves
+  promcp-device convert [--out DIR] physmcp.manifest.yml     write a PhysMCP manifest and policy in this format
   promcp-device sim --manifest FILE --modbus-tcp ADDR        serve the manifest's simulated Modbus devices on the network
   promcp-device ports                                        list serial ports with USB vendor:product ids
   promcp-device scan (--tcp ADDR|--rtu-tcp ADDR|--port PORT) find Modbus units and readable registers (read-only)
@@ -82,6 +83,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdLint(ctx, args[1:], stdout, stderr)
 	case "tools":
 		return cmdTools(ctx, args[1:], stdout, stderr)
+	case "convert":
+		return cmdConvert(args[1:], stdout, stderr)
 	case "approve":
 		return cmdApprove(args[1:], stdout, stderr)
 	case "demo":

@@ -1,0 +1,126 @@
+package gateway_test
+
+import (
+	"context"
+	"reflect"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"periph.io/x/conn/v3/gpio"
+	"periph.io/x/conn/v3/i2c"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
+)
+
+// A PhysMCP manifest's gateway answers a PhysMCP can_do query (query with
+// direction, and ttl) with PhysMCP's candidate and context fields beside
+// proMCP's, and its do_* says success; every body passes the server's
+// output schema check on the way out.
+func TestPhysMCPCanDoQuery(t *testing.T) {
+	m, err := manifests.Load("testdata/physmcp/physmcp.manifest.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := manifests.LoadPolicy(m.PolicyFile(), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(monday10)
+	w, err := sim.New(m, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hw := capabilities.HardwareFuncs{
+		I2C: func(ctx context.Context, b manifests.Bus) (i2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
+		Pin: func(ctx context.Context, d manifests.Device) (gpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
+	}
+	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol})
+	ctx := t.Context()
+
+	query := map[string]any{"query": map[string]any{"semantic_tags": []string{"cooling"}, "location": "zone_3",
+		"direction": "decrease", "target": "temperature_zone_3"}, "ttl": 3}
+	canDo := func() promcp.CapabilityReport {
+		t.Helper()
+		var rep promcp.CapabilityReport
+		if err := callInto(ctx, c, "can_do", query, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Error != nil || len(rep.Candidates) != 1 {
+			t.Fatalf("can_do %v: %+v", query, rep)
+		}
+		return rep
+	}
+	rep := canDo()
+	cand := rep.Candidates[0]
+	if cand.Capability != "do_fan_0" || cand.Permission != promcp.Allowed || cand.DeviceID != "node_fan_zone3_001" {
+		t.Fatalf("candidate: %+v", cand)
+	}
+	want := []string{"tag_overlap: cooling", "location_match: zone_3", "currently_online"}
+	if !reflect.DeepEqual(cand.MatchReasons, want) {
+		t.Errorf("match_reasons %q, want %q", cand.MatchReasons, want)
+	}
+	if cand.RateLimit == nil || *cand.RateLimit != (promcp.CandidateRateLimit{Max: "3/hour", CurrentWindowRemaining: 3}) {
+		t.Errorf("rate_limit %+v, want 3/hour with 3 left", cand.RateLimit)
+	}
+	if cand.EstimatedEffectLagMS != 200 {
+		t.Errorf("estimated_effect_lag_ms %d, want the settle time 200", cand.EstimatedEffectLagMS)
+	}
+	if rep.Context.Location != "zone_3" || rep.Context.ImpliedTarget != "decrease temperature_zone_3 below current 0" {
+		t.Errorf("context location %q implied_target %q", rep.Context.Location, rep.Context.ImpliedTarget)
+	}
+	if !slices.Contains(rep.Context.RelatedReads, "read_fan_0") {
+		t.Errorf("related_reads %v", rep.Context.RelatedReads)
+	}
+
+	// The do_* waits the 200ms settle time on the server's clock.
+	var res promcp.DoResult
+	done := make(chan error, 1)
+	go func() {
+		done <- callInto(ctx, c, "do_fan_0", map[string]any{"value": true, "idempotency_key": "k1"}, &res)
+	}()
+	for clk.Waiting() == 0 {
+		runtime.Gosched()
+	}
+	clk.Advance(200 * time.Millisecond)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != promcp.StatusSuccess || res.Success == nil || !*res.Success {
+		t.Fatalf("do_fan_0: %+v", res)
+	}
+	if got := canDo().Candidates[0].RateLimit; got == nil || got.CurrentWindowRemaining != 2 {
+		t.Errorf("after one actuation: rate_limit %+v, want 2 left", got)
+	}
+	// A refused do_* says success false.
+	if err := callInto(ctx, c, "do_fan_0", map[string]any{"value": "yes", "idempotency_key": "k2"}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != promcp.StatusFailed || res.Success == nil || *res.Success {
+		t.Fatalf("do_fan_0 with a bad value: %+v", res)
+	}
+
+	// Neither intent nor query is a bad argument; an intent still works.
+	var bad promcp.CapabilityReport
+	if err := callInto(ctx, c, "can_do", map[string]any{"ttl": 3}, &bad); err != nil {
+		t.Fatal(err)
+	}
+	if bad.Error == nil || bad.Error.Code != promcp.CodeInvalidArgument {
+		t.Errorf("can_do without intent or query: %+v", bad.Error)
+	}
+	var byIntent promcp.CapabilityReport
+	if err := callInto(ctx, c, "can_do", map[string]any{"intent": map[string]any{"action": "do_fan_0"}}, &byIntent); err != nil {
+		t.Fatal(err)
+	}
+	if len(byIntent.Candidates) != 1 || byIntent.Context.ImpliedTarget != "" {
+		t.Errorf("can_do by intent: %+v", byIntent)
+	}
+}

@@ -1,0 +1,312 @@
+package manifests
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func loadPhysMCP(t *testing.T, dir string) (*Manifest, *Policy) {
+	t.Helper()
+	m, err := Load(filepath.Join(dir, PhysMCPManifestName))
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	if m.PolicyFile() == "" {
+		return m, nil
+	}
+	p, err := LoadPolicy(m.PolicyFile(), m)
+	if err != nil {
+		t.Fatalf("load policy: %v", err)
+	}
+	return m, p
+}
+
+// The spec's own examples (PhysMCP v0.1 §5.2, §5.3 with the §6 policy)
+// load into the values the gateway serves.
+func TestPhysMCPSpecExamples(t *testing.T) {
+	m, p := loadPhysMCP(t, "testdata/physmcp/spec52")
+	if m.Gateway != "node_temp_zone3_001" || m.Policy != PolicyNone || p != nil {
+		t.Fatalf("§5.2: gateway %q policy %q", m.Gateway, m.Policy)
+	}
+	c := m.Capabilities[0]
+	if c.Name != "temperature_0" || c.Type != TypeNumber || c.Unit != "°C" || c.Location != "zone_3" ||
+		c.Health.Plausible == nil || *c.Health.Plausible != (Range{-40, 125}) || c.Do != nil {
+		t.Fatalf("§5.2 capability: %+v", c)
+	}
+	dev := m.Devices[0]
+	if dev.Model != ModelRegisters || dev.Address != 0x48 || dev.Registers[0].Address != 0 || dev.Registers[0].Type != RegInt16 {
+		t.Fatalf("§5.2 device: %+v", dev)
+	}
+
+	m, p = loadPhysMCP(t, "testdata/physmcp/spec53")
+	byName := map[string]Capability{}
+	for _, c := range m.Capabilities {
+		byName[c.Name] = c
+	}
+	if got := byName["temperature_zone_3"].TTL; got != 2*time.Second {
+		t.Errorf("cache_ttl_ms 2000: ttl %v", got)
+	}
+	sp := byName["setpoint_0"]
+	if sp.Do == nil || sp.Do.Tool != "do_setpoint_0" || *sp.Do.Constraints.Min != 19 || *sp.Do.Constraints.Max != 25 {
+		t.Fatalf("setpoint_0 (range 18..26 narrowed by the range_guard 19..25): %+v", sp.Do)
+	}
+	var modbus *Device
+	for i := range m.Devices {
+		if m.Devices[i].Model == ModelModbus {
+			modbus = &m.Devices[i]
+		}
+	}
+	if modbus == nil || modbus.UnitID != 1 || modbus.Timeout != 2*time.Second {
+		t.Fatalf("modbus device: %+v", modbus)
+	}
+	regs := map[string]ModbusRegister{}
+	for _, r := range modbus.ModbusRegisters {
+		regs[r.Name] = r
+	}
+	if r := regs["setpoint_0"]; r.Table != TableHolding || r.Address != 0 || !r.Writable {
+		t.Errorf("40001 is holding 0: %+v", r)
+	}
+	if r := regs["fan_mode_0"]; r.Address != 9 {
+		t.Errorf("40010 is holding 9: %+v", r)
+	}
+	if fm := byName["fan_mode_0"]; fm.Type != TypeInteger || *fm.Do.Constraints.Max != 4 {
+		t.Errorf("enum of 5 values is an index 0..4: %+v", fm.Do.Constraints)
+	}
+	a := p.Actions["do_setpoint_0"]
+	if a == nil || !reflect.DeepEqual(a.Roles, []string{"operator", "supervisor"}) || !a.Clamp ||
+		a.Cooldown != 30*time.Second || *a.RateLimit != (RateLimit{6, time.Hour}) || a.Quorum.MinPeers != 3 ||
+		a.Windows.Location.String() != "America/Monterrey" || len(a.Windows.Allow) != 1 || len(a.Windows.Deny) != 1 ||
+		a.Windows.Allow[0].From != 7*time.Hour || a.Windows.Deny[0].Days[0] != time.Sunday {
+		t.Fatalf("do_setpoint_0 policy: %+v", a)
+	}
+	if f := p.Actions["do_fan_mode_0"]; *f.RateLimit != (RateLimit{12, time.Hour}) || !reflect.DeepEqual(f.Roles, []string{"operator"}) {
+		t.Fatalf("do_fan_mode_0 policy: %+v", f)
+	}
+}
+
+// convert writes our format; loaded back it is the Manifest and Policy
+// that the PhysMCP files load into.
+func TestPhysMCPConvertRoundTrip(t *testing.T) {
+	for _, dir := range []string{"testdata/physmcp/spec52", "testdata/physmcp/spec53", "testdata/physmcp/extensions"} {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			direct, dpol := loadPhysMCP(t, dir)
+			mpath := filepath.Join(dir, PhysMCPManifestName)
+			data, _ := os.ReadFile(mpath)
+			ppath := filepath.Join(dir, PhysMCPPolicyName)
+			pdata, err := os.ReadFile(ppath)
+			if err != nil {
+				pdata = nil
+			}
+			man, pol, err := ConvertPhysMCP(mpath, data, ppath, pdata, "ours.policy.yml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := t.TempDir()
+			if err := os.WriteFile(filepath.Join(out, "ours.yml"), man, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if pol != nil {
+				if err := os.WriteFile(filepath.Join(out, "ours.policy.yml"), pol, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ours, err := Load(filepath.Join(out, "ours.yml"))
+			if err != nil {
+				t.Fatalf("converted manifest: %v\n%s", err, man)
+			}
+			if ours.physmcp != nil {
+				t.Fatal("our format loaded as PhysMCP")
+			}
+			d := *direct
+			d.File, d.physmcp, d.Policy = ours.File, nil, ours.Policy
+			if direct.Policy == PolicyNone && ours.Policy != PolicyNone {
+				t.Errorf("policy: PhysMCP none, converted %q", ours.Policy)
+			}
+			if !reflect.DeepEqual(&d, ours) {
+				t.Fatalf("converted manifest differs:\nPhysMCP %+v\nours    %+v", d, *ours)
+			}
+			if dpol == nil {
+				if pol != nil {
+					t.Fatal("a policy converted where PhysMCP loads none")
+				}
+				return
+			}
+			opol, err := LoadPolicy(ours.PolicyFile(), ours)
+			if err != nil {
+				t.Fatalf("converted policy: %v\n%s", err, pol)
+			}
+			dp := *dpol
+			dp.File = opol.File
+			if !reflect.DeepEqual(&dp, opol) {
+				t.Fatalf("converted policy differs:\nPhysMCP %+v\nours    %+v", dp, *opol)
+			}
+		})
+	}
+}
+
+// Every PhysMCP key this gateway cannot honour is refused at its place,
+// naming the field and why; nothing is silently dropped.
+func TestPhysMCPUnsupportedKeys(t *testing.T) {
+	const head = "physmcp_version: \"0.1\"\ndevice: {id: d1, type: t, location: {zone: z}}\ncapabilities:\n"
+	cap := func(extra string) string {
+		return head + "  - name: c\n    kind: read\n    description: d\n    data_type: float\n    unit: celsius\n    semantic_tags: [x]\n" + extra
+	}
+	i2c := "    binding: {type: i2c, address: \"0x48:reg=0x00\"}\n"
+	cases := []struct {
+		name, yaml string
+		want       error
+		where      string // "line:col field"
+	}{
+		{"opcua", cap("    binding: {type: opcua, address: \"ns=2;s=x\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
+		{"bacnet", cap("    binding: {type: bacnet, address: \"x\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
+		{"virtual", cap("    binding: {type: virtual, address: \"x\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
+		{"adc", cap("    binding: {type: adc, address: \"pin=1\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
+		{"pwm", cap("    binding: {type: pwm, address: \"pin=25:freq=25000\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
+		{"spi", cap("    binding: {type: spi, address: \"cs=0\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
+		{"uart", cap("    binding: {type: uart, address: \"/dev/ttyS0\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
+		{"mqtt", cap("    binding: {type: mqtt, address: \"t\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
+		{"unknown binding", cap("    binding: {type: can, address: \"x\"}\n"), ErrUnknownValue, "10:21 capabilities[0].binding.type"},
+		{"gpio analog", head + "  - {name: c, kind: read, description: d, data_type: bool, semantic_tags: [x], binding: {type: gpio, address: \"pin=14:mode=analog\"}}\n", ErrUnsupported, "4:111 capabilities[0].binding.address"},
+		{"i2c extra part", cap("    binding: {type: i2c, address: \"0x48:reg=0x00:len=2\"}\n"), ErrUnsupported, "10:35 capabilities[0].binding.address"},
+		{"i2c timeout", cap(i2c + "    timeout_ms: 50\n"), ErrUnsupported, "11:17 capabilities[0].timeout_ms"},
+		{"string", head + "  - {name: c, kind: read, description: d, data_type: string, semantic_tags: [x], binding: {type: i2c, address: \"0x48:reg=0\"}}\n", ErrUnsupported, "4:54 capabilities[0].data_type"},
+		{"adopted_from", cap(i2c + "    adopted_from: {source_address: \"serial:/dev/ttyS0:addr=0x10\", source_protocol: serial}\n"), ErrUnsupported, "11:19 capabilities[0].adopted_from"},
+		{"cacheable false", cap(i2c + "    cacheable: false\n"), ErrUnsupported, "11:16 capabilities[0].cacheable"},
+		{"seed_peers", head[:len(head)-len("capabilities:\n")] + "network: {mesh: {seed_peers: [10.0.0.1]}}\ncapabilities: []\n", ErrUnsupported, "3:30 network.mesh.seed_peers"},
+		{"remote_sink", head + "  []\naudit: {remote_sink: {type: syslog, address: x}}\n", ErrUnsupported, "5:22 audit.remote_sink"},
+		{"rate_limit", head + "  - {name: c, kind: do, description: d, data_type: bool, semantic_tags: [x], side_effects: [s], binding: {type: gpio, address: \"pin=4\"}, rate_limit: \"6 per hour\"}\n", ErrType, "4:150 capabilities[0].rate_limit"},
+		{"modbus input do", head + "  - {name: c, kind: do, description: d, data_type: int, unit: x, semantic_tags: [x], side_effects: [s], binding: {type: modbus, address: \"slave=1:reg=30001\"}}\n", ErrNotAllowed, "4:138 capabilities[0].binding.address"},
+		{"do without side_effects", head + "  - {name: c, kind: do, description: d, data_type: bool, semantic_tags: [x], binding: {type: gpio, address: \"pin=4\"}}\n", ErrMissing, "4:5 capabilities[0].side_effects"},
+		// Problems the translation's validation finds are reported at the
+		// PhysMCP key they come from.
+		{"float without unit", head + "  - {name: c, kind: read, description: d, data_type: float, semantic_tags: [x], binding: {type: i2c, address: \"0x48:reg=0\"}}\n", ErrMissing, "4:5 capabilities[0]"},
+		{"pin used twice", head + "  - {name: a, kind: read, description: d, data_type: bool, semantic_tags: [x], binding: {type: gpio, address: \"pin=4\"}}\n" +
+			"  - {name: b, kind: do, description: d, data_type: bool, semantic_tags: [x], side_effects: [s], binding: {type: gpio, address: \"pin=4\"}}\n", ErrDuplicate, "5:128 capabilities[1].binding.address"},
+		{"unknown key", cap(i2c + "    colour: red\n"), ErrUnknownField, "11:5 capabilities[0].colour"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("m.yml", []byte(tc.yaml))
+			if err == nil {
+				t.Fatalf("accepted:\n%s", tc.yaml)
+			}
+			var e *Error
+			if !errors.As(err, &e) || !errors.Is(e, tc.want) {
+				t.Fatalf("got %v, want %v", err, tc.want)
+			}
+			got := strings.TrimPrefix(e.Pos.String(), "m.yml:") + " " + e.Field
+			if got != tc.where {
+				t.Fatalf("at %q, want %q (%v)", got, tc.where, err)
+			}
+		})
+	}
+}
+
+// Modbus addresses: Modicon numbers pick the table and the 0-based
+// address; with type= a number below 10000 is the address itself.
+func TestPhysMCPModbusAddress(t *testing.T) {
+	for _, tc := range []struct {
+		addr  string
+		table Table
+		reg   uint16
+	}{
+		{"slave=1:reg=40001", TableHolding, 0},
+		{"slave=1:reg=40001:type=holding", TableHolding, 0},
+		{"slave=1:reg=30005", TableInput, 4},
+		{"slave=1:reg=10003", TableDiscrete, 2},
+		{"slave=1:reg=7", TableCoil, 6},
+		{"slave=1:reg=7:type=coil", TableCoil, 7},
+		{"slave=1:reg=7:type=holding", TableHolding, 7},
+		{"slave=2:reg=0x10:type=input", TableInput, 16},
+	} {
+		y := "physmcp_version: \"0.1\"\ndevice: {id: d, type: t, location: {zone: z}}\ncapabilities:\n" +
+			"  - {name: c, kind: read, description: d, data_type: int, unit: x, semantic_tags: [x], binding: {type: modbus, address: \"" + tc.addr + "\"}}\n"
+		if tc.table.IsBits() {
+			y = strings.Replace(y, "data_type: int, unit: x", "data_type: bool", 1)
+		}
+		m, err := Parse("m.yml", []byte(y))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.addr, err)
+		}
+		r := m.Devices[0].ModbusRegisters[0]
+		if r.Table != tc.table || r.Address != tc.reg {
+			t.Errorf("%s: %s %d, want %s %d", tc.addr, r.Table, r.Address, tc.table, tc.reg)
+		}
+	}
+}
+
+func TestPhysMCPPolicyUnsupported(t *testing.T) {
+	m, _ := loadPhysMCP(t, "testdata/physmcp/spec53")
+	cases := []struct{ name, yaml, where string }{
+		{"warn", "physmcp_policy_version: \"0.1\"\ncapabilities:\n  do_setpoint_0:\n    rules:\n      - {type: range_guard, min: 19, on_violation: warn}\n", "5:52 capabilities.do_setpoint_0.rules[0].on_violation"},
+		{"identity", "physmcp_policy_version: \"0.1\"\nidentity: {providers: [{type: jwt}]}\n", "2:11 identity"},
+		{"emergency", "physmcp_policy_version: \"0.1\"\nemergency: {override_permission: admin}\n", "2:12 emergency"},
+		{"audit_all", "physmcp_policy_version: \"0.1\"\ndefaults: {audit_all: false}\n", "2:23 defaults.audit_all"},
+		{"quorum allow", "physmcp_policy_version: \"0.1\"\ncapabilities:\n  do_setpoint_0:\n    rules: [{type: quorum, min_peers: 2, on_failure: allow}]\n", "4:54 capabilities.do_setpoint_0.rules[0].on_failure"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParsePolicy("p.yml", []byte(tc.yaml), m)
+			var e *Error
+			if !errors.As(err, &e) || !errors.Is(e, ErrUnsupported) {
+				t.Fatalf("got %v, want ErrUnsupported", err)
+			}
+			if got := strings.TrimPrefix(e.Pos.String(), "p.yml:") + " " + e.Field; got != tc.where {
+				t.Fatalf("at %q, want %q", got, tc.where)
+			}
+		})
+	}
+}
+
+func FuzzParsePhysMCP(f *testing.F) {
+	for _, p := range []string{"testdata/physmcp/spec52/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.policy.yml"} {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		m, err := Parse("", data)
+		if (m == nil) == (err == nil) {
+			t.Fatalf("manifest %v and error %v", m != nil, err)
+		}
+		if IsPhysMCP(data) {
+			checkPhysMCPErrors(t, err)
+		}
+		_, _ = ParsePolicy("", data, m)
+		_, _, _ = ConvertPhysMCP("", data, "", data, "p.yml")
+	})
+}
+
+// checkPhysMCPErrors checks that every problem is an *Error positioned in
+// the file (line and column from 1) naming a field, sorted.
+func checkPhysMCPErrors(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	joined, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		t.Fatalf("error %T (%v) is not a join", err, err)
+	}
+	var prev *Error
+	for _, e := range joined.Unwrap() {
+		pe, ok := e.(*Error)
+		if !ok {
+			t.Fatalf("error %T (%v) is not *Error", e, e)
+		}
+		if pe.Pos.Line < 1 || pe.Pos.Column < 1 || pe.Field == "" && !errors.Is(pe, ErrSyntax) {
+			t.Fatalf("%v: not positioned or no field", pe)
+		}
+		if prev != nil && (pe.Pos.Line < prev.Pos.Line || pe.Pos.Line == prev.Pos.Line && pe.Pos.Column < prev.Pos.Column) {
+			t.Fatalf("%v after %v: not sorted", pe, prev)
+		}
+		prev = pe
+	}
+}
