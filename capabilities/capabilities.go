@@ -12,11 +12,13 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
+	pspi "periph.io/x/conn/v3/spi"
 
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
@@ -47,6 +49,10 @@ type HardwareFuncs struct {
 	Pin    func(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error)
 	TCP    func(ctx context.Context, bus manifests.Bus) (net.Conn, error)
 	Serial func(ctx context.Context, bus manifests.Bus) (modbus.Port, error)
+	// Sysfs returns the kernel attribute files of a onewire or pwm bus.
+	Sysfs func(ctx context.Context, bus manifests.Bus) (sysfs.FS, error)
+	// SPI opens the port of an spi bus. The caller closes it.
+	SPI func(ctx context.Context, bus manifests.Bus) (pspi.PortCloser, error)
 }
 
 // DialTCP implements Hardware.
@@ -82,6 +88,9 @@ type Options struct {
 	Clock clock.Clock
 	// Log receives lifecycle and per-transaction logs; nil discards them.
 	Log *slog.Logger
+	// StateDir keeps what a model must remember across restarts (a pulse
+	// counter's total); "" keeps it in memory.
+	StateDir string
 }
 
 // Reading is one observation of a capability.
@@ -340,6 +349,9 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 	deviceBus := map[string]string{}
 	table := models()
 	e := env{buses: buses, lines: lines, hw: hw, clock: opts.Clock, log: opts.Log}
+	e.declared = busByName
+	e.stateDir = opts.StateDir
+	e.closers = func(f func() error) { s.closers = append(s.closers, f) }
 	e.brokers = brokers
 	for _, d := range m.Devices {
 		dev, err := openDevice(ctx, table, d, e)
@@ -421,6 +433,12 @@ type env struct {
 	hw    Hardware
 	clock clock.Clock
 	log   *slog.Logger
+	// declared is every bus of the manifest, by name.
+	declared map[string]manifests.Bus
+	// closers registers what the Set closes when it closes.
+	closers func(func() error)
+	// stateDir is Options.StateDir.
+	stateDir string
 	// brokers are the open mqtt buses by name.
 	brokers map[string]*broker
 }
@@ -448,6 +466,12 @@ func models() map[manifests.Model]opener {
 		manifests.ModelINA219:     openINA219,
 		manifests.ModelMCP23017:   openMCP23017,
 		manifests.ModelPCF8574:    openPCF8574,
+
+		// 1-Wire, PWM and SPI through the kernel; pulses on a GPIO edge.
+		manifests.ModelDS18B20:      openDS18B20,
+		manifests.ModelPWM:          openPWM,
+		manifests.ModelMCP3008:      openMCP3008,
+		manifests.ModelPulseCounter: openPulseCounter,
 	}
 }
 

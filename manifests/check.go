@@ -95,6 +95,7 @@ func (c *checker) checkBuses() {
 		}
 		c.busLine(b, path)
 		c.busMQTT(b, path)
+		c.busKindExt(b, path)
 	}
 }
 
@@ -106,6 +107,7 @@ func (c *checker) checkDevices() {
 	addrs := map[string]string{} // "bus/0x44" → path
 	pins := map[string]string{}
 	units := map[string]string{} // "bus/17" → path
+	ext := map[string]string{}   // "bus/rom" → path
 	busNames := namesOf(c.m.Buses, busName)
 	for i, dev := range c.m.Devices {
 		path := index("devices", i)
@@ -121,11 +123,18 @@ func (c *checker) checkDevices() {
 				c.d.add(field("bus"), ErrBadReference, "bus %q (%s)", dev.Bus, candidates("bus", busNames))
 			}
 		}
+		c.noExtKeys(dev, path)
 		if dev.Model == ModelMQTT {
 			c.mqttDevice(dev, bus, path)
 			continue
 		}
 		c.notAllowed(path, []string{"mqtt"}, "for model %s (only mqtt devices have topics)", dev.Model)
+		if isBusModel(dev.Model) {
+			c.noLineKeys(dev, path)
+			c.chipDevice(dev, path)
+			c.busDevice(dev, bus, path, ext, pins)
+			continue
+		}
 		if isLine(dev.Model) {
 			c.lineDevice(dev, bus, path, units)
 			continue
@@ -141,7 +150,7 @@ func (c *checker) checkDevices() {
 				c.d.add(field("model"), ErrNotAllowed, "on gpio bus %q: %s (want gpio_in or gpio_out, or an i2c bus)", bus.Name, dev.Model)
 			case isGPIO(dev.Model) && bus.Kind == BusI2C:
 				c.d.add(field("model"), ErrNotAllowed, "on i2c bus %q: %s (want sht3x or registers, or a gpio bus)", bus.Name, dev.Model)
-			case bus.Kind.IsModbus() || bus.Kind == BusSerial || bus.Kind == BusMQTT:
+			case bus.Kind.IsModbus() || bus.Kind == BusSerial || bus.Kind == BusMQTT || isKernelBus(bus.Kind):
 				c.d.add(field("model"), ErrNotAllowed, "on %s bus %q: %s (want %s)", bus.Kind, bus.Name, dev.Model, modelsFor(bus.Kind))
 			}
 		}

@@ -26,6 +26,8 @@ func channelTypes(m Model) []ValueType {
 		return []ValueType{TypeBoolean}
 	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelINA219:
 		return []ValueType{TypeNumber}
+	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
+		return []ValueType{TypeNumber}
 	}
 	return nil
 }
@@ -165,6 +167,12 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 		return nil
 	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219:
 		c.chipChannel(cp, dev, chp)
+	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
+		c.busChannel(cp, dev, path)
+		if want := busChannelTypes(dev.Model, cp.Read.Channel); slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
+			c.d.add(join(path, "type"), ErrNotAllowed, "on %s channel: %s (want %s)", article(dev.Model), cp.Type, oneOf(words(want...)))
+		}
+		return nil
 	case ModelSerialLine:
 		chans := LineChannels(dev.Line)
 		switch {
@@ -213,6 +221,8 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 			c.d.add(dp, ErrNotAllowed, "on read-only %s device %q (want a gpio_out device or a register with writable: true)", dev.Model, dev.Name)
 		case isChip(dev.Model) && !chipWritable(*dev, cp.Read.Channel):
 			c.d.add(dp, ErrNotAllowed, "on %s channel %q of device %q (want an expander pin with mode: output)", dev.Model, cp.Read.Channel, dev.Name)
+		case isBusModel(dev.Model) && busReadOnly(dev) != "":
+			c.d.add(dp, ErrNotAllowed, "%s", busReadOnly(dev))
 		case reg != nil && !reg.Writable:
 			c.d.add(dp, ErrNotAllowed, "on read-only register %q of device %q (want writable: true on the register)", reg.Name, dev.Name)
 		case dev.Model == ModelModbus:
@@ -302,7 +312,7 @@ func (c *checker) checkSim() {
 	}
 	zones := map[string]string{}
 	sensors := map[string]string{} // sensor name → path of first zone use
-	sht3x := func(name, p string) bool { return c.simDevice(name, p, ModelSHT3x) }
+	sht3x := func(name, p string) bool { return c.isDS18B20(name) || c.simDevice(name, p, ModelSHT3x) }
 	gpioOut := func(name, p string) bool { return c.simDevice(name, p, ModelGPIOOut) }
 	for i, z := range s.Zones {
 		zp := index("sim.zones", i)

@@ -19,6 +19,8 @@ func modelsFor(k BusKind) string {
 		return "serial_line"
 	case BusMQTT:
 		return "mqtt"
+	case BusOneWire, BusPWM, BusSPI:
+		return kernelBusModels(k)
 	}
 	return "modbus"
 }

@@ -60,14 +60,18 @@ const (
 	ScalePercent ADCScale = "percent"
 )
 
-// ADCInput is one channel of an ads1015 or ads1115.
+// ADCInput is one named, scaled input of an analog-to-digital converter:
+// an ads1015 or ads1115 on I2C, or an mcp3008 on SPI.
 type ADCInput struct {
 	Name string
-	// Input is the multiplexer setting: a0..a3 against GND, or a
-	// differential pair a0_a1, a0_a3, a1_a3, a2_a3.
+	// Input is what the chip converts. On an ads1015 or ads1115, the
+	// multiplexer setting: a0..a3 against GND, or a differential pair
+	// a0_a1, a0_a3, a1_a3, a2_a3. On an mcp3008, ch0..ch7 against GND or
+	// diff0..diff7 (the datasheet's differential pairs).
 	Input string
-	// FullScale is the PGA's full-scale range, V: 6.144, 4.096 (the
-	// default), 2.048, 1.024, 0.512 or 0.256.
+	// FullScale is an ADS1x15's PGA full-scale range, V: 6.144, 4.096
+	// (the default), 2.048, 1.024, 0.512 or 0.256. An mcp3008 has none
+	// (0): its full scale is the device's VRef.
 	FullScale float64
 	// As is what the value is; Load fills volts when absent.
 	As ADCScale
@@ -75,7 +79,8 @@ type ADCInput struct {
 	// and percent of a current loop).
 	ShuntOhms float64
 	// Zero and Full are the readings at 0 % and 100 % (percent only), in
-	// V, or in mA with ShuntOhms (default 4 and 20).
+	// V, or in mA with ShuntOhms (default 4 and 20). Full may be below
+	// Zero (a capacitive soil probe reads lower when wetter).
 	Zero, Full float64
 }
 
@@ -116,7 +121,7 @@ var (
 // chip decodes the keys of the chip models (inputs, pins, shunt_ohms,
 // max_current).
 func (o obj) chip(dev *Device) {
-	dev.Inputs = list(o, "inputs", adcInputKeys, obj.adcInput)
+	dev.Inputs = list(o, "inputs", adcInputKeys, func(o obj, in *ADCInput) { o.adcInput(in, dev.Model) })
 	dev.Pins = list(o, "pins", expanderPinKeys, obj.expanderPin)
 	if dev.Model == ModelINA219 {
 		dev.ShuntOhms, dev.MaxCurrent = DefaultShuntOhms, DefaultMaxCurrent
@@ -125,19 +130,30 @@ func (o obj) chip(dev *Device) {
 	numIf(o, "max_current", &dev.MaxCurrent, positive, ": %g (want the largest expected current in amperes, more than 0)")
 }
 
-func (o obj) adcInput(in *ADCInput) {
+// adcInput decodes one of the inputs of a device of model m: the input's
+// names are the chip's (a0.. on an ADS1x15, ch0.. on an MCP3008).
+func (o obj) adcInput(in *ADCInput, m Model) {
 	*in = ADCInput{FullScale: 4.096, As: ScaleVolts}
+	muxes, want := adcMuxes, oneOf(adcMuxes)
+	hint := "the analog input: a0..a3, or a differential pair such as a0_a1"
+	if m == ModelMCP3008 {
+		in.FullScale = 0 // its reference is the device's vref
+		muxes, want = mcp3008Channels[:16], "ch0..ch7 or diff0..diff7"
+		hint = "the MCP3008 input, ch0..ch7 or diff0..diff7"
+	}
 	in.Name = o.name()
 	if s, ok := o.strOK("input"); ok {
-		if slices.Contains(adcMuxes, s) {
+		if slices.Contains(muxes, s) {
 			in.Input = s
 		} else {
-			o.add("input", ErrUnknownValue, "%q (want %s)", s, oneOf(adcMuxes))
+			o.add("input", ErrUnknownValue, "%q (want %s)", s, want)
 		}
 	}
-	o.require("input", "the analog input: a0..a3, or a differential pair such as a0_a1")
-	numIf(o, "full_scale", &in.FullScale, func(v float64) bool { return slices.Contains(adcFullScales, v) },
-		": %g (want the PGA's full-scale volts: 6.144, 4.096, 2.048, 1.024, 0.512 or 0.256)")
+	o.require("input", hint)
+	if m != ModelMCP3008 {
+		numIf(o, "full_scale", &in.FullScale, func(v float64) bool { return slices.Contains(adcFullScales, v) },
+			": %g (want the PGA's full-scale volts: 6.144, 4.096, 2.048, 1.024, 0.512 or 0.256)")
+	}
 	enum(o, "as", &in.As, adcScales, false)
 	numIf(o, "shunt_ohms", &in.ShuntOhms, positive, ": %g (want the loop's shunt resistor in ohms, more than 0, such as 250)")
 	if in.As == ScalePercent && in.ShuntOhms > 0 {
@@ -220,14 +236,17 @@ func ChipChannels(dev Device) []string {
 // chipDevice checks the keys of a chip device against its model.
 func (c *checker) chipDevice(dev Device, path string) {
 	field := func(k string) string { return join(path, k) }
-	if !IsADS(dev.Model) && c.d.has(field("inputs")) {
-		c.d.add(field("inputs"), ErrNotAllowed, "for model %s (only ads1015 and ads1115 have analog inputs)", dev.Model)
+	if !hasInputs(dev.Model) && c.d.has(field("inputs")) {
+		c.d.add(field("inputs"), ErrNotAllowed, "for model %s (only ads1015, ads1115 and mcp3008 have analog inputs)", dev.Model)
 	}
 	if !IsExpander(dev.Model) && c.d.has(field("pins")) {
 		c.d.add(field("pins"), ErrNotAllowed, "for model %s (only mcp23017 and pcf8574 have pins)", dev.Model)
 	}
 	if dev.Model != ModelINA219 {
 		c.notAllowed(path, []string{"shunt_ohms", "max_current"}, "for model %s (only ina219 has a shunt)", dev.Model)
+	}
+	if hasInputs(dev.Model) {
+		c.adcInputs(dev, path)
 	}
 	if !isChip(dev.Model) {
 		return
@@ -238,37 +257,6 @@ func (c *checker) chipDevice(dev Device, path string) {
 		if cal := math.Trunc(0.04096 / (lsb * dev.ShuntOhms)); dev.ShuntOhms > 0 && dev.MaxCurrent > 0 && (cal < 2 || cal > 0xFFFE) {
 			lo, hi := 32768*0.04096/(dev.ShuntOhms*0xFFFE), 32768*0.04096/(dev.ShuntOhms*2)
 			c.d.add(field("max_current"), ErrRange, ": %g A with shunt %g Ω gives calibration register %.0f (want 2..65534: with this shunt, max_current %.3g..%.4g A)", dev.MaxCurrent, dev.ShuntOhms, cal, lo, hi)
-		}
-	}
-	if IsADS(dev.Model) {
-		ip := field("inputs")
-		if len(dev.Inputs) == 0 && !c.d.bad[ip] {
-			c.d.add(ip, ErrMissing, "inputs (want at least one: {name, input: a0})")
-		}
-		seen := map[string]string{}
-		for i, in := range dev.Inputs {
-			p := index(ip, i)
-			c.unique(seen, "input name", in.Name, join(p, "name"))
-			switch in.As {
-			case ScaleMilliamps:
-				if in.ShuntOhms == 0 && !c.d.bad[join(p, "shunt_ohms")] {
-					c.d.add(join(p, "shunt_ohms"), ErrMissing, "shunt_ohms (want the loop's shunt resistor, such as 150 for 0.6–3 V at 4–20 mA)")
-				}
-				c.notAllowed(p, []string{"zero", "full"}, "for as: milliamps (only as: percent has a span)")
-			case ScalePercent:
-				if in.ShuntOhms == 0 {
-					for _, k := range []string{"zero", "full"} {
-						if !c.d.has(join(p, k)) {
-							c.d.add(join(p, k), ErrMissing, "%s (want the volts that read as %s %%, or shunt_ohms for a 4–20 mA loop)", k, map[string]string{"zero": "0", "full": "100"}[k])
-						}
-					}
-				}
-				if in.Zero == in.Full && c.d.has(join(p, "full")) {
-					c.d.add(join(p, "full"), ErrRange, ": %g equals zero (want a span)", in.Full)
-				}
-			default:
-				c.notAllowed(p, []string{"shunt_ohms", "zero", "full"}, "for as: %s (want as: milliamps or percent)", in.As)
-			}
 		}
 	}
 	if IsExpander(dev.Model) {
@@ -291,6 +279,52 @@ func (c *checker) chipDevice(dev Device, path string) {
 			if p.Output && c.d.has(join(ep, "pull_up")) {
 				c.d.add(join(ep, "pull_up"), ErrNotAllowed, "on an output pin")
 			}
+		}
+	}
+}
+
+// hasInputs reports whether model m has analog inputs (devices[].inputs).
+func hasInputs(m Model) bool { return IsADS(m) || m == ModelMCP3008 }
+
+// adcInputs checks the inputs of an ADC device: names unique (and on an
+// mcp3008 not one of the chip's own channels), and each scale's keys. An
+// ads1015 or ads1115 has at least one input; an mcp3008's channels are
+// there without any.
+func (c *checker) adcInputs(dev Device, path string) {
+	ip := join(path, "inputs")
+	if IsADS(dev.Model) && len(dev.Inputs) == 0 && !c.d.bad[ip] {
+		c.d.add(ip, ErrMissing, "inputs (want at least one: {name, input: a0})")
+	}
+	seen := map[string]string{}
+	for i, in := range dev.Inputs {
+		p := index(ip, i)
+		if dev.Model == ModelMCP3008 && slices.Contains(mcp3008Channels, in.Name) {
+			c.d.add(join(p, "name"), ErrDuplicate, "input name %q (the chip's own channel has it; choose another, such as \"soil_moisture\")", in.Name)
+		} else {
+			c.unique(seen, "input name", in.Name, join(p, "name"))
+		}
+		if dev.Model == ModelMCP3008 && c.d.has(join(p, "full_scale")) {
+			c.d.add(join(p, "full_scale"), ErrNotAllowed, "for model mcp3008 (its full scale is the device's vref)")
+		}
+		switch in.As {
+		case ScaleMilliamps:
+			if in.ShuntOhms == 0 && !c.d.bad[join(p, "shunt_ohms")] {
+				c.d.add(join(p, "shunt_ohms"), ErrMissing, "shunt_ohms (want the loop's shunt resistor, such as 150 for 0.6–3 V at 4–20 mA)")
+			}
+			c.notAllowed(p, []string{"zero", "full"}, "for as: milliamps (only as: percent has a span)")
+		case ScalePercent:
+			if in.ShuntOhms == 0 {
+				for _, k := range []string{"zero", "full"} {
+					if !c.d.has(join(p, k)) {
+						c.d.add(join(p, k), ErrMissing, "%s (want the volts that read as %s %%, or shunt_ohms for a 4–20 mA loop)", k, map[string]string{"zero": "0", "full": "100"}[k])
+					}
+				}
+			}
+			if in.Zero == in.Full && c.d.has(join(p, "full")) {
+				c.d.add(join(p, "full"), ErrRange, ": %g equals zero (want a span)", in.Full)
+			}
+		case ScaleVolts:
+			c.notAllowed(p, []string{"shunt_ohms", "zero", "full"}, "for as: %s (want as: milliamps or percent)", in.As)
 		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 // The keys of each mapping, in the order the documentation lists them.
 var (
 	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim"}
-	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries", "mqtt"}
-	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim", "inputs", "pins", "shunt_ohms", "max_current"}
+	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries", "mqtt", "speed"}
+	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim", "inputs", "pins", "shunt_ohms", "max_current", "rom", "channel", "frequency", "vref", "edge", "debounce", "per_pulse"}
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
 	deviceSimKeys   = []string{"values", "level", "profile", "response"}
@@ -31,8 +31,8 @@ var (
 
 // The closed sets of values, as the manifest spells them.
 var (
-	busKinds   = words(BusI2C, BusGPIO, BusModbusTCP, BusModbusRTU, BusModbusRTUTCP, BusSerial, BusMQTT)
-	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelMQTT, ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219)
+	busKinds   = words(BusI2C, BusGPIO, BusModbusTCP, BusModbusRTU, BusModbusRTUTCP, BusSerial, BusMQTT, BusOneWire, BusPWM, BusSPI)
+	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelMQTT, ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219, ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter)
 	parities   = words(ParityNone, ParityEven, ParityOdd)
 	rs485Modes = words(RS485None, RS485Kernel, RS485RTS)
 	tables     = words(TableCoil, TableDiscrete, TableHolding, TableInput)
@@ -113,6 +113,7 @@ func (o obj) bus(b *Bus) {
 	}
 	intIn(o, "retries", &b.Retries, 0, 10, ": %d (want 0..10)")
 	b.MQTT = opt(o, "mqtt", mqttBusKeys, obj.mqttBus)
+	o.busExt(b)
 }
 
 func validPort(p string) bool {
@@ -159,6 +160,7 @@ func (o obj) device(dev *Device) {
 	dev.MQTT = opt(o, "mqtt", mqttDeviceKeys, obj.mqttDevice)
 	o.chip(dev)
 	dev.Sim = opt(o, "sim", deviceSimKeys, obj.deviceSim)
+	o.deviceExt(dev)
 }
 
 // channelsOf returns the named groups of a serial_line response pattern.

@@ -55,6 +55,14 @@
 //	rs485      string    none      modbus_rtu and serial: RS-485 direction control; none (the adapter switches), kernel (TIOCSRS485) or rts (the driver toggles RTS)
 //	frame_gap  duration  3.5 chars modbus_rtu only: silence between frames; default 3.5 character times, 1.75ms above 19200 baud
 //	retries    integer   2         Modbus and serial buses: 0..10 retries of a failed transaction, with back-off
+//	speed      integer   1000000   spi only: the clock in Hz, 10000..10000000 (an mcp3008 caps it at 1350000)
+//
+// Three more kinds reach devices through the kernel (a Raspberry Pi enables
+// them in config.txt): onewire (dtoverlay=w1-gpio; device is the w1 sysfs
+// directory, default /sys/bus/w1/devices), pwm (dtoverlay=pwm-2chan; device
+// is the chip's directory, default /sys/class/pwm/pwmchip0) and spi
+// (dtparam=spi=on; device is the spidev node, default /dev/spidev0.0, one
+// chip per bus). They take no line keys (address, port, baud ... retries).
 //
 // On a Modbus or serial bus one transaction is on the line at a time, first
 // come first served; a device whose calls keep failing is left alone for a
@@ -78,7 +86,14 @@
 //	terminator  string           "\r\n"    serial_line: ends the request and the response line
 //	response    string           -         serial_line: required, a regular expression with a named group per value ("T=(?P<temperature>[-0-9.]+)")
 //	sim         device sim       none      simulator settings, see below
-//	inputs      list of input    -         ads1015 and ads1115: required, at least one (below); other models: not allowed
+//	rom         string           -         ds18b20: required, its w1 id, "28-" and 12 lower-case hex digits ("28-0316a2795aff"), unique on its bus; other models: not allowed
+//	channel     integer          -         pwm: required, the chip's channel 0..15 (pwm-2chan: 0 on GPIO18, 1 on GPIO19), unique on its bus; other models: not allowed
+//	frequency   number           25000     pwm: Hz, 0.1..100000000, set at start-up when the channel has no period yet; other models: not allowed
+//	vref        number           3.3       mcp3008: the reference voltage, 0.25..5.5 V; other models: not allowed
+//	edge        string           falling   pulse_counter: falling, rising or both; other models: not allowed
+//	debounce    duration         5ms       pulse_counter: at most 1s; an edge this soon after a counted one is contact bounce
+//	per_pulse   number           1         pulse_counter: more than 0, what one pulse stands for in the capability's unit (litres, mm)
+//	inputs      list of input    -         ads1015 and ads1115: required, at least one (below); mcp3008: optional, named scaled channels besides ch0..ch7 (below); other models: not allowed
 //	pins        list of pin      -         mcp23017 and pcf8574: required, at least one (below); other models: not allowed
 //	shunt_ohms  number           0.1       ina219 only: the shunt resistor, more than 0
 //	max_current number           3.2       ina219 only: the largest expected current, A; sets the calibration (2..65534)
@@ -86,6 +101,13 @@
 // The I2C chip models and their addresses: bme280 and bmp280 0x76 or 0x77;
 // ads1115 and ads1015 0x48..0x4b; mcp23017 0x20..0x27; pcf8574 0x20..0x27
 // (PCF8574A 0x38..0x3f); ina219 0x40..0x4f.
+//
+// ds18b20 (on a onewire bus), pwm (on a pwm bus) and mcp3008 (on an spi bus)
+// have no address, pin, active_low, pull or registers. An mcp3008's sim
+// values give the voltage of its inputs (ch0..ch7, 0..vref), a
+// pulse_counter's its rate (pulses per second, 0..10000); the others take no
+// sim values (a ds18b20 may be a zone sensor, like an sht3x). A
+// pulse_counter sits on a gpio bus with a pin (and pull) like gpio_in.
 //
 // The models and their channels (what a capability's read.channel names):
 //
@@ -96,6 +118,10 @@
 //	gpio_out   none: leave channel out           boolean          yes
 //	modbus     the name of one of its registers  boolean for bool registers, else number or integer  if the register is writable
 //	serial_line a named group of its response    number, integer  no
+//	ds18b20    temperature (°C; may be left out) number           no
+//	pwm        duty (%), frequency (Hz)          number           yes, read back from the kernel's files
+//	mcp3008    its inputs' names; ch0..ch7, diff0..diff7 (V); raw0..raw7 (the 10-bit code)  number; raw: number or integer  no
+//	pulse_counter total, rate (per s), rate_per_minute (pulses × per_pulse)  number or integer  no
 //	bme280     temperature (°C), pressure (hPa), humidity (%)  number  no
 //	bmp280     temperature (°C), pressure (hPa)  number           no
 //	ads1115    the name of one of its inputs     number           no
@@ -104,16 +130,16 @@
 //	pcf8574    the name of one of its pins       boolean          if the pin's mode is output
 //	ina219     bus_voltage (V), shunt_voltage (mV), current (A), power (W)  number  no
 //
-// An input of an ads1015 or ads1115 (devices[].inputs[]):
+// An input of an ads1015, ads1115 or mcp3008 (devices[].inputs[]):
 //
 //	key         type     default   constraint
-//	name        name     required  unique within the device; the channel
-//	input       string   required  a0, a1, a2, a3 (against GND) or a0_a1, a0_a3, a1_a3, a2_a3 (differential)
-//	full_scale  number   4.096     the PGA's full-scale volts: 6.144, 4.096, 2.048, 1.024, 0.512 or 0.256
+//	name        name     required  unique within the device; the channel (on an mcp3008 not one of its own, ch0.. diff0.. raw0..)
+//	input       string   required  ads1x15: a0, a1, a2, a3 (against GND) or a0_a1, a0_a3, a1_a3, a2_a3 (differential); mcp3008: ch0..ch7 (against GND) or diff0..diff7 (differential)
+//	full_scale  number   4.096     ads1x15 only: the PGA's full-scale volts: 6.144, 4.096, 2.048, 1.024, 0.512 or 0.256 (an mcp3008's full scale is its vref)
 //	as          string   volts     volts; milliamps (volts / shunt_ohms); percent (linear from zero to full)
 //	shunt_ohms  number   -         milliamps: required; percent: the reading is the loop's mA (zero 4, full 20 by default)
 //	zero        number   -         percent: the volts (or mA with shunt_ohms) that read 0 %; required without shunt_ohms
-//	full        number   -         percent: the volts (or mA) that read 100 %; required without shunt_ohms; not equal to zero
+//	full        number   -         percent: the volts (or mA) that read 100 %; required without shunt_ohms; not equal to zero (may be below it)
 //
 // A pin of an mcp23017 or pcf8574 (devices[].pins[]):
 //

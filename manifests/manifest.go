@@ -64,6 +64,8 @@ type Bus struct {
 	// Retries is how often a failed transaction is retried on a Modbus or
 	// serial bus (with back-off); Load fills DefaultRetries when absent.
 	Retries int
+	// Speed is the clock of an spi bus in Hz; Load fills DefaultSPISpeed.
+	Speed int
 	// MQTT is the broker connection of an mqtt bus; nil on other kinds.
 	MQTT *MQTTBus
 }
@@ -130,7 +132,26 @@ type Device struct {
 	MQTT *MQTTDevice
 	// Sim holds simulator-only settings for this device; nil when absent.
 	Sim *DeviceSim
-	// Inputs are the channels of an ads1015 or ads1115.
+	// ROM is a ds18b20's w1 id ("28-0316a2795aff").
+	ROM string
+	// Channel is a pwm device's channel on its chip.
+	Channel int
+	// Frequency is a pwm device's initial frequency in Hz; Load fills
+	// DefaultPWMFrequency.
+	Frequency float64
+	// VRef is an mcp3008's reference voltage; Load fills DefaultVRef.
+	VRef float64
+	// Edge is the edge a pulse_counter counts (EdgeFalling, EdgeRising or
+	// EdgeBoth); Load fills EdgeFalling.
+	Edge string
+	// Debounce drops a pulse_counter's edges that follow a counted one
+	// within it; Load fills DefaultDebounce.
+	Debounce time.Duration
+	// PerPulse is what one pulse stands for, in the capability's unit;
+	// Load fills 1.
+	PerPulse float64
+	// Inputs are the named, scaled channels of an ads1015, ads1115 or
+	// mcp3008.
 	Inputs []ADCInput
 	// Pins are the channels of an mcp23017 or pcf8574.
 	Pins []ExpanderPin

@@ -145,7 +145,7 @@ func TestParseErrors(t *testing.T) {
 		{"gateway missing", "gateway: bench-1\n", "", "gateway", ErrMissing},
 		{"gateway upper case", "gateway: bench-1", "gateway: Bench", "gateway", ErrBadName},
 		{"unknown root key", "version: 1\n", "version: 1\nowner: me\n", "owner", ErrUnknownField},
-		{"bus kind", "kind: gpio}", "kind: spi}", "buses[1].kind", ErrUnknownValue},
+		{"bus kind", "kind: gpio}", "kind: canbus}", "buses[1].kind", ErrUnknownValue},
 		{"bus timeout zero", "timeout: 250ms", "timeout: 0ms", "buses[0].timeout", ErrRange},
 		{"bus timeout number", "timeout: 250ms", "timeout: 250", "buses[0].timeout", ErrType},
 		{"bus name", "kind: gpio}\n", "kind: gpio}\n  - {name: Spare, kind: gpio}\n", "buses[2].name", ErrBadName},

@@ -57,6 +57,17 @@ func FaultApplies(m Model, k FaultKind) bool {
 		return k != FaultCRC && slices.Contains(FaultKinds(), k)
 	case ModelGPIOIn, ModelGPIOOut:
 		return k == FaultStuck || k == FaultNoise || k == FaultSlow
+	case ModelDS18B20:
+		// nack and dropout take the sensor off the bus; implausible
+		// without a value is the power-on 85 °C.
+		return k != FaultTimeout && slices.Contains(FaultKinds(), k)
+	case ModelPulseCounter:
+		// stuck: the line makes no edges; noise: each pulse bounces.
+		return k == FaultStuck || k == FaultNoise
+	case ModelMCP3008:
+		// SPI is clocked by the host: no timeouts, no CRC; a chip gone
+		// leaves MISO high.
+		return k == FaultNACK || k == FaultDropout || k == FaultStuck || k == FaultNoise || k == FaultImplausible
 	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219:
 		return chipFaultApplies(m, k)
 	case ModelModbus:

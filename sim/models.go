@@ -38,6 +38,12 @@ func models() map[manifests.Model]adder {
 		manifests.ModelINA219:     addINA219,
 		manifests.ModelMCP23017:   addExpander,
 		manifests.ModelPCF8574:    addExpander,
+
+		// 1-Wire, PWM and SPI through the kernel; pulses on a GPIO edge.
+		manifests.ModelDS18B20:      addDS18B20,
+		manifests.ModelPWM:          addPWM,
+		manifests.ModelMCP3008:      addMCP3008,
+		manifests.ModelPulseCounter: addPulseCounter,
 	}
 }
 

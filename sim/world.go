@@ -46,6 +46,7 @@ type World struct {
 	lineByName  map[string]*LineInstrument
 	lineBus     map[string][]*LineInstrument // serial bus name → instruments
 	heaters     []*pinState                  // every zone heater, once
+	kf          *kernelFiles                 // DS18B20s and PWM channels; nil when none
 	mqtt        *mqttWorld                   // simulated MQTT devices; nil when none
 	mqttBuses   []string                     // mqtt bus names, served by the embedded broker
 }
@@ -136,6 +137,9 @@ func (w *World) addZones(sc *manifests.Sim, bl *build) error {
 	for i, zc := range sc.Zones {
 		z := newZone(zc, bl.now, rand.New(rand.NewPCG(uint64(seed), uint64(i))))
 		for _, name := range zc.Sensors {
+			if w.zoneSensor(name, z) {
+				continue
+			}
 			s, ok := bl.shts[name]
 			if !ok {
 				return fmt.Errorf("sim: zone %s: sensor %q is not an sht3x device", zc.Name, name)
@@ -195,6 +199,9 @@ func (w *World) I2C(ctx context.Context, name string) (pi2c.BusCloser, error) {
 func (w *World) Pin(ctx context.Context, name string) (pgpio.PinIO, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("sim gpio pin %q: %w", name, err)
+	}
+	if pp := w.pulsePin(name); pp != nil {
+		return pp, nil
 	}
 	p, ok := w.pins[name]
 	if !ok {

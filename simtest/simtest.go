@@ -19,13 +19,17 @@ import (
 	"context"
 	"embed"
 	"net"
+	"os"
+	"path/filepath"
 	"testing"
 
 	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
+	pspi "periph.io/x/conn/v3/spi"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -64,6 +68,26 @@ func Hardware(w *sim.World) capabilities.HardwareFuncs {
 		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
 		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
 	}
+}
+
+// SPI adds to hw the simulated spi buses of w.
+func SPI(w *sim.World, hw capabilities.HardwareFuncs) capabilities.HardwareFuncs {
+	hw.SPI = func(ctx context.Context, b manifests.Bus) (pspi.PortCloser, error) { return w.SPI(ctx, b.Name) }
+	return hw
+}
+
+// Sysfs adds to hw the simulated kernel files of w's onewire and pwm
+// buses, each in a directory named as the bus under root (a test's
+// temporary directory).
+func Sysfs(w *sim.World, hw capabilities.HardwareFuncs, root string) capabilities.HardwareFuncs {
+	hw.Sysfs = func(ctx context.Context, b manifests.Bus) (sysfs.FS, error) {
+		dir := filepath.Join(root, b.Name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		return w.Sysfs(ctx, b, dir)
+	}
+	return hw
 }
 
 // Lines starts w's simulated Modbus slaves and serial lines on loopback

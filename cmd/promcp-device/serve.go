@@ -24,6 +24,7 @@ import (
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
@@ -246,6 +247,7 @@ func (f *serveFlags) load() (*manifests.Manifest, *manifests.Scenario, error) {
 // --role and the tokens must use), the approvals and the simulated start.
 func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tokens *server.Tokens) (gatewayOptions, error) {
 	opts := gatewayOptions{simulate: f.simulate, timeScale: f.timeScale}
+	opts.stateDir = f.stateDir
 	pc, err := resolvePolicy(f.manifest, f.policyFile, m)
 	if err != nil {
 		return opts, failErr(err, true)
@@ -457,13 +459,12 @@ type openedGateway struct {
 	gateway  *gateway.Gateway // serves srv; its groups are served through it too
 	world    *sim.World       // nil on hardware
 	modbus   *sim.ModbusEndpoints
+	sysfsDir string // the simulated kernel files; "" on hardware
 }
 
 func (g *openedGateway) Close() error {
 	err := g.set.Close()
-	if g.modbus != nil {
-		g.modbus.Close()
-	}
+	g.Close0()
 	return err
 }
 
@@ -477,6 +478,7 @@ type gatewayOptions struct {
 	approvals *approval.Signer
 	server    []server.Option // more server options: store, auditor, read-only
 	history   policy.State    // actuation history for cooldowns and rate limits; nil: in memory
+	stateDir  string          // --state: where models keep what they remember (pulse totals); "": memory
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -521,6 +523,22 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 				return modbus.DialerTCP(addr)(ctx)
 			},
 			Serial: ep.OpenPort,
+			Sysfs: func(ctx context.Context, b manifests.Bus) (sysfs.FS, error) {
+				if g.sysfsDir == "" {
+					dir, err := makeSimFilesDir()
+					if err != nil {
+						return nil, fmt.Errorf("simulator: %w", err)
+					}
+					g.sysfsDir = dir
+				}
+				dir := filepath.Join(g.sysfsDir, b.Name)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return nil, fmt.Errorf("simulator: %w", err)
+				}
+				log.Debug("simulated kernel files", "bus", b.Name, "dir", dir)
+				return w.Sysfs(ctx, b, dir)
+			},
+			SPI: func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return w.SPI(ctx, b.Name) },
 		}
 	} else {
 		h := host.New(log)
@@ -531,9 +549,11 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
 				return modbus.OpenPort(ctx, driverconf.Serial(b.Serial))
 			},
+			Sysfs: capabilities.HostSysfs,
+			SPI:   func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return h.SPI(ctx, b.Device) },
 		}
 	}
-	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk})
+	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk, StateDir: o.stateDir})
 	if err != nil {
 		g.Close0()
 		return nil, err
@@ -673,5 +693,8 @@ func newLogger(w io.Writer, level string) (*slog.Logger, error) {
 func (g *openedGateway) Close0() {
 	if g.modbus != nil {
 		g.modbus.Close()
+	}
+	if g.sysfsDir != "" {
+		os.RemoveAll(g.sysfsDir)
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"periph.io/x/conn/v3/gpio/gpioreg"
 	"periph.io/x/conn/v3/i2c"
 	"periph.io/x/conn/v3/i2c/i2creg"
+	"periph.io/x/conn/v3/spi"
+	"periph.io/x/conn/v3/spi/spireg"
 	phost "periph.io/x/host/v3"
 
 	"github.com/promcp/promcp-device/drivers"
@@ -99,5 +101,26 @@ func (h *Host) Pin(ctx context.Context, name string) (gpio.PinIO, error) {
 	if p == nil {
 		return nil, fmt.Errorf("gpio pin %q: %w: no such pin on this host", name, drivers.ErrUnavailable)
 	}
+	return p, nil
+}
+
+// SPI opens the SPI port the host calls name: an spidev path or periph
+// name ("/dev/spidev0.0", "SPI0.0"); "" opens the first found. This is
+// the manifest bus's Device field. The caller closes it.
+func (h *Host) SPI(ctx context.Context, name string) (spi.PortCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("spi port %q: %w", name, err)
+	}
+	if err := h.init(); err != nil {
+		return nil, fmt.Errorf("spi port %q: %w: periph host init: %w", name, drivers.ErrUnavailable, err)
+	}
+	if len(spireg.All()) == 0 {
+		return nil, fmt.Errorf("spi port %q: %w: no port found (is SPI enabled? dtparam=spi=on)", name, drivers.ErrUnavailable)
+	}
+	p, err := spireg.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("spi port %q: %w: %w", name, drivers.ErrUnavailable, err)
+	}
+	h.log.Info("spi port opened", "port", name)
 	return p, nil
 }
