@@ -125,6 +125,7 @@ func (c *checker) checkDevices() {
 		}
 		c.noExtKeys(dev, path)
 		if dev.Model == ModelMQTT {
+			c.chipDevice(dev, path) // refuses inputs, pins and a shunt on it
 			c.mqttDevice(dev, bus, path)
 			continue
 		}
