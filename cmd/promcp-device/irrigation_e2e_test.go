@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -173,4 +174,87 @@ func TestIrrigationWindow(t *testing.T) {
 	if r, _ := s.call("do_set_pump", map[string]any{"value": 0}); r["status"] != "success" {
 		t.Fatalf("do_set_pump(0) at 13:00 = %v, want success", r)
 	}
+}
+
+// TestIrrigationScenario plays irrigation-faults.yml at 20× on the binary
+// and checks each fault shows as the scenario file documents: the soil
+// probe's CRC errors make its reading stale, then error; the air probe's
+// power-on 85 °C is degraded (its on_device_error), serving the last good
+// value; bed 1's railed ADC input is degraded as implausible while bed 2
+// on the same chip stays good; the door's Last Will makes its reads
+// error; the stuck flow meter's rate falls to 0 and its total stops. All
+// are good again after the faults.
+func TestIrrigationScenario(t *testing.T) {
+	s := stdioSession(t, protocols[1], "--manifest", irrigation, "--scenario", irrigationFaults, "--time-scale", "20")
+	type sign struct {
+		tool, what string
+		ok         func(map[string]any) bool
+	}
+	reason := func(q, text string) func(map[string]any) bool {
+		return func(b map[string]any) bool {
+			msg := fmt.Sprint(b["quality_reason"])
+			if e, ok := b["error"].(map[string]any); ok {
+				msg += " " + fmt.Sprint(e["message"])
+			}
+			return b["quality"] == q && strings.Contains(msg, text)
+		}
+	}
+	var seen []bool
+	signs := []sign{
+		{"read_soil_temperature", "stale on the CRC errors", reason("stale", "read failed (crc); last good value from")},
+		{"read_soil_temperature", "error once the last good value is past max_stale", reason("error", "checksum mismatch")},
+		{"read_air_temperature", "degraded on the power-on 85 °C", func(b map[string]any) bool {
+			return reason("degraded", "")(b) && near(b["value"], 24, 1)
+		}},
+		{"read_bed1_moisture", "degraded on the railed input", reason("degraded", "implausible: -89.725 % outside -5..105 %")},
+		{"read_shed_door_closed", "error on its Last Will", reason("error", "offline since")},
+		{"read_flow_rate", "flowing before the fault", func(b map[string]any) bool {
+			f, _ := b["value"].(float64)
+			return b["quality"] == "good" && f > 0
+		}},
+	}
+	// The meter reads 0 L/min before its first pulse too: only a 0 after
+	// it flowed is the stuck line.
+	signs = append(signs, sign{"read_flow_rate", "0 L/min, good, while the meter is stuck", func(b map[string]any) bool {
+		return seen[5] && b["quality"] == "good" && near(b["value"], 0, 0)
+	}})
+	seen = make([]bool, len(signs))
+	var stuckTotal any
+	deadline := time.Now().Add(40 * time.Second)
+	for slices.Contains(seen, false) {
+		for i, sg := range signs {
+			body, _ := s.call(sg.tool, map[string]any{"max_age_ms": 0})
+			if !seen[i] && sg.ok(body) {
+				seen[i] = true
+				t.Logf("%s %s: %v %v", sg.tool, sg.what, body["value"], body["quality_reason"])
+			}
+		}
+		if b, _ := s.call("read_bed2_moisture", map[string]any{"max_age_ms": 0}); b["quality"] != "good" {
+			t.Errorf("read_bed2_moisture = %v, want good: the fault is on bed 1's input only", b)
+		}
+		if seen[6] && stuckTotal == nil {
+			b, _ := s.call("read_water_used", map[string]any{"max_age_ms": 0})
+			stuckTotal = b["value"]
+		}
+		if time.Now().After(deadline) {
+			for i, sg := range signs {
+				if !seen[i] {
+					b, _ := s.call(sg.tool, map[string]any{"max_age_ms": 0})
+					t.Errorf("%s never %s: last %v", sg.tool, sg.what, b)
+				}
+			}
+			t.FailNow()
+		}
+		time.Sleep(50 * time.Millisecond) // the scenario plays on the simulator's clock
+	}
+	if b, _ := s.call("read_water_used", map[string]any{"max_age_ms": 0}); b["value"] != stuckTotal {
+		t.Errorf("read_water_used while the meter is stuck = %v, was %v: want it unchanged", b["value"], stuckTotal)
+	}
+	for _, tool := range []string{"read_soil_temperature", "read_air_temperature", "read_bed1_moisture", "read_shed_door_closed"} {
+		readUntil(t, s, tool, "good again after the faults", quality("good"))
+	}
+	readUntil(t, s, "read_flow_rate", "flowing again after the fault", func(b map[string]any) bool {
+		f, _ := b["value"].(float64)
+		return b["quality"] == "good" && f > 0
+	})
 }
