@@ -374,7 +374,11 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 			clock:      opts.Clock,
 			log:        opts.Log.With("capability", mc.Name),
 		}
-		c.health = newTracker(mc.Health, c.TTL(), mc.Unit)
+		hc := mc.Health
+		if hc.OnDeviceError == "" {
+			hc.OnDeviceError = dev.onDeviceError
+		}
+		c.health = newTracker(hc, c.TTL(), mc.Unit)
 		c.src, c.pick, err = dev.source(mc.Read.Channel, mc.Type)
 		if err != nil {
 			return nil, fmt.Errorf("capability %s: %w", mc.Name, err)
@@ -408,6 +412,9 @@ type device struct {
 	// ("mqtt:zigbee2mqtt/" for a Lite device adopted over MQTT); "" for a
 	// device this gateway drives itself.
 	origin string
+	// onDeviceError is the model's default for health.on_device_error
+	// when the manifest leaves it out ("" means the framework's, error).
+	onDeviceError manifests.OnDeviceError
 }
 
 func identity(v any) any { return v }

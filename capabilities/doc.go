@@ -16,7 +16,7 @@
 // from the latest transaction, the first matching rule winning:
 //
 //  1. failed with a device error flag (drivers.ErrNACK) and on_device_error
-//     error (the default): error, "read failed (nack)";
+//     error (the default; a ds18b20 defaults to degraded): error, "read failed (nack)";
 //  2. failed with a device error flag, on_device_error degraded, last good
 //     value at most max_stale old: degraded, that value at its own sample
 //     time, "device error (nack); last good value from 12 s ago";

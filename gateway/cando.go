@@ -70,6 +70,9 @@ func newScope(g *Gateway, caps []*capabilities.Capability) *scope {
 // the same policy evaluation that do_* runs, and sorted best first.
 func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, error) {
 	matches := s.matches(req.Intent)
+	if len(req.ScopeDevices) > 0 {
+		matches = slices.DeleteFunc(matches, func(m match) bool { return !slices.Contains(req.ScopeDevices, deviceID(m.c)) })
+	}
 	b := &reportBuilder{g: s.g, s: s, seen: map[string]bool{}, rep: promcp.CapabilityReport{
 		Context: promcp.ReportContext{RelatedReads: []string{}, CurrentObservations: map[string]promcp.Observation{}},
 	}}
@@ -189,7 +192,7 @@ func (b *reportBuilder) add(ctx context.Context, m match, intent promcp.Intent) 
 		b.rep.Candidates = append(b.rep.Candidates, cand)
 		return
 	}
-	bl := promcp.Blocked{Capability: c.Do.Tool, Source: c.Source, Permission: d.Permission, Reason: d.Reason}
+	bl := promcp.Blocked{Capability: c.Do.Tool, Source: c.Source, Permission: d.Permission, Reason: d.Reason, DeviceID: deviceID(c)}
 	if d.Details != "" {
 		bl.Details = &d.Details
 	}
@@ -255,7 +258,7 @@ func candidate(m match, cur capabilities.Reading, d policy.Decision) promcp.Cand
 // of it, and how long the device takes to apply a write.
 func physmcpFields(cand *promcp.Candidate, m match, cur capabilities.Reading, pr policy.Request, intent promcp.Intent) {
 	c := m.c
-	cand.DeviceID, _, _ = strings.Cut(c.Source, "/")
+	cand.DeviceID = deviceID(c)
 	cand.MatchReasons = matchReasons(intent, c.Capability, cur)
 	if pr.Rules != nil && pr.Rules.RateLimit != nil {
 		rl := pr.Rules.RateLimit
@@ -270,6 +273,13 @@ func physmcpFields(cand *promcp.Candidate, m match, cur capabilities.Reading, pr
 	if c.Do.Settle > 0 {
 		cand.EstimatedEffectLagMS = ceilMS(c.Do.Settle)
 	}
+}
+
+// deviceID is the PhysMCP device id of c's action: the gateway that serves
+// it (the first element of its source).
+func deviceID(c *capabilities.Capability) string {
+	id, _, _ := strings.Cut(c.Source, "/")
+	return id
 }
 
 // rateString writes a rate limit as PhysMCP does: "6/hour", "1/min".

@@ -32,11 +32,14 @@ type outdoorBench struct {
 	dir string
 }
 
-func newOutdoorBench(t *testing.T) *outdoorBench {
+func newOutdoorBench(t *testing.T, edit ...func(*manifests.Manifest)) *outdoorBench {
 	t.Helper()
 	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, e := range edit {
+		e(m)
 	}
 	p, err := manifests.LoadPolicy("../manifests/examples/pi-outdoor.policy.yml", m)
 	if err != nil {
@@ -133,8 +136,10 @@ func TestPiOutdoorServesKernelFiles(t *testing.T) {
 
 // The DS18B20's and the MCP3008's faults through the server: a sensor gone
 // from the bus, a
-// CRC the kernel rejects, the power-on 85 °C (degraded where the manifest
-// says on_device_error: degraded, else error), an implausible reading.
+// CRC the kernel rejects (stale with the last good value), the power-on
+// 85 °C (degraded with the last good value: the ds18b20's default, whether
+// the manifest says on_device_error: degraded or leaves it out), an
+// implausible reading.
 func TestKernelBusFaultsThroughServer(t *testing.T) {
 	v := 150.0
 	const ttl = 5 * time.Second
@@ -143,7 +148,7 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultCRC}, 1, promcp.QualityStale, "read failed (crc); last good value from 5 s ago"},
 		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityDegraded, "device error (device error); last good value from 5 s ago"},
 		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultImplausible, Value: &v}, 1, promcp.QualityDegraded, "implausible: 150 °C outside -40..80 °C"},
-		{"read_soil_temperature", "soil_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityError, "read failed (device error)"},
+		{"read_soil_temperature", "soil_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityDegraded, "device error (device error); last good value from 5 s ago"},
 		{"read_enclosure_temperature", "enclosure_probe", manifests.Fault{Kind: manifests.FaultSlow}, 1, promcp.QualityGood, ""},
 		// MCP3008 on SPI: a chip gone leaves MISO high.
 		{"read_soil_moisture_probe", "soil_adc", manifests.Fault{Kind: manifests.FaultNACK}, 1, promcp.QualityError, "read failed (nack)"},
@@ -157,6 +162,49 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 			})
 		})
 	}
+	// Past max_stale (and with no good value at all), the power-on value
+	// and a CRC failure are errors: degraded and stale only ever serve a
+	// recent good value.
+	for _, f := range []manifests.FaultKind{manifests.FaultImplausible, manifests.FaultCRC} {
+		t.Run("past max_stale/"+string(f), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newOutdoorBench(t)
+				b.read("read_soil_temperature")
+				if err := b.w.Inject("soil_probe", manifests.Fault{Kind: f}); err != nil {
+					t.Fatal(err)
+				}
+				b.clk.Advance(time.Hour)
+				r := b.read("read_soil_temperature")
+				if r.Quality != promcp.QualityError || r.Value != nil || !strings.HasPrefix(r.QualityReason, "read failed (") {
+					t.Errorf("%s for an hour: %+v, want error", f, r)
+				}
+			})
+		})
+		t.Run("no good value yet/"+string(f), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				b := newOutdoorBench(t)
+				if err := b.w.Inject("soil_probe", manifests.Fault{Kind: f}); err != nil {
+					t.Fatal(err)
+				}
+				r := b.read("read_soil_temperature")
+				if r.Quality != promcp.QualityError || r.Value != nil {
+					t.Errorf("%s before any good read: %+v, want error", f, r)
+				}
+			})
+		})
+	}
+	// on_device_error: error in the manifest overrides the ds18b20's
+	// default: the power-on value is an error at once.
+	synctest.Test(t, func(t *testing.T) {
+		b := newOutdoorBench(t, func(m *manifests.Manifest) {
+			for i := range m.Capabilities {
+				if m.Capabilities[i].Name == "soil_temperature" {
+					m.Capabilities[i].Health.OnDeviceError = manifests.DeviceErrorIsError
+				}
+			}
+		})
+		runFaultCase(t, faultCase{"read_soil_temperature", "soil_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityError, "read failed (device error)"}, b.clk, b.w, ttl, b.read)
+	})
 	// Past max_stale, a sensor gone from the bus is an error.
 	synctest.Test(t, func(t *testing.T) {
 		b := newOutdoorBench(t)

@@ -123,4 +123,43 @@ func TestPhysMCPCanDoQuery(t *testing.T) {
 	if len(byIntent.Candidates) != 1 || byIntent.Context.ImpliedTarget != "" {
 		t.Errorf("can_do by intent: %+v", byIntent)
 	}
+
+	// PhysMCP's scope, a list of device ids, restricts candidates and
+	// blocked actions to those devices; proMCP's scope string still works.
+	for _, tc := range []struct {
+		scope any
+		n     int
+	}{
+		{[]string{"node_fan_zone3_001"}, 1},
+		{[]string{"other_node", "node_fan_zone3_001"}, 1},
+		{[]string{"other_node"}, 0},
+		{"local", 1},
+	} {
+		for _, value := range []any{true, "yes"} { // "yes" is blocked: out of range
+			var rep promcp.CapabilityReport
+			args := map[string]any{"intent": map[string]any{"action": "do_fan_0", "value": value}, "scope": tc.scope}
+			if err := callInto(ctx, c, "can_do", args, &rep); err != nil {
+				t.Fatal(err)
+			}
+			got := len(rep.Candidates)
+			if value == "yes" {
+				got = len(rep.Blocked)
+				if got == 1 && rep.Blocked[0].DeviceID != "node_fan_zone3_001" {
+					t.Errorf("blocked device_id %q, want node_fan_zone3_001", rep.Blocked[0].DeviceID)
+				}
+			}
+			if rep.Error != nil || got != tc.n || len(rep.Candidates)+len(rep.Blocked) != tc.n {
+				t.Errorf("scope %v value %v: %d candidates, %d blocked (error %v), want %d", tc.scope, value, len(rep.Candidates), len(rep.Blocked), rep.Error, tc.n)
+			}
+		}
+	}
+	for _, bad := range []any{[]string{}, []any{3}, 7, "galaxy"} {
+		var rep promcp.CapabilityReport
+		if err := callInto(ctx, c, "can_do", map[string]any{"intent": map[string]any{"action": "do_fan_0"}, "scope": bad}, &rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.Error == nil || rep.Error.Code != promcp.CodeInvalidArgument {
+			t.Errorf("scope %v: error %+v, want invalid_argument", bad, rep.Error)
+		}
+	}
 }

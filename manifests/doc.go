@@ -250,7 +250,7 @@
 //	max_rate         number     none     more than 0: the largest believable change per second, in the capability's unit (boolean: level changes per second); a faster change is degraded ("jump")
 //	stuck_samples    integer    3 with stuck_for, else off  2..1000; number and integer only: this many consecutive bit-identical samples are degraded ("stuck")
 //	stuck_for        duration   off      more than 0; number and integer only: a value bit-identical for this long (and stuck_samples samples) is degraded; only meaningful on a noisy quantity
-//	on_device_error  string     error    error or degraded: the quality when the device answers with an error flag (an I2C NACK); degraded serves the last good value for up to max_stale
+//	on_device_error  string     error    error or degraded: the quality when the device answers with an error flag (an I2C NACK; a ds18b20's power-on 85 °C, where the default is degraded); degraded serves the last good value for up to max_stale
 //	max_stale        duration   30s      more than 0; how long after its sample time the last good value is served as stale while fresh reads fail; later the read is error
 //
 // Stuck, rate and failure checks count bus transactions, not reads: a read

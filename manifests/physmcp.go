@@ -48,7 +48,7 @@ var (
 	// pmBindingKeys are PhysMCP's type and address and our extensions for
 	// what a bus needs and PhysMCP does not say.
 	pmBindingKeys = []string{"type", "address", "bus_device", "bus_address", "register_type", "byte_order",
-		"scale", "offset", "active_low", "pull"}
+		"scale", "offset", "active_low", "pull", "chip", "full_scale", "vref", "command_topic", "availability"}
 	pmBindingTypes = []string{"i2c", "spi", "gpio", "adc", "pwm", "uart", "modbus", "opcua", "bacnet", "mqtt", "virtual"}
 	pmPermissions  = []string{"none", "operator", "supervisor", "admin"}
 )
@@ -64,13 +64,9 @@ var pmUnits = map[string]string{
 // pmUnsupportedBinding says why each binding type we have no driver for
 // is refused.
 var pmUnsupportedBinding = map[string]string{
-	"spi":     "no SPI device model is declared by a PhysMCP address yet (see the MCP3008 model in our format)",
-	"adc":     "no ADC binding: use an ADS1115 or MCP3008 device model in our format",
-	"pwm":     "no PWM binding: use the pwm device model in our format",
 	"uart":    "a serial instrument needs a request and a response pattern, which a PhysMCP address cannot say: use a serial_line device in our format",
 	"opcua":   "this gateway has no OPC UA client",
 	"bacnet":  "this gateway has no BACnet client",
-	"mqtt":    "no mqtt binding from a PhysMCP address: use the mqtt device model in our format",
 	"virtual": "a virtual capability has no device behind it; this gateway serves only values it reads from a bus (use serve --sim to try a manifest without hardware)",
 }
 
@@ -242,10 +238,13 @@ type pmBus struct {
 }
 
 type pmDevice struct {
-	name    string
-	fields  yaml.MapSlice
-	regs    []yaml.MapSlice
-	timeout time.Duration
+	name   string
+	fields yaml.MapSlice
+	regs   []yaml.MapSlice
+	inputs []yaml.MapSlice // an ADC's inputs; an mqtt device's channels
+	// mqttAvail is an mqtt device's availability topic.
+	mqttAvail string
+	timeout   time.Duration
 }
 
 // translatePhysMCP turns a PhysMCP manifest into our manifest's document.
@@ -355,6 +354,16 @@ func (t *pmTranslator) manifest(root ast.Node, policyName string) yaml.MapSlice 
 		}
 		if len(dv.regs) > 0 {
 			f = append(f, yaml.MapItem{Key: "registers", Value: dv.regs})
+		}
+		switch {
+		case slices.Contains(f, yaml.MapItem{Key: "model", Value: "mqtt"}):
+			mq := yaml.MapSlice{}
+			if dv.mqttAvail != "" {
+				mq = append(mq, yaml.MapItem{Key: "availability", Value: dv.mqttAvail})
+			}
+			f = append(f, yaml.MapItem{Key: "mqtt", Value: append(mq, yaml.MapItem{Key: "channels", Value: dv.inputs})})
+		case len(dv.inputs) > 0:
+			f = append(f, yaml.MapItem{Key: "inputs", Value: dv.inputs})
 		}
 		devs = append(devs, f)
 	}
@@ -647,6 +656,10 @@ func (t *pmTranslator) binding(b obj, name, kind string, typ *ValueType, unit, d
 		"i2c":    {"bus_device", "register_type", "byte_order", "scale", "offset"},
 		"gpio":   {"active_low", "pull"},
 		"modbus": {"bus_address", "register_type", "byte_order", "scale", "offset"},
+		"pwm":    {"bus_device"},
+		"adc":    {"bus_device", "chip", "full_scale"},
+		"spi":    {"bus_device", "vref"},
+		"mqtt":   {"bus_address", "command_topic", "availability"},
 	}[bt]
 	for _, k := range pmBindingKeys[2:] {
 		if b.has(k) && !slices.Contains(extensions, k) {
@@ -660,8 +673,235 @@ func (t *pmTranslator) binding(b obj, name, kind string, typ *ValueType, unit, d
 		return t.gpio(b, parts, name, kind, *typ)
 	case "modbus":
 		return t.modbus(b, parts, name, kind, typ, unit, desc, enumVals, c)
+	case "pwm":
+		return t.pwm(b, parts, name, *typ, *unit)
+	case "mqtt":
+		return t.mqtt(b, parts, name, kind, *typ)
+	case "adc", "spi":
+		return t.adc(b, bt, parts, name, kind, *typ, *unit)
 	}
 	return nil
+}
+
+// adc: "0x48:ch=0" is input a0 (against GND) of an ADS1115 at 0x48
+// (0x48..0x4b; without the address, 0x48), read in volts. PhysMCP does not
+// say the chip, the bus or the gain: chip (ads1115, the default, or
+// ads1015), bus_device (default the first I2C bus) and full_scale (default
+// 4.096 V) say them.
+//
+// spi: "ch=0" is input ch0 (against GND) of an MCP3008 on /dev/spidev0.0,
+// read in volts; "cs=1:ch=0" is the chip on chip-select 1
+// (/dev/spidev0.1). bus_device (a spidev path, overriding cs=) and vref
+// (default 3.3 V) say what PhysMCP does not. Both are read-only.
+func (t *pmTranslator) adc(b obj, bt string, parts map[string]string, name, kind string, typ ValueType, unit string) yaml.MapSlice {
+	addr := b.str("address")
+	allowed := []string{"", "ch"}
+	example := "\"0x48:ch=0\""
+	if bt == "spi" {
+		allowed, example = []string{"cs", "ch"}, "\"ch=0\""
+	}
+	if !allowParts(b, parts, addr, allowed...) {
+		return nil
+	}
+	if _, ok := parts["ch"]; !ok {
+		b.add("address", ErrMissing, "ch= in %q (want such as %s)", addr, example)
+		return nil
+	}
+	maxCh := uint64(3)
+	if bt == "spi" {
+		maxCh = 7
+	}
+	ch, ok := parseUint(b, parts, "ch", maxCh)
+	if !ok {
+		return nil
+	}
+	if kind == "do" {
+		t.d.add(parent(b.path)+".kind", ErrNotAllowed, "on an %s binding: do (an ADC input is read-only)", bt)
+		return nil
+	}
+	if typ == "" {
+		return nil
+	}
+	if typ != TypeNumber || unit != "V" {
+		t.d.add(parent(b.path)+".unit", ErrNotAllowed, "on an %s binding: data_type %s, unit %q (want float in volt: scaled channels, mA or percent, are declared in our format)", bt, typ, unit)
+		return nil
+	}
+	if t.capTimeout > 0 {
+		t.d.add(parent(b.path)+".timeout_ms", ErrUnsupported, "on an %s binding (a conversion's timeout is its bus's)", bt)
+	}
+	busDev := b.str("bus_device")
+	if bt == "spi" {
+		cs := uint64(0)
+		if _, ok := parts["cs"]; ok {
+			if cs, ok = parseUint(b, parts, "cs", 1); !ok {
+				return nil
+			}
+		}
+		if busDev == "" {
+			busDev = fmt.Sprintf("/dev/spidev0.%d", cs)
+		}
+		busName := t.bus("spi:"+busDev, yaml.MapSlice{{Key: "name", Value: "spi_" + snake(strings.TrimPrefix(busDev, "/dev/"))}, {Key: "kind", Value: "spi"}, {Key: "device", Value: busDev}})
+		devName := busName + "_mcp3008"
+		f := yaml.MapSlice{{Key: "bus", Value: busName}, {Key: "model", Value: "mcp3008"}}
+		if v, ok := b.numOK("vref"); ok {
+			f = append(f, yaml.MapItem{Key: "vref", Value: v})
+		}
+		t.device(devName, f)
+		return yaml.MapSlice{{Key: "device", Value: devName}, {Key: "channel", Value: fmt.Sprintf("ch%d", ch)}}
+	}
+	a := uint64(0x48)
+	if _, ok := parts[""]; ok {
+		if a, ok = parseUint(b, parts, "", 0x7f); !ok {
+			return nil
+		}
+		if a < 0x48 || a > 0x4b {
+			b.add("address", ErrRange, ": 0x%02x in %q (an ADS1x15 answers at 0x48..0x4b)", a, addr)
+			return nil
+		}
+	}
+	chip := strOr(b.str("chip"), "ads1115")
+	if chip != "ads1115" && chip != "ads1015" {
+		b.add("chip", ErrUnknownValue, ": %q (want ads1115 or ads1015)", chip)
+		return nil
+	}
+	busName := "i2c"
+	item := yaml.MapSlice{{Key: "name", Value: busName}, {Key: "kind", Value: "i2c"}}
+	if busDev != "" {
+		busName = "i2c_" + snake(busDev)
+		item = yaml.MapSlice{{Key: "name", Value: busName}, {Key: "kind", Value: "i2c"}, {Key: "device", Value: busDev}}
+	}
+	busName = t.bus("i2c:"+busDev, item)
+	devName := fmt.Sprintf("%s_0x%02x", busName, a)
+	dv := t.device(devName, yaml.MapSlice{{Key: "bus", Value: busName}, {Key: "model", Value: chip}, {Key: "address", Value: a}})
+	in := yaml.MapSlice{{Key: "name", Value: name}, {Key: "input", Value: fmt.Sprintf("a%d", ch)}}
+	if v, ok := b.numOK("full_scale"); ok {
+		in = append(in, yaml.MapItem{Key: "full_scale", Value: v})
+	}
+	dv.inputs = append(dv.inputs, in)
+	return yaml.MapSlice{{Key: "device", Value: devName}, {Key: "channel", Value: name}}
+}
+
+// mqtt: "garden/valve1" is the state topic of a Lite device adopted over
+// MQTT (the whole payload is the value); "garden/valve1:path=state.on"
+// picks a dot-separated JSON path from it. A do publishes its value on
+// the command topic, <topic>/set unless command_topic says another, and
+// reads the state topic back. PhysMCP does not say the broker: bus_address
+// (default mqtt://127.0.0.1:1883) does, and availability (no default)
+// names the topic where the device's Last Will says offline. Capabilities
+// on one state topic share one mqtt device (no preset).
+func (t *pmTranslator) mqtt(b obj, parts map[string]string, name, kind string, typ ValueType) yaml.MapSlice {
+	addr := b.str("address")
+	if !allowParts(b, parts, addr, "", "path") {
+		return nil
+	}
+	topic := parts[""]
+	if topic == "" || strings.ContainsAny(topic, "+#") {
+		b.add("address", ErrType, ": %q (want a state topic without wildcards, such as \"garden/valve1\" or \"garden/valve1:path=state\")", addr)
+		return nil
+	}
+	if typ == "" {
+		return nil
+	}
+	if typ != TypeNumber && typ != TypeInteger && typ != TypeBoolean {
+		t.d.add(parent(b.path)+".data_type", ErrUnsupported, "on an mqtt binding: %s (want float, int or bool)", typ)
+		return nil
+	}
+	if kind == "read" && b.has("command_topic") {
+		b.add("command_topic", ErrNotAllowed, "on a read capability (only a do publishes commands)")
+	}
+	if t.capTimeout > 0 {
+		t.d.add(parent(b.path)+".timeout_ms", ErrUnsupported, "on an mqtt binding (a do_* waits for its state topic within settle_ms)")
+	}
+	broker := strOr(b.str("bus_address"), "mqtt://127.0.0.1:1883")
+	busName := "mqtt"
+	if b.has("bus_address") {
+		busName = "mqtt_" + snake(broker)
+	}
+	busName = t.bus("mqtt:"+broker, yaml.MapSlice{{Key: "name", Value: busName}, {Key: "kind", Value: "mqtt"}, {Key: "mqtt", Value: yaml.MapSlice{{Key: "broker", Value: broker}}}})
+	devName := busName + "_" + snake(topic)
+	dv := t.device(devName, yaml.MapSlice{{Key: "bus", Value: busName}, {Key: "model", Value: "mqtt"}})
+	if av := b.str("availability"); av != "" {
+		dv.mqttAvail = av
+	}
+	ch := yaml.MapSlice{{Key: "name", Value: name}, {Key: "state", Value: topic}}
+	if p := parts["path"]; p != "" {
+		ch = append(ch, yaml.MapItem{Key: "path", Value: p})
+	}
+	if kind == "do" {
+		ch = append(ch, yaml.MapItem{Key: "command", Value: strOr(b.str("command_topic"), topic+"/set")})
+	}
+	dv.inputs = append(dv.inputs, ch)
+	return yaml.MapSlice{{Key: "device", Value: devName}, {Key: "channel", Value: name}}
+}
+
+// pmPWMPins maps a Raspberry Pi's PWM-capable BCM pins to the channel of
+// pwmchip0 they carry (dtoverlay=pwm-2chan: PWM0 on GPIO12 or GPIO18, PWM1
+// on GPIO13 or GPIO19).
+var pmPWMPins = map[uint64]int{12: 0, 18: 0, 13: 1, 19: 1}
+
+// DefaultPhysMCPPWMFrequency is the frequency of a PhysMCP pwm binding
+// whose address leaves out freq=.
+const DefaultPhysMCPPWMFrequency = 1000
+
+// pwm: "pin=18:freq=25000" is the hardware PWM channel on BCM pin 18 (a
+// Pi's pin 12 or 18 is pwmchip0 channel 0, 13 or 19 channel 1; any other
+// pin is refused: it has no hardware PWM), at freq Hz (default 1000). The
+// capability is the duty cycle in percent, read back from the chip; a do
+// sets it. PhysMCP does not say the chip: bus_device (default
+// /sys/class/pwm/pwmchip0) does.
+func (t *pmTranslator) pwm(b obj, parts map[string]string, name string, typ ValueType, unit string) yaml.MapSlice {
+	addr := b.str("address")
+	if !allowParts(b, parts, addr, "pin", "freq") {
+		return nil
+	}
+	if _, ok := parts["pin"]; !ok {
+		b.add("address", ErrMissing, "pin= in %q (want such as \"pin=18:freq=25000\")", addr)
+		return nil
+	}
+	pin, ok := parseUint(b, parts, "pin", 63)
+	if !ok {
+		return nil
+	}
+	ch, ok := pmPWMPins[pin]
+	if !ok {
+		b.add("address", ErrUnsupported, ": pin=%d in %q (a Raspberry Pi has hardware PWM on GPIO12 and GPIO18, pwmchip0 channel 0, and GPIO13 and GPIO19, channel 1)", pin, addr)
+		return nil
+	}
+	freq := uint64(DefaultPhysMCPPWMFrequency)
+	if _, ok := parts["freq"]; ok {
+		if freq, ok = parseUint(b, parts, "freq", 100_000_000); !ok {
+			return nil
+		}
+		if freq == 0 {
+			b.add("address", ErrRange, ": freq=0 in %q (want 1 Hz or more)", addr)
+			return nil
+		}
+	}
+	if typ == "" {
+		return nil
+	}
+	if typ != TypeNumber {
+		t.d.add(parent(b.path)+".data_type", ErrNotAllowed, "on a pwm binding: %s (want float, the duty cycle)", typ)
+		return nil
+	}
+	if unit != "%" {
+		t.d.add(parent(b.path)+".unit", ErrNotAllowed, "on a pwm binding: %q (want percent, the duty cycle)", unit)
+		return nil
+	}
+	busDev := b.str("bus_device")
+	busName := "pwm"
+	item := yaml.MapSlice{{Key: "name", Value: busName}, {Key: "kind", Value: "pwm"}}
+	if busDev != "" {
+		busName = "pwm_" + snake(busDev)
+		item = yaml.MapSlice{{Key: "name", Value: busName}, {Key: "kind", Value: "pwm"}, {Key: "device", Value: busDev}}
+	}
+	busName = t.bus("pwm:"+busDev, item)
+	devName := fmt.Sprintf("%s_ch%d", busName, ch)
+	t.device(devName, yaml.MapSlice{{Key: "bus", Value: busName}, {Key: "model", Value: "pwm"}, {Key: "channel", Value: ch}, {Key: "frequency", Value: freq}})
+	if t.capTimeout > 0 {
+		t.d.add(parent(b.path)+".timeout_ms", ErrUnsupported, "on a pwm binding (writing the kernel's pwm files does not wait on a device)")
+	}
+	return yaml.MapSlice{{Key: "device", Value: devName}, {Key: "channel", Value: "duty"}}
 }
 
 // splitAddress splits "0x48:reg=0x00" into {"": "0x48", "reg": "0x00"}.

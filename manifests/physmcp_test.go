@@ -92,7 +92,7 @@ func TestPhysMCPSpecExamples(t *testing.T) {
 // convert writes our format; loaded back it is the Manifest and Policy
 // that the PhysMCP files load into.
 func TestPhysMCPConvertRoundTrip(t *testing.T) {
-	for _, dir := range []string{"testdata/physmcp/spec52", "testdata/physmcp/spec53", "testdata/physmcp/extensions"} {
+	for _, dir := range []string{"testdata/physmcp/spec52", "testdata/physmcp/spec53", "testdata/physmcp/extensions", "testdata/physmcp/buses"} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			direct, dpol := loadPhysMCP(t, dir)
 			mpath := filepath.Join(dir, PhysMCPManifestName)
@@ -156,6 +156,8 @@ func TestPhysMCPUnsupportedKeys(t *testing.T) {
 	cap := func(extra string) string {
 		return head + "  - name: c\n    kind: read\n    description: d\n    data_type: float\n    unit: celsius\n    semantic_tags: [x]\n" + extra
 	}
+	pct := func(extra string) string { return strings.Replace(cap(extra), "unit: celsius", "unit: percent", 1) }
+	volt := func(extra string) string { return strings.Replace(cap(extra), "unit: celsius", "unit: volt", 1) }
 	i2c := "    binding: {type: i2c, address: \"0x48:reg=0x00\"}\n"
 	cases := []struct {
 		name, yaml string
@@ -165,11 +167,30 @@ func TestPhysMCPUnsupportedKeys(t *testing.T) {
 		{"opcua", cap("    binding: {type: opcua, address: \"ns=2;s=x\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
 		{"bacnet", cap("    binding: {type: bacnet, address: \"x\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
 		{"virtual", cap("    binding: {type: virtual, address: \"x\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
-		{"adc", cap("    binding: {type: adc, address: \"pin=1\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
-		{"pwm", cap("    binding: {type: pwm, address: \"pin=25:freq=25000\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
-		{"spi", cap("    binding: {type: spi, address: \"cs=0\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
+		// pwm: only a Pi's hardware PWM pins; the duty cycle in percent.
+		{"pwm pin without hardware PWM", pct("    binding: {type: pwm, address: \"pin=25:freq=25000\"}\n"), ErrUnsupported, "10:35 capabilities[0].binding.address"},
+		{"pwm without pin", pct("    binding: {type: pwm, address: \"freq=25000\"}\n"), ErrMissing, "10:35 capabilities[0].binding.address"},
+		{"pwm freq 0", pct("    binding: {type: pwm, address: \"pin=18:freq=0\"}\n"), ErrRange, "10:35 capabilities[0].binding.address"},
+		{"pwm in celsius", cap("    binding: {type: pwm, address: \"pin=18\"}\n"), ErrNotAllowed, "8:11 capabilities[0].unit"},
+		{"pwm extra part", pct("    binding: {type: pwm, address: \"pin=18:mode=x\"}\n"), ErrUnsupported, "10:35 capabilities[0].binding.address"},
+		{"pwm extension of another bus", pct("    binding: {type: pwm, address: \"pin=18\", scale: 2}\n"), ErrNotAllowed, "10:52 capabilities[0].binding.scale"},
+		// adc (an ADS1x15) and spi (an MCP3008): read-only volts.
+		{"adc pin address", volt("    binding: {type: adc, address: \"pin=1\"}\n"), ErrUnsupported, "10:35 capabilities[0].binding.address"},
+		{"adc without ch", volt("    binding: {type: adc, address: \"0x48\"}\n"), ErrMissing, "10:35 capabilities[0].binding.address"},
+		{"adc ch 4", volt("    binding: {type: adc, address: \"0x48:ch=4\"}\n"), ErrRange, "10:35 capabilities[0].binding.address"},
+		{"adc not an ads1x15 address", volt("    binding: {type: adc, address: \"0x40:ch=0\"}\n"), ErrRange, "10:35 capabilities[0].binding.address"},
+		{"adc chip", volt("    binding: {type: adc, address: \"0x48:ch=0\", chip: ads1234}\n"), ErrUnknownValue, "10:54 capabilities[0].binding.chip"},
+		{"adc in celsius", cap("    binding: {type: adc, address: \"0x48:ch=0\"}\n"), ErrNotAllowed, "8:11 capabilities[0].unit"},
+		{"adc do", head + "  - {name: c, kind: do, description: d, data_type: float, unit: volt, semantic_tags: [x], side_effects: [s], binding: {type: adc, address: \"0x48:ch=0\"}}\n", ErrNotAllowed, "4:21 capabilities[0].kind"},
+		{"spi without ch", volt("    binding: {type: spi, address: \"cs=0\"}\n"), ErrMissing, "10:35 capabilities[0].binding.address"},
+		{"spi ch 8", volt("    binding: {type: spi, address: \"ch=8\"}\n"), ErrRange, "10:35 capabilities[0].binding.address"},
+		{"spi cs 2", volt("    binding: {type: spi, address: \"cs=2:ch=0\"}\n"), ErrRange, "10:35 capabilities[0].binding.address"},
+		// mqtt: a state topic without wildcards; float, int or bool.
+		{"mqtt wildcard", cap("    binding: {type: mqtt, address: \"garden/#\"}\n"), ErrType, "10:36 capabilities[0].binding.address"},
+		{"mqtt empty topic", cap("    binding: {type: mqtt, address: \":path=a\"}\n"), ErrType, "10:36 capabilities[0].binding.address"},
+		{"mqtt enum", head + "  - {name: c, kind: do, description: d, data_type: enum, enum_values: [a, b], semantic_tags: [x], side_effects: [s], binding: {type: mqtt, address: \"t\"}}\n", ErrUnsupported, "4:52 capabilities[0].data_type"},
+		{"mqtt command_topic on a read", cap("    binding: {type: mqtt, address: \"t\", command_topic: t/set}\n"), ErrNotAllowed, "10:56 capabilities[0].binding.command_topic"},
 		{"uart", cap("    binding: {type: uart, address: \"/dev/ttyS0\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
-		{"mqtt", cap("    binding: {type: mqtt, address: \"t\"}\n"), ErrUnsupported, "10:21 capabilities[0].binding.type"},
 		{"unknown binding", cap("    binding: {type: can, address: \"x\"}\n"), ErrUnknownValue, "10:21 capabilities[0].binding.type"},
 		{"gpio analog", head + "  - {name: c, kind: read, description: d, data_type: bool, semantic_tags: [x], binding: {type: gpio, address: \"pin=14:mode=analog\"}}\n", ErrUnsupported, "4:111 capabilities[0].binding.address"},
 		{"i2c extra part", cap("    binding: {type: i2c, address: \"0x48:reg=0x00:len=2\"}\n"), ErrUnsupported, "10:35 capabilities[0].binding.address"},
@@ -308,5 +329,68 @@ func checkPhysMCPErrors(t *testing.T, err error) {
 			t.Fatalf("%v after %v: not sorted", pe, prev)
 		}
 		prev = pe
+	}
+}
+
+// PhysMCP's pwm, adc, spi and mqtt addresses map onto the pwm, ads1x15,
+// mcp3008 and mqtt models: a Pi's PWM pin to its pwmchip0 channel, an adc
+// channel to an ADS1x15 input, an spi ch= to an MCP3008 channel on the
+// chip-select's spidev, an mqtt topic to a state topic (and, for a do, a
+// command topic).
+func TestPhysMCPBusBindings(t *testing.T) {
+	m, _ := loadPhysMCP(t, "testdata/physmcp/buses")
+	devOf := map[string]Device{}
+	for _, d := range m.Devices {
+		devOf[d.Name] = d
+	}
+	busOf := map[string]Bus{}
+	for _, b := range m.Buses {
+		busOf[b.Name] = b
+	}
+	read := map[string]Capability{}
+	for _, c := range m.Capabilities {
+		read[c.Name] = c
+	}
+	dev := func(c string) Device { return devOf[read[c].Read.Device] }
+
+	if d := dev("pump_speed"); d.Model != ModelPWM || d.Channel != 0 || d.Frequency != 25000 || read["pump_speed"].Read.Channel != "duty" {
+		t.Errorf("pin=18:freq=25000: %+v", d)
+	}
+	if c := read["pump_speed"]; c.Do == nil || *c.Do.Constraints.Max != 80 {
+		t.Errorf("pump_speed do (range 0..100 narrowed by the range_guard to 80): %+v", c.Do)
+	}
+	if d := dev("fan_duty"); d.Model != ModelPWM || d.Channel != 1 || d.Frequency != DefaultPhysMCPPWMFrequency || busOf[d.Bus].Device != "/sys/class/pwm/pwmchip0" {
+		t.Errorf("pin=13 with bus_device: %+v (bus %+v)", d, busOf[d.Bus])
+	}
+	if d := dev("bed1_probe"); d.Model != ModelADS1115 || d.Address != 0x48 || len(d.Inputs) != 1 || d.Inputs[0].Input != "a0" || d.Inputs[0].Name != "bed1_probe" {
+		t.Errorf("0x48:ch=0: %+v", d)
+	}
+	if c := read["bed1_probe"]; c.Unit != "V" || c.Health.Plausible == nil || *c.Health.Plausible != (Range{0, 3.3}) {
+		t.Errorf("bed1_probe: unit %q health %+v", c.Unit, c.Health)
+	}
+	if d := dev("bed2_probe"); d.Model != ModelADS1015 || d.Address != 0x49 || d.Inputs[0].Input != "a3" || d.Inputs[0].FullScale != 2.048 || busOf[d.Bus].Device != "1" {
+		t.Errorf("0x49:ch=3 chip ads1015: %+v (bus %+v)", d, busOf[d.Bus])
+	}
+	if d := dev("tank_probe"); d.Model != ModelMCP3008 || d.VRef != 3.3 || busOf[d.Bus].Device != "/dev/spidev0.1" || read["tank_probe"].Read.Channel != "ch5" {
+		t.Errorf("cs=1:ch=5: %+v (bus %+v)", d, busOf[d.Bus])
+	}
+	door := dev("door_open")
+	if door.Model != ModelMQTT || door.MQTT == nil || door.MQTT.Preset != "" || door.MQTT.Availability != "zigbee2mqtt/shed_door/availability" ||
+		len(door.MQTT.Channels) != 1 || door.MQTT.Channels[0].State != "zigbee2mqtt/shed_door" || door.MQTT.Channels[0].Path != "contact" || door.MQTT.Channels[0].Command != "" {
+		t.Errorf("zigbee2mqtt/shed_door:path=contact: %+v", door.MQTT)
+	}
+	valve := dev("valve")
+	if valve.MQTT == nil || len(valve.MQTT.Channels) != 1 || valve.MQTT.Channels[0].State != "stat/valve/POWER" || valve.MQTT.Channels[0].Command != "cmnd/valve/POWER" || busOf[valve.Bus].MQTT.Broker != "mqtt://127.0.0.1:1883" {
+		t.Errorf("stat/valve/POWER with command_topic: %+v", valve.MQTT)
+	}
+	// A do without command_topic publishes on <topic>/set.
+	y := "physmcp_version: \"0.1\"\ndevice: {id: d, type: t, location: {zone: z}}\ncapabilities:\n" +
+		"  - {name: c, kind: do, description: d, data_type: bool, semantic_tags: [x], side_effects: [s], binding: {type: mqtt, address: \"garden/valve1\"}}\n"
+	m2, err := Parse("m.yml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ch := m2.Devices[0].MQTT.Channels[0]; ch.State != "garden/valve1" || ch.Command != "garden/valve1/set" {
+		t.Errorf("default command topic: %+v", ch)
 	}
 }

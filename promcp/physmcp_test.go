@@ -2,6 +2,8 @@ package promcp_test
 
 import (
 	"encoding/json"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,6 +23,7 @@ func TestPhysMCPFieldsInSchemas(t *testing.T) {
 	rep.Candidates[0].RateLimit = &promcp.CandidateRateLimit{Max: "1/min", CurrentWindowRemaining: 1}
 	rep.Candidates[0].EstimatedEffectLagMS = 200
 	rep.Context.Location = "zone_3"
+	rep.Blocked = append(rep.Blocked, promcp.Blocked{Capability: "do_heat", Source: "node_001/heater", Permission: promcp.PolicyDenied, Reason: "r", DeviceID: "node_001"})
 	rep.Context.ImpliedTarget = "decrease temperature_zone_3 below current 26.8"
 	do := validDo()
 	yes := true
@@ -44,6 +47,7 @@ func TestPhysMCPFieldsInSchemas(t *testing.T) {
 		{`"current_window_remaining":1`, `"current_window_remaining":-1`},
 		{`"max":"1/min"`, `"max":"often"`},
 		{`"device_id":"node_001"`, `"device_id":""`},
+		{`"reason":"r","details":null,"device_id":"node_001"`, `"reason":"r","details":null,"device_id":""`},
 		{`"estimated_effect_lag_ms":200`, `"estimated_effect_lag_ms":"soon"`},
 		{`"match_reasons":["tag_overlap: cooling","currently_online"]`, `"match_reasons":"currently_online"`},
 		{`"implied_target":"decrease temperature_zone_3 below current 26.8"`, `"implied_target":3`},
@@ -59,6 +63,42 @@ func TestPhysMCPFieldsInSchemas(t *testing.T) {
 	b, _ := json.Marshal(do)
 	if err := v.Validate(string(promcp.KindDo), []byte(strings.Replace(string(b), `"success":true`, `"success":"yes"`, 1))); err == nil {
 		t.Error("do schema accepted success \"yes\"")
+	}
+}
+
+// scope is proMCP's "local" or "fleet" or PhysMCP's list of device ids,
+// both ways through JSON.
+func TestCanDoRequestScope(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		scope   string
+		devices []string
+	}{
+		{`{"intent":{},"scope":"fleet"}`, "fleet", nil},
+		{`{"intent":{},"scope":["node_a","node_b"]}`, "", []string{"node_a", "node_b"}},
+		{`{"query":{"semantic_tags":["x"]},"scope":null,"ttl":2}`, "", nil},
+	} {
+		var r promcp.CanDoRequest
+		if err := json.Unmarshal([]byte(tc.in), &r); err != nil {
+			t.Fatalf("%s: %v", tc.in, err)
+		}
+		if r.Scope != tc.scope || !slices.Equal(r.ScopeDevices, tc.devices) {
+			t.Errorf("%s: scope %q devices %q", tc.in, r.Scope, r.ScopeDevices)
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back promcp.CanDoRequest
+		if err := json.Unmarshal(b, &back); err != nil || !reflect.DeepEqual(back, r) {
+			t.Errorf("%s round-trips to %s: %+v (%v)", tc.in, b, back, err)
+		}
+	}
+	for _, bad := range []string{`{"scope":7}`, `{"scope":[7]}`, `{"scope":{}}`} {
+		var r promcp.CanDoRequest
+		if err := json.Unmarshal([]byte(bad), &r); err == nil {
+			t.Errorf("%s accepted: %+v", bad, r)
+		}
 	}
 }
 

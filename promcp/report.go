@@ -1,6 +1,8 @@
 package promcp
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -27,14 +29,69 @@ type Intent struct {
 // CanDoRequest is the input of the can_do tool.
 type CanDoRequest struct {
 	Intent Intent `json:"intent"`
-	// Scope is "local" (this gateway, the default) or "fleet".
+	// Scope is "local" (this gateway, the default) or "fleet". In JSON,
+	// scope may instead be PhysMCP's list of device ids (ScopeDevices).
 	Scope string `json:"scope,omitempty"`
+	// ScopeDevices (extension) is PhysMCP's scope: the device ids
+	// (candidates' device_id) that candidates and blocked actions are
+	// restricted to; empty means every device. It is the JSON scope when
+	// that is an array.
+	ScopeDevices []string `json:"-"`
 	// Query (extension) is PhysMCP v0.1's input, accepted beside Intent;
 	// Resolve maps it to an Intent when Intent is empty.
 	Query *PhysMCPQuery `json:"query,omitempty"`
 	// TTL (extension) is PhysMCP's hop budget (1..5). A gateway answers for
 	// itself: it is accepted and has no effect.
 	TTL int `json:"ttl,omitempty"`
+}
+
+// canDoRequestJSON is CanDoRequest's wire form: scope a string (proMCP)
+// or a list of device ids (PhysMCP).
+type canDoRequestJSON struct {
+	Intent Intent          `json:"intent"`
+	Scope  json.RawMessage `json:"scope,omitempty"`
+	Query  *PhysMCPQuery   `json:"query,omitempty"`
+	TTL    int             `json:"ttl,omitempty"`
+}
+
+// UnmarshalJSON reads scope as proMCP's "local" or "fleet" or as
+// PhysMCP's list of device ids.
+func (r *CanDoRequest) UnmarshalJSON(data []byte) error {
+	var w canDoRequestJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*r = CanDoRequest{Intent: w.Intent, Query: w.Query, TTL: w.TTL}
+	s := bytes.TrimSpace(w.Scope)
+	switch {
+	case len(s) == 0 || string(s) == "null":
+	case s[0] == '[':
+		if err := json.Unmarshal(s, &r.ScopeDevices); err != nil {
+			return fmt.Errorf("scope: %w", err)
+		}
+	default:
+		if err := json.Unmarshal(s, &r.Scope); err != nil {
+			return fmt.Errorf("scope: want \"local\", \"fleet\" or a list of device ids: %w", err)
+		}
+	}
+	return nil
+}
+
+// MarshalJSON writes scope as the list of device ids when ScopeDevices is
+// set, else as Scope.
+func (r CanDoRequest) MarshalJSON() ([]byte, error) {
+	w := canDoRequestJSON{Intent: r.Intent, Query: r.Query, TTL: r.TTL}
+	var err error
+	switch {
+	case len(r.ScopeDevices) > 0:
+		w.Scope, err = json.Marshal(r.ScopeDevices)
+	case r.Scope != "":
+		w.Scope, err = json.Marshal(r.Scope)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
 }
 
 // PhysMCPQuery is the query of a PhysMCP can_do (PhysMCP v0.1 §4.3).
@@ -164,6 +221,9 @@ type Blocked struct {
 	Details    *string    `json:"details"`
 	// ValidUntil (extension) is when the block may clear, where known.
 	ValidUntil *time.Time `json:"valid_until,omitempty"`
+	// DeviceID (PhysMCP extension) is the device (here the gateway) that
+	// serves the action, as on a candidate.
+	DeviceID string `json:"device_id,omitempty"`
 }
 
 // ReportContext lists the observations the decisions depended on.

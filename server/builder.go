@@ -491,11 +491,15 @@ func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequ
 	if err := json.Unmarshal(rawArguments(req), &q); err != nil {
 		return promcp.CapabilityReport{Error: &promcp.Error{Code: promcp.CodeInvalidArgument, Message: err.Error()}}, true
 	}
-	if q.Scope == "" {
+	if q.Scope == "" && len(q.ScopeDevices) == 0 {
 		q.Scope = "local"
 	}
 	q.Resolve() // a PhysMCP query becomes the intent
-	grounds := &promcp.Evidence{Grounds: &promcp.CanDoGrounds{Intent: q.Intent, Scope: q.Scope}}
+	scope := q.Scope
+	if len(q.ScopeDevices) > 0 {
+		scope = "devices " + strings.Join(q.ScopeDevices, ", ")
+	}
+	grounds := &promcp.Evidence{Grounds: &promcp.CanDoGrounds{Intent: q.Intent, Scope: scope}}
 	rep, err := h(ctx, q)
 	if err != nil {
 		s.log.Error("can_do handler failed", "err", err)

@@ -97,8 +97,12 @@ func canDoInputSchema() map[string]any {
 				},
 				"additionalProperties": false,
 			},
-			"scope": map[string]any{"enum": []string{"local", "fleet"}, "default": "local",
-				"description": "local: this gateway; fleet: every gateway reachable (a single gateway answers for itself)."},
+			"scope": map[string]any{"default": "local",
+				"anyOf": []any{
+					map[string]any{"enum": []string{"local", "fleet"}},
+					map[string]any{"type": "array", "items": map[string]any{"type": "string", "minLength": 1}, "minItems": 1},
+				},
+				"description": "local: this gateway; fleet: every gateway reachable (a single gateway answers for itself); or PhysMCP's list of device ids (the candidates' device_id) to restrict candidates and blocked actions to."},
 			"query": map[string]any{
 				"type":        "object",
 				"description": "PhysMCP's query, accepted instead of intent: semantic_tags, location, target and value as in intent; direction (increase, decrease, set, toggle) with the target.",
