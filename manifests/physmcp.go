@@ -703,8 +703,7 @@ func (t *pmTranslator) adc(b obj, bt string, parts map[string]string, name, kind
 	if !allowParts(b, parts, addr, allowed...) {
 		return nil
 	}
-	if _, ok := parts["ch"]; !ok {
-		b.add("address", ErrMissing, "ch= in %q (want such as %s)", addr, example)
+	if !needParts(b, parts, addr, example, "ch") {
 		return nil
 	}
 	maxCh := uint64(3)
@@ -854,8 +853,7 @@ func (t *pmTranslator) pwm(b obj, parts map[string]string, name string, typ Valu
 	if !allowParts(b, parts, addr, "pin", "freq") {
 		return nil
 	}
-	if _, ok := parts["pin"]; !ok {
-		b.add("address", ErrMissing, "pin= in %q (want such as \"pin=18:freq=25000\")", addr)
+	if !needParts(b, parts, addr, `"pin=18:freq=25000"`, "pin") {
 		return nil
 	}
 	pin, ok := parseUint(b, parts, "pin", 63)
@@ -943,6 +941,18 @@ func allowParts(b obj, parts map[string]string, addr string, allowed ...string) 
 	return true
 }
 
+// needParts reports the first of keys missing from the address, with an
+// example of a whole address, and says whether all are there.
+func needParts(b obj, parts map[string]string, addr, example string, keys ...string) bool {
+	for _, k := range keys {
+		if _, ok := parts[k]; !ok {
+			b.add("address", ErrMissing, "%s= in %q (want such as %s)", k, addr, example)
+			return false
+		}
+	}
+	return true
+}
+
 func parseUint(b obj, parts map[string]string, k string, max uint64) (uint64, bool) {
 	s := parts[k]
 	v, err := strconv.ParseUint(s, 0, 64)
@@ -996,8 +1006,7 @@ func (t *pmTranslator) i2c(b obj, parts map[string]string, name, kind string, ty
 	if !allowParts(b, parts, addr, "", "reg") {
 		return nil
 	}
-	if _, ok := parts["reg"]; !ok {
-		b.add("address", ErrMissing, "reg= in %q (want such as \"0x48:reg=0x00\")", addr)
+	if !needParts(b, parts, addr, `"0x48:reg=0x00"`, "reg") {
 		return nil
 	}
 	a, ok1 := parseUint(b, parts, "", 0x7f)
@@ -1115,11 +1124,8 @@ func (t *pmTranslator) modbus(b obj, parts map[string]string, name, kind string,
 	if !allowParts(b, parts, addr, "slave", "reg", "type") {
 		return nil
 	}
-	for _, k := range []string{"slave", "reg"} {
-		if _, ok := parts[k]; !ok {
-			b.add("address", ErrMissing, "%s= in %q (want such as \"slave=1:reg=40001:type=holding\")", k, addr)
-			return nil
-		}
+	if !needParts(b, parts, addr, `"slave=1:reg=40001:type=holding"`, "slave", "reg") {
+		return nil
 	}
 	slave, ok1 := parseUint(b, parts, "slave", 247)
 	reg, ok2 := parseUint(b, parts, "reg", 465536)
