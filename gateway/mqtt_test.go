@@ -1,8 +1,6 @@
 package gateway_test
 
 import (
-	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +9,7 @@ import (
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
 )
 
 // TestMQTTDoReadsBackTheStateTopic serves manifests/examples/mqtt-home.yml
@@ -28,25 +26,8 @@ func TestMQTTDoReadsBackTheStateTopic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := sim.New(m, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := w.StartLines()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ep.Close() })
-	hw := capabilities.HardwareFuncs{TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) {
-		addr, _ := ep.Address(b.Name)
-		var d net.Dialer
-		return d.DialContext(ctx, "tcp", addr)
-	}}
-	set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	w := simtest.World(t, m, nil)
+	set := simtest.Open(t, m, simtest.Lines(t, w, capabilities.HardwareFuncs{}), capabilities.Options{})
 	plug, _ := set.Get("dehumidifier")
 	// The gateway's first reads wait for the retained and republished
 	// state to arrive through the broker.
