@@ -33,7 +33,10 @@ type attempt struct {
 // callers that arrive while a transaction is in flight wait for it instead
 // of starting another (flight.Group). Under any fan-in a source sees at
 // most one transaction per maximum age. Failed attempts are shared too: a
-// dead sensor is not hammered by every caller.
+// dead sensor is not hammered by every caller; but a failure is served
+// again for at most failedMaxAge, so that a source that answers again (a
+// sensor back on the bus, the first MQTT message arriving) reads good
+// within a second rather than after its whole TTL.
 //
 // A sampler is safe for concurrent use.
 type sampler struct {
@@ -88,11 +91,19 @@ func (s *sampler) get(ctx context.Context, maxAge time.Duration) (a *attempt, ca
 	return a, false, err
 }
 
-// fresh returns the latest attempt if it is younger than maxAge.
+// failedMaxAge bounds how long a failed attempt is served again.
+const failedMaxAge = time.Second
+
+// fresh returns the latest attempt if it is younger than maxAge (a failed
+// one: than failedMaxAge too).
 func (s *sampler) fresh(maxAge time.Duration) *attempt {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if a := s.last; a != nil && maxAge > 0 && s.clock.Now().Sub(a.time) < maxAge {
+	a := s.last
+	if a != nil && a.err != nil {
+		maxAge = min(maxAge, failedMaxAge)
+	}
+	if a != nil && maxAge > 0 && s.clock.Now().Sub(a.time) < maxAge {
 		return a
 	}
 	return nil

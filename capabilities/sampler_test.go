@@ -51,3 +51,42 @@ func TestSamplerKeepsTheCallersDeadlines(t *testing.T) {
 		}
 	})
 }
+
+// A failure is shared with the callers of the next second, not of the
+// whole maximum age: a source that answers again (a sensor back on the
+// bus, the first MQTT message arriving) reads good a second later, while
+// a good sample is still served for its whole maximum age.
+func TestSamplerServesAFailureForASecondAtMost(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reads atomic.Int32
+		s := newSampler(clock.System{}, func(context.Context) (any, []byte, error) {
+			if reads.Add(1) == 1 {
+				return nil, nil, errors.New("no message yet")
+			}
+			return 21.5, nil, nil
+		})
+		get := func() *attempt {
+			t.Helper()
+			a, _, err := s.get(t.Context(), 30*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return a
+		}
+		if a := get(); a.err == nil {
+			t.Fatalf("first read: %+v, want the failure", a)
+		}
+		time.Sleep(900 * time.Millisecond)
+		if a := get(); a.err == nil || reads.Load() != 1 {
+			t.Fatalf("0.9 s later: %+v after %d reads, want the shared failure", a, reads.Load())
+		}
+		time.Sleep(200 * time.Millisecond)
+		if a := get(); a.err != nil || a.value != 21.5 || reads.Load() != 2 {
+			t.Fatalf("1.1 s later: %+v after %d reads, want a new read, good", a, reads.Load())
+		}
+		time.Sleep(20 * time.Second)
+		if a := get(); a.value != 21.5 || reads.Load() != 2 {
+			t.Fatalf("a good sample 20 s old: %+v after %d reads, want it served from the cache", a, reads.Load())
+		}
+	})
+}
