@@ -43,7 +43,8 @@ func MQTT(b manifests.Bus, gateway, dir string) (mqtt.Config, error) {
 	if mb == nil {
 		return mqtt.Config{}, fmt.Errorf("bus %s: not an mqtt bus", b.Name)
 	}
-	cfg := mqtt.Config{Name: b.Name, Broker: mb.Broker, ClientID: mb.ClientID, KeepAlive: mb.KeepAlive}
+	cfg := mqtt.Config{Name: b.Name, Broker: mb.Broker, ClientID: mb.ClientID, KeepAlive: mb.KeepAlive,
+		Protocol: mb.Protocol}
 	if cfg.ClientID == "" {
 		cfg.ClientID = gateway + "-" + b.Name
 	}

@@ -36,8 +36,8 @@ type MQTTBus struct {
 	// Credentials is a file whose first line is the username and second
 	// line the password; "" connects without. Secrets are never inline.
 	Credentials string
-	// Protocol is the MQTT protocol version: 5 (the only one supported;
-	// every broker released since 2019 speaks it).
+	// Protocol is the MQTT protocol level: 5 (MQTT 5, the default) or 4
+	// (MQTT 3.1.1, for brokers that speak nothing newer).
 	Protocol int
 	// KeepAlive is the MQTT keep-alive; zero means DefaultMQTTKeepAlive.
 	KeepAlive time.Duration
@@ -191,11 +191,12 @@ func (o obj) mqttBus(m *MQTTBus) {
 	m.Protocol = 5
 	if v, ok := o.integer("protocol"); ok {
 		switch v {
-		case 5:
-		case 3, 4:
-			o.add("protocol", ErrNotAllowed, ": %d (MQTT 3.1/3.1.1 is not supported: the gateway speaks MQTT 5 to the broker; devices may still speak 3.1.1 to the same broker, and mosquitto 1.6 or later speaks 5)", v)
+		case 4, 5:
+			m.Protocol = int(v)
+		case 3:
+			o.add("protocol", ErrNotAllowed, ": 3 (MQTT 3.1 is not supported: want 4 for MQTT 3.1.1 or 5 for MQTT 5)")
 		default:
-			o.add("protocol", ErrRange, ": %d (want 5)", v)
+			o.add("protocol", ErrRange, ": %d (want 4 for MQTT 3.1.1 or 5 for MQTT 5)", v)
 		}
 	}
 	m.KeepAlive = o.dur("keepalive")

@@ -35,6 +35,27 @@ type BrokerOptions struct {
 	// Users, when set, are the only username/password pairs accepted;
 	// nil accepts anyone.
 	Users map[string]string
+	// MaxProtocol, when set, refuses clients that connect with a newer
+	// protocol level (4 makes a broker that speaks MQTT 3.1.1 only, as
+	// the MQTT listener of a NATS server does).
+	MaxProtocol byte
+}
+
+// maxProtocol refuses a CONNECT above its protocol level.
+type maxProtocol struct {
+	mochi.HookBase
+	level byte
+}
+
+func (h *maxProtocol) ID() string { return "max-protocol" }
+
+func (h *maxProtocol) Provides(b byte) bool { return b == mochi.OnConnect }
+
+func (h *maxProtocol) OnConnect(_ *mochi.Client, pk packets.Packet) error {
+	if pk.ProtocolVersion > h.level {
+		return packets.ErrUnsupportedProtocolVersion
+	}
+	return nil
 }
 
 // StartBroker starts an embedded broker.
@@ -53,6 +74,11 @@ func StartBroker(o BrokerOptions) (*Broker, error) {
 			rules = append(rules, auth.AuthRule{Username: auth.RString(u), Password: auth.RString(p), Allow: true})
 		}
 		if err := srv.AddHook(new(auth.Hook), &auth.Options{Ledger: &auth.Ledger{Auth: rules}}); err != nil {
+			return nil, err
+		}
+	}
+	if o.MaxProtocol != 0 {
+		if err := srv.AddHook(&maxProtocol{level: o.MaxProtocol}, nil); err != nil {
 			return nil, err
 		}
 	}
@@ -399,11 +425,17 @@ func (w *World) SetMQTTValue(name, channel string, v any) error {
 // startMQTT starts the embedded broker when the manifest has simulated
 // MQTT devices or mqtt buses, serves every mqtt bus on it, and republishes
 // the devices' state every period. It returns the function that stops it.
+// When every mqtt bus declares MQTT 3.1.1 (protocol: 4), the broker speaks
+// nothing newer, as the site's broker would not.
 func (w *World) startMQTT(buses []string, period time.Duration) (*Broker, func(), error) {
 	if len(buses) == 0 && w.mqtt == nil {
 		return nil, func() {}, nil
 	}
-	b, err := StartBroker(BrokerOptions{})
+	var o BrokerOptions
+	if w.mqttLevel == 4 {
+		o.MaxProtocol = 4
+	}
+	b, err := StartBroker(o)
 	if err != nil {
 		return nil, nil, err
 	}

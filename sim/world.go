@@ -49,6 +49,7 @@ type World struct {
 	kf          *kernelFiles                 // DS18B20s and PWM channels; nil when none
 	mqtt        *mqttWorld                   // simulated MQTT devices; nil when none
 	mqttBuses   []string                     // mqtt bus names, served by the embedded broker
+	mqttLevel   byte                         // the newest MQTT protocol level the buses declare
 }
 
 // ZoneState is a snapshot of a zone's air.
@@ -116,6 +117,9 @@ func New(m *manifests.Manifest, clk Clock) (*World, error) {
 	for _, b := range m.Buses {
 		if b.Kind == manifests.BusMQTT {
 			w.mqttBuses = append(w.mqttBuses, b.Name)
+			if b.MQTT != nil {
+				w.mqttLevel = max(w.mqttLevel, byte(b.MQTT.Protocol))
+			}
 		}
 	}
 	if m.Sim == nil {

@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,4 +78,55 @@ func TestMQTTHomeScenario(t *testing.T) {
 		t.Errorf("during the dropout: %v, want an error saying the device is offline", body)
 	}
 	until("good again", func(b map[string]any) bool { return b["quality"] == "good" })
+}
+
+// TestMQTT311BrokerServedOnSim: the mqtt-home example with its broker
+// declared as MQTT 3.1.1 (`protocol: 4`). Under --sim the embedded broker
+// then speaks nothing newer, as such a site broker would not, and the
+// gateway's reads still come good from the devices' messages and its
+// commands reach the plug.
+func TestMQTT311BrokerServedOnSim(t *testing.T) {
+	src, err := os.ReadFile(mqttHome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const broker = "      broker: mqtt://127.0.0.1:1883\n"
+	if !strings.Contains(string(src), broker) {
+		t.Fatalf("%s no longer declares %q", mqttHome, broker)
+	}
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "mqtt-home.yml")
+	if err := os.WriteFile(manifest, []byte(strings.Replace(string(src), broker, broker+"      protocol: 4\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := os.ReadFile(filepath.Join(filepath.Dir(mqttHome), "mqtt-home.policy.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mqtt-home.policy.yml"), pol, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := stdioSession(t, mcp.ProtocolVersion20251125, "--manifest", manifest)
+	good := func(tool string) map[string]any {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for {
+			body, _ := s.call(tool, map[string]any{})
+			if body["quality"] == "good" {
+				return body
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s over MQTT 3.1.1 = %v, want good", tool, body)
+			}
+			time.Sleep(50 * time.Millisecond) // the first messages travel through the broker
+		}
+	}
+	if body := good("read_cellar_temperature"); body["value"] != 14.2 {
+		t.Fatalf("read_cellar_temperature over MQTT 3.1.1 = %v, want 14.2", body)
+	}
+	good("read_dehumidifier")
+	res, _ := s.call("do_set_dehumidifier", map[string]any{"value": true, "idempotency_key": "mqtt311-on-1"})
+	if res["status"] != "success" || res["applied_value"] != true {
+		t.Fatalf("do_set_dehumidifier over MQTT 3.1.1 = %v, want success, applied true", res)
+	}
 }

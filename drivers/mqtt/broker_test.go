@@ -2,6 +2,8 @@ package mqtt_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eclipse/paho.golang/paho"
+	pahov3 "github.com/eclipse/paho.mqtt.golang"
 
 	"github.com/promcp/promcp-device/sim"
 )
@@ -168,3 +171,62 @@ func (d *fakeDevice) publish(t *testing.T, topic, payload string, retain bool) {
 
 // kill drops the device's connection as a power cut would.
 func (d *fakeDevice) kill() { d.conn.Close() }
+
+// protoBroker is a test broker and the protocol level the client under
+// test speaks to it.
+type protoBroker struct {
+	*testBroker
+	name     string
+	protocol int
+}
+
+// brokerProtocols returns every test broker twice: the client speaking
+// MQTT 5, and MQTT 3.1.1.
+func brokerProtocols(t *testing.T) []protoBroker {
+	var out []protoBroker
+	for _, b := range brokers(t) {
+		out = append(out, protoBroker{b, b.name + "/mqtt5", 5}, protoBroker{b, b.name + "/mqtt311", 4})
+	}
+	return out
+}
+
+// device311 is a device speaking MQTT 3.1.1 over TLS, for a broker that
+// speaks nothing newer.
+type device311 struct{ c pahov3.Client }
+
+func newTLSDevice311(t *testing.T, addr string, pool *x509.CertPool) *device311 {
+	t.Helper()
+	o := pahov3.NewClientOptions().AddBroker("mqtts://" + addr).SetClientID("door311").
+		SetProtocolVersion(4).SetTLSConfig(&tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}).
+		SetUsername("gateway").SetPassword("s3cret").SetAutoReconnect(false)
+	c := pahov3.NewClient(o)
+	if err := wait311(c.Connect()); err != nil {
+		t.Fatalf("device connect over MQTT 3.1.1: %v", err)
+	}
+	t.Cleanup(func() { c.Disconnect(0) })
+	return &device311{c}
+}
+
+func (d *device311) publish(t *testing.T, topic, payload string, retain bool) {
+	t.Helper()
+	if err := wait311(d.c.Publish(topic, 1, retain, payload)); err != nil {
+		t.Fatalf("device publish %s: %v", topic, err)
+	}
+}
+
+// watch subscribes to topic and returns the payloads that arrive on it.
+func (d *device311) watch(t *testing.T, topic string) <-chan string {
+	t.Helper()
+	ch := make(chan string, 8)
+	if err := wait311(d.c.Subscribe(topic, 1, func(_ pahov3.Client, m pahov3.Message) { ch <- string(m.Payload()) })); err != nil {
+		t.Fatalf("device subscribe %s: %v", topic, err)
+	}
+	return ch
+}
+
+func wait311(tok pahov3.Token) error {
+	if !tok.WaitTimeout(10 * time.Second) {
+		return fmt.Errorf("timed out")
+	}
+	return tok.Error()
+}

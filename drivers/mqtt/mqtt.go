@@ -2,7 +2,9 @@
 // (Tasmota, Zigbee2MQTT, ESPHome, Shelly): one Client per broker keeps the
 // connection (reconnecting with back-off and restoring its subscriptions),
 // remembers the last message of every watched topic with its arrival time,
-// and publishes commands. It speaks MQTT 5 (eclipse/paho.golang's autopaho).
+// and publishes commands. It speaks MQTT 5 (eclipse/paho.golang's autopaho)
+// or, for brokers that speak nothing newer, MQTT 3.1.1
+// (eclipse/paho.mqtt.golang).
 //
 // The driver owns its configuration (Config); driverconf compiles a
 // manifest's mqtt bus into it.
@@ -18,10 +20,6 @@ import (
 	"net/url"
 	"sync"
 	"time"
-
-	"github.com/eclipse/paho.golang/autopaho"
-	"github.com/eclipse/paho.golang/packets"
-	"github.com/eclipse/paho.golang/paho"
 
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
@@ -51,6 +49,21 @@ type Config struct {
 	// MinBackoff and MaxBackoff bound the wait between failed connection
 	// attempts, which doubles from MinBackoff; zero means 250 ms and 30 s.
 	MinBackoff, MaxBackoff time.Duration
+	// Protocol is the MQTT protocol level: 5 (MQTT 5, also for zero) or 4
+	// (MQTT 3.1.1).
+	Protocol int
+}
+
+// session is one live connection to the broker, whichever the protocol.
+type session interface {
+	subscribe(ctx context.Context, topics []string) error
+	publish(ctx context.Context, topic string, payload []byte, retain bool) error
+}
+
+// engine keeps a connection to the broker up, reconnecting with back-off.
+type engine interface {
+	await(ctx context.Context) error
+	close() error
 }
 
 // Message is the last message on a topic.
@@ -71,12 +84,12 @@ type Client struct {
 	cfg   Config
 	clock clock.Clock
 	log   *slog.Logger
-	cm    *autopaho.ConnectionManager
+	eng   engine
 	ctx   context.Context // ends with Close
 	stop  context.CancelFunc
 
 	mu        sync.Mutex
-	cur       *autopaho.ConnectionManager // non-nil while connected
+	cur       session // non-nil while connected
 	watched   map[string]bool
 	last      map[string]Message
 	waiters   map[string][]chan struct{}
@@ -112,36 +125,20 @@ func New(cfg Config, clk clock.Clock, log *slog.Logger) (*Client, error) {
 		last: map[string]Message{}, waiters: map[string][]chan struct{}{}}
 	ctx, stop := context.WithCancel(context.Background())
 	c.ctx, c.stop = ctx, stop
-	acfg := autopaho.ClientConfig{
-		ServerUrls:                    []*url.URL{u},
-		TlsCfg:                        cfg.TLS,
-		KeepAlive:                     uint16(min(cfg.KeepAlive/time.Second, 65535)),
-		CleanStartOnInitialConnection: true,
-		SessionExpiryInterval:         0,
-		ConnectTimeout:                cfg.ConnectTimeout,
-		ReconnectBackoff:              c.backoff,
-		AttemptConnection:             c.dial,
-		OnConnectionUp:                c.up,
-		OnConnectionDown:              c.downed,
-		OnConnectError: func(err error) {
-			c.log.Warn("mqtt: cannot connect to the broker", "broker", cfg.Broker, "err", err)
-		},
-		ClientConfig: paho.ClientConfig{
-			ClientID: cfg.ClientID,
-			OnPublishReceived: []func(paho.PublishReceived) (bool, error){
-				func(pr paho.PublishReceived) (bool, error) { c.received(pr.Packet); return true, nil },
-			},
-		},
+	var eng engine
+	switch cfg.Protocol {
+	case 0, 5:
+		eng, err = c.startV5(ctx, u)
+	case 4:
+		eng, err = c.startV311(u)
+	default:
+		err = fmt.Errorf("protocol level %d (want 5 for MQTT 5 or 4 for MQTT 3.1.1)", cfg.Protocol)
 	}
-	if cfg.Username != "" {
-		acfg.ConnectUsername, acfg.ConnectPassword = cfg.Username, cfg.Password
-	}
-	cm, err := autopaho.NewConnection(ctx, acfg)
 	if err != nil {
 		stop()
 		return nil, fmt.Errorf("mqtt bus %s: %w", cfg.Name, err)
 	}
-	c.cm = cm
+	c.eng = eng
 	return c, nil
 }
 
@@ -158,7 +155,9 @@ func (c *Client) backoff(attempt int) time.Duration {
 	return min(d, c.cfg.MaxBackoff)
 }
 
-func (c *Client) dial(ctx context.Context, _ autopaho.ClientConfig, u *url.URL) (net.Conn, error) {
+// dial opens one connection to the broker at u: Config.Dial or TCP, then
+// TLS for an mqtts:// broker.
+func (c *Client) dial(ctx context.Context, u *url.URL) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ConnectTimeout)
 	defer cancel()
 	var conn net.Conn
@@ -180,12 +179,12 @@ func (c *Client) dial(ctx context.Context, _ autopaho.ClientConfig, u *url.URL) 
 		}
 		conn = tc
 	}
-	return packets.NewThreadSafeConn(conn), nil
+	return conn, nil
 }
 
 // up subscribes to every watched topic again: the session is new on each
 // connection, and the broker sends the retained messages anew.
-func (c *Client) up(cm *autopaho.ConnectionManager, _ *paho.Connack) {
+func (c *Client) up(cm session) {
 	c.mu.Lock()
 	c.cur = cm
 	c.ups++
@@ -207,33 +206,29 @@ func (c *Client) downed() bool {
 	return true
 }
 
-func (c *Client) subscribe(cm *autopaho.ConnectionManager, topics []string) {
+func (c *Client) subscribe(cm session, topics []string) {
 	if len(topics) == 0 {
 		return
 	}
-	subs := make([]paho.SubscribeOptions, len(topics))
-	for i, t := range topics {
-		subs[i] = paho.SubscribeOptions{Topic: t, QoS: 1}
-	}
 	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
 	defer cancel()
-	if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: subs}); err != nil {
+	if err := cm.subscribe(ctx, topics); err != nil {
 		c.log.Warn("mqtt: subscribe failed", "topics", topics, "err", err)
 	}
 }
 
-func (c *Client) received(p *paho.Publish) {
+func (c *Client) received(topic string, payload []byte, retained bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.watched[p.Topic] {
+	if !c.watched[topic] {
 		return
 	}
-	m := Message{Payload: p.Payload, Retained: p.Retain, Time: c.clock.Now(), Seq: c.last[p.Topic].Seq + 1}
-	c.last[p.Topic] = m
-	for _, w := range c.waiters[p.Topic] {
+	m := Message{Payload: payload, Retained: retained, Time: c.clock.Now(), Seq: c.last[topic].Seq + 1}
+	c.last[topic] = m
+	for _, w := range c.waiters[topic] {
 		close(w)
 	}
-	delete(c.waiters, p.Topic)
+	delete(c.waiters, topic)
 }
 
 // Watch subscribes to topic (now if connected, and on every reconnection).
@@ -292,7 +287,7 @@ func (c *Client) Connections() (made, lost int) {
 
 // AwaitConnection waits until the client is connected or ctx ends.
 func (c *Client) AwaitConnection(ctx context.Context) error {
-	return c.cm.AwaitConnection(ctx)
+	return c.eng.await(ctx)
 }
 
 // Publish sends payload on topic with QoS 1 and waits for the broker's
@@ -305,7 +300,7 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, reta
 	if cm == nil {
 		return fmt.Errorf("mqtt bus %s: publish %s: %w: not connected to %s", c.cfg.Name, topic, drivers.ErrUnavailable, c.cfg.Broker)
 	}
-	if _, err := cm.Publish(ctx, &paho.Publish{Topic: topic, Payload: payload, QoS: 1, Retain: retain}); err != nil {
+	if err := cm.publish(ctx, topic, payload, retain); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("mqtt bus %s: publish %s: %w: %w", c.cfg.Name, topic, drivers.ErrTimeout, err)
 		}
@@ -316,13 +311,7 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, reta
 
 // Close disconnects from the broker and stops reconnecting.
 func (c *Client) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	err := c.cm.Disconnect(ctx)
+	err := c.eng.close()
 	c.stop()
-	<-c.cm.Done()
-	if errors.Is(err, autopaho.ConnectionDownError) {
-		err = nil
-	}
 	return err
 }

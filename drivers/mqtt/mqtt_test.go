@@ -9,6 +9,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
+	"fmt"
 	"math/big"
 	"net"
 	"strings"
@@ -75,13 +76,13 @@ func syncWatch(t *testing.T, c *mqtt.Client, dev *fakeDevice, topic string) {
 // non-retained message sent before is lost (ErrNoMessage), and one sent
 // after arrives with its arrival time.
 func TestRetainedAndLiveState(t *testing.T) {
-	for _, b := range brokers(t) {
+	for _, b := range brokerProtocols(t) {
 		t.Run(b.name, func(t *testing.T) {
 			dev := newFakeDevice(t, b.addr, "plug", nil, nil)
 			dev.publish(t, "zigbee2mqtt/door", `{"contact":true,"battery":91}`, true)
 			dev.publish(t, "stat/plug/POWER", "ON", false) // nobody listens yet: lost
 
-			c := newClient(t, mqtt.Config{Broker: b.url()})
+			c := newClient(t, mqtt.Config{Broker: b.url(), Protocol: b.protocol})
 			next := c.Next("zigbee2mqtt/door")
 			c.Watch("zigbee2mqtt/door")
 			c.Watch("stat/plug/POWER")
@@ -114,23 +115,26 @@ func TestRetainedAndLiveState(t *testing.T) {
 // A device's Last Will reaches the client when the device's connection
 // dies without a goodbye.
 func TestLastWill(t *testing.T) {
-	for _, b := range brokers(t) {
+	for _, b := range brokerProtocols(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := newClient(t, mqtt.Config{Broker: b.url()})
-			c.Watch("tele/plug/LWT")
+			// A topic of each protocol's own: the broker keeps the will
+			// retained from the run before.
+			lwt := fmt.Sprintf("tele/plug%d/LWT", b.protocol)
+			c := newClient(t, mqtt.Config{Broker: b.url(), Protocol: b.protocol})
+			c.Watch(lwt)
 			connected(t, c)
-			will := &paho.WillMessage{Topic: "tele/plug/LWT", Payload: []byte("Offline"), Retain: true, QoS: 1}
+			will := &paho.WillMessage{Topic: lwt, Payload: []byte("Offline"), Retain: true, QoS: 1}
 			dev := newFakeDevice(t, b.addr, "plug-lwt", will, nil)
-			next := c.Next("tele/plug/LWT")
-			dev.publish(t, "tele/plug/LWT", "Online", true)
+			next := c.Next(lwt)
+			dev.publish(t, lwt, "Online", true)
 			await(t, next, "Online")
-			if m, _ := c.Last("tele/plug/LWT"); mqtt.Offline(m.Payload, "offline") {
+			if m, _ := c.Last(lwt); mqtt.Offline(m.Payload, "offline") {
 				t.Fatalf("online device reads offline: %q", m.Payload)
 			}
-			next = c.Next("tele/plug/LWT")
+			next = c.Next(lwt)
 			dev.kill()
 			await(t, next, "the Last Will")
-			if m, _ := c.Last("tele/plug/LWT"); !mqtt.Offline(m.Payload, "offline") {
+			if m, _ := c.Last(lwt); !mqtt.Offline(m.Payload, "offline") {
 				t.Fatalf("after the kill: %q, want Offline", m.Payload)
 			}
 		})
@@ -140,9 +144,9 @@ func TestLastWill(t *testing.T) {
 // The broker restarts: the client reconnects with back-off, subscribes
 // again, and new messages arrive; a publish while down fails at once.
 func TestReconnectRestoresSubscriptions(t *testing.T) {
-	for _, b := range brokers(t) {
+	for _, b := range brokerProtocols(t) {
 		t.Run(b.name, func(t *testing.T) {
-			c := newClient(t, mqtt.Config{Broker: b.url()})
+			c := newClient(t, mqtt.Config{Broker: b.url(), Protocol: b.protocol})
 			c.Watch("zigbee2mqtt/cellar")
 			connected(t, c)
 			dev := newFakeDevice(t, b.addr, "cellar", nil, nil)
@@ -174,10 +178,59 @@ func TestReconnectRestoresSubscriptions(t *testing.T) {
 }
 
 func TestPublishWithoutBrokerFailsAtOnce(t *testing.T) {
-	c := newClient(t, mqtt.Config{Broker: "mqtt://" + freePort(t)})
-	err := c.Publish(t.Context(), "cmnd/plug/POWER", []byte("ON"), false)
-	if !errors.Is(err, drivers.ErrUnavailable) {
-		t.Fatalf("publish without a broker: %v, want ErrUnavailable", err)
+	for _, p := range []int{5, 4} {
+		c := newClient(t, mqtt.Config{Broker: "mqtt://" + freePort(t), Protocol: p})
+		err := c.Publish(t.Context(), "cmnd/plug/POWER", []byte("ON"), false)
+		if !errors.Is(err, drivers.ErrUnavailable) {
+			t.Fatalf("protocol %d: publish without a broker: %v, want ErrUnavailable", p, err)
+		}
+	}
+}
+
+// A broker that speaks MQTT 3.1.1 only (as a NATS server's MQTT listener):
+// the client set to MQTT 5 is refused and stays unconnected; set to 3.1.1
+// (`protocol: 4`) it connects, receives retained and live state over TLS
+// with credentials, and its commands reach a device.
+func TestBrokerThatSpeaksOnly311(t *testing.T) {
+	pool, cert := testCA(t)
+	b := mochiBroker(t, sim.BrokerOptions{MaxProtocol: 4, TLS: &tls.Config{Certificates: []tls.Certificate{cert}},
+		Users: map[string]string{"gateway": "s3cret"}})
+	cfg := mqtt.Config{Broker: "mqtts://" + b.addr, Username: "gateway", Password: []byte("s3cret"),
+		TLS: &tls.Config{RootCAs: pool, ServerName: "127.0.0.1"}}
+
+	v5 := cfg
+	v5.ClientID = "gateway-v5"
+	c5 := newClient(t, v5)
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	if err := c5.AwaitConnection(ctx); err == nil || c5.Connected() {
+		t.Fatal("an MQTT 5 client connected to a 3.1.1-only broker")
+	}
+
+	v311 := cfg
+	v311.Protocol = 4
+	c := newClient(t, v311)
+	c.Watch("zigbee2mqtt/door")
+	c.Watch("stat/plug/POWER")
+	connected(t, c)
+	dev := newTLSDevice311(t, b.addr, pool)
+	next := c.Next("zigbee2mqtt/door")
+	dev.publish(t, "zigbee2mqtt/door", `{"contact":false}`, true)
+	await(t, next, "a retained message over MQTT 3.1.1")
+	if m, err := c.Last("zigbee2mqtt/door"); err != nil || string(m.Payload) != `{"contact":false}` {
+		t.Fatalf("door: %+v, %v", m, err)
+	}
+	cmd := dev.watch(t, "cmnd/plug/POWER")
+	if err := c.Publish(t.Context(), "cmnd/plug/POWER", []byte("ON"), false); err != nil {
+		t.Fatalf("publish over MQTT 3.1.1: %v", err)
+	}
+	select {
+	case got := <-cmd:
+		if got != "ON" {
+			t.Fatalf("device got %q, want ON", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the command did not reach the device")
 	}
 }
 
