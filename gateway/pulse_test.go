@@ -109,3 +109,29 @@ func TestPulseTotalKeptAcrossRestarts(t *testing.T) {
 		}
 	})
 }
+
+// A fast meter on the simulator: 12 pulses a second (83 ms apart, the
+// debounce is 20 ms) for 10 s are 120 pulses counted, not fewer. The
+// simulated pin hands each pulse out at its own instant; handed out in
+// bursts, the debounce would drop all but the first of each burst.
+func TestFastPulsesCountedApart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := simtest.World(t, m, nil) // the real clock: synctest's fake time
+		hw := simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir()))
+		set := simtest.Open(t, m, hw, capabilities.Options{})
+		if err := w.SetPulseRate("rain_gauge", 12); err != nil {
+			t.Fatal(err)
+		}
+		rain, _ := set.Get("rainfall")
+		before := rain.ReadWithin(t.Context(), 0).Value.(float64)
+		time.Sleep(10 * time.Second)
+		got := (rain.ReadWithin(t.Context(), 0).Value.(float64) - before) / 0.2794
+		if math.Abs(got-120) > 1.5 {
+			t.Fatalf("pulses counted in 10 s at 12 Hz: %.1f, want 120", got)
+		}
+	})
+}

@@ -120,21 +120,54 @@ func (p *pulsePin) In(pull pgpio.Pull, edge pgpio.Edge) error {
 	return nil
 }
 
-// WaitForEdge implements gpio.PinIn: true at once while edges are due on
-// the world's clock, else false after timeout (at most 100ms) of real time.
+// WaitForEdge implements gpio.PinIn: true while edges are due on the
+// world's clock, each pulse at its own instant (waiting on the world's
+// clock for the next one, so that a counter sees a fast meter's pulses
+// apart and not as one burst its debounce would drop), else false after
+// timeout (at most 100ms) of real time.
 func (p *pulsePin) WaitForEdge(timeout time.Duration) bool {
 	p.w.mu.Lock()
 	now := p.w.clk.Now()
 	fs := p.w.faultLocked(p.p.device, now)
 	p.s.advance(now, fs)
-	if p.s.edge != pgpio.NoEdge && p.s.next(fs) {
+	if p.s.edge == pgpio.NoEdge {
+		p.w.mu.Unlock()
+		sleep(min(max(timeout, 0), 100*time.Millisecond))
+		return false
+	}
+	if p.s.next(fs) {
 		p.w.mu.Unlock()
 		return true
+	}
+	var due <-chan time.Time
+	if d, ok := p.s.untilNext(fs); ok {
+		due = p.w.clk.After(d)
 	}
 	p.w.mu.Unlock()
 	if timeout < 0 || timeout > 100*time.Millisecond {
 		timeout = 100 * time.Millisecond
 	}
-	sleep(timeout)
-	return false
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-due:
+		p.w.mu.Lock()
+		defer p.w.mu.Unlock()
+		now := p.w.clk.Now()
+		fs := p.w.faultLocked(p.p.device, now)
+		p.s.advance(now, fs)
+		return p.s.next(fs)
+	case <-t.C:
+		return false
+	}
+}
+
+// untilNext returns how long on the world's clock until the next pulse is
+// due, and false when none is coming (no rate, or the line is stuck).
+func (s *pulseSource) untilNext(fs *faultState) (time.Duration, bool) {
+	if s.rate <= 0 || fs.is(manifests.FaultStuck) {
+		return 0, false
+	}
+	need := float64(s.delivered+1) - s.phase
+	return time.Duration(math.Ceil(max(need, 0) / s.rate * float64(time.Second))), true
 }
