@@ -132,8 +132,8 @@ type mqttDevice struct {
 }
 
 func addMQTTDevice(w *World, d manifests.Device, _ *build) error {
-	if d.MQTT == nil || d.MQTT.Preset == "" {
-		return nil // a generic device has no firmware to simulate: nothing publishes
+	if d.MQTT == nil || d.MQTT.Preset == "" && len(d.MQTT.Channels) == 0 {
+		return nil // nothing to publish
 	}
 	if w.mqtt == nil {
 		w.mqtt = &mqttWorld{}
@@ -180,12 +180,22 @@ func (mw *mqttWorld) start(b *Broker) error {
 		dev.publishAvailability()
 		dev.publishState()
 		t := dev.d.MQTT.Topic
-		filter := "cmnd/" + t + "/+"
-		if dev.d.MQTT.Preset == manifests.PresetZigbee2MQTT {
-			filter = "zigbee2mqtt/" + t + "/set"
+		filters := []string{"cmnd/" + t + "/+"}
+		switch dev.d.MQTT.Preset {
+		case manifests.PresetZigbee2MQTT:
+			filters = []string{"zigbee2mqtt/" + t + "/set"}
+		case "":
+			filters = nil
+			for _, c := range dev.d.MQTT.Channels {
+				if ch, _ := dev.d.MQTT.Channel(c.Name); ch.Command != "" {
+					filters = append(filters, ch.Command)
+				}
+			}
 		}
-		if err := b.Subscribe(filter, i+1, dev.command); err != nil {
-			return fmt.Errorf("sim: mqtt device %s: %w", dev.d.Name, err)
+		for _, filter := range filters {
+			if err := b.Subscribe(filter, i+1, dev.command); err != nil {
+				return fmt.Errorf("sim: mqtt device %s: %w", dev.d.Name, err)
+			}
 		}
 	}
 	return nil
@@ -203,6 +213,16 @@ func (dev *mqttDevice) publishAvailability() {
 	b, online, t := dev.b, dev.online && !dev.faultOffline, dev.d.MQTT.Topic
 	dev.mu.Unlock()
 	if b == nil {
+		return
+	}
+	if dev.d.MQTT.Preset == "" {
+		if topic, offline := dev.d.MQTT.AvailabilityTopic(); topic != "" {
+			p := "online"
+			if !online {
+				p = offline
+			}
+			b.Publish(topic, []byte(p), true)
+		}
 		return
 	}
 	if dev.d.MQTT.Preset == manifests.PresetTasmota {
@@ -230,6 +250,10 @@ func (dev *mqttDevice) publishState() {
 		return
 	}
 	t := dev.d.MQTT.Topic
+	if dev.d.MQTT.Preset == "" {
+		dev.publishGenericLocked()
+		return
+	}
 	if dev.d.MQTT.Preset == manifests.PresetZigbee2MQTT {
 		obj := map[string]any{}
 		for k, v := range dev.values {
@@ -288,7 +312,9 @@ func (dev *mqttDevice) command(topic string, payload []byte) {
 		dev.mu.Unlock()
 		return
 	}
-	if dev.d.MQTT.Preset == manifests.PresetZigbee2MQTT {
+	if dev.d.MQTT.Preset == "" {
+		dev.genericCommandsLocked(topic, payload)
+	} else if dev.d.MQTT.Preset == manifests.PresetZigbee2MQTT {
 		var set map[string]any
 		if json.Unmarshal(payload, &set) == nil {
 			for k, v := range set {

@@ -8,8 +8,9 @@ import (
 )
 
 const (
-	physmcp52 = "../../manifests/testdata/physmcp/spec52/physmcp.manifest.yml"
-	physmcp53 = "../../manifests/testdata/physmcp/spec53/physmcp.manifest.yml"
+	physmcp52    = "../../manifests/testdata/physmcp/spec52/physmcp.manifest.yml"
+	physmcp53    = "../../manifests/testdata/physmcp/spec53/physmcp.manifest.yml"
+	physmcpBuses = "../../manifests/testdata/physmcp/buses/physmcp.manifest.yml"
 )
 
 // The PhysMCP spec's own examples (§5.2, §5.3 with the §6 policy) are
@@ -52,6 +53,35 @@ func TestServePhysMCPManifest(t *testing.T) {
 	blocked := rep["blocked"].([]any)
 	if len(blocked) != 1 || blocked[0].(map[string]any)["permission"] != "partition_no_quorum" {
 		t.Fatalf("do_setpoint_0 under quorum 3: %v", rep)
+	}
+}
+
+// PhysMCP's pwm, adc, spi and mqtt bindings served by the binary on --sim:
+// every read comes good from its simulated bus (PWM and the ADS1x15 and
+// MCP3008 through their kernel files and buses, the generic MQTT devices
+// through the embedded broker), the PWM duty and the MQTT relay actuate
+// and read back, and the policy's range guard refuses 90 %.
+func TestServePhysMCPBusBindings(t *testing.T) {
+	s := stdioSession(t, protocols[0], "--manifest", physmcpBuses)
+	for _, tool := range []string{"read_fan_duty", "read_bed1_probe", "read_bed2_probe", "read_tank_probe", "read_pump_speed", "read_valve"} {
+		if r, isErr := s.call(tool, map[string]any{}); isErr || r["quality"] != "good" {
+			t.Errorf("%s = %v, want good", tool, r)
+		}
+	}
+	if r, _ := s.call("read_door_open", map[string]any{}); r["quality"] != "good" || r["value"] != false {
+		t.Errorf("read_door_open = %v, want good false (the simulated contact's retained state)", r)
+	}
+	if r, _ := s.call("do_pump_speed", map[string]any{"value": 50, "idempotency_key": "buses-1"}); r["status"] != "success" || r["applied_value"] != 50.0 {
+		t.Fatalf("do_pump_speed 50 = %v", r)
+	}
+	if r, _ := s.call("read_pump_speed", map[string]any{"max_age_ms": 0}); r["value"] != 50.0 {
+		t.Errorf("read_pump_speed after 50 = %v", r)
+	}
+	if r, _ := s.call("do_pump_speed", map[string]any{"value": 90, "idempotency_key": "buses-2"}); r["permission"] != "out_of_range" {
+		t.Errorf("do_pump_speed 90 = %v, want out_of_range (range_guard max 80)", r)
+	}
+	if r, _ := s.call("do_valve", map[string]any{"value": true, "idempotency_key": "buses-3"}); r["status"] != "success" || r["applied_value"] != true {
+		t.Fatalf("do_valve true = %v, want success read back from stat/valve/POWER", r)
 	}
 }
 
