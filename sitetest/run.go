@@ -199,7 +199,7 @@ func (r *runner) call(st *Step, sr *StepResult) {
 	}
 	_, r.seen = r.aud.since(r.seen)
 	ctx := server.WithCaller(r.ctx, server.Caller{Name: who.Name, Role: who.Role})
-	res, err := r.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: st.Call, Arguments: args}})
+	res, err := r.callTool(ctx, st.Call, args)
 	if err != nil {
 		sr.Checks = append(sr.Checks, Check{What: "call", Want: "an answer", Got: err.Error(), Fail: "error"})
 		return
@@ -219,6 +219,44 @@ func (r *runner) call(st *Step, sr *StepResult) {
 			continue
 		}
 		r.vars[name] = v
+	}
+}
+
+// MaxWait is the most simulated time a call may wait on the clock (a
+// do_* call's settle time): while the call is in flight, the runner
+// advances the clock to each instant the gateway waits for, up to this.
+const MaxWait = time.Minute
+
+// callTool calls name while advancing the clock to each instant that the
+// call (not something that waited before it) waits for: simulated time
+// passes exactly as the gateway asks, so the answer is the same on every
+// run.
+func (r *runner) callTool(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
+	idle := r.clk.Waiting()
+	limit := r.clk.Now().Add(MaxWait)
+	type answer struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		res, err := r.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+		done <- answer{res, err}
+	}()
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case a := <-done:
+			return a.res, a.err
+		case <-poll.C:
+			if r.clk.Waiting() <= idle {
+				continue
+			}
+			if at, ok := r.clk.NextWake(); ok && !at.After(limit) {
+				r.clk.Advance(at.Sub(r.clk.Now()))
+			}
+		}
 	}
 }
 
