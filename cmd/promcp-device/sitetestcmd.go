@@ -23,17 +23,26 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	junit := fs.String("junit", "", "also write the results as JUnit XML to `FILE`")
 	update := fs.Bool("update", false, "write the values observed at the paths of each step's record: list into the file, as its expect")
-	if err := fs.Parse(args); err != nil {
-		return 2
+	// Flags may come after the files too (test site-tests/*.yml --junit F).
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() == 0 {
+	if len(files) == 0 {
 		fmt.Fprintln(stderr, "promcp-device test: name one or more site test files (promcp-device test site-tests/*.yml)")
 		return 2
 	}
 	started := time.Now()
 	code := 0
 	var results []*sitetest.Result
-	for _, path := range fs.Args() {
+	for _, path := range files {
 		t, err := sitetest.Load(path)
 		if err != nil {
 			fmt.Fprintln(stderr, err)

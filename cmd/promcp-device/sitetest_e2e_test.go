@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestSiteTestExamples runs every example site test through the binary:
+// all pass (exit 0), and the JUnit file counts every step of every test.
+func TestSiteTestExamples(t *testing.T) {
+	files, _ := filepath.Glob("../../manifests/examples/site-tests/*.yml")
+	if len(files) < 6 {
+		t.Fatalf("want a site test per example manifest, found %v", files)
+	}
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	out, stderr, code := runCLI(t, append(append([]string{"test"}, files...), "--junit", junit)...)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if !strings.Contains(out, "passed, 0 failed, 0 could not run") {
+		t.Errorf("report lacks the summary:\n%s", out)
+	}
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suites   []struct {
+			Name  string `xml:"name,attr"`
+			Cases []struct {
+				Failure *struct{} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := xml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("junit: %v", err)
+	}
+	steps := 0
+	for _, s := range doc.Suites {
+		steps += len(s.Cases)
+	}
+	if len(doc.Suites) != len(files) || doc.Failures != 0 || doc.Tests != steps || steps < 100 {
+		t.Errorf("junit: %d suites for %d files, %d failures, tests=%d for %d cases", len(doc.Suites), len(files), doc.Failures, doc.Tests, steps)
+	}
+}
+
+// TestSiteTestWrongExpectation: a test expecting the interlocked heater
+// to switch on fails with exit 1, the step, what was expected and what
+// came back, and a JUnit failure.
+func TestSiteTestWrongExpectation(t *testing.T) {
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	out, stderr, code := runCLI(t, "test", "--junit", junit, "../../sitetest/testdata/wrong-expectation.yml")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		"FAIL  2 [12:00:00] call do_set_heater",
+		">>> first difference:",
+		`expected: "success"`,
+		`got:      "failed"`,
+		`permission="policy_denied"`,
+		"0 passed, 1 failed, 0 could not run",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	b, _ := os.ReadFile(junit)
+	if !strings.Contains(string(b), `<failure message="status: expected &#34;success&#34;, got &#34;failed&#34;" type="expectation">`) {
+		t.Errorf("junit lacks the failure:\n%s", b)
+	}
+}
+
+// TestSiteTestCannotLoad: a file with a mistake exits 2 naming
+// file:line:col and the field; a missing file too.
+func TestSiteTestCannotLoad(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yml")
+	manifest, _ := filepath.Abs(greenhouse)
+	os.WriteFile(bad, []byte("version: 1\ntest: bad\nmanifest: "+manifest+"\nsteps:\n  - advance: soon\n  - call: read_vent\n    expect: {quality: good, colour: red}\n"), 0o644)
+	out, stderr, code := runCLI(t, "test", bad, filepath.Join(dir, "missing.yml"))
+	if code != 2 {
+		t.Fatalf("exit %d, want 2\n%s\n%s", code, out, stderr)
+	}
+	for _, want := range []string{
+		bad + `:5:14: steps[0].advance: out of range: "soon"`,
+		bad + `:7:29: steps[1].expect.colour: unknown field`,
+		"missing.yml: no such file",
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// TestSiteTestUpdate: --update writes what came back into a step marked
+// record, keeps the rest of the file, and the updated test passes.
+func TestSiteTestUpdate(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "rec.yml")
+	manifest, _ := filepath.Abs(greenhouse)
+	head := "# keep this comment\nversion: 1\ntest: rec\nmanifest: " + manifest + "\nsteps:\n"
+	os.WriteFile(f, []byte(head+"  - call: do_set_vent\n    args: {value: true}\n    record: [status, applied_value, permission]\n  - advance: 1m # and this\n"), 0o644)
+	out, stderr, code := runCLI(t, "test", "--update", f)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	b, _ := os.ReadFile(f)
+	want := head + "  - call: do_set_vent\n    args: {value: true}\n    expect: {body: {\"status\": \"success\", \"applied_value\": true, \"permission\": {absent: true}}}\n  - advance: 1m # and this\n"
+	if string(b) != want {
+		t.Fatalf("updated file:\n%s\nwant:\n%s", b, want)
+	}
+	if out, stderr, code := runCLI(t, "test", f); code != 0 {
+		t.Fatalf("the updated test: exit %d\n%s\n%s", code, out, stderr)
+	}
+}
