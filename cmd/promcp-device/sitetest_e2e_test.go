@@ -119,3 +119,22 @@ func TestSiteTestUpdate(t *testing.T) {
 		t.Fatalf("the updated test: exit %d\n%s\n%s", code, out, stderr)
 	}
 }
+
+// TestDemoManifests: demo --manifest on every example other than the
+// greenhouse runs the can_do → read → do → read session on its first
+// actuator, each call answered.
+func TestDemoManifests(t *testing.T) {
+	for name, act := range map[string]string{"lab-bench": "do_set_light_level", "pi-sensors": "do_set_valve_1", "pi-outdoor": "do_set_fan_speed",
+		"mqtt-home": "do_set_dehumidifier", "irrigation": "do_set_valve_main"} {
+		out, stderr, code := runCLI(t, "demo", "--manifest", "../../manifests/examples/"+name+".yml")
+		if code != 0 {
+			t.Errorf("%s: exit %d\n%s\n%s", name, code, out, stderr)
+			continue
+		}
+		for _, want := range []string{"call can_do {\"intent\":{\"action\":\"" + act + "\"", "act: once, with an idempotency key: call " + act, "verify: read the post-state", "PASS: 6 steps"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s: output lacks %q:\n%s", name, want, out)
+			}
+		}
+	}
+}
