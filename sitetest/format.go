@@ -20,7 +20,8 @@
 //	  - advance: 10m
 //	  - set: {device: door_switch, on: false}
 //
-// A step does one thing: advance the clock, call a tool, or set something
+// A step does one thing: advance the clock (by a duration, or to an
+// instant such as a captured valid_until), call a tool, or set something
 // in the simulated world (a GPIO input, an ADC input's volts, a pulse
 // rate, an MQTT device's value or presence, a fault). A call step may
 // expect things of the answer, capture values from it for later calls
@@ -67,7 +68,10 @@ type Step struct {
 	Pos     manifests.Position
 	Name    string
 	Advance time.Duration
-	Call    string
+	// AdvanceTo moves the clock to an instant: RFC 3339, or ${name} of a
+	// captured one (a valid_until).
+	AdvanceTo string
+	Call      string
 	Args    map[string]any
 	As      *Caller
 	Expect  *Expect
@@ -111,7 +115,7 @@ type Set struct {
 
 var (
 	testKeys   = []string{"version", "test", "description", "manifest", "policy", "scenario", "start", "time_zone", "caller", "steps"}
-	stepKeys   = []string{"name", "advance", "call", "args", "as", "expect", "capture", "record", "set"}
+	stepKeys   = []string{"name", "advance", "advance_to", "call", "args", "as", "expect", "capture", "record", "set"}
 	callerKeys = []string{"name", "role"}
 	expectKeys = []string{"body", "quality", "permission", "status", "value", "candidate", "blocked", "not_listed", "is_error", "audit"}
 	setKeys    = []string{"device", "on", "input", "volts", "pulse_rate", "online", "values", "fault", "channel", "value", "amplitude", "delay", "clear_fault"}

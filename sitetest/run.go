@@ -166,6 +166,8 @@ func (r *runner) step(st *Step) StepResult {
 		r.clk.Advance(st.Advance)
 		sr.Title = "advance " + st.Advance.String()
 		sr.Got = "clock now " + r.clk.Now().Format("2006-01-02 15:04:05 MST")
+	case st.AdvanceTo != "":
+		r.advanceTo(st, &sr)
 	case st.Set != nil:
 		sr.Title = "set " + describeSet(st.Set)
 		if err := r.set(st.Set); err != nil {
@@ -180,6 +182,27 @@ func (r *runner) step(st *Step) StepResult {
 		sr.Title = st.Name + ": " + sr.Title
 	}
 	return sr
+}
+
+// advanceTo moves the clock to the step's instant; one not after now
+// fails the step (the clock does not go back).
+func (r *runner) advanceTo(st *Step, sr *StepResult) {
+	var missing []string
+	v := expand(st.AdvanceTo, r.vars, &missing)
+	sr.Title = "advance to " + show(v)
+	s, _ := v.(string)
+	at, err := time.Parse(time.RFC3339Nano, s)
+	switch {
+	case len(missing) > 0:
+		sr.Checks = append(sr.Checks, Check{What: "advance_to", Want: "${" + missing[0] + "} captured by an earlier step", Got: "not captured", Fail: "missing"})
+	case err != nil:
+		sr.Checks = append(sr.Checks, Check{What: "advance_to", Want: "an RFC 3339 time", Got: show(v), Fail: "not a time"})
+	case !at.After(r.clk.Now()):
+		sr.Checks = append(sr.Checks, Check{What: "advance_to", Want: "a time after " + r.clk.Now().Format(time.RFC3339), Got: at.Format(time.RFC3339), Fail: "in the past"})
+	default:
+		r.clk.Advance(at.Sub(r.clk.Now()))
+		sr.Got = "clock now " + r.clk.Now().Format("2006-01-02 15:04:05 MST")
+	}
 }
 
 func (r *runner) call(st *Step, sr *StepResult) {

@@ -22,13 +22,19 @@ func (d *dec) step(n ast.Node, field string) Step {
 	}
 	st.Name, _ = d.str(f["name"], join(field, "name"))
 	actions := 0
-	for _, k := range []string{"advance", "call", "set"} {
+	for _, k := range []string{"advance", "advance_to", "call", "set"} {
 		if !isNull(f[k]) {
 			actions++
 		}
 	}
 	if actions != 1 {
-		d.add(n, field, manifests.ErrMissing, "a step does exactly one of advance, call or set (got %d)", actions)
+		d.add(n, field, manifests.ErrMissing, "a step does exactly one of advance, advance_to, call or set (got %d)", actions)
+	}
+	if s, ok := d.str(f["advance_to"], join(field, "advance_to")); ok {
+		if _, err := time.Parse(time.RFC3339, s); err != nil && !varRe.MatchString(s) {
+			d.add(f["advance_to"], join(field, "advance_to"), manifests.ErrType, `%q (want an RFC 3339 time, or ${name} of a captured one)`, s)
+		}
+		st.AdvanceTo = s
 	}
 	if s, ok := d.str(f["advance"], join(field, "advance")); ok {
 		dur, err := time.ParseDuration(s)
