@@ -72,12 +72,12 @@ type Step struct {
 	// captured one (a valid_until).
 	AdvanceTo string
 	Call      string
-	Args    map[string]any
-	As      *Caller
-	Expect  *Expect
-	Capture map[string]string // capture name → path in the answer
-	Record  []string          // paths whose observed values --update writes
-	Set     *Set
+	Args      map[string]any
+	As        *Caller
+	Expect    *Expect
+	Capture   map[string]string // capture name → path in the answer
+	Record    []string          // paths whose observed values --update writes
+	Set       *Set
 	// record is where the record key and its value are in the file.
 	recordFrom, recordTo int
 }

@@ -77,7 +77,7 @@ func TestParseErrors(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"version: 2\ntest: t\nmanifest: m\nsteps: [{advance: 1s}]\n", "x.yml:1:10: version: unknown value: 2 (want 1)"},
 		{"version: 1\ntest: t\nsteps: [{advance: 1s}]\n", "x.yml:1:1: manifest: missing"},
-		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - {advance: 1s, call: read_x}\n", "x.yml:5:5: steps[0]: missing: a step does exactly one of advance, call or set (got 2)"},
+		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - {advance: 1s, call: read_x}\n", "x.yml:5:5: steps[0]: missing: a step does exactly one of advance, advance_to, call or set (got 2)"},
 		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - call: read_x\n    expect: {value: {min: low}}\n", "x.yml:6:27: steps[0].expect.value.min: wrong type: want a number"},
 		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - call: read_x\n    expect: {body: {reason: {pattern: \"(\"}}}\n", "steps[0].expect.body.reason.pattern: wrong type"},
 		{"version: 1\ntest: t\nmanifest: m\ntime_zone: Mars/Olympus\nsteps: [{advance: 1s}]\n", "x.yml:4:12: time_zone: unknown value"},
