@@ -111,6 +111,10 @@ type Set struct {
 	Values map[string]any // an MQTT device's channels
 	Fault  *manifests.Fault
 	Clear  bool // end the fault injected on Device
+	// Zone names a simulated zone (instead of Device): its Temperature or
+	// the Outside temperature it drifts toward, °C.
+	Zone                 string
+	Temperature, Outside *float64
 }
 
 var (
@@ -118,7 +122,7 @@ var (
 	stepKeys   = []string{"name", "advance", "advance_to", "call", "args", "as", "expect", "capture", "record", "set"}
 	callerKeys = []string{"name", "role"}
 	expectKeys = []string{"body", "quality", "permission", "status", "value", "candidate", "blocked", "not_listed", "is_error", "audit"}
-	setKeys    = []string{"device", "on", "input", "volts", "pulse_rate", "online", "values", "fault", "channel", "value", "amplitude", "delay", "clear_fault"}
+	setKeys    = []string{"device", "zone", "temperature", "outside", "on", "input", "volts", "pulse_rate", "online", "values", "fault", "channel", "value", "amplitude", "delay", "clear_fault"}
 )
 
 // DefaultStart is the simulator's start when a test gives none.

@@ -86,6 +86,7 @@ func TestParseErrors(t *testing.T) {
 		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - call: x\n    record: [value]\n    expect: {value: 1}\n", "steps[0].record: not allowed"},
 		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - advance: 1s\n    args: {}\n", "steps[0].args: not allowed: only on a call step"},
 		{"a: [\n", "x.yml:"},
+		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - set: {zone: z, device: d, temperature: 3}\n", "x.yml:5:10: steps[0].set: missing: device or zone"},
 		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - advance_to: tomorrow\n", "x.yml:5:17: steps[0].advance_to: wrong type: \"tomorrow\" (want an RFC 3339 time"},
 		{"version: 1\ntest: &a t\nmanifest: *a\nsteps: [{advance: 1s}]\n", "manifest: not allowed: aliases"},
 	} {

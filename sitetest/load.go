@@ -43,6 +43,9 @@ func (t *Test) checkDevices() error {
 }
 
 func (t *Test) checkSet(s *Set) error {
+	if s.Zone != "" {
+		return t.checkZone(s)
+	}
 	var dev *manifests.Device
 	var names []string
 	for i := range t.Loaded.Devices {
@@ -82,4 +85,25 @@ func joinModels(ms []manifests.Model) string {
 		out = append(out, string(m))
 	}
 	return strings.Join(out, ", ")
+}
+
+// checkZone checks a zone set step: the zone is simulated, and only a
+// temperature or an outside temperature is set on it.
+func (t *Test) checkZone(s *Set) error {
+	if s.Temperature == nil && s.Outside == nil {
+		return fmt.Errorf("%w: a zone takes temperature or outside", manifests.ErrNotAllowed)
+	}
+	var names []string
+	if t.Loaded.Sim != nil {
+		for _, z := range t.Loaded.Sim.Zones {
+			if z.Name == s.Zone {
+				return nil
+			}
+			names = append(names, z.Name)
+		}
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("%w: zone %q: %s simulates no zones (sim: zones:)", manifests.ErrBadReference, s.Zone, t.Manifest)
+	}
+	return fmt.Errorf("%w: zone %q is not in %s (want one of %s)", manifests.ErrBadReference, s.Zone, t.Manifest, strings.Join(names, ", "))
 }

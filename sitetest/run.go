@@ -431,6 +431,10 @@ func pick(m map[string]any, keys map[string]any) map[string]any {
 func (r *runner) set(s *Set) error {
 	w := r.world
 	switch {
+	case s.Temperature != nil:
+		return w.SetZoneTemperature(s.Zone, *s.Temperature)
+	case s.Outside != nil:
+		return w.SetZoneOutside(s.Zone, *s.Outside)
 	case s.On != nil:
 		return w.Drive(r.pin(s.Device), *s.On)
 	case s.Input != nil:
@@ -464,6 +468,10 @@ func (r *runner) pin(device string) string {
 
 func describeSet(s *Set) string {
 	switch {
+	case s.Temperature != nil:
+		return fmt.Sprintf("zone %s temperature = %g °C", s.Zone, *s.Temperature)
+	case s.Outside != nil:
+		return fmt.Sprintf("zone %s outside = %g °C", s.Zone, *s.Outside)
 	case s.On != nil:
 		return fmt.Sprintf("%s on=%v", s.Device, *s.On)
 	case s.Input != nil:

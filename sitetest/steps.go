@@ -291,7 +291,16 @@ func (d *dec) set(n ast.Node, field string) *Set {
 	}
 	s := &Set{}
 	s.Device, _ = d.str(f["device"], join(field, "device"))
-	d.required(f, n, field, "device")
+	s.Zone, _ = d.str(f["zone"], join(field, "zone"))
+	if (s.Device == "") == (s.Zone == "") {
+		d.add(n, field, manifests.ErrMissing, "device or zone (one of them)")
+	}
+	if v, ok := d.number(f["temperature"], join(field, "temperature")); ok {
+		s.Temperature = &v
+	}
+	if v, ok := d.number(f["outside"], join(field, "outside")); ok {
+		s.Outside = &v
+	}
 	if b, ok := d.boolean(f["on"], join(field, "on")); ok {
 		s.On = &b
 	}
@@ -326,13 +335,13 @@ func (d *dec) set(n ast.Node, field string) *Set {
 // setKinds checks that a set step changes exactly one thing.
 func (d *dec) setKinds(s *Set, f map[string]ast.Node, n ast.Node, field string) {
 	kinds := 0
-	for _, given := range []bool{s.On != nil, s.Input != nil || s.Volts != nil, s.Pulse != nil, s.Online != nil, s.Values != nil, s.Fault != nil, s.Clear} {
+	for _, given := range []bool{s.Temperature != nil, s.Outside != nil, s.On != nil, s.Input != nil || s.Volts != nil, s.Pulse != nil, s.Online != nil, s.Values != nil, s.Fault != nil, s.Clear} {
 		if given {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		d.add(n, field, manifests.ErrMissing, "set one of on, input+volts, pulse_rate, online, values, fault or clear_fault (got %d)", kinds)
+		d.add(n, field, manifests.ErrMissing, "set one of temperature or outside (a zone), on, input+volts, pulse_rate, online, values, fault or clear_fault (a device) (got %d)", kinds)
 	}
 	if (s.Input == nil) != (s.Volts == nil) {
 		d.add(n, field, manifests.ErrMissing, "input and volts go together")

@@ -83,7 +83,9 @@ func TestSiteTestCannotLoad(t *testing.T) {
 	bad := filepath.Join(dir, "bad.yml")
 	manifest, _ := filepath.Abs(greenhouse)
 	os.WriteFile(bad, []byte("version: 1\ntest: bad\nmanifest: "+manifest+"\nsteps:\n  - advance: soon\n  - call: read_vent\n    expect: {quality: good, colour: red}\n"), 0o644)
-	out, stderr, code := runCLI(t, "test", bad, filepath.Join(dir, "missing.yml"))
+	zone := filepath.Join(dir, "zone.yml")
+	os.WriteFile(zone, []byte("version: 1\ntest: zone\nmanifest: "+manifest+"\nsteps:\n  - set: {zone: zone9, temperature: 3}\n"), 0o644)
+	out, stderr, code := runCLI(t, "test", bad, filepath.Join(dir, "missing.yml"), zone)
 	if code != 2 {
 		t.Fatalf("exit %d, want 2\n%s\n%s", code, out, stderr)
 	}
@@ -91,6 +93,7 @@ func TestSiteTestCannotLoad(t *testing.T) {
 		bad + `:5:14: steps[0].advance: out of range: "soon"`,
 		bad + `:7:29: steps[1].expect.colour: unknown field`,
 		"missing.yml: no such file",
+		zone + `:5:5: steps[0].set: undefined: zone "zone9" is not in ` + manifest + ` (want one of zone1, zone2)`,
 	} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
