@@ -85,7 +85,9 @@ func TestSiteTestCannotLoad(t *testing.T) {
 	os.WriteFile(bad, []byte("version: 1\ntest: bad\nmanifest: "+manifest+"\nsteps:\n  - advance: soon\n  - call: read_vent\n    expect: {quality: good, colour: red}\n"), 0o644)
 	zone := filepath.Join(dir, "zone.yml")
 	os.WriteFile(zone, []byte("version: 1\ntest: zone\nmanifest: "+manifest+"\nsteps:\n  - set: {zone: zone9, temperature: 3}\n"), 0o644)
-	out, stderr, code := runCLI(t, "test", bad, filepath.Join(dir, "missing.yml"), zone)
+	role := filepath.Join(dir, "role.yml")
+	os.WriteFile(role, []byte("version: 1\ntest: role\nmanifest: "+manifest+"\nsteps:\n  - call: read_vent\n    as: {name: x, role: operater}\n"), 0o644)
+	out, stderr, code := runCLI(t, "test", bad, filepath.Join(dir, "missing.yml"), zone, role)
 	if code != 2 {
 		t.Fatalf("exit %d, want 2\n%s\n%s", code, out, stderr)
 	}
@@ -98,6 +100,11 @@ func TestSiteTestCannotLoad(t *testing.T) {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	// A role the policy does not declare: the test cannot run (the report
+	// says why).
+	if want := "COULD NOT RUN: " + role + `:5:5: steps[0].as: role "operater" is not declared by the policy (want viewer, operator, supervisor, admin)`; !strings.Contains(out, want) {
+		t.Errorf("report lacks %q:\n%s", want, out)
 	}
 }
 

@@ -7,9 +7,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/sitetest"
@@ -110,6 +113,9 @@ func openSiteTest(ctx context.Context, t *sitetest.Test, clk *sim.ManualClock, a
 	if err != nil {
 		return nil, err
 	}
+	if err := checkRoles(t, pc.policy); err != nil {
+		return nil, err
+	}
 	log := slog.New(slog.DiscardHandler)
 	opts := gatewayOptions{simulate: true, clock: clk, policy: pc.policy}
 	ttl := idempotency.DefaultTTL
@@ -122,4 +128,30 @@ func openSiteTest(ctx context.Context, t *sitetest.Test, clk *sim.ManualClock, a
 		return nil, err
 	}
 	return &sitetest.Env{MCP: gw.srv.MCP(), World: gw.world, Close: gw.Close}, nil
+}
+
+// checkRoles refuses a caller whose role the policy does not declare (as
+// serve refuses such a --role): a misspelt role would test nothing.
+func checkRoles(t *sitetest.Test, pol *manifests.Policy) error {
+	roles := manifests.DefaultRoleNames
+	if pol != nil {
+		roles = pol.Roles
+	}
+	check := func(c sitetest.Caller, where string) error {
+		if !slices.Contains(roles, c.Role) {
+			return fmt.Errorf("%s: role %q is not declared by the policy (want %s)", where, c.Role, strings.Join(roles, ", "))
+		}
+		return nil
+	}
+	if err := check(t.Caller, t.File+": caller"); err != nil {
+		return err
+	}
+	for i, st := range t.Steps {
+		if st.As != nil {
+			if err := check(*st.As, fmt.Sprintf("%s: steps[%d].as", st.Pos, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
