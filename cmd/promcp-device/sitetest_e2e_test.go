@@ -148,3 +148,26 @@ func TestDemoManifests(t *testing.T) {
 		}
 	}
 }
+
+// TestSiteTestREADMEExample runs the site test the README shows, so that
+// the example stays one that passes.
+func TestSiteTestREADMEExample(t *testing.T) {
+	b, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, sec, ok := strings.Cut(string(b), "\n## Test your site in CI\n")
+	_, block, ok2 := strings.Cut(sec, "```yaml\n")
+	block, _, ok3 := strings.Cut(block, "```\n")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal("README: no yaml example under Test your site in CI")
+	}
+	examples, _ := filepath.Abs("../../manifests/examples")
+	block = strings.ReplaceAll(block, "../greenhouse", examples+"/greenhouse")
+	f := filepath.Join(t.TempDir(), "readme.yml")
+	os.WriteFile(f, []byte(block), 0o644)
+	out, stderr, code := runCLI(t, "test", f)
+	if code != 0 || !strings.Contains(out, "1 passed, 0 failed") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+}
