@@ -27,7 +27,7 @@ import (
 func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	manifest := fs.String("manifest", "manifests/examples/greenhouse.yml", "the greenhouse manifest `FILE` (its policy beside it is loaded)")
+	manifest := fs.String("manifest", "manifests/examples/greenhouse.yml", "the manifest `FILE` (its policy is loaded): the greenhouse gets the full script, any other a can_do → read → do → read session on its first actuator")
 	start := fs.String("start", "2026-11-30T12:00:00+01:00", "the simulated clock's start `TIME` (RFC 3339)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -41,6 +41,9 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return 1
+	}
+	if !hasGreenhouseTools(m) {
+		return demoSession(ctx, m, *manifest, t0, stdout, stderr)
 	}
 	pc, err := resolvePolicy(*manifest, "", m)
 	pol := pc.policy

@@ -11,7 +11,8 @@
 //	promcp-device lint FILE...
 //	promcp-device lint [--json] [--strict] [--call-reads] [--manifest FILE] (TOOLS.json | --url URL [--header K:V] | -- CMD ARGS...)
 //	promcp-device tools --manifest FILE [--json | --check URL]
-//	promcp-device demo
+//	promcp-device demo [--manifest FILE]
+//	promcp-device test [--junit FILE] [--update] FILE...
 //	promcp-device approve --approval-key FILE --manifest FILE --tool TOOL --value JSON --key KEY
 //	promcp-device sim --manifest FILE --modbus-tcp ADDR
 //	promcp-device ports
@@ -58,6 +59,7 @@ Usage:
   promcp-device ports                                        list serial ports with USB vendor:product ids
   promcp-device scan (--tcp ADDR|--rtu-tcp ADDR|--port PORT) find Modbus units and readable registers (read-only)
   promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
+  promcp-device test [--junit FILE] [--update] FILE...       run site tests on the simulator; exit 1 on failures, 2 if one cannot load
   promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K
                                                              issue a one-time approval of one action
   promcp-device version                                      print the version
@@ -89,6 +91,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdApprove(args[1:], stdout, stderr)
 	case "demo":
 		return cmdDemo(ctx, args[1:], stdout, stderr)
+	case "test":
+		return cmdTest(ctx, args[1:], stdout, stderr)
 	case "sim":
 		return cmdSim(ctx, args[1:], stdout, stderr)
 	case "ports":

@@ -1,0 +1,43 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/sitetest"
+)
+
+// hasGreenhouseTools says whether m serves every tool the greenhouse demo
+// script calls.
+func hasGreenhouseTools(m *manifests.Manifest) bool {
+	want := map[string]bool{"read_temperature_zone1": true, "read_vent": true, "read_heater": true, "do_set_heater": true, "do_set_vent": true}
+	for _, c := range m.Capabilities {
+		delete(want, "read_"+c.Name)
+		if c.Do != nil {
+			delete(want, c.Do.Tool)
+		}
+	}
+	return len(want) == 0
+}
+
+// demoSession runs, through the site test runner, the session
+// sitetest.Session picks for m (can_do → read → do → read on its first
+// actuator) and prints it. It exits 1 only when a call is not answered: a
+// refusal is an answer worth showing.
+func demoSession(ctx context.Context, m *manifests.Manifest, path string, start time.Time, stdout, stderr io.Writer) int {
+	t := sitetest.Session(m, path, start)
+	fmt.Fprintf(stdout, "promcp-device demo: %s on the simulator, %s: the proMCP pattern on its first actuator\n\n", m.Gateway, start.Format("Mon 2006-01-02 15:04 -07:00"))
+	r := sitetest.Run(ctx, t, openSiteTest)
+	sitetest.Report(stdout, []*sitetest.Result{r})
+	if r.Err != nil {
+		fmt.Fprintln(stderr, "promcp-device demo:", r.Err)
+		return 1
+	}
+	if r.Failed() > 0 {
+		return 1
+	}
+	return 0
+}

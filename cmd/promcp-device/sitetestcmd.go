@@ -1,0 +1,157 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/sitetest"
+)
+
+// cmdTest runs site tests: each file's steps through the real MCP server
+// in process, on the simulator and a driven clock. Exit 0 when every test
+// passes, 1 when a step fails, 2 when a file cannot be loaded or run.
+func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	junit := fs.String("junit", "", "also write the results as JUnit XML to `FILE`")
+	update := fs.Bool("update", false, "write the values observed at the paths of each step's record: list into the file, as its expect")
+	// Flags may come after the files too (test site-tests/*.yml --junit F).
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return 2
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "promcp-device test: name one or more site test files (promcp-device test site-tests/*.yml)")
+		return 2
+	}
+	started := time.Now()
+	code := 0
+	var results []*sitetest.Result
+	for _, path := range files {
+		t, err := sitetest.Load(path)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			code = 2
+			continue
+		}
+		r := sitetest.Run(ctx, t, openSiteTest)
+		results = append(results, r)
+		switch {
+		case r.Err != nil:
+			code = 2
+		case r.Failed() > 0:
+			code = max(code, 1)
+		}
+		if *update && r.Err == nil {
+			if err := writeUpdate(t, r, stdout); err != nil {
+				fmt.Fprintln(stderr, "promcp-device test --update:", err)
+				code = 2
+			}
+		}
+	}
+	sitetest.Report(stdout, results)
+	if *junit != "" {
+		if err := writeJUnit(*junit, results, started); err != nil {
+			fmt.Fprintln(stderr, "promcp-device test: --junit:", err)
+			return 2
+		}
+	}
+	return code
+}
+
+func writeUpdate(t *sitetest.Test, r *sitetest.Result, stdout io.Writer) error {
+	out, changed, err := sitetest.Update(t, r)
+	if err != nil || !changed {
+		return err
+	}
+	info, err := os.Stat(t.File)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(t.File, out, info.Mode().Perm()); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "updated %s: recorded what came back as the expectations of its record steps\n", t.File)
+	return nil
+}
+
+func writeJUnit(path string, results []*sitetest.Result, started time.Time) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := sitetest.JUnit(f, results, started); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// openSiteTest opens a site test's manifest as `serve --sim` does (the
+// same openGateway), with its policy, on the test's manual clock, with an
+// in-memory idempotency store on that clock and aud as the audit log.
+func openSiteTest(ctx context.Context, t *sitetest.Test, clk *sim.ManualClock, aud server.Auditor) (*sitetest.Env, error) {
+	pc, err := resolvePolicy(t.Manifest, t.Policy, t.Loaded)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkRoles(t, pc.policy); err != nil {
+		return nil, err
+	}
+	log := slog.New(slog.DiscardHandler)
+	opts := gatewayOptions{simulate: true, clock: clk, policy: pc.policy}
+	ttl := idempotency.DefaultTTL
+	opts.server = append(opts.server, server.WithStore(idempotency.NewMemory(ttl, clk), ttl), server.WithAuditor(aud))
+	if refuse := pc.announce(log, t.Loaded, false, false); refuse != "" {
+		opts.server = append(opts.server, server.WithRefuseDo(refuse))
+	}
+	gw, err := openGateway(ctx, t.Loaded, opts, log)
+	if err != nil {
+		return nil, err
+	}
+	return &sitetest.Env{MCP: gw.srv.MCP(), World: gw.world, Close: gw.Close}, nil
+}
+
+// checkRoles refuses a caller whose role the policy does not declare (as
+// serve refuses such a --role): a misspelt role would test nothing.
+func checkRoles(t *sitetest.Test, pol *manifests.Policy) error {
+	roles := manifests.DefaultRoleNames
+	if pol != nil {
+		roles = pol.Roles
+	}
+	check := func(c sitetest.Caller, where string) error {
+		if !slices.Contains(roles, c.Role) {
+			return fmt.Errorf("%s: role %q is not declared by the policy (want %s)", where, c.Role, strings.Join(roles, ", "))
+		}
+		return nil
+	}
+	if err := check(t.Caller, t.File+": caller"); err != nil {
+		return err
+	}
+	for i, st := range t.Steps {
+		if st.As != nil {
+			if err := check(*st.As, fmt.Sprintf("%s: steps[%d].as", st.Pos, i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

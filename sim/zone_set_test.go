@@ -1,0 +1,39 @@
+package sim_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/sim"
+)
+
+// TestSetZone: a zone set to a temperature reads it, then drifts toward
+// the outside temperature set, on the clock.
+func TestSetZone(t *testing.T) {
+	m, err := manifests.Load("../manifests/examples/greenhouse.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	w, err := sim.New(m, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.SetZoneTemperature("zone1", 30); err != nil {
+		t.Fatal(err)
+	}
+	if z, _ := w.Zone("zone1"); z.Temperature != 30 {
+		t.Fatalf("zone1 = %v °C, want 30", z.Temperature)
+	}
+	if err := w.SetZoneOutside("zone1", -10); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Hour)
+	if z, _ := w.Zone("zone1"); z.Temperature >= 30 || z.Temperature < -10 {
+		t.Fatalf("zone1 after an hour at -10 °C outside = %v °C, want between -10 and 30", z.Temperature)
+	}
+	if w.SetZoneTemperature("zone9", 1) == nil || w.SetZoneOutside("zone9", 1) == nil {
+		t.Error("an unknown zone is accepted")
+	}
+}
