@@ -26,8 +26,9 @@ import (
 // `promcp-device approve`.
 //
 // The desk is in memory: a restart forgets what waits (the agent's next
-// call puts it back). It holds at most DeskMax requests; a new one pushes
-// out the oldest that nobody decided.
+// call puts it back). It holds at most DeskPerCaller waiting requests of
+// one caller and DeskMax in all; a new one pushes out the oldest that
+// nobody decided (the caller's own first).
 //
 // Desk is safe for concurrent use.
 type Desk struct {
@@ -38,8 +39,12 @@ type Desk struct {
 	all []*Request // oldest first
 }
 
-// DeskMax bounds the requests a Desk holds.
-const DeskMax = 100
+// DeskMax bounds the requests a Desk holds, DeskPerCaller those one
+// caller has waiting (beyond it, the caller's oldest waiting request goes).
+const (
+	DeskMax       = 100
+	DeskPerCaller = 20
+)
 
 // Decisions of a Request.
 const (
@@ -157,7 +162,17 @@ func (d *Desk) ask(t DoTool, c Caller, value any, key, fp, reason string) string
 	if r := d.findLocked(t.Name, c, key, fp); r != nil {
 		return r.note()
 	}
-	if len(d.all) >= DeskMax {
+	mine := 0
+	for _, r := range d.all {
+		if r.Caller == c && r.State == Waiting {
+			mine++
+		}
+	}
+	switch {
+	case mine >= DeskPerCaller: // one caller does not push out the others' requests
+		i := slices.IndexFunc(d.all, func(r *Request) bool { return r.Caller == c && r.State == Waiting })
+		d.all = slices.Delete(d.all, i, i+1)
+	case len(d.all) >= DeskMax:
 		i := slices.IndexFunc(d.all, func(r *Request) bool { return r.State == Waiting })
 		if i < 0 {
 			i = 0
