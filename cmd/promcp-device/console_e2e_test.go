@@ -99,7 +99,7 @@ func browser(t *testing.T) context.Context {
 		chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(430, 1250),
+		chromedp.WindowSize(800, 1100),
 	}
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancel)
@@ -143,6 +143,7 @@ func TestConsoleInChromium(t *testing.T) {
 	site := startConsoleSite(t)
 
 	err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(412, 1000), // a phone on site
 		chromedp.Navigate(site.base+"/console/"),
 		chromedp.WaitVisible(chromedp.CSS("#token")),
 		chromedp.SendKeys(chromedp.CSS("#token"), site.supervisor),
