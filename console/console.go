@@ -25,6 +25,7 @@ import (
 	"errors"
 	"html/template"
 	"log/slog"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
@@ -141,7 +142,27 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
+	if c.cfg.Tokens == nil && !loopbackHost(r.Host) {
+		// Without tokens the gateway listens on loopback only; a page
+		// under another host name that resolves there (DNS rebinding)
+		// reads nothing.
+		http.Error(w, "without --tokens the console answers on a loopback address only (127.0.0.1, ::1, localhost)", http.StatusForbidden)
+		return
+	}
 	c.mux.ServeHTTP(w, r)
+}
+
+// loopbackHost reports whether a Host header names a loopback address.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // viewer is who looks at the console in this request.

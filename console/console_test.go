@@ -151,3 +151,45 @@ func TestConsoleLoginAndRevocation(t *testing.T) {
 		t.Fatalf("live after the token was revoked: %d, want 401", code)
 	}
 }
+
+// Without tokens every visitor is the --role caller, nobody approves (not
+// even as supervisor: the console cannot tell a person from the agent),
+// and a host name other than a loopback one (DNS rebinding) is refused.
+func TestConsoleWithoutTokens(t *testing.T) {
+	srv, err := server.New("pump", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	desk := server.NewDesk(nil, 0)
+	c, err := console.New(console.Config{Server: srv, Caller: server.Caller{Name: "local", Role: "supervisor"}, Desk: desk, Gateway: "pump"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(c)
+	defer hs.Close()
+	code, body := get(t, hs.Client(), hs.URL+"/console/")
+	if code != 200 || !strings.Contains(body, "without --tokens") || strings.Contains(body, "· approves") {
+		t.Fatalf("console without tokens: %d, want the page, saying nobody approves here\n%s", code, body)
+	}
+	req, _ := http.NewRequest("GET", hs.URL+"/console/", nil)
+	req.Host = "rebound.example:8080"
+	resp, err := hs.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("Host rebound.example without tokens: status %d, want 403", resp.StatusCode)
+	}
+	post, _ := http.NewRequest("POST", hs.URL+"/console/decide", strings.NewReader("id=X&decision=approve&csrf="))
+	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	post.Header.Set("Origin", hs.URL)
+	resp, err = hs.Client().Do(post)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a decision without tokens: status %d, want 403", resp.StatusCode)
+	}
+}

@@ -21,6 +21,13 @@ import (
 // come from the cache within each capability's TTL).
 const snapshotEvery = time.Second
 
+// sweepTimeout bounds one sweep of the tools.
+const sweepTimeout = 30 * time.Second
+
+// contextShown is how many waiting requests get can_do's answer beside
+// them (the newest); the others show without it.
+const contextShown = 20
+
 // snapshot is what the tools answered at one time.
 type snapshot struct {
 	Taken     time.Time
@@ -61,6 +68,10 @@ func (c *Console) snapshot(ctx context.Context) *snapshot {
 		return s
 	}
 	s := &snapshot{Taken: now}
+	// The sweep is shared: it does not end when the browser that started
+	// it goes away.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sweepTimeout)
+	defer cancel()
 	for _, t := range c.cfg.Server.Tools() {
 		switch t.Kind {
 		case promcp.KindRead:
@@ -191,9 +202,11 @@ func (c *Console) requests(ctx context.Context, now time.Time) []requestView {
 	}
 	me := server.CallerFrom(ctx)
 	var out []requestView
+	asked := 0
 	for _, r := range c.cfg.Desk.Requests() {
 		v := requestView{Request: r, ValueText: formatValue(r.Value), Remaining: remaining(r.Expires, now), Own: r.Caller.Name == me.Name}
-		if r.State == server.Waiting {
+		if r.State == server.Waiting && asked < contextShown {
+			asked++
 			if rep, err := c.canDo(ctx, r.Tool, r.Value); err != nil {
 				v.Context = []stateLine{{Permission: "error", Reason: err.Error()}}
 			} else {

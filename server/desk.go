@@ -133,7 +133,7 @@ func (d *Desk) Decide(id string, by Caller, approve bool) (Request, error) {
 	if by.Name == r.Caller.Name {
 		return *r, fmt.Errorf("%w: %s asked for it", ErrOwnRequest, by.Name)
 	}
-	now := d.now()
+	now := d.clock()
 	r.DecidedBy, r.Decided = by, now
 	r.State = Denied
 	if approve {
@@ -149,7 +149,7 @@ func (d *Desk) Decide(id string, by Caller, approve bool) (Request, error) {
 // unused past Expires); decided ones are kept until then too, so the
 // console shows what happened.
 func (d *Desk) expireLocked() {
-	now := d.now()
+	now := d.clock()
 	d.all = slices.DeleteFunc(d.all, func(r *Request) bool { return now.After(r.Expires) })
 }
 
@@ -179,7 +179,7 @@ func (d *Desk) ask(t DoTool, c Caller, value any, key, fp, reason string) string
 		}
 		d.all = slices.Delete(d.all, i, i+1)
 	}
-	now := d.now()
+	now := d.clock()
 	r := &Request{ID: newRequestID(), Tool: t.Name, Value: value, Key: key, Caller: c, Asked: now, Reason: reason,
 		SideEffects: slices.Clone(t.SideEffects), Compensable: t.Compensable, State: Waiting, Expires: now.Add(d.ttl), fp: fp}
 	d.all = append(d.all, r)
@@ -209,6 +209,15 @@ func (d *Desk) spent(g approval.Grant) {
 			r.State = Used
 		}
 	}
+}
+
+// clock is the desk's time: its clock's, else the server's it was given
+// to, else the system's.
+func (d *Desk) clock() time.Time {
+	if d.now == nil {
+		return time.Now()
+	}
+	return d.now()
 }
 
 func (d *Desk) findLocked(tool string, c Caller, key, fp string) *Request {
