@@ -377,3 +377,15 @@ func (s *session) rawCall(name string, args map[string]any) (map[string]any, boo
 	}
 	return body, res.IsError
 }
+
+// --console is for --http, and its approvers must be declared roles.
+func TestConsoleFlags(t *testing.T) {
+	_, stderr, code := runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--console")
+	if code != 2 || !strings.Contains(stderr, "--console needs --http") {
+		t.Errorf("serve --console over stdio: exit %d, %q; want exit 2 saying it needs --http", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--console", "--console-approvers", "supervsor")
+	if code != 2 || !strings.Contains(stderr, `--console-approvers: role "supervsor" is not declared`) {
+		t.Errorf("serve --console-approvers supervsor: exit %d, %q; want exit 2 naming the undeclared role", code, stderr)
+	}
+}

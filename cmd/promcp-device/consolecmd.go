@@ -4,9 +4,11 @@ import (
 	"log/slog"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/promcp/promcp-device/console"
+	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 )
 
@@ -19,10 +21,18 @@ func (f *serveFlags) newConsole(gw *openedGateway, tokens *server.Tokens, caller
 	if f.stateDir != "" {
 		cfg.AuditFile = filepath.Join(f.stateDir, auditFile)
 	}
+	roles := manifests.DefaultRoleNames
+	if gw.policy != nil {
+		roles = gw.policy.Roles
+	}
 	for _, r := range strings.Split(f.consoleApprovers, ",") {
-		if r = strings.TrimSpace(r); r != "" {
-			cfg.Approvers = append(cfg.Approvers, r)
+		if r = strings.TrimSpace(r); r == "" {
+			continue
 		}
+		if !slices.Contains(roles, r) {
+			return nil, usageErr("--console-approvers: role %q is not declared (want %s)", r, strings.Join(roles, ", "))
+		}
+		cfg.Approvers = append(cfg.Approvers, r)
 	}
 	if cfg.Approvers == nil {
 		cfg.Approvers = []string{} // nobody approves

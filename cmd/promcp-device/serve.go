@@ -375,7 +375,7 @@ func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *serve
 		Sessions: server.SessionLimits{Total: f.maxSessions, PerCaller: f.maxTokenSessions, IdleTTL: f.sessionIdle}}
 	if f.console {
 		if gw.console, err = f.newConsole(gw, tokens, caller, log); err != nil {
-			return exit(stderr, failErr(err, false))
+			return exit(stderr, err)
 		}
 	}
 	return serveHTTP(ctx, gw, f.httpAddr, f.maxConns, cfg, f.tlsCert, f.tlsKey, stdout, stderr, log)
