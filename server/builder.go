@@ -183,6 +183,7 @@ type Server struct {
 	ledger       approval.Ledger
 	refuseDo     string           // why every do_* is refused, when it is (no policy)
 	elicit       *approval.Signer // signs the state elicitation round-trips
+	desk         *Desk            // the calls waiting for approval in the operator console; nil: none
 
 	name, version string
 	provenance    map[string]map[string]any // by tool; written at registration only

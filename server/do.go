@@ -192,6 +192,9 @@ func (c *doCall) admit(ctx context.Context, argErr *promcp.Error) (promcp.DoResu
 		r.Permission = promcp.RequiresHumanApproval
 		return r, true
 	}
+	if c.appr == nil && s.desk != nil {
+		c.appr, c.grant = s.desk.granted(c.t.Name, c.caller, c.key, c.fp) // approved in the operator console
+	}
 	return promcp.DoResult{}, false
 }
 
@@ -298,6 +301,9 @@ func (c *doCall) spend(kept bool) {
 		// only a retry after the key expires could reuse the token.
 		c.s.log.Error("approval not recorded as spent", "tool", c.t.Name, "key", c.key, "approval", c.grant.ID, "err", err)
 	}
+	if c.s.desk != nil {
+		c.s.desk.spent(*c.grant)
+	}
 }
 
 // answer turns what the store returned into the call's result: a conflict
@@ -331,6 +337,9 @@ func (c *doCall) answer(ctx context.Context, outcome []byte, replayed bool, err 
 	}
 	if out.Permission == promcp.RequiresHumanApproval && c.appr == nil && c.t.ApprovalVia == approval.ViaElicitation && clientCanElicit(ctx) {
 		return out, c.s.askApproval(c.t, c.args, c.key, c.fp, out.Reason)
+	}
+	if out.Permission == promcp.RequiresHumanApproval && c.appr == nil && c.s.desk != nil {
+		out.Reason += "; " + c.s.desk.ask(c.t, c.caller, c.args["value"], c.key, c.fp, out.Reason)
 	}
 	return out, nil
 }

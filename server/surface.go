@@ -26,6 +26,7 @@ func (s *Server) Surface(name, instructions string) (*Server, error) {
 		return nil, err
 	}
 	ns.validator = v
+	ns.desk = s.desk // a call on a group waits on the same desk
 	mopts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithRecovery(),

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,7 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/clock"
+	"github.com/promcp/promcp-device/console"
 	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/host"
@@ -53,6 +55,9 @@ type serveFlags struct {
 	origins                                              listFlag
 	audit                                                *auditConfig
 	provenance                                           string // where the provenance envelope goes: meta or inline
+	console                                              bool   // serve the operator console at /console
+	consoleApprovers                                     string // the roles that approve in the console
+	desk                                                 *server.Desk
 }
 
 // parseServeFlags reads serve's command line; nil (with a usage message
@@ -87,6 +92,8 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 	fs.DurationVar(&f.sessionIdle, "session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
 	fs.StringVar(&f.provenance, "provenance", string(server.ProvenanceMeta), "where each result's provenance envelope (_tool, _toulmin, _tags) goes: `meta` (the _meta stamp) or inline (in the result body, declared in each output schema)")
 	f.audit = auditFlags(fs)
+	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
+	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console and --tokens: the `ROLES` (comma-separated) that approve or deny waiting do_* calls in the console")
 	if err := fs.Parse(args); err != nil {
 		return nil
 	}
@@ -217,6 +224,9 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 	if f.scenario != "" && !f.simulate {
 		return nil, usageErr("--scenario needs --sim (faults are injected in the simulator only)")
 	}
+	if f.console && f.httpAddr == "" {
+		return nil, usageErr("--console needs --http (the console is served on the same listener)")
+	}
 	return tokens, nil
 }
 
@@ -304,7 +314,7 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 // approvalVia warns of approvals that can never be given, and with
 // --approval-out-of-band-only makes every approval of pol out-of-band.
 func (f *serveFlags) approvalVia(log *slog.Logger, pol *manifests.Policy) {
-	if pol != nil && f.approvalKey == "" && !f.readOnly {
+	if pol != nil && f.approvalKey == "" && !f.readOnly && !f.console {
 		for tool, a := range pol.Actions {
 			if a.Approval != nil && a.Approval.Via != manifests.ViaElicitation {
 				log.Warn("the policy asks for out-of-band approval but serve has no --approval-key: this action can never be approved", "action", tool)
@@ -334,6 +344,10 @@ func (f *serveFlags) withState(opts *gatewayOptions, st *state, log *slog.Logger
 	if f.readOnly {
 		opts.server = append(opts.server, server.WithReadOnly())
 	}
+	if f.console && !f.readOnly {
+		f.desk = server.NewDesk(nil, 0)
+		opts.server = append(opts.server, server.WithDesk(f.desk))
+	}
 }
 
 // serve serves gw over stdio, or over HTTP with --http, until ctx ends.
@@ -359,6 +373,11 @@ func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *serve
 	}
 	cfg := server.HTTPConfig{AllowedOrigins: f.origins, Caller: caller, Tokens: tokens, Groups: groups,
 		Sessions: server.SessionLimits{Total: f.maxSessions, PerCaller: f.maxTokenSessions, IdleTTL: f.sessionIdle}}
+	if f.console {
+		if gw.console, err = f.newConsole(gw, tokens, caller, log); err != nil {
+			return exit(stderr, err)
+		}
+	}
 	return serveHTTP(ctx, gw, f.httpAddr, f.maxConns, cfg, f.tlsCert, f.tlsKey, stdout, stderr, log)
 }
 
@@ -403,6 +422,9 @@ func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int
 		return 1
 	}
 	ln = server.LimitListener(ln, maxConns)
+	if gw.console != nil {
+		hs.Handler = withConsole(hs.Handler, gw.console)
+	}
 	if host, _, err := net.SplitHostPort(addr); err == nil && cfg.Tokens != nil && tlsCert == "" && !isLoopback(host) {
 		log.Warn("bearer tokens travel in clear text: serving plain HTTP on a non-loopback address, so anyone on the network path can read a token and replay it; serve with --tls-cert and --tls-key, or behind a TLS proxy on loopback", "addr", addr)
 	}
@@ -411,6 +433,9 @@ func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int
 	fmt.Fprintf(stdout, "  connect an MCP client to %s, for example: claude mcp add --transport http %s %s\n", url, gw.manifest.Gateway, url)
 	for _, g := range gw.manifest.Groups {
 		fmt.Fprintf(stdout, "  group %s: %d tools on %s/%s\n", g.Name, len(cfg.Groups[g.Name].Tools()), url, g.Name)
+	}
+	if gw.console != nil {
+		fmt.Fprintf(stdout, "  operator console on %s://%s/console/\n", scheme, ln.Addr())
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -460,6 +485,9 @@ type openedGateway struct {
 	world    *sim.World       // nil on hardware
 	modbus   *sim.ModbusEndpoints
 	sysfsDir string // the simulated kernel files; "" on hardware
+
+	console http.Handler      // the operator console (--console), or nil
+	policy  *manifests.Policy // the policy it runs under, or nil
 }
 
 func (g *openedGateway) Close() error {
@@ -578,6 +606,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		return nil, err
 	}
 	g.srv = srv
+	g.policy = o.policy
 	return g, nil
 }
 

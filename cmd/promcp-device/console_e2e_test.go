@@ -1,0 +1,401 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// consoleSite is a greenhouse gateway served with --console and tokens:
+// an agent (operator), a supervisor and a viewer, and a fault scenario in
+// which the energy meter reports 1 MW (degraded) for 10 s every 20 s.
+type consoleSite struct {
+	url, base                 string // the MCP endpoint, and scheme://host
+	agent, supervisor, viewer string // their tokens
+	state                     string
+}
+
+func startConsoleSite(t *testing.T, extra ...string) *consoleSite {
+	t.Helper()
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, "greenhouse.yml")
+	copyFile(t, greenhouse, manifest)
+	copyFile(t, strings.TrimSuffix(greenhouse, ".yml")+".policy.yml", filepath.Join(dir, "greenhouse.policy.yml"))
+	scenario := filepath.Join(dir, "meter.yml")
+	// The meter reports 1 MW for 10 s every 20 s from 12 s on: whenever
+	// the browser logs in, the value changes within 20 s.
+	sc := "version: 1\nscenario: meter\nmanifest: greenhouse.yml\nfaults:\n"
+	for k := range 15 {
+		sc += fmt.Sprintf("  - {at: %ds, device: energy_meter, fault: implausible, value: 1000000, for: 10s}\n", 12+20*k)
+	}
+	if err := os.WriteFile(scenario, []byte(sc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := &consoleSite{state: filepath.Join(dir, "state")}
+	tokens := filepath.Join(dir, "tokens.txt")
+	for _, who := range []struct {
+		name, role string
+		tok        *string
+	}{{"agent", "operator", &s.agent}, {"sue", "supervisor", &s.supervisor}, {"vic", "viewer", &s.viewer}} {
+		out, errOut, code := runCLI(t, "token", "add", "--tokens", tokens, "--name", who.name, "--role", who.role)
+		if code != 0 {
+			t.Fatalf("token add %s: exit %d: %s", who.name, code, errOut)
+		}
+		*who.tok = strings.TrimSpace(out)
+	}
+	s.url = startHTTP(t, append([]string{"--manifest", manifest, "--tokens", tokens, "--state", s.state,
+		"--console", "--scenario", scenario}, extra...)...)
+	s.base = strings.TrimSuffix(s.url, "/mcp")
+	return s
+}
+
+// agentSession is the agent's own MCP client, with its token.
+func (s *consoleSite) agentSession(t *testing.T) *session {
+	t.Helper()
+	c := mcpClient(t, s.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + s.agent}))
+	t.Cleanup(func() { c.Close() })
+	return &session{t: t, c: c}
+}
+
+// chromium returns the path of Debian's chromium, or skips the test
+// saying why; where CI runs (CI=true or PROMCP_REQUIRE_CHROMIUM=1) a
+// missing browser fails the test instead.
+func chromium(t *testing.T) string {
+	t.Helper()
+	for _, p := range []string{os.Getenv("PROMCP_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser"} {
+		if p == "" {
+			continue
+		}
+		if path, err := exec.LookPath(p); err == nil {
+			return path
+		}
+	}
+	if os.Getenv("CI") == "true" || os.Getenv("PROMCP_REQUIRE_CHROMIUM") == "1" {
+		t.Fatal("chromium is not installed, and CI requires the console test to run in it (apt-get install chromium; scripts/test does)")
+	}
+	t.Skip("chromium is not installed: the console's browser test needs Debian's chromium (apt-get install chromium); scripts/test installs it and requires it")
+	return ""
+}
+
+// browser starts a headless chromium, phone-sized, with a fresh profile
+// and every background connection off (the network is closed).
+func browser(t *testing.T) context.Context {
+	t.Helper()
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(chromium(t)),
+		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("disable-extensions", true),
+		chromedp.Flag("disable-dev-shm-usage", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(800, 1100),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancelCtx := chromedp.NewContext(actx)
+	t.Cleanup(cancelCtx)
+	ctx, cancelT := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(cancelT)
+	if err := chromedp.Do(ctx, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("starting chromium: %v", err)
+	}
+	return ctx
+}
+
+// textOf is the text of the first element matching sel.
+func textOf(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// waitJS waits until the JavaScript condition js holds in the page (the
+// page polls the gateway every 2 s; the browser context bounds the wait).
+func waitJS(t *testing.T, ctx context.Context, what, js string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](js, chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(60*time.Second))); err != nil {
+		body, _ := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
+		t.Fatalf("waiting for %s: %v\npage:\n%s", what, err, body)
+	}
+}
+
+// The operator console in a real browser: a supervisor logs in with her
+// token, sees a value change with its quality without reloading, sees the
+// agent's do_* call wait for approval (who, what, why, the side effects and
+// can_do's answer), approves it there, and the agent's call completes,
+// recorded in the audit log as approved by her.
+func TestConsoleInChromium(t *testing.T) {
+	ctx := browser(t)
+	site := startConsoleSite(t)
+
+	err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(412, 1000), // a phone on site
+		chromedp.Navigate(site.base+"/console/"),
+		chromedp.WaitVisible(chromedp.CSS("#token")),
+		chromedp.SendKeys(chromedp.CSS("#token"), site.supervisor),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#values")),
+	)
+	if err == nil {
+		_, err = chromedp.Run(ctx, chromedp.Evaluate[string](`window.promcpMarker = "same page"`))
+	}
+	if err != nil {
+		t.Fatalf("logging in: %v", err)
+	}
+	if who := textOf(t, ctx, "header .who"); who != "sue · supervisor · approves" {
+		t.Fatalf("header after login = %q, want sue · supervisor · approves", who)
+	}
+	if cookies, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.cookie`)); cookies != "" {
+		t.Errorf("document.cookie = %q: the session cookie must be HttpOnly, out of the page's reach", cookies)
+	}
+
+	// A value changes with its quality as the meter's fault comes and
+	// goes, and the page shows it without a reload.
+	power := `#v-read_site_power`
+	before := textOf(t, ctx, power)
+	if !strings.Contains(before, "150 W good") && !strings.Contains(before, "1000000 W degraded implausible") {
+		t.Fatalf("site power = %q, want 150 W good, or 1000000 W degraded (implausible) during the fault", before)
+	}
+	q0 := textOf(t, ctx, power+" .q")
+	waitJS(t, ctx, "the site power's quality to change from "+q0, `document.querySelector("#v-read_site_power .q").innerText !== "`+q0+`"`)
+	after := textOf(t, ctx, power)
+	if want := map[string]string{"good": "1000000 W degraded implausible", "degraded": "150 W good"}[q0]; !strings.Contains(after, want) {
+		t.Errorf("site power went from %q to %q, want %q", before, after, want)
+	}
+
+	// The agent asks for more than the policy lets it do alone.
+	agent := site.agentSession(t)
+	args := map[string]any{"value": 50.0, "idempotency_key": "fan-50"}
+	r, _ := agent.rawCall("do_set_fan_speed", args)
+	if r["status"] != "failed" || r["permission"] != "requires_human_approval" || !strings.Contains(r["reason"].(string), "operator console as request") {
+		t.Fatalf("do_set_fan_speed 50 = %v, want requires_human_approval waiting in the console", r)
+	}
+	id := regexp.MustCompile(`request ([0-9A-F]+)`).FindStringSubmatch(r["reason"].(string))[1]
+	req := "#r-" + id
+	waitJS(t, ctx, "the request to appear", `document.querySelector("`+req+` button.approve") !== null`)
+	card := textOf(t, ctx, req)
+	for _, want := range []string{"do_set_fan_speed value 50", "asked by agent (operator)", "fan-50", "above", "side effects:", "can_do now:"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("request card = %q, want it to say %q", card, want)
+		}
+	}
+	shot(t, ctx)
+
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(req+" button.approve")), chromedp.WaitVisible(chromedp.CSS("#flash"))); err != nil {
+		t.Fatalf("approving: %v", err)
+	}
+	if f := textOf(t, ctx, "#flash"); !strings.Contains(f, "approved by sue") {
+		t.Fatalf("after approving: %q, want approved by sue", f)
+	}
+	// The approval is a form post (the page loads again); from here on
+	// the page updates in place.
+	_, _ = chromedp.Run(ctx, chromedp.Evaluate[string](`window.promcpMarker = "same page"`))
+
+	// The agent's same call now completes, with the approval recorded.
+	r, _ = agent.rawCall("do_set_fan_speed", args)
+	if r["status"] != "success" || r["applied_value"] != 50.0 {
+		t.Fatalf("do_set_fan_speed 50 after approval = %v, want success 50", r)
+	}
+	waitJS(t, ctx, "the setpoint and the used approval to show", `document.querySelector("#v-read_fan_speed_setpoint .value").innerText.startsWith("50") && document.querySelector("`+req+`").className.includes("req-used")`)
+	waitJS(t, ctx, "the audit log to show the approved result", `[...document.querySelectorAll("#audit tr")].some(tr => tr.innerText.includes("do_set_fan_speed") && tr.innerText.includes("success") && tr.innerText.includes("approved by sue"))`)
+	if marker, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`window.promcpMarker || ""`)); marker != "same page" {
+		t.Errorf("the page reloaded while it updated (marker %q)", marker)
+	}
+
+	// The filter keeps to the rows asked for.
+	if err := chromedp.Do(ctx, chromedp.Navigate(site.base+"/console/?outcome=requires_human_approval&tool=do_set_fan_speed#audit"), chromedp.WaitVisible(chromedp.CSS("#audit"))); err != nil {
+		t.Fatal(err)
+	}
+	rows := textOf(t, ctx, "#audit tbody")
+	if !strings.Contains(rows, "requires_human_approval") || strings.Contains(rows, "success") {
+		t.Errorf("audit filtered on requires_human_approval = %q, want the refusal only", rows)
+	}
+}
+
+// shot saves a screenshot of the console (PNG) to PROMCP_CONSOLE_SCREENSHOT,
+// or beside the test's temporary files, and logs where.
+func shot(t *testing.T, ctx context.Context) {
+	t.Helper()
+	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	path := os.Getenv("PROMCP_CONSOLE_SCREENSHOT")
+	if path == "" {
+		path = filepath.Join(os.TempDir(), "promcp-console.png")
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("console screenshot: %s (%d bytes)", path, len(png))
+}
+
+// The approval in the console is out of the agent's reach: its own token
+// (role operator) may read the console but not decide; a POST from
+// another origin, or without the session's CSRF token, is refused; a
+// supervisor does not approve her own request; a viewer sees no buttons.
+// Runs without a browser.
+func TestConsoleApprovalCannotBeForged(t *testing.T) {
+	site := startConsoleSite(t)
+	agent := site.agentSession(t)
+	r, _ := agent.rawCall("do_set_fan_speed", map[string]any{"value": 50.0, "idempotency_key": "k1"})
+	m := regexp.MustCompile(`request ([0-9A-F]+)`).FindStringSubmatch(r["reason"].(string))
+	if m == nil {
+		t.Fatalf("do_set_fan_speed 50 = %v, want a request waiting in the console", r)
+	}
+	id := m[1]
+
+	login := func(token string) (*http.Client, string) {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		req, _ := http.NewRequest("POST", site.base+"/console/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", site.base)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		page := readAll(t, resp)
+		csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+		if csrf == nil {
+			t.Fatalf("no CSRF token on the page after login:\n%s", page)
+		}
+		return c, csrf[1]
+	}
+	decide := func(c *http.Client, origin, csrf string) int {
+		req, _ := http.NewRequest("POST", site.base+"/console/decide", strings.NewReader(url.Values{"id": {id}, "decision": {"approve"}, "csrf": {csrf}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Accept", "application/json")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	agentWeb, agentCSRF := login(site.agent)
+	if got := decide(agentWeb, site.base, agentCSRF); got != http.StatusForbidden {
+		t.Errorf("the agent's own token approving in the console: status %d, want 403", got)
+	}
+	sue, csrf := login(site.supervisor)
+	if got := decide(sue, "http://evil.example", csrf); got != http.StatusForbidden {
+		t.Errorf("a supervisor's session posting from another origin: status %d, want 403", got)
+	}
+	if got := decide(sue, "", csrf); got != http.StatusForbidden {
+		t.Errorf("a POST with neither Origin nor Referer: status %d, want 403", got)
+	}
+	if got := decide(sue, site.base, "forged"); got != http.StatusForbidden {
+		t.Errorf("a POST with a wrong CSRF token: status %d, want 403", got)
+	}
+	if r, _ := agent.rawCall("do_set_fan_speed", map[string]any{"value": 50.0, "idempotency_key": "k1"}); r["status"] != "failed" {
+		t.Fatalf("after the refused decisions the agent's call = %v, want still failed (waiting)", r)
+	}
+
+	// Sue asks herself (over MCP) and may not approve her own request.
+	sc := mcpClient(t, site.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + site.supervisor}))
+	t.Cleanup(func() { sc.Close() })
+	own := &session{t: t, c: sc}
+	r2, _ := own.rawCall("do_set_fan_speed", map[string]any{"value": 48.0, "idempotency_key": "sue-1"})
+	ownID := regexp.MustCompile(`request ([0-9A-F]+)`).FindStringSubmatch(r2["reason"].(string))[1]
+	saved := id
+	id = ownID
+	if got := decide(sue, site.base, csrf); got != http.StatusForbidden {
+		t.Errorf("sue approving her own request: status %d, want 403", got)
+	}
+	id = saved
+
+	vic, _ := login(site.viewer)
+	resp, err := vic.Get(site.base + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := readAll(t, resp); strings.Contains(page, `value="approve"`) || !strings.Contains(page, "Waits for supervisor or admin") {
+		t.Errorf("the viewer's page shows approve buttons, or does not say who decides")
+	}
+
+	if got := decide(sue, site.base, csrf); got != http.StatusSeeOther {
+		t.Fatalf("sue approving the agent's request from the console's page: status %d, want 303", got)
+	}
+	if r, _ := agent.rawCall("do_set_fan_speed", map[string]any{"value": 50.0, "idempotency_key": "k1"}); r["status"] != "success" {
+		t.Fatalf("the agent's call after sue approved = %v, want success", r)
+	}
+	if r, _ := agent.rawCall("do_set_fan_speed", map[string]any{"value": 50.0, "idempotency_key": "k1"}); r["status"] != "success" || r["replayed"] != true {
+		t.Fatalf("the agent's retry of the approved call = %v, want the same success, replayed (not actuated twice)", r)
+	}
+	resp, err = sue.Get(site.base + "/console/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if page := readAll(t, resp); !strings.Contains(page, `id="r-`+id+`"`) || !strings.Contains(page, "used by <b>sue</b>") {
+		t.Errorf("sue's console does not show the request as used by her approval")
+	}
+	audit, err := os.ReadFile(filepath.Join(site.state, "audit.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(audit), `"approval":{"by":"sue","method":"out_of_band"`) {
+		t.Errorf("audit log does not record sue's approval:\n%s", audit)
+	}
+}
+
+func readAll(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	var b strings.Builder
+	if _, err := io.Copy(&b, resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+// rawCall calls a tool and returns its structured body without the
+// provenance and schema checks of call (tools/list was not fetched).
+func (s *session) rawCall(name string, args map[string]any) (map[string]any, bool) {
+	s.t.Helper()
+	res, err := s.c.CallTool(s.t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
+	if err != nil {
+		s.t.Fatalf("%s(%v): %v", name, args, err)
+	}
+	body, _ := res.StructuredContent.(map[string]any)
+	if body == nil {
+		s.t.Fatalf("%s(%v): no structured content", name, args)
+	}
+	return body, res.IsError
+}
+
+// --console is for --http, and its approvers must be declared roles.
+func TestConsoleFlags(t *testing.T) {
+	_, stderr, code := runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--console")
+	if code != 2 || !strings.Contains(stderr, "--console needs --http") {
+		t.Errorf("serve --console over stdio: exit %d, %q; want exit 2 saying it needs --http", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--console", "--console-approvers", "supervsor")
+	if code != 2 || !strings.Contains(stderr, `--console-approvers: role "supervsor" is not declared`) {
+		t.Errorf("serve --console-approvers supervsor: exit %d, %q; want exit 2 naming the undeclared role", code, stderr)
+	}
+}

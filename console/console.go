@@ -1,0 +1,227 @@
+// Package console is the gateway's operator console: a few server-rendered
+// pages, served on the gateway's own HTTP listener under /console, that
+// show the capabilities with their live values and quality, the actuators
+// with their policy state, the audit log and the do_* calls waiting for a
+// person's approval, which a supervisor approves or denies there.
+//
+// Everything is embedded in the binary (html/template, one small script,
+// one style sheet): no build step and no external asset. Values come
+// through the gateway's own read_* and can_do tools, as an MCP client gets
+// them: a read answers from the capability's cache within its TTL, so the
+// console adds no bus transaction beyond one per TTL, however many browsers
+// watch.
+//
+// With bearer tokens, a person logs in with their token; the console keeps
+// it server-side behind a random session cookie (HttpOnly, SameSite=Strict,
+// Secure over HTTPS) and looks it up again at every request, so a revoked
+// token ends its sessions. Every POST must come from the console's own
+// origin and carry the session's CSRF token. Without tokens (a loopback
+// gateway), every visitor is the serve --role caller and nobody can
+// approve: the console could not tell a person from the agent.
+package console
+
+import (
+	"embed"
+	"errors"
+	"html/template"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/server"
+)
+
+//go:embed assets
+var assets embed.FS
+
+// DefaultApprovers are the roles that may approve in the console.
+var DefaultApprovers = []string{server.RoleSupervisor, server.RoleAdmin}
+
+// Config configures a console.
+type Config struct {
+	// Server is the gateway's proMCP server: its read_* and can_do tools
+	// give the values and the policy state.
+	Server *server.Server
+	// Tokens, when set, are required: a person logs in with one.
+	Tokens *server.Tokens
+	// Caller is every visitor when Tokens is nil.
+	Caller server.Caller
+	// Desk holds the calls that wait for approval; nil shows none.
+	Desk *server.Desk
+	// AuditFile is the audit log (JSON lines) shown; "" when there is none.
+	AuditFile string
+	// Approvers are the roles that may approve or deny; nil means
+	// DefaultApprovers. Only with Tokens.
+	Approvers []string
+	// Policy is the gateway's policy, whose rules (cooldown, rate limit,
+	// windows, interlocks, approval) the console states beside each
+	// actuator; nil when there is none.
+	Policy *manifests.Policy
+	// Gateway names the gateway in the page title.
+	Gateway string
+	// Now is the clock (sessions, "remaining" times); nil means time.Now.
+	Now func() time.Time
+	Log *slog.Logger
+}
+
+// Path is where the console is served.
+const Path = "/console/"
+
+// sessionCookie names the console's session cookie.
+const sessionCookie = "promcp_console"
+
+// sessionTTL bounds a login; maxSessions the logins held at once (the
+// oldest is dropped beyond it).
+const (
+	sessionTTL  = 12 * time.Hour
+	maxSessions = 256
+)
+
+// Console is the console's HTTP handler.
+type Console struct {
+	cfg   Config
+	pages *template.Template
+	mux   *http.ServeMux
+
+	mu       sync.Mutex
+	sessions map[string]*session
+
+	snap snapshotCache
+}
+
+type session struct {
+	token   string
+	csrf    string
+	expires time.Time
+}
+
+// New returns the console for cfg.
+func New(cfg Config) (*Console, error) {
+	if cfg.Server == nil {
+		return nil, errors.New("console: no server")
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Approvers == nil {
+		cfg.Approvers = DefaultApprovers
+	}
+	t, err := template.New("").Funcs(funcs).ParseFS(assets, "assets/*.html")
+	if err != nil {
+		return nil, err
+	}
+	c := &Console{cfg: cfg, pages: t, sessions: map[string]*session{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /console/{$}", c.page)
+	mux.HandleFunc("GET /console/live", c.live)
+	mux.HandleFunc("GET /console/login", c.loginForm)
+	mux.HandleFunc("POST /console/login", c.login)
+	mux.HandleFunc("POST /console/logout", c.logout)
+	mux.HandleFunc("POST /console/decide", c.decide)
+	mux.HandleFunc("GET /console/static/console.js", static("console.js", "text/javascript; charset=utf-8"))
+	mux.HandleFunc("GET /console/static/console.css", static("console.css", "text/css; charset=utf-8"))
+	mux.HandleFunc("/console", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Path, http.StatusSeeOther) })
+	c.mux = mux
+	return c, nil
+}
+
+// ServeHTTP serves the console with headers that keep it to its own
+// origin: no framing, no foreign script, no caching.
+func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "same-origin")
+	h.Set("Cache-Control", "no-store")
+	if c.cfg.Tokens == nil && !loopbackHost(r.Host) {
+		// Without tokens the gateway listens on loopback only; a page
+		// under another host name that resolves there (DNS rebinding)
+		// reads nothing.
+		http.Error(w, "without --tokens the console answers on a loopback address only (127.0.0.1, ::1, localhost)", http.StatusForbidden)
+		return
+	}
+	c.mux.ServeHTTP(w, r)
+}
+
+// loopbackHost reports whether a Host header names a loopback address.
+func loopbackHost(host string) bool {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// viewer is who looks at the console in this request.
+type viewer struct {
+	server.Caller
+	CSRF       string
+	CanApprove bool
+	LoggedIn   bool // with tokens; false without (no logout)
+}
+
+// who returns the request's viewer, or false when it must log in.
+func (c *Console) who(r *http.Request) (viewer, bool) {
+	if c.cfg.Tokens == nil {
+		return viewer{Caller: c.cfg.Caller}, true
+	}
+	ck, err := r.Cookie(sessionCookie)
+	if err != nil {
+		return viewer{}, false
+	}
+	c.mu.Lock()
+	s, ok := c.sessions[ck.Value]
+	if ok && c.cfg.Now().After(s.expires) {
+		delete(c.sessions, ck.Value)
+		ok = false
+	}
+	c.mu.Unlock()
+	if !ok {
+		return viewer{}, false
+	}
+	caller, ok := c.cfg.Tokens.Lookup(s.token) // a revoked token ends the session
+	if !ok {
+		c.mu.Lock()
+		delete(c.sessions, ck.Value)
+		c.mu.Unlock()
+		return viewer{}, false
+	}
+	return viewer{Caller: caller, CSRF: s.csrf, CanApprove: slices.Contains(c.cfg.Approvers, caller.Role), LoggedIn: true}, true
+}
+
+// sameOrigin reports whether a POST comes from a page of this host: its
+// Origin (or, lacking one, its Referer) names the request's own host.
+// A browser always sends one of them on a form POST or fetch.
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "null" {
+		return false // an opaque origin (a sandboxed frame, a file)
+	}
+	if o == "" {
+		o = r.Header.Get("Referer")
+	}
+	if o == "" {
+		return false
+	}
+	rest, ok := strings.CutPrefix(o, "https://")
+	if !ok {
+		if rest, ok = strings.CutPrefix(o, "http://"); !ok {
+			return false
+		}
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	return host == r.Host
+}

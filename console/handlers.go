@@ -1,0 +1,237 @@
+package console
+
+import (
+	"bytes"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/promcp/promcp-device/server"
+)
+
+// pageData is what the page and its live sections render.
+type pageData struct {
+	Gateway   string
+	Viewer    viewer
+	NoTokens  bool
+	NoDesk    bool
+	NoAudit   bool
+	Snap      *snapshot
+	Requests  []requestView
+	Audit     []auditRow
+	Filter    auditFilter
+	Tools     []string // for the audit filter
+	Flash     string
+	FlashBad  bool
+	Now       time.Time
+	Approvers []string
+}
+
+func (c *Console) data(r *http.Request, v viewer) *pageData {
+	f := filterOf(r.URL.Query())
+	d := &pageData{Gateway: c.cfg.Gateway, Viewer: v, NoTokens: c.cfg.Tokens == nil, NoDesk: c.cfg.Desk == nil,
+		NoAudit: c.cfg.AuditFile == "", Filter: f, Now: c.cfg.Now(), Approvers: c.cfg.Approvers}
+	ctx := server.WithCaller(r.Context(), v.Caller)
+	d.Snap = c.snapshot(ctx)
+	d.Requests = c.requests(ctx, d.Now)
+	d.Audit = c.audit(f)
+	for _, t := range c.cfg.Server.Tools() {
+		d.Tools = append(d.Tools, t.MCP.Name)
+	}
+	return d
+}
+
+func (c *Console) page(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.who(r)
+	if !ok {
+		http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+		return
+	}
+	d := c.data(r, v)
+	q := r.URL.Query()
+	d.Flash, d.FlashBad = q.Get("done"), q.Get("bad") != ""
+	c.render(w, "page.html", d)
+}
+
+// live answers the page's script with its live sections, rendered.
+func (c *Console) live(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.who(r)
+	if !ok {
+		http.Error(w, "log in again", http.StatusUnauthorized)
+		return
+	}
+	d := c.data(r, v)
+	out := map[string]string{}
+	for _, name := range []string{"values", "actuators", "approvals", "audit"} {
+		var b bytes.Buffer
+		if err := c.pages.ExecuteTemplate(&b, name, d); err != nil {
+			c.cfg.Log.Error("console: rendering", "section", name, "err", err)
+			http.Error(w, "rendering failed", http.StatusInternalServerError)
+			return
+		}
+		out[name] = b.String()
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
+	if c.cfg.Tokens == nil {
+		http.Redirect(w, r, Path, http.StatusSeeOther)
+		return
+	}
+	c.render(w, "login.html", map[string]any{"Gateway": c.cfg.Gateway, "Bad": r.URL.Query().Get("bad") != ""})
+}
+
+// login takes a bearer token from the form and, when it is valid, opens a
+// session: the token stays on the server, the browser gets a random id.
+func (c *Console) login(w http.ResponseWriter, r *http.Request) {
+	if c.cfg.Tokens == nil {
+		http.Redirect(w, r, Path, http.StatusSeeOther)
+		return
+	}
+	if !sameOrigin(r) {
+		http.Error(w, "a login comes from the console's own page", http.StatusForbidden)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	tok := r.PostFormValue("token")
+	caller, ok := c.cfg.Tokens.Lookup(tok)
+	if tok == "" || !ok {
+		c.cfg.Log.Warn("console: login refused: unknown token", "remote", r.RemoteAddr)
+		http.Redirect(w, r, "/console/login?bad=1", http.StatusSeeOther)
+		return
+	}
+	id, csrf := randomString(), randomString()
+	now := c.cfg.Now()
+	c.mu.Lock()
+	if len(c.sessions) >= maxSessions {
+		c.dropOldestLocked()
+	}
+	c.sessions[id] = &session{token: tok, csrf: csrf, expires: now.Add(sessionTTL)}
+	c.mu.Unlock()
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/console", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionTTL.Seconds())})
+	c.cfg.Log.Info("console: logged in", "caller", caller.Name, "role", caller.Role, "remote", r.RemoteAddr)
+	http.Redirect(w, r, Path, http.StatusSeeOther)
+}
+
+func (c *Console) dropOldestLocked() {
+	var oldest string
+	var at time.Time
+	for id, s := range c.sessions {
+		if oldest == "" || s.expires.Before(at) {
+			oldest, at = id, s.expires
+		}
+	}
+	delete(c.sessions, oldest)
+}
+
+func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
+	if v, ok := c.who(r); ok {
+		if !c.checkPost(w, r, v) {
+			return
+		}
+		if ck, err := r.Cookie(sessionCookie); err == nil {
+			c.mu.Lock()
+			delete(c.sessions, ck.Value)
+			c.mu.Unlock()
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/console", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
+}
+
+// checkPost refuses (403) a POST from another origin or without the
+// session's CSRF token.
+func (c *Console) checkPost(w http.ResponseWriter, r *http.Request, v viewer) bool {
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if !sameOrigin(r) {
+		http.Error(w, "refused: the request does not come from the console's own page", http.StatusForbidden)
+		return false
+	}
+	got := r.PostFormValue("csrf")
+	if v.CSRF == "" || subtle.ConstantTimeCompare([]byte(got), []byte(v.CSRF)) != 1 {
+		http.Error(w, "refused: the form is stale or forged (reload the console)", http.StatusForbidden)
+		return false
+	}
+	return true
+}
+
+// decide approves or denies a waiting request: a POST of the console's own
+// page by a logged-in person whose role approves, never the asker.
+func (c *Console) decide(w http.ResponseWriter, r *http.Request) {
+	v, ok := c.who(r)
+	if !ok {
+		http.Error(w, "log in first", http.StatusUnauthorized)
+		return
+	}
+	if !c.checkPost(w, r, v) {
+		return
+	}
+	if c.cfg.Desk == nil || !v.CanApprove {
+		c.cfg.Log.Warn("console: decision refused: role may not approve", "caller", v.Name, "role", v.Role)
+		http.Error(w, "refused: role "+v.Role+" may not approve or deny", http.StatusForbidden)
+		return
+	}
+	id, verdict := r.PostFormValue("id"), r.PostFormValue("decision")
+	if verdict != "approve" && verdict != "deny" {
+		http.Error(w, "decision must be approve or deny", http.StatusBadRequest)
+		return
+	}
+	req, err := c.cfg.Desk.Decide(id, v.Caller, verdict == "approve")
+	q := url.Values{}
+	if err != nil {
+		q.Set("bad", "1")
+		q.Set("done", "request "+id+": "+err.Error())
+		status := http.StatusConflict
+		if errors.Is(err, server.ErrOwnRequest) {
+			status = http.StatusForbidden
+		}
+		c.cfg.Log.Warn("console: decision refused", "request", id, "caller", v.Name, "err", err)
+		if r.Header.Get("Accept") == "application/json" {
+			http.Error(w, err.Error(), status)
+			return
+		}
+	} else {
+		q.Set("done", "request "+id+" ("+req.Tool+" by "+req.Caller.Name+"): "+req.State+" by "+v.Name)
+		c.cfg.Log.Info("console: request decided", "request", id, "tool", req.Tool, "asked_by", req.Caller.Name, "decision", req.State, "by", v.Name)
+	}
+	http.Redirect(w, r, Path+"?"+q.Encode(), http.StatusSeeOther)
+}
+
+func (c *Console) render(w http.ResponseWriter, name string, data any) {
+	var b bytes.Buffer
+	if err := c.pages.ExecuteTemplate(&b, name, data); err != nil {
+		c.cfg.Log.Error("console: rendering", "page", name, "err", err)
+		http.Error(w, "rendering failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(b.Bytes())
+}
+
+func randomString() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// static serves one embedded file.
+func static(name, contentType string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		b, err := fs.ReadFile(assets, "assets/"+name)
+		if err != nil {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", contentType)
+		_, _ = w.Write(b)
+	}
+}
