@@ -189,6 +189,7 @@ func (b *reportBuilder) add(ctx context.Context, m match, intent promcp.Intent) 
 		hist := pr // the history of actuations is the reservations' view
 		g.opts.Reserver.Snapshot(g.claim(c, intent.Value)).Apply(&hist)
 		physmcpFields(&cand, m, cur, hist, intent)
+		cand.RevertAt = g.revertAt(c)
 		b.rep.Candidates = append(b.rep.Candidates, cand)
 		return
 	}

@@ -212,7 +212,8 @@ func newID() string {
 // Start starts a job of steps named name for the call with idempotency key
 // key: it applies the first step before it returns, then runs the others on
 // the clock. The returned Job is its state after the first step; a first
-// step that fails ends the job failed (nothing to compensate).
+// step that fails ends the job failed (nothing to compensate) and its error
+// is returned, wrapped, with the job.
 func (e *Engine) Start(ctx context.Context, proto Job) (Job, error) {
 	if len(proto.Steps) == 0 {
 		return Job{}, errors.New("a job needs at least one step")
@@ -240,9 +241,10 @@ func (e *Engine) Start(ctx context.Context, proto Job) (Job, error) {
 	e.note(ctx, EventStarted, r)
 	if err := e.apply(ctx, r, 0); err != nil {
 		e.finish(ctx, r, Failed, "step 1: "+err.Error())
+		e.note(ctx, EventFailed, r)
 		close(r.done)
 		e.wg.Done()
-		return e.snapshot(r), nil
+		return e.snapshot(r), fmt.Errorf("step 1: %w", err)
 	}
 	go e.runner(r)
 	return e.snapshot(r), nil
