@@ -125,8 +125,12 @@ func (j Job) Progress(now time.Time) float64 {
 	for _, s := range j.Steps[:j.Step] {
 		done += s.Hold
 	}
-	if !j.StepAt.IsZero() && j.State == Running {
-		done += min(max(now.Sub(j.StepAt), 0), j.Steps[j.Step].Hold)
+	at := now
+	if j.State != Running {
+		at = j.Finished // time held until it ended
+	}
+	if !j.StepAt.IsZero() && !at.IsZero() {
+		done += min(max(at.Sub(j.StepAt), 0), j.Steps[j.Step].Hold)
 	}
 	return min(float64(done)/float64(total), 1)
 }
