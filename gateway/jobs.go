@@ -300,7 +300,9 @@ func (g *Gateway) startTool(def manifests.Job) server.DoTool {
 		value["description"] = fmt.Sprintf("The target; omitted, %s.", server.FormatValue(def.Value))
 	default:
 		desc += fmt.Sprintf(" Runs %d steps, each through its capability's do_* (policy per step).", len(def.Steps))
-		value = map[string]any{"type": "null", "description": "Takes no value: the steps are the manifest's."}
+		desc += " Takes no value: the steps are the manifest's."
+		// value stays nil: previous_value and applied_value are the first
+		// step's capability's, whatever its type.
 	}
 	desc += " Returns at once with job_id and the first status; poll " + def.StatusTool() + ", cancel with " + def.CancelTool() + "."
 	return server.DoTool{BeginsItself: true, Name: def.StartTool(), Title: title(def.Name), Description: desc,

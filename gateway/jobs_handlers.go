@@ -24,6 +24,11 @@ func (g *Gateway) startHandler(def manifests.Job) server.DoHandler {
 		if req.Recovering {
 			return g.recoverStart(def, req), nil
 		}
+		if def.Kind == manifests.JobSteps && req.Value != nil {
+			msg := def.StartTool() + " takes no value: its steps are the manifest's"
+			return promcp.DoResult{Status: promcp.StatusFailed, Reason: msg,
+				Error: &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "value", Message: msg}}, nil
+		}
 		steps, prev, failed := g.plan(ctx, def, req.Value)
 		if failed != nil {
 			return *failed, nil
