@@ -63,7 +63,19 @@ func (x *taskIndex) options() []mcpserver.ServerOption {
 	hooks.AddAfterCallTool(func(_ context.Context, _ any, msg *mcp.CallToolRequest, result any) {
 		if ct, ok := result.(*mcp.CreateTaskResult); ok && msg != nil {
 			if k := argsKey(msg); k != 0 {
-				x.idChan(k) <- ct.Task.TaskId
+				select {
+				case x.idChan(k) <- ct.Task.TaskId:
+				default: // a stale entry: never block the server's hook
+				}
+				// A call whose handler does not wait for its task (a
+				// refusal answers at once) leaves its entry: drop it.
+				time.AfterFunc(time.Minute, func() {
+					x.mu.Lock()
+					defer x.mu.Unlock()
+					if ch, ok := x.ids[k]; ok && len(ch) > 0 {
+						delete(x.ids, k)
+					}
+				})
 			}
 		}
 	})
