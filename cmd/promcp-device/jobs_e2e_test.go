@@ -253,7 +253,7 @@ func TestJobAsTask(t *testing.T) {
 	if count < 2 || count > 17 {
 		t.Fatalf("%d progress notifications for a 15 s job, want 2..17 (one per simulated second at most, and the start)", count)
 	}
-	t.Logf("%d progress notifications for the 15 s job (150 ms of real time a simulated second)", count)
+	t.Logf("%d progress notifications for the 15 s job (at --time-scale 10)", count)
 	id2 := call("task-2")
 	// The task runs the call after tools/call answered: wait for its start.
 	readUntil(t, s, "read_valve", "opened by the second task", func(b map[string]any) bool { return b["value"] == true })
