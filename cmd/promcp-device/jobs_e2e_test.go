@@ -193,6 +193,10 @@ func TestJobKilledMidJob(t *testing.T) {
 	if hasEvent(evs, "job_compensated", "start_water") == nil || hasEvent(evs, "job_resumed", "start_fan_up") == nil {
 		t.Fatalf("audit log lacks job_compensated/job_resumed: %v", evs)
 	}
+	// The jobs' records are links of the same hash chain as the calls'.
+	if out, errOut, code := runCLI(t, "audit", "verify", "--state", dir); code != 0 {
+		t.Fatalf("audit verify: exit %d\n%s\n%s", code, out, errOut)
+	}
 }
 
 // TestJobAsTask: a task-capable client calls start_water as an MCP task
