@@ -69,6 +69,9 @@ func newScope(g *Gateway, caps []*capabilities.Capability) *scope {
 // canDo answers the intent: every action of the scope scored, decided by
 // the same policy evaluation that do_* runs, and sorted best first.
 func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, error) {
+	if rep, ok := s.canStart(ctx, req); ok {
+		return rep, nil
+	}
 	matches := s.matches(req.Intent)
 	if len(req.ScopeDevices) > 0 {
 		matches = slices.DeleteFunc(matches, func(m match) bool { return !slices.Contains(req.ScopeDevices, deviceID(m.c)) })

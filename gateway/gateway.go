@@ -34,6 +34,9 @@ type Gateway struct {
 	deadman *jobs.DeadMan // the policy's dead-man limits; nil without any
 	bgStop  context.CancelFunc
 	bgDone  chan struct{}
+	// jobsScope is the can_do scope of Serve's surface, which answers for
+	// the jobs' start_* tools.
+	jobsScope *scope
 }
 
 // GatewayOptions are the policy inputs of a Gateway.
@@ -135,6 +138,9 @@ func (g *Gateway) serve(srv *server.Server, caps []*capabilities.Capability) err
 		}
 	}
 	sc := newScope(g, caps)
+	if g.jobsScope == nil {
+		g.jobsScope = sc // Serve's surface, the one that serves the jobs' tools
+	}
 	return srv.CanDo(canDoDescription(caps), sc.canDo)
 }
 

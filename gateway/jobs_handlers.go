@@ -327,3 +327,53 @@ func asObject(v any) map[string]any {
 	_ = json.Unmarshal(b, &m)
 	return m
 }
+
+// canStart answers can_do for an intent whose action names a job's
+// start_* (on the surface that serves it): the job's first step decided as
+// start_* would decide it now, reported under the start_* tool with the
+// job's side effects.
+func (s *scope) canStart(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, bool) {
+	g := s.g
+	if s != g.jobsScope || g.engine == nil {
+		return promcp.CapabilityReport{}, false
+	}
+	a := strings.TrimSpace(req.Intent.Action)
+	for _, def := range g.opts.Jobs {
+		if a != def.StartTool() && a != def.Name {
+			continue
+		}
+		steps, _, failed := g.plan(ctx, def, req.Intent.Value)
+		b := &reportBuilder{g: g, s: s, seen: map[string]bool{}, rep: promcp.CapabilityReport{
+			Context: promcp.ReportContext{RelatedReads: []string{}, CurrentObservations: map[string]promcp.Observation{}},
+		}}
+		tool := g.startTool(def)
+		if failed != nil {
+			b.rep.Blocked = append(b.rep.Blocked, promcp.Blocked{Capability: tool.Name, Source: tool.Source,
+				Permission: cmpOr(failed.Permission, promcp.SourceUnreachable), Reason: failed.Reason})
+			return b.rep, true
+		}
+		c, _ := g.set.Get(steps[0].Capability)
+		intent := req.Intent
+		intent.Value = steps[0].Value
+		b.add(ctx, match{c: c, score: 1}, intent)
+		for i := range b.rep.Candidates {
+			b.rep.Candidates[i].Capability, b.rep.Candidates[i].SideEffects = tool.Name, tool.SideEffects
+			b.rep.Candidates[i].MatchReasons = append(b.rep.Candidates[i].MatchReasons, "job_first_step: "+c.Do.Tool)
+		}
+		for i := range b.rep.Blocked {
+			b.rep.Blocked[i].Capability = tool.Name
+			b.rep.Blocked[i].Reason = "its first step (" + c.Do.Tool + ") is not allowed now: " + b.rep.Blocked[i].Reason
+		}
+		b.rep.Metadata.Note = fmt.Sprintf("%s decided on its first step, %s value=%s; each later step is decided by its own action's policy when it runs",
+			def.StartTool(), c.Do.Tool, server.FormatValue(steps[0].Value))
+		return b.rep, true
+	}
+	return promcp.CapabilityReport{}, false
+}
+
+func cmpOr(p, def promcp.Permission) promcp.Permission {
+	if p == "" {
+		return def
+	}
+	return p
+}

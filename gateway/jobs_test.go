@@ -91,6 +91,17 @@ func waitOn(t *testing.T, clk *sim.ManualClock, n int) {
 // reason, and nothing moves; the same step after the valve opened runs.
 func TestJobStepsGoThroughPolicy(t *testing.T) {
 	b := newJobsBench(t)
+	// can_do answers for start_* on its first step, as start_* decides.
+	cd := b.c("can_do", map[string]any{"intent": map[string]any{"action": "start_dry_pump"}})
+	bl, _ := cd["blocked"].([]any)
+	if len(bl) != 1 || bl[0].(map[string]any)["capability"] != "start_dry_pump" || bl[0].(map[string]any)["permission"] != "policy_denied" {
+		t.Fatalf("can_do start_dry_pump = %v, want it blocked by the interlock", cd)
+	}
+	cd = b.c("can_do", map[string]any{"intent": map[string]any{"action": "start_water"}})
+	cands, _ := cd["candidates"].([]any)
+	if len(cands) != 1 || cands[0].(map[string]any)["capability"] != "start_water" || cands[0].(map[string]any)["valid_until"] == nil {
+		t.Fatalf("can_do start_water = %v, want start_water a candidate", cd)
+	}
 	r := b.c("start_dry_pump", map[string]any{})
 	if r["status"] != "failed" || r["permission"] != "policy_denied" || r["applied_value"] != nil || r["compensable"] != false {
 		t.Fatalf("start_dry_pump with the valve closed = %v, want refused by the interlock", r)
