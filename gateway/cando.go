@@ -69,6 +69,9 @@ func newScope(g *Gateway, caps []*capabilities.Capability) *scope {
 // canDo answers the intent: every action of the scope scored, decided by
 // the same policy evaluation that do_* runs, and sorted best first.
 func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, error) {
+	if rep, ok := s.canStart(ctx, req); ok {
+		return rep, nil
+	}
 	matches := s.matches(req.Intent)
 	if len(req.ScopeDevices) > 0 {
 		matches = slices.DeleteFunc(matches, func(m match) bool { return !slices.Contains(req.ScopeDevices, deviceID(m.c)) })
@@ -189,6 +192,7 @@ func (b *reportBuilder) add(ctx context.Context, m match, intent promcp.Intent) 
 		hist := pr // the history of actuations is the reservations' view
 		g.opts.Reserver.Snapshot(g.claim(c, intent.Value)).Apply(&hist)
 		physmcpFields(&cand, m, cur, hist, intent)
+		cand.RevertAt = g.revertAt(c)
 		b.rep.Candidates = append(b.rep.Candidates, cand)
 		return
 	}

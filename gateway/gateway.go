@@ -13,6 +13,7 @@ import (
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/clock"
+	"github.com/promcp/promcp-device/jobs"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
@@ -28,6 +29,14 @@ type Gateway struct {
 	opts   GatewayOptions
 	// units holds, by do_* tool, the actuators reserved with it.
 	units map[string]policy.Unit
+
+	engine  *jobs.Engine  // runs the manifest's jobs; nil without jobs
+	deadman *jobs.DeadMan // the policy's dead-man limits; nil without any
+	bgStop  context.CancelFunc
+	bgDone  chan struct{}
+	// jobsScope is the can_do scope of Serve's surface, which answers for
+	// the jobs' start_* tools.
+	jobsScope *scope
 }
 
 // GatewayOptions are the policy inputs of a Gateway.
@@ -47,6 +56,12 @@ type GatewayOptions struct {
 	// Peers reports how many gateways are reachable, this one included;
 	// nil means 1 (a single gateway).
 	Peers func() int
+	// Jobs are the manifest's long-running actions, served as start_*,
+	// read_status_* and do_cancel_* on Serve's server (not on groups).
+	Jobs []manifests.Job
+	// JobStore keeps jobs and dead-man timers across restarts (jobs.Bolt
+	// under --state); nil keeps them in memory.
+	JobStore JobStore
 }
 
 // Serve registers the tools of set on srv. Tools are registered in manifest
@@ -67,6 +82,12 @@ func Serve(srv *server.Server, set *capabilities.Set, opts ...GatewayOptions) (*
 	}
 	g.units = units(set, g.opts.Policy)
 	if err := g.serve(srv, set.All()); err != nil {
+		return nil, err
+	}
+	if err := g.startBackground(); err != nil {
+		return nil, err
+	}
+	if err := g.serveJobs(srv); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -117,6 +138,9 @@ func (g *Gateway) serve(srv *server.Server, caps []*capabilities.Capability) err
 		}
 	}
 	sc := newScope(g, caps)
+	if g.jobsScope == nil {
+		g.jobsScope = sc // Serve's surface, the one that serves the jobs' tools
+	}
 	return srv.CanDo(canDoDescription(caps), sc.canDo)
 }
 
@@ -192,6 +216,7 @@ func (g *Gateway) doHandler(c *capabilities.Capability) server.DoHandler {
 	return func(ctx context.Context, req server.DoRequest) (promcp.DoResult, error) {
 		tr := &doTrace{}
 		r, err := g.do(ctx, c, req, tr)
+		g.afterDo(c, &r)
 		r.Evidence = doEvidence(c, req.Value, req.Approved, r, tr)
 		return r, err
 	}
@@ -229,6 +254,7 @@ func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server
 		}
 	}
 	value := d.Value
+	g.armBefore(c, value)
 	tr.wrote, tr.written = true, value
 	if err := c.Write(ctx, value); err != nil {
 		return g.writeFailed(ctx, c, rv, previous, value, err), nil

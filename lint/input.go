@@ -1,7 +1,5 @@
 package lint
 
-import "strings"
-
 // inputRules: I001–I003, the reference linter's inputs.
 var inputRules = []toolRule{
 	{Rule{"I001", Error, "can_do takes an intent", false}, func(t *Tool) []string {
@@ -29,7 +27,7 @@ var inputRules = []toolRule{
 		return when(!ok, "can_do intent must include 'semantic_tags' array.")
 	}},
 	{Rule{"I003", Error, "do_* takes an idempotency_key", false}, func(t *Tool) []string {
-		if !strings.HasPrefix(t.Name, "do_") {
+		if !isDo(t.Name) {
 			return nil
 		}
 		_, ok := props(object(t.InputSchema))["idempotency_key"]

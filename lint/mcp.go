@@ -106,7 +106,7 @@ var mcpRules = []toolRule{
 		return out
 	}},
 	{Rule{"M004", Error, "a do_* idempotency_key is a string", true}, func(t *Tool) []string {
-		if !strings.HasPrefix(t.Name, "do_") {
+		if !isDo(t.Name) {
 			return nil
 		}
 		k, ok := props(object(t.InputSchema))["idempotency_key"].(map[string]any)

@@ -39,9 +39,9 @@ var namingRules = []toolRule{
 	{Rule{"N002", Error, "names are lowercase_snake_case", false}, named(func(n string) []string {
 		return when(!snakeCase.MatchString(n), fmt.Sprintf("Name must be lowercase_snake_case. Got: '%s'.", n))
 	})},
-	{Rule{"N003", Error, "names start with read_ or do_, or are exactly can_do", false}, named(func(n string) []string {
-		return when(!strings.HasPrefix(n, "read_") && !strings.HasPrefix(n, "do_"),
-			"Name must start with 'read_' or 'do_', or be exactly 'can_do'.")
+	{Rule{"N003", Error, "names start with read_, do_ or start_ (proMCP v0.3), or are exactly can_do", false}, named(func(n string) []string {
+		return when(!strings.HasPrefix(n, "read_") && !strings.HasPrefix(n, "do_") && !strings.HasPrefix(n, "start_"),
+			"Name must start with 'read_', 'do_' or 'start_' (proMCP v0.3), or be exactly 'can_do'.")
 	})},
 	{Rule{"N004", Error, "read_ is followed by a capability", false}, named(func(n string) []string {
 		return when(n == "read_", "read_* tool name must have a capability identifier after the prefix.")
@@ -49,10 +49,19 @@ var namingRules = []toolRule{
 	{Rule{"N005", Error, "do_ is followed by a capability", false}, named(func(n string) []string {
 		return when(n == "do_", "do_* tool name must have a capability identifier after the prefix.")
 	})},
+	{Rule{"N008", Error, "start_ is followed by a capability", false}, named(func(n string) []string {
+		return when(n == "start_", "start_* tool name must have a capability identifier after the prefix.")
+	})},
 	{Rule{"N006", Warning, "names are at most 64 characters", false}, named(func(n string) []string {
 		return when(len(n) > 64, fmt.Sprintf("Tool name exceeds 64 characters (%d). Consider shortening.", len(n)))
 	})},
 	{Rule{"N007", Warning, "names are not generic (do_action, read_data...)", false}, named(func(n string) []string {
 		return when(slices.Contains(genericNames, n), fmt.Sprintf("'%s' is a generic name. Use a domain-specific capability name.", n))
 	})},
+}
+
+// isDo reports whether name is a mutation: a do_*, or proMCP v0.3's
+// start_* (a long-running do_*, whose status its read_status_* reads).
+func isDo(name string) bool {
+	return strings.HasPrefix(name, "do_") || strings.HasPrefix(name, "start_")
 }

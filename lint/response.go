@@ -29,7 +29,11 @@ func strs[T ~string](vs []T) []string {
 // a response schema.
 func responseOf(kind string, check func(p map[string]any) []string) func(*Tool) []string {
 	return func(t *Tool) []string {
-		if kind == "can_do" && t.Name != "can_do" || kind != "can_do" && !strings.HasPrefix(t.Name, kind) {
+		of := strings.HasPrefix(t.Name, kind) || kind == "do_" && isDo(t.Name) // start_* answers as a do_*
+		if kind == "can_do" {
+			of = t.Name == "can_do"
+		}
+		if !of {
 			return nil
 		}
 		rs := t.response()

@@ -125,6 +125,17 @@ func TestRules(t *testing.T) {
 		{name: "N005", tools: []tool{with(do, "name", "do_")}, want: []string{"do_:N005"}},
 		{name: "N006", tools: []tool{with(read, "name", "read_"+strings.Repeat("x", 60))}, want: []string{"read_" + strings.Repeat("x", 60) + ":N006"}},
 		{name: "N007", tools: []tool{with(read, "name", "read_data")}, want: []string{"read_data:N007"}},
+		{name: "N008", tools: []tool{with(do, "name", "start_")}, want: []string{"start_:N008"}},
+		// proMCP v0.3: start_* is named and typed as a do_*, its
+		// read_status_* as a read_*.
+		{name: "start and read_status clean", tools: []tool{with(do, "name", "start_irrigation"), with(read, "name", "read_status_irrigation")}, want: nil},
+		{name: "start answers as a do_*", tools: []tool{with(with(do, "name", "start_irrigation"), "outputSchema.properties.compensable", nil),
+			with(read, "name", "read_status_irrigation")}, want: []string{"start_irrigation:R004", "start_irrigation:R006"}},
+		{name: "start takes an idempotency_key", tools: []tool{with(with(do, "name", "start_irrigation"), "inputSchema.properties.idempotency_key", nil),
+			with(read, "name", "read_status_irrigation")}, want: []string{"start_irrigation:I003"}},
+		{name: "read_status answers as a read_*", tools: []tool{with(do, "name", "start_irrigation"),
+			with(with(read, "name", "read_status_irrigation"), "outputSchema.properties.quality", nil)}, want: []string{"read_status_irrigation:R001"}},
+		{name: "S006", tools: []tool{with(do, "name", "start_irrigation")}, want: []string{"server:S006"}},
 		{name: "D001", tools: []tool{with(read, "description", nil)}, want: []string{"read_level:D001"}},
 		{name: "D002", tools: []tool{with(read, "description", "Tank level.")}, want: []string{"read_level:D002"}},
 		{name: "D003", tools: []tool{with(read, "description", "Tank level; sends a reset to the gauge first.")}, want: []string{"read_level:D003"}},
@@ -207,7 +218,7 @@ func kindBase(x tool) string {
 	switch {
 	case name == "can_do":
 		return "can_do"
-	case strings.HasPrefix(name, "do_"):
+	case strings.HasPrefix(name, "do_") || strings.HasPrefix(name, "start_"):
 		return "do_set_pump"
 	}
 	return "read_level"

@@ -38,11 +38,24 @@ var surfaceRules = []surfaceRule{
 	{Rule{"S005", Warning, fmt.Sprintf("at most %d do_* tools per server", MaxDo), false}, func(ts []*Tool) []string {
 		n := 0
 		for _, t := range ts {
-			if strings.HasPrefix(t.Name, "do_") {
+			if isDo(t.Name) {
 				n++
 			}
 		}
 		return when(n > MaxDo, fmt.Sprintf("%d do_* tools. Recommended maximum is %d.", n, MaxDo))
+	}},
+	{Rule{"S006", Warning, "each start_* has its read_status_* (proMCP v0.3)", false}, func(ts []*Tool) []string {
+		names := map[string]bool{}
+		for _, t := range ts {
+			names[t.Name] = true
+		}
+		var out []string
+		for _, t := range ts {
+			if c, ok := strings.CutPrefix(t.Name, "start_"); ok && c != "" && !names["read_status_"+c] {
+				out = append(out, fmt.Sprintf("'%s' has no 'read_status_%s': an agent cannot follow the action it starts.", t.Name, c))
+			}
+		}
+		return out
 	}},
 }
 

@@ -25,6 +25,7 @@ func check(m *Manifest, d *decoder) {
 	c.checkCapabilities()
 	c.checkGroups()
 	c.checkSim()
+	c.checkJobs()
 }
 
 // unique reports name at path when seen already holds it, and records it

@@ -12,7 +12,7 @@ import (
 
 // The keys of each mapping, in the order the documentation lists them.
 var (
-	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim"}
+	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim", "jobs"}
 	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries", "mqtt", "speed"}
 	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim", "inputs", "pins", "shunt_ohms", "max_current", "rom", "channel", "frequency", "vref", "edge", "debounce", "per_pulse"}
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
@@ -81,6 +81,7 @@ func (d *decoder) manifest(root ast.Node) *Manifest {
 	m.Capabilities = list(o, "capabilities", capabilityKeys, obj.capability)
 	m.Groups = list(o, "groups", groupKeys, obj.group)
 	m.Sim = opt(o, "sim", simKeys, obj.sim)
+	m.Jobs = list(o, "jobs", jobKeys, obj.job)
 	return m
 }
 

@@ -38,6 +38,7 @@
 //	capabilities  list of capability none
 //	groups        list of group      none      tool groups, each its own MCP endpoint; see Group
 //	sim           sim                none      only used by serve --sim
+//	jobs          list of job        none      long-running actions (start_*, read_status_*, do_cancel_*); see Job
 //
 // A bus (buses[]):
 //
@@ -274,6 +275,25 @@
 // At least one of capabilities, location and tags is required, the group
 // must hold a capability, and it may serve at most MaxGroupTools tools (its
 // read_*, its do_* and can_do) and MaxGroupDo do_* tools.
+//
+// A job (jobs[]) is a long-running action built from the capabilities'
+// actions, served as start_<name> (a do_*: idempotency key, policy, side
+// effects, compensation hint), read_status_<name> (a read_*: progress, the
+// current step, the values applied, the ETA) and do_cancel_<name> (stops
+// it and runs its compensation). Exactly one of hold, ramp and steps:
+//
+//	key           type             default     constraint
+//	name          name             required    unique among jobs; its three tools unique among the gateway's tools
+//	description   string           ""          free text
+//	side_effects  list of strings  the actions' declared in start_<name>
+//	hold          {capability, value, for, restore}  apply value, hold it for (a duration), then restore (default: the value before the job)
+//	ramp          {capability, to, rate, every}      move a number capability to `to` at rate (unit per second), one write every `every` (default 1s); at most MaxJobSteps writes
+//	steps         list of {capability, value, hold, compensate}  apply each value and hold it; compensate (a value, or restore) undoes the step on cancel or failure, newest first
+//	on_restart    compensate|resume  compensate  what becomes of a job the server stopped during (under --state)
+//
+// Each value must fit its capability's type and constraints, and each
+// capability must have a do:. Every step acts through the capability's
+// do_* path, so its policy (roles, cooldowns, interlocks) holds per step.
 //
 // The simulated world (sim), used by serve --sim:
 //

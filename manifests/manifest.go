@@ -30,6 +30,9 @@ type Manifest struct {
 	Groups []Group
 	// Sim describes the simulated world for `serve --sim`; nil when absent.
 	Sim *Sim
+	// Jobs are the long-running actions (start_*, read_status_*,
+	// do_cancel_*); nil when the manifest declares none. See Job.
+	Jobs []Job
 
 	// physmcp is what a PhysMCP manifest leaves for its policy; nil for a
 	// manifest in this format.

@@ -66,6 +66,11 @@ type ActionPolicy struct {
 	Interlocks []Interlock
 	// Quorum requires peers to agree (fleet deployments).
 	Quorum *Quorum
+	// Revert is the action's dead-man limit: the gateway itself reverts
+	// the actuator to Revert.To once it has been away from it for
+	// Revert.After, unless a new do_* renews it (max_on: T is revert to the
+	// safe value after T). nil sets none.
+	Revert *Revert
 }
 
 // RateLimit allows at most Max successful actuations in any Per window.
@@ -217,7 +222,7 @@ func LoadPolicy(path string, m *Manifest) (*Policy, error) {
 
 var (
 	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions"}
-	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum"}
+	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum", "max_on", "revert"}
 	rateLimitKeys  = []string{"max", "per"}
 	cooldownKeys   = []string{"for", "when"}
 	windowsKeys    = []string{"timezone", "allow", "deny", "when"}
@@ -351,6 +356,7 @@ func (d *decoder) actionPolicy(n ast.Node, path string, r actionRef) *ActionPoli
 		a.Approval = ap.approval(r)
 	}
 	a.Interlocks = list(o, "interlocks", interlockKeys, func(o obj, il *Interlock) { o.interlock(il, r) })
+	a.Revert = o.revert(r)
 	if q, ok := o.sub("quorum", quorumKeys); ok {
 		a.Quorum = &Quorum{MinPeers: q.atLeast1("min_peers", "%d (want 1 or more: this gateway counts)")}
 		q.require("min_peers", "the number of gateways that must be reachable, this one included")

@@ -202,6 +202,11 @@ type Candidate struct {
 	// EstimatedEffectLagMS (PhysMCP extension) is how long the device takes
 	// to apply a write (the action's settle time); omitted when zero.
 	EstimatedEffectLagMS int64 `json:"estimated_effect_lag_ms,omitempty"`
+	// RevertAt (extension) is when the gateway would revert the actuator
+	// under its dead-man limit: the armed timer's time, or, when none is
+	// armed, now plus the limit (acting now arms it); omitted when the
+	// action has no limit.
+	RevertAt *time.Time `json:"revert_at,omitempty"`
 }
 
 // CandidateRateLimit is a candidate's rate limit in PhysMCP's shape.

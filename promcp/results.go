@@ -119,6 +119,17 @@ type DoResult struct {
 	// is success. The server fills it on every do_* result.
 	Success *bool `json:"success,omitempty"`
 
+	// RevertAt (extension) is when the gateway will revert the actuator
+	// to its safe value under the action's dead-man limit (policy max_on
+	// or revert) unless a new do_* renews it; omitted when none is armed.
+	RevertAt *time.Time `json:"revert_at,omitempty"`
+	// JobID (extension) is the job a start_* call started, for its
+	// read_status_* and do_cancel_* tools.
+	JobID string `json:"job_id,omitempty"`
+	// Job (extension) is the job's status when the call answered (the
+	// read_status_* value).
+	Job any `json:"job,omitempty"`
+
 	// Evidence is not sent in the body (nor kept for replay): the server
 	// puts it in the result's provenance envelope.
 	Evidence *Evidence `json:"-"`

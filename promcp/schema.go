@@ -37,6 +37,10 @@ func KindOf(tool string) (Kind, bool) {
 		return KindRead, true
 	case strings.HasPrefix(tool, "do_") && len(tool) > len("do_"):
 		return KindDo, true
+	case strings.HasPrefix(tool, "start_") && len(tool) > len("start_"):
+		// proMCP v0.3's start_* starts a long-running action: a do_* in
+		// every contract respect (its read_status_* is a read_*).
+		return KindDo, true
 	}
 	return "", false
 }

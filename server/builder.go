@@ -65,6 +65,9 @@ type ReadTool struct {
 	// Source says where the value comes from ("gateway/device"); it is
 	// stamped in each result's provenance.
 	Source string
+	// Args are more optional arguments, by name, as JSON Schemas (a
+	// read_status_* tool's job_id); nil: max_age_ms only.
+	Args map[string]any
 }
 
 // DoTool declares a do_* tool.
@@ -98,6 +101,17 @@ type DoTool struct {
 	// through the caller's MCP client count; anything else (the default)
 	// accepts only an out-of-band token from `promcp-device approve`.
 	ApprovalVia string
+	// ValueOptional makes the "value" argument optional (a start_* tool
+	// whose job has a default value).
+	ValueOptional bool
+	// Await, when set, lets the tool run as an MCP task (execution
+	// taskSupport optional; see WithTasks): a call made as a task gets its
+	// first result, then Await waits for the action to end (reporting
+	// progress through progress, which the server sends as throttled
+	// progress notifications when the client asked for them) and returns
+	// the final result, delivered by tasks/result. A cancelled ctx is
+	// tasks/cancel. A call not made as a task answers at once.
+	Await func(ctx context.Context, first promcp.DoResult, progress func(done, total float64, message string)) promcp.DoResult
 }
 
 // ReadHandler answers a read_* call. A returned error becomes a typed
@@ -190,6 +204,9 @@ type Server struct {
 
 	placement                    Placement // where the provenance envelope goes
 	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
+
+	extraMCP []mcpserver.ServerOption // more mcp-go options (WithTasks)
+	tasks    *taskIndex               // ties task calls to tasks/cancel (WithTasks); nil without
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -286,6 +303,7 @@ func New(name, version string, opts ...Option) (*Server, error) {
 	if s.instructions != "" {
 		mopts = append(mopts, mcpserver.WithInstructions(s.instructions))
 	}
+	mopts = append(mopts, s.extraMCP...)
 	s.mcp = mcpserver.NewMCPServer(name, version, mopts...)
 	return s, nil
 }
@@ -359,7 +377,7 @@ func (s *Server) Read(t ReadTool, h ReadHandler) error {
 		Name:            t.Name,
 		Title:           t.Title,
 		Description:     t.Description,
-		RawInputSchema:  mustJSON(readInputSchema()),
+		RawInputSchema:  mustJSON(readInputSchemaWith(t.Args)),
 		RawOutputSchema: out,
 		Annotations:     annotations(promcp.KindRead, false, t.Title),
 	}
@@ -413,6 +431,9 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 		t.SideEffects = []string{}
 	}
 	in := doInputSchema(t.Value)
+	if t.ValueOptional {
+		delete(in, "required")
+	}
 	if s.approvals != nil {
 		in["properties"].(map[string]any)["approval"] = approvalArgSchema
 	}
@@ -424,6 +445,9 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 	// bounds are refused by policy with the out_of_range permission.
 	typed := doInputSchema(withoutBounds(t.Value))
 	typed["properties"].(map[string]any)["approval"] = approvalArgSchema
+	if t.ValueOptional {
+		delete(typed, "required")
+	}
 	if _, err := s.validator.Compile("type:"+t.Name, mustJSON(typed)); err != nil {
 		return fmt.Errorf("tool %s: value schema: %w", t.Name, err)
 	}
@@ -436,10 +460,21 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 		RawOutputSchema: out,
 		Annotations:     annotations(promcp.KindDo, t.Compensable, t.Title),
 	}
+	if t.Await != nil {
+		tool.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
+	}
 	return s.register(promcp.KindDo, tool, t.Source, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if req.Params.Task != nil {
+			// mcp-go cancels a task's context once tools/call has answered
+			// with the task; tasks/cancel reaches Await through s.tasks.
+			ctx = context.WithoutCancel(ctx)
+		}
 		res, input := s.do(ctx, t, h, req)
 		if input != nil {
 			return input, nil
+		}
+		if t.Await != nil && req.Params.Task != nil && res.Status != promcp.StatusFailed {
+			res = s.await(ctx, t, req, res)
 		}
 		ok := res.Status == promcp.StatusSuccess
 		res.Success = &ok // PhysMCP's answer, beside status

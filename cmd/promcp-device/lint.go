@@ -62,6 +62,9 @@ func lintFile(path string, stdout io.Writer) bool {
 	}
 	fmt.Fprintf(stdout, "%s: ok: gateway %s, %d buses, %d devices, %d tools (%d read_*, %d do_*, can_do)\n",
 		path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
+	for _, j := range m.Jobs {
+		fmt.Fprintf(stdout, "%s: ok: %s\n", path, j)
+	}
 	lintGroups(path, m, stdout)
 	pc, err := resolvePolicy(path, "", m)
 	if err != nil {

@@ -337,6 +337,7 @@ func (f *serveFlags) withState(opts *gatewayOptions, st *state, log *slog.Logger
 	if st.store != nil {
 		opts.server = append(opts.server, server.WithStore(st.store, f.keyTTL), server.WithAuditor(st.audit), server.WithLedger(st.ledger))
 		opts.history = st.history
+		opts.jobStore = st.jobs
 	} else {
 		opts.server = append(opts.server, server.WithStore(idempotency.NewMemory(f.keyTTL, nil), f.keyTTL))
 		log.Warn("no --state: do_* results and the actuation history (cooldowns, rate limits) are kept in memory only (a restart forgets them), and nothing is audited")
@@ -491,6 +492,14 @@ type openedGateway struct {
 }
 
 func (g *openedGateway) Close() error {
+	if g.gateway != nil {
+		// Jobs end (or stay recorded to resume) while the devices are open.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		if err := g.gateway.Close(ctx); err != nil {
+			g.srv.Logger().Error("stopping jobs", "err", err)
+		}
+		cancel()
+	}
 	err := g.set.Close()
 	g.Close0()
 	return err
@@ -507,6 +516,8 @@ type gatewayOptions struct {
 	server    []server.Option // more server options: store, auditor, read-only
 	history   policy.State    // actuation history for cooldowns and rate limits; nil: in memory
 	stateDir  string          // --state: where models keep what they remember (pulse totals); "": memory
+
+	jobStore gateway.JobStore // --state: the jobs and dead-man timers; nil: memory
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -596,12 +607,15 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		sopts = append(sopts, server.WithApprovals(o.approvals))
 	}
 	sopts = append(sopts, o.server...)
+	if len(m.Jobs) > 0 {
+		sopts = append(sopts, server.WithTasks())
+	}
 	srv, err := server.New("promcp-device/"+m.Gateway, version, sopts...)
 	if err != nil {
 		set.Close()
 		return nil, err
 	}
-	if g.gateway, err = gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
+	if g.gateway, err = gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history, Jobs: m.Jobs, JobStore: o.jobStore}); err != nil {
 		set.Close()
 		return nil, err
 	}

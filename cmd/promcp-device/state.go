@@ -11,6 +11,7 @@ import (
 	"github.com/promcp/promcp-device/approval/boltledger"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
+	"github.com/promcp/promcp-device/jobs"
 	"github.com/promcp/promcp-device/policy/boltstate"
 )
 
@@ -20,6 +21,7 @@ const (
 	auditFile  = "audit.jsonl"
 	policyFile = "policy.db"
 	ledgerFile = "approvals.db"
+	jobsFile   = "jobs.db"
 )
 
 // state is what serve keeps in --state DIR: the durable idempotency store,
@@ -30,6 +32,7 @@ type state struct {
 	audit   *audit.Log
 	history *boltstate.BoltState
 	ledger  *boltledger.BoltLedger // the spent one-time approvals
+	jobs    *jobs.Bolt             // the jobs and dead-man timers
 }
 
 func openState(dir string, ttl time.Duration, ac *auditConfig, log *slog.Logger) (*state, error) {
@@ -62,7 +65,15 @@ func openState(dir string, ttl time.Duration, ac *auditConfig, log *slog.Logger)
 		st.Close()
 		return nil, fmt.Errorf("--state %s: %w", dir, err)
 	}
-	return &state{store: st, audit: al, history: h, ledger: l}, nil
+	jb, err := jobs.OpenBolt(filepath.Join(dir, jobsFile))
+	if err != nil {
+		l.Close()
+		h.Close()
+		al.Close()
+		st.Close()
+		return nil, fmt.Errorf("--state %s: %w", dir, err)
+	}
+	return &state{store: st, audit: al, history: h, ledger: l, jobs: jb}, nil
 }
 
 // Close flushes and closes the audit log and the store.
@@ -79,6 +90,9 @@ func (s *state) Close() error {
 	}
 	if s.ledger != nil {
 		errs = append(errs, s.ledger.Close())
+	}
+	if s.jobs != nil {
+		errs = append(errs, s.jobs.Close())
 	}
 	return errors.Join(errs...)
 }
