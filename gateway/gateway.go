@@ -28,6 +28,9 @@ type Gateway struct {
 	opts   GatewayOptions
 	// units holds, by do_* tool, the actuators reserved with it.
 	units map[string]policy.Unit
+	// live is the capabilities' resources and history (ServeLive); nil
+	// when not served.
+	live *live
 }
 
 // GatewayOptions are the policy inputs of a Gateway.
@@ -165,6 +168,9 @@ func (g *Gateway) readHandler(c *capabilities.Capability) server.ReadHandler {
 			maxAge = time.Duration(ms * float64(time.Millisecond))
 		}
 		r := c.ReadWithin(ctx, maxAge)
+		if g.live != nil {
+			g.live.record(c, r)
+		}
 		res := readResult(c, r)
 		res.Evidence = readEvidence(c, r, health)
 		return res, nil

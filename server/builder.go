@@ -189,6 +189,8 @@ type Server struct {
 
 	placement                    Placement // where the provenance envelope goes
 	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
+
+	live *subscriptions // resources and their subscribers (WithResources); nil: none
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -284,6 +286,9 @@ func New(name, version string, opts ...Option) (*Server, error) {
 	}
 	if s.instructions != "" {
 		mopts = append(mopts, mcpserver.WithInstructions(s.instructions))
+	}
+	if s.live != nil {
+		mopts = append(mopts, s.live.options()...)
 	}
 	s.mcp = mcpserver.NewMCPServer(name, version, mopts...)
 	return s, nil

@@ -1,0 +1,256 @@
+package gateway_test
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/history"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
+)
+
+const probeURI = "promcp://pi-outdoor/capabilities/soil_moisture_probe"
+
+// liveBench serves pi-outdoor.yml with its resources on a manual clock;
+// the soil probe (an MCP3008 input, set with SetInput) is observed with a
+// deadband of 0.2 V, at most one update per 10 s, sampled every second.
+type liveBench struct {
+	t   *testing.T
+	w   *sim.World
+	clk *sim.ManualClock
+	srv *server.Server
+	gw  *gateway.Gateway
+}
+
+func newLiveBench(t *testing.T, edit ...func(*manifests.Manifest)) *liveBench {
+	t.Helper()
+	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range m.Capabilities {
+		if c := &m.Capabilities[i]; c.Name == "soil_moisture_probe" {
+			c.Observe = manifests.Observe{Deadband: 0.2, MaxRate: &manifests.RateLimit{Max: 1, Per: 10 * time.Second}, Every: time.Second}
+		}
+	}
+	for _, e := range edit {
+		e(m)
+	}
+	clk := sim.NewManualClock(epoch)
+	w := simtest.World(t, m, clk)
+	hw := simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir()))
+	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
+	srv, err := server.New("bench", "test", server.WithClock(clk), server.WithResources())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.Serve(srv, set, gateway.GatewayOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := gw.ServeLive(gateway.LiveOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw.Close)
+	return &liveBench{t: t, w: w, clk: clk, srv: srv, gw: gw}
+}
+
+// updates collects the resource updates a client receives.
+type updates struct {
+	mu   sync.Mutex
+	list []promcp.ReadResult
+	uris []string
+}
+
+func (u *updates) handle(n mcp.JSONRPCNotification) {
+	if n.Method != string(mcp.MethodNotificationResourceUpdated) {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	uri, _ := n.Params.AdditionalFields["uri"].(string)
+	u.uris = append(u.uris, uri)
+	// As on the wire: the body is under params._meta.
+	var p struct {
+		Meta map[string]promcp.ReadResult `json:"_meta"`
+	}
+	raw, _ := json.Marshal(n.Params)
+	_ = json.Unmarshal(raw, &p)
+	r := p.Meta[server.ReadKey]
+	u.list = append(u.list, r)
+}
+
+func (u *updates) got() []promcp.ReadResult {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return append([]promcp.ReadResult(nil), u.list...)
+}
+
+// client connects an in-process client that collects updates.
+func (b *liveBench) client() (*client.Client, *updates) {
+	b.t.Helper()
+	// In-process session ids are the time in nanoseconds, which stands
+	// still in a synctest bubble: move the bubble's clock on, so that
+	// each client has its own session.
+	time.Sleep(time.Nanosecond)
+	c, err := client.NewInProcessClient(b.srv.MCP())
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(func() { c.Close() })
+	u := &updates{}
+	c.OnNotification(u.handle)
+	if err := c.Start(b.t.Context()); err != nil {
+		b.t.Fatal(err)
+	}
+	// resources/subscribe is the 2025-11-25 protocol's (2026-07-28
+	// replaced it with subscriptions/listen).
+	if _, err := c.Initialize(b.t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: mcp.ProtocolVersion20251125,
+		ClientInfo:      mcp.Implementation{Name: "test", Version: "1"}}}); err != nil {
+		b.t.Fatal(err)
+	}
+	return c, u
+}
+
+func (b *liveBench) subscribe(c *client.Client, uri string) {
+	b.t.Helper()
+	if err := c.Subscribe(b.t.Context(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}); err != nil {
+		b.t.Fatal(err)
+	}
+	synctest.Wait()
+}
+
+// step sets the probe's input, advances the clock by one second and
+// lets the sampling run.
+func (b *liveBench) step(volts float64) {
+	b.t.Helper()
+	if err := b.w.SetInput("soil_adc", 0, volts); err != nil {
+		b.t.Fatal(err)
+	}
+	b.clk.Advance(time.Second)
+	synctest.Wait()
+}
+
+func nearV(v any, want float64) bool {
+	f, ok := v.(float64)
+	return ok && math.Abs(f-want) < 0.01
+}
+
+// A subscription receives the first value, then changes beyond the
+// deadband no more often than the rate allows (the latest value once the
+// period has passed), and every change of quality at once.
+func TestSubscriptionDeadbandRateAndQuality(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newLiveBench(t)
+		c, u := b.client()
+		b.subscribe(c, probeURI)
+		if got := u.got(); len(got) != 1 || !nearV(got[0].Value, 1.418) || got[0].Quality != promcp.QualityGood {
+			t.Fatalf("after subscribing: updates %+v, want the current value 1.418 V good", got)
+		}
+		b.step(1.50) // t=1: 0.08 V from the last sent: inside the deadband
+		if n := len(u.got()); n != 1 {
+			t.Fatalf("a change of 0.08 V (deadband 0.2) sent an update: %+v", u.got())
+		}
+		for range 8 { // t=2..9: 1.7 V is beyond the deadband, but one update per 10 s
+			b.step(1.70)
+		}
+		if n := len(u.got()); n != 1 {
+			t.Fatalf("updates within the rate period: %+v, want none after the first", u.got())
+		}
+		b.step(1.70) // t=10: the period has passed
+		got := u.got()
+		if len(got) != 2 || !nearV(got[1].Value, 1.70) {
+			t.Fatalf("at the end of the rate period: updates %+v, want a second one with 1.70 V", got)
+		}
+		// Below the plausible range (0.5 V): degraded, sent at once,
+		// though the rate period has not passed.
+		b.step(0.2)
+		got = u.got()
+		if len(got) != 3 || got[2].Quality != promcp.QualityDegraded {
+			t.Fatalf("a change of quality: updates %+v, want a third, degraded", got)
+		}
+		b.step(1.70) // back to good: sent at once too
+		got = u.got()
+		if len(got) != 4 || got[3].Quality != promcp.QualityGood {
+			t.Fatalf("back to good: updates %+v, want a fourth, good", got)
+		}
+		for i, r := range got {
+			if r.Unit != "V" || r.Timestamp.IsZero() {
+				t.Errorf("update %d = %+v, want the read_* body (unit V, timestamp)", i, r)
+			}
+		}
+		if uris := u.uris; len(uris) != 4 || uris[0] != probeURI {
+			t.Errorf("update uris %v, want %s", uris, probeURI)
+		}
+	})
+}
+
+// Unsubscribing and closing the session stop the updates and the
+// sampling: no goroutine is left (synctest fails on a leaked one).
+func TestUnsubscribeAndSessionEndDropSubscriber(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newLiveBench(t)
+		c1, u1 := b.client()
+		c2, u2 := b.client()
+		b.subscribe(c1, probeURI)
+		b.subscribe(c2, probeURI)
+		if n := b.srv.Subscribers(probeURI); n != 2 {
+			t.Fatalf("subscribers = %d, want 2", n)
+		}
+		if err := c1.Unsubscribe(t.Context(), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: probeURI}}); err != nil {
+			t.Fatal(err)
+		}
+		n1 := len(u1.got())
+		for range 11 {
+			b.step(2.5)
+		}
+		if len(u1.got()) != n1 {
+			t.Errorf("after unsubscribing, client 1 got %d more updates", len(u1.got())-n1)
+		}
+		// Client 2 subscribed while the resource was watched already: the
+		// first update it gets is the change, once the rate period passed.
+		if got := u2.got(); len(got) != 1 || !nearV(got[0].Value, 2.5) {
+			t.Errorf("client 2, still subscribed, got %+v, want the change to 2.5 V", got)
+		}
+		c2.Close()
+		synctest.Wait()
+		if n := b.srv.Subscribers(probeURI); n != 0 {
+			t.Fatalf("after the session ended: subscribers = %d, want 0", n)
+		}
+		before := b.w.SPITransactions("spi0")
+		for range 5 {
+			b.step(1.0)
+		}
+		if n := b.w.SPITransactions("spi0") - before; n != 0 {
+			t.Errorf("%d SPI transactions after the last subscriber left, want 0 (sampling stopped)", n)
+		}
+	})
+}
+
+// A subscription to a URI no resource has is refused, naming it.
+func TestSubscribeUnknownURIRefused(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newLiveBench(t)
+		c, _ := b.client()
+		err := c.Subscribe(t.Context(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: "promcp://pi-outdoor/capabilities/nothing"}})
+		if err == nil || !strings.Contains(err.Error(), `unknown resource uri "promcp://pi-outdoor/capabilities/nothing"`) {
+			t.Fatalf("subscribe to an unknown uri: %v, want an error naming it", err)
+		}
+	})
+}
+
+var _ = history.Mean
