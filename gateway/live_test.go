@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"encoding/json"
 	"math"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -253,4 +254,121 @@ func TestSubscribeUnknownURIRefused(t *testing.T) {
 	})
 }
 
-var _ = history.Mean
+// historyOf reads the history template on c and decodes it.
+func historyOf(t *testing.T, c *client.Client, query string) (historyBody, error) {
+	t.Helper()
+	res, err := c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{
+		URI: "promcp://pi-outdoor/history/soil_moisture_probe" + query}})
+	if err != nil {
+		return historyBody{}, err
+	}
+	var h historyBody
+	text, ok := res.Contents[0].(mcp.TextResourceContents)
+	if !ok {
+		t.Fatalf("history contents %T, want text", res.Contents[0])
+	}
+	if err := json.Unmarshal([]byte(text.Text), &h); err != nil {
+		t.Fatalf("history body %s: %v", text.Text, err)
+	}
+	return h, nil
+}
+
+type historyBody struct {
+	Capability string           `json:"capability"`
+	Step       string           `json:"step"`
+	Agg        string           `json:"agg"`
+	Count      int              `json:"sample_count"`
+	Samples    []history.Sample `json:"samples"`
+	Buckets    []struct {
+		Start   time.Time              `json:"start"`
+		Value   *float64               `json:"value"`
+		Quality promcp.Quality         `json:"quality"`
+		Samples int                    `json:"samples"`
+		Counts  map[promcp.Quality]int `json:"quality_counts"`
+	} `json:"buckets"`
+}
+
+// A history query returns the samples the reads took, and their buckets:
+// the mean, min and max of each, its worst quality and the count of each
+// quality when one is not good.
+func TestHistoryMatchesSamplesTaken(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newLiveBench(t)
+		c, _ := b.client()
+		volts := []float64{1.0, 1.2, 1.4, 1.6, 0.2, 2.0} // 0.2 V is below the plausible 0.5 V
+		var taken []promcp.ReadResult
+		for i, v := range volts {
+			if i > 0 {
+				b.clk.Advance(time.Second)
+			}
+			if err := b.w.SetInput("soil_adc", 0, v); err != nil {
+				t.Fatal(err)
+			}
+			var r promcp.ReadResult
+			if err := callInto(t.Context(), c, "read_soil_moisture_probe", map[string]any{"max_age_ms": 0}, &r); err != nil {
+				t.Fatal(err)
+			}
+			taken = append(taken, r)
+		}
+		b.clk.Advance(time.Second)
+		since := url.QueryEscape(epoch.Format(time.RFC3339)) // as RFC 6570 expands it
+		h, err := historyOf(t, c, "?since="+since)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h.Count != len(taken) || len(h.Samples) != len(taken) {
+			t.Fatalf("history = %+v, want the %d samples taken", h, len(taken))
+		}
+		for i, x := range h.Samples {
+			if !x.Time.Equal(taken[i].Timestamp) || x.Value != taken[i].Value || x.Quality != taken[i].Quality {
+				t.Errorf("sample %d = %+v, want %v %v %s", i, x, taken[i].Timestamp, taken[i].Value, taken[i].Quality)
+			}
+		}
+		val := func(i int) float64 { return taken[i].Value.(float64) }
+		for agg, want := range map[string][2]float64{
+			"mean": {(val(0) + val(1) + val(2)) / 3, (val(3) + val(4) + val(5)) / 3},
+			"min":  {val(0), val(4)},
+			"max":  {val(2), val(5)},
+		} {
+			h, err := historyOf(t, c, "?since="+since+"&step=3s&agg="+agg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.Buckets) != 2 || h.Agg != agg || h.Step != "3s" {
+				t.Fatalf("agg=%s: %+v, want 2 buckets of 3s", agg, h)
+			}
+			b0, b1 := h.Buckets[0], h.Buckets[1]
+			if !b0.Start.Equal(epoch) || b0.Samples != 3 || b0.Quality != promcp.QualityGood || b0.Counts != nil || b0.Value == nil || math.Abs(*b0.Value-want[0]) > 1e-9 {
+				t.Errorf("agg=%s bucket 0 = %+v, want 3 good samples, value %v", agg, b0, want[0])
+			}
+			if !b1.Start.Equal(epoch.Add(3*time.Second)) || b1.Samples != 3 || b1.Quality != promcp.QualityDegraded ||
+				b1.Counts[promcp.QualityGood] != 2 || b1.Counts[promcp.QualityDegraded] != 1 || b1.Value == nil || math.Abs(*b1.Value-want[1]) > 1e-9 {
+				t.Errorf("agg=%s bucket 1 = %+v, want 3 samples, quality degraded (2 good, 1 degraded), value %v", agg, b1, want[1])
+			}
+		}
+	})
+}
+
+// A bad history argument is refused with an error naming it.
+func TestHistoryBadArgumentsNamed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newLiveBench(t)
+		c, _ := b.client()
+		for query, want := range map[string]string{
+			"?step=soon":                      `argument step: "soon" (want a duration`,
+			"?step=1ms&since=24h":             "argument step: 1ms makes 86400000 buckets",
+			"?since=yesterday":                `argument since: "yesterday" (want an RFC 3339 time`,
+			"?since=2030-01-01T00%3A00%3A00Z": "argument since: \"2030-01-01T00:00:00Z\" is in the future",
+			"?step=1m&agg=median":             `argument agg: "median" (want mean, min, max or last)`,
+			"?agg=max":                        "argument agg: an aggregate needs a step",
+		} {
+			if _, err := historyOf(t, c, query); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("history%s: %v, want an error containing %q", query, err, want)
+			}
+		}
+		_, err := c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "promcp://pi-outdoor/history/nope"}})
+		if err == nil || !strings.Contains(err.Error(), `argument capability: "nope" is not a capability of this gateway`) {
+			t.Errorf("history of an unknown capability: %v", err)
+		}
+	})
+}

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -39,7 +40,7 @@ type historyQuery struct {
 // history answers a read of promcp://<gateway>/history/{capability}{?since,step,agg}.
 func (l *live) history(ctx context.Context, uri string, args map[string]string) (any, error) {
 	now := l.clock.Now()
-	q, err := l.parseQuery(args, now)
+	q, err := l.parseQuery(uri, args, now)
 	if err != nil {
 		return nil, err
 	}
@@ -87,9 +88,12 @@ func (l *live) history(ctx context.Context, uri string, args map[string]string) 
 
 // parseQuery checks the template's arguments, naming the one that is
 // wrong.
-func (l *live) parseQuery(args map[string]string, now time.Time) (historyQuery, error) {
+func (l *live) parseQuery(uri string, args map[string]string, now time.Time) (historyQuery, error) {
 	var q historyQuery
 	name := args["capability"]
+	if u, err := url.Parse(uri); err == nil {
+		name = strings.TrimPrefix(u.Path, "/history/")
+	}
 	o, ok := l.names[name]
 	if !ok {
 		names := make([]string, 0, len(l.names))

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"sync"
 
@@ -52,7 +53,8 @@ type ResourceTemplate struct {
 	Title       string
 	Description string
 	// Read returns the body of the resource uri, whose template variables
-	// are in args. A bad argument is an *ArgError, answered as invalid
+	// are in args (the query's from the URI, the path's as mcp-go matched
+	// them: a Read that needs its path variables exactly parses uri). A bad argument is an *ArgError, answered as invalid
 	// error naming it (mcp-go answers every resource handler error with
 	// JSON-RPC code -32603 and the error's message).
 	Read func(ctx context.Context, uri string, args map[string]string) (any, error)
@@ -107,6 +109,15 @@ func (s *Server) ResourceTemplate(t ResourceTemplate) error {
 			case []string:
 				if len(x) > 0 {
 					args[k] = x[0]
+				}
+			}
+		}
+		// The query is read from the URI itself: mcp-go's template match
+		// depends on the order of the query's variables.
+		if u, err := url.Parse(req.Params.URI); err == nil {
+			for k, v := range u.Query() {
+				if len(v) > 0 {
+					args[k] = v[0]
 				}
 			}
 		}

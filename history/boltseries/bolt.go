@@ -20,7 +20,8 @@ import (
 )
 
 // MaxSamples bounds the samples one capability keeps on disk, whatever
-// its retention (about 40 bytes each: 4 MB a capability).
+// its retention (about 40 bytes each: 4 MB a capability); pruning runs
+// every pruneEvery appends, so a series may exceed it by that many.
 const MaxSamples = 100000
 
 // pruneEvery is how many appends to a series pass between prunings.
