@@ -460,9 +460,12 @@ type openedGateway struct {
 	world    *sim.World       // nil on hardware
 	modbus   *sim.ModbusEndpoints
 	sysfsDir string // the simulated kernel files; "" on hardware
+	// historyDB is the capabilities' history under --state; nil in memory.
+	historyDB io.Closer
 }
 
 func (g *openedGateway) Close() error {
+	g.closeLive()
 	err := g.set.Close()
 	g.Close0()
 	return err
@@ -563,6 +566,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		server.WithLogger(log),
 		server.WithClock(clk),
 		server.WithInstructions(instructions(m)),
+		server.WithResources(),
 	}
 	if o.approvals != nil {
 		sopts = append(sopts, server.WithApprovals(o.approvals))
@@ -574,6 +578,11 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		return nil, err
 	}
 	if g.gateway, err = gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
+		set.Close()
+		return nil, err
+	}
+	if err := g.serveLive(m, o.stateDir, clk); err != nil {
+		g.closeLive()
 		set.Close()
 		return nil, err
 	}
