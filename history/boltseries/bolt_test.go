@@ -27,7 +27,7 @@ func TestRetentionBoundAndReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.max = 100 // MaxSamples, made small
+	s.max = 100          // MaxSamples, made small
 	for i := range 200 { // one a second for 200 s
 		now = t0.Add(time.Duration(i) * time.Second)
 		q := promcp.QualityGood
