@@ -98,7 +98,7 @@ func (g *Gateway) ServeLive(opts LiveOptions) error {
 		o := l.byCap[c]
 		o.uri = fmt.Sprintf(capabilityURI, l.opts.Gateway, c.Name)
 		if err := g.srv.Resource(server.Resource{URI: o.uri, Name: c.Name, Title: title(c.Name),
-			Description: fmt.Sprintf("Live %s: the read_* body {value, unit, timestamp, quality} of %s. Subscribe for updates (on change beyond %s, at most %s, and on every change of quality).",
+			Description: fmt.Sprintf("Live %s: the read_* body {value, unit, timestamp, quality} of %s. Subscribe for updates (on %s, at most %s, and on every change of quality).",
 				strings.ReplaceAll(c.Name, "_", " "), c.ReadTool(), deadbandText(c), rateText(c.Observe.Rate())),
 			Read: o.read, Watch: o.watch}); err != nil {
 			return fmt.Errorf("capability %s: %w", c.Name, err)
@@ -275,9 +275,9 @@ func moved(a, b any, deadband float64) bool {
 
 func deadbandText(c *capabilities.Capability) string {
 	if c.Observe.Deadband == 0 {
-		return "any amount"
+		return "any change"
 	}
-	return fmt.Sprintf("%g %s", c.Observe.Deadband, c.Unit)
+	return fmt.Sprintf("a change of more than %g %s", c.Observe.Deadband, c.Unit)
 }
 
 func rateText(r manifests.RateLimit) string {

@@ -74,7 +74,9 @@ func (l *live) history(ctx context.Context, uri string, args map[string]string) 
 		return b, nil
 	}
 	b.Step, b.Agg = q.step.String(), q.agg
-	if b.Buckets, err = history.Aggregate(samples, q.since, q.step, q.agg); err != nil {
+	// Buckets start on multiples of the step (10:20, 10:30 for 10m), the
+	// first one holding the samples from since only.
+	if b.Buckets, err = history.Aggregate(samples, q.since.Truncate(q.step), q.step, q.agg); err != nil {
 		return nil, &server.ArgError{Arg: "agg", Msg: err.Error()}
 	}
 	if b.Buckets == nil {
