@@ -100,8 +100,17 @@ func (u *updates) got() []promcp.ReadResult {
 	return append([]promcp.ReadResult(nil), u.list...)
 }
 
-// client connects an in-process client that collects updates.
+// client connects an in-process client on the 2025-11-25 protocol that
+// collects updates.
 func (b *liveBench) client() (*client.Client, *updates) {
+	b.t.Helper()
+	// resources/subscribe is the 2025-11-25 protocol's (2026-07-28
+	// replaced it with subscriptions/listen).
+	return b.clientOn(mcp.ProtocolVersion20251125)
+}
+
+// clientOn connects an in-process client on protocol ("" the newest).
+func (b *liveBench) clientOn(protocol string) (*client.Client, *updates) {
 	b.t.Helper()
 	// In-process session ids are the time in nanoseconds, which stands
 	// still in a synctest bubble: move the bubble's clock on, so that
@@ -117,10 +126,8 @@ func (b *liveBench) client() (*client.Client, *updates) {
 	if err := c.Start(b.t.Context()); err != nil {
 		b.t.Fatal(err)
 	}
-	// resources/subscribe is the 2025-11-25 protocol's (2026-07-28
-	// replaced it with subscriptions/listen).
 	if _, err := c.Initialize(b.t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: mcp.ProtocolVersion20251125,
+		ProtocolVersion: protocol,
 		ClientInfo:      mcp.Implementation{Name: "test", Version: "1"}}}); err != nil {
 		b.t.Fatal(err)
 	}
@@ -238,6 +245,34 @@ func TestUnsubscribeAndSessionEndDropSubscriber(t *testing.T) {
 		}
 		if n := b.w.SPITransactions("spi0") - before; n != 0 {
 			t.Errorf("%d SPI transactions after the last subscriber left, want 0 (sampling stopped)", n)
+		}
+	})
+}
+
+// On the 2026-07-28 protocol, subscriptions/listen subscribes the
+// resources it lists for as long as its stream is open.
+func TestSubscriptionThroughListen(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newLiveBench(t)
+		c, u := b.clientOn("")
+		stop, err := c.ListenAsync(t.Context(), mcp.SubscriptionFilter{ResourceSubscriptions: []string{probeURI}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := b.srv.Subscribers(probeURI); n != 1 {
+			t.Fatalf("subscribers while listening = %d, want 1", n)
+		}
+		for range 10 {
+			b.step(2.0)
+		}
+		if got := u.got(); len(got) != 2 || !nearV(got[0].Value, 1.418) || !nearV(got[1].Value, 2.0) {
+			t.Errorf("updates through listen %+v, want 1.418 then 2.0 V", got)
+		}
+		stop()
+		synctest.Wait()
+		if n := b.srv.Subscribers(probeURI); n != 0 {
+			t.Errorf("subscribers after the stream closed = %d, want 0", n)
 		}
 	})
 }

@@ -220,7 +220,39 @@ func (l *subscriptions) options() []mcpserver.ServerOption {
 		l.mu.Unlock()
 	})
 	h.AddOnUnregisterSession(func(_ context.Context, cs mcpserver.ClientSession) { l.drop(cs.SessionID()) })
+	// Protocol 2026-07-28 subscribes with subscriptions/listen: the
+	// listed resources are subscribed for as long as the stream is open,
+	// on the session serving it (an ephemeral one over HTTP).
+	h.AddBeforeSubscriptionsListen(func(ctx context.Context, id any, m *mcp.SubscriptionsListenRequest) {
+		if cs := mcpserver.ClientSessionFromContext(ctx); cs != nil {
+			key := listenKey(cs, id)
+			l.mu.Lock()
+			l.sessions[key] = cs
+			l.mu.Unlock()
+			for _, uri := range m.Params.Notifications.ResourceSubscriptions {
+				l.subscribe(key, uri)
+			}
+		}
+	})
+	endListen := func(ctx context.Context, id any) {
+		if cs := mcpserver.ClientSessionFromContext(ctx); cs != nil {
+			l.drop(listenKey(cs, id))
+		}
+	}
+	h.AddAfterSubscriptionsListen(func(ctx context.Context, id any, _ *mcp.SubscriptionsListenRequest, _ *mcp.SubscriptionsListenResult) {
+		endListen(ctx, id)
+	})
+	h.AddOnError(func(ctx context.Context, id any, method mcp.MCPMethod, _ any, _ error) {
+		if method == mcp.MethodSubscriptionsListen {
+			endListen(ctx, id)
+		}
+	})
 	return []mcpserver.ServerOption{mcpserver.WithResourceCapabilities(true, false), mcpserver.WithHooks(h)}
+}
+
+// listenKey names the subscriptions of one subscriptions/listen stream.
+func listenKey(cs mcpserver.ClientSession, id any) string {
+	return fmt.Sprintf("listen %p %v", cs, id)
 }
 
 var subscribeMethod = []byte(`"resources/subscribe"`)
