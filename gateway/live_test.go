@@ -86,11 +86,12 @@ func (u *updates) handle(n mcp.JSONRPCNotification) {
 	u.uris = append(u.uris, uri)
 	// As on the wire: the body is under params._meta.
 	var p struct {
-		Meta map[string]promcp.ReadResult `json:"_meta"`
+		Meta map[string]json.RawMessage `json:"_meta"`
 	}
+	var r promcp.ReadResult
 	raw, _ := json.Marshal(n.Params)
 	_ = json.Unmarshal(raw, &p)
-	r := p.Meta[server.ReadKey]
+	_ = json.Unmarshal(p.Meta[server.ReadKey], &r)
 	u.list = append(u.list, r)
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"math"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
@@ -33,28 +32,37 @@ type update struct {
 // receives.
 func liveClient(t *testing.T, tr transport.Interface) (*client.Client, <-chan update) {
 	t.Helper()
-	c := client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20251125))
+	return liveClientOn(t, tr, mcp.ProtocolVersion20251125)
+}
+
+// liveClientOn is liveClient on protocol.
+func liveClientOn(t *testing.T, tr transport.Interface, protocol string) (*client.Client, <-chan update) {
+	t.Helper()
+	c := client.NewClient(tr, client.WithProtocolVersion(protocol))
 	ch := make(chan update, 4096)
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
 		if n.Method != string(mcp.MethodNotificationResourceUpdated) {
 			return
 		}
 		var p struct {
-			URI  string                       `json:"uri"`
-			Meta map[string]promcp.ReadResult `json:"_meta"`
+			URI  string                     `json:"uri"`
+			Meta map[string]json.RawMessage `json:"_meta"`
 		}
+		var body promcp.ReadResult
 		raw, _ := json.Marshal(n.Params)
 		if err := json.Unmarshal(raw, &p); err != nil {
 			t.Errorf("update params %s: %v", raw, err)
+		} else if err := json.Unmarshal(p.Meta[server.ReadKey], &body); err != nil {
+			t.Errorf("update params %s: %v", raw, err)
 		}
-		ch <- update{uri: p.URI, body: p.Meta[server.ReadKey]}
+		ch <- update{uri: p.URI, body: body}
 	})
 	if err := c.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
 	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: mcp.ProtocolVersion20251125,
+		ProtocolVersion: protocol,
 		ClientInfo:      mcp.Implementation{Name: "promcp-e2e", Version: "1"}}}); err != nil {
 		t.Fatal(err)
 	}
@@ -81,14 +89,15 @@ func next(t *testing.T, ch <-chan update, deadline time.Time, what string) updat
 }
 
 // Over HTTP, a subscription to zone 1's temperature under
-// greenhouse-faults.yml (10x simulated time) receives the read_* body,
-// good, then stale and error as the sensor times out and dies, then good
+// greenhouse-faults.yml (5x simulated time: the stale phase lasts 6 s of
+// real time, so a slow start under -race still sees it) receives the
+// read_* body, stale and error as the sensor times out and dies, then good
 // again; two updates of the same quality are at least the deadband apart
 // (0.1 °C) and, sampled every 500 ms, at least the rate's second apart.
 // The history then shows the fault: its buckets' quality and counts.
 func TestSubscriptionOverHTTPUnderFaults(t *testing.T) {
 	t.Parallel()
-	u := startHTTP(t, "--manifest", greenhouse, "--time-scale", "10", "--scenario", greenhouseFaults)
+	u := startHTTP(t, "--manifest", greenhouse, "--time-scale", "5", "--scenario", greenhouseFaults)
 	tr, err := transport.NewStreamableHTTP(u, transport.WithContinuousListening())
 	if err != nil {
 		t.Fatal(err)
@@ -117,8 +126,8 @@ func TestSubscriptionOverHTTPUnderFaults(t *testing.T) {
 		got = append(got, up.body)
 		seen[up.body.Quality] = true
 	}
-	if got[0].Quality != promcp.QualityGood || got[0].Unit != "°C" {
-		t.Errorf("first update = %+v, want the good reading in °C", got[0])
+	if got[0].Unit != "°C" || got[0].Timestamp.IsZero() {
+		t.Errorf("first update = %+v, want the read_* body in °C", got[0])
 	}
 	// The heater warms zone 1 (0.5 °C a simulated minute): changes beyond
 	// the deadband follow.
@@ -178,47 +187,70 @@ func TestSubscriptionOverHTTPUnderFaults(t *testing.T) {
 	}
 }
 
-// Over stdio, unsubscribing stops the updates: after zone 1 is
-// unsubscribed, its stale transition (always sent to a subscriber) does
-// not arrive, while zone 2's subscription receives its own updates until
-// zone 2 is degraded (stuck), well after zone 1 went stale.
+// Over stdio, unsubscribing stops the updates. With the heater on at
+// 50x, zone 1 warms by more than its 0.1 °C deadband several times a real
+// second; once unsubscribed (and once zone 2's first update, queued after
+// anything zone 1 sent before, has arrived) no zone 1 update may come,
+// while zone 2's subscription goes on for 30 simulated seconds.
 func TestUnsubscribeOverStdio(t *testing.T) {
 	t.Parallel()
-	tr := transport.NewStdio(binary, nil, "serve", "--sim", "--log-level", "warn", "--manifest", greenhouse,
-		"--time-scale", "10", "--scenario", greenhouseFaults)
+	tr := transport.NewStdio(binary, nil, "serve", "--sim", "--log-level", "warn", "--manifest", greenhouse, "--time-scale", "50")
 	c, ch := liveClient(t, tr)
-	deadline := time.Now().Add(90 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
+	on, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "do_set_heater",
+		Arguments: map[string]any{"value": true, "idempotency_key": "live-e2e-unsub"}}})
+	if err != nil || on.IsError {
+		t.Fatalf("do_set_heater: %v %+v", err, on)
+	}
 	subscribe(t, c, zone1URI)
-	if up := next(t, ch, deadline, "zone 1's first update"); up.uri != zone1URI || up.body.Quality != promcp.QualityGood {
-		t.Fatalf("first update %+v, want zone 1 good", up)
+	for range 3 {
+		if up := next(t, ch, deadline, "zone 1 warming"); up.uri != zone1URI {
+			t.Fatalf("update for %s, want %s", up.uri, zone1URI)
+		}
 	}
 	if err := c.Unsubscribe(t.Context(), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: zone1URI}}); err != nil {
 		t.Fatal(err)
 	}
 	subscribe(t, c, zone2URI)
+	var first time.Time
+	for first.IsZero() {
+		if up := next(t, ch, deadline, "zone 2's first update"); up.uri == zone2URI {
+			first = up.body.Timestamp
+		}
+	}
 	for {
-		up := next(t, ch, deadline, "zone 2 degraded (stuck)")
-		if up.uri == zone1URI && up.body.Quality != promcp.QualityGood {
+		up := next(t, ch, deadline, "30 simulated seconds of zone 2 updates")
+		if up.uri == zone1URI {
 			t.Fatalf("after unsubscribing, zone 1 sent %+v", up.body)
 		}
-		if up.uri == zone2URI && up.body.Quality == promcp.QualityDegraded {
-			if !strings.HasPrefix(up.body.QualityReason, "stuck: ") {
-				t.Errorf("zone 2 degraded: %q, want stuck", up.body.QualityReason)
-			}
+		if up.body.Timestamp.Sub(first) >= 30*time.Second {
 			break
 		}
 	}
-	// An update of zone 1 sent before the unsubscribe was answered may
-	// still be queued; none may come after zone 1 went stale.
+}
+
+// On the 2026-07-28 protocol over HTTP, subscriptions/listen carries the
+// updates: the first value, then zone 1's stale transition (5x).
+func TestSubscriptionThroughListenOverHTTP(t *testing.T) {
+	t.Parallel()
+	u := startHTTP(t, "--manifest", greenhouse, "--time-scale", "5", "--scenario", greenhouseFaults)
+	tr, err := transport.NewStreamableHTTP(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ch := liveClientOn(t, tr, mcp.LATEST_PROTOCOL_VERSION)
+	stop, err := c.ListenAsync(t.Context(), mcp.SubscriptionFilter{ResourceSubscriptions: []string{zone1URI}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	deadline := time.Now().Add(60 * time.Second)
+	if up := next(t, ch, deadline, "the first update"); up.uri != zone1URI || up.body.Unit != "°C" {
+		t.Fatalf("first update %+v, want zone 1's read_* body", up)
+	}
 	for {
-		select {
-		case up := <-ch:
-			if up.uri == zone1URI && up.body.Quality != promcp.QualityGood {
-				t.Fatalf("after unsubscribing, zone 1 sent %+v", up.body)
-			}
-			continue
-		default:
+		if up := next(t, ch, deadline, "zone 1 stale"); up.body.Quality == promcp.QualityStale {
+			break
 		}
-		break
 	}
 }
