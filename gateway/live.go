@@ -39,6 +39,9 @@ const (
 	DefaultHistorySince = time.Hour
 	// MaxHistoryBuckets bounds the buckets one query returns.
 	MaxHistoryBuckets = 1000
+	// DiskEvery is the closest two samples of one capability are written
+	// to disk (a change of quality always is).
+	DiskEvery = time.Second
 )
 
 // live is a gateway's resources: each capability as a subscribable
@@ -68,6 +71,9 @@ type observed struct {
 	done chan struct{}
 	last *promcp.ReadResult // the last update sent
 	sent []time.Time        // when the updates of the last rate period were sent
+
+	diskAt      time.Time      // when the last sample written to disk was taken
+	diskQuality promcp.Quality // its quality
 }
 
 // ServeLive registers each capability as an MCP resource
@@ -143,13 +149,30 @@ func (l *live) record(c *capabilities.Capability, r capabilities.Reading) {
 		return
 	}
 	x := history.Sample{Time: r.Time, Value: r.Value, Quality: r.Quality}
+	last, had := o.series.Last()
 	if r.Quality == promcp.QualityStale {
+		// The same stale value, read again within the TTL, is one sample:
+		// a caller polling a failing sensor does not fill the ring.
 		x.Time = l.clock.Now()
+		if had && last.Quality == x.Quality && last.Value == x.Value && x.Time.Sub(last.Time) < c.TTL() {
+			return
+		}
 	}
 	if r.Quality == promcp.QualityError {
 		x.Value = nil
 	}
 	if x.Time.IsZero() || !o.series.Add(x) || l.opts.Store == nil {
+		return
+	}
+	// On disk, at most one sample per DiskEvery, and every change of
+	// quality: forced reads (max_age_ms 0) do not wear the SD card.
+	o.mu.Lock()
+	keep := !had || x.Quality != o.diskQuality || x.Time.Sub(o.diskAt) >= DiskEvery
+	if keep {
+		o.diskAt, o.diskQuality = x.Time, x.Quality
+	}
+	o.mu.Unlock()
+	if !keep {
 		return
 	}
 	if err := l.opts.Store.Append(c.Name, x); err != nil {

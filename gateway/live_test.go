@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,6 +17,7 @@ import (
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/history"
+	"github.com/promcp/promcp-device/history/boltseries"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
@@ -37,6 +39,11 @@ type liveBench struct {
 }
 
 func newLiveBench(t *testing.T, edit ...func(*manifests.Manifest)) *liveBench {
+	t.Helper()
+	return newLiveBenchWith(t, gateway.LiveOptions{}, edit...)
+}
+
+func newLiveBenchWith(t *testing.T, opts gateway.LiveOptions, edit ...func(*manifests.Manifest)) *liveBench {
 	t.Helper()
 	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
 	if err != nil {
@@ -62,7 +69,7 @@ func newLiveBench(t *testing.T, edit ...func(*manifests.Manifest)) *liveBench {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := gw.ServeLive(gateway.LiveOptions{}); err != nil {
+	if err := gw.ServeLive(opts); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(gw.Close)
@@ -406,5 +413,85 @@ func TestHistoryBadArgumentsNamed(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), `argument capability: "nope" is not a capability of this gateway`) {
 			t.Errorf("history of an unknown capability: %v", err)
 		}
+	})
+}
+
+// Under --state the history is on disk: forced reads write at most one
+// sample a second (every change of quality), and a new gateway on the
+// same file answers from it.
+func TestHistoryOnDiskSurvivesRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "history.db")
+	open := func(now func() time.Time) *boltseries.Store {
+		st, err := boltseries.Open(path, now, func(string) time.Duration { return 24 * time.Hour })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	var wantTimes []time.Time
+	synctest.Test(t, func(t *testing.T) {
+		var b *liveBench
+		st := open(func() time.Time { return b.clk.Now() })
+		b = newLiveBenchWith(t, gateway.LiveOptions{Store: st})
+		c, _ := b.client()
+		read := func(volts float64) {
+			if err := b.w.SetInput("soil_adc", 0, volts); err != nil {
+				t.Fatal(err)
+			}
+			var r promcp.ReadResult
+			if err := callInto(t.Context(), c, "read_soil_moisture_probe", map[string]any{"max_age_ms": 0}, &r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Reads at 0, 0.25, 0.5, 0.75, 1, 2 s, and a degraded one at 2.25 s.
+		for i, at := range []time.Duration{0, 250, 500, 750, 1000, 2000} {
+			if i > 0 {
+				b.clk.Advance(250 * time.Millisecond)
+				if at == 2000 {
+					b.clk.Advance(750 * time.Millisecond)
+				}
+			}
+			read(1.0 + float64(i)/10)
+		}
+		b.clk.Advance(250 * time.Millisecond)
+		read(0.2)
+		h, err := historyOf(t, c, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range h.Samples {
+			wantTimes = append(wantTimes, x.Time)
+		}
+		want := []time.Duration{0, time.Second, 2 * time.Second, 2250 * time.Millisecond}
+		if len(h.Samples) != len(want) {
+			t.Fatalf("on disk: %+v, want the samples at 0, 1, 2 s and the degraded one at 2.25 s", h.Samples)
+		}
+		for i, x := range h.Samples {
+			if !x.Time.Equal(epoch.Add(want[i])) {
+				t.Errorf("sample %d at %v, want %v", i, x.Time.Sub(epoch), want[i])
+			}
+		}
+		if h.Samples[3].Quality != promcp.QualityDegraded {
+			t.Errorf("last sample %+v, want degraded", h.Samples[3])
+		}
+		b.gw.Close()
+		if err := st.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		var b *liveBench
+		st := open(func() time.Time { return b.clk.Now() })
+		defer st.Close()
+		b = newLiveBenchWith(t, gateway.LiveOptions{Store: st})
+		c, _ := b.client()
+		h, err := historyOf(t, c, "?since="+url.QueryEscape(epoch.Format(time.RFC3339)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(h.Samples) != len(wantTimes) {
+			t.Fatalf("after a restart: %+v, want the %d samples on disk", h.Samples, len(wantTimes))
+		}
+		t.Cleanup(b.gw.Close)
 	})
 }

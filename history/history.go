@@ -67,6 +67,13 @@ func (s *Series) Add(x Sample) bool {
 	return true
 }
 
+// Last returns the sample last recorded; false when there is none.
+func (s *Series) Last() (Sample, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastLocked()
+}
+
 func (s *Series) lastLocked() (Sample, bool) {
 	if !s.full && s.next == 0 {
 		return Sample{}, false
