@@ -86,7 +86,7 @@ type observed struct {
 // deadband, at most at its observe max_rate, and on every change of
 // quality. Every sample the gateway takes (reads, subscriptions, the
 // background sampling of history.every) is kept in the capability's
-// history. Close stops the sampling.
+// history. CloseLive stops the sampling.
 func (g *Gateway) ServeLive(opts LiveOptions) error {
 	if g.live != nil {
 		return errors.New("ServeLive: already serving")
@@ -129,8 +129,9 @@ func (g *Gateway) ServeLive(opts LiveOptions) error {
 	return nil
 }
 
-// Close stops the sampling of subscriptions and history, and waits for it.
-func (g *Gateway) Close() {
+// CloseLive stops the sampling of subscriptions and history, and waits for
+// it.
+func (g *Gateway) CloseLive() {
 	if l := g.live; l != nil {
 		l.cancel()
 		for _, o := range l.byCap {

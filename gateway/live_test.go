@@ -72,7 +72,7 @@ func newLiveBenchWith(t *testing.T, opts gateway.LiveOptions, edit ...func(*mani
 	if err := gw.ServeLive(opts); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(gw.Close)
+	t.Cleanup(gw.CloseLive)
 	return &liveBench{t: t, w: w, clk: clk, srv: srv, gw: gw}
 }
 
@@ -474,7 +474,7 @@ func TestHistoryOnDiskSurvivesRestart(t *testing.T) {
 		if h.Samples[3].Quality != promcp.QualityDegraded {
 			t.Errorf("last sample %+v, want degraded", h.Samples[3])
 		}
-		b.gw.Close()
+		b.gw.CloseLive()
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -492,6 +492,6 @@ func TestHistoryOnDiskSurvivesRestart(t *testing.T) {
 		if len(h.Samples) != len(wantTimes) {
 			t.Fatalf("after a restart: %+v, want the %d samples on disk", h.Samples, len(wantTimes))
 		}
-		t.Cleanup(b.gw.Close)
+		t.Cleanup(b.gw.CloseLive)
 	})
 }

@@ -42,7 +42,7 @@ func (g *openedGateway) serveLive(m *manifests.Manifest, stateDir string, clk cl
 // the history file.
 func (g *openedGateway) closeLive() {
 	if g.gateway != nil {
-		g.gateway.Close()
+		g.gateway.CloseLive()
 	}
 	if g.historyDB != nil {
 		g.historyDB.Close()
