@@ -495,3 +495,59 @@ func TestHistoryOnDiskSurvivesRestart(t *testing.T) {
 		t.Cleanup(b.gw.CloseLive)
 	})
 }
+
+// Sessions subscribing and unsubscribing at once while the clock runs:
+// the sampling starts and stops with them, and once the last has left no
+// subscriber, sampling or goroutine remains (synctest fails on a leak).
+func TestSubscriptionsConcurrentWithSampling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newLiveBench(t)
+		var clients []*client.Client
+		for range 8 {
+			c, _ := b.client()
+			clients = append(clients, c)
+		}
+		done := make(chan struct{})
+		var clockRuns sync.WaitGroup
+		clockRuns.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					b.clk.Advance(100 * time.Millisecond)
+					time.Sleep(time.Millisecond) // yield: a synctest bubble's time
+				}
+			}
+		})
+		var wg sync.WaitGroup
+		for _, c := range clients {
+			wg.Go(func() {
+				for range 10 {
+					if err := c.Subscribe(t.Context(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: probeURI}}); err != nil {
+						t.Error(err)
+						return
+					}
+					if err := c.Unsubscribe(t.Context(), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: probeURI}}); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		close(done)
+		clockRuns.Wait()
+		synctest.Wait()
+		if n := b.srv.Subscribers(probeURI); n != 0 {
+			t.Fatalf("subscribers = %d, want 0", n)
+		}
+		before := b.w.SPITransactions("spi0")
+		for range 5 {
+			b.step(1.0)
+		}
+		if n := b.w.SPITransactions("spi0") - before; n != 0 {
+			t.Errorf("%d SPI transactions with no subscriber, want 0", n)
+		}
+	})
+}
