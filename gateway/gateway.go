@@ -37,6 +37,9 @@ type Gateway struct {
 	// jobsScope is the can_do scope of Serve's surface, which answers for
 	// the jobs' start_* tools.
 	jobsScope *scope
+	// live is the capabilities' resources and history (ServeLive); nil
+	// when not served.
+	live *live
 }
 
 // GatewayOptions are the policy inputs of a Gateway.
@@ -189,6 +192,9 @@ func (g *Gateway) readHandler(c *capabilities.Capability) server.ReadHandler {
 			maxAge = time.Duration(ms * float64(time.Millisecond))
 		}
 		r := c.ReadWithin(ctx, maxAge)
+		if g.live != nil {
+			g.live.record(c, r)
+		}
 		res := readResult(c, r)
 		res.Evidence = readEvidence(c, r, health)
 		return res, nil

@@ -58,6 +58,7 @@ func (c *checker) checkCapabilities() {
 		}
 		c.valueType(cp, path)
 		c.health(cp, path)
+		c.observe(cp, path)
 		if cp.Do != nil {
 			c.action(cp, dev, reg, path, tools)
 		} else if cp.Type == TypeEnum {

@@ -18,7 +18,7 @@ var (
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
 	deviceSimKeys   = []string{"values", "level", "profile", "response"}
-	capabilityKeys  = []string{"name", "description", "type", "unit", "ttl", "location", "tags", "read", "do", "health"}
+	capabilityKeys  = []string{"name", "description", "type", "unit", "ttl", "location", "tags", "read", "do", "health", "observe", "history"}
 	healthKeys      = []string{"plausible", "max_rate", "stuck_samples", "stuck_for", "on_device_error", "max_stale"}
 	rangeKeys       = []string{"min", "max"}
 	bindingKeys     = []string{"device", "channel"}
@@ -252,6 +252,12 @@ func (o obj) capability(c *Capability) {
 	c.Do = opt(o, "do", actionKeys, obj.action)
 	if h := opt(o, "health", healthKeys, obj.health); h != nil {
 		c.Health = *h
+	}
+	if ob := opt(o, "observe", observeKeys, obj.observe); ob != nil {
+		c.Observe = *ob
+	}
+	if h := opt(o, "history", historyKeys, obj.history); h != nil {
+		c.History = *h
 	}
 }
 

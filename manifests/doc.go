@@ -203,6 +203,8 @@
 //	read         binding          required  {device: <device name>, channel: <channel>}
 //	do           action           none      makes the capability actionable
 //	health       health           defaults  how quality is derived from the source's behaviour, see below
+//	observe      observe          defaults  the updates of a subscription to the capability's resource, see below
+//	history      history          defaults  the recent samples the capability keeps, see below
 //
 // A binding (capabilities[].read): device is required and names a device;
 // channel is required for sht3x and registers devices and not allowed for
@@ -256,6 +258,23 @@
 //
 // Stuck, rate and failure checks count bus transactions, not reads: a read
 // answered from the cache (within the ttl) adds no sample.
+//
+// A capability's observe (capabilities[].observe) tunes the updates of a
+// subscription to its resource promcp://<gateway>/capabilities/<name>
+// (a change of quality is always sent). Every key is optional:
+//
+//	key       type       default  constraint
+//	deadband  number     0        0 or more, in the capability's unit; number and integer only: a value is sent again when it moved by more than this from the last sent (0: any change)
+//	max_rate  rate       1/s      "N/s", "N/min", "N/hour", "N/day", N at least 1: the most updates of one resource in that window
+//	every     duration   the ttl  more than 0: how often a subscribed capability is sampled (through the cache)
+//
+// A capability's history (capabilities[].history), served as the template
+// promcp://<gateway>/history/{capability}{?since,step,agg}:
+//
+//	key        type       default  constraint
+//	ring       integer    720      1..100000: samples kept in memory
+//	retention  duration   24h      more than 0, at most 8784h (366 days): how long samples stay in history.db under --state
+//	every      duration   none     more than 0: background sampling, subscribed or not; without it the history holds the samples reads and subscriptions took
 //
 // Every tool name is unique across the gateway: the read_<name> tools, the
 // do tools, and the built-in can_do.

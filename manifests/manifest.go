@@ -256,6 +256,12 @@ type Capability struct {
 	// Health tunes how the capability's quality is derived from its
 	// source's behaviour; the zero value applies the defaults.
 	Health Health
+	// Observe tunes the updates of a subscription to the capability's
+	// resource; the zero value applies the defaults.
+	Observe Observe
+	// History tunes the recent samples the capability keeps; the zero
+	// value applies the defaults.
+	History History
 }
 
 // Health tunes the quality of a capability's readings (see the

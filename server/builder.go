@@ -207,6 +207,7 @@ type Server struct {
 
 	extraMCP []mcpserver.ServerOption // more mcp-go options (WithTasks)
 	tasks    *taskIndex               // ties task calls to tasks/cancel (WithTasks); nil without
+	live     *subscriptions           // resources and their subscribers (WithResources); nil: none
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -304,6 +305,16 @@ func New(name, version string, opts ...Option) (*Server, error) {
 		mopts = append(mopts, mcpserver.WithInstructions(s.instructions))
 	}
 	mopts = append(mopts, s.extraMCP...)
+	// mcp-go keeps one Hooks (the last WithHooks): tasks and resources
+	// add theirs to the same one.
+	hooks := &mcpserver.Hooks{}
+	if s.tasks != nil {
+		mopts = append(mopts, s.tasks.options(hooks)...)
+	}
+	if s.live != nil {
+		mopts = append(mopts, s.live.options(hooks)...)
+	}
+	mopts = append(mopts, mcpserver.WithHooks(hooks))
 	s.mcp = mcpserver.NewMCPServer(name, version, mopts...)
 	return s, nil
 }

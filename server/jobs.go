@@ -19,7 +19,6 @@ func WithTasks() Option {
 	return func(s *Server) {
 		s.tasks = newTaskIndex()
 		s.extraMCP = append(s.extraMCP, mcpserver.WithTaskCapabilities(true, true, true))
-		s.extraMCP = append(s.extraMCP, s.tasks.options()...)
 	}
 }
 

@@ -58,8 +58,8 @@ func (x *taskIndex) cancelChan(id string) chan struct{} {
 	return ch
 }
 
-func (x *taskIndex) options() []mcpserver.ServerOption {
-	hooks := &mcpserver.Hooks{}
+// options adds the task hooks to hooks and returns the task options.
+func (x *taskIndex) options(hooks *mcpserver.Hooks) []mcpserver.ServerOption {
 	hooks.AddAfterCallTool(func(_ context.Context, _ any, msg *mcp.CallToolRequest, result any) {
 		if ct, ok := result.(*mcp.CreateTaskResult); ok && msg != nil {
 			if k := argsKey(msg); k != 0 {
@@ -90,7 +90,7 @@ func (x *taskIndex) options() []mcpserver.ServerOption {
 			close(ch)
 		}
 	})
-	return []mcpserver.ServerOption{mcpserver.WithHooks(hooks), mcpserver.WithTaskHooks(th)}
+	return []mcpserver.ServerOption{mcpserver.WithTaskHooks(th)}
 }
 
 // taskContext returns a context for a task's handler that tasks/cancel of

@@ -489,6 +489,8 @@ type openedGateway struct {
 
 	console http.Handler      // the operator console (--console), or nil
 	policy  *manifests.Policy // the policy it runs under, or nil
+	// historyDB is the capabilities' history under --state; nil in memory.
+	historyDB io.Closer
 }
 
 func (g *openedGateway) Close() error {
@@ -500,6 +502,7 @@ func (g *openedGateway) Close() error {
 		}
 		cancel()
 	}
+	g.closeLive()
 	err := g.set.Close()
 	g.Close0()
 	return err
@@ -602,6 +605,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		server.WithLogger(log),
 		server.WithClock(clk),
 		server.WithInstructions(instructions(m)),
+		server.WithResources(),
 	}
 	if o.approvals != nil {
 		sopts = append(sopts, server.WithApprovals(o.approvals))
@@ -616,6 +620,11 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		return nil, err
 	}
 	if g.gateway, err = gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history, Jobs: m.Jobs, JobStore: o.jobStore}); err != nil {
+		set.Close()
+		return nil, err
+	}
+	if err := g.serveLive(m, o.stateDir, clk); err != nil {
+		g.closeLive()
 		set.Close()
 		return nil, err
 	}
