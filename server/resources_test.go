@@ -129,8 +129,19 @@ func TestSubscriptionsUnderConcurrency(t *testing.T) {
 		if received.Load() != before {
 			t.Error("an update reached a client with no subscription")
 		}
-		if before == 0 {
-			t.Error("no update was received while subscribed")
+		// And a session subscribed now gets exactly one update per Notify.
+		if err := clients[1].Subscribe(t.Context(), mcp.SubscribeRequest{Params: mcp.SubscribeParams{URI: uri}}); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.Notify(uri, map[string]any{"value": 4}); n != 1 {
+			t.Errorf("Notify with one subscriber sent %d, want 1", n)
+		}
+		synctest.Wait()
+		if got := received.Load(); got != before+1 {
+			t.Errorf("updates received after subscribing again: %d, want %d", got-before, 1)
+		}
+		if err := clients[1].Unsubscribe(t.Context(), mcp.UnsubscribeRequest{Params: mcp.UnsubscribeParams{URI: uri}}); err != nil {
+			t.Fatal(err)
 		}
 		for i, c := range clients {
 			if i%2 == 1 {
