@@ -1,0 +1,121 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/internal/perf"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
+)
+
+// perfGateway serves a generated greenhouse of n capabilities (see
+// perf.Manifest) on the simulator and returns an in-process client. The
+// clock stands still, so every reading after the first is served from the
+// cache: the benchmarks measure the stack, not the simulated conversions.
+func perfGateway(b *testing.B, n int) *client.Client {
+	b.Helper()
+	m, err := manifests.Parse("perf.yml", []byte(perf.Manifest(n)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	clk := sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	w := simtest.World(b, m, clk)
+	set, err := capabilities.Open(context.Background(), m, simtest.Hardware(w), capabilities.Options{Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { set.Close() })
+	_, c := serveInProcess(b, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
+	return c
+}
+
+func call(b *testing.B, c *client.Client, tool string, args map[string]any) *mcp.CallToolResult {
+	res, err := c.CallTool(b.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if res.IsError {
+		b.Fatalf("%s: %v", tool, res.Content)
+	}
+	return res
+}
+
+// BenchmarkReadInProcess: a cached read_* through the whole MCP stack in
+// process (JSON-RPC decode, argument check, handler, contract check,
+// provenance, encode).
+//
+//	go test ./gateway -run '^$' -bench ReadInProcess -benchmem
+func BenchmarkReadInProcess(b *testing.B) {
+	c := perfGateway(b, 10)
+	call(b, c, "read_temperature_z0", nil)
+	for b.Loop() {
+		call(b, c, "read_temperature_z0", nil)
+	}
+}
+
+// BenchmarkCanDo: can_do with a broad intent (two of every five
+// capabilities match, each with depends_on sensors) at 10, 100 and 1,000
+// capabilities, warm cache.
+//
+//	go test ./gateway -run '^$' -bench CanDo -benchmem
+func BenchmarkCanDo(b *testing.B) {
+	for _, n := range []int{10, 100, 1000} {
+		b.Run(fmt.Sprintf("caps=%d", n), func(b *testing.B) {
+			c := perfGateway(b, n)
+			args := map[string]any{"intent": map[string]any{"semantic_tags": []any{"temperature"}}}
+			call(b, c, "can_do", args)
+			for b.Loop() {
+				call(b, c, "can_do", args)
+			}
+		})
+	}
+}
+
+// BenchmarkToolsList: tools/list at 10, 200 and 1,000 capabilities, every
+// page; reports the bytes listed per tool.
+//
+//	go test ./gateway -run '^$' -bench ToolsList -benchmem
+func BenchmarkToolsList(b *testing.B) {
+	for _, n := range []int{10, 200, 1000} {
+		b.Run(fmt.Sprintf("caps=%d", n), func(b *testing.B) {
+			c := perfGateway(b, n)
+			var tools, size int
+			for b.Loop() {
+				tools, size = listAll(b, c)
+			}
+			b.ReportMetric(float64(size)/float64(tools), "B/tool")
+		})
+	}
+}
+
+// listAll lists every tool, page by page, and returns how many and their
+// encoded size.
+func listAll(b *testing.B, c *client.Client) (int, int) {
+	var req mcp.ListToolsRequest
+	tools, size := 0, 0
+	for {
+		res, err := c.ListTools(b.Context(), req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, t := range res.Tools {
+			raw, _ := t.MarshalJSON()
+			size += len(raw)
+		}
+		tools += len(res.Tools)
+		if res.NextCursor == "" {
+			return tools, size
+		}
+		req.Params.Cursor = res.NextCursor
+	}
+}
