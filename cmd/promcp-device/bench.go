@@ -235,7 +235,8 @@ func mix(ctx context.Context, c *client.Client, calls []string) ([]benchCall, er
 	var out []benchCall
 	for _, s := range calls {
 		tool, args, hasArgs := strings.Cut(s, ":")
-		bc := benchCall{Tool: tool}
+		// No arguments are sent as {}: some servers refuse a null.
+		bc := benchCall{Tool: tool, Args: map[string]any{}}
 		if hasArgs {
 			if err := json.Unmarshal([]byte(args), &bc.Args); err != nil {
 				return nil, fmt.Errorf("--call %q: arguments: %w", s, err)
@@ -260,7 +261,7 @@ func mix(ctx context.Context, c *client.Client, calls []string) ([]benchCall, er
 			break
 		}
 	}
-	return []benchCall{{Tool: pick}}, nil
+	return []benchCall{{Tool: pick, Args: map[string]any{}}}, nil
 }
 
 // worker is one session's results.
