@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
@@ -118,4 +119,80 @@ func listAll(b *testing.B, c *client.Client) (int, int) {
 		}
 		req.Params.Cursor = res.NextCursor
 	}
+}
+
+// BenchmarkReadHTTP: a cached read_* over streamable HTTP on loopback, 8
+// sessions at once (the server's HTTP handler, its session table and
+// limits, and mcp-go's transport), on both protocol generations. The
+// client's cost is in the figure too; profile with -cpuprofile to see the
+// server's share.
+//
+//	go test ./gateway -run '^$' -bench ReadHTTP -benchmem -cpuprofile cpu.out
+func BenchmarkReadHTTP(b *testing.B) {
+	for _, protocol := range []string{"2025-11-25", "2026-07-28"} {
+		b.Run(protocol, func(b *testing.B) {
+			url := perfHTTP(b, 10)
+			clients := make(chan *client.Client, 8)
+			for range 8 {
+				clients <- httpClient(b, url, protocol)
+			}
+			b.SetParallelism(4) // 8 goroutines on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				c := <-clients
+				for pb.Next() {
+					call(b, c, "read_temperature_z0", map[string]any{})
+				}
+			})
+		})
+	}
+}
+
+// perfHTTP serves a generated greenhouse of n capabilities over streamable
+// HTTP on a loopback port and returns its URL.
+func perfHTTP(b *testing.B, n int) string {
+	b.Helper()
+	m, err := manifests.Parse("perf.yml", []byte(perf.Manifest(n)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	clk := sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	w := simtest.World(b, m, clk)
+	set, err := capabilities.Open(context.Background(), m, simtest.Hardware(w), capabilities.Options{Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { set.Close() })
+	srv, err := server.New("bench", "test", server.WithClock(clk))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := gateway.Serve(srv, set); err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	hs := srv.HTTPServer(server.HTTPConfig{Caller: server.Caller{Role: "operator"}})
+	go hs.Serve(ln)
+	b.Cleanup(func() { hs.Close() })
+	return "http://" + ln.Addr().String() + "/mcp"
+}
+
+func httpClient(b *testing.B, url, protocol string) *client.Client {
+	b.Helper()
+	c, err := client.NewStreamableHttpClient(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	client.WithProtocolVersion(protocol)(c)
+	b.Cleanup(func() { c.Close() })
+	if err := c.Start(b.Context()); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := c.Initialize(b.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: protocol,
+		ClientInfo: mcp.Implementation{Name: "bench", Version: "1"}}}); err != nil {
+		b.Fatal(err)
+	}
+	return c
 }
