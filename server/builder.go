@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -185,7 +186,9 @@ type Server struct {
 	elicit       *approval.Signer // signs the state elicitation round-trips
 
 	name, version string
-	provenance    map[string]map[string]any // by tool; written at registration only
+	provenance    map[string]map[string]any             // by tool; written at registration only
+	stampTail     map[string][]byte                     // the fixed keys of each tool's stamp, encoded (finish)
+	stamps        map[string]*atomic.Pointer[stampMemo] // each read tool's last stamp (finish)
 
 	placement                    Placement // where the provenance envelope goes
 	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
@@ -338,6 +341,13 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, h mcps
 	}
 	s.tools = append(s.tools, Tool{Kind: kind, MCP: tool})
 	s.provenance[tool.Name] = provenance(s.name, s.version, kind, tool, source, s.placement)
+	if s.stampTail == nil { // at the first registration, on every surface
+		s.stampTail, s.stamps = map[string][]byte{}, map[string]*atomic.Pointer[stampMemo]{}
+	}
+	s.stampTail[tool.Name] = stampTail(s.provenance[tool.Name])
+	if kind == promcp.KindRead {
+		s.stamps[tool.Name] = &atomic.Pointer[stampMemo]{}
+	}
 	s.mcp.AddTool(tool, h)
 	return nil
 }

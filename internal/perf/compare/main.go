@@ -33,10 +33,12 @@ import (
 
 type config struct {
 	bin, floor, peer, manifest string
+	base                       string // an earlier promcp-device, measured beside (before/after)
 	reps                       int
 	duration, warmup           time.Duration
 	sessions                   []int
 	slow                       bool // calls of seconds (see bench)
+	skipScale                  bool
 }
 
 func main() {
@@ -46,6 +48,8 @@ func main() {
 	flag.StringVar(&c.floor, "floor", "bin/perf-floor", "the floor server binary")
 	flag.StringVar(&c.peer, "peer", "e2e/perf-peer.mjs", "the TypeScript SDK server script")
 	flag.StringVar(&c.manifest, "manifest", "manifests/examples/greenhouse.yml", "the manifest our server serves")
+	flag.StringVar(&c.base, "base", "", "an earlier promcp-device `BINARY` to measure beside ours on the same reads (before/after in one run)")
+	flag.BoolVar(&c.skipScale, "no-scale", false, "skip the runs at 200 and 1,000 capabilities")
 	flag.IntVar(&c.reps, "reps", 3, "repetitions (the ratios are medians over them)")
 	flag.DurationVar(&c.duration, "duration", 3*time.Second, "measured time of each load run")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "warm-up of each load run")
@@ -174,6 +178,13 @@ func run(ctx context.Context, c config) error {
 		return err
 	}
 	defer ours.stop()
+	var base *proc
+	if c.base != "" {
+		if base, err = start(ctx, c.base, "serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "error", "--manifest", c.manifest); err != nil {
+			return err
+		}
+		defer base.stop()
+	}
 
 	// ratio[name] holds one paired ratio per rep, in the order of the
 	// sessions list.
@@ -213,6 +224,16 @@ func run(ctx context.Context, c config) error {
 			add("cpu2026", i, us2.Server.CPUPerCall/fl2.Server.CPUPerCall)
 			add("cpuTS", i, us.Server.CPUPerCall/pe.Server.CPUPerCall)
 			add("callsTS", i, us.PerSecond/pe.PerSecond)
+			if base != nil {
+				ba, err := c.bench(ctx, base, "2025-11-25", n, readTool)
+				if err != nil {
+					return err
+				}
+				add("callsBase", i, us.PerSecond/ba.PerSecond)
+				add("cpuBase", i, us.Server.CPUPerCall/ba.Server.CPUPerCall)
+				add("calls0", i, ba.PerSecond/fl.PerSecond)
+				add("cpu0", i, ba.Server.CPUPerCall/fl.Server.CPUPerCall)
+			}
 			fmt.Fprintf(os.Stderr, "rep %d, %d sessions: calls/s floor %.0f, peer %.0f, ours %.0f (2026-07-28: floor %.0f, ours %.0f); CPU µs/call floor %.0f, peer %.0f, ours %.0f\n",
 				rep+1, n, fl.PerSecond, pe.PerSecond, us.PerSecond, fl2.PerSecond, us2.PerSecond,
 				fl.Server.CPUPerCall, pe.Server.CPUPerCall, us.Server.CPUPerCall)
@@ -226,6 +247,18 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 		add("candoCPU", 0, cd.Server.CPUPerCall/rd.Server.CPUPerCall)
+		if base != nil {
+			brd, err := c.bench(ctx, base, "2025-11-25", 8, readTool)
+			if err != nil {
+				return err
+			}
+			bcd, err := c.bench(ctx, base, "2025-11-25", 8, `can_do:{"intent":{"semantic_tags":["cooling"]}}`)
+			if err != nil {
+				return err
+			}
+			add("candoCPU0", 0, bcd.Server.CPUPerCall/brd.Server.CPUPerCall)
+			add("candoBase", 0, cd.Server.CPUPerCall/bcd.Server.CPUPerCall)
+		}
 		fmt.Fprintf(os.Stderr, "rep %d: can_do %.0f µs CPU/call, read %.0f\n", rep+1, cd.Server.CPUPerCall, rd.Server.CPUPerCall)
 	}
 	triple := func(name string) string {
@@ -244,6 +277,17 @@ func run(ctx context.Context, c config) error {
 	fmt.Printf("| server CPU per call vs the TypeScript SDK | %s | ≤ 0.2 |\n", triple("cpuTS"))
 	fmt.Printf("| calls/s vs the TypeScript SDK | %s | |\n", triple("callsTS"))
 	fmt.Printf("| `can_do` (greenhouse) CPU per call vs a cached read (8 sessions) | %.2f | ≤ 1.5 |\n", median(ratio["candoCPU"][0]))
+	if base != nil {
+		fmt.Printf("| before (-base): calls/s vs the floor, 2025-11-25 | %s | |\n", triple("calls0"))
+		fmt.Printf("| before (-base): server CPU per call vs the floor | %s | |\n", triple("cpu0"))
+		fmt.Printf("| before (-base): `can_do` CPU per call vs a cached read | %.2f | |\n", median(ratio["candoCPU0"][0]))
+		fmt.Printf("| after/before: calls/s | %s | |\n", triple("callsBase"))
+		fmt.Printf("| after/before: server CPU per call | %s | |\n", triple("cpuBase"))
+		fmt.Printf("| after/before: `can_do` CPU per call | %.2f | |\n", median(ratio["candoBase"][0]))
+	}
+	if c.skipScale {
+		return nil
+	}
 	if err := c.scale(ctx); err != nil {
 		return err
 	}
