@@ -105,7 +105,7 @@ func listAll(b *testing.B, c *client.Client) (int, int) {
 	var req mcp.ListToolsRequest
 	tools, size := 0, 0
 	for {
-		res, err := c.ListTools(b.Context(), req)
+		res, err := c.ListToolsByPage(b.Context(), req)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -195,4 +195,48 @@ func httpClient(b *testing.B, url, protocol string) *client.Client {
 		b.Fatal(err)
 	}
 	return c
+}
+
+// TestToolsListPages: a gateway of more tools than server.ToolsPageSize
+// lists them in pages with the protocol's cursor; following the cursors
+// yields every tool once.
+func TestToolsListPages(t *testing.T) {
+	m, err := manifests.Parse("perf.yml", []byte(perf.Manifest(200)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	w := simtest.World(t, m, clk)
+	set, err := capabilities.Open(context.Background(), m, simtest.Hardware(w), capabilities.Options{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	srv, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
+	seen := map[string]bool{}
+	var req mcp.ListToolsRequest
+	pages := 0
+	for {
+		res, err := c.ListToolsByPage(t.Context(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		if len(res.Tools) > server.ToolsPageSize {
+			t.Fatalf("page %d holds %d tools, over %d", pages, len(res.Tools), server.ToolsPageSize)
+		}
+		for _, tool := range res.Tools {
+			if seen[tool.Name] {
+				t.Fatalf("%s listed twice", tool.Name)
+			}
+			seen[tool.Name] = true
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		req.Params.Cursor = res.NextCursor
+	}
+	if want := len(srv.Tools()); len(seen) != want || pages != (want+server.ToolsPageSize-1)/server.ToolsPageSize {
+		t.Fatalf("listed %d tools in %d pages, want %d tools in pages of %d", len(seen), pages, want, server.ToolsPageSize)
+	}
 }

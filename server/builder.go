@@ -200,6 +200,11 @@ type Tool struct {
 	MCP  mcp.Tool
 }
 
+// ToolsPageSize is the most tools one tools/list answer holds; a larger
+// list is paged with the protocol's cursor (nextCursor). A gateway of up
+// to this many tools answers in one page, as before.
+const ToolsPageSize = 100
+
 // Option configures a Server.
 type Option func(*Server)
 
@@ -284,6 +289,7 @@ func New(name, version string, opts ...Option) (*Server, error) {
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithRecovery(),
 		mcpserver.WithElicitation(),
+		mcpserver.WithPaginationLimit(ToolsPageSize),
 	}
 	if s.instructions != "" {
 		mopts = append(mopts, mcpserver.WithInstructions(s.instructions))

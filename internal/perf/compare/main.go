@@ -376,7 +376,7 @@ func (c config) scaleOne(ctx context.Context, p *proc, n int) (first, listed int
 func listAll(ctx context.Context, cl *client.Client) (tools, size, pages int, err error) {
 	var req mcp.ListToolsRequest
 	for {
-		res, err := cl.ListTools(ctx, req)
+		res, err := cl.ListToolsByPage(ctx, req)
 		if err != nil {
 			return 0, 0, 0, err
 		}
