@@ -40,6 +40,15 @@ func perfGateway(b *testing.B, n int) *client.Client {
 	return c
 }
 
+// skipLarge skips sizes above 200 capabilities under -short: CI runs every
+// benchmark once to keep it working (scripts/test), the sizes that take
+// seconds to set up only without -short.
+func skipLarge(b *testing.B, n int) {
+	if testing.Short() && n > 200 {
+		b.Skip("-short: sizes above 200 capabilities run without -short")
+	}
+}
+
 func call(b *testing.B, c *client.Client, tool string, args map[string]any) *mcp.CallToolResult {
 	res, err := c.CallTool(b.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
 	if err != nil {
@@ -72,6 +81,7 @@ func BenchmarkReadInProcess(b *testing.B) {
 func BenchmarkCanDo(b *testing.B) {
 	for _, n := range []int{10, 100, 1000} {
 		b.Run(fmt.Sprintf("caps=%d", n), func(b *testing.B) {
+			skipLarge(b, n)
 			c := perfGateway(b, n)
 			args := map[string]any{"intent": map[string]any{"semantic_tags": []any{"temperature"}}}
 			call(b, c, "can_do", args)
@@ -89,6 +99,7 @@ func BenchmarkCanDo(b *testing.B) {
 func BenchmarkToolsList(b *testing.B) {
 	for _, n := range []int{10, 200, 1000} {
 		b.Run(fmt.Sprintf("caps=%d", n), func(b *testing.B) {
+			skipLarge(b, n)
 			c := perfGateway(b, n)
 			var tools, size int
 			for b.Loop() {

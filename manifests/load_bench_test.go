@@ -23,6 +23,9 @@ func BenchmarkLoad(b *testing.B) {
 	for _, n := range []int{100, 1000} {
 		src := []byte(perf.Manifest(n))
 		b.Run(fmt.Sprintf("caps=%d", n), func(b *testing.B) {
+			if testing.Short() && n > 200 {
+				b.Skip("-short: sizes above 200 capabilities run without -short")
+			}
 			b.SetBytes(int64(len(src)))
 			for b.Loop() {
 				if _, err := manifests.Parse("perf.yml", src); err != nil {
