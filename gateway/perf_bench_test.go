@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,6 +39,18 @@ func perfGateway(b *testing.B, n int) *client.Client {
 	b.Cleanup(func() { set.Close() })
 	_, c := serveInProcess(b, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
 	return c
+}
+
+// reportPercentiles adds the p50 and p99 of lat to the benchmark's
+// figures, in milliseconds.
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	at := func(p float64) float64 { return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))]) / 1e6 }
+	b.ReportMetric(at(0.50), "p50-ms")
+	b.ReportMetric(at(0.99), "p99-ms")
 }
 
 // skipLarge skips sizes above 200 capabilities under -short: CI runs every
@@ -85,9 +98,13 @@ func BenchmarkCanDo(b *testing.B) {
 			c := perfGateway(b, n)
 			args := map[string]any{"intent": map[string]any{"semantic_tags": []any{"temperature"}}}
 			call(b, c, "can_do", args)
+			var lat []time.Duration
 			for b.Loop() {
+				t0 := time.Now()
 				call(b, c, "can_do", args)
+				lat = append(lat, time.Since(t0))
 			}
+			reportPercentiles(b, lat)
 		})
 	}
 }

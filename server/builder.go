@@ -482,9 +482,12 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 		RawOutputSchema: out,
 		Annotations:     annotations(promcp.KindCanDo, false, "Can do?"),
 	}
+	// Agents ask the same few intents again before acting: arguments that
+	// passed the input schema are remembered (argMemo), not checked anew.
+	memo := &argMemo{m: map[string]map[string]any{}}
 	return s.register(promcp.KindCanDo, tool, "", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		rep, failed := s.canDo(ctx, h, req)
+		rep, failed := s.canDo(ctx, h, req, memo)
 		s.restrictCandidates(CallerFrom(ctx), &rep)
 		if rep.QueryID == "" {
 			rep.QueryID = newUUID()
@@ -499,8 +502,8 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 	})
 }
 
-func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequest) (promcp.CapabilityReport, bool) {
-	if _, argErr := s.arguments("can_do", req); argErr != nil {
+func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequest, memo *argMemo) (promcp.CapabilityReport, bool) {
+	if _, argErr := memo.arguments(s, "can_do", req); argErr != nil {
 		return promcp.CapabilityReport{Error: argErr}, true
 	}
 	var q promcp.CanDoRequest

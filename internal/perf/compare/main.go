@@ -38,7 +38,7 @@ type config struct {
 	duration, warmup           time.Duration
 	sessions                   []int
 	slow                       bool // calls of seconds (see bench)
-	skipScale                  bool
+	skipScale, onlyScale       bool
 }
 
 func main() {
@@ -50,6 +50,7 @@ func main() {
 	flag.StringVar(&c.manifest, "manifest", "manifests/examples/greenhouse.yml", "the manifest our server serves")
 	flag.StringVar(&c.base, "base", "", "an earlier promcp-device `BINARY` to measure beside ours on the same reads (before/after in one run)")
 	flag.BoolVar(&c.skipScale, "no-scale", false, "skip the runs at 200 and 1,000 capabilities")
+	flag.BoolVar(&c.onlyScale, "only-scale", false, "only the runs at 200 and 1,000 capabilities")
 	flag.IntVar(&c.reps, "reps", 3, "repetitions (the ratios are medians over them)")
 	flag.DurationVar(&c.duration, "duration", 3*time.Second, "measured time of each load run")
 	flag.DurationVar(&c.warmup, "warmup", time.Second, "warm-up of each load run")
@@ -62,6 +63,13 @@ func main() {
 			os.Exit(2)
 		}
 		c.sessions = append(c.sessions, n)
+	}
+	if c.onlyScale {
+		if err := c.scale(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "compare:", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(context.Background(), c); err != nil {
 		fmt.Fprintln(os.Stderr, "compare:", err)
@@ -130,7 +138,7 @@ func (c config) bench(ctx context.Context, p *proc, protocol string, sessions in
 	if c.slow {
 		// Calls that take seconds: no warm-up (a call begun in it would
 		// not count), and long enough for a few.
-		args[11], args[13] = max(c.duration, 10*time.Second).String(), "0s"
+		args[10], args[12] = max(c.duration, 10*time.Second).String(), "0s"
 	}
 	if call != "" {
 		args = append(args, "--call", call)
