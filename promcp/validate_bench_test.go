@@ -3,6 +3,7 @@ package promcp_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -64,5 +65,37 @@ func BenchmarkValidate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestCompileSharesIdenticalSchemas: tools with the same schema text share
+// one compiled schema (a gateway of 1,000 capabilities compiles a handful,
+// not 3,000), a different text gets its own, and a failed check still
+// names the tool's schema it was asked for.
+func TestCompileSharesIdenticalSchemas(t *testing.T) {
+	v, err := promcp.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	num := []byte(`{"type":"object","required":["value"],"properties":{"value":{"type":"number"}}}`)
+	str := []byte(`{"type":"object","required":["value"],"properties":{"value":{"type":"string"}}}`)
+	a, err := v.Compile("out:read_a", num)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := v.Compile("out:read_b", num)
+	c, _ := v.Compile("out:read_c", str)
+	if a != b || a == c {
+		t.Fatalf("same text shared: %t (want true); different text shared: %t (want false)", a == b, a == c)
+	}
+	if err := v.Validate("out:read_b", []byte(`{"value":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	err = v.Validate("out:read_b", []byte(`{"value":"x"}`))
+	if err == nil || !strings.Contains(err.Error(), "out:read_b") {
+		t.Fatalf("Validate(out:read_b, bad) = %v, want an error naming out:read_b", err)
+	}
+	if err := v.Validate("out:read_c", []byte(`{"value":"x"}`)); err != nil {
+		t.Fatal(err)
 	}
 }
