@@ -170,138 +170,176 @@ func median(xs []float64) float64 {
 
 const readTool = "read_temperature_zone1"
 
-func run(ctx context.Context, c config) error {
-	floor, err := start(ctx, c.floor)
-	if err != nil {
-		return err
-	}
-	defer floor.stop()
-	peer, err := start(ctx, "node", c.peer)
-	if err != nil {
-		return err
-	}
-	defer peer.stop()
-	ours, err := start(ctx, c.bin, "serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "error", "--manifest", c.manifest)
-	if err != nil {
-		return err
-	}
-	defer ours.stop()
-	var base *proc
-	if c.base != "" {
-		if base, err = start(ctx, c.base, "serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "error", "--manifest", c.manifest); err != nil {
-			return err
-		}
-		defer base.stop()
-	}
+// servers are the processes of one comparison; base is nil without -base.
+type servers struct{ floor, peer, ours, base *proc }
 
-	// ratio[name] holds one paired ratio per rep, in the order of the
-	// sessions list.
-	ratio := map[string][][]float64{}
-	add := func(name string, i int, v float64) {
-		if ratio[name] == nil {
-			ratio[name] = make([][]float64, len(c.sessions))
+func (sv servers) stop() {
+	for _, p := range []*proc{sv.floor, sv.peer, sv.ours, sv.base} {
+		if p != nil {
+			p.stop()
 		}
-		ratio[name][i] = append(ratio[name][i], v)
 	}
+}
+
+func (c config) startAll(ctx context.Context) (servers, error) {
+	var sv servers
+	var err error
+	serve := []string{"serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "error", "--manifest", c.manifest}
+	if sv.floor, err = start(ctx, c.floor); err != nil {
+		return sv, err
+	}
+	if sv.peer, err = start(ctx, "node", c.peer); err != nil {
+		return sv, err
+	}
+	if sv.ours, err = start(ctx, c.bin, serve...); err != nil {
+		return sv, err
+	}
+	if c.base != "" {
+		sv.base, err = start(ctx, c.base, serve...)
+	}
+	return sv, err
+}
+
+// ratios holds, by measure, one paired ratio per rep for each entry of
+// the sessions list.
+type ratios map[string][][]float64
+
+func (r ratios) add(name string, i, n int, v float64) {
+	if r[name] == nil {
+		r[name] = make([][]float64, n)
+	}
+	r[name][i] = append(r[name][i], v)
+}
+
+// triple is the medians of a measure, one per sessions entry: "a / b / c".
+func (r ratios) triple(name string) string {
+	var parts []string
+	for _, xs := range r[name] {
+		parts = append(parts, fmt.Sprintf("%.2f", median(xs)))
+	}
+	return strings.Join(parts, " / ")
+}
+
+func run(ctx context.Context, c config) error {
+	sv, err := c.startAll(ctx)
+	defer sv.stop()
+	if err != nil {
+		return err
+	}
+	r := ratios{}
 	began := time.Now()
 	for rep := range c.reps {
 		for i, n := range c.sessions {
-			fl, err := c.bench(ctx, floor, "2025-11-25", n, readTool)
-			if err != nil {
+			if err := c.readRep(ctx, sv, r, rep, i, n); err != nil {
 				return err
 			}
-			pe, err := c.bench(ctx, peer, "2025-11-25", n, readTool)
-			if err != nil {
-				return err
-			}
-			us, err := c.bench(ctx, ours, "2025-11-25", n, readTool)
-			if err != nil {
-				return err
-			}
-			fl2, err := c.bench(ctx, floor, "2026-07-28", n, readTool)
-			if err != nil {
-				return err
-			}
-			us2, err := c.bench(ctx, ours, "2026-07-28", n, readTool)
-			if err != nil {
-				return err
-			}
-			add("calls", i, us.PerSecond/fl.PerSecond)
-			add("cpu", i, us.Server.CPUPerCall/fl.Server.CPUPerCall)
-			add("calls2026", i, us2.PerSecond/fl2.PerSecond)
-			add("cpu2026", i, us2.Server.CPUPerCall/fl2.Server.CPUPerCall)
-			add("cpuTS", i, us.Server.CPUPerCall/pe.Server.CPUPerCall)
-			add("callsTS", i, us.PerSecond/pe.PerSecond)
-			if base != nil {
-				ba, err := c.bench(ctx, base, "2025-11-25", n, readTool)
-				if err != nil {
-					return err
-				}
-				add("callsBase", i, us.PerSecond/ba.PerSecond)
-				add("cpuBase", i, us.Server.CPUPerCall/ba.Server.CPUPerCall)
-				add("calls0", i, ba.PerSecond/fl.PerSecond)
-				add("cpu0", i, ba.Server.CPUPerCall/fl.Server.CPUPerCall)
-			}
-			fmt.Fprintf(os.Stderr, "rep %d, %d sessions: calls/s floor %.0f, peer %.0f, ours %.0f (2026-07-28: floor %.0f, ours %.0f); CPU µs/call floor %.0f, peer %.0f, ours %.0f\n",
-				rep+1, n, fl.PerSecond, pe.PerSecond, us.PerSecond, fl2.PerSecond, us2.PerSecond,
-				fl.Server.CPUPerCall, pe.Server.CPUPerCall, us.Server.CPUPerCall)
 		}
-		rd, err := c.bench(ctx, ours, "2025-11-25", 8, readTool)
-		if err != nil {
+		if err := c.canDoRep(ctx, sv, r, rep); err != nil {
 			return err
 		}
-		cd, err := c.bench(ctx, ours, "2025-11-25", 8, `can_do:{"intent":{"semantic_tags":["cooling"]}}`)
-		if err != nil {
+	}
+	c.print(r, sv.base != nil)
+	if !c.skipScale {
+		if err := c.scale(ctx); err != nil {
 			return err
 		}
-		add("candoCPU", 0, cd.Server.CPUPerCall/rd.Server.CPUPerCall)
-		if base != nil {
-			brd, err := c.bench(ctx, base, "2025-11-25", 8, readTool)
-			if err != nil {
-				return err
-			}
-			bcd, err := c.bench(ctx, base, "2025-11-25", 8, `can_do:{"intent":{"semantic_tags":["cooling"]}}`)
-			if err != nil {
-				return err
-			}
-			add("candoCPU0", 0, bcd.Server.CPUPerCall/brd.Server.CPUPerCall)
-			add("candoBase", 0, cd.Server.CPUPerCall/bcd.Server.CPUPerCall)
-		}
-		fmt.Fprintf(os.Stderr, "rep %d: can_do %.0f µs CPU/call, read %.0f\n", rep+1, cd.Server.CPUPerCall, rd.Server.CPUPerCall)
-	}
-	triple := func(name string) string {
-		var parts []string
-		for _, xs := range ratio[name] {
-			parts = append(parts, fmt.Sprintf("%.2f", median(xs)))
-		}
-		return strings.Join(parts, " / ")
-	}
-	sess := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.sessions)), " / "), "[]")
-	fmt.Printf("\n| measure | measured | goal |\n| --- | --- | --- |\n")
-	fmt.Printf("| cached `read_*` over HTTP, calls/s vs the bare mcp-go floor (%s sessions, 2025-11-25) | %s | ≥ 0.95 |\n", sess, triple("calls"))
-	fmt.Printf("| server CPU per call vs the floor | %s | ≤ 1.1 |\n", triple("cpu"))
-	fmt.Printf("| the same on 2026-07-28 (calls/s) | %s | ≥ 0.95 |\n", triple("calls2026"))
-	fmt.Printf("| the same on 2026-07-28 (CPU per call) | %s | ≤ 1.1 |\n", triple("cpu2026"))
-	fmt.Printf("| server CPU per call vs the TypeScript SDK | %s | ≤ 0.2 |\n", triple("cpuTS"))
-	fmt.Printf("| calls/s vs the TypeScript SDK | %s | |\n", triple("callsTS"))
-	fmt.Printf("| `can_do` (greenhouse) CPU per call vs a cached read (8 sessions) | %.2f | ≤ 1.5 |\n", median(ratio["candoCPU"][0]))
-	if base != nil {
-		fmt.Printf("| before (-base): calls/s vs the floor, 2025-11-25 | %s | |\n", triple("calls0"))
-		fmt.Printf("| before (-base): server CPU per call vs the floor | %s | |\n", triple("cpu0"))
-		fmt.Printf("| before (-base): `can_do` CPU per call vs a cached read | %.2f | |\n", median(ratio["candoCPU0"][0]))
-		fmt.Printf("| after/before: calls/s | %s | |\n", triple("callsBase"))
-		fmt.Printf("| after/before: server CPU per call | %s | |\n", triple("cpuBase"))
-		fmt.Printf("| after/before: `can_do` CPU per call | %.2f | |\n", median(ratio["candoBase"][0]))
-	}
-	if c.skipScale {
-		return nil
-	}
-	if err := c.scale(ctx); err != nil {
-		return err
 	}
 	fmt.Printf("\n%d load runs, %d checked calls, %d errors, %s; reps %d × %s (+%s warm-up)\n",
 		totals.runs, totals.calls, totals.errors, time.Since(began).Round(time.Second), c.reps, c.duration, c.warmup)
 	return nil
+}
+
+// readRep measures the cached read with n sessions on every server, in
+// turn, and adds this rep's ratios.
+func (c config) readRep(ctx context.Context, sv servers, r ratios, rep, i, n int) error {
+	type run struct {
+		p        *proc
+		protocol string
+	}
+	runs := []run{{sv.floor, "2025-11-25"}, {sv.peer, "2025-11-25"}, {sv.ours, "2025-11-25"}, {sv.floor, "2026-07-28"}, {sv.ours, "2026-07-28"}}
+	if sv.base != nil {
+		runs = append(runs, run{sv.base, "2025-11-25"})
+	}
+	res := make([]result, len(runs))
+	for k, x := range runs {
+		var err error
+		if res[k], err = c.bench(ctx, x.p, x.protocol, n, readTool); err != nil {
+			return err
+		}
+	}
+	fl, pe, us, fl2, us2 := res[0], res[1], res[2], res[3], res[4]
+	cpu := func(x result) float64 { return x.Server.CPUPerCall }
+	m := len(c.sessions)
+	r.add("calls", i, m, us.PerSecond/fl.PerSecond)
+	r.add("cpu", i, m, cpu(us)/cpu(fl))
+	r.add("calls2026", i, m, us2.PerSecond/fl2.PerSecond)
+	r.add("cpu2026", i, m, cpu(us2)/cpu(fl2))
+	r.add("cpuTS", i, m, cpu(us)/cpu(pe))
+	r.add("callsTS", i, m, us.PerSecond/pe.PerSecond)
+	if sv.base != nil {
+		ba := res[5]
+		r.add("callsBase", i, m, us.PerSecond/ba.PerSecond)
+		r.add("cpuBase", i, m, cpu(us)/cpu(ba))
+		r.add("calls0", i, m, ba.PerSecond/fl.PerSecond)
+		r.add("cpu0", i, m, cpu(ba)/cpu(fl))
+	}
+	fmt.Fprintf(os.Stderr, "rep %d, %d sessions: calls/s floor %.0f, peer %.0f, ours %.0f (2026-07-28: floor %.0f, ours %.0f); CPU µs/call floor %.0f, peer %.0f, ours %.0f\n",
+		rep+1, n, fl.PerSecond, pe.PerSecond, us.PerSecond, fl2.PerSecond, us2.PerSecond, cpu(fl), cpu(pe), cpu(us))
+	return nil
+}
+
+const canDoCall = `can_do:{"intent":{"semantic_tags":["cooling"]}}`
+
+// canDoRep measures can_do's CPU per call against a cached read's on our
+// server (and the base's), 8 sessions.
+func (c config) canDoRep(ctx context.Context, sv servers, r ratios, rep int) error {
+	// pair returns can_do's CPU per call, and its ratio to a read's.
+	pair := func(p *proc) (float64, float64, error) {
+		rd, err := c.bench(ctx, p, "2025-11-25", 8, readTool)
+		if err != nil {
+			return 0, 0, err
+		}
+		cd, err := c.bench(ctx, p, "2025-11-25", 8, canDoCall)
+		if err != nil {
+			return 0, 0, err
+		}
+		fmt.Fprintf(os.Stderr, "rep %d: can_do %.0f µs CPU/call, read %.0f\n", rep+1, cd.Server.CPUPerCall, rd.Server.CPUPerCall)
+		return cd.Server.CPUPerCall, cd.Server.CPUPerCall / rd.Server.CPUPerCall, nil
+	}
+	ours, ratio, err := pair(sv.ours)
+	if err != nil {
+		return err
+	}
+	r.add("candoCPU", 0, 1, ratio)
+	if sv.base != nil {
+		base, ratio0, err := pair(sv.base)
+		if err != nil {
+			return err
+		}
+		r.add("candoCPU0", 0, 1, ratio0)
+		r.add("candoBase", 0, 1, ours/base)
+	}
+	return nil
+}
+
+func (c config) print(r ratios, base bool) {
+	sess := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.sessions)), " / "), "[]")
+	fmt.Printf("\n| measure | measured | goal |\n| --- | --- | --- |\n")
+	fmt.Printf("| cached `read_*` over HTTP, calls/s vs the bare mcp-go floor (%s sessions, 2025-11-25) | %s | ≥ 0.95 |\n", sess, r.triple("calls"))
+	fmt.Printf("| server CPU per call vs the floor | %s | ≤ 1.1 |\n", r.triple("cpu"))
+	fmt.Printf("| the same on 2026-07-28 (calls/s) | %s | ≥ 0.95 |\n", r.triple("calls2026"))
+	fmt.Printf("| the same on 2026-07-28 (CPU per call) | %s | ≤ 1.1 |\n", r.triple("cpu2026"))
+	fmt.Printf("| server CPU per call vs the TypeScript SDK | %s | ≤ 0.2 |\n", r.triple("cpuTS"))
+	fmt.Printf("| calls/s vs the TypeScript SDK | %s | |\n", r.triple("callsTS"))
+	fmt.Printf("| `can_do` (greenhouse) CPU per call vs a cached read (8 sessions) | %s | ≤ 1.5 |\n", r.triple("candoCPU"))
+	if base {
+		fmt.Printf("| before (-base): calls/s vs the floor, 2025-11-25 | %s | |\n", r.triple("calls0"))
+		fmt.Printf("| before (-base): server CPU per call vs the floor | %s | |\n", r.triple("cpu0"))
+		fmt.Printf("| before (-base): `can_do` CPU per call vs a cached read | %s | |\n", r.triple("candoCPU0"))
+		fmt.Printf("| after/before: calls/s | %s | |\n", r.triple("callsBase"))
+		fmt.Printf("| after/before: server CPU per call | %s | |\n", r.triple("cpuBase"))
+		fmt.Printf("| after/before: `can_do` CPU per call | %s | |\n", r.triple("candoBase"))
+	}
 }
 
 // scale serves generated manifests of 200 and 1,000 capabilities: can_do
