@@ -20,23 +20,31 @@ import (
 	"github.com/promcp/promcp-device/simtest"
 )
 
+// perfSet opens a generated greenhouse of n capabilities (perf.Manifest)
+// on the simulator, on a clock that stands still.
+func perfSet(tb testing.TB, n int) (*capabilities.Set, *sim.ManualClock) {
+	tb.Helper()
+	m, err := manifests.Parse("perf.yml", []byte(perf.Manifest(n)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	clk := sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	w := simtest.World(tb, m, clk)
+	set, err := capabilities.Open(context.Background(), m, simtest.Hardware(w), capabilities.Options{Clock: clk})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { set.Close() })
+	return set, clk
+}
+
 // perfGateway serves a generated greenhouse of n capabilities (see
 // perf.Manifest) on the simulator and returns an in-process client. The
 // clock stands still, so every reading after the first is served from the
 // cache: the benchmarks measure the stack, not the simulated conversions.
 func perfGateway(b *testing.B, n int) *client.Client {
 	b.Helper()
-	m, err := manifests.Parse("perf.yml", []byte(perf.Manifest(n)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	clk := sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	w := simtest.World(b, m, clk)
-	set, err := capabilities.Open(context.Background(), m, simtest.Hardware(w), capabilities.Options{Clock: clk})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { set.Close() })
+	set, clk := perfSet(b, n)
 	_, c := serveInProcess(b, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
 	return c
 }
@@ -179,17 +187,7 @@ func BenchmarkReadHTTP(b *testing.B) {
 // HTTP on a loopback port and returns its URL.
 func perfHTTP(b *testing.B, n int) string {
 	b.Helper()
-	m, err := manifests.Parse("perf.yml", []byte(perf.Manifest(n)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	clk := sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	w := simtest.World(b, m, clk)
-	set, err := capabilities.Open(context.Background(), m, simtest.Hardware(w), capabilities.Options{Clock: clk})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { set.Close() })
+	set, clk := perfSet(b, n)
 	srv, err := server.New("bench", "test", server.WithClock(clk))
 	if err != nil {
 		b.Fatal(err)
@@ -229,17 +227,7 @@ func httpClient(b *testing.B, url, protocol string) *client.Client {
 // lists them in pages with the protocol's cursor; following the cursors
 // yields every tool once.
 func TestToolsListPages(t *testing.T) {
-	m, err := manifests.Parse("perf.yml", []byte(perf.Manifest(200)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	w := simtest.World(t, m, clk)
-	set, err := capabilities.Open(context.Background(), m, simtest.Hardware(w), capabilities.Options{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { set.Close() })
+	set, clk := perfSet(t, 200)
 	srv, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
 	seen := map[string]bool{}
 	var req mcp.ListToolsRequest
