@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -76,6 +77,7 @@ func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Capa
 	if len(req.ScopeDevices) > 0 {
 		matches = slices.DeleteFunc(matches, func(m match) bool { return !slices.Contains(req.ScopeDevices, deviceID(m.c)) })
 	}
+	s.prefetch(ctx, matches)
 	b := &reportBuilder{g: s.g, s: s, seen: map[string]bool{}, rep: promcp.CapabilityReport{
 		Context: promcp.ReportContext{RelatedReads: []string{}, CurrentObservations: map[string]promcp.Observation{}},
 	}}
@@ -97,6 +99,63 @@ func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Capa
 		rep.Context.ImpliedTarget = q.ImpliedTarget(cur.Value, found && cur.Quality != promcp.QualityError && cur.Value != nil)
 	}
 	return rep, nil
+}
+
+// prefetch reads every capability the matched actions are decided on (the
+// actuator's own reading, its depends_on and its interlocks) before the
+// decisions, which then find them in the cache: buses in parallel, one
+// read after another on each bus (a bus serves one transaction at a time
+// anyway). Without it a broad intent read each matched action's sensors
+// in turn: 400 SHT3x conversions of 15 ms one after another at 1,000
+// capabilities, longer than their 2 s TTL, so the cache never stayed
+// warm. Reads already fresh cost a cache lookup; concurrent calls share
+// the transactions in flight (the sampler).
+func (s *scope) prefetch(ctx context.Context, matches []match) {
+	if len(matches) < 2 {
+		return // nothing to overlap
+	}
+	seen := make(map[*capabilities.Capability]bool, 2*len(matches))
+	byBus := map[string][]*capabilities.Capability{}
+	add := func(c *capabilities.Capability) {
+		if !seen[c] {
+			seen[c] = true
+			byBus[c.Binding.Bus] = append(byBus[c.Binding.Bus], c)
+		}
+	}
+	var rules map[string]*manifests.ActionPolicy
+	if pol := s.g.opts.Policy; pol != nil {
+		rules = pol.Actions
+	}
+	for _, m := range matches {
+		add(m.c)
+		for _, name := range m.c.Do.DependsOn {
+			if dep, ok := s.g.set.Get(name); ok {
+				add(dep)
+			}
+		}
+		if r := rules[m.c.Do.Tool]; r != nil {
+			for _, il := range r.Interlocks {
+				if other, ok := s.g.set.Get(strings.TrimPrefix(il.Read, "read_")); ok {
+					add(other)
+				}
+			}
+		}
+	}
+	if len(byBus) < 2 {
+		return // one bus: the decisions read it in turn all the same
+	}
+	var wg sync.WaitGroup
+	for _, caps := range byBus {
+		wg.Go(func() {
+			for _, c := range caps {
+				if ctx.Err() != nil {
+					return
+				}
+				c.Read(ctx)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // matches scores every action against intent, keeps those at or above

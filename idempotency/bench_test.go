@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
 )
@@ -43,4 +45,36 @@ func BenchmarkBolt(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkMemory measures the in-memory store (the default without
+// --state): a new key per call, and a replay of a kept outcome.
+//
+//	go test ./idempotency -run '^$' -bench Memory -benchmem
+func BenchmarkMemory(b *testing.B) {
+	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
+		return []byte(`{"status":"success"}`), true, nil
+	}
+	b.Run("new-key", func(b *testing.B) {
+		st := idempotency.NewMemory(time.Hour, clock.System{})
+		var n atomic.Int64
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if _, _, err := st.Do(context.Background(), strconv.FormatInt(n.Add(1), 10), "fp", act); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	})
+	b.Run("replay", func(b *testing.B) {
+		st := idempotency.NewMemory(time.Hour, clock.System{})
+		if _, _, err := st.Do(context.Background(), "k", "fp", act); err != nil {
+			b.Fatal(err)
+		}
+		for b.Loop() {
+			if _, replayed, err := st.Do(context.Background(), "k", "fp", act); err != nil || !replayed {
+				b.Fatal(replayed, err)
+			}
+		}
+	})
 }

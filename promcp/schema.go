@@ -2,7 +2,9 @@ package promcp
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -74,11 +76,16 @@ func SchemaMap(k Kind) (map[string]any, error) {
 type Validator struct {
 	mu       sync.Mutex
 	compiled map[string]*jsonschema.Schema
+	// byText holds each distinct schema compiled, by its text: tools with
+	// the same schema (a gateway's reads of one unit and type, its do_*
+	// tools of one value type) share one compiled schema. A compiled
+	// schema is never changed, and safe for concurrent validation.
+	byText map[string]*jsonschema.Schema
 }
 
 // NewValidator returns a Validator with the three kinds' schemas compiled.
 func NewValidator() (*Validator, error) {
-	v := &Validator{compiled: map[string]*jsonschema.Schema{}}
+	v := &Validator{compiled: map[string]*jsonschema.Schema{}, byText: map[string]*jsonschema.Schema{}}
 	for _, k := range Kinds() {
 		raw, err := Schema(k)
 		if err != nil {
@@ -95,22 +102,34 @@ func NewValidator() (*Validator, error) {
 // A schema that does not compile is an error here, at registration, never a
 // silently skipped check later.
 func (v *Validator) Compile(name string, schema []byte) (*jsonschema.Schema, error) {
+	v.mu.Lock()
+	s, ok := v.byText[string(schema)]
+	if ok {
+		v.compiled[name] = s
+	}
+	v.mu.Unlock()
+	if ok {
+		return s, nil
+	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schema))
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
-	url := "mem:///" + name + ".json"
+	// Named by its text, not by name: other tools may share it.
+	sum := sha256.Sum256(schema)
+	url := "mem:///schema-" + hex.EncodeToString(sum[:6]) + ".json"
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
-	s, err := c.Compile(url)
+	s, err = c.Compile(url)
 	if err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
 	v.mu.Lock()
 	v.compiled[name] = s
+	v.byText[string(schema)] = s
 	v.mu.Unlock()
 	return s, nil
 }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -200,7 +201,9 @@ type Server struct {
 	desk         *Desk            // the calls waiting for approval in the operator console; nil: none
 
 	name, version string
-	provenance    map[string]map[string]any // by tool; written at registration only
+	provenance    map[string]map[string]any             // by tool; written at registration only
+	stampTail     map[string][]byte                     // the fixed keys of each tool's stamp, encoded (finish)
+	stamps        map[string]*atomic.Pointer[stampMemo] // each read tool's last stamp (finish)
 
 	placement                    Placement // where the provenance envelope goes
 	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
@@ -215,6 +218,11 @@ type Tool struct {
 	Kind promcp.Kind
 	MCP  mcp.Tool
 }
+
+// ToolsPageSize is the most tools one tools/list answer holds; a larger
+// list is paged with the protocol's cursor (nextCursor). A gateway of up
+// to this many tools answers in one page, as before.
+const ToolsPageSize = 100
 
 // Option configures a Server.
 type Option func(*Server)
@@ -300,6 +308,7 @@ func New(name, version string, opts ...Option) (*Server, error) {
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithRecovery(),
 		mcpserver.WithElicitation(),
+		mcpserver.WithPaginationLimit(ToolsPageSize),
 	}
 	if s.instructions != "" {
 		mopts = append(mopts, mcpserver.WithInstructions(s.instructions))
@@ -368,6 +377,13 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, h mcps
 	}
 	s.tools = append(s.tools, Tool{Kind: kind, MCP: tool})
 	s.provenance[tool.Name] = provenance(s.name, s.version, kind, tool, source, s.placement)
+	if s.stampTail == nil { // at the first registration, on every surface
+		s.stampTail, s.stamps = map[string][]byte{}, map[string]*atomic.Pointer[stampMemo]{}
+	}
+	s.stampTail[tool.Name] = stampTail(s.provenance[tool.Name])
+	if kind == promcp.KindRead {
+		s.stamps[tool.Name] = &atomic.Pointer[stampMemo]{}
+	}
 	s.mcp.AddTool(tool, h)
 	return nil
 }
@@ -513,9 +529,12 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 		RawOutputSchema: out,
 		Annotations:     annotations(promcp.KindCanDo, false, "Can do?"),
 	}
+	// Agents ask the same few intents again before acting: arguments that
+	// passed the input schema are remembered (argMemo), not checked anew.
+	memo := &argMemo{m: map[string]map[string]any{}}
 	return s.register(promcp.KindCanDo, tool, "", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		rep, failed := s.canDo(ctx, h, req)
+		rep, failed := s.canDo(ctx, h, req, memo)
 		s.restrictCandidates(CallerFrom(ctx), &rep)
 		if rep.QueryID == "" {
 			rep.QueryID = newUUID()
@@ -530,8 +549,8 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 	})
 }
 
-func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequest) (promcp.CapabilityReport, bool) {
-	if _, argErr := s.arguments("can_do", req); argErr != nil {
+func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequest, memo *argMemo) (promcp.CapabilityReport, bool) {
+	if _, argErr := memo.arguments(s, "can_do", req); argErr != nil {
 		return promcp.CapabilityReport{Error: argErr}, true
 	}
 	var q promcp.CanDoRequest

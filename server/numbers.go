@@ -28,7 +28,7 @@ const numberMarker = "\x00promcp:number out of range:"
 // number out of float64 range replaced by a marker string, and whether it
 // changed anything (almost never).
 func guardNumbers(msg []byte) ([]byte, bool) {
-	if !bytes.Contains(msg, []byte("tools/call")) {
+	if !mayOverflow(msg) || !bytes.Contains(msg, []byte("tools/call")) {
 		return msg, false
 	}
 	var whole map[string]json.RawMessage
@@ -75,6 +75,26 @@ func guardNumbers(msg []byte) ([]byte, bool) {
 		return msg, false
 	}
 	return out, true
+}
+
+// mayOverflow reports whether msg may hold a JSON number out of float64
+// range: one needs an exponent (a digit followed by e or E) or more than
+// 308 digits. Most messages have neither and are not decoded.
+func mayOverflow(msg []byte) bool {
+	run := 0
+	for _, c := range msg {
+		switch {
+		case c >= '0' && c <= '9':
+			if run++; run > 308 {
+				return true
+			}
+		case (c == 'e' || c == 'E') && run > 0:
+			return true
+		default:
+			run = 0
+		}
+	}
+	return false
 }
 
 // numberOutOfRange returns the error for an argument that held a number

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -62,5 +63,28 @@ func TestGuardLines(t *testing.T) {
 	if len(lines) != 3 || lines[0] != `{"method":"ping"}`+"\r" || lines[2] != `{"method":"last"}` ||
 		!strings.Contains(lines[1], `promcp:number out of range:1e309`) {
 		t.Fatalf("guarded stream = %q", b)
+	}
+}
+
+// TestGuardNumbersWithoutExponent: the fast path that skips messages
+// without an exponent still guards a number of more than 308 digits, and
+// an initialize spelled with an escape is still seen as one.
+func TestGuardNumbersWithoutExponent(t *testing.T) {
+	msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"do_x","arguments":{"value":` + strings.Repeat("9", 310) + `}}}`
+	if _, changed := guardNumbers([]byte(msg)); !changed {
+		t.Fatal("a 310-digit integer argument was not guarded")
+	}
+	if mayOverflow([]byte(`{"method":"tools/call","params":{"arguments":{"value":12.5,"n":-3}}}`)) {
+		t.Fatal("mayOverflow: true for plain numbers")
+	}
+	for _, body := range []string{`{"jsonrpc":"2.0","id":1,"method":"initialize"}`, `{"jsonrpc":"2.0","id":1,"method":"initializ\u0065"}`} {
+		r, _ := http.NewRequest(http.MethodPost, "/mcp", nil)
+		if !isInitialize(r, []byte(body)) {
+			t.Errorf("isInitialize(%s) = false", body)
+		}
+	}
+	r, _ := http.NewRequest(http.MethodPost, "/mcp", nil)
+	if isInitialize(r, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_x"}}`)) {
+		t.Error("isInitialize(tools/call) = true")
 	}
 }

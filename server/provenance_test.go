@@ -147,3 +147,77 @@ func TestProvenancePlacementChecked(t *testing.T) {
 		t.Fatal("placement body accepted")
 	}
 }
+
+// TestStampReuse: a read whose body is the same as the previous call's
+// but whose evidence is not (a cached sample: cached true) gets its own
+// stamp; the same body and evidence again get the same stamp; a new body
+// a new digest. Over the wire, as a client sees it.
+func TestStampReuse(t *testing.T) {
+	srv, err := server.New("tank", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampled := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	calls := 0
+	err = srv.Read(server.ReadTool{Name: "read_level", Unit: "%", Value: map[string]any{"type": "number"}, Source: "tank/level"},
+		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) {
+			calls++
+			v := 42.0
+			if calls == 4 {
+				v = 43
+			}
+			at := sampled
+			g := &promcp.ReadGrounds{Source: "tank/level", Raw: "2a", SampledAt: &at, Cached: calls > 1}
+			return promcp.ReadResult{Value: v, Unit: "%", Quality: promcp.QualityGood, Timestamp: sampled,
+				Evidence: &promcp.Evidence{Grounds: g, Driver: "sim", Model: "tank"}}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.NewInProcessClient(srv.MCP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	stamp := func() (map[string]any, string) {
+		res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "read_level", Arguments: map[string]any{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		var wire struct {
+			Meta map[string]map[string]any `json:"_meta"`
+		}
+		if err := json.Unmarshal(b, &wire); err != nil {
+			t.Fatal(err)
+		}
+		s := wire.Meta[server.ProvenanceKey]
+		if ok, why := promcp.IsStamped(s); !ok {
+			t.Fatalf("stamp %v: %s", s, why)
+		}
+		raw, _ := json.Marshal(s)
+		return s, string(raw)
+	}
+	cached := func(s map[string]any) any {
+		return s[promcp.EnvelopeToulmin].(map[string]any)["grounds"].(map[string]any)["cached"]
+	}
+	s1, raw1 := stamp()
+	s2, raw2 := stamp()
+	_, raw3 := stamp()
+	s4, _ := stamp()
+	if cached(s1) != false || cached(s2) != true {
+		t.Errorf("grounds.cached = %v then %v, want false then true", cached(s1), cached(s2))
+	}
+	if raw1 == raw2 || raw2 != raw3 {
+		t.Errorf("stamps: first == second %t (want false), second == third %t (want true)", raw1 == raw2, raw2 == raw3)
+	}
+	if s4["body"] == s2["body"] || s4["checked"] != "typed" || s4["tool"] != "read_level" || s4["kind"] != "read" {
+		t.Errorf("stamp of a new value %v: want a new body digest, checked typed, tool and kind", s4)
+	}
+}

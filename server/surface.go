@@ -31,6 +31,7 @@ func (s *Server) Surface(name, instructions string) (*Server, error) {
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithRecovery(),
 		mcpserver.WithElicitation(),
+		mcpserver.WithPaginationLimit(ToolsPageSize),
 	}
 	if instructions != "" {
 		mopts = append(mopts, mcpserver.WithInstructions(instructions))

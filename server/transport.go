@@ -340,6 +340,11 @@ func isInitialize(r *http.Request, body []byte) bool {
 	if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		return false
 	}
+	// Most requests neither name the method nor escape a character (which
+	// could spell it): they are not decoded here.
+	if !bytes.Contains(body, []byte(mcp.MethodInitialize)) && bytes.IndexByte(body, '\\') < 0 {
+		return false
+	}
 	var msg struct {
 		Method string `json:"method"`
 	}

@@ -17,6 +17,7 @@
 //	promcp-device sim --manifest FILE --modbus-tcp ADDR
 //	promcp-device ports
 //	promcp-device scan (--tcp ADDR | --rtu-tcp ADDR | --port PORT) [--units 1-10]
+//	promcp-device bench (--url URL | --serve FILE) [--sessions N] [--duration D] [--protocol V] [--call TOOL[:JSON]]...
 //	promcp-device version
 package main
 
@@ -62,6 +63,8 @@ Usage:
   promcp-device test [--junit FILE] [--update] FILE...       run site tests on the simulator; exit 1 on failures, 2 if one cannot load
   promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K
                                                              issue a one-time approval of one action
+  promcp-device bench (--url URL|--serve FILE) [--sessions N] [--duration D] [--protocol V] [--call TOOL[:JSON]]
+                                                             load an MCP server on loopback: calls/s, p50/p90/p99, server CPU per call, peak RSS
   promcp-device version                                      print the version
 
 Run "promcp-device COMMAND -h" for a command's flags.
@@ -99,6 +102,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdPorts(args[1:], stdout, stderr)
 	case "scan":
 		return cmdScan(ctx, args[1:], stdout, stderr)
+	case "bench":
+		return cmdBench(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "promcp-device", version)
 		return 0
