@@ -85,12 +85,13 @@ func Hash(tools []mcp.Tool) string {
 
 // matches reports whether a fleet can_do with this location and these
 // tags can find anything on the gateway: its zone or a capability's
-// location is the one asked (a capability with no location serves every
-// location), and, for an intent that gives tags only, one of them is in
+// location is the one asked, and, for an intent that gives tags only, one of them is in
 // its vocabulary.
 func (in Info) matches(location string, tags []string, tagsOnly bool) bool {
 	if l := strings.ToLower(strings.TrimSpace(location)); l != "" {
-		if !strings.EqualFold(in.Zone, l) && !slices.ContainsFunc(in.Locations, func(x string) bool { return x == "" || strings.EqualFold(x, l) }) {
+		// A capability without a location is in the gateway's zone; with
+		// no zone either, it serves every location.
+		if !strings.EqualFold(in.Zone, l) && !slices.ContainsFunc(in.Locations, func(x string) bool { return x == "" && in.Zone == "" || strings.EqualFold(x, l) }) {
 			return false
 		}
 	}

@@ -80,24 +80,38 @@ func StartHub(cfg HubConfig, log *slog.Logger) (*server.Server, error) {
 	if err := hostPort(cfg.Client, &opts.Host, &opts.Port); err != nil {
 		return nil, fmt.Errorf("hub %s: client address: %w", cfg.Name, err)
 	}
-	opts.Cluster.Name = cfg.ClusterName
-	if opts.Cluster.Name == "" {
-		opts.Cluster.Name = manifests.DefaultClusterName
-	}
-	if err := hostPort(cfg.Cluster, &opts.Cluster.Host, &opts.Cluster.Port); err != nil {
-		return nil, fmt.Errorf("hub %s: cluster address: %w", cfg.Name, err)
+	if err := cluster(opts, cfg); err != nil {
+		return nil, err
 	}
 	if err := hostPort(cfg.Leaf, &opts.LeafNode.Host, &opts.LeafNode.Port); err != nil {
 		return nil, fmt.Errorf("hub %s: leaf address: %w", cfg.Name, err)
 	}
 	opts.LeafNode.NoAdvertise = cfg.NoAdvertise
-	routes, err := urls(cfg.Routes)
-	if err != nil {
-		return nil, fmt.Errorf("hub %s: cluster peers: %w", cfg.Name, err)
-	}
-	opts.Routes = routes
 	ping(opts, cfg.Ping)
 	return start(opts, log)
+}
+
+// cluster sets the cluster options: none for a lone hub server (no
+// cluster address and no routes: JetStream R1, for a bench or a trial),
+// else the cluster listener and the routes to the other members (a
+// clustered JetStream needs them configured, itself included or not).
+func cluster(opts *server.Options, cfg HubConfig) error {
+	if cfg.Cluster == "" && len(cfg.Routes) == 0 {
+		return nil
+	}
+	opts.Cluster.Name = cfg.ClusterName
+	if opts.Cluster.Name == "" {
+		opts.Cluster.Name = manifests.DefaultClusterName
+	}
+	if err := hostPort(cfg.Cluster, &opts.Cluster.Host, &opts.Cluster.Port); err != nil {
+		return fmt.Errorf("hub %s: cluster address: %w", cfg.Name, err)
+	}
+	routes, err := urls(cfg.Routes)
+	if err != nil {
+		return fmt.Errorf("hub %s: cluster peers: %w", cfg.Name, err)
+	}
+	opts.Routes = routes
+	return nil
 }
 
 // StartLeaf starts an edge gateway's leaf server: JetStream domain
