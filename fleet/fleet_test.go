@@ -158,8 +158,8 @@ func TestFleetCanDoSlowGateway(t *testing.T) {
 	start := time.Now()
 	rep := v.CanDo(t.Context(), promcp.CanDoRequest{Intent: promcp.Intent{Action: "do_set_pump"}}, "")
 	took := time.Since(start)
-	if took < manifests.DefaultCanDoBudget || took > manifests.DefaultCanDoBudget+time.Second {
-		t.Errorf("can_do took %s, want the %s budget", took, manifests.DefaultCanDoBudget)
+	if took < testBudget || took > testBudget+time.Second {
+		t.Errorf("can_do took %s, want the %s budget", took, testBudget)
 	}
 	if len(rep.Candidates) != 2 || rep.Metadata.ResponsesReceived != 2 || rep.Metadata.PeersConsulted != 3 ||
 		rep.Metadata.PartitionState != fleet.StateSuspected {
@@ -181,7 +181,7 @@ func TestFleetCanDoSlowGateway(t *testing.T) {
 	// ends as soon as all have answered, long before the budget.
 	start = time.Now()
 	rep = v.CanDo(t.Context(), promcp.CanDoRequest{Intent: promcp.Intent{Action: "do_set_pump"}}, "")
-	if len(rep.Candidates) != 3 || time.Since(start) >= manifests.DefaultCanDoBudget {
+	if len(rep.Candidates) != 3 || !raceEnabled && time.Since(start) >= testBudget {
 		t.Errorf("after release: %d candidates in %s", len(rep.Candidates), time.Since(start))
 	}
 }
@@ -211,9 +211,14 @@ func TestFleetRoutedDoLostReply(t *testing.T) {
 	// A gateway that is gone (its process and leaf stopped, its entry
 	// still registered): the call is not delivered, and says so.
 	g.leaf.Shutdown()
-	var gone promcp.DoResult
-	call(t, c, "do_gw1_set_pump", map[string]any{"value": false, "idempotency_key": "gone-1"}, &gone)
-	if gone.Status != promcp.StatusFailed || gone.Permission != promcp.SourceUnreachable {
-		t.Fatalf("call to a gateway that is gone = %+v", gone)
-	}
+	// (Until the hub has dropped the leaf's interest the call may time out:
+	// partial, with the same key, which is safe to repeat.)
+	eventually(t, 5*time.Second, "a call to a gateway that is gone fails as source_unreachable", func() bool {
+		var gone promcp.DoResult
+		call(t, c, "do_gw1_set_pump", map[string]any{"value": false, "idempotency_key": "gone-1"}, &gone)
+		if gone.Status != promcp.StatusPartial && (gone.Status != promcp.StatusFailed || gone.Permission != promcp.SourceUnreachable) {
+			t.Fatalf("call to a gateway that is gone = %+v", gone)
+		}
+		return gone.Status == promcp.StatusFailed
+	})
 }

@@ -210,7 +210,7 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 // registered.
 func watchAll(t testing.TB, nc *nats.Conn, node string, role manifests.FleetRole, n int, linkUp func() bool) *fleet.View {
 	t.Helper()
-	v := fleet.Watch(nc, fleet.ViewConfig{Node: node, Role: role, LinkUp: linkUp})
+	v := fleet.Watch(nc, fleet.ViewConfig{Node: node, Role: role, LinkUp: linkUp, Budget: testBudget})
 	t.Cleanup(v.Close)
 	eventually(t, 30*time.Second, "every gateway registered", func() bool { return len(v.Gateways()) == n })
 	return v

@@ -56,7 +56,7 @@ func (m Mesh) ListPeers(ctx context.Context) map[string]any {
 }
 
 func (m Mesh) peers(ctx context.Context) []Peer {
-	alive := m.View.Alive(ctx, 300*time.Millisecond)
+	alive := m.View.Alive(ctx, m.View.cfg.Budget)
 	peers := []Peer{}
 	for _, in := range m.View.Gateways() {
 		p := Peer{DeviceID: in.GatewayID, Zone: in.Zone, Tags: in.Tags, Profile: in.Profile, ManifestHash: in.ManifestHash,

@@ -54,7 +54,7 @@ func (e *Endpoint) routedRead(gw, tool string, unit any) func(context.Context, m
 		}
 		body := map[string]any{"value": nil, "unit": unit, "timestamp": time.Now().UTC(), "quality": promcp.QualityError,
 			"quality_reason": "gateway " + gw + " did not answer",
-			"error": promcp.Error{Code: promcp.CodeSourceUnreachable, Message: "routed read to gateway " + gw + " failed: " + err.Error()}}
+			"error":          promcp.Error{Code: promcp.CodeSourceUnreachable, Message: "routed read to gateway " + gw + " failed: " + err.Error()}}
 		return resultOf(body, true), nil
 	}
 }

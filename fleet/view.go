@@ -144,6 +144,9 @@ func (v *View) watchOnce(ctx context.Context) error {
 	defer w.Stop()
 	seen := map[string]Info{}
 	initial := true
+	var last uint64 // the bucket revision the watch has reached
+	check := time.NewTicker(3 * time.Second)
+	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -158,9 +161,31 @@ func (v *View) watchOnce(ctx context.Context) error {
 				v.readyOne.Do(func() { close(v.ready) })
 				continue
 			}
+			last = max(last, e.Revision())
 			v.apply(seen, e, !initial)
+		case <-check.C:
+			// A watch can stall when the hub member serving it goes away;
+			// the bucket's last revision says whether it missed anything.
+			if !initial && v.behind(ctx, last) {
+				return errors.New("watch fell behind the bucket; reopening")
+			}
 		}
 	}
+}
+
+// behind reports whether the registry bucket has revisions after last.
+func (v *View) behind(ctx context.Context, last uint64) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	js, err := jetstream.NewWithDomain(v.nc, HubDomain)
+	if err != nil {
+		return false
+	}
+	st, err := js.Stream(ctx, "KV_"+RegistryBucket)
+	if err != nil {
+		return false
+	}
+	return st.CachedInfo().State.LastSeq > last
 }
 
 // apply records one registry change in seen; once the watch is live it
@@ -211,7 +236,7 @@ func (v *View) HubReachable(ctx context.Context) bool {
 	if time.Since(v.hubAt) < time.Second {
 		return v.hubOK
 	}
-	ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	ctx, cancel := context.WithTimeout(ctx, v.cfg.Budget)
 	defer cancel()
 	js, err := jetstream.NewWithDomain(v.nc, HubDomain)
 	if err == nil {
