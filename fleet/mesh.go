@@ -15,6 +15,9 @@ import (
 type Mesh struct {
 	View   *View
 	Member *Member
+	// Authorize, when set, must accept a request before a mesh method is
+	// answered; a refused one goes on to the endpoint (which refuses it).
+	Authorize func(*http.Request) bool
 }
 
 // Peer is one entry of physmcp/list_peers.
@@ -122,7 +125,8 @@ func MeshMethods(next http.Handler, m Mesh) http.Handler {
 			ID      json.RawMessage `json:"id"`
 			Method  string          `json:"method"`
 		}
-		if json.Unmarshal(body, &req) != nil || !strings.HasPrefix(req.Method, "physmcp/") || len(req.ID) == 0 {
+		if json.Unmarshal(body, &req) != nil || !strings.HasPrefix(req.Method, "physmcp/") || len(req.ID) == 0 ||
+			m.Authorize != nil && !m.Authorize(r) {
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			next.ServeHTTP(w, r)
 			return

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,6 +54,7 @@ type serveFlags struct {
 	origins                                              listFlag
 	audit                                                *auditConfig
 	provenance                                           string // where the provenance envelope goes: meta or inline
+	fleetFile                                            string // --fleet: join the fleet this file describes
 }
 
 // parseServeFlags reads serve's command line; nil (with a usage message
@@ -86,6 +88,7 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 	fs.IntVar(&f.maxTokenSessions, "max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
 	fs.DurationVar(&f.sessionIdle, "session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
 	fs.StringVar(&f.provenance, "provenance", string(server.ProvenanceMeta), "where each result's provenance envelope (_tool, _toulmin, _tags) goes: `meta` (the _meta stamp) or inline (in the result body, declared in each output schema)")
+	fs.StringVar(&f.fleetFile, "fleet", "", "join the fleet the fleet `FILE` describes (role edge or thin-edge): register, answer the fleet's can_do and routed calls, serve its fleet endpoint if the file gives http")
 	f.audit = auditFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return nil
@@ -169,6 +172,13 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exit(stderr, failErr(err, false))
 		}
 		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
+	}
+	if f.fleetFile != "" {
+		node, err := f.joinFleet(ctx, gw, tokens, stdout, log)
+		if err != nil {
+			return exit(stderr, err)
+		}
+		defer node.Close()
 	}
 	return f.serve(ctx, gw, tokens, stdin, stdout, stderr, log)
 }
@@ -387,6 +397,9 @@ func bindAddr(addr string) string {
 func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
 	addr = bindAddr(addr)
 	hs := gw.srv.HTTPServer(cfg)
+	if gw.mesh != nil {
+		hs.Handler = gw.mesh(hs.Handler) // physmcp/* methods (--fleet)
+	}
 	scheme := "http"
 	if tlsCert != "" {
 		scheme = "https"
@@ -460,6 +473,10 @@ type openedGateway struct {
 	world    *sim.World       // nil on hardware
 	modbus   *sim.ModbusEndpoints
 	sysfsDir string // the simulated kernel files; "" on hardware
+
+	// mesh, with --fleet, answers the physmcp/* methods in front of the
+	// endpoint.
+	mesh func(http.Handler) http.Handler
 }
 
 func (g *openedGateway) Close() error {

@@ -1,0 +1,235 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/promcp/promcp-device/fleet"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/server"
+)
+
+// embedded runs the NATS servers a node embeds; without the natsserver
+// build tag it refuses (see fleet_embed.go and fleet_noembed.go).
+type embedded interface {
+	// hub starts a hub member and returns a client of it.
+	hub(f *manifests.Fleet, log *slog.Logger) (nc *nats.Conn, stop func(), err error)
+	// leaf starts an edge gateway's leaf server and returns an in-process
+	// client of it, and whether its link to the hub is up.
+	leaf(f *manifests.Fleet, log *slog.Logger) (nc *nats.Conn, linkUp func() bool, stop func(), err error)
+}
+
+// fleetNode is this process in the fleet: its connection, its view of the
+// fleet, its membership (a gateway) and the fleet endpoint it serves.
+type fleetNode struct {
+	file   *manifests.Fleet
+	nc     *nats.Conn
+	view   *fleet.View
+	member *fleet.Member
+	http   *http.Server
+	stops  []func()
+}
+
+// Close leaves the fleet and stops what the node started, newest first.
+func (n *fleetNode) Close() {
+	if n.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n.http.Shutdown(ctx)
+		cancel()
+	}
+	if n.member != nil {
+		n.member.Close()
+	}
+	if n.view != nil {
+		n.view.Close()
+	}
+	if n.nc != nil {
+		n.nc.Close()
+	}
+	for _, s := range slices.Backward(n.stops) {
+		s()
+	}
+}
+
+// connect joins the NATS side as the fleet file's role says.
+func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool, error) {
+	n := &fleetNode{file: f}
+	var linkUp func() bool
+	switch f.Role {
+	case manifests.RoleHub:
+		nc, stop, err := embeddedServers.hub(f, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		n.nc, n.stops = nc, append(n.stops, stop)
+	case manifests.RoleEdge:
+		nc, up, stop, err := embeddedServers.leaf(f, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		n.nc, n.stops, linkUp = nc, append(n.stops, stop), up
+	case manifests.RoleThinEdge:
+		nc, err := nats.Connect(strings.Join(f.Hubs, ","), nats.Name(f.Gateway), nats.MaxReconnects(-1),
+			nats.ReconnectWait(time.Second), nats.RetryOnFailedConnect(true),
+			nats.PingInterval(f.LeafPing.Interval), nats.MaxPingsOutstanding(f.LeafPing.MaxMissed))
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to the hub: %w", err)
+		}
+		n.nc, linkUp = nc, nc.IsConnected
+	}
+	return n, linkUp, nil
+}
+
+// serveFleetEndpoint serves the fleet MCP endpoint on the fleet file's
+// http address, when it has one.
+func (n *fleetNode) serveFleetEndpoint(tokens *server.Tokens, caller server.Caller, stdout io.Writer, log *slog.Logger) error {
+	if n.file.HTTP == "" {
+		return nil
+	}
+	e, err := fleet.NewEndpoint(n.view, fleet.EndpointConfig{Version: version, Tokens: tokens, Caller: caller, Log: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", bindAddr(n.file.HTTP))
+	if err != nil {
+		return fmt.Errorf("fleet endpoint %s: %w", n.file.HTTP, err)
+	}
+	n.http = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: server.DefaultReadHeaderTimeout, IdleTimeout: server.DefaultIdleTimeout}
+	go n.http.Serve(server.LimitListener(ln, server.DefaultMaxConns))
+	fmt.Fprintf(stdout, "promcp-device: fleet endpoint of %s (%s) on http://%s/mcp: can_do over the fleet; each gateway's tools at /mcp/<gateway>\n",
+		n.file.Gateway, n.file.Role, ln.Addr())
+	return nil
+}
+
+// joinFleet makes the served gateway a member of the fleet --fleet names:
+// registered, answering the fleet's can_do and routed calls, watching the
+// registry, and serving the fleet endpoint where the file says. The mesh
+// methods are then answered on the gateway's own endpoint too.
+func (f *serveFlags) joinFleet(ctx context.Context, gw *openedGateway, tokens *server.Tokens, stdout io.Writer, log *slog.Logger) (*fleetNode, error) {
+	fl, err := manifests.LoadFleet(f.fleetFile)
+	if err != nil {
+		return nil, failErr(err, true)
+	}
+	if fl.Role == manifests.RoleHub {
+		return nil, usageErr("--fleet %s: role hub runs with promcp-device hub --fleet FILE; a gateway's role is edge or thin-edge", f.fleetFile)
+	}
+	n, linkUp, err := connectFleet(fl, log)
+	if err != nil {
+		return nil, failErr(err, false)
+	}
+	local, err := fleet.MCPLocal(ctx, gw.srv.MCP())
+	if err != nil {
+		n.Close()
+		return nil, failErr(err, false)
+	}
+	var locations, vocab []string
+	for _, c := range gw.manifest.Capabilities {
+		locations = append(locations, c.Location)
+		vocab = append(vocab, strings.FieldsFunc(strings.ToLower(c.Name+" "+c.Location+" "+strings.Join(c.Tags, " ")), func(r rune) bool { return r == '_' || r == ' ' })...)
+	}
+	slices.Sort(vocab)
+	n.member, err = fleet.Join(ctx, n.nc, fleet.MemberConfig{GatewayID: fl.Gateway, Zone: fl.Zone, Tags: fl.Tags, Profile: fl.Profile,
+		Locations: slices.Compact(slices.Sorted(slices.Values(locations))), Vocabulary: slices.Compact(vocab), Log: log}, local)
+	if err != nil {
+		n.Close()
+		return nil, failErr(err, false)
+	}
+	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log})
+	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: f.role}, stdout, log); err != nil {
+		n.Close()
+		return nil, failErr(err, false)
+	}
+	mesh := fleet.Mesh{View: n.view, Member: n.member}
+	if tokens != nil {
+		mesh.Authorize = bearerOK(tokens)
+	}
+	gw.mesh = func(h http.Handler) http.Handler { return fleet.MeshMethods(h, mesh) }
+	log.Info("joined the fleet", "gateway", fl.Gateway, "role", fl.Role, "zone", fl.Zone, "hubs", strings.Join(fl.Hubs, ","))
+	return n, nil
+}
+
+func bearerOK(tokens *server.Tokens) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		_, known := tokens.Lookup(strings.TrimSpace(tok))
+		return ok && known
+	}
+}
+
+// cmdHub runs one member of the hub cluster: the NATS server with
+// JetStream (domain hub) that holds the fleet's replicated buckets, the
+// leaf listener the edge gateways dial, and the fleet endpoint.
+func cmdHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("fleet", "", "the hub member's fleet `FILE` (role: hub; required)")
+	replicas := fs.Int("replicas", 3, "copies of the fleet's buckets (`N`): 3 for a three-member hub, 1 for a lone trial hub")
+	tokensFile := fs.String("tokens", "", "require bearer tokens listed in `FILE` on the fleet endpoint (see promcp-device token add)")
+	role := fs.String("role", "operator", "without --tokens: the `ROLE` of every call on the fleet endpoint (each gateway's policy decides)")
+	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *file == "" || fs.NArg() > 0 || *replicas < 1 || *replicas > 5 {
+		fmt.Fprintln(stderr, "promcp-device hub: --fleet FILE is required (and --replicas is 1 to 5)")
+		return 2
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub:", err)
+		return 2
+	}
+	fl, err := manifests.LoadFleet(*file)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if fl.Role != manifests.RoleHub {
+		fmt.Fprintf(stderr, "promcp-device hub: %s has role %s; hub runs role hub (a gateway joins with serve --fleet)\n", *file, fl.Role)
+		return 2
+	}
+	var tokens *server.Tokens
+	if *tokensFile != "" {
+		if tokens, err = server.LoadTokens(*tokensFile); err != nil {
+			fmt.Fprintln(stderr, "promcp-device hub:", err)
+			return 1
+		}
+	}
+	n, _, err := connectFleet(fl, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub:", err)
+		return 1
+	}
+	defer n.Close()
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = fleet.SetupHub(sctx, n.nc, *replicas)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub: the hub's JetStream did not come up (are the other members running?):", err)
+		return 1
+	}
+	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, Log: log})
+	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: *role}, stdout, log); err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub:", err)
+		return 1
+	}
+	log.Info("hub member running", "name", fl.Gateway, "client", fl.Listen.Client, "leaf", fl.Listen.Leaf, "cluster", fl.Listen.Cluster)
+	<-ctx.Done()
+	log.Info("hub member stopping")
+	return 0
+}
+
+// errNoEmbedded is the refusal of a binary built without nats-server.
+var errNoEmbedded = errors.New("this binary was built without the embedded NATS server, which roles hub and edge need " +
+	"(rebuild with: go build -tags natsserver ./cmd/promcp-device); a gateway can join with role thin-edge instead")
