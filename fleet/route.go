@@ -50,7 +50,7 @@ func (e *Endpoint) routedRead(gw, tool string, unit any) func(context.Context, m
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		res, err := e.v.Call(ctx, gw, tool, rawArgs(req), e.cfg.CallTimeout)
 		if err == nil {
-			return res, nil
+			return restamp(res, gw, req.Params.Name), nil
 		}
 		body := map[string]any{"value": nil, "unit": unit, "timestamp": time.Now().UTC(), "quality": promcp.QualityError,
 			"quality_reason": "gateway " + gw + " did not answer",
@@ -68,7 +68,7 @@ func (e *Endpoint) routedDo(gw, tool string) func(context.Context, mcp.CallToolR
 		args := rawArgs(req)
 		res, err := e.v.Call(ctx, gw, tool, args, e.cfg.CallTimeout)
 		if err == nil {
-			return res, nil
+			return restamp(res, gw, req.Params.Name), nil
 		}
 		var a struct {
 			Key   string `json:"idempotency_key"`
@@ -90,6 +90,22 @@ func (e *Endpoint) routedDo(gw, tool string) func(context.Context, mcp.CallToolR
 			strconv.Quote(a.Key) + " (the gateway runs a key at most once and returns its outcome)"
 		return resultOf(body, false), nil
 	}
+}
+
+// restamp names, in the result's provenance stamp, the tool as the
+// fleet serves it and the source as <gateway>/<device>.
+func restamp(res *mcp.CallToolResult, gw, routed string) *mcp.CallToolResult {
+	if res.Meta == nil {
+		return res
+	}
+	if prov, ok := res.Meta.AdditionalFields[server.ProvenanceKey].(map[string]any); ok {
+		prov["tool"] = routed
+		if src, ok := prov["source"].(string); ok {
+			prov["source"] = routedSource(gw, src)
+		}
+		prov["routed_via"] = "fleet"
+	}
+	return res
 }
 
 // resultOf is a tool result whose structured content and text are body.
