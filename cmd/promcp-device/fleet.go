@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -65,6 +66,15 @@ func (n *fleetNode) Close() {
 // connect joins the NATS side as the fleet file's role says.
 func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool, error) {
 	n := &fleetNode{file: f}
+	if f.Store == "" && f.Role != manifests.RoleThinEdge {
+		dir, err := os.MkdirTemp("", "promcp-fleet-"+f.Gateway+"-")
+		if err != nil {
+			return nil, nil, err
+		}
+		f.Store = dir
+		n.stops = append(n.stops, func() { os.RemoveAll(dir) })
+		log.Warn("fleet file names no store: JetStream keeps its data in a temporary directory, removed at exit", "dir", dir)
+	}
 	var linkUp func() bool
 	switch f.Role {
 	case manifests.RoleHub:
