@@ -35,7 +35,7 @@ func (s *State) takeRate(ctx context.Context, c policy.Claim, rule Rule,
 	rl := rule.RateLimit
 	if rl.Per > s.cfg.RateMaxAge {
 		return 0, policy.Decision{Permission: promcp.PolicyDenied, Value: c.Value, ValidUntil: c.Now.Add(policy.MaxStaticValidity),
-			Reason: fmt.Sprintf("the rate window of %s is longer than the fleet's rate stream keeps (%s)", rl.Per, s.cfg.RateMaxAge),
+			Reason:  fmt.Sprintf("the rate window of %s is longer than the fleet's rate stream keeps (%s)", rl.Per, s.cfg.RateMaxAge),
 			Details: "raise the fleet's rate window (Config.RateMaxAge) or shorten the policy's rate_limit.per"}, false
 	}
 	wctx, cancel := s.bound(ctx)
