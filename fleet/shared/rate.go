@@ -27,16 +27,15 @@ func ttl(per time.Duration) time.Duration {
 	return max(time.Second, (per+time.Second-1)/time.Second*time.Second)
 }
 
-// takeRate takes a slot of c's fleet-wide rate limit. ok false comes with
-// the refusing Decision: rate_limited when every slot is taken, else
-// noQuorum's.
-func (s *State) takeRate(ctx context.Context, c policy.Claim, rule Rule,
-	noQuorum func(context.Context, policy.Claim, Rule, error) policy.Decision) (seq uint64, d policy.Decision, ok bool) {
+// takeRate takes a slot of c's fleet-wide rate limit and returns its
+// sequence; 0 comes with the refusing Decision (rate_limited when every
+// slot is taken) or the publish's error.
+func (s *State) takeRate(ctx context.Context, c policy.Claim, rule Rule) (seq uint64, d policy.Decision, err error) {
 	rl := rule.RateLimit
 	if rl.Per > s.cfg.RateMaxAge {
 		return 0, policy.Decision{Permission: promcp.PolicyDenied, Value: c.Value, ValidUntil: c.Now.Add(policy.MaxStaticValidity),
 			Reason:  fmt.Sprintf("the rate window of %s is longer than the fleet's rate stream keeps (%s)", rl.Per, s.cfg.RateMaxAge),
-			Details: "raise the fleet's rate window (Config.RateMaxAge) or shorten the policy's rate_limit.per"}, false
+			Details: "raise the fleet's rate window (Config.RateMaxAge) or shorten the policy's rate_limit.per"}, nil
 	}
 	wctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -44,16 +43,16 @@ func (s *State) takeRate(ctx context.Context, c policy.Claim, rule Rule,
 		ack, err := s.js.Publish(wctx, rateSubject(rule.Owner, c.Action, slot), []byte(s.cfg.Gateway),
 			jetstream.WithMsgTTL(ttl(rl.Per)), jetstream.WithExpectStream(RateStream))
 		if err == nil {
-			return ack.Sequence, policy.Decision{}, true
+			return ack.Sequence, policy.Decision{}, nil
 		}
 		if Classify(err) != ClassRateFull {
-			return 0, noQuorum(ctx, c, rule, err), false
+			return 0, policy.Decision{}, fmt.Errorf("taking a rate slot: %w", err)
 		}
 	}
 	reset := s.rateReset(wctx, c, rule)
 	return 0, policy.Decision{Permission: promcp.RateLimited, Value: c.Value, ValidUntil: reset,
 		Reason:  fmt.Sprintf("fleet-wide rate limit of %d actuations per %s on %s reached (every gateway's actuations count)", rl.Max, rl.Per, rule.Owner),
-		Details: "retry after valid_until"}, false
+		Details: "retry after valid_until"}, nil
 }
 
 // rateReset is when the oldest taken slot expires, on the gateway's clock.

@@ -101,10 +101,11 @@ func (s *State) Reserver(local policy.Reserver, rules Rules) policy.Reserver {
 
 func leaseKey(owner, action string) string { return "cooldown." + owner + "." + action }
 
-// maxConflicts bounds how often a shared claim that keeps losing the
-// compare-and-set without the key changing (a lame-duck leader, §5.14)
-// is retried before the hub's quorum is probed.
-const maxConflicts = 3
+// maxRetries bounds how often a shared claim is tried again after a
+// write that lost without the key changing (a lame-duck leader, FLEET.md
+// §5.14) or that failed while the hub's quorum still answers (a hub node
+// lost mid-write, §6), before it is refused partition_no_quorum.
+const maxRetries = 5
 
 // Reserve implements policy.Reserver.
 func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx context.Context, v policy.View) policy.Decision) (*policy.Reservation, policy.Decision, error) {
@@ -113,22 +114,37 @@ func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx 
 		return r.local.Reserve(ctx, c, decide)
 	}
 	key := leaseKey(rule.Owner, c.Action)
-	stuck := 0
-	for {
+	for tries := 0; ; {
 		var seen leaseView
-		var refused bool
+		var readErr error
 		res, d, err := r.local.Reserve(ctx, c, func(ctx context.Context, v policy.View) policy.Decision {
 			lv, err := r.s.readLease(ctx, key)
 			if err != nil {
-				refused = true
-				return r.noQuorum(ctx, c, rule, err)
+				readErr = err
+				return policy.Decision{Permission: promcp.PartitionNoQuorum, Reason: "reading the fleet record failed"}
 			}
-			seen = lv
+			seen, readErr = lv, nil
 			r.fold(&v, c, lv)
 			return decide(ctx, v)
 		})
-		if err != nil || res == nil || refused {
+		if res != nil && readErr != nil {
+			_ = r.local.Release(ctx, res)
+			res = nil
+		}
+		switch {
+		case err != nil:
 			return res, d, err
+		case readErr != nil:
+			if ctx.Err() != nil {
+				return nil, d, ctx.Err()
+			}
+			if reach, again := r.again(ctx, readErr, tries); !again {
+				return nil, r.noQuorum(c, rule, reach), nil
+			}
+			tries++
+			continue
+		case res == nil:
+			return nil, d, nil
 		}
 		if until, who := r.othersPending(c, rule, seen); who != "" {
 			_ = r.local.Release(ctx, res)
@@ -137,38 +153,55 @@ func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx 
 			}
 			continue
 		}
-		h, d2, retry, err := r.take(ctx, c, rule, key, seen, res)
-		switch {
-		case err != nil:
-			_ = r.local.Release(ctx, res)
-			return nil, d, err
-		case retry && stuck < maxConflicts:
-			_ = r.local.Release(ctx, res)
-			stuck++
-			if !sleepCtx(ctx, time.Duration(5*stuck)*time.Millisecond) {
-				return nil, d, ctx.Err()
-			}
-			continue
-		case retry:
-			_ = r.local.Release(ctx, res)
-			return nil, r.noQuorum(ctx, c, rule, errors.New("the compare-and-set keeps failing on an unchanged key")), nil
-		case h == nil:
-			_ = r.local.Release(ctx, res)
-			return nil, d2, nil
+		h, d2, werr := r.take(ctx, c, rule, key, seen)
+		if h != nil {
+			r.mu.Lock()
+			r.held[res] = h
+			r.mu.Unlock()
+			return res, d, nil
 		}
-		r.mu.Lock()
-		r.held[res] = h
-		r.mu.Unlock()
-		return res, d, nil
+		_ = r.local.Release(ctx, res)
+		switch {
+		case werr == nil:
+			return nil, d2, nil // refused (rate limit, or no quorum for the rate slot)
+		case ctx.Err() != nil:
+			return nil, d, ctx.Err()
+		case errors.Is(werr, errRaceLost):
+			continue // decide again on the winner's record
+		}
+		if reach, again := r.again(ctx, werr, tries); !again {
+			return nil, r.noQuorum(c, rule, reach), nil
+		}
+		tries++
 	}
+}
+
+// errRaceLost is a compare-and-set lost to another claimant's write.
+var errRaceLost = errors.New("another claimant wrote first")
+
+// again decides whether a claim whose hub call failed with err is tried
+// once more: when the hub's quorum still answers (a node lost mid-write,
+// or a stale conflict), or the leaf link comes back within the grace, and
+// the retries are not spent. Otherwise it returns what is reachable.
+func (r *reserver) again(ctx context.Context, err error, tries int) (Reach, bool) {
+	reach := r.s.probe(ctx, err)
+	if tries >= maxRetries {
+		return reach, false
+	}
+	if reach.Cut && r.s.waitLinked(ctx) {
+		return reach, true
+	}
+	if reach.Reachable >= reach.Required || Classify(err) == ClassConflict {
+		return reach, sleepCtx(ctx, time.Duration(5<<tries)*time.Millisecond)
+	}
+	return reach, false
 }
 
 // take writes the reservation into fleet_lease (compare-and-set against
 // the revision decided on) and takes its rate slot. It returns the held
-// state, or a refusing Decision with h nil, or retry when the key did not
-// change although the write lost (decide again after a pause), or an
-// error when ctx ended.
-func (r *reserver) take(ctx context.Context, c policy.Claim, rule Rule, key string, seen leaseView, res *policy.Reservation) (h *held, d policy.Decision, retry bool, err error) {
+// state; or a refusing Decision (rate limit); or the write's error
+// (errRaceLost when another claimant wrote first).
+func (r *reserver) take(ctx context.Context, c policy.Claim, rule Rule, key string, seen leaseView) (*held, policy.Decision, error) {
 	rec := leaseRecord{Gateway: r.s.cfg.Gateway, Request: newRequestID(), State: statePending, Last: seen.last()}
 	rev, werr := r.s.casLease(ctx, key, rec, seen.rev)
 	if werr != nil {
@@ -177,25 +210,21 @@ func (r *reserver) take(ctx context.Context, c policy.Claim, rule Rule, key stri
 		case rerr == nil && now.rev != 0 && now.rec.Gateway == rec.Gateway && now.rec.Request == rec.Request:
 			rev = now.rev // our own write, applied after all (§6)
 		case Classify(werr) == ClassConflict && rerr == nil && now.rev != seen.rev:
-			return nil, policy.Decision{}, true, nil // lost the race: decide again on the winner's record
-		case Classify(werr) == ClassConflict && rerr == nil:
-			return nil, policy.Decision{}, true, nil // the key did not change: a lame-duck leader, retried then probed
-		case ctx.Err() != nil:
-			return nil, policy.Decision{}, false, ctx.Err()
+			return nil, policy.Decision{}, errRaceLost
 		default:
-			return nil, r.noQuorum(ctx, c, rule, werr), false, nil
+			return nil, policy.Decision{}, werr
 		}
 	}
-	h = &held{key: key, rev: rev, rec: rec, prev: rec.Last}
+	h := &held{key: key, rev: rev, rec: rec, prev: rec.Last}
 	if rule.RateLimit != nil {
-		seq, d, ok := r.s.takeRate(ctx, c, rule, r.noQuorum)
-		if !ok {
-			r.s.putBack(ctx, h)
-			return nil, d, false, nil
+		seq, d, err := r.s.takeRate(ctx, c, rule)
+		if seq == 0 {
+			_ = r.s.putBack(ctx, h)
+			return nil, d, err
 		}
 		h.rateSeq = seq
 	}
-	return h, policy.Decision{}, false, nil
+	return h, policy.Decision{}, nil
 }
 
 // othersPending returns the gateway holding a pending reservation on the
@@ -231,14 +260,13 @@ func (r *reserver) fold(v *policy.View, c policy.Claim, lv leaseView) {
 
 // noQuorum is the refusal of a shared claim whose replicated write (or
 // read) could not be done.
-func (r *reserver) noQuorum(ctx context.Context, c policy.Claim, rule Rule, err error) policy.Decision {
-	reach := r.s.probe(ctx, err)
+func (r *reserver) noQuorum(c policy.Claim, rule Rule, reach Reach) policy.Decision {
 	what := c.Action + " acts on shared equipment (" + rule.Owner + ") and"
 	if rule.Quorum {
 		what = c.Action + " requires quorum: it"
 	}
 	r.s.cfg.Log.Warn("fleet: shared claim refused, no quorum", "action", c.Action, "reachable", reach.Reachable,
-		"required", reach.Required, "cut", reach.Cut, "err", err)
+		"required", reach.Required, "cut", reach.Cut, "err", reach.Err)
 	return policy.Decision{Permission: promcp.PartitionNoQuorum, Reason: reach.Reason(what),
 		Details:    "nothing was written and nothing moves; the action is allowed again once the fleet hub's replicas can commit (actions that need no quorum keep running on this gateway)",
 		ValidUntil: c.Now.Add(policy.MaxSensorValidity), Value: c.Value}
@@ -407,6 +435,22 @@ func (s *State) waitChange(ctx context.Context, key string, rev uint64, until ti
 			return nil
 		}
 	}
+}
+
+// waitLinked waits up to the link grace for the leaf link to be up again
+// (a leaf homed on a lost hub node fails over in about a second); false
+// without a Linked hook.
+func (s *State) waitLinked(ctx context.Context) bool {
+	if s.cfg.Linked == nil {
+		return false
+	}
+	deadline := s.cfg.Now().Add(s.cfg.LinkGrace)
+	for !s.cfg.Linked() {
+		if !s.cfg.Now().Before(deadline) || !sleepCtx(ctx, 20*time.Millisecond) {
+			return false
+		}
+	}
+	return true
 }
 
 // sleepCtx pauses for d unless ctx ends first (a back-off between hub

@@ -49,6 +49,14 @@ type Config struct {
 	// while the hub is out of reach; "" keeps no local audit stream (a
 	// client-only gateway).
 	LocalDomain string
+	// Linked reports whether the gateway's leaf link to the hub is up
+	// (the edge passes its leaf server's NumLeafNodes() > 0); nil when
+	// unknown. A claim that finds the hub unreachable while Linked
+	// turns true again within LinkGrace (a leaf failing over to another
+	// hub node) is tried again instead of refused.
+	Linked func() bool
+	// LinkGrace is how long a claim waits for the leaf link; 0 is 1.5 s.
+	LinkGrace time.Duration
 	// Log receives warnings; nil discards them.
 	Log *slog.Logger
 	// Now is the gateway's clock (default time.Now); fleet ages are
@@ -82,6 +90,9 @@ func (c *Config) fill() error {
 	}
 	if c.LocalDomain != "" && !idRE.MatchString(c.LocalDomain) {
 		return fmt.Errorf("fleet shared state: local domain %q: want letters, digits, '-' or '_'", c.LocalDomain)
+	}
+	if c.LinkGrace <= 0 {
+		c.LinkGrace = 1500 * time.Millisecond
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)

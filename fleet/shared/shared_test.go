@@ -1,0 +1,208 @@
+package shared_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/promcp/promcp-device/fleet/shared"
+	"github.com/promcp/promcp-device/fleet/shared/sharedtest"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/promcp"
+)
+
+// gateway is one gateway of a test fleet: its leaf, its shared state and
+// its reserver (a local reserver wrapped by the fleet's).
+type gateway struct {
+	name  string
+	leaf  *sharedtest.Leaf
+	state *shared.State
+	res   policy.Reserver
+	hist  *policy.MemoryState
+}
+
+// fleet is a hub of three nodes and three gateways behind leaf links.
+type fleet struct {
+	hub *sharedtest.Hub
+	gws []*gateway
+}
+
+// rules marks every action whose name starts with do_shared shared, owned
+// by gw1; do_quorum_* requires quorum; the rest is local.
+func testRules(c policy.Claim) (shared.Rule, bool) {
+	switch {
+	case strings.HasPrefix(c.Action, "do_shared"):
+		return shared.Rule{Owner: "gw1"}, true
+	case strings.HasPrefix(c.Action, "do_quorum"):
+		return shared.Rule{Owner: "gw1", Quorum: true}, true
+	case strings.HasPrefix(c.Action, "do_rate"):
+		return shared.Rule{Owner: "gw1", RateLimit: &manifests.RateLimit{Max: 2, Per: time.Hour}}, true
+	}
+	return shared.Rule{}, false
+}
+
+func startFleet(t *testing.T, timeout time.Duration) *fleet {
+	t.Helper()
+	f := &fleet{hub: sharedtest.StartHub(t)}
+	for i := 1; i <= 3; i++ {
+		name := fmt.Sprintf("gw%d", i)
+		leaf := f.hub.StartLeaf(name)
+		g := &gateway{name: name, leaf: leaf, hist: policy.NewMemoryState()}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		st, err := shared.Open(ctx, leaf.Conn(t), shared.Config{Gateway: name, LocalDomain: name, Timeout: timeout, Linked: leaf.Linked})
+		cancel()
+		if err != nil {
+			t.Fatalf("open %s: %v", name, err)
+		}
+		g.state = st
+		g.res = st.Reserver(policy.NewLocalReserver(g.hist), testRules)
+		f.gws = append(f.gws, g)
+	}
+	return f
+}
+
+// cooldownDecide evaluates a claim as the gateway does, with a cooldown.
+func cooldownDecide(c policy.Claim, cooldown time.Duration) func(ctx context.Context, v policy.View) policy.Decision {
+	return func(_ context.Context, v policy.View) policy.Decision {
+		req := policy.Request{Action: c.Action, Role: "operator", Now: c.Now,
+			Rules: &manifests.ActionPolicy{Tool: c.Action, Cooldown: cooldown}}
+		v.Apply(&req)
+		return policy.Evaluator{}.Evaluate(req)
+	}
+}
+
+func claim(action string) policy.Claim {
+	return policy.Claim{Action: action, Unit: policy.Unit{action}, Window: time.Hour, Now: time.Now()}
+}
+
+func TestFleet(t *testing.T) {
+	f := startFleet(t, 2*time.Second)
+	t.Run("race", func(t *testing.T) { testRace(t, f) })
+	t.Run("cut", func(t *testing.T) { testCut(t, f) })
+}
+
+// act reserves c on g with decide and commits it as an actuation now.
+func act(ctx context.Context, g *gateway, c policy.Claim, cooldown time.Duration) (policy.Decision, error) {
+	res, d, err := g.res.Reserve(ctx, c, cooldownDecide(c, cooldown))
+	if err != nil || res == nil {
+		return d, err
+	}
+	return d, g.res.Commit(ctx, res, time.Now(), true)
+}
+
+// testCut: a gateway cut off from the hub refuses shared and quorum
+// claims partition_no_quorum, saying what it reaches, while its local
+// claims proceed; once healed, shared claims proceed again.
+func testCut(t *testing.T, f *fleet) {
+	g := f.gws[2]
+	g.leaf.Cut(t)
+	for _, action := range []string{"do_shared_cut", "do_quorum_cut"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		res, d, err := g.res.Reserve(ctx, claim(action), cooldownDecide(claim(action), 0))
+		cancel()
+		if err != nil || res != nil || d.Permission != promcp.PartitionNoQuorum {
+			t.Fatalf("%s while cut: res=%v %s (%s) err=%v, want partition_no_quorum", action, res, d.Permission, d.Reason, err)
+		}
+		for _, want := range []string{"cut off from the hub", "replicas reachable: 0, required: 2"} {
+			if !strings.Contains(d.Reason, want) {
+				t.Errorf("%s reason %q does not say %q", action, d.Reason, want)
+			}
+		}
+		if h := g.hist.History(action, time.Time{}); len(h) != 0 {
+			t.Errorf("%s: refused claim left history %v", action, h)
+		}
+	}
+	if !strings.Contains(mustReason(t, g, "do_quorum_cut"), "requires quorum") {
+		t.Error("a quorum action's refusal does not say it requires quorum")
+	}
+	// Local-only claims go on.
+	for i := range 5 {
+		if d, err := act(context.Background(), g, claim(fmt.Sprintf("do_local_%d", i)), time.Hour); err != nil || !d.Allowed() {
+			t.Fatalf("local claim while cut: %s (%s) err=%v", d.Permission, d.Reason, err)
+		}
+	}
+	g.leaf.Heal(t)
+	if d, err := act(context.Background(), g, claim("do_shared_cut"), 0); err != nil || !d.Allowed() {
+		t.Fatalf("shared claim after healing: %s (%s) err=%v", d.Permission, d.Reason, err)
+	}
+}
+
+func mustReason(t *testing.T, g *gateway, action string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, d, _ := g.res.Reserve(ctx, claim(action), cooldownDecide(claim(action), 0))
+	return d.Reason
+}
+
+// testRace: three gateways race for a shared cooldown, hundreds of times;
+// exactly one wins each round, the others are told cooldown_active.
+func testRace(t *testing.T, f *fleet) {
+	const rounds = 200
+	for round := range rounds {
+		// Even rounds race on a new key (create path); odd rounds on the
+		// key the previous winner released (update path).
+		action := fmt.Sprintf("do_shared_%d", round/2)
+		type result struct {
+			res *policy.Reservation
+			d   policy.Decision
+			err error
+			g   *gateway
+		}
+		out := make(chan result, len(f.gws))
+		var start sync.WaitGroup
+		start.Add(1)
+		for _, g := range f.gws {
+			go func() {
+				start.Wait()
+				c := claim(action)
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				res, d, err := g.res.Reserve(ctx, c, cooldownDecide(c, time.Hour))
+				out <- result{res, d, err, g}
+			}()
+		}
+		start.Done()
+		var winners []result
+		for range f.gws {
+			r := <-out
+			if r.err != nil {
+				t.Fatalf("round %d %s: %v", round, r.g.name, r.err)
+			}
+			if r.res != nil {
+				winners = append(winners, r)
+				continue
+			}
+			if r.d.Permission != promcp.CooldownActive {
+				t.Fatalf("round %d %s: loser got %s (%s), want cooldown_active", round, r.g.name, r.d.Permission, r.d.Reason)
+			}
+		}
+		if len(winners) != 1 {
+			t.Fatalf("round %d: %d winners, want exactly 1", round, len(winners))
+		}
+		w := winners[0]
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		if round%2 == 0 {
+			err = w.g.res.Release(ctx, w.res) // nothing moved: the next round may go
+		} else {
+			err = w.g.res.Commit(ctx, w.res, time.Now(), true)
+		}
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: ending the winner's reservation: %v", round, err)
+		}
+	}
+	// A committed actuation holds the cooldown for every gateway.
+	for _, g := range f.gws {
+		c := claim(fmt.Sprintf("do_shared_%d", (rounds-1)/2))
+		res, d, err := g.res.Reserve(context.Background(), c, cooldownDecide(c, time.Hour))
+		if err != nil || res != nil || d.Permission != promcp.CooldownActive {
+			t.Fatalf("%s after a commit: res=%v d=%s (%s) err=%v, want cooldown_active", g.name, res, d.Permission, d.Reason, err)
+		}
+	}
+}
