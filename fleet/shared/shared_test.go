@@ -83,6 +83,8 @@ func TestFleet(t *testing.T) {
 	f := startFleet(t, 2*time.Second)
 	t.Run("race", func(t *testing.T) { testRace(t, f) })
 	t.Run("cut", func(t *testing.T) { testCut(t, f) })
+	t.Run("idempotency", func(t *testing.T) { testIdempotency(t, f) })
+	t.Run("store", func(t *testing.T) { testStoreConformance(t, f) })
 }
 
 // act reserves c on g with decide and commits it as an actuation now.
