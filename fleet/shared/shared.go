@@ -117,6 +117,10 @@ type State struct {
 	lease jetstream.KeyValue
 	idem  jetstream.KeyValue
 	rate  jetstream.Stream
+	// sourced is true once FLEET_AUDIT sources AUDIT_<gw> (or there is
+	// no local domain to source from).
+	sourced   bool
+	sourceTry time.Time
 	// skew is the hub's clock minus this gateway's, measured on writes.
 	skew     time.Duration
 	skewAt   time.Time
@@ -143,6 +147,11 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*State, error) {
 		return nil, fmt.Errorf("fleet shared state: hub domain %q: %w", cfg.HubDomain, err)
 	}
 	s := &State{cfg: cfg, nc: nc, js: js}
+	if cfg.LocalDomain != "" {
+		if _, err := s.localAudit(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.bind(ctx); err != nil {
 		return s, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
@@ -160,7 +169,7 @@ func (s *State) Config() Config { return s.cfg }
 func (s *State) bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lease != nil && s.idem != nil && s.rate != nil {
+	if s.lease != nil && s.idem != nil && s.rate != nil && (s.sourced || time.Since(s.sourceTry) < 5*time.Second) {
 		return nil
 	}
 	ctx, cancel := s.bound(ctx)
@@ -194,6 +203,16 @@ func (s *State) bind(ctx context.Context) error {
 		}
 		s.rate = st
 	}
+	if s.cfg.LocalDomain != "" && !s.sourced {
+		// A missing audit source does not hold claims back: it is tried
+		// again at most every 5 s; records wait in AUDIT_<gw> meanwhile.
+		s.sourceTry = time.Now()
+		if err := s.ensureSource(ctx); err != nil {
+			s.cfg.Log.Warn("fleet audit: hub does not source this gateway's records yet", "err", err)
+			return nil
+		}
+	}
+	s.sourced = true
 	return nil
 }
 

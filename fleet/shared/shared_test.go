@@ -85,6 +85,7 @@ func TestFleet(t *testing.T) {
 	t.Run("cut", func(t *testing.T) { testCut(t, f) })
 	t.Run("idempotency", func(t *testing.T) { testIdempotency(t, f) })
 	t.Run("store", func(t *testing.T) { testStoreConformance(t, f) })
+	t.Run("audit", func(t *testing.T) { testAudit(t, f) })
 }
 
 // act reserves c on g with decide and commits it as an actuation now.
