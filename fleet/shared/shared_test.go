@@ -86,6 +86,7 @@ func TestFleet(t *testing.T) {
 	t.Run("idempotency", func(t *testing.T) { testIdempotency(t, f) })
 	t.Run("store", func(t *testing.T) { testStoreConformance(t, f) })
 	t.Run("audit", func(t *testing.T) { testAudit(t, f) })
+	t.Run("rate", func(t *testing.T) { testRate(t, f) })
 }
 
 // act reserves c on g with decide and commits it as an actuation now.
@@ -207,5 +208,45 @@ func testRace(t *testing.T, f *fleet) {
 		if err != nil || res != nil || d.Permission != promcp.CooldownActive {
 			t.Fatalf("%s after a commit: res=%v d=%s (%s) err=%v, want cooldown_active", g.name, res, d.Permission, d.Reason, err)
 		}
+	}
+}
+
+// testRate: a fleet-wide limit of 2 actuations per hour lets two
+// gateways' actuations through and refuses the third gateway's
+// rate_limited; a released reservation gives its slot back.
+func testRate(t *testing.T, f *fleet) {
+	ctx := context.Background()
+	for i, g := range f.gws {
+		d, err := act(ctx, g, claim("do_rate_a"), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 && !d.Allowed() {
+			t.Fatalf("%s, actuation %d of 2 allowed: %s (%s)", g.name, i+1, d.Permission, d.Reason)
+		}
+		if i == 2 {
+			if d.Permission != promcp.RateLimited || !strings.Contains(d.Reason, "fleet-wide rate limit of 2") {
+				t.Fatalf("%s, third actuation in the window: %s (%s), want rate_limited", g.name, d.Permission, d.Reason)
+			}
+			if !d.ValidUntil.After(time.Now().Add(59 * time.Minute)) {
+				t.Fatalf("rate_limited valid_until %s, want about an hour from now", d.ValidUntil)
+			}
+		}
+	}
+	c := claim("do_rate_b")
+	res, d, err := f.gws[0].res.Reserve(ctx, c, cooldownDecide(c, 0))
+	if err != nil || res == nil {
+		t.Fatalf("reserve: %s (%s) %v", d.Permission, d.Reason, err)
+	}
+	if err := f.gws[0].res.Release(ctx, res); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range f.gws[1:] {
+		if d, err := act(ctx, g, claim("do_rate_b"), 0); err != nil || !d.Allowed() {
+			t.Fatalf("%s after a release gave its slot back: %s (%s) %v", g.name, d.Permission, d.Reason, err)
+		}
+	}
+	if d, err := act(ctx, f.gws[0], claim("do_rate_b"), 0); err != nil || d.Permission != promcp.RateLimited {
+		t.Fatalf("third actuation of do_rate_b: %s (%s) %v, want rate_limited", d.Permission, d.Reason, err)
 	}
 }
