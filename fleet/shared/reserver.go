@@ -285,10 +285,36 @@ func (r *reserver) Commit(ctx context.Context, res *policy.Reservation, at time.
 	}
 	rec := h.rec
 	rec.State = stateCommitted
-	if _, err := r.s.casLease(ctx, h.key, rec, h.rev); err != nil {
+	if err := r.s.settle(ctx, h, rec); err != nil {
 		return fmt.Errorf("fleet: recording the actuation of %s: %w", res.Action, err)
 	}
 	return nil
+}
+
+// settle writes rec over the held pending record. A write that fails is
+// not taken as lost (FLEET.md §6: it may be applied later, and a hub node
+// lost mid-write is retried): the key is read back, and the write tried
+// again while it still holds this claimant's pending record.
+func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
+	rev := h.rev
+	for try := 0; ; try++ {
+		_, err := s.casLease(ctx, h.key, rec, rev)
+		if err == nil {
+			return nil
+		}
+		now, rerr := s.readLease(ctx, h.key)
+		switch {
+		case rerr == nil && now.rec.Request == rec.Request && now.rec.State == rec.State:
+			return nil // applied after all
+		case rerr == nil && now.rec.Request != rec.Request:
+			return fmt.Errorf("%w (the record now belongs to gateway %s)", err, now.rec.Gateway)
+		case rerr == nil:
+			rev = now.rev
+		}
+		if try >= maxRetries || !sleepCtx(ctx, time.Duration(10<<try)*time.Millisecond) {
+			return err
+		}
+	}
 }
 
 // Release implements policy.Reserver: nothing moved, so the fleet record
@@ -406,7 +432,7 @@ func (s *State) putBack(ctx context.Context, h *held) error {
 	rec := h.rec
 	rec.State, rec.Last = stateReleased, h.prev
 	var errs []error
-	if _, err := s.casLease(ctx, h.key, rec, h.rev); err != nil {
+	if err := s.settle(ctx, h, rec); err != nil {
 		errs = append(errs, fmt.Errorf("fleet: releasing %s: %w", h.key, err))
 	}
 	if h.rateSeq != 0 {
@@ -437,20 +463,31 @@ func (s *State) waitChange(ctx context.Context, key string, rev uint64, until ti
 	}
 }
 
-// waitLinked waits up to the link grace for the leaf link to be up again
-// (a leaf homed on a lost hub node fails over in about a second); false
-// without a Linked hook.
+// waitLinked waits for the leaf link to be up again (a leaf homed on a
+// lost hub node fails over in a second or two), up to the link grace
+// counted from when a claim first found it down: during a lasting
+// partition later claims are refused at once. False without a Linked hook.
 func (s *State) waitLinked(ctx context.Context) bool {
 	if s.cfg.Linked == nil {
 		return false
 	}
-	deadline := s.cfg.Now().Add(s.cfg.LinkGrace)
-	for !s.cfg.Linked() {
-		if !s.cfg.Now().Before(deadline) || !sleepCtx(ctx, 20*time.Millisecond) {
+	for {
+		now := s.cfg.Now()
+		s.mu.Lock()
+		if s.cfg.Linked() {
+			s.unlinkedSince = time.Time{}
+			s.mu.Unlock()
+			return true
+		}
+		if s.unlinkedSince.IsZero() || now.Before(s.unlinkedSince) {
+			s.unlinkedSince = now
+		}
+		over := !now.Before(s.unlinkedSince.Add(s.cfg.LinkGrace))
+		s.mu.Unlock()
+		if over || !sleepCtx(ctx, 20*time.Millisecond) {
 			return false
 		}
 	}
-	return true
 }
 
 // sleepCtx pauses for d unless ctx ends first (a back-off between hub

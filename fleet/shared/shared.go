@@ -55,7 +55,8 @@ type Config struct {
 	// turns true again within LinkGrace (a leaf failing over to another
 	// hub node) is tried again instead of refused.
 	Linked func() bool
-	// LinkGrace is how long a claim waits for the leaf link; 0 is 1.5 s.
+	// LinkGrace is how long claims wait for the leaf link, counted from
+	// when the first of them found it down; 0 is 3 s.
 	LinkGrace time.Duration
 	// Log receives warnings; nil discards them.
 	Log *slog.Logger
@@ -92,7 +93,7 @@ func (c *Config) fill() error {
 		return fmt.Errorf("fleet shared state: local domain %q: want letters, digits, '-' or '_'", c.LocalDomain)
 	}
 	if c.LinkGrace <= 0 {
-		c.LinkGrace = 1500 * time.Millisecond
+		c.LinkGrace = 3 * time.Second
 	}
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
@@ -125,6 +126,8 @@ type State struct {
 	skew     time.Duration
 	skewAt   time.Time
 	skewSeen bool
+	// unlinkedSince is when a claim first found the leaf link down.
+	unlinkedSince time.Time
 }
 
 // Open binds the fleet buckets and streams in the hub domain, creating
@@ -152,7 +155,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*State, error) {
 			return nil, err
 		}
 	}
-	if err := s.bind(ctx); err != nil {
+	if err := s.bind(ctx, false); err != nil {
 		return s, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
 	return s, nil
@@ -165,15 +168,20 @@ var ErrUnreachable = errors.New("fleet shared state: the hub is not reachable ye
 // Config returns the configuration in effect (defaults filled in).
 func (s *State) Config() Config { return s.cfg }
 
-// bind binds (creating when absent) whatever is not bound yet.
-func (s *State) bind(ctx context.Context) error {
+// bind binds (creating when absent) whatever is not bound yet, within
+// ctx; bounded, within the write timeout as well (a bind on a claim's
+// path).
+func (s *State) bind(ctx context.Context, bounded bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.lease != nil && s.idem != nil && s.rate != nil && (s.sourced || time.Since(s.sourceTry) < 5*time.Second) {
 		return nil
 	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
+	if bounded {
+		var cancel context.CancelFunc
+		ctx, cancel = s.bound(ctx)
+		defer cancel()
+	}
 	if s.lease == nil {
 		kv, err := s.bucket(ctx, jetstream.KeyValueConfig{Bucket: LeaseBucket, Description: "promcp fleet: cooldowns and leases on shared equipment",
 			History: 1, Replicas: s.cfg.Replicas, Storage: jetstream.FileStorage, LimitMarkerTTL: time.Second}, true)
@@ -274,7 +282,7 @@ func (s *State) bound(ctx context.Context) (context.Context, context.CancelFunc)
 
 // handles returns the bound handles, binding first when needed.
 func (s *State) handles(ctx context.Context) (lease, idem jetstream.KeyValue, rate jetstream.Stream, err error) {
-	if err := s.bind(ctx); err != nil {
+	if err := s.bind(ctx, true); err != nil {
 		return nil, nil, nil, err
 	}
 	s.mu.Lock()
