@@ -22,7 +22,11 @@ func testIdempotency(t *testing.T, f *fleet) {
 	for i := range stores {
 		stores[i] = f.gws[i].state.Store(idempotency.NewMemory(time.Hour, nil), time.Hour)
 	}
-	for round := range 50 {
+	rounds := 50
+	if raceEnabled {
+		rounds = 20
+	}
+	for round := range rounds {
 		key := fmt.Sprintf("key-%d", round)
 		var runs atomic.Int32
 		outs := make([]string, len(stores))

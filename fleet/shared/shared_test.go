@@ -146,11 +146,11 @@ func mustReason(t *testing.T, g *gateway, action string) string {
 // testRace: three gateways race for a shared cooldown, hundreds of times;
 // exactly one wins each round, the others are told cooldown_active. Under
 // the race detector (which looks for data races, not for extra winners)
-// 100 rounds keep the test within its time.
+// 60 rounds keep the test within its time.
 func testRace(t *testing.T, f *fleet) {
 	rounds := 300
 	if raceEnabled {
-		rounds = 100
+		rounds = 60
 	}
 	for round := range rounds {
 		// Even rounds race on a new key (create path); odd rounds on the
