@@ -47,7 +47,7 @@ func auditTailFleet(sub string, c *auditFleetConfig, n, nargs int, stdout, stder
 	defer cancel()
 	recs, err := shared.TailFleet(ctx, nc, c.hubDomain, n)
 	for _, r := range recs {
-		fmt.Fprintf(stdout, "%s %s\n", r.Gateway, audit.Format(r.Record))
+		fmt.Fprintf(stdout, "%s %s\n", audit.Escape(r.Gateway), audit.Format(r.Record))
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device audit tail --fleet:", err)

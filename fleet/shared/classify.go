@@ -98,17 +98,21 @@ func (r Reach) Reason(what string) string {
 }
 
 // probe finds out how many of the lease bucket's replicas answer, after a
-// write failed with err (FLEET.md §3.3): a hub that does not answer at
-// all has none reachable; a stream leader that still answers reports its
-// replicas' Offline flags; a hub that answers with no leader has fewer
-// than a quorum, and with three replicas that is exactly one.
+// write failed with err (FLEET.md §3.3, §4): a hub that does not answer
+// at all has none reachable; a stream leader that answers reports its
+// replicas' Offline flags; otherwise the JetStream meta group tells: when
+// it answers (account info) a quorum of hub servers is up and the stream
+// is only electing, so the claim is tried again; when a hub server
+// answers that JetStream is unavailable (10008) fewer than a quorum are
+// up, which with three replicas is exactly one; when nothing answers in
+// time, only "fewer than required" is known.
 func (s *State) probe(ctx context.Context, err error) Reach {
 	r := Reach{Reachable: -1, Required: s.cfg.Quorum(), Replicas: s.cfg.Replicas, Err: err}
 	if Classify(err) == ClassUnreachable {
 		r.Reachable, r.Cut = 0, true
 		return r
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout/4)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.Timeout/2)
 	defer cancel()
 	st, serr := s.js.Stream(ctx, "KV_"+LeaseBucket)
 	if serr == nil {
@@ -126,9 +130,14 @@ func (s *State) probe(ctx context.Context, err error) Reach {
 		r.Reachable, r.Cut = 0, true
 		return r
 	}
-	if r.Required == 2 {
-		// A server of the hub answered (or the leaf link is up) and no
-		// quorum of two formed: one replica is reachable.
+	_, aerr := s.js.AccountInfo(ctx)
+	var apiErr *jetstream.APIError
+	switch {
+	case aerr == nil:
+		r.Reachable = r.Required // the meta group has its quorum
+	case Classify(aerr) == ClassUnreachable:
+		r.Reachable, r.Cut = 0, true
+	case errors.As(aerr, &apiErr) && apiErr.ErrorCode == codeSystemUnavailable && r.Required == 2:
 		r.Reachable = 1
 	}
 	return r

@@ -17,7 +17,7 @@ import (
 // refuses shared and quorum claims partition_no_quorum and reserves
 // nothing, while local claims proceed; restarting them heals.
 func TestQuorum(t *testing.T) {
-	f := startFleet(t, time.Second)
+	f := startFleet(t, 2*time.Second)
 
 	// One node lost while the gateways act: no action fails.
 	var done, failed atomic.Int64

@@ -191,7 +191,7 @@ func (r *reserver) again(ctx context.Context, err error, tries int) (Reach, bool
 	if reach.Cut && r.s.waitLinked(ctx) {
 		return reach, true
 	}
-	if reach.Reachable >= reach.Required || Classify(err) == ClassConflict {
+	if reach.Reachable >= reach.Required || Classify(err) == ClassConflict || (reach.Reachable < 0 && tries == 0) {
 		return reach, sleepCtx(ctx, time.Duration(5<<tries)*time.Millisecond)
 	}
 	return reach, false

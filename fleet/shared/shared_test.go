@@ -87,6 +87,7 @@ func TestFleet(t *testing.T) {
 	t.Run("store", func(t *testing.T) { testStoreConformance(t, f) })
 	t.Run("audit", func(t *testing.T) { testAudit(t, f) })
 	t.Run("rate", func(t *testing.T) { testRate(t, f) })
+	t.Run("lease", func(t *testing.T) { testLease(t, f) })
 }
 
 // act reserves c on g with decide and commits it as an actuation now.
@@ -253,5 +254,42 @@ func testRate(t *testing.T, f *fleet) {
 	}
 	if d, err := act(ctx, f.gws[0], claim("do_rate_b"), 0); err != nil || d.Permission != promcp.RateLimited {
 		t.Fatalf("third actuation of do_rate_b: %s (%s) %v, want rate_limited", d.Permission, d.Reason, err)
+	}
+}
+
+// testLease: while one gateway holds a reservation on a shared actuator,
+// another gateway's claim waits for it (its context ends the wait), and
+// goes ahead once the first commits.
+func testLease(t *testing.T, f *fleet) {
+	ctx := context.Background()
+	g1, g2 := f.gws[0], f.gws[1]
+	c := claim("do_shared_lease")
+	held, d, err := g1.res.Reserve(ctx, c, cooldownDecide(c, 0))
+	if err != nil || held == nil {
+		t.Fatalf("first claim: %s (%s) %v", d.Permission, d.Reason, err)
+	}
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	res, _, err := g2.res.Reserve(short, claim("do_shared_lease"), cooldownDecide(claim("do_shared_lease"), 0))
+	cancel()
+	if res != nil || err == nil || !strings.Contains(err.Error(), "in progress on do_shared_lease at gateway gw1") {
+		t.Fatalf("claim while gw1 holds the actuator: res=%v err=%v, want a wait ended by the context", res, err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		c := claim("do_shared_lease")
+		res, d, err := g2.res.Reserve(ctx, c, cooldownDecide(c, 0))
+		if err == nil && res == nil {
+			err = fmt.Errorf("refused: %s (%s)", d.Permission, d.Reason)
+		}
+		if err == nil {
+			err = g2.res.Commit(ctx, res, time.Now(), true)
+		}
+		got <- err
+	}()
+	if err := g1.res.Commit(ctx, held, time.Now(), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("claim after gw1 committed: %v", err)
 	}
 }
