@@ -2,6 +2,7 @@ package shared_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -105,6 +106,17 @@ func act(ctx context.Context, g *gateway, c policy.Claim, cooldown time.Duration
 func testCut(t *testing.T, f *fleet) {
 	g := f.gws[2]
 	g.leaf.Cut(t)
+	// A gateway that starts while cut off gets its State and binds later.
+	octx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	late, err := shared.Open(octx, g.leaf.Conn(t), shared.Config{Gateway: g.name, LocalDomain: g.name, Linked: g.leaf.Linked})
+	cancel()
+	if !errors.Is(err, shared.ErrUnreachable) || late == nil {
+		t.Fatalf("Open while cut off = %v, %v; want a State and ErrUnreachable", late, err)
+	}
+	lateRes := late.Reserver(policy.NewLocalReserver(policy.NewMemoryState()), testRules)
+	if d, err := act(context.Background(), &gateway{res: lateRes}, claim("do_shared_late"), 0); err != nil || d.Permission != promcp.PartitionNoQuorum {
+		t.Fatalf("shared claim on a State opened while cut off: %s (%s) %v", d.Permission, d.Reason, err)
+	}
 	for _, action := range []string{"do_shared_cut", "do_quorum_cut"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, d, err := g.res.Reserve(ctx, claim(action), cooldownDecide(claim(action), 0))
@@ -133,6 +145,9 @@ func testCut(t *testing.T, f *fleet) {
 	g.leaf.Heal(t)
 	if d, err := act(context.Background(), g, claim("do_shared_cut"), 0); err != nil || !d.Allowed() {
 		t.Fatalf("shared claim after healing: %s (%s) err=%v", d.Permission, d.Reason, err)
+	}
+	if d, err := act(context.Background(), &gateway{res: lateRes}, claim("do_shared_late"), 0); err != nil || !d.Allowed() {
+		t.Fatalf("shared claim after healing, on the State opened while cut off: %s (%s) err=%v", d.Permission, d.Reason, err)
 	}
 }
 
