@@ -158,7 +158,31 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*State, error) {
 	if err := s.bind(ctx, false); err != nil {
 		return s, fmt.Errorf("%w: %w", ErrUnreachable, err)
 	}
+	s.measureClock(ctx)
 	return s, nil
+}
+
+// measureClock measures the hub's clock against the gateway's with one
+// write of clock.<gateway> in fleet_lease, so that the first decision
+// already reads fleet ages on the hub's clock (writes measure it again).
+func (s *State) measureClock(ctx context.Context) {
+	lease, _, _, err := s.handles(ctx)
+	if err != nil {
+		return
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	key := "clock." + s.cfg.Gateway
+	before := s.cfg.Now()
+	rev, err := lease.Put(ctx, key, []byte(before.UTC().Format(time.RFC3339Nano)))
+	after := s.cfg.Now()
+	if err != nil {
+		s.cfg.Log.Warn("fleet: measuring the hub's clock", "err", err)
+		return
+	}
+	if e, err := lease.GetRevision(ctx, key, rev); err == nil {
+		s.measureSkew(e.Created(), before, after)
+	}
 }
 
 // ErrUnreachable is returned by Open, with the State, when the hub's

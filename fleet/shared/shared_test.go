@@ -89,6 +89,7 @@ func TestFleet(t *testing.T) {
 	t.Run("audit", func(t *testing.T) { testAudit(t, f) })
 	t.Run("rate", func(t *testing.T) { testRate(t, f) })
 	t.Run("lease", func(t *testing.T) { testLease(t, f) })
+	t.Run("skew", func(t *testing.T) { testSkew(t, f) })
 }
 
 // act reserves c on g with decide and commits it as an actuation now.
@@ -306,5 +307,32 @@ func testLease(t *testing.T, f *fleet) {
 	}
 	if err := <-got; err != nil {
 		t.Fatalf("claim after gw1 committed: %v", err)
+	}
+}
+
+// testSkew: fleet ages are measured on the hub's clock. After a gateway
+// actuates, a gateway whose clock runs an hour ahead still sees the
+// actuation as just now (its 10-minute cooldown holds, and clears 10
+// minutes from now on its own clock), not as an hour ago.
+func testSkew(t *testing.T, f *fleet) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if d, err := act(ctx, f.gws[1], claim("do_shared_skew"), 10*time.Minute); err != nil || !d.Allowed() {
+		t.Fatalf("first actuation: %s (%s) %v", d.Permission, d.Reason, err)
+	}
+	ahead := func() time.Time { return time.Now().Add(time.Hour) }
+	st, err := shared.Open(ctx, f.gws[0].leaf.Conn(t), shared.Config{Gateway: "gw1", Now: ahead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := st.Reserver(policy.NewLocalReserver(policy.NewMemoryState()), testRules)
+	c := claim("do_shared_skew")
+	c.Now = ahead()
+	_, d, err := res.Reserve(ctx, c, cooldownDecide(c, 10*time.Minute))
+	if err != nil || d.Permission != promcp.CooldownActive {
+		t.Fatalf("gateway with its clock an hour ahead: %s (%s) %v, want cooldown_active", d.Permission, d.Reason, err)
+	}
+	if until := d.ValidUntil.Sub(c.Now); until < 9*time.Minute || until > 10*time.Minute {
+		t.Fatalf("cooldown clears %s after now on the ahead clock, want within 10 minutes", until)
 	}
 }
