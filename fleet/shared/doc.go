@@ -17,6 +17,13 @@
 // and nothing is reserved. Every other claim goes to the local reserver,
 // whatever the hub's state.
 //
+// [State.Store] wraps a gateway's idempotency.Store with a fleet-wide
+// claim of each key in fleet_idem. [State.Forwarder] copies the gateway's
+// audit records (audit.Options.OnWrite) to its stream AUDIT_<gateway>,
+// sourced into FLEET_AUDIT; [TailFleet] reads them. [Classify] sorts hub
+// errors as FLEET.md §4 does. Package sharedtest starts a loopback fleet
+// (three hub nodes, leaf gateways with cuttable links) for tests.
+//
 // Ages are measured on the hub's clock (the server's time of each write,
 // mapped onto the gateway's clock by a skew measured on writes), never by
 // comparing two gateways' clocks.
