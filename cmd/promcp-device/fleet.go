@@ -17,7 +17,9 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/promcp/promcp-device/fleet"
+	"github.com/promcp/promcp-device/fleet/shared"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/server"
 )
 
@@ -39,6 +41,7 @@ type fleetNode struct {
 	view   *fleet.View
 	member *fleet.Member
 	http   *http.Server
+	linkUp func() bool // the link to the hub is up (nil on a hub)
 	stops  []func()
 }
 
@@ -122,11 +125,12 @@ func (n *fleetNode) serveFleetEndpoint(tokens *server.Tokens, caller server.Call
 	return nil
 }
 
-// joinFleet makes the served gateway a member of the fleet --fleet names:
-// registered, answering the fleet's can_do and routed calls, watching the
-// registry, and serving the fleet endpoint where the file says. The mesh
-// methods are then answered on the gateway's own endpoint too.
-func (f *serveFlags) joinFleet(ctx context.Context, gw *openedGateway, tokens *server.Tokens, stdout io.Writer, log *slog.Logger) (*fleetNode, error) {
+// connectFleet connects a gateway to the fleet --fleet names, before the
+// gateway opens: its actions then reserve through the fleet's shared
+// state (cooldowns, leases and rate limits by compare-and-set on the hub;
+// requires_quorum refused as partition_no_quorum when the write cannot
+// commit), wrapped around the local reserver.
+func (f *serveFlags) connectFleet(ctx context.Context, m *manifests.Manifest, opts *gatewayOptions, log *slog.Logger) (*fleetNode, error) {
 	fl, err := manifests.LoadFleet(f.fleetFile)
 	if err != nil {
 		return nil, failErr(err, true)
@@ -138,10 +142,43 @@ func (f *serveFlags) joinFleet(ctx context.Context, gw *openedGateway, tokens *s
 	if err != nil {
 		return nil, failErr(err, false)
 	}
-	local, err := fleet.MCPLocal(ctx, gw.srv.MCP())
-	if err != nil {
+	n.linkUp = linkUp
+	cfg := shared.Config{Gateway: fl.Gateway, Linked: linkUp, Log: log}
+	if fl.Role == manifests.RoleEdge {
+		cfg.LocalDomain = fl.Gateway
+	}
+	octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	st, err := shared.Open(octx, n.nc, cfg)
+	cancel()
+	switch {
+	case errors.Is(err, shared.ErrUnreachable):
+		log.Warn("fleet: the hub is not reachable yet; shared actions are refused (partition_no_quorum) until it is", "err", err)
+	case err != nil:
 		n.Close()
 		return nil, failErr(err, false)
+	}
+	safe := map[string]any{}
+	for _, c := range m.Capabilities {
+		if c.Do != nil && c.Do.SafeValue != nil {
+			safe[c.Do.Tool] = c.Do.SafeValue
+		}
+	}
+	pol := opts.policy
+	opts.reserver = func(local policy.Reserver) policy.Reserver {
+		return st.Reserver(local, shared.RulesFromPolicy(fl.Gateway, pol, safe))
+	}
+	return n, nil
+}
+
+// joinFleet makes the served gateway a member of the fleet: registered,
+// answering the fleet's can_do and routed calls, watching the registry,
+// and serving the fleet endpoint where the file says. The mesh methods
+// are then answered on the gateway's own endpoint too.
+func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGateway, tokens *server.Tokens, stdout io.Writer, log *slog.Logger) error {
+	fl, linkUp := n.file, n.linkUp
+	local, err := fleet.MCPLocal(ctx, gw.srv.MCP())
+	if err != nil {
+		return failErr(err, false)
 	}
 	var locations, vocab []string
 	for _, c := range gw.manifest.Capabilities {
@@ -152,13 +189,11 @@ func (f *serveFlags) joinFleet(ctx context.Context, gw *openedGateway, tokens *s
 	n.member, err = fleet.Join(ctx, n.nc, fleet.MemberConfig{GatewayID: fl.Gateway, Zone: fl.Zone, Tags: fl.Tags, Profile: fl.Profile,
 		Locations: slices.Compact(slices.Sorted(slices.Values(locations))), Vocabulary: slices.Compact(vocab), Log: log}, local)
 	if err != nil {
-		n.Close()
-		return nil, failErr(err, false)
+		return failErr(err, false)
 	}
 	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log})
 	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: f.role}, stdout, log); err != nil {
-		n.Close()
-		return nil, failErr(err, false)
+		return failErr(err, false)
 	}
 	mesh := fleet.Mesh{View: n.view, Member: n.member}
 	if tokens != nil {
@@ -166,7 +201,7 @@ func (f *serveFlags) joinFleet(ctx context.Context, gw *openedGateway, tokens *s
 	}
 	gw.mesh = func(h http.Handler) http.Handler { return fleet.MeshMethods(h, mesh) }
 	log.Info("joined the fleet", "gateway", fl.Gateway, "role", fl.Role, "zone", fl.Zone, "hubs", strings.Join(fl.Hubs, ","))
-	return n, nil
+	return nil
 }
 
 func bearerOK(tokens *server.Tokens) func(*http.Request) bool {
@@ -227,6 +262,15 @@ func cmdHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cancel()
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device hub: the hub's JetStream did not come up (are the other members running?):", err)
+		return 1
+	}
+	// The shared policy state's buckets and streams, with this hub's
+	// replica count (a gateway would create them with 3).
+	sctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+	_, err = shared.Open(sctx, n.nc, shared.Config{Gateway: fl.Gateway, Replicas: *replicas, Log: log})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub: the fleet's shared state:", err)
 		return 1
 	}
 	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, Log: log})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/fleet/natsembed"
+	"github.com/promcp/promcp-device/fleet/shared"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -38,6 +39,9 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	if err := fleet.SetupHub(ctx, nc, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := shared.Open(ctx, nc, shared.Config{Gateway: "hub1", Replicas: 1}); err != nil { // as promcp-device hub --replicas 1 does
 		t.Fatal(err)
 	}
 	dir := t.TempDir()

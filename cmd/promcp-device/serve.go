@@ -162,6 +162,13 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer st.Close()
 	f.withState(&opts, st, log)
+	var node *fleetNode
+	if f.fleetFile != "" {
+		if node, err = f.connectFleet(ctx, m, &opts, log); err != nil {
+			return exit(stderr, err)
+		}
+		defer node.Close()
+	}
 	gw, err := openGateway(ctx, m, opts, log)
 	if err != nil {
 		return exit(stderr, failErr(err, false))
@@ -173,12 +180,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
 	}
-	if f.fleetFile != "" {
-		node, err := f.joinFleet(ctx, gw, tokens, stdout, log)
-		if err != nil {
+	if node != nil {
+		if err := f.joinFleet(ctx, node, gw, tokens, stdout, log); err != nil {
 			return exit(stderr, err)
 		}
-		defer node.Close()
 	}
 	return f.serve(ctx, gw, tokens, stdin, stdout, stderr, log)
 }
@@ -496,6 +501,10 @@ type gatewayOptions struct {
 	server    []server.Option // more server options: store, auditor, read-only
 	history   policy.State    // actuation history for cooldowns and rate limits; nil: in memory
 	stateDir  string          // --state: where models keep what they remember (pulse totals); "": memory
+
+	// reserver, with --fleet, wraps the local reserver in the fleet's
+	// shared one (fleet/shared); nil: local reservations only.
+	reserver func(local policy.Reserver) policy.Reserver
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -590,7 +599,14 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		set.Close()
 		return nil, err
 	}
-	if g.gateway, err = gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history}); err != nil {
+	gopts := gateway.GatewayOptions{Policy: o.policy, State: o.history}
+	if o.reserver != nil { // --fleet: shared cooldowns, leases, rate limits and quorum
+		if gopts.State == nil {
+			gopts.State = policy.NewMemoryState()
+		}
+		gopts.Reserver = o.reserver(policy.NewLocalReserver(gopts.State))
+	}
+	if g.gateway, err = gateway.Serve(srv, set, gopts); err != nil {
 		set.Close()
 		return nil, err
 	}
