@@ -38,6 +38,10 @@ type auditConfig struct {
 	rotateSize    int64         // bytes; 0: never by size
 	rotateAge     time.Duration // 0: never by age
 	retentionDays int           // 0: keep every rotated file
+
+	// onWrite, with --fleet on an edge, forwards each written record to
+	// the gateway's fleet audit stream (fleet/shared.Forwarder).
+	onWrite func(lines []byte)
 }
 
 // auditFlags declares serve's --audit-* flags.
@@ -77,6 +81,7 @@ func openAuditLog(dir string, c *auditConfig, log *slog.Logger) (*audit.Log, err
 		MaxAge:    c.rotateAge,
 		Retention: time.Duration(c.retentionDays) * 24 * time.Hour,
 		Log:       log,
+		OnWrite:   c.onWrite,
 	})
 	if err != nil {
 		return nil, err

@@ -58,10 +58,7 @@ func (n *fleetNode) Close() {
 	if n.view != nil {
 		n.view.Close()
 	}
-	if n.nc != nil {
-		n.nc.Close()
-	}
-	for _, s := range slices.Backward(n.stops) {
+	for _, s := range slices.Backward(n.stops) { // the forwarder, the connection, the server, its store
 		s()
 	}
 }
@@ -101,6 +98,7 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 		}
 		n.nc, linkUp = nc, nc.IsConnected
 	}
+	n.stops = append(n.stops, n.nc.Close)
 	return n, linkUp, nil
 }
 
@@ -156,6 +154,21 @@ func (f *serveFlags) connectFleet(ctx context.Context, m *manifests.Manifest, op
 	case err != nil:
 		n.Close()
 		return nil, failErr(err, false)
+	}
+	if fl.Role == manifests.RoleEdge && f.stateDir != "" {
+		// Audit records go to the leaf's AUDIT_<gateway> stream as they
+		// are written, and on to the hub's FLEET_AUDIT (buffered while cut).
+		fwd, err := st.Forwarder(ctx)
+		if err != nil {
+			n.Close()
+			return nil, failErr(err, false)
+		}
+		f.audit.onWrite = fwd.OnWrite
+		n.stops = append(n.stops, func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			fwd.Close(cctx)
+		})
 	}
 	safe := map[string]any{}
 	for _, c := range m.Capabilities {

@@ -156,12 +156,6 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return exit(stderr, err)
 	}
-	st, err := openState(f.stateDir, f.keyTTL, f.audit, log)
-	if err != nil {
-		return exit(stderr, failErr(err, false))
-	}
-	defer st.Close()
-	f.withState(&opts, st, log)
 	var node *fleetNode
 	if f.fleetFile != "" {
 		if node, err = f.connectFleet(ctx, m, &opts, log); err != nil {
@@ -169,6 +163,12 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer node.Close()
 	}
+	st, err := openState(f.stateDir, f.keyTTL, f.audit, log)
+	if err != nil {
+		return exit(stderr, failErr(err, false))
+	}
+	defer st.Close()
+	f.withState(&opts, st, log)
 	gw, err := openGateway(ctx, m, opts, log)
 	if err != nil {
 		return exit(stderr, failErr(err, false))
