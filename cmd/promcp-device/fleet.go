@@ -18,6 +18,7 @@ import (
 
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/fleet/shared"
+	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/server"
@@ -42,6 +43,7 @@ type fleetNode struct {
 	member *fleet.Member
 	http   *http.Server
 	linkUp func() bool // the link to the hub is up (nil on a hub)
+	shared *shared.State
 	stops  []func()
 }
 
@@ -176,11 +178,23 @@ func (f *serveFlags) connectFleet(ctx context.Context, m *manifests.Manifest, op
 			safe[c.Do.Tool] = c.Do.SafeValue
 		}
 	}
+	n.shared = st
 	pol := opts.policy
 	opts.reserver = func(local policy.Reserver) policy.Reserver {
 		return st.Reserver(local, shared.RulesFromPolicy(fl.Gateway, pol, safe))
 	}
 	return n, nil
+}
+
+// fleetStore makes the gateway's idempotency store fleet-wide: a key is
+// claimed on the hub before the action runs, so the same key sent to two
+// gateways (or to one, directly and through the fleet) runs once.
+func (n *fleetNode) fleetStore(opts *gatewayOptions, st *state, ttl time.Duration) {
+	var local idempotency.Store = idempotency.NewMemory(ttl, nil)
+	if st.store != nil {
+		local = st.store
+	}
+	opts.server = append(opts.server, server.WithStore(n.shared.Store(local, ttl), ttl))
 }
 
 // joinFleet makes the served gateway a member of the fleet: registered,

@@ -115,6 +115,30 @@ func TestFleetThroughTheBinary(t *testing.T) {
 		t.Errorf("%s through the fleet = %v", read, body)
 	}
 
+	// An action through the fleet: decided and run by gw_b, once per key.
+	acted := false
+	for _, name := range []string{"gw_b", "gw_b_2", "gw_b_3"} {
+		gs := httpSession(t, strings.TrimSuffix(url, "/mcp")+"/mcp/"+name, mcp.LATEST_PROTOCOL_VERSION)
+		found := false
+		for _, tl := range gs.tools {
+			found = found || tl.Name == "do_gw_b_set_heater"
+		}
+		if !found {
+			continue
+		}
+		args := map[string]any{"value": false, "idempotency_key": "fleet-e2e-1"}
+		first, _ := gs.call("do_gw_b_set_heater", args)
+		again, _ := gs.call("do_gw_b_set_heater", args)
+		if first["status"] != "success" || again["status"] != "success" || again["replayed"] != true {
+			t.Errorf("do_gw_b_set_heater through the fleet: %v, then %v", first, again)
+		}
+		acted = true
+		break
+	}
+	if !acted {
+		t.Fatal("no group of gw_b serves do_gw_b_set_heater")
+	}
+
 	// The mesh methods answer on the fleet endpoint.
 	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "physmcp/mesh_status"})
 	resp, err := http.Post(url, "application/json", bytes.NewReader(req))

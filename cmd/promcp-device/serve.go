@@ -169,6 +169,9 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	defer st.Close()
 	f.withState(&opts, st, log)
+	if node != nil {
+		node.fleetStore(&opts, st, f.keyTTL)
+	}
 	gw, err := openGateway(ctx, m, opts, log)
 	if err != nil {
 		return exit(stderr, failErr(err, false))
