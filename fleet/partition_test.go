@@ -31,6 +31,9 @@ func TestFleetPartitionAndHeal(t *testing.T) {
 		t.Fatalf("before the cut: %+v", rep.Metadata.MeshMetadata)
 	}
 
+	if n := gwView.PeerCount(t.Context()); n != 3 {
+		t.Errorf("gw1's peer count before the cut = %d, want 3", n)
+	}
 	cut.proxy.Cut()
 	detect := eventually(t, 5*time.Second, "gw1 sees its hub link down", func() bool { return !cut.linkUp() })
 	t.Logf("link loss detected by the gateway in %s", detect)
@@ -46,6 +49,8 @@ func TestFleetPartitionAndHeal(t *testing.T) {
 	if do.Status != promcp.StatusSuccess {
 		t.Errorf("local do while cut = %+v", do)
 	}
+	// Its quorum count is itself alone (a min_peers: 2 action is refused).
+	eventually(t, 5*time.Second, "gw1's peer count down to itself", func() bool { return gwView.PeerCount(t.Context()) == 1 })
 	// It says where it stands, and coordinates what it can reach: itself.
 	rep := gwView.CanDo(t.Context(), intent, "")
 	if rep.Metadata.PartitionState != fleet.StateIsolated || rep.Metadata.ResponsesReceived != 1 || len(rep.Candidates) != 1 {

@@ -47,6 +47,10 @@ type View struct {
 
 	late atomic.Int64 // answers that arrived after their budget, all queries
 
+	peersMu sync.Mutex
+	peersAt time.Time
+	peers   int
+
 	hubMu    sync.Mutex
 	hubAt    time.Time
 	hubOK    bool
@@ -272,6 +276,21 @@ func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
 		}
 	}
 	return alive
+}
+
+// PeerCount is how many registered gateways answer a ping now (this one
+// included when it is a registered gateway), at least 1: the peer count
+// a policy's quorum.min_peers is held against. It is cached for a second;
+// a ping waits at most the can_do budget.
+func (v *View) PeerCount(ctx context.Context) int {
+	v.peersMu.Lock()
+	defer v.peersMu.Unlock()
+	if time.Since(v.peersAt) < time.Second {
+		return v.peers
+	}
+	alive := v.Alive(ctx, v.cfg.Budget)
+	v.peers, v.peersAt = max(len(alive), 1), time.Now()
+	return v.peers
 }
 
 // gather publishes data on subj and collects replies until want arrived

@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -42,7 +43,8 @@ type fleetNode struct {
 	view   *fleet.View
 	member *fleet.Member
 	http   *http.Server
-	linkUp func() bool // the link to the hub is up (nil on a hub)
+	linkUp func() bool                // the link to the hub is up (nil on a hub)
+	peers  atomic.Pointer[fleet.View] // the view peerCount asks, once there is one
 	shared *shared.State
 	stops  []func()
 }
@@ -179,11 +181,25 @@ func (f *serveFlags) connectFleet(ctx context.Context, m *manifests.Manifest, op
 		}
 	}
 	n.shared = st
+	opts.peers = n.peerCount
 	pol := opts.policy
 	opts.reserver = func(local policy.Reserver) policy.Reserver {
 		return st.Reserver(local, shared.RulesFromPolicy(fl.Gateway, pol, safe))
 	}
 	return n, nil
+}
+
+// peerCount is how many gateways of the fleet answer now, this one
+// included (1 until the gateway has joined): a policy's quorum.min_peers
+// is held against it.
+func (n *fleetNode) peerCount() int {
+	v := n.peers.Load()
+	if v == nil {
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return v.PeerCount(ctx)
 }
 
 // fleetStore makes the gateway's idempotency store fleet-wide: a key is
@@ -219,6 +235,7 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 		return failErr(err, false)
 	}
 	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log})
+	n.peers.Store(n.view)
 	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: f.role}, stdout, log); err != nil {
 		return failErr(err, false)
 	}

@@ -508,6 +508,9 @@ type gatewayOptions struct {
 	// reserver, with --fleet, wraps the local reserver in the fleet's
 	// shared one (fleet/shared); nil: local reservations only.
 	reserver func(local policy.Reserver) policy.Reserver
+	// peers, with --fleet, counts the reachable gateways for a policy's
+	// quorum.min_peers; nil: 1.
+	peers func() int
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -602,7 +605,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		set.Close()
 		return nil, err
 	}
-	gopts := gateway.GatewayOptions{Policy: o.policy, State: o.history}
+	gopts := gateway.GatewayOptions{Policy: o.policy, State: o.history, Peers: o.peers}
 	if o.reserver != nil { // --fleet: shared cooldowns, leases, rate limits and quorum
 		if gopts.State == nil {
 			gopts.State = policy.NewMemoryState()
