@@ -135,6 +135,11 @@ type Options struct {
 	OpenFile func(name string, flag int, perm os.FileMode) (File, error)
 	// Log receives warnings (rotation or retention failures).
 	Log *slog.Logger
+	// OnWrite, when set, is called with the JSON lines of each group of
+	// records once it is written and fsync'd, in chain order. It is called
+	// with the log's lock held: it must not block (a fleet forwarder
+	// queues them) and must not keep or change lines.
+	OnWrite func(lines []byte)
 }
 
 // Default refusal rate limit: a burst of 20 refused records per caller,
@@ -431,6 +436,9 @@ func (l *Log) commit(b *batch) error {
 			l.synced, l.sHash = b.upto, b.last
 			l.size += int64(len(b.buf))
 			l.failing = nil
+			if l.opt.OnWrite != nil {
+				l.opt.OnWrite(b.buf)
+			}
 		}
 		b.done = true
 		l.cond.Broadcast()

@@ -71,6 +71,11 @@ type ActionPolicy struct {
 	// Revert.After, unless a new do_* renews it (max_on: T is revert to the
 	// safe value after T). nil sets none.
 	Revert *Revert
+	// Shared holds the action's cooldown, lease and rate limit fleet-wide
+	// (package fleet/shared): every gateway that claims its actuator
+	// compare-and-sets one replicated record, and the action is refused
+	// partition_no_quorum when that write cannot commit.
+	Shared bool
 }
 
 // RateLimit allows at most Max successful actuations in any Per window.
@@ -222,7 +227,7 @@ func LoadPolicy(path string, m *Manifest) (*Policy, error) {
 
 var (
 	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions"}
-	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum", "max_on", "revert"}
+	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum", "max_on", "revert", "shared"}
 	rateLimitKeys  = []string{"max", "per"}
 	cooldownKeys   = []string{"for", "when"}
 	windowsKeys    = []string{"timezone", "allow", "deny", "when"}
@@ -361,6 +366,7 @@ func (d *decoder) actionPolicy(n ast.Node, path string, r actionRef) *ActionPoli
 		a.Quorum = &Quorum{MinPeers: q.atLeast1("min_peers", "%d (want 1 or more: this gateway counts)")}
 		q.require("min_peers", "the number of gateways that must be reachable, this one included")
 	}
+	a.Shared = o.boolean("shared")
 	return a
 }
 

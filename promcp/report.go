@@ -257,6 +257,27 @@ type ReportMetadata struct {
 	// Note (extension) explains an empty report, such as an intent that
 	// matched no capability.
 	Note string `json:"note,omitempty"`
+	// MeshMetadata (PhysMCP extension) is set on a fleet can_do: its
+	// fields appear in metadata beside these.
+	*MeshMetadata
+}
+
+// MeshMetadata is PhysMCP's metadata of a can_do answered by the fleet's
+// floating coordinator.
+type MeshMetadata struct {
+	// CoordinatorNode is the node that coordinated the query.
+	CoordinatorNode string `json:"coordinator_node"`
+	// PeersConsulted is how many gateways were asked.
+	PeersConsulted int `json:"peers_consulted"`
+	// ResponsesReceived is how many answered within the budget.
+	ResponsesReceived int `json:"responses_received"`
+	// ResponsesDroppedLate is how many answers came after the budget and
+	// were dropped (those seen before the coordinator stopped listening).
+	ResponsesDroppedLate int `json:"responses_dropped_late"`
+	// MeshSizeEstimate is how many gateways are registered in the fleet.
+	MeshSizeEstimate int `json:"mesh_size_estimate"`
+	// PartitionState is healthy, suspected_partition or isolated.
+	PartitionState string `json:"partition_state"`
 }
 
 // CapabilityReport is the response of can_do.

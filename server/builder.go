@@ -194,6 +194,7 @@ type Server struct {
 	inflight sync.WaitGroup
 
 	instructions string
+	listChanged  bool             // WithToolsListChanged
 	approvals    *approval.Signer // out-of-band approvals; nil disables them
 	ledger       approval.Ledger
 	refuseDo     string           // why every do_* is refused, when it is (no policy)
@@ -275,6 +276,12 @@ func WithLedger(l approval.Ledger) Option { return func(s *Server) { s.ledger = 
 // read_* and can_do, and says why.
 func WithRefuseDo(reason string) Option { return func(s *Server) { s.refuseDo = reason } }
 
+// WithToolsListChanged declares tools.listChanged and sends
+// notifications/tools/list_changed to every session when tools are added
+// to or removed from MCP() while serving (a fleet endpoint does, as
+// gateways join and leave).
+func WithToolsListChanged() Option { return func(s *Server) { s.listChanged = true } }
+
 // New returns a Server with no tools.
 func New(name, version string, opts ...Option) (*Server, error) {
 	s := &Server{clock: clock.System{}, ledger: approval.NewLedger(), elicit: approval.NewRandomSigner(),
@@ -305,7 +312,7 @@ func New(name, version string, opts ...Option) (*Server, error) {
 	}
 	s.validator = v
 	mopts := []mcpserver.ServerOption{
-		mcpserver.WithToolCapabilities(false),
+		mcpserver.WithToolCapabilities(s.listChanged),
 		mcpserver.WithRecovery(),
 		mcpserver.WithElicitation(),
 		mcpserver.WithPaginationLimit(ToolsPageSize),

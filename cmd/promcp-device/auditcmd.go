@@ -23,6 +23,9 @@ const auditUsage = `Usage:
                                     JSON line to keep off the gateway (syslog, another host)
   promcp-device audit tail [-n N] --state DIR [--log FILE]
                                     show the latest records, control characters escaped
+  promcp-device audit tail --fleet --nats URL [--hub-domain D] [-n N]
+                                    show the latest records of every gateway of a fleet, from
+                                    the hub's FLEET_AUDIT stream, each led by its gateway
 `
 
 // auditKeyFile is the default key file in --state DIR. It is a separate
@@ -35,6 +38,10 @@ type auditConfig struct {
 	rotateSize    int64         // bytes; 0: never by size
 	rotateAge     time.Duration // 0: never by age
 	retentionDays int           // 0: keep every rotated file
+
+	// onWrite, with --fleet on an edge, forwards each written record to
+	// the gateway's fleet audit stream (fleet/shared.Forwarder).
+	onWrite func(lines []byte)
 }
 
 // auditFlags declares serve's --audit-* flags.
@@ -74,6 +81,7 @@ func openAuditLog(dir string, c *auditConfig, log *slog.Logger) (*audit.Log, err
 		MaxAge:    c.rotateAge,
 		Retention: time.Duration(c.retentionDays) * 24 * time.Hour,
 		Log:       log,
+		OnWrite:   c.onWrite,
 	})
 	if err != nil {
 		return nil, err
@@ -96,8 +104,12 @@ func cmdAudit(args []string, stdout, stderr io.Writer) int {
 	cpFile := fs.String("checkpoint", "", "verify: fail unless the log still reaches the newest checkpoint in `FILE` (lines of audit checkpoint output)")
 	unkeyed := fs.Bool("unkeyed", false, "verify: the log is a plain SHA-256 chain (written before keyed chains, or moved aside as audit.jsonl.unkeyed-*)")
 	logFile := fs.String("log", "", "the log `FILE` instead of DIR/audit.jsonl (for instance an audit.jsonl.unkeyed-* kept aside, or a copy)")
+	fleetFlags := auditFleetFlags(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		return 2
+	}
+	if fleetFlags.fleet {
+		return auditTailFleet(args[0], fleetFlags, *n, fs.NArg(), stdout, stderr)
 	}
 	if (*dir == "" && *logFile == "") || fs.NArg() > 0 {
 		fmt.Fprint(stderr, auditUsage)

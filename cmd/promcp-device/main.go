@@ -6,6 +6,8 @@
 //
 //	promcp-device serve --manifest FILE [--sim [--time-scale N] [--scenario FILE]] [--http ADDR] [--role ROLE]
 //	                    [--state DIR] [--tokens FILE] [--read-only]
+//	promcp-device serve ... --fleet FILE
+//	promcp-device hub --fleet FILE [--replicas N] [--tokens FILE]
 //	promcp-device audit verify|checkpoint|tail --state DIR
 //	promcp-device token add|hash|list|revoke [--tokens FILE] [--name NAME] [--role ROLE]
 //	promcp-device lint FILE...
@@ -49,6 +51,8 @@ const usage = `promcp-device: devices behind the Model Context Protocol, the pro
 Usage:
   promcp-device serve --manifest FILE [--sim] [--http ADDR] [--state DIR] [--tokens FILE]
                                                              serve the manifest's tools
+  promcp-device serve ... --fleet FILE                       serve, and join the fleet FILE describes (role edge or thin-edge)
+  promcp-device hub --fleet FILE                             run a hub member and the fleet endpoint (build with -tags natsserver)
   promcp-device audit verify|checkpoint|tail --state DIR     check, checkpoint or show the audit log
   promcp-device token add|hash|list|revoke                   make, list and revoke bearer tokens for --tokens
   promcp-device lint FILE...                                 check manifests and fault scenarios; exit 1 on problems
@@ -80,6 +84,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch args[0] {
 	case "serve":
 		return cmdServe(ctx, args[1:], stdin, stdout, stderr)
+	case "hub":
+		return cmdHub(ctx, args[1:], stdout, stderr)
 	case "audit":
 		return cmdAudit(args[1:], stdout, stderr)
 	case "token":

@@ -58,6 +58,7 @@ type serveFlags struct {
 	console                                              bool   // serve the operator console at /console
 	consoleApprovers                                     string // the roles that approve in the console
 	desk                                                 *server.Desk
+	fleetFile                                            string // --fleet: join the fleet this file describes
 }
 
 // parseServeFlags reads serve's command line; nil (with a usage message
@@ -91,6 +92,7 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 	fs.IntVar(&f.maxTokenSessions, "max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
 	fs.DurationVar(&f.sessionIdle, "session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
 	fs.StringVar(&f.provenance, "provenance", string(server.ProvenanceMeta), "where each result's provenance envelope (_tool, _toulmin, _tags) goes: `meta` (the _meta stamp) or inline (in the result body, declared in each output schema)")
+	fs.StringVar(&f.fleetFile, "fleet", "", "join the fleet the fleet `FILE` describes (role edge or thin-edge): register, answer the fleet's can_do and routed calls, serve its fleet endpoint if the file gives http")
 	f.audit = auditFlags(fs)
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
 	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console and --tokens: the `ROLES` (comma-separated) that approve or deny waiting do_* calls in the console")
@@ -160,12 +162,22 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return exit(stderr, err)
 	}
+	var node *fleetNode
+	if f.fleetFile != "" {
+		if node, err = f.connectFleet(ctx, m, &opts, log); err != nil {
+			return exit(stderr, err)
+		}
+		defer node.Close()
+	}
 	st, err := openState(f.stateDir, f.keyTTL, f.audit, log)
 	if err != nil {
 		return exit(stderr, failErr(err, false))
 	}
 	defer st.Close()
 	f.withState(&opts, st, log)
+	if node != nil {
+		node.fleetStore(&opts, st, f.keyTTL)
+	}
 	gw, err := openGateway(ctx, m, opts, log)
 	if err != nil {
 		return exit(stderr, failErr(err, false))
@@ -176,6 +188,11 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return exit(stderr, failErr(err, false))
 		}
 		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
+	}
+	if node != nil {
+		if err := f.joinFleet(ctx, node, gw, tokens, stdout, log); err != nil {
+			return exit(stderr, err)
+		}
 	}
 	return f.serve(ctx, gw, tokens, stdin, stdout, stderr, log)
 }
@@ -407,6 +424,9 @@ func bindAddr(addr string) string {
 func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
 	addr = bindAddr(addr)
 	hs := gw.srv.HTTPServer(cfg)
+	if gw.mesh != nil {
+		hs.Handler = gw.mesh(hs.Handler) // physmcp/* methods (--fleet)
+	}
 	scheme := "http"
 	if tlsCert != "" {
 		scheme = "https"
@@ -491,6 +511,9 @@ type openedGateway struct {
 	policy  *manifests.Policy // the policy it runs under, or nil
 	// historyDB is the capabilities' history under --state; nil in memory.
 	historyDB io.Closer
+	// mesh, with --fleet, answers the physmcp/* methods in front of the
+	// endpoint.
+	mesh func(http.Handler) http.Handler
 }
 
 func (g *openedGateway) Close() error {
@@ -521,6 +544,12 @@ type gatewayOptions struct {
 	stateDir  string          // --state: where models keep what they remember (pulse totals); "": memory
 
 	jobStore gateway.JobStore // --state: the jobs and dead-man timers; nil: memory
+	// reserver, with --fleet, wraps the local reserver in the fleet's
+	// shared one (fleet/shared); nil: local reservations only.
+	reserver func(local policy.Reserver) policy.Reserver
+	// peers, with --fleet, counts the reachable gateways for a policy's
+	// quorum.min_peers; nil: 1.
+	peers func() int
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -619,7 +648,14 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		set.Close()
 		return nil, err
 	}
-	if g.gateway, err = gateway.Serve(srv, set, gateway.GatewayOptions{Policy: o.policy, State: o.history, Jobs: m.Jobs, JobStore: o.jobStore}); err != nil {
+	gopts := gateway.GatewayOptions{Policy: o.policy, State: o.history, Jobs: m.Jobs, JobStore: o.jobStore, Peers: o.peers}
+	if o.reserver != nil { // --fleet: shared cooldowns, leases, rate limits and quorum
+		if gopts.State == nil {
+			gopts.State = policy.NewMemoryState()
+		}
+		gopts.Reserver = o.reserver(policy.NewLocalReserver(gopts.State))
+	}
+	if g.gateway, err = gateway.Serve(srv, set, gopts); err != nil {
 		set.Close()
 		return nil, err
 	}

@@ -1,0 +1,333 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/promcp/promcp-device/fleet"
+	"github.com/promcp/promcp-device/fleet/shared"
+	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/server"
+)
+
+// embedded runs the NATS servers a node embeds; without the natsserver
+// build tag it refuses (see fleet_embed.go and fleet_noembed.go).
+type embedded interface {
+	// hub starts a hub member and returns a client of it.
+	hub(f *manifests.Fleet, log *slog.Logger) (nc *nats.Conn, stop func(), err error)
+	// leaf starts an edge gateway's leaf server and returns an in-process
+	// client of it, and whether its link to the hub is up.
+	leaf(f *manifests.Fleet, log *slog.Logger) (nc *nats.Conn, linkUp func() bool, stop func(), err error)
+}
+
+// fleetNode is this process in the fleet: its connection, its view of the
+// fleet, its membership (a gateway) and the fleet endpoint it serves.
+type fleetNode struct {
+	file   *manifests.Fleet
+	nc     *nats.Conn
+	view   *fleet.View
+	member *fleet.Member
+	http   *http.Server
+	linkUp func() bool                // the link to the hub is up (nil on a hub)
+	peers  atomic.Pointer[fleet.View] // the view peerCount asks, once there is one
+	shared *shared.State
+	stops  []func()
+}
+
+// Close leaves the fleet and stops what the node started, newest first.
+func (n *fleetNode) Close() {
+	if n.http != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		n.http.Shutdown(ctx)
+		cancel()
+	}
+	if n.member != nil {
+		n.member.Close()
+	}
+	if n.view != nil {
+		n.view.Close()
+	}
+	for _, s := range slices.Backward(n.stops) { // the forwarder, the connection, the server, its store
+		s()
+	}
+}
+
+// connect joins the NATS side as the fleet file's role says.
+func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool, error) {
+	n := &fleetNode{file: f}
+	if f.Store == "" && f.Role != manifests.RoleThinEdge {
+		dir, err := os.MkdirTemp("", "promcp-fleet-"+f.Gateway+"-")
+		if err != nil {
+			return nil, nil, err
+		}
+		f.Store = dir
+		n.stops = append(n.stops, func() { os.RemoveAll(dir) })
+		log.Warn("fleet file names no store: JetStream keeps its data in a temporary directory, removed at exit", "dir", dir)
+	}
+	var linkUp func() bool
+	switch f.Role {
+	case manifests.RoleHub:
+		nc, stop, err := embeddedServers.hub(f, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		n.nc, n.stops = nc, append(n.stops, stop)
+	case manifests.RoleEdge:
+		nc, up, stop, err := embeddedServers.leaf(f, log)
+		if err != nil {
+			return nil, nil, err
+		}
+		n.nc, n.stops, linkUp = nc, append(n.stops, stop), up
+	case manifests.RoleThinEdge:
+		nc, err := nats.Connect(strings.Join(f.Hubs, ","), nats.Name(f.Gateway), nats.MaxReconnects(-1),
+			nats.ReconnectWait(time.Second), nats.RetryOnFailedConnect(true),
+			nats.PingInterval(f.LeafPing.Interval), nats.MaxPingsOutstanding(f.LeafPing.MaxMissed))
+		if err != nil {
+			return nil, nil, fmt.Errorf("connect to the hub: %w", err)
+		}
+		n.nc, linkUp = nc, nc.IsConnected
+	}
+	n.stops = append(n.stops, n.nc.Close)
+	return n, linkUp, nil
+}
+
+// serveFleetEndpoint serves the fleet MCP endpoint on the fleet file's
+// http address, when it has one.
+func (n *fleetNode) serveFleetEndpoint(tokens *server.Tokens, caller server.Caller, stdout io.Writer, log *slog.Logger) error {
+	if n.file.HTTP == "" {
+		return nil
+	}
+	e, err := fleet.NewEndpoint(n.view, fleet.EndpointConfig{Version: version, Tokens: tokens, Caller: caller, Log: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", bindAddr(n.file.HTTP))
+	if err != nil {
+		return fmt.Errorf("fleet endpoint %s: %w", n.file.HTTP, err)
+	}
+	n.http = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: server.DefaultReadHeaderTimeout, IdleTimeout: server.DefaultIdleTimeout}
+	go n.http.Serve(server.LimitListener(ln, server.DefaultMaxConns))
+	fmt.Fprintf(stdout, "promcp-device: fleet endpoint of %s (%s) on http://%s/mcp: can_do over the fleet; each gateway's tools at /mcp/<gateway>\n",
+		n.file.Gateway, n.file.Role, ln.Addr())
+	return nil
+}
+
+// connectFleet connects a gateway to the fleet --fleet names, before the
+// gateway opens: its actions then reserve through the fleet's shared
+// state (cooldowns, leases and rate limits by compare-and-set on the hub;
+// requires_quorum refused as partition_no_quorum when the write cannot
+// commit), wrapped around the local reserver.
+func (f *serveFlags) connectFleet(ctx context.Context, m *manifests.Manifest, opts *gatewayOptions, log *slog.Logger) (*fleetNode, error) {
+	fl, err := manifests.LoadFleet(f.fleetFile)
+	if err != nil {
+		return nil, failErr(err, true)
+	}
+	if fl.Role == manifests.RoleHub {
+		return nil, usageErr("--fleet %s: role hub runs with promcp-device hub --fleet FILE; a gateway's role is edge or thin-edge", f.fleetFile)
+	}
+	n, linkUp, err := connectFleet(fl, log)
+	if err != nil {
+		return nil, failErr(err, false)
+	}
+	n.linkUp = linkUp
+	cfg := shared.Config{Gateway: fl.Gateway, Linked: linkUp, Log: log}
+	if fl.Role == manifests.RoleEdge {
+		cfg.LocalDomain = fl.Gateway
+	}
+	octx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	st, err := shared.Open(octx, n.nc, cfg)
+	cancel()
+	switch {
+	case errors.Is(err, shared.ErrUnreachable):
+		log.Warn("fleet: the hub is not reachable yet; shared actions are refused (partition_no_quorum) until it is", "err", err)
+	case err != nil:
+		n.Close()
+		return nil, failErr(err, false)
+	}
+	if fl.Role == manifests.RoleEdge && f.stateDir != "" {
+		// Audit records go to the leaf's AUDIT_<gateway> stream as they
+		// are written, and on to the hub's FLEET_AUDIT (buffered while cut).
+		fwd, err := st.Forwarder(ctx)
+		if err != nil {
+			n.Close()
+			return nil, failErr(err, false)
+		}
+		f.audit.onWrite = fwd.OnWrite
+		n.stops = append(n.stops, func() {
+			cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			fwd.Close(cctx)
+		})
+	}
+	safe := map[string]any{}
+	for _, c := range m.Capabilities {
+		if c.Do != nil && c.Do.SafeValue != nil {
+			safe[c.Do.Tool] = c.Do.SafeValue
+		}
+	}
+	n.shared = st
+	opts.peers = n.peerCount
+	pol := opts.policy
+	opts.reserver = func(local policy.Reserver) policy.Reserver {
+		return st.Reserver(local, shared.RulesFromPolicy(fl.Gateway, pol, safe))
+	}
+	return n, nil
+}
+
+// peerCount is how many gateways of the fleet answer now, this one
+// included (1 until the gateway has joined): a policy's quorum.min_peers
+// is held against it.
+func (n *fleetNode) peerCount() int {
+	v := n.peers.Load()
+	if v == nil {
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return v.PeerCount(ctx)
+}
+
+// fleetStore makes the gateway's idempotency store fleet-wide: a key is
+// claimed on the hub before the action runs, so the same key sent to two
+// gateways (or to one, directly and through the fleet) runs once.
+func (n *fleetNode) fleetStore(opts *gatewayOptions, st *state, ttl time.Duration) {
+	var local idempotency.Store = idempotency.NewMemory(ttl, nil)
+	if st.store != nil {
+		local = st.store
+	}
+	opts.server = append(opts.server, server.WithStore(n.shared.Store(local, ttl), ttl))
+}
+
+// joinFleet makes the served gateway a member of the fleet: registered,
+// answering the fleet's can_do and routed calls, watching the registry,
+// and serving the fleet endpoint where the file says. The mesh methods
+// are then answered on the gateway's own endpoint too.
+func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGateway, tokens *server.Tokens, stdout io.Writer, log *slog.Logger) error {
+	fl, linkUp := n.file, n.linkUp
+	local, err := fleet.MCPLocal(ctx, gw.srv.MCP())
+	if err != nil {
+		return failErr(err, false)
+	}
+	var locations, vocab []string
+	for _, c := range gw.manifest.Capabilities {
+		locations = append(locations, c.Location)
+		vocab = append(vocab, strings.FieldsFunc(strings.ToLower(c.Name+" "+c.Location+" "+strings.Join(c.Tags, " ")), func(r rune) bool { return r == '_' || r == ' ' })...)
+	}
+	slices.Sort(vocab)
+	n.member, err = fleet.Join(ctx, n.nc, fleet.MemberConfig{GatewayID: fl.Gateway, Zone: fl.Zone, Tags: fl.Tags, Profile: fl.Profile,
+		Locations: slices.Compact(slices.Sorted(slices.Values(locations))), Vocabulary: slices.Compact(vocab), Log: log}, local)
+	if err != nil {
+		return failErr(err, false)
+	}
+	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log})
+	n.peers.Store(n.view)
+	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: f.role}, stdout, log); err != nil {
+		return failErr(err, false)
+	}
+	mesh := fleet.Mesh{View: n.view, Member: n.member}
+	if tokens != nil {
+		mesh.Authorize = bearerOK(tokens)
+	}
+	gw.mesh = func(h http.Handler) http.Handler { return fleet.MeshMethods(h, mesh) }
+	log.Info("joined the fleet", "gateway", fl.Gateway, "role", fl.Role, "zone", fl.Zone, "hubs", strings.Join(fl.Hubs, ","))
+	return nil
+}
+
+func bearerOK(tokens *server.Tokens) func(*http.Request) bool {
+	return func(r *http.Request) bool {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		_, known := tokens.Lookup(strings.TrimSpace(tok))
+		return ok && known
+	}
+}
+
+// cmdHub runs one member of the hub cluster: the NATS server with
+// JetStream (domain hub) that holds the fleet's replicated buckets, the
+// leaf listener the edge gateways dial, and the fleet endpoint.
+func cmdHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	file := fs.String("fleet", "", "the hub member's fleet `FILE` (role: hub; required)")
+	replicas := fs.Int("replicas", 3, "copies of the fleet's buckets (`N`): 3 for a three-member hub, 1 for a lone trial hub")
+	tokensFile := fs.String("tokens", "", "require bearer tokens listed in `FILE` on the fleet endpoint (see promcp-device token add)")
+	role := fs.String("role", "operator", "without --tokens: the `ROLE` of every call on the fleet endpoint (each gateway's policy decides)")
+	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *file == "" || fs.NArg() > 0 || *replicas < 1 || *replicas > 5 {
+		fmt.Fprintln(stderr, "promcp-device hub: --fleet FILE is required (and --replicas is 1 to 5)")
+		return 2
+	}
+	log, err := newLogger(stderr, *logLevel)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub:", err)
+		return 2
+	}
+	fl, err := manifests.LoadFleet(*file)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if fl.Role != manifests.RoleHub {
+		fmt.Fprintf(stderr, "promcp-device hub: %s has role %s; hub runs role hub (a gateway joins with serve --fleet)\n", *file, fl.Role)
+		return 2
+	}
+	var tokens *server.Tokens
+	if *tokensFile != "" {
+		if tokens, err = server.LoadTokens(*tokensFile); err != nil {
+			fmt.Fprintln(stderr, "promcp-device hub:", err)
+			return 1
+		}
+	}
+	n, _, err := connectFleet(fl, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub:", err)
+		return 1
+	}
+	defer n.Close()
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	err = fleet.SetupHub(sctx, n.nc, *replicas)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub: the hub's JetStream did not come up (are the other members running?):", err)
+		return 1
+	}
+	// The shared policy state's buckets and streams, with this hub's
+	// replica count (a gateway would create them with 3).
+	sctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+	_, err = shared.Open(sctx, n.nc, shared.Config{Gateway: fl.Gateway, Replicas: *replicas, Log: log})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub: the fleet's shared state:", err)
+		return 1
+	}
+	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, Log: log})
+	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: *role}, stdout, log); err != nil {
+		fmt.Fprintln(stderr, "promcp-device hub:", err)
+		return 1
+	}
+	log.Info("hub member running", "name", fl.Gateway, "client", fl.Listen.Client, "leaf", fl.Listen.Leaf, "cluster", fl.Listen.Cluster)
+	<-ctx.Done()
+	log.Info("hub member stopping")
+	return 0
+}
+
+// errNoEmbedded is the refusal of a binary built without nats-server.
+var errNoEmbedded = errors.New("this binary was built without the embedded NATS server, which roles hub and edge need " +
+	"(rebuild with: go build -tags natsserver ./cmd/promcp-device); a gateway can join with role thin-edge instead")

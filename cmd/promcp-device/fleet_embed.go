@@ -1,0 +1,44 @@
+//go:build natsserver
+
+package main
+
+import (
+	"log/slog"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/promcp/promcp-device/fleet/natsembed"
+	"github.com/promcp/promcp-device/manifests"
+)
+
+// embeddedServers runs nats-server inside the binary (built with
+// -tags natsserver).
+var embeddedServers embedded = natsEmbedded{}
+
+type natsEmbedded struct{}
+
+func (natsEmbedded) hub(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, func(), error) {
+	ns, err := natsembed.StartHub(natsembed.HubFromFleet(f), log)
+	if err != nil {
+		return nil, nil, err
+	}
+	nc, err := natsembed.Connect(ns, f.Gateway)
+	if err != nil {
+		ns.Shutdown()
+		return nil, nil, err
+	}
+	return nc, ns.Shutdown, nil
+}
+
+func (natsEmbedded) leaf(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, func() bool, func(), error) {
+	ns, err := natsembed.StartLeaf(natsembed.LeafFromFleet(f), log)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	nc, err := natsembed.Connect(ns, f.Gateway)
+	if err != nil {
+		ns.Shutdown()
+		return nil, nil, nil, err
+	}
+	return nc, func() bool { return ns.NumLeafNodes() > 0 }, ns.Shutdown, nil
+}

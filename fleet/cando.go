@@ -1,0 +1,237 @@
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+)
+
+// CanDo answers a fleet can_do as PhysMCP's floating coordinator: it asks
+// the registered gateways whose zone and tags can match the intent (only
+// gateway only, when not ""), waits for them within the budget (and no
+// longer than needed: it returns when all have answered), merges their
+// CapabilityReports under fleet names (tools namespaced by gateway,
+// sources <gateway>/<device>), and reports each gateway that did not
+// answer in time as blocked with source_unreachable. Answers that come
+// after the budget are dropped (counted in LateAnswers). The server that
+// serves the report derives feasible from the merged candidates.
+func (v *View) CanDo(ctx context.Context, req promcp.CanDoRequest, only string) promcp.CapabilityReport {
+	start := time.Now()
+	targets := v.targets(req, only)
+	rep := promcp.CapabilityReport{QueryID: newQueryID(),
+		Context: promcp.ReportContext{RelatedReads: []string{}, CurrentObservations: map[string]promcp.Observation{}, Location: req.Intent.Location}}
+	meta := &promcp.MeshMetadata{CoordinatorNode: v.cfg.Node, PeersConsulted: len(targets), MeshSizeEstimate: len(v.Gateways())}
+	rep.Metadata.MeshMetadata = meta
+	replies, late := v.scatter(ctx, rep.QueryID, req, targets)
+	meta.ResponsesReceived, meta.ResponsesDroppedLate = len(replies), late
+	answered := map[string]bool{}
+	for _, r := range replies {
+		answered[r.GatewayID] = true
+		v.merge(&rep, r)
+	}
+	for _, id := range targets {
+		if !answered[id] {
+			details := fmt.Sprintf("registered in the fleet, but did not answer within the %s budget: the gateway, its link to the hub, or the hub path is down or slow; its local endpoint may still serve", v.cfg.Budget)
+			rep.Blocked = append(rep.Blocked, promcp.Blocked{Capability: "*", Source: id + "/*", Permission: promcp.SourceUnreachable,
+				Reason: "gateway " + id + " unreachable", Details: &details, DeviceID: id})
+		}
+	}
+	slices.SortStableFunc(rep.Candidates, func(a, b promcp.Candidate) int { return cmp.Compare(b.Confidence, a.Confidence) })
+	meta.PartitionState = v.partitionState(ctx, len(targets) > len(answered))
+	rep.Metadata.Note = v.note(rep, targets, answered)
+	rep.Metadata.Timestamp = start.UTC()
+	return rep
+}
+
+// targets are the gateways a query goes to, by id order.
+func (v *View) targets(req promcp.CanDoRequest, only string) []string {
+	tagsOnly := strings.TrimSpace(req.Intent.Action) == "" && strings.TrimSpace(req.Intent.Target) == ""
+	var out []string
+	for _, in := range v.Gateways() {
+		if only != "" && in.GatewayID != only {
+			continue
+		}
+		if len(req.ScopeDevices) > 0 && !slices.Contains(req.ScopeDevices, in.GatewayID) {
+			continue
+		}
+		if in.matches(req.Intent.Location, req.Intent.SemanticTags, tagsOnly) {
+			out = append(out, in.GatewayID)
+		}
+	}
+	return out
+}
+
+// scatter sends the query to every gateway at once (promcp.cando, no
+// queue group) and gathers the answers of targets until all answered or
+// the budget ran out. Answers after that are dropped: those already
+// queued are counted in late, and the subscription stays open one more
+// budget in the background to count the rest (LateAnswers), without
+// holding the caller.
+func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequest, targets []string) (replies []canDoReply, late int) {
+	if len(targets) == 0 {
+		return nil, 0
+	}
+	args, _ := json.Marshal(map[string]any{"intent": req.Intent, "scope": "local"})
+	data, _ := json.Marshal(canDoRequest{QueryID: queryID, Targets: targets, Arguments: args, Caller: server.CallerFrom(ctx)})
+	inbox := v.nc.NewRespInbox()
+	ch := make(chan *nats.Msg, len(targets)+8)
+	sub, err := v.nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return nil, 0
+	}
+	if err := v.nc.PublishRequest(CanDoSubject, inbox, data); err != nil {
+		sub.Unsubscribe()
+		return nil, 0
+	}
+	deadline := time.NewTimer(v.cfg.Budget)
+	defer deadline.Stop()
+	seen := map[string]bool{}
+	for len(replies) < len(targets) {
+		select {
+		case m := <-ch:
+			var r canDoReply
+			if json.Unmarshal(m.Data, &r) == nil && slices.Contains(targets, r.GatewayID) && !seen[r.GatewayID] {
+				seen[r.GatewayID] = true
+				replies = append(replies, r)
+			}
+		case <-deadline.C:
+			late = v.drainLate(sub, ch)
+			return replies, late
+		case <-ctx.Done():
+			sub.Unsubscribe()
+			return replies, 0
+		}
+	}
+	sub.Unsubscribe()
+	return replies, 0
+}
+
+// drainLate counts the answers already queued after the budget, then
+// keeps counting in the background for one more budget.
+func (v *View) drainLate(sub *nats.Subscription, ch chan *nats.Msg) int {
+	n := 0
+	for {
+		select {
+		case <-ch:
+			n++
+			continue
+		default:
+		}
+		break
+	}
+	v.late.Add(int64(n))
+	go func() {
+		t := time.NewTimer(v.cfg.Budget)
+		defer t.Stop()
+		defer sub.Unsubscribe()
+		for {
+			select {
+			case <-ch:
+				v.late.Add(1)
+			case <-t.C:
+				return
+			}
+		}
+	}()
+	return n
+}
+
+// merge adds one gateway's report under fleet names.
+func (v *View) merge(rep *promcp.CapabilityReport, r canDoReply) {
+	gw := r.GatewayID
+	var g promcp.CapabilityReport
+	if r.Error != "" || json.Unmarshal(r.Report, &g) != nil {
+		msg := r.Error
+		if msg == "" {
+			msg = "the gateway's can_do answer could not be read"
+		}
+		rep.Blocked = append(rep.Blocked, promcp.Blocked{Capability: "*", Source: gw + "/*", Permission: promcp.SourceUnreachable,
+			Reason: "gateway " + gw + " failed to answer: " + msg, DeviceID: gw})
+		return
+	}
+	for _, c := range g.Candidates {
+		c.Capability = routedName(gw, c.Capability)
+		c.Source = routedSource(gw, c.Source)
+		c.DeviceID = gw
+		rep.Candidates = append(rep.Candidates, c)
+	}
+	for _, b := range g.Blocked {
+		b.Capability = routedName(gw, b.Capability)
+		b.Source = routedSource(gw, b.Source)
+		b.DeviceID = gw
+		rep.Blocked = append(rep.Blocked, b)
+	}
+	for _, t := range g.Context.RelatedReads {
+		rep.Context.RelatedReads = append(rep.Context.RelatedReads, routedName(gw, t))
+	}
+	for t, o := range g.Context.CurrentObservations {
+		rep.Context.CurrentObservations[routedName(gw, t)] = o
+	}
+	if rep.Context.ImpliedTarget == "" && g.Context.ImpliedTarget != "" {
+		rep.Context.ImpliedTarget = g.Context.ImpliedTarget
+	}
+}
+
+// partitionState is where this node stands: isolated from the hub,
+// missing some gateways (suspected_partition), or healthy.
+func (v *View) partitionState(ctx context.Context, missing bool) string {
+	switch {
+	case !v.HubReachable(ctx):
+		return StateIsolated
+	case missing:
+		return StateSuspected
+	}
+	return StateHealthy
+}
+
+// note says where each candidate's tool is served and who did not answer.
+func (v *View) note(rep promcp.CapabilityReport, targets []string, answered map[string]bool) string {
+	var parts []string
+	if len(targets) == 0 {
+		parts = append(parts, fmt.Sprintf("no registered gateway can match this intent (%d registered)", len(v.Gateways())))
+	}
+	var silent []string
+	for _, id := range targets {
+		if !answered[id] {
+			silent = append(silent, id)
+		}
+	}
+	if len(silent) > 0 {
+		parts = append(parts, "no answer in time from "+strings.Join(silent, ", ")+" (blocked as source_unreachable)")
+	}
+	if len(rep.Candidates) > 0 {
+		var where []string
+		for _, c := range rep.Candidates {
+			if g, ok := v.groupOf(c.DeviceID, c.Capability); ok {
+				where = append(where, c.Capability+" at /mcp/"+g)
+			}
+		}
+		if len(where) > 0 {
+			parts = append(parts, "call a candidate on its gateway's group endpoint: "+strings.Join(where, ", "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// groupOf is the group endpoint that serves routed tool name of gateway gw.
+func (v *View) groupOf(gw, name string) (string, bool) {
+	in, ok := v.Gateway(gw)
+	if !ok {
+		return "", false
+	}
+	for _, g := range groupTools(in) {
+		if slices.Contains(g.tools, name) {
+			return g.name, true
+		}
+	}
+	return "", false
+}

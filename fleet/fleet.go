@@ -1,0 +1,149 @@
+// Package fleet joins gateways into a fleet on NATS, as PhysMCP's mesh
+// describes it: every gateway registers (a micro service "promcp-gateway"
+// and its manifest in the replicated KV bucket fleet_registry), answers a
+// fleet-wide can_do fan-out on promcp.cando and routed tool calls on
+// promcp.<gateway>.call; any node coordinates a fleet can_do (scatter-
+// gather within a 500 ms budget, PhysMCP's floating coordinator) and may
+// serve the fleet MCP endpoint: can_do over every gateway and each
+// gateway's tools, namespaced, in groups within the density limits.
+//
+// The package needs a *nats.Conn only; where it comes from (an embedded
+// leaf server, a hub member, or a plain client of a hub) is the caller's
+// choice (see package natsembed).
+package fleet
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// Names on the NATS side.
+const (
+	// ServiceName is the micro service every gateway registers.
+	ServiceName = "promcp-gateway"
+	// ServiceVersion is the micro service's version (SemVer).
+	ServiceVersion = "0.1.0"
+	// RegistryBucket holds each gateway's Info under "gw.<id>".
+	RegistryBucket = "fleet_registry"
+	// CanDoSubject is the fan-out subject of a fleet can_do; every gateway
+	// answers it (no queue group).
+	CanDoSubject = "promcp.cando"
+	// HubDomain is the hub's JetStream domain.
+	HubDomain = "hub"
+	// PromcpVersion and PhysMCPVersion are the protocol versions a
+	// gateway reports.
+	PromcpVersion  = "0.2"
+	PhysMCPVersion = "0.1"
+)
+
+// Partition states, as PhysMCP's metadata.partition_state reports them.
+const (
+	// StateHealthy: the hub and every registered gateway answer.
+	StateHealthy = "healthy"
+	// StateSuspected: the hub answers but some registered gateways do
+	// not (PhysMCP's suspected_partition).
+	StateSuspected = "suspected_partition"
+	// StateIsolated: this node cannot reach the hub; it serves its own
+	// tools only, and actions that need quorum are refused.
+	StateIsolated = "isolated"
+)
+
+// CallSubject is the subject of routed tool calls to gateway id.
+func CallSubject(id string) string { return "promcp." + id + ".call" }
+
+func registryKey(id string) string { return "gw." + id }
+
+// Info is what a gateway registers: who it is, where it stands, and the
+// tools it serves (its manifest as the fleet sees it).
+type Info struct {
+	GatewayID      string     `json:"gateway_id"`
+	Zone           string     `json:"zone,omitempty"`
+	Tags           []string   `json:"tags,omitempty"`
+	Profile        string     `json:"profile"`
+	ManifestHash   string     `json:"manifest_hash"`
+	PromcpVersion  string     `json:"promcp_version"`
+	PhysMCPVersion string     `json:"physmcp_version"`
+	Locations      []string   `json:"locations,omitempty"`
+	Vocabulary     []string   `json:"vocabulary,omitempty"`
+	Tools          []mcp.Tool `json:"tools"`
+	Registered     time.Time  `json:"registered"`
+}
+
+// Hash is the manifest hash of a tool list: it changes when any tool's
+// name, description or schema does.
+func Hash(tools []mcp.Tool) string {
+	b, _ := json.Marshal(tools)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// matches reports whether a fleet can_do with this location and these
+// tags can find anything on the gateway: its zone or a capability's
+// location is the one asked, and, for an intent that gives tags only, one of them is in
+// its vocabulary.
+func (in Info) matches(location string, tags []string, tagsOnly bool) bool {
+	if l := strings.ToLower(strings.TrimSpace(location)); l != "" {
+		// A capability without a location is in the gateway's zone; with
+		// no zone either, it serves every location.
+		if !strings.EqualFold(in.Zone, l) && !slices.ContainsFunc(in.Locations, func(x string) bool { return x == "" && in.Zone == "" || strings.EqualFold(x, l) }) {
+			return false
+		}
+	}
+	if tagsOnly && len(tags) > 0 && len(in.Vocabulary) > 0 {
+		for _, t := range tags {
+			for _, w := range strings.FieldsFunc(strings.ToLower(t), func(r rune) bool { return r == '_' || r == ' ' || r == '-' }) {
+				if slices.ContainsFunc(in.Vocabulary, func(v string) bool { return wordMatch(w, v) }) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return true
+}
+
+// wordMatch is the gateway's word match: equal, or one a prefix of the
+// other with both at least four letters.
+func wordMatch(a, b string) bool {
+	if a == b {
+		return true
+	}
+	return len(a) >= 4 && len(b) >= 4 && (strings.HasPrefix(a, b) || strings.HasPrefix(b, a))
+}
+
+// routedName is the name of gateway gw's tool on the fleet endpoint:
+// read_x on gw1 is read_gw1_x, do_y is do_gw1_y, can_do stays can_do.
+func routedName(gw, tool string) string {
+	for _, p := range []string{"read_", "do_"} {
+		if rest, ok := strings.CutPrefix(tool, p); ok {
+			return p + gw + "_" + rest
+		}
+	}
+	return tool
+}
+
+// localName undoes routedName for gateway gw.
+func localName(gw, routed string) (string, bool) {
+	for _, p := range []string{"read_", "do_"} {
+		if rest, ok := strings.CutPrefix(routed, p+gw+"_"); ok {
+			return p + rest, true
+		}
+	}
+	return "", false
+}
+
+// routedSource is a source on the fleet endpoint: <gateway>/<device>,
+// the device being the last part of the gateway's own source.
+func routedSource(gw, source string) string {
+	dev := source[strings.LastIndex(source, "/")+1:]
+	if dev == "" {
+		dev = gw
+	}
+	return gw + "/" + dev
+}

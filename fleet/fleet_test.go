@@ -1,0 +1,224 @@
+package fleet_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/promcp/promcp-device/fleet"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+)
+
+// Three hub members, three edge gateways: a real MCP client on the fleet
+// endpoint sees one can_do over the fleet, each gateway's tools in its
+// group, and the mesh methods; any gateway can coordinate too.
+func TestFleetEndpoint(t *testing.T) {
+	h := startHub(t, false)
+	gws := []*testGateway{
+		startGateway(t, "gw1", "north", h.leafURLs[0], false),
+		startGateway(t, "gw2", "south", h.leafURLs[1], false),
+		startGateway(t, "gw3", "south", h.leafURLs[2], false),
+	}
+	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 3, nil)
+	_, url := endpoint(t, v, fleet.EndpointConfig{Version: "test"})
+	root := mcpClient(t, url+"/mcp", nil)
+
+	tools, err := root.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "can_do" || !strings.Contains(tools.Tools[0].Description, "gw2 zone south at /mcp/gw2") {
+		t.Fatalf("root tools = %+v, %v", tools, err)
+	}
+	rep := canDo(t, root, map[string]any{"action": "do_set_pump", "value": true})
+	if !rep.Feasible || len(rep.Candidates) != 3 || len(rep.Blocked) != 0 {
+		t.Fatalf("fleet can_do = %+v", rep)
+	}
+	var sources []string
+	for _, c := range rep.Candidates {
+		sources = append(sources, c.Source)
+		if c.Capability != "do_"+c.DeviceID+"_set_pump" || c.Permission != promcp.Allowed {
+			t.Errorf("candidate %+v", c)
+		}
+	}
+	slices.Sort(sources)
+	if !slices.Equal(sources, []string{"gw1/pump_relay", "gw2/pump_relay", "gw3/pump_relay"}) {
+		t.Errorf("sources = %v", sources)
+	}
+	m := rep.Metadata.MeshMetadata
+	if m == nil || m.CoordinatorNode != "hub1" || m.PeersConsulted != 3 || m.ResponsesReceived != 3 || m.ResponsesDroppedLate != 0 ||
+		m.MeshSizeEstimate != 3 || m.PartitionState != fleet.StateHealthy {
+		t.Errorf("metadata = %+v", m)
+	}
+	if _, ok := rep.Context.CurrentObservations["read_gw2_pump"]; !ok {
+		t.Errorf("observations not under fleet names: %v", rep.Context.CurrentObservations)
+	}
+
+	// A zone narrows the fan-out to the gateways there.
+	rep = canDo(t, root, map[string]any{"action": "do_set_pump", "location": "south"})
+	if rep.Metadata.MeshMetadata.PeersConsulted != 2 {
+		t.Errorf("location south consulted %d gateways, want 2", rep.Metadata.MeshMetadata.PeersConsulted)
+	}
+
+	// Gateway gw2's group: its tools under fleet names, within the limits.
+	g2 := mcpClient(t, url+"/mcp/gw2", nil)
+	gt, err := g2.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	dos := 0
+	for _, tl := range gt.Tools {
+		names = append(names, tl.Name)
+		if strings.HasPrefix(tl.Name, "do_") {
+			dos++
+		}
+	}
+	slices.Sort(names)
+	want := []string{"can_do", "do_gw2_set_pump", "read_gw2_humidity", "read_gw2_lux", "read_gw2_pump", "read_gw2_temperature"}
+	if !slices.Equal(names, want) || len(names) > 8 || dos > 5 {
+		t.Fatalf("gw2 group tools = %v, want %v", names, want)
+	}
+	var read promcp.ReadResult
+	call(t, g2, "read_gw2_temperature", nil, &read)
+	if read.Quality != promcp.QualityGood {
+		t.Errorf("routed read = %+v", read)
+	}
+	var do promcp.DoResult
+	call(t, g2, "do_gw2_set_pump", map[string]any{"value": true, "idempotency_key": "fleet-key-1"}, &do)
+	if do.Status != promcp.StatusSuccess || do.IdempotencyKey != "fleet-key-1" {
+		t.Fatalf("routed do = %+v", do)
+	}
+	// It ran on gw2 and nowhere else.
+	var local promcp.ReadResult
+	res, _ := gws[1].local.Call(t.Context(), server.Caller{Role: "operator"}, "read_pump", nil)
+	b, _ := json.Marshal(res.StructuredContent)
+	json.Unmarshal(b, &local)
+	if local.Value != true {
+		t.Errorf("gw2's pump after the routed do = %v", local.Value)
+	}
+
+	// The mesh methods answer on the fleet endpoint.
+	var st struct {
+		Result fleet.MeshStatus `json:"result"`
+	}
+	rpc(t, url+"/mcp", "physmcp/mesh_status", &st)
+	if st.Result.MeshSize != 3 || st.Result.Reachable != 3 || st.Result.PartitionState != fleet.StateHealthy || st.Result.Node != "hub1" {
+		t.Errorf("mesh_status = %+v", st.Result)
+	}
+	var peers struct {
+		Result struct {
+			Peers []fleet.Peer `json:"peers"`
+		} `json:"result"`
+	}
+	rpc(t, url+"/mcp/gw1", "physmcp/list_peers", &peers)
+	if len(peers.Result.Peers) != 3 || peers.Result.Peers[0].DeviceID != "gw1" || peers.Result.Peers[0].Status != "alive" {
+		t.Errorf("list_peers = %+v", peers.Result)
+	}
+
+	// Any node coordinates: gw3 asks the fleet through its own leaf.
+	v3 := watchAll(t, gws[2].nc, "gw3", manifests.RoleEdge, 3, gws[2].linkUp)
+	rep = v3.CanDo(t.Context(), promcp.CanDoRequest{Intent: promcp.Intent{Action: "do_set_pump"}}, "")
+	if len(rep.Candidates) != 3 || rep.Metadata.CoordinatorNode != "gw3" || rep.Metadata.ResponsesReceived != 3 {
+		t.Errorf("can_do coordinated by gw3 = %+v", rep.Metadata.MeshMetadata)
+	}
+}
+
+// rpc posts a JSON-RPC request for method to url and decodes the answer.
+func rpc(t *testing.T, url, method string, out any) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 7, "method": method})
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatalf("%s: %v", method, err)
+	}
+}
+
+// One gateway slow to answer: the fleet can_do returns at the budget with
+// the others' candidates, reports the slow one unreachable, and drops its
+// answer when it comes.
+func TestFleetCanDoSlowGateway(t *testing.T) {
+	h := startHub(t, false)
+	startGateway(t, "gw1", "north", h.leafURLs[0], false)
+	startGateway(t, "gw2", "north", h.leafURLs[1], false)
+	slow := startGateway(t, "gw3", "north", h.leafURLs[2], false)
+	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 3, nil)
+	release := slow.local.Hold("can_do")
+	defer release()
+
+	start := time.Now()
+	rep := v.CanDo(t.Context(), promcp.CanDoRequest{Intent: promcp.Intent{Action: "do_set_pump"}}, "")
+	took := time.Since(start)
+	if took < testBudget || took > testBudget+time.Second {
+		t.Errorf("can_do took %s, want the %s budget", took, testBudget)
+	}
+	if len(rep.Candidates) != 2 || rep.Metadata.ResponsesReceived != 2 || rep.Metadata.PeersConsulted != 3 ||
+		rep.Metadata.PartitionState != fleet.StateSuspected {
+		t.Fatalf("report = %+v %+v", rep.Candidates, rep.Metadata.MeshMetadata)
+	}
+	if len(rep.Blocked) != 1 || rep.Blocked[0].DeviceID != "gw3" || rep.Blocked[0].Permission != promcp.SourceUnreachable {
+		t.Fatalf("blocked = %+v", rep.Blocked)
+	}
+	for _, c := range rep.Candidates {
+		if c.DeviceID == "gw3" {
+			t.Fatalf("the slow gateway's candidate is in the report: %+v", c)
+		}
+	}
+	// Its answer comes after the budget: counted as dropped, never returned.
+	release()
+	eventually(t, 2*time.Second, "the late answer counted", func() bool { return v.LateAnswers() == 1 })
+
+	// Once it answers in time again, all three are back; and the fan-out
+	// ends as soon as all have answered, long before the budget.
+	start = time.Now()
+	rep = v.CanDo(t.Context(), promcp.CanDoRequest{Intent: promcp.Intent{Action: "do_set_pump"}}, "")
+	if len(rep.Candidates) != 3 || !raceEnabled && time.Since(start) >= testBudget {
+		t.Errorf("after release: %d candidates in %s", len(rep.Candidates), time.Since(start))
+	}
+}
+
+// A routed do_* whose answer is lost is partial with the same key and is
+// not retried; the same key later returns the gateway's one outcome.
+func TestFleetRoutedDoLostReply(t *testing.T) {
+	h := startHub(t, false)
+	g := startGateway(t, "gw1", "north", h.leafURLs[0], false)
+	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 1, nil)
+	_, url := endpoint(t, v, fleet.EndpointConfig{Version: "test", CallTimeout: 300 * time.Millisecond})
+	c := mcpClient(t, url+"/mcp/gw1", nil)
+	release := g.local.Hold("do_set_pump")
+	var do promcp.DoResult
+	call(t, c, "do_gw1_set_pump", map[string]any{"value": true, "idempotency_key": "lost-1"}, &do)
+	if do.Status != promcp.StatusPartial || do.IdempotencyKey != "lost-1" || !strings.Contains(do.Reason, `same idempotency_key "lost-1"`) {
+		t.Fatalf("lost reply = %+v", do)
+	}
+	release()
+	// The held call now runs once on the gateway; the same key returns its outcome.
+	eventually(t, 5*time.Second, "the same key answered by the gateway", func() bool {
+		var again promcp.DoResult
+		call(t, c, "do_gw1_set_pump", map[string]any{"value": true, "idempotency_key": "lost-1"}, &again)
+		return again.Status == promcp.StatusSuccess && again.Replayed
+	})
+
+	// A gateway that is gone (its process and leaf stopped, its entry
+	// still registered): the call is not delivered, and says so.
+	g.leaf.Shutdown()
+	// (Until the hub has dropped the leaf's interest the call may time out:
+	// partial, with the same key, which is safe to repeat.)
+	eventually(t, 5*time.Second, "a call to a gateway that is gone fails as source_unreachable", func() bool {
+		var gone promcp.DoResult
+		call(t, c, "do_gw1_set_pump", map[string]any{"value": false, "idempotency_key": "gone-1"}, &gone)
+		if gone.Status != promcp.StatusPartial && (gone.Status != promcp.StatusFailed || gone.Permission != promcp.SourceUnreachable) {
+			t.Fatalf("call to a gateway that is gone = %+v", gone)
+		}
+		return gone.Status == promcp.StatusFailed
+	})
+}

@@ -1,0 +1,368 @@
+package fleet_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/fleet"
+	"github.com/promcp/promcp-device/fleet/natsembed"
+	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/simtest"
+)
+
+var testPing = manifests.FleetPing{Interval: time.Second, MaxMissed: 2}
+
+// testHub is a three-member hub cluster on loopback.
+type testHub struct {
+	servers  []*natsserver.Server
+	leafURLs []string
+	nc       *nats.Conn // a client of the hub, reconnecting to any member
+}
+
+func startHub(t testing.TB, noAdvertise bool) *testHub {
+	t.Helper()
+	h := &testHub{}
+	var clientURLs, routes, clusters []string
+	for range 3 {
+		a := freeAddr(t)
+		clusters = append(clusters, a)
+		routes = append(routes, "nats://"+a)
+	}
+	started := make(chan *natsserver.Server, 3)
+	errs := make(chan error, 3)
+	for i, name := range []string{"hub1", "hub2", "hub3"} {
+		cfg := natsembed.HubConfig{Name: name, Client: "127.0.0.1:0", Cluster: clusters[i], Leaf: "127.0.0.1:0",
+			Routes: routes, StoreDir: t.TempDir(), Ping: testPing, NoAdvertise: noAdvertise}
+		go func() {
+			ns, err := natsembed.StartHub(cfg, nil)
+			if err != nil {
+				errs <- err
+				return
+			}
+			started <- ns
+		}()
+	}
+	for range 3 {
+		select {
+		case err := <-errs:
+			t.Fatal(err)
+		case ns := <-started:
+			t.Cleanup(ns.Shutdown)
+			h.servers = append(h.servers, ns)
+		}
+	}
+	slices.SortFunc(h.servers, func(a, b *natsserver.Server) int { return strings.Compare(a.Name(), b.Name()) })
+	for _, ns := range h.servers {
+		h.leafURLs = append(h.leafURLs, natsembed.LeafURL(ns))
+		clientURLs = append(clientURLs, ns.ClientURL())
+	}
+	nc, err := nats.Connect(strings.Join(clientURLs, ","), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	h.nc = nc
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := fleet.SetupHub(ctx, nc, 3); err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// testGateway is an edge gateway: the i2c bench on the simulator, its own
+// MCP server, an embedded leaf server dialling the hub, a fleet member.
+type testGateway struct {
+	id     string
+	leaf   *natsserver.Server
+	nc     *nats.Conn
+	srv    *server.Server
+	local  *gate
+	member *fleet.Member
+	proxy  *cutProxy // nil unless dialled through one
+}
+
+// gate wraps a Local: a tool named in hold waits until its channel is
+// closed, like a gateway stuck on a slow bus.
+type gate struct {
+	fleet.Local
+	mu   sync.Mutex
+	hold map[string]chan struct{}
+}
+
+func (g *gate) Hold(tool string) (release func()) {
+	ch := make(chan struct{})
+	g.mu.Lock()
+	g.hold[tool] = ch
+	g.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			g.mu.Lock()
+			delete(g.hold, tool)
+			g.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+func (g *gate) Call(ctx context.Context, c server.Caller, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	g.mu.Lock()
+	ch := g.hold[tool]
+	g.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
+	return g.Local.Call(ctx, c, tool, args)
+}
+
+func localServer(t testing.TB) *server.Server {
+	t.Helper()
+	m := simtest.Manifest(t, "i2c-bench.yml")
+	clk := sim.NewScaledClock(1)
+	w := simtest.World(t, m, clk)
+	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
+	srv, err := server.New("bench", "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := gateway.Serve(srv, set); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// startGateway starts gateway id in zone, its leaf dialling hubURL
+// (through a cuttable proxy when cut is true).
+func startGateway(t testing.TB, id, zone, hubURL string, cut bool) *testGateway {
+	t.Helper()
+	g := &testGateway{id: id}
+	if cut {
+		g.proxy = newCutProxy(t, strings.TrimPrefix(hubURL, "nats://"))
+		hubURL = "nats://" + g.proxy.addr()
+	}
+	leaf, err := natsembed.StartLeaf(natsembed.LeafConfig{Name: id, Hubs: []string{hubURL}, StoreDir: t.TempDir(), Ping: testPing}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leaf.Shutdown)
+	g.leaf = leaf
+	if g.nc, err = natsembed.Connect(leaf, id); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.nc.Close)
+	g.srv = localServer(t)
+	l, err := fleet.MCPLocal(t.Context(), g.srv.MCP())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.local = &gate{Local: l, hold: map[string]chan struct{}{}}
+	g.member, err = fleet.Join(t.Context(), g.nc, fleet.MemberConfig{GatewayID: id, Zone: zone, Profile: "full",
+		Locations: []string{""}, Upkeep: 500 * time.Millisecond}, g.local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.member.Close() })
+	return g
+}
+
+// linkUp says whether g's leaf link to the hub is up.
+func (g *testGateway) linkUp() bool { return g.leaf.NumLeafNodes() > 0 }
+
+// eventually polls cond every 50 ms until it holds or within passes.
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > within {
+			t.Fatalf("%s: not within %s", what, within)
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		}
+	}
+	return time.Since(start)
+}
+
+// fleetOf starts the three-member hub and the gateways named, each homed
+// on a different hub member, and a view of the hub with every gateway
+// registered.
+func watchAll(t testing.TB, nc *nats.Conn, node string, role manifests.FleetRole, n int, linkUp func() bool) *fleet.View {
+	t.Helper()
+	v := fleet.Watch(nc, fleet.ViewConfig{Node: node, Role: role, LinkUp: linkUp, Budget: testBudget})
+	t.Cleanup(v.Close)
+	eventually(t, 30*time.Second, "every gateway registered", func() bool { return len(v.Gateways()) == n })
+	return v
+}
+
+// endpoint serves v's fleet endpoint on loopback and returns its base URL.
+func endpoint(t testing.TB, v *fleet.View, cfg fleet.EndpointConfig) (*fleet.Endpoint, string) {
+	t.Helper()
+	e, err := fleet.NewEndpoint(v, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(e.Handler())
+	t.Cleanup(hs.Close)
+	return e, hs.URL
+}
+
+// mcpClient opens an MCP session on url (streamable HTTP), passing every
+// notification to notes.
+func mcpClient(t testing.TB, url string, notes chan<- mcp.JSONRPCNotification) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url, transport.WithContinuousListening())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := client.NewClient(tr)
+	t.Cleanup(func() { c.Close() })
+	if notes != nil {
+		c.OnNotification(func(n mcp.JSONRPCNotification) {
+			select {
+			case notes <- n:
+			default:
+			}
+		})
+	}
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "fleet-test", Version: "1"}
+	if _, err := c.Initialize(t.Context(), init); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// call calls tool and decodes its structured content into out.
+func call(t testing.TB, c *client.Client, tool string, args map[string]any, out any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("%s: %s: %v", tool, b, err)
+	}
+	return res
+}
+
+func canDo(t testing.TB, c *client.Client, intent map[string]any) promcp.CapabilityReport {
+	t.Helper()
+	var rep promcp.CapabilityReport
+	call(t, c, "can_do", map[string]any{"intent": intent}, &rep)
+	if rep.Error != nil {
+		t.Fatalf("can_do failed: %+v", rep.Error)
+	}
+	return rep
+}
+
+// freeAddr is a loopback address with a port free a moment ago.
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// cutProxy forwards TCP to a target until cut: then it resets every
+// connection and refuses new ones until healed.
+type cutProxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]bool
+}
+
+func newCutProxy(t testing.TB, target string) *cutProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
+	t.Cleanup(func() { ln.Close(); p.Cut() })
+	go p.serve()
+	return p
+}
+
+func (p *cutProxy) addr() string { return p.ln.Addr().String() }
+
+func (p *cutProxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		cut := p.cut
+		if !cut {
+			p.conns[c] = true
+		}
+		p.mu.Unlock()
+		if cut {
+			c.Close()
+			continue
+		}
+		go p.pipe(c)
+	}
+}
+
+func (p *cutProxy) pipe(c net.Conn) {
+	u, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	p.conns[u] = true
+	p.mu.Unlock()
+	go func() { io.Copy(u, c); u.Close() }()
+	io.Copy(c, u)
+	c.Close()
+}
+
+// Cut resets every connection through the proxy and refuses new ones.
+func (p *cutProxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+	p.conns = map[net.Conn]bool{}
+}
+
+// Heal lets connections through again.
+func (p *cutProxy) Heal() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}

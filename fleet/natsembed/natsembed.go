@@ -1,0 +1,245 @@
+// Package natsembed runs the NATS servers a fleet node embeds: a member of
+// the hub cluster (JetStream domain "hub", leaf listener for the gateways)
+// or an edge gateway's leaf server (its own JetStream domain, named after
+// the gateway, dialling the hub). It is the only package that links
+// nats-server (about +10 MB); the plain gateway binary leaves it out.
+package natsembed
+
+import (
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+
+	"github.com/promcp/promcp-device/manifests"
+)
+
+// HubDomain is the JetStream domain of the hub cluster.
+const HubDomain = "hub"
+
+// HubConfig is one member of the hub cluster.
+type HubConfig struct {
+	// Name is the server's name, unique in the cluster.
+	Name string
+	// Client, Cluster and Leaf are host:port listen addresses; a port of
+	// 0 picks a free one (see the server's addresses once started).
+	Client, Cluster, Leaf string
+	// ClusterName names the cluster ("hub" by default).
+	ClusterName string
+	// Routes are the other members' cluster URLs (nats://host:port);
+	// members gossip the rest, so one seed is enough.
+	Routes []string
+	// StoreDir is the JetStream store; "" means a temporary directory.
+	StoreDir string
+	// Ping is the liveness check of every link (leaf links included).
+	Ping manifests.FleetPing
+	// NoAdvertise stops the members from telling leaf gateways about each
+	// other's leaf URLs. Keep it false in production (it is how an edge
+	// fails over to another member); tests that cut one path set it.
+	NoAdvertise bool
+}
+
+// LeafConfig is an edge gateway's leaf server.
+type LeafConfig struct {
+	// Name is the server's name and its JetStream domain: the gateway id.
+	Name string
+	// Hubs are the hub members' leaf URLs.
+	Hubs []string
+	// Client is a host:port for local clients; "" accepts in-process
+	// connections only.
+	Client string
+	// StoreDir is the local JetStream store; "" means a temporary directory.
+	StoreDir string
+	// Ping is the leaf link's liveness check.
+	Ping manifests.FleetPing
+}
+
+// HubFromFleet is the hub member a fleet file describes.
+func HubFromFleet(f *manifests.Fleet) HubConfig {
+	return HubConfig{Name: f.Gateway, Client: f.Listen.Client, Cluster: f.Listen.Cluster, Leaf: f.Listen.Leaf,
+		ClusterName: f.Cluster.Name, Routes: f.Cluster.Peers, StoreDir: f.Store, Ping: f.LeafPing}
+}
+
+// LeafFromFleet is the edge leaf server a fleet file describes.
+func LeafFromFleet(f *manifests.Fleet) LeafConfig {
+	return LeafConfig{Name: f.Gateway, Hubs: f.Hubs, Client: f.Listen.Client, StoreDir: f.Store, Ping: f.LeafPing}
+}
+
+// StartHub starts a hub member and waits until it accepts connections.
+// JetStream becomes usable once the cluster has elected its leaders (1 to
+// 6 s after the members start).
+func StartHub(cfg HubConfig, log *slog.Logger) (*server.Server, error) {
+	opts := &server.Options{ServerName: cfg.Name, JetStream: true, JetStreamDomain: HubDomain, StoreDir: cfg.StoreDir,
+		NoSigs: true, NoLog: log == nil}
+	if err := hostPort(cfg.Client, &opts.Host, &opts.Port); err != nil {
+		return nil, fmt.Errorf("hub %s: client address: %w", cfg.Name, err)
+	}
+	if err := cluster(opts, cfg); err != nil {
+		return nil, err
+	}
+	if err := hostPort(cfg.Leaf, &opts.LeafNode.Host, &opts.LeafNode.Port); err != nil {
+		return nil, fmt.Errorf("hub %s: leaf address: %w", cfg.Name, err)
+	}
+	opts.LeafNode.NoAdvertise = cfg.NoAdvertise
+	ping(opts, cfg.Ping)
+	return start(opts, log)
+}
+
+// cluster sets the cluster options: none for a lone hub server (no
+// cluster address and no routes: JetStream R1, for a bench or a trial),
+// else the cluster listener and the routes to the other members (a
+// clustered JetStream needs them configured, itself included or not).
+func cluster(opts *server.Options, cfg HubConfig) error {
+	if cfg.Cluster == "" && len(cfg.Routes) == 0 {
+		return nil
+	}
+	opts.Cluster.Name = cfg.ClusterName
+	if opts.Cluster.Name == "" {
+		opts.Cluster.Name = manifests.DefaultClusterName
+	}
+	if err := hostPort(cfg.Cluster, &opts.Cluster.Host, &opts.Cluster.Port); err != nil {
+		return fmt.Errorf("hub %s: cluster address: %w", cfg.Name, err)
+	}
+	routes, err := urls(cfg.Routes)
+	if err != nil {
+		return fmt.Errorf("hub %s: cluster peers: %w", cfg.Name, err)
+	}
+	opts.Routes = routes
+	return nil
+}
+
+// StartLeaf starts an edge gateway's leaf server: JetStream domain
+// cfg.Name, dialling the hub members' leaf URLs, reconnecting every second.
+func StartLeaf(cfg LeafConfig, log *slog.Logger) (*server.Server, error) {
+	opts := &server.Options{ServerName: cfg.Name, JetStream: true, JetStreamDomain: cfg.Name, StoreDir: cfg.StoreDir,
+		NoSigs: true, NoLog: log == nil, DontListen: cfg.Client == ""}
+	if cfg.Client != "" {
+		if err := hostPort(cfg.Client, &opts.Host, &opts.Port); err != nil {
+			return nil, fmt.Errorf("leaf %s: client address: %w", cfg.Name, err)
+		}
+	}
+	hubs, err := urls(cfg.Hubs)
+	if err != nil {
+		return nil, fmt.Errorf("leaf %s: hubs: %w", cfg.Name, err)
+	}
+	if len(hubs) == 0 {
+		return nil, fmt.Errorf("leaf %s: no hub URL", cfg.Name)
+	}
+	opts.LeafNode.Remotes = []*server.RemoteLeafOpts{{URLs: hubs}}
+	opts.LeafNode.ReconnectInterval = time.Second
+	ping(opts, cfg.Ping)
+	return start(opts, log)
+}
+
+// Connect opens an in-process client connection to ns (no socket), which
+// reconnects for ever.
+func Connect(ns *server.Server, name string) (*nats.Conn, error) {
+	nc, err := nats.Connect(ns.ClientURL(), nats.InProcessServer(ns), nats.Name(name), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("connect to the embedded server: %w", err)
+	}
+	return nc, nil
+}
+
+// LeafURL is the URL gateways dial to reach hub member ns as a leaf.
+func LeafURL(ns *server.Server) string {
+	return "nats://" + leafAddr(ns)
+}
+
+// RouteURL is the URL other hub members use to reach ns.
+func RouteURL(ns *server.Server) string {
+	return "nats://" + ns.ClusterAddr().String()
+}
+
+func leafAddr(ns *server.Server) string {
+	// The leaf listener's address is not exported; Varz has it.
+	v, err := ns.Varz(nil)
+	if err != nil || v == nil {
+		return ""
+	}
+	return net.JoinHostPort(v.LeafNode.Host, strconv.Itoa(v.LeafNode.Port))
+}
+
+func ping(opts *server.Options, p manifests.FleetPing) {
+	opts.PingInterval = p.Interval
+	if opts.PingInterval <= 0 {
+		opts.PingInterval = manifests.DefaultLeafPingInterval
+	}
+	opts.MaxPingsOut = p.MaxMissed
+	if opts.MaxPingsOut <= 0 {
+		opts.MaxPingsOut = manifests.DefaultLeafPingMaxOut
+	}
+}
+
+func start(opts *server.Options, log *slog.Logger) (*server.Server, error) {
+	ns, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("nats server %s: %w", opts.ServerName, err)
+	}
+	if log != nil {
+		ns.SetLoggerV2(&slogAdapter{log.With("nats", opts.ServerName)}, false, false, false)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		ns.Shutdown()
+		return nil, fmt.Errorf("nats server %s: not ready after 10s", opts.ServerName)
+	}
+	return ns, nil
+}
+
+// hostPort splits "host:port" into host and port; port 0 becomes -1
+// (a random port, in nats-server's options).
+func hostPort(s string, host *string, port *int) error {
+	if s == "" {
+		*host, *port = "127.0.0.1", -1
+		return nil
+	}
+	h, p, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		n = -1
+	}
+	*host, *port = h, n
+	return nil
+}
+
+func urls(ss []string) ([]*url.URL, error) {
+	var out []*url.URL
+	for _, s := range ss {
+		if !strings.Contains(s, "://") {
+			s = "nats://" + s
+		}
+		u, err := url.Parse(s)
+		if err != nil {
+			return nil, err
+		}
+		if u.Scheme == "nats-leaf" {
+			u.Scheme = "nats"
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// slogAdapter passes the server's log lines to slog: notices as info,
+// debug and trace lines dropped.
+type slogAdapter struct{ log *slog.Logger }
+
+func (a *slogAdapter) Noticef(format string, v ...any) { a.log.Info(fmt.Sprintf(format, v...)) }
+func (a *slogAdapter) Warnf(format string, v ...any)   { a.log.Warn(fmt.Sprintf(format, v...)) }
+func (a *slogAdapter) Fatalf(format string, v ...any)  { a.log.Error(fmt.Sprintf(format, v...)) }
+func (a *slogAdapter) Errorf(format string, v ...any)  { a.log.Error(fmt.Sprintf(format, v...)) }
+func (a *slogAdapter) Debugf(string, ...any)           {}
+func (a *slogAdapter) Tracef(string, ...any)           {}

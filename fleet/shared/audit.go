@@ -1,0 +1,255 @@
+package shared
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/audit"
+)
+
+// Audit forwarding: each gateway's records go to a stream AUDIT_<gw> in
+// its own JetStream domain (its embedded leaf server), which the hub's
+// FLEET_AUDIT sources. While the gateway is cut off from the hub the
+// records wait in AUDIT_<gw> on the gateway; once the link is back the
+// hub pulls them in, in order. The local fsync'd, chained file log stays
+// the authority; the streams are a copy for reading the fleet in one
+// place. Each message carries a Nats-Msg-Id (see MsgID), so a record
+// forwarded twice is stored once.
+
+// AuditStreamOf is the name of gateway gw's audit stream.
+func AuditStreamOf(gw string) string { return "AUDIT_" + gw }
+
+// auditSubject is the subject gateway gw's records are published on.
+func auditSubject(gw string) string { return "promcp.audit." + gw }
+
+// MsgID is the Nats-Msg-Id of a gateway's record: for the records of a
+// do_* call (attempt, result, recovered) "<gw>/<idempotency key>/<event>",
+// so that a call's records are stored once whatever forwarded them twice;
+// for every other record (refusals, replays, summaries) "<gw>/seq/<seq>".
+func MsgID(gw string, r audit.Record) string {
+	switch r.Event {
+	case audit.EventAttempt, audit.EventResult, audit.EventRecovered:
+		if r.Key != "" {
+			return gw + "/" + r.Key + "/" + r.Event
+		}
+	}
+	return fmt.Sprintf("%s/seq/%d", gw, r.Seq)
+}
+
+// Forwarder copies a gateway's audit records to its stream AUDIT_<gw>.
+type Forwarder struct {
+	s       *State
+	js      jetstream.JetStream
+	subject string
+
+	mu     sync.Mutex
+	queue  [][]byte
+	wake   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Forwarder creates (when absent) the gateway's stream AUDIT_<gw> in
+// Config.LocalDomain and starts copying records to it: pass its OnWrite
+// as the audit log's audit.Options.OnWrite. The hub's FLEET_AUDIT sources
+// the stream (Open arranges it once the hub answers).
+func (s *State) Forwarder(ctx context.Context) (*Forwarder, error) {
+	if s.cfg.LocalDomain == "" {
+		return nil, errors.New("fleet audit: no local JetStream domain (Config.LocalDomain) to keep records in while the hub is out of reach")
+	}
+	js, err := s.localAudit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	runCtx, stop := context.WithCancel(context.Background())
+	f := &Forwarder{s: s, js: js, subject: auditSubject(s.cfg.Gateway), wake: make(chan struct{}, 1), cancel: stop, done: make(chan struct{})}
+	go f.run(runCtx)
+	return f, nil
+}
+
+// localAudit creates (when absent) the gateway's stream AUDIT_<gw> in its
+// local domain, so that the hub's source finds it at once.
+func (s *State) localAudit(ctx context.Context) (jetstream.JetStream, error) {
+	js, err := jetstream.NewWithDomain(s.nc, s.cfg.LocalDomain)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name: AuditStreamOf(s.cfg.Gateway), Description: "promcp audit records of gateway " + s.cfg.Gateway + ", sourced into the hub's " + AuditStream,
+		Subjects: []string{auditSubject(s.cfg.Gateway)}, Storage: jetstream.FileStorage, Replicas: 1,
+		MaxAge: 30 * 24 * time.Hour, Duplicates: 10 * time.Minute,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fleet audit: stream %s: %w", AuditStreamOf(s.cfg.Gateway), err)
+	}
+	return js, nil
+}
+
+// OnWrite queues the records in lines (JSON lines, as the audit log
+// writes them) for forwarding. It never blocks.
+func (f *Forwarder) OnWrite(lines []byte) {
+	var recs [][]byte
+	for line := range bytes.Lines(lines) {
+		if line = bytes.TrimSpace(line); len(line) > 0 {
+			recs = append(recs, slices.Clone(line))
+		}
+	}
+	f.mu.Lock()
+	f.queue = append(f.queue, recs...)
+	f.mu.Unlock()
+	select {
+	case f.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Forward publishes one record to the gateway's stream now.
+func (f *Forwarder) Forward(ctx context.Context, r audit.Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	return f.publish(ctx, b)
+}
+
+func (f *Forwarder) publish(ctx context.Context, line []byte) error {
+	var r audit.Record
+	if err := json.Unmarshal(line, &r); err != nil {
+		return fmt.Errorf("fleet audit: not a record: %w", err)
+	}
+	ctx, cancel := f.s.bound(ctx)
+	defer cancel()
+	_, err := f.js.Publish(ctx, f.subject, line, jetstream.WithMsgID(MsgID(f.s.cfg.Gateway, r)))
+	return err
+}
+
+func (f *Forwarder) run(ctx context.Context) {
+	defer close(f.done)
+	for {
+		f.mu.Lock()
+		var next []byte
+		if len(f.queue) > 0 {
+			next = f.queue[0]
+		}
+		f.mu.Unlock()
+		if next == nil {
+			select {
+			case <-f.wake:
+				continue
+			case <-ctx.Done():
+				return
+			}
+		}
+		if err := f.publish(ctx, next); err != nil && ctx.Err() == nil && !strings.Contains(err.Error(), "not a record") {
+			f.s.cfg.Log.Warn("fleet audit: forwarding a record, will retry", "err", err)
+			if !sleepCtx(ctx, 200*time.Millisecond) {
+				return
+			}
+			continue
+		}
+		f.mu.Lock()
+		f.queue = f.queue[1:]
+		f.mu.Unlock()
+	}
+}
+
+// Pending is the number of records queued and not yet in AUDIT_<gw>.
+func (f *Forwarder) Pending() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.queue)
+}
+
+// Close stops forwarding, after the queue drained or ctx ended.
+func (f *Forwarder) Close(ctx context.Context) error {
+	for f.Pending() > 0 {
+		if !sleepCtx(ctx, 10*time.Millisecond) {
+			break
+		}
+	}
+	f.cancel()
+	<-f.done
+	if n := f.Pending(); n > 0 {
+		return fmt.Errorf("fleet audit: %d records not forwarded (they stay in the local audit log)", n)
+	}
+	return nil
+}
+
+// ensureSource adds the gateway's AUDIT_<gw> to FLEET_AUDIT's sources
+// when it is missing. Gateways update the stream's configuration without
+// a compare-and-set, so the update is read back and tried again until the
+// source is there.
+func (s *State) ensureSource(ctx context.Context) error {
+	name := AuditStreamOf(s.cfg.Gateway)
+	for try := 0; try < 5; try++ {
+		st, err := s.js.Stream(ctx, AuditStream)
+		if err != nil {
+			return err
+		}
+		cfg := st.CachedInfo().Config
+		if slices.ContainsFunc(cfg.Sources, func(src *jetstream.StreamSource) bool { return src.Name == name }) {
+			return nil
+		}
+		cfg.Sources = append(cfg.Sources, &jetstream.StreamSource{Name: name,
+			External: &jetstream.ExternalStream{APIPrefix: "$JS." + s.cfg.LocalDomain + ".API"}})
+		if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
+			return fmt.Errorf("adding source %s to %s: %w", name, AuditStream, err)
+		}
+	}
+	return fmt.Errorf("adding source %s to %s: still missing after 5 updates", name, AuditStream)
+}
+
+// FleetRecord is a record read from FLEET_AUDIT.
+type FleetRecord struct {
+	Gateway string
+	Seq     uint64 // FLEET_AUDIT's sequence
+	Record  audit.Record
+}
+
+// TailFleet reads the last n records (0: all) of FLEET_AUDIT in the hub
+// domain through nc.
+func TailFleet(ctx context.Context, nc *nats.Conn, hubDomain string, n int) ([]FleetRecord, error) {
+	if hubDomain == "" {
+		hubDomain = DefaultHubDomain
+	}
+	js, err := jetstream.NewWithDomain(nc, hubDomain)
+	if err != nil {
+		return nil, err
+	}
+	st, err := js.Stream(ctx, AuditStream)
+	if err != nil {
+		return nil, fmt.Errorf("stream %s: %w", AuditStream, err)
+	}
+	state := st.CachedInfo().State
+	first := state.FirstSeq
+	if n > 0 && state.LastSeq >= uint64(n) && state.LastSeq-uint64(n)+1 > first {
+		first = state.LastSeq - uint64(n) + 1
+	}
+	var out []FleetRecord
+	for seq := first; seq <= state.LastSeq && state.Msgs > 0; seq++ {
+		m, err := st.GetMsg(ctx, seq)
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			continue
+		}
+		if err != nil {
+			return out, fmt.Errorf("%s message %d: %w", AuditStream, seq, err)
+		}
+		fr := FleetRecord{Gateway: strings.TrimPrefix(m.Subject, "promcp.audit."), Seq: seq}
+		if err := json.Unmarshal(m.Data, &fr.Record); err != nil {
+			return out, fmt.Errorf("%s message %d: %w", AuditStream, seq, err)
+		}
+		out = append(out, fr)
+	}
+	return out, nil
+}

@@ -1,0 +1,204 @@
+package shared
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/idempotency"
+)
+
+// Fleet idempotency claims: before a gateway runs a do_* call it claims
+// the call's idempotency key in fleet_idem with Create("idem.<key>"),
+// which succeeds for exactly one claimant fleet-wide. The winner runs the
+// call through its local store and writes the outcome into the claim; a
+// duplicate anywhere in the fleet returns that outcome (or waits while
+// the winner runs). The local store keeps deduplicating as before: it is
+// what holds while the hub cannot be reached.
+
+// ErrInFlight is returned, wrapped, by the fleet store when another
+// gateway is running the key's action and the caller's context ended
+// first: the outcome is unknown to this gateway.
+var ErrInFlight = errors.New("the idempotency key is being run by another gateway")
+
+const (
+	idemRunning = "running"
+	idemDone    = "done"
+)
+
+type idemRecord struct {
+	Gateway     string `json:"gw"`
+	Request     string `json:"req"`
+	Fingerprint string `json:"fp"`
+	State       string `json:"state"`
+	Outcome     []byte `json:"outcome,omitempty"`
+}
+
+// fleetStore is the idempotency.Store of a fleet gateway.
+type fleetStore struct {
+	s     *State
+	local idempotency.Store
+	ttl   time.Duration
+}
+
+// Store returns an idempotency.Store that claims each key fleet-wide
+// before local runs its action, so that the same key sent to two gateways
+// runs once; the second gets the first's outcome as replayed. ttl is how
+// long a claim holds (on the hub's clock; at most the bucket's TTL, 0 for
+// it). A key used with other arguments anywhere in the fleet is
+// idempotency.ErrConflict. While the hub cannot commit a claim, local
+// alone decides (this gateway's duplicates are still caught).
+func (s *State) Store(local idempotency.Store, ttl time.Duration) idempotency.Store {
+	if ttl <= 0 || ttl > s.cfg.IdemTTL {
+		ttl = s.cfg.IdemTTL
+	}
+	return &fleetStore{s: s, local: local, ttl: ttl}
+}
+
+var plainKey = regexp.MustCompile(`^[-_=A-Za-z0-9]{1,128}$`)
+
+// idemKey is the KV key of an idempotency key: the key itself when KV
+// allows it, else "h." and its SHA-256 (the two cannot collide: a plain
+// key has no dot).
+func idemKey(key string) string {
+	if plainKey.MatchString(key) {
+		return "idem." + key
+	}
+	sum := sha256.Sum256([]byte(key))
+	return "idem.h." + hex.EncodeToString(sum[:])
+}
+
+// Do implements idempotency.Store.
+func (f *fleetStore) Do(ctx context.Context, key, fingerprint string, act idempotency.Action) ([]byte, bool, error) {
+	k := idemKey(key)
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		rev, rec, err := f.read(ctx, k)
+		if ctx.Err() != nil {
+			return nil, false, ctx.Err()
+		}
+		if err != nil {
+			return f.alone(ctx, key, fingerprint, act, err)
+		}
+		switch {
+		case rec != nil && rec.State == idemDone && rec.Fingerprint != fingerprint:
+			return nil, false, idempotency.ErrConflict
+		case rec != nil && rec.State == idemDone:
+			return rec.Outcome, true, nil
+		case rec != nil && rec.Gateway == f.s.cfg.Gateway:
+			// This gateway runs it (a concurrent duplicate, or a claim
+			// left by a restart): the local store knows.
+			return f.local.Do(ctx, key, fingerprint, act)
+		case rec != nil:
+			if !sleepCtx(ctx, pause) {
+				return nil, false, fmt.Errorf("%w (gateway %s): %w", ErrInFlight, rec.Gateway, ctx.Err())
+			}
+			continue
+		}
+		mine := idemRecord{Gateway: f.s.cfg.Gateway, Request: newRequestID(), Fingerprint: fingerprint, State: idemRunning}
+		nrev, err := f.write(ctx, k, mine, rev)
+		if Classify(err) == ClassConflict {
+			continue // another claimant was first: read what it wrote
+		}
+		if err != nil {
+			return f.alone(ctx, key, fingerprint, act, err)
+		}
+		return f.run(ctx, k, key, fingerprint, act, mine, nrev)
+	}
+}
+
+// run runs the claimed key's action through the local store and records
+// its outcome in the claim; a call that kept nothing gives the claim up.
+func (f *fleetStore) run(ctx context.Context, k, key, fingerprint string, act idempotency.Action, mine idemRecord, rev uint64) ([]byte, bool, error) {
+	kept := false
+	out, replayed, err := f.local.Do(ctx, key, fingerprint, func(ctx context.Context, a idempotency.Attempt) ([]byte, bool, error) {
+		o, keep, err := act(ctx, a)
+		kept = keep && err == nil
+		return o, keep, err
+	})
+	wctx, cancel := f.s.bound(context.WithoutCancel(ctx))
+	defer cancel()
+	if (err != nil && !errors.Is(err, idempotency.ErrNotRecorded)) || (!kept && !replayed) {
+		_, idem, _, herr := f.s.handles(wctx)
+		if herr == nil {
+			herr = idem.Delete(wctx, k, jetstream.LastRevision(rev))
+		}
+		if derr := herr; derr != nil {
+			f.s.cfg.Log.Warn("fleet: giving up an idempotency claim", "key", k, "err", derr)
+		}
+		return out, replayed, err
+	}
+	mine.State, mine.Outcome = idemDone, out
+	if _, werr := f.write(wctx, k, mine, rev); werr != nil {
+		f.s.cfg.Log.Warn("fleet: recording an idempotency outcome", "key", k, "err", werr)
+	}
+	return out, replayed, err
+}
+
+// alone runs the call with the local store only: the hub cannot commit
+// a claim (err).
+func (f *fleetStore) alone(ctx context.Context, key, fingerprint string, act idempotency.Action, err error) ([]byte, bool, error) {
+	f.s.cfg.Log.Warn("fleet: idempotency claim not possible, deduplicating on this gateway only", "err", err)
+	return f.local.Do(ctx, key, fingerprint, act)
+}
+
+// read returns the claim of k and its revision; a claim older than the
+// TTL (hub clock) reads as none, with the revision to overwrite.
+func (f *fleetStore) read(ctx context.Context, k string) (uint64, *idemRecord, error) {
+	_, idem, _, err := f.s.handles(ctx)
+	if err != nil {
+		return 0, nil, err
+	}
+	rctx, cancel := f.s.bound(ctx)
+	defer cancel()
+	e, err := idem.Get(rctx, k)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return 0, nil, nil
+	}
+	if err != nil {
+		return 0, nil, err
+	}
+	var rec idemRecord
+	if err := json.Unmarshal(e.Value(), &rec); err != nil {
+		return e.Revision(), nil, nil // not ours: overwrite
+	}
+	if !f.s.cfg.Now().Before(f.s.hubTime(e.Created()).Add(f.ttl)) {
+		return e.Revision(), nil, nil
+	}
+	return e.Revision(), &rec, nil
+}
+
+// write creates k (rev 0) or updates it at rev, measuring the hub's clock.
+func (f *fleetStore) write(ctx context.Context, k string, rec idemRecord, rev uint64) (uint64, error) {
+	_, idem, _, err := f.s.handles(ctx)
+	if err != nil {
+		return 0, err
+	}
+	wctx, cancel := f.s.bound(ctx)
+	defer cancel()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return 0, err
+	}
+	before := f.s.cfg.Now()
+	var nrev uint64
+	if rev == 0 {
+		nrev, err = idem.Create(wctx, k, b)
+	} else {
+		nrev, err = idem.Update(wctx, k, b, rev)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if after := f.s.cfg.Now(); f.s.skewStale(after) {
+		if e, gerr := idem.GetRevision(wctx, k, nrev); gerr == nil {
+			f.s.measureSkew(e.Created(), before, after)
+		}
+	}
+	return nrev, nil
+}

@@ -1,0 +1,351 @@
+// Package sharedtest starts a fleet on loopback for tests: a three-node
+// hub cluster (JetStream domain "hub") and leaf servers for gateways, each
+// with its own JetStream domain and a link to the hub that a test can cut
+// and heal. Everything listens on 127.0.0.1 and stops with the test.
+package sharedtest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Hub is a clustered nats-server of three nodes.
+type Hub struct {
+	t     testing.TB
+	mu    sync.Mutex
+	nodes []*server.Server
+	opts  []*server.Options
+}
+
+// freePort returns a loopback port free at the time of the call.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// StartHub starts three clustered servers with JetStream (domain "hub")
+// and a leaf listener each, and waits until JetStream answers.
+func StartHub(t testing.TB) *Hub {
+	t.Helper()
+	h := &Hub{t: t}
+	const n = 3
+	cports := make([]int, n)
+	for i := range cports {
+		cports[i] = freePort(t)
+	}
+	for i := range n {
+		o := &server.Options{
+			ServerName: fmt.Sprintf("hub-%d", i), Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
+			JetStream: true, JetStreamDomain: "hub", StoreDir: t.TempDir(),
+			Cluster:  server.ClusterOpts{Name: "hub", Host: "127.0.0.1", Port: cports[i]},
+			LeafNode: server.LeafNodeOpts{Host: "127.0.0.1", Port: freePort(t), NoAdvertise: true},
+		}
+		for j := range n {
+			if j != i {
+				o.Routes = append(o.Routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", cports[j])})
+			}
+		}
+		h.opts = append(h.opts, o)
+		h.nodes = append(h.nodes, nil)
+	}
+	for i := range n {
+		h.start(i)
+	}
+	t.Cleanup(func() {
+		for i := range n {
+			h.Stop(i)
+		}
+	})
+	h.WaitReady(30 * time.Second)
+	return h
+}
+
+func (h *Hub) start(i int) {
+	h.t.Helper()
+	ns, err := server.NewServer(h.opts[i])
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		h.t.Fatalf("hub node %d did not start", i)
+	}
+	h.mu.Lock()
+	h.nodes[i] = ns
+	h.mu.Unlock()
+}
+
+// Stop shuts node i down (a lost hub node); Restart starts it again on
+// the same ports and store.
+func (h *Hub) Stop(i int) {
+	h.mu.Lock()
+	ns := h.nodes[i]
+	h.nodes[i] = nil
+	h.mu.Unlock()
+	if ns != nil {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	}
+}
+
+// Restart starts a stopped node again.
+func (h *Hub) Restart(i int) { h.start(i) }
+
+// Node returns node i, nil when stopped.
+func (h *Hub) Node(i int) *server.Server {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.nodes[i]
+}
+
+// ClientURL is node i's client URL.
+func (h *Hub) ClientURL(i int) string {
+	return fmt.Sprintf("nats://127.0.0.1:%d", h.opts[i].Port)
+}
+
+// LeafURLs are the hub nodes' leaf listener addresses.
+func (h *Hub) LeafURLs() []string {
+	var out []string
+	for _, o := range h.opts {
+		out = append(out, fmt.Sprintf("127.0.0.1:%d", o.LeafNode.Port))
+	}
+	return out
+}
+
+// Connect connects a client to the first running node.
+func (h *Hub) Connect() *nats.Conn {
+	h.t.Helper()
+	var urls []string
+	for i := range h.opts {
+		urls = append(urls, h.ClientURL(i))
+	}
+	nc, err := nats.Connect(urls[0], nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(nc.Close)
+	return nc
+}
+
+// WaitReady polls until the hub's JetStream answers an account info
+// request (Raft elections take seconds after a cold start), failing the
+// test after timeout.
+func (h *Hub) WaitReady(timeout time.Duration) {
+	h.t.Helper()
+	nc := h.Connect()
+	defer nc.Close()
+	js, err := jetstream.NewWithDomain(nc, "hub")
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := Poll(timeout, func(ctx context.Context) error {
+		_, err := js.AccountInfo(ctx)
+		return err
+	}); err != nil {
+		h.t.Fatalf("hub JetStream not ready: %v", err)
+	}
+}
+
+// Poll calls f until it returns nil or timeout passes (each call bounded
+// by a short context); it returns f's last error.
+func Poll(timeout time.Duration, f func(ctx context.Context) error) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+		err := f(ctx)
+		<-ctx.Done()
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+	}
+}
+
+// Leaf is a gateway's embedded leaf server: JetStream domain = its name,
+// a leaf link to every hub node through a proxy the test can cut.
+type Leaf struct {
+	Name    string
+	Server  *server.Server
+	proxies []*Proxy
+}
+
+// StartLeaf starts gateway name's leaf server linked to the hub and waits
+// for the link.
+func (h *Hub) StartLeaf(name string) *Leaf {
+	h.t.Helper()
+	l := &Leaf{Name: name}
+	var remotes []*url.URL
+	for _, addr := range h.LeafURLs() {
+		p := StartProxy(h.t, addr)
+		l.proxies = append(l.proxies, p)
+		remotes = append(remotes, &url.URL{Scheme: "nats-leaf", Host: p.Addr()})
+	}
+	o := &server.Options{
+		ServerName: name, Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
+		JetStream: true, JetStreamDomain: name, StoreDir: h.t.TempDir(),
+		LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond,
+			Remotes: []*server.RemoteLeafOpts{{URLs: remotes}}},
+	}
+	ns, err := server.NewServer(o)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	go ns.Start()
+	if !ns.ReadyForConnections(10 * time.Second) {
+		h.t.Fatalf("leaf %s did not start", name)
+	}
+	l.Server = ns
+	h.t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
+	l.WaitLinked(h.t, true, 15*time.Second)
+	return l
+}
+
+// Conn connects an in-process client to the leaf, as the gateway does.
+func (l *Leaf) Conn(t testing.TB) *nats.Conn {
+	t.Helper()
+	nc, err := nats.Connect(l.Server.ClientURL(), nats.InProcessServer(l.Server))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return nc
+}
+
+// Cut breaks the leaf's link to every hub node (TCP reset) and refuses
+// new links until Heal.
+func (l *Leaf) Cut(t testing.TB) {
+	t.Helper()
+	for _, p := range l.proxies {
+		p.Cut()
+	}
+	l.WaitLinked(t, false, 10*time.Second)
+}
+
+// Heal lets the leaf link again and waits for it.
+func (l *Leaf) Heal(t testing.TB) {
+	t.Helper()
+	for _, p := range l.proxies {
+		p.Heal()
+	}
+	l.WaitLinked(t, true, 15*time.Second)
+}
+
+// Linked reports whether the leaf has a link to the hub.
+func (l *Leaf) Linked() bool { return l.Server.NumLeafNodes() > 0 }
+
+// WaitLinked polls until the link is up (or down), failing after timeout.
+func (l *Leaf) WaitLinked(t testing.TB, up bool, timeout time.Duration) {
+	t.Helper()
+	if err := Poll(timeout, func(ctx context.Context) error {
+		if l.Linked() == up {
+			return nil
+		}
+		return fmt.Errorf("leaf %s linked=%v, want %v", l.Name, l.Linked(), up)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Proxy forwards TCP connections on loopback to a target and can cut them.
+type Proxy struct {
+	ln     net.Listener
+	target string
+	mu     sync.Mutex
+	cut    bool
+	conns  map[net.Conn]struct{}
+}
+
+// StartProxy listens on a loopback port and forwards to target.
+func StartProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
+	go p.serve()
+	t.Cleanup(func() { ln.Close(); p.Cut() })
+	return p
+}
+
+// Addr is the proxy's listening address.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+func (p *Proxy) serve() {
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		if p.cut {
+			p.mu.Unlock()
+			c.Close()
+			continue
+		}
+		p.mu.Unlock()
+		go p.pipe(c)
+	}
+}
+
+func (p *Proxy) pipe(c net.Conn) {
+	u, err := net.Dial("tcp", p.target)
+	if err != nil {
+		c.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.cut {
+		p.mu.Unlock()
+		c.Close()
+		u.Close()
+		return
+	}
+	p.conns[c], p.conns[u] = struct{}{}, struct{}{}
+	p.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
+	<-done
+	c.Close()
+	u.Close()
+	p.mu.Lock()
+	delete(p.conns, c)
+	delete(p.conns, u)
+	p.mu.Unlock()
+}
+
+// Cut closes every forwarded connection and refuses new ones.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		c.Close()
+	}
+}
+
+// Heal accepts connections again.
+func (p *Proxy) Heal() {
+	p.mu.Lock()
+	p.cut = false
+	p.mu.Unlock()
+}

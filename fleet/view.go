@@ -1,0 +1,323 @@
+package fleet
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/nats-io/nats.go/micro"
+
+	"github.com/promcp/promcp-device/manifests"
+)
+
+// ViewConfig describes the node that watches the fleet.
+type ViewConfig struct {
+	// Node is this node's id: a gateway id or a hub member's name
+	// (PhysMCP's coordinator_node).
+	Node string
+	// Role is the node's role, reported by mesh_status.
+	Role manifests.FleetRole
+	// Budget bounds a fleet can_do's fan-out; 0 means 500 ms.
+	Budget time.Duration
+	// LinkUp, when set, says whether this node's link to the hub is up
+	// (an edge: its leaf server has a leaf connection). Without it the
+	// hub is probed through JetStream.
+	LinkUp func() bool
+	Log    *slog.Logger
+}
+
+// View is a node's picture of the fleet: the registry, watched, and the
+// fleet-wide operations any node may coordinate.
+type View struct {
+	cfg ViewConfig
+	nc  *nats.Conn
+
+	mu       sync.Mutex
+	gateways map[string]Info
+	onChange []func()
+
+	late atomic.Int64 // answers that arrived after their budget, all queries
+
+	peersMu sync.Mutex
+	peersAt time.Time
+	peers   int
+
+	hubMu    sync.Mutex
+	hubAt    time.Time
+	hubOK    bool
+	stop     context.CancelFunc
+	done     chan struct{}
+	ready    chan struct{}
+	readyOne sync.Once
+}
+
+// Watch starts watching the registry through nc (retried while the hub is
+// unreachable) and returns at once.
+func Watch(nc *nats.Conn, cfg ViewConfig) *View {
+	if cfg.Budget <= 0 {
+		cfg.Budget = manifests.DefaultCanDoBudget
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	v := &View{cfg: cfg, nc: nc, gateways: map[string]Info{}, stop: cancel, done: make(chan struct{}), ready: make(chan struct{})}
+	go v.watch(ctx)
+	return v
+}
+
+// Close stops watching.
+func (v *View) Close() {
+	v.stop()
+	<-v.done
+}
+
+// Ready is closed once the registry has been read in full once.
+func (v *View) Ready() <-chan struct{} { return v.ready }
+
+// OnChange registers f, called (on the watcher's goroutine) after each
+// change of the registry: a gateway joined, left or changed its tools.
+func (v *View) OnChange(f func()) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.onChange = append(v.onChange, f)
+}
+
+// Gateways returns the registered gateways, by id order.
+func (v *View) Gateways() []Info {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	ids := slices.Sorted(maps.Keys(v.gateways))
+	out := make([]Info, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, v.gateways[id])
+	}
+	return out
+}
+
+// Gateway returns the registered gateway id.
+func (v *View) Gateway(id string) (Info, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	in, ok := v.gateways[id]
+	return in, ok
+}
+
+// LateAnswers is how many can_do answers arrived after their budget (and
+// were dropped), over every query this node coordinated.
+func (v *View) LateAnswers() int64 { return v.late.Load() }
+
+// watch follows the registry bucket, reopening the watch when it ends
+// (the hub was unreachable, or restarted).
+func (v *View) watch(ctx context.Context) {
+	defer close(v.done)
+	for ctx.Err() == nil {
+		err := v.watchOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		v.cfg.Log.Debug("fleet: registry watch ended; retrying", "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (v *View) watchOnce(ctx context.Context) error {
+	octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	kv, err := registry(octx, v.nc)
+	cancel()
+	if err != nil {
+		return err
+	}
+	w, err := kv.WatchAll(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.Stop()
+	seen := map[string]Info{}
+	initial := true
+	var last uint64 // the bucket revision the watch has reached
+	check := time.NewTicker(3 * time.Second)
+	defer check.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case e, ok := <-w.Updates():
+			if !ok {
+				return errors.New("watch closed")
+			}
+			if e == nil { // the current values are all in
+				initial = false
+				v.replace(seen)
+				v.readyOne.Do(func() { close(v.ready) })
+				continue
+			}
+			last = max(last, e.Revision())
+			v.apply(seen, e, !initial)
+		case <-check.C:
+			// A watch can stall when the hub member serving it goes away;
+			// the bucket's last revision says whether it missed anything.
+			if !initial && v.behind(ctx, last) {
+				return errors.New("watch fell behind the bucket; reopening")
+			}
+		}
+	}
+}
+
+// behind reports whether the registry bucket has revisions after last.
+func (v *View) behind(ctx context.Context, last uint64) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	js, err := jetstream.NewWithDomain(v.nc, HubDomain)
+	if err != nil {
+		return false
+	}
+	st, err := js.Stream(ctx, "KV_"+RegistryBucket)
+	if err != nil {
+		return false
+	}
+	return st.CachedInfo().State.LastSeq > last
+}
+
+// apply records one registry change in seen; once the watch is live it
+// goes to the view at once.
+func (v *View) apply(seen map[string]Info, e jetstream.KeyValueEntry, live bool) {
+	id := e.Key()[len("gw."):]
+	switch e.Operation() {
+	case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
+		delete(seen, id)
+	default:
+		var in Info
+		if err := json.Unmarshal(e.Value(), &in); err != nil || in.GatewayID != id {
+			v.cfg.Log.Warn("fleet: ignoring a bad registry entry", "key", e.Key(), "err", err)
+			return
+		}
+		seen[id] = in
+	}
+	if live {
+		v.replace(seen)
+	}
+}
+
+// replace makes gateways the registry and tells the listeners when it
+// changed.
+func (v *View) replace(gateways map[string]Info) {
+	v.mu.Lock()
+	changed := !maps.EqualFunc(v.gateways, gateways, func(a, b Info) bool {
+		return a.ManifestHash == b.ManifestHash && a.Zone == b.Zone && slices.Equal(a.Tags, b.Tags)
+	})
+	v.gateways = maps.Clone(gateways)
+	fs := slices.Clone(v.onChange)
+	v.mu.Unlock()
+	if changed {
+		for _, f := range fs {
+			f()
+		}
+	}
+}
+
+// HubReachable says whether the hub answers: the edge's leaf link is up,
+// or a JetStream call on the hub domain succeeds (cached for a second).
+func (v *View) HubReachable(ctx context.Context) bool {
+	if v.cfg.LinkUp != nil && !v.cfg.LinkUp() {
+		return false
+	}
+	v.hubMu.Lock()
+	defer v.hubMu.Unlock()
+	if time.Since(v.hubAt) < time.Second {
+		return v.hubOK
+	}
+	ctx, cancel := context.WithTimeout(ctx, v.cfg.Budget)
+	defer cancel()
+	js, err := jetstream.NewWithDomain(v.nc, HubDomain)
+	if err == nil {
+		_, err = js.AccountInfo(ctx)
+	}
+	v.hubOK, v.hubAt = err == nil, time.Now()
+	return v.hubOK
+}
+
+// Alive pings the registered gateways ($SRV.PING.promcp-gateway) and
+// returns those that answered within wait (it returns as soon as all
+// did).
+func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
+	expected := len(v.Gateways())
+	alive := map[string]bool{}
+	if expected == 0 {
+		return alive
+	}
+	subj, err := micro.ControlSubject(micro.PingVerb, ServiceName, "")
+	if err != nil {
+		return alive
+	}
+	msgs, err := gather(ctx, v.nc, subj, nil, expected, wait)
+	if err != nil {
+		return alive
+	}
+	for _, m := range msgs {
+		var p micro.Ping
+		if json.Unmarshal(m.Data, &p) == nil {
+			if id := p.Metadata["gateway_id"]; id != "" {
+				alive[id] = true
+			}
+		}
+	}
+	return alive
+}
+
+// PeerCount is how many registered gateways answer a ping now (this one
+// included when it is a registered gateway), at least 1: the peer count
+// a policy's quorum.min_peers is held against. It is cached for a second;
+// a ping waits at most the can_do budget.
+func (v *View) PeerCount(ctx context.Context) int {
+	v.peersMu.Lock()
+	defer v.peersMu.Unlock()
+	if time.Since(v.peersAt) < time.Second {
+		return v.peers
+	}
+	alive := v.Alive(ctx, v.cfg.Budget)
+	v.peers, v.peersAt = max(len(alive), 1), time.Now()
+	return v.peers
+}
+
+// gather publishes data on subj and collects replies until want arrived
+// or wait passed. It subscribes before publishing.
+func gather(ctx context.Context, nc *nats.Conn, subj string, data []byte, want int, wait time.Duration) ([]*nats.Msg, error) {
+	inbox := nc.NewRespInbox()
+	ch := make(chan *nats.Msg, want+16)
+	sub, err := nc.ChanSubscribe(inbox, ch)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest(subj, inbox, data); err != nil {
+		return nil, fmt.Errorf("fleet: publish %s: %w", subj, err)
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	var out []*nats.Msg
+	for len(out) < want {
+		select {
+		case m := <-ch:
+			out = append(out, m)
+		case <-t.C:
+			return out, nil
+		case <-ctx.Done():
+			return out, ctx.Err()
+		}
+	}
+	return out, nil
+}

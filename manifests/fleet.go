@@ -1,0 +1,248 @@
+package manifests
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/goccy/go-yaml/ast"
+)
+
+// FleetRole is what a node does in a fleet.
+type FleetRole string
+
+// The fleet roles.
+const (
+	// RoleEdge is a gateway that embeds a NATS leaf server and connects out
+	// to the hub; it keeps serving its own MCP endpoint without the hub.
+	RoleEdge FleetRole = "edge"
+	// RoleThinEdge is a gateway with a NATS client only, for the smallest
+	// boards: it connects to a hub (or a site leaf) directly.
+	RoleThinEdge FleetRole = "thin-edge"
+	// RoleHub is one member of the clustered NATS server with JetStream
+	// that owns the replicated buckets and serves the fleet endpoint.
+	RoleHub FleetRole = "hub"
+)
+
+// Fleet defaults.
+const (
+	DefaultLeafPingInterval = time.Second
+	DefaultLeafPingMaxOut   = 2
+	DefaultCanDoBudget      = 500 * time.Millisecond
+	DefaultClusterName      = "hub"
+)
+
+// Fleet is a fleet file: the role of this node and how it reaches the rest.
+type Fleet struct {
+	File    string
+	Version int
+	Role    FleetRole
+	// Gateway is the node's id, lower_snake_case: the gateway id that
+	// namespaces its tools on the fleet endpoint, or a hub member's name.
+	Gateway string
+	// Zone and Tags place the gateway; fleet can_do fans out to the
+	// gateways whose zone matches the intent's location.
+	Zone string
+	Tags []string
+	// Profile is PhysMCP's device profile: full, lite, proxy or aggregator
+	// (default: full for edge and thin-edge, aggregator for hub).
+	Profile string
+	// Hubs are the hub URLs this node dials: leaf URLs for an edge, client
+	// URLs for a thin-edge. A hub lists none.
+	Hubs []string
+	// Listen is where a hub listens (client, cluster and leaf ports); an
+	// edge may set Client to let local clients in.
+	Listen FleetListen
+	// Cluster names the hub cluster and its other members' route URLs.
+	Cluster FleetCluster
+	// Store is the directory of the node's JetStream store; "" keeps it
+	// in a temporary directory removed at exit.
+	Store string
+	// LeafPing is how often the leaf link is pinged and how many missed
+	// pings declare it dead (1 s × 2 by default: a silent link is found
+	// within about 3 s; NATS's own default is minutes).
+	LeafPing FleetPing
+	// CanDoBudget bounds a fleet can_do's fan-out (500 ms by default).
+	CanDoBudget time.Duration
+	// HTTP is where the node serves the fleet MCP endpoint ("" for none
+	// on a gateway; a hub needs one).
+	HTTP string
+}
+
+// FleetListen are a node's listen addresses, host:port.
+type FleetListen struct {
+	Client, Cluster, Leaf string
+}
+
+// FleetCluster is the hub cluster.
+type FleetCluster struct {
+	Name  string
+	Peers []string
+}
+
+// FleetPing is the leaf link's liveness check.
+type FleetPing struct {
+	Interval  time.Duration
+	MaxMissed int
+}
+
+var (
+	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http"}
+	listenKeys  = []string{"client", "cluster", "leaf"}
+	clusterKeys = []string{"name", "peers"}
+	pingKeys    = []string{"interval", "max_missed"}
+	fleetRoles  = words(RoleEdge, RoleThinEdge, RoleHub)
+	fleetProfs  = []string{"full", "lite", "proxy", "aggregator"}
+)
+
+// LoadFleet reads and validates the fleet file at path.
+func LoadFleet(path string) (*Fleet, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load fleet file: %w", err)
+	}
+	return ParseFleet(path, data)
+}
+
+// ParseFleet decodes and validates a fleet file held in data, with the
+// defaults filled in. Problems are *Error values (file:line:col field),
+// all of them joined, as Parse reports a manifest's; it never panics.
+func ParseFleet(file string, data []byte) (*Fleet, error) {
+	return parse(file, data, func(d *decoder, root ast.Node) *Fleet {
+		f := &Fleet{File: file}
+		o, ok := d.document(root, fleetKeys, "role and gateway")
+		if !ok {
+			return f
+		}
+		f.Version = o.version()
+		enum(o, "role", &f.Role, fleetRoles, true)
+		if s, ok := d.name(o.f["gateway"], o.at("gateway")); ok {
+			f.Gateway = s
+			if len(s) > 32 {
+				o.add("gateway", ErrRange, "%q is %d characters (want at most 32)", s, len(s))
+			}
+		}
+		o.require("gateway", "the gateway id, lower_snake_case")
+		if s, ok := d.name(o.f["zone"], o.at("zone")); ok {
+			f.Zone = s
+		}
+		for i, t := range o.strs("tags") {
+			if t != "" && !nameRE.MatchString(t) {
+				d.add(index(o.at("tags"), i), ErrBadName, "%q (want lower_snake_case)", t)
+			}
+			f.Tags = append(f.Tags, t)
+		}
+		enum(o, "profile", &f.Profile, fleetProfs, false)
+		f.Hubs = o.strs("hubs")
+		for i, h := range f.Hubs {
+			if h != "" && !validNATSURL(h) {
+				d.add(index(o.at("hubs"), i), ErrUnknownValue, "%q (want nats://host:port)", h)
+			}
+		}
+		if l, ok := o.sub("listen", listenKeys); ok {
+			f.Listen = FleetListen{Client: hostPort(l, "client"), Cluster: hostPort(l, "cluster"), Leaf: hostPort(l, "leaf")}
+		}
+		if c, ok := o.sub("cluster", clusterKeys); ok {
+			f.Cluster.Name = c.str("name")
+			f.Cluster.Peers = c.strs("peers")
+			for i, p := range f.Cluster.Peers {
+				if p != "" && !validNATSURL(p) {
+					d.add(index(c.at("peers"), i), ErrUnknownValue, "%q (want nats://host:port)", p)
+				}
+			}
+		}
+		f.Store = o.str("store")
+		f.LeafPing = FleetPing{Interval: DefaultLeafPingInterval, MaxMissed: DefaultLeafPingMaxOut}
+		if p, ok := o.sub("leaf_ping", pingKeys); ok {
+			if p.has("interval") {
+				f.LeafPing.Interval = p.dur("interval")
+				if f.LeafPing.Interval < 100*time.Millisecond || f.LeafPing.Interval > time.Minute {
+					p.add("interval", ErrRange, "%s (want 100ms to 1m)", f.LeafPing.Interval)
+				}
+			}
+			intIn(p, "max_missed", &f.LeafPing.MaxMissed, 1, 10, "%d (want 1 to 10)")
+		}
+		f.CanDoBudget = DefaultCanDoBudget
+		if o.has("can_do_budget") {
+			f.CanDoBudget = o.dur("can_do_budget")
+			if f.CanDoBudget < 10*time.Millisecond || f.CanDoBudget > 10*time.Second {
+				o.add("can_do_budget", ErrRange, "%s (want 10ms to 10s; PhysMCP's budget is 500ms)", f.CanDoBudget)
+			}
+		}
+		f.HTTP = hostPort(o, "http")
+		if !d.aborted {
+			checkFleet(f, o)
+		}
+		return f
+	})
+}
+
+// checkFleet checks what each role needs.
+func checkFleet(f *Fleet, o obj) {
+	if f.Profile == "" {
+		f.Profile = "full"
+		if f.Role == RoleHub {
+			f.Profile = "aggregator"
+		}
+	}
+	switch f.Role {
+	case RoleEdge, RoleThinEdge:
+		if len(f.Hubs) == 0 && o.f != nil {
+			o.add("hubs", ErrMissing, "hubs (want the hub URLs this %s dials, such as [nats://hub1:7422])", f.Role)
+		}
+		if f.Listen.Cluster != "" || f.Listen.Leaf != "" || len(f.Cluster.Peers) > 0 {
+			o.add("listen", ErrNotAllowed, ": a %s listens for no cluster or leaf links (only a hub does)", f.Role)
+		}
+	case RoleHub:
+		if len(f.Hubs) > 0 {
+			o.add("hubs", ErrNotAllowed, ": a hub dials no hub (list the other members in cluster.peers)")
+		}
+		for _, k := range []struct{ key, v string }{{"client", f.Listen.Client}, {"cluster", f.Listen.Cluster}, {"leaf", f.Listen.Leaf}} {
+			if k.v == "" && o.f != nil {
+				o.add("listen", ErrMissing, "listen.%s (want host:port; a hub listens for clients, its cluster and leaf gateways)", k.key)
+			}
+		}
+		if f.HTTP == "" && o.f != nil {
+			o.add("http", ErrMissing, "http (want host:port: a hub serves the fleet endpoint)")
+		}
+		if f.Cluster.Name == "" {
+			f.Cluster.Name = DefaultClusterName
+		}
+	}
+}
+
+// hostPort decodes a host:port with a port in 0..65535.
+func hostPort(o obj, k string) string {
+	s := o.str(k)
+	if s == "" {
+		return ""
+	}
+	if _, p, err := net.SplitHostPort(s); err != nil || !validPortNumber(p) {
+		o.add(k, ErrUnknownValue, "%q (want host:port, such as 127.0.0.1:4222)", s)
+	}
+	return s
+}
+
+func validPortNumber(p string) bool {
+	n, err := strconv.Atoi(p)
+	return err == nil && n >= 0 && n <= 65535
+}
+
+// validNATSURL accepts nats://host:port, tls://host:port and host:port.
+func validNATSURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" {
+		_, p, err := net.SplitHostPort(s)
+		return err == nil && validPortNumber(p)
+	}
+	switch u.Scheme {
+	case "nats", "tls", "nats-leaf":
+	default:
+		return false
+	}
+	_, p, err := net.SplitHostPort(u.Host)
+	return err == nil && validPortNumber(p)
+}

@@ -1,0 +1,88 @@
+package manifests_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/promcp/promcp-device/manifests"
+)
+
+const edgeFleet = `version: 1
+role: edge
+gateway: gw1
+zone: greenhouse_a
+tags: [north, glass]
+hubs: [nats://127.0.0.1:7422, nats://127.0.0.1:7423]
+`
+
+func TestParseFleetDefaults(t *testing.T) {
+	f, err := manifests.ParseFleet("gw1.fleet.yml", []byte(edgeFleet))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Role != manifests.RoleEdge || f.Gateway != "gw1" || f.Zone != "greenhouse_a" || len(f.Hubs) != 2 {
+		t.Fatalf("fleet = %+v", f)
+	}
+	if f.LeafPing.Interval != time.Second || f.LeafPing.MaxMissed != 2 || f.CanDoBudget != 500*time.Millisecond || f.Profile != "full" {
+		t.Fatalf("defaults: ping %+v budget %s profile %q", f.LeafPing, f.CanDoBudget, f.Profile)
+	}
+}
+
+func TestParseFleetHub(t *testing.T) {
+	src := `version: 1
+role: hub
+gateway: hub1
+listen: {client: "127.0.0.1:4222", cluster: "127.0.0.1:6222", leaf: "127.0.0.1:7422"}
+cluster:
+  peers: [nats://127.0.0.1:6223, nats://127.0.0.1:6224]
+http: 127.0.0.1:8090
+leaf_ping: {interval: 2s, max_missed: 3}
+can_do_budget: 300ms
+`
+	f, err := manifests.ParseFleet("hub1.yml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Cluster.Name != "hub" || len(f.Cluster.Peers) != 2 || f.Profile != "aggregator" || f.LeafPing.Interval != 2*time.Second ||
+		f.LeafPing.MaxMissed != 3 || f.CanDoBudget != 300*time.Millisecond || f.Listen.Leaf != "127.0.0.1:7422" {
+		t.Fatalf("hub = %+v", f)
+	}
+}
+
+// Each bad file is refused with the problem at its line:column and field.
+func TestParseFleetErrors(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"version: 1\nrole: edge\ngateway: gw1\n", `f.yml:1:1: hubs: missing hubs`},
+		{"version: 1\nrole: boss\ngateway: gw1\nhubs: [a:1]\n", `f.yml:2:7: role: unknown value`},
+		{"version: 1\nrole: edge\ngateway: Gw-1\nhubs: [a:1]\n", `f.yml:3:10: gateway: bad name "Gw-1"`},
+		{"version: 1\nrole: edge\ngateway: gw1\nhubs: [http://x:1]\n", `f.yml:4:8: hubs[0]: unknown value "http://x:1"`},
+		{"version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\ncan_do_budget: 1m\n", `f.yml:5:16: can_do_budget: out of range`},
+		{"version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\nleaf_ping: {interval: 5ms}\n", `leaf_ping.interval: out of range`},
+		{"version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\"}\nhttp: \"a:2\"\n", `listen: missing listen.cluster`},
+		{"version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\nlisten: {leaf: \"a:2\"}\n", `listen: not allowed`},
+		{"version: 1\nrole: edge\ngatway: gw1\n", `gatway: unknown field`},
+	} {
+		_, err := manifests.ParseFleet("f.yml", []byte(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.src, err, tc.want)
+		}
+		var me *manifests.Error
+		if err != nil && !errors.As(err, &me) {
+			t.Errorf("%q: %T is no *manifests.Error", tc.src, err)
+		}
+	}
+}
+
+func FuzzParseFleet(f *testing.F) {
+	f.Add([]byte(edgeFleet))
+	f.Add([]byte("version: 1\nrole: hub\ngateway: h\nlisten: {client: \"a:1\", cluster: \"a:2\", leaf: \"a:3\"}\nhttp: \"a:4\"\n"))
+	f.Add([]byte("a: &x [*x]\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		fl, err := manifests.ParseFleet("fuzz.yml", data)
+		if err == nil && (fl.Gateway == "" || fl.CanDoBudget <= 0 || fl.LeafPing.Interval <= 0) {
+			t.Fatalf("accepted an incomplete fleet file: %+v", fl)
+		}
+	})
+}
