@@ -224,10 +224,14 @@ func (c *Capability) Health() Health { return c.health.snapshot(c.clock.Now()) }
 func (c *Capability) logQuality(r Reading) {
 	c.mu.Lock()
 	changed := r.Quality != c.lastQuality
+	first := c.lastQuality == ""
 	c.lastQuality = r.Quality
 	c.mu.Unlock()
 	switch {
 	case !changed:
+	case first && r.Quality == promcp.QualityGood:
+		// The first reading of each capability: not news at INFO.
+		c.log.Debug("first reading good")
 	case r.Quality == promcp.QualityGood:
 		c.log.Info("quality good again")
 	default:

@@ -45,6 +45,7 @@ type serveFlags struct {
 	manifest, scenario, httpAddr, role, stateDir         string
 	tokensFile, tlsCert, tlsKey, policyFile, approvalKey string
 	simStart, logLevel, group                            string
+	logFormat                                            string // --log-format: text or json
 	simulate, readOnly, allowNoPolicy, oobOnly           bool
 	timeScale                                            float64
 	keyTTL, sessionIdle                                  time.Duration
@@ -81,6 +82,7 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.simStart, "sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
 	fs.StringVar(&f.group, "group", "", "over stdio: serve only the tool group `NAME` of the manifest (groups:); over --http every group is served at /mcp/NAME")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT` on stderr: text (key=value) or json (one object a line, for journald or a log shipper)")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "with --http: the most connections served at once (`N`); more wait to be accepted")
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
 	fs.IntVar(&f.maxTokenSessions, "max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
@@ -136,7 +138,7 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		fmt.Fprintln(stderr, "promcp-device serve: --manifest FILE is required (and takes no other arguments)")
 		return 2
 	}
-	log, err := newLogger(stderr, f.logLevel)
+	log, err := newLoggerFormat(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
 		return 2
@@ -679,14 +681,6 @@ func instructions(m *manifests.Manifest) string {
 		s += m.Description + " "
 	}
 	return s + "Tools follow proMCP: read_* observe (act only on quality good), can_do tells whether an action is allowed now and until when, do_* act idempotently by idempotency_key. Pattern: can_do, then read_*, then do_*, then read_* to verify."
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
 // Close0 releases what openGateway started before the capabilities opened.
