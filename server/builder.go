@@ -189,6 +189,8 @@ type Server struct {
 
 	placement                    Placement // where the provenance envelope goes
 	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
+
+	observer Observer // told of calls and sessions (WithObserver); nil: none
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -338,7 +340,7 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, h mcps
 	}
 	s.tools = append(s.tools, Tool{Kind: kind, MCP: tool})
 	s.provenance[tool.Name] = provenance(s.name, s.version, kind, tool, source, s.placement)
-	s.mcp.AddTool(tool, h)
+	s.mcp.AddTool(tool, s.observed(kind, tool.Name, h))
 	return nil
 }
 

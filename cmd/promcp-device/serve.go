@@ -46,6 +46,7 @@ type serveFlags struct {
 	tokensFile, tlsCert, tlsKey, policyFile, approvalKey string
 	simStart, logLevel, group                            string
 	logFormat                                            string // --log-format: text or json
+	metricsMode                                          string // --metrics: auth, open or off
 	simulate, readOnly, allowNoPolicy, oobOnly           bool
 	timeScale                                            float64
 	keyTTL, sessionIdle                                  time.Duration
@@ -83,6 +84,7 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.group, "group", "", "over stdio: serve only the tool group `NAME` of the manifest (groups:); over --http every group is served at /mcp/NAME")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT` on stderr: text (key=value) or json (one object a line, for journald or a log shipper)")
+	fs.StringVar(&f.metricsMode, "metrics", metricsAuth, "with --http: serve /metrics (Prometheus), /healthz and /readyz `MODE`: auth (behind --tokens like /mcp), open (no token), off")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "with --http: the most connections served at once (`N`); more wait to be accepted")
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
 	fs.IntVar(&f.maxTokenSessions, "max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
@@ -155,17 +157,29 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return exit(stderr, err)
 	}
+	ops, err := f.opsEndpoints(&opts)
+	if err != nil {
+		return exit(stderr, err)
+	}
 	st, err := openState(f.stateDir, f.keyTTL, f.audit, log)
 	if err != nil {
 		return exit(stderr, failErr(err, false))
 	}
 	defer st.Close()
 	f.withState(&opts, st, log)
+	if ops != nil && st.audit != nil {
+		opts.server = append(opts.server, server.WithAuditor(ops.auditor(st.audit)))
+	}
 	gw, err := openGateway(ctx, m, opts, log)
 	if err != nil {
 		return exit(stderr, failErr(err, false))
 	}
 	defer gw.Close()
+	if ops != nil {
+		ops.metrics.Capabilities(gw.set)
+		ops.opened.Store(true)
+		gw.ops = ops
+	}
 	if sc != nil {
 		if err := gw.world.Play(sc); err != nil {
 			return exit(stderr, failErr(err, false))
@@ -389,6 +403,7 @@ func bindAddr(addr string) string {
 func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
 	addr = bindAddr(addr)
 	hs := gw.srv.HTTPServer(cfg)
+	hs.Handler = gw.ops.wrap(hs.Handler, cfg.Tokens)
 	scheme := "http"
 	if tlsCert != "" {
 		scheme = "https"
@@ -413,6 +428,10 @@ func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int
 	fmt.Fprintf(stdout, "  connect an MCP client to %s, for example: claude mcp add --transport http %s %s\n", url, gw.manifest.Gateway, url)
 	for _, g := range gw.manifest.Groups {
 		fmt.Fprintf(stdout, "  group %s: %d tools on %s/%s\n", g.Name, len(cfg.Groups[g.Name].Tools()), url, g.Name)
+	}
+	if gw.ops != nil && gw.ops.mode != metricsOff {
+		base := strings.TrimSuffix(url, "/mcp")
+		fmt.Fprintf(stdout, "  metrics on %s/metrics, health on %s/healthz and %s/readyz (--metrics %s)\n", base, base, base, gw.ops.mode)
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -461,7 +480,8 @@ type openedGateway struct {
 	gateway  *gateway.Gateway // serves srv; its groups are served through it too
 	world    *sim.World       // nil on hardware
 	modbus   *sim.ModbusEndpoints
-	sysfsDir string // the simulated kernel files; "" on hardware
+	sysfsDir string        // the simulated kernel files; "" on hardware
+	ops      *opsEndpoints // /metrics, /healthz, /readyz; nil over stdio or with --metrics off
 }
 
 func (g *openedGateway) Close() error {
@@ -481,6 +501,7 @@ type gatewayOptions struct {
 	server    []server.Option // more server options: store, auditor, read-only
 	history   policy.State    // actuation history for cooldowns and rate limits; nil: in memory
 	stateDir  string          // --state: where models keep what they remember (pulse totals); "": memory
+	ops       *opsEndpoints   // metrics observers; nil: none
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -555,7 +576,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			SPI:   func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return h.SPI(ctx, b.Device) },
 		}
 	}
-	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk, StateDir: o.stateDir})
+	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk, StateDir: o.stateDir, Observer: o.ops.readObserver()})
 	if err != nil {
 		g.Close0()
 		return nil, err
