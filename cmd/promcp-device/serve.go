@@ -51,7 +51,8 @@ type serveFlags struct {
 	timeScale                                            float64
 	keyTTL, sessionIdle                                  time.Duration
 	maxConns, maxSessions, maxTokenSessions              int
-	extraArgs                                            int // arguments after the flags: none are taken
+	extraArgs                                            int    // arguments after the flags: none are taken
+	extraArg                                             string // the first of them, to name it
 	origins                                              listFlag
 	audit                                                *auditConfig
 	provenance                                           string // where the provenance envelope goes: meta or inline
@@ -95,6 +96,7 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 		return nil
 	}
 	f.extraArgs = fs.NArg()
+	f.extraArg = fs.Arg(0)
 	return f
 }
 
@@ -134,6 +136,10 @@ func exit(stderr io.Writer, err error) int {
 func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	f := parseServeFlags(args, stderr)
 	if f == nil {
+		return 2
+	}
+	if f.extraArgs > 0 {
+		fmt.Fprintln(stderr, extraArgMessage(f.extraArg, f.manifest))
 		return 2
 	}
 	if f.manifest == "" || f.extraArgs > 0 {
@@ -240,7 +246,7 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 func (f *serveFlags) load() (*manifests.Manifest, *manifests.Scenario, error) {
 	m, err := manifests.Load(f.manifest)
 	if err != nil {
-		return nil, nil, failErr(err, true)
+		return nil, nil, failErr(commandErr("serve", err), true)
 	}
 	if f.group != "" {
 		if _, ok := m.Group(f.group); !ok {
