@@ -66,6 +66,7 @@ func lintFile(path string, stdout io.Writer) bool {
 	fmt.Fprintf(stdout, "%s: ok: gateway %s, %d buses, %d devices, %d tools (%d read_*, %d do_*, can_do)\n",
 		path, m.Gateway, len(m.Buses), len(m.Devices), reads+dos+1, reads, dos)
 	lintGroups(path, m, stdout)
+	lintModiconAddresses(path, m, stdout)
 	pc, err := resolvePolicy(path, "", m)
 	if err != nil {
 		fmt.Fprintln(stdout, err)
@@ -88,6 +89,7 @@ func lintFile(path string, stdout io.Writer) bool {
 	default:
 		fmt.Fprintf(stdout, "%s: ok: no policy (no do_* to govern)\n", path)
 	}
+	lintActionsWithoutRules(path, m, pc.policy, stdout)
 	return true
 }
 

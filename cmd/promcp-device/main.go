@@ -16,6 +16,8 @@
 //	promcp-device sim --manifest FILE --modbus-tcp ADDR
 //	promcp-device ports
 //	promcp-device scan (--tcp ADDR | --rtu-tcp ADDR | --port PORT) [--units 1-10]
+//	promcp-device read --manifest FILE [CAPABILITY...] [--sim] [--json]
+//	promcp-device do --dry-run --manifest FILE [--sim] [--role ROLE] [--json] TOOL VALUE
 //	promcp-device version
 package main
 
@@ -60,7 +62,10 @@ Usage:
   promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
   promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K
                                                              issue a one-time approval of one action
-  promcp-device version                                      print the version
+  promcp-device read --manifest FILE [CAPABILITY...] [--sim] [--json]
+                                                             read each capability once and print its value and quality
+  promcp-device do --dry-run --manifest FILE TOOL VALUE      say what the action would do now (policy, register); write nothing
+  promcp-device version                                      print the version, commit and build date
 
 Run "promcp-device COMMAND -h" for a command's flags.
 `
@@ -95,6 +100,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdPorts(args[1:], stdout, stderr)
 	case "scan":
 		return cmdScan(ctx, args[1:], stdout, stderr)
+	case "read":
+		return cmdRead(ctx, args[1:], stdout, stderr)
+	case "do":
+		return cmdDo(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
