@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -183,5 +185,37 @@ func TestMetricsFlag(t *testing.T) {
 	}
 	if _, stderr, code := runCLI(t, "serve", "--sim", "--manifest", labBench, "--http", "127.0.0.1:0", "--metrics", "loud"); code != 2 || !strings.Contains(stderr, `--metrics "loud"`) {
 		t.Errorf("--metrics loud: exit %d, stderr %q; want 2 naming the flag", code, stderr)
+	}
+}
+
+// TestMetricsBreakerOpens: a Modbus meter that stops answering shows as
+// timeouts in promcp_bus_errors_total and, once the breaker opens, as
+// promcp_breaker_open 1; its reads as quality other than good.
+func TestMetricsBreakerOpens(t *testing.T) {
+	sc := filepath.Join(t.TempDir(), "dead-meter.yml")
+	os.WriteFile(sc, []byte("version: 1\nscenario: dead_meter\nfaults:\n  - {at: 0s, device: energy_meter, fault: timeout, for: 1h}\n"), 0o644)
+	url := startServe(t, "--manifest", greenhouse, "--scenario", sc).url
+	base := strings.TrimSuffix(url, "/mcp")
+	c := mcpClient(t, url)
+	var open float64
+	for i := 0; i < 8 && open == 0; i++ {
+		if _, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "read_site_power",
+			Arguments: map[string]any{"max_age_ms": 0}}}); err != nil {
+			t.Fatal(err)
+		}
+		open, _ = value(scrape(t, base, ""), "promcp_breaker_open", "device", "energy_meter")
+	}
+	fams := scrape(t, base, "")
+	if open != 1 {
+		t.Errorf("promcp_breaker_open{device=energy_meter} = %v after the meter stopped answering, want 1", open)
+	}
+	if v, _ := value(fams, "promcp_bus_errors_total", "capability", "site_power", "class", "timeout"); v < 1 {
+		t.Errorf("promcp_bus_errors_total{site_power,timeout} = %v, want >= 1", v)
+	}
+	if v, _ := value(fams, "promcp_quality", "capability", "site_power", "quality", "good"); v != 0 {
+		t.Errorf("promcp_quality{site_power,good} = %v, want 0", v)
+	}
+	if v, _ := value(fams, "promcp_breaker_open", "device", "fan_vfd"); v != 0 {
+		t.Errorf("promcp_breaker_open{fan_vfd} = %v, want 0 (it answers)", v)
 	}
 }
