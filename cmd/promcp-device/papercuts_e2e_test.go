@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -158,28 +160,35 @@ func closedPort(t *testing.T) string {
 }
 
 // wireTools runs the binary with args (a stdio serve) and returns the
-// tools its tools/list answer holds, as sent on the wire.
+// tools its tools/list answer holds, as sent on the wire. Its stdin stays
+// open until the answer has come.
 func wireTools(t *testing.T, args ...string) map[string]toolJSON {
 	t.Helper()
 	cmd := command(t, binary, args...)
-	in := strings.Join([]string{
-		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`,
-	}, "\n") + "\n"
-	cmd.Stdin = strings.NewReader(in)
-	out, err := cmd.Output()
+	in, err := cmd.StdinPipe()
 	if err != nil {
-		t.Fatalf("%v: %v", args, err)
+		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(out), "\n") {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { in.Close(); waitExit(t, cmd) }()
+	io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n"+
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`+"\n")
+	lines := bufio.NewScanner(out)
+	lines.Buffer(nil, 16<<20)
+	for lines.Scan() {
 		var msg struct {
 			ID     int `json:"id"`
 			Result struct {
 				Tools []toolJSON `json:"tools"`
 			} `json:"result"`
 		}
-		if json.Unmarshal([]byte(line), &msg) == nil && msg.ID == 2 {
+		if json.Unmarshal(lines.Bytes(), &msg) == nil && msg.ID == 2 {
 			tools := map[string]toolJSON{}
 			for _, tool := range msg.Result.Tools {
 				tools[tool.Name] = tool
@@ -187,6 +196,6 @@ func wireTools(t *testing.T, args ...string) map[string]toolJSON {
 			return tools
 		}
 	}
-	t.Fatalf("%v: no tools/list answer in %q", args, out)
+	t.Fatalf("%v: no tools/list answer (%v)", args, lines.Err())
 	return nil
 }

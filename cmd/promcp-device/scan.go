@@ -74,6 +74,12 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer line.Close()
 	fmt.Fprintf(stdout, "scanning %s: %d unit ids, addresses %d..%d of each table, read-only\n", what, len(units), *first, *first+*count-1)
 	found, err := line.Scan(ctx, modbus.ScanConfig{Units: units, First: uint16(*first), Count: uint16(*count), Pause: *pause})
+	return reportScan(ctx, stdout, stderr, line, found, err, *values, what, *unitsFlag)
+}
+
+// reportScan prints what a scan found (with values, the values of each
+// range) and returns scan's exit code: 1 when it failed or no unit answered.
+func reportScan(ctx context.Context, stdout, stderr io.Writer, line *modbus.Line, found []modbus.UnitReport, err error, values bool, what, units string) int {
 	for _, u := range found {
 		var rs []string
 		for _, r := range u.Ranges {
@@ -83,7 +89,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			rs = []string{"nothing readable in the probed range"}
 		}
 		fmt.Fprintf(stdout, "unit %d: %s\n", u.Unit, strings.Join(rs, "; "))
-		if *values {
+		if values {
 			printValues(ctx, stdout, line.Unit(u.Unit), u.Ranges)
 		}
 	}
@@ -93,7 +99,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(found) == 0 {
 		fmt.Fprintln(stdout, "no unit answered")
-		fmt.Fprintf(stderr, "promcp-device scan: no unit answered on %s (units %s): check the wiring, the unit ids, the baud rate and parity\n", what, *unitsFlag)
+		fmt.Fprintf(stderr, "promcp-device scan: no unit answered on %s (units %s): check the wiring, the unit ids, the baud rate and parity\n", what, units)
 		return 1
 	}
 	return 0
