@@ -100,7 +100,9 @@ func TestVersionFromBuildInfo(t *testing.T) {
 		t.Fatalf("git clone: %v\n%s", err, out)
 	}
 	bin := filepath.Join(t.TempDir(), "promcp-device")
-	build := command(t, "go", "build", "-buildvcs=true", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, "./cmd/promcp-device")
+	// A build, not a process under test: it may take minutes on a loaded
+	// machine, so it gets the test's deadline, not exitTimeout.
+	build := exec.CommandContext(t.Context(), "go", "build", "-buildvcs=true", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, "./cmd/promcp-device")
 	build.Dir, build.Stderr = clone, os.Stderr
 	if err := build.Run(); err != nil {
 		t.Fatalf("go build: %v", err)
