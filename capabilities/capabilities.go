@@ -91,6 +91,15 @@ type Options struct {
 	// StateDir keeps what a model must remember across restarts (a pulse
 	// counter's total); "" keeps it in memory.
 	StateDir string
+	// Observer is told of every read, for metrics; nil tells no one.
+	Observer ReadObserver
+}
+
+// ReadObserver is told of every read of a capability: the reading (its
+// quality, whether it came from the cache, its error) and how long the
+// read took, in real time. It must be quick and safe for concurrent use.
+type ReadObserver interface {
+	ObserveRead(capability string, r Reading, d time.Duration)
 }
 
 // Reading is one observation of a capability.
@@ -168,6 +177,8 @@ type Capability struct {
 	mu          sync.Mutex
 	latency     time.Duration  // smoothed latency of bus operations
 	lastQuality promcp.Quality // for logging changes
+
+	obs ReadObserver // Options.Observer
 }
 
 // ReadTool returns the name of the capability's read tool.
@@ -197,6 +208,16 @@ func (c *Capability) Read(ctx context.Context) Reading {
 // caller always has a typed answer to give. The quality follows the rules
 // in the package documentation.
 func (c *Capability) ReadWithin(ctx context.Context, maxAge time.Duration) Reading {
+	if c.obs == nil {
+		return c.readWithin(ctx, maxAge)
+	}
+	start := time.Now()
+	r := c.readWithin(ctx, maxAge)
+	c.obs.ObserveRead(c.Name, r, time.Since(start))
+	return r
+}
+
+func (c *Capability) readWithin(ctx context.Context, maxAge time.Duration) Reading {
 	maxAge = min(max(maxAge, 0), c.TTL())
 	a, cached, err := c.src.get(ctx, maxAge)
 	if err != nil {
@@ -224,10 +245,14 @@ func (c *Capability) Health() Health { return c.health.snapshot(c.clock.Now()) }
 func (c *Capability) logQuality(r Reading) {
 	c.mu.Lock()
 	changed := r.Quality != c.lastQuality
+	first := c.lastQuality == ""
 	c.lastQuality = r.Quality
 	c.mu.Unlock()
 	switch {
 	case !changed:
+	case first && r.Quality == promcp.QualityGood:
+		// The first reading of each capability: not news at INFO.
+		c.log.Debug("first reading good")
 	case r.Quality == promcp.QualityGood:
 		c.log.Info("quality good again")
 	default:
@@ -374,6 +399,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 			clock:      opts.Clock,
 			log:        opts.Log.With("capability", mc.Name),
 		}
+		c.obs = opts.Observer
 		hc := mc.Health
 		if hc.OnDeviceError == "" {
 			hc.OnDeviceError = dev.onDeviceError

@@ -212,6 +212,7 @@ type Server struct {
 	extraMCP []mcpserver.ServerOption // more mcp-go options (WithTasks)
 	tasks    *taskIndex               // ties task calls to tasks/cancel (WithTasks); nil without
 	live     *subscriptions           // resources and their subscribers (WithResources); nil: none
+	observer Observer // told of calls and sessions (WithObserver); nil: none
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -391,7 +392,7 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, h mcps
 	if kind == promcp.KindRead {
 		s.stamps[tool.Name] = &atomic.Pointer[stampMemo]{}
 	}
-	s.mcp.AddTool(tool, h)
+	s.mcp.AddTool(tool, s.observed(kind, tool.Name, h))
 	return nil
 }
 

@@ -21,6 +21,7 @@ func (s *Server) Surface(name, instructions string) (*Server, error) {
 		ledger: s.ledger, refuseDo: s.refuseDo, elicit: s.elicit, name: name, version: s.version,
 		provenance: map[string]map[string]any{}, placement: s.placement,
 		manifestDigest: s.manifestDigest, policyDigest: s.policyDigest}
+	ns.observer = s.observer
 	v, err := promcp.NewValidator()
 	if err != nil {
 		return nil, err

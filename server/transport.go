@@ -130,6 +130,9 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		path = "/mcp"
 	}
 	sessions := newSessionTable(cfg.Sessions, cfg.Now)
+	if s.observer != nil {
+		s.observer.Sessions(sessions.open)
+	}
 	endpoints := map[string]http.Handler{path: s.streamable(cfg, path, sessions)}
 	for name, g := range cfg.Groups {
 		if !groupPath.MatchString(name) || g == nil {

@@ -69,7 +69,7 @@ func cmdApprove(args []string, stdout, stderr io.Writer) int {
 func approvable(path, tool, raw string, v any, ttl time.Duration) (time.Duration, error) {
 	m, err := manifests.Load(path)
 	if err != nil {
-		return 0, &exitError{1, err.Error()}
+		return 0, &exitError{1, commandErr("approve", err).Error()}
 	}
 	var act *manifests.Capability
 	var tools []string

@@ -39,7 +39,7 @@ func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	m, err := manifests.Load(*manifest)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, commandErr("demo", err))
 		return 1
 	}
 	if !hasGreenhouseTools(m) {

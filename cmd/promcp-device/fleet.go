@@ -274,7 +274,7 @@ func cmdHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "promcp-device hub: --fleet FILE is required (and --replicas is 1 to 5)")
 		return 2
 	}
-	log, err := newLogger(stderr, *logLevel)
+	log, err := newLoggerFormat(stderr, *logLevel, "text")
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device hub:", err)
 		return 2

@@ -31,6 +31,9 @@ func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	code := 0
+	// A manifest's lint checks its policy: linting both files reports an
+	// error of the policy once, not once per file.
+	stdout = &onceLines{w: stdout, seen: map[string]bool{}}
 	for _, path := range fs.Args() {
 		if !lintFile(path, stdout) {
 			code = 1
@@ -50,7 +53,7 @@ func lintFile(path string, stdout io.Writer) bool {
 	}
 	m, err := manifests.Load(path)
 	if err != nil {
-		fmt.Fprintln(stdout, err)
+		fmt.Fprintln(stdout, commandErr("lint", err))
 		return false
 	}
 	reads, dos := 0, 0
@@ -66,6 +69,7 @@ func lintFile(path string, stdout io.Writer) bool {
 		fmt.Fprintf(stdout, "%s: ok: %s\n", path, j)
 	}
 	lintGroups(path, m, stdout)
+	lintModiconAddresses(path, m, stdout)
 	pc, err := resolvePolicy(path, "", m)
 	if err != nil {
 		fmt.Fprintln(stdout, err)
@@ -88,6 +92,7 @@ func lintFile(path string, stdout io.Writer) bool {
 	default:
 		fmt.Fprintf(stdout, "%s: ok: no policy (no do_* to govern)\n", path)
 	}
+	lintActionsWithoutRules(path, m, pc.policy, stdout)
 	return true
 }
 
@@ -157,6 +162,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	manifest := fs.String("manifest", "", "manifest `FILE` (required)")
 	asJSON := fs.Bool("json", false, "print the tools as JSON")
 	group := fs.String("group", "", "list (or --check) the tools of the manifest's tool group `NAME`, served at /mcp/NAME")
+	served := toolsServeFlags(fs)
 	check := fs.String("check", "", "instead of listing, check the tools a running server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp) serves against the manifest: exit 1 on drift (the drift part of lint --manifest FILE --url URL)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -167,7 +173,7 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	m, err := manifests.Load(*manifest)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, commandErr("tools", err))
 		return 1
 	}
 	expected, err := expectedTools(m, *group)
@@ -180,7 +186,12 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	// The tool surface depends only on the manifest: build it on the
 	// simulator so that listing never touches hardware.
-	gw, err := openGateway(ctx, m, gatewayOptions{simulate: true}, slog.New(slog.DiscardHandler))
+	opts, err := served.options(*manifest, m)
+	if err != nil {
+		fmt.Fprintln(stderr, "promcp-device tools:", err)
+		return 2
+	}
+	gw, err := openGateway(ctx, m, opts, slog.New(slog.DiscardHandler))
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device tools:", err)
 		return 1

@@ -83,7 +83,7 @@ func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, std
 	if lf.manifest != "" {
 		m, err := manifests.Load(lf.manifest)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
+			fmt.Fprintln(stderr, commandErr("lint", err))
 			return 2
 		}
 		if expected, err = expectedTools(m, lf.group); err != nil {

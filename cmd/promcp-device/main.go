@@ -20,6 +20,8 @@
 //	promcp-device ports
 //	promcp-device scan (--tcp ADDR | --rtu-tcp ADDR | --port PORT) [--units 1-10]
 //	promcp-device bench (--url URL | --serve FILE) [--sessions N] [--duration D] [--protocol V] [--call TOOL[:JSON]]...
+//	promcp-device read --manifest FILE [CAPABILITY...] [--sim] [--json]
+//	promcp-device do --dry-run --manifest FILE [--sim] [--role ROLE] [--json] TOOL VALUE
 //	promcp-device version
 package main
 
@@ -69,7 +71,10 @@ Usage:
                                                              issue a one-time approval of one action
   promcp-device bench (--url URL|--serve FILE) [--sessions N] [--duration D] [--protocol V] [--call TOOL[:JSON]]
                                                              load an MCP server on loopback: calls/s, p50/p90/p99, server CPU per call, peak RSS
-  promcp-device version                                      print the version
+  promcp-device read --manifest FILE [CAPABILITY...] [--sim] [--json]
+                                                             read each capability once and print its value and quality
+  promcp-device do --dry-run --manifest FILE TOOL VALUE      say what the action would do now (policy, register); write nothing
+  promcp-device version                                      print the version, commit and build date
 
 Run "promcp-device COMMAND -h" for a command's flags.
 `
@@ -110,9 +115,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return cmdScan(ctx, args[1:], stdout, stderr)
 	case "bench":
 		return cmdBench(ctx, args[1:], stdout, stderr)
+	case "read":
+		return cmdRead(ctx, args[1:], stdout, stderr)
+	case "do":
+		return cmdDo(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "promcp-device", version)
-		return 0
+		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

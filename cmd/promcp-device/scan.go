@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -29,6 +30,7 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	count := fs.Uint("count", 16, "addresses probed in each table")
 	timeout := fs.Duration("timeout", 200*time.Millisecond, "how long to wait for each answer")
 	pause := fs.Duration("pause", 20*time.Millisecond, "silence between probes")
+	values := fs.Bool("values", false, "read and print the values found in each readable range (registers as unsigned 16-bit numbers and hex, coils and inputs as 0/1)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -47,6 +49,12 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	cfg := modbus.Config{Name: "scan", Timeout: *timeout, Retries: 0, BreakerThreshold: 1 << 30}
+	if addr := *tcp + *rtuTCP; addr != "" {
+		if err := reachable(ctx, addr, *timeout); err != nil {
+			fmt.Fprintf(stderr, "promcp-device scan: cannot reach %s: %v\n", addr, err)
+			return 1
+		}
+	}
 	var line *modbus.Line
 	var what string
 	switch {
@@ -66,6 +74,12 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer line.Close()
 	fmt.Fprintf(stdout, "scanning %s: %d unit ids, addresses %d..%d of each table, read-only\n", what, len(units), *first, *first+*count-1)
 	found, err := line.Scan(ctx, modbus.ScanConfig{Units: units, First: uint16(*first), Count: uint16(*count), Pause: *pause})
+	return reportScan(ctx, stdout, stderr, line, found, err, *values, what, *unitsFlag)
+}
+
+// reportScan prints what a scan found (with values, the values of each
+// range) and returns scan's exit code: 1 when it failed or no unit answered.
+func reportScan(ctx context.Context, stdout, stderr io.Writer, line *modbus.Line, found []modbus.UnitReport, err error, values bool, what, units string) int {
 	for _, u := range found {
 		var rs []string
 		for _, r := range u.Ranges {
@@ -75,6 +89,9 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			rs = []string{"nothing readable in the probed range"}
 		}
 		fmt.Fprintf(stdout, "unit %d: %s\n", u.Unit, strings.Join(rs, "; "))
+		if values {
+			printValues(ctx, stdout, line.Unit(u.Unit), u.Ranges)
+		}
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device scan:", err)
@@ -82,6 +99,8 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if len(found) == 0 {
 		fmt.Fprintln(stdout, "no unit answered")
+		fmt.Fprintf(stderr, "promcp-device scan: no unit answered on %s (units %s): check the wiring, the unit ids, the baud rate and parity\n", what, units)
+		return 1
 	}
 	return 0
 }
@@ -104,4 +123,53 @@ func parseUnits(s string) ([]uint8, error) {
 		}
 	}
 	return out, nil
+}
+
+// reachable dials addr once, to tell "nothing listens there" from "no
+// unit answered".
+func reachable(ctx context.Context, addr string, timeout time.Duration) error {
+	d := net.Dialer{Timeout: max(timeout, time.Second)}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// printValues reads each range once (at most 125 registers or 2000 bits a
+// request) and prints its values, one line a range.
+func printValues(ctx context.Context, w io.Writer, u *modbus.Unit, ranges []modbus.Range) {
+	for _, r := range ranges {
+		var vals []string
+		for first := int(r.First); first <= int(r.Last); {
+			n := min(int(r.Last)-first+1, 125)
+			switch r.Table {
+			case modbus.TableHolding, modbus.TableInput:
+				b, err := u.ReadRegisters(ctx, r.Table, uint16(first), uint16(n))
+				if err != nil {
+					vals = append(vals, "error: "+err.Error())
+					break
+				}
+				for i := 0; i+1 < len(b); i += 2 {
+					v := uint16(b[i])<<8 | uint16(b[i+1])
+					vals = append(vals, fmt.Sprintf("%d=%d (0x%04x)", first+i/2, v, v))
+				}
+			default:
+				bits, err := u.ReadBits(ctx, r.Table, uint16(first), uint16(n))
+				if err != nil {
+					vals = append(vals, "error: "+err.Error())
+					break
+				}
+				for i, on := range bits {
+					v := 0
+					if on {
+						v = 1
+					}
+					vals = append(vals, fmt.Sprintf("%d=%d", first+i, v))
+				}
+			}
+			first += n
+		}
+		fmt.Fprintf(w, "  %s: %s\n", r, strings.Join(vals, " "))
+	}
 }

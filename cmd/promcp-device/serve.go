@@ -47,11 +47,14 @@ type serveFlags struct {
 	manifest, scenario, httpAddr, role, stateDir         string
 	tokensFile, tlsCert, tlsKey, policyFile, approvalKey string
 	simStart, logLevel, group                            string
+	logFormat                                            string // --log-format: text or json
+	metricsMode                                          string // --metrics: auth, open or off
 	simulate, readOnly, allowNoPolicy, oobOnly           bool
 	timeScale                                            float64
 	keyTTL, sessionIdle                                  time.Duration
 	maxConns, maxSessions, maxTokenSessions              int
-	extraArgs                                            int // arguments after the flags: none are taken
+	extraArgs                                            int    // arguments after the flags: none are taken
+	extraArg                                             string // the first of them, to name it
 	origins                                              listFlag
 	audit                                                *auditConfig
 	provenance                                           string // where the provenance envelope goes: meta or inline
@@ -87,6 +90,8 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 	fs.StringVar(&f.simStart, "sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
 	fs.StringVar(&f.group, "group", "", "over stdio: serve only the tool group `NAME` of the manifest (groups:); over --http every group is served at /mcp/NAME")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT` on stderr: text (key=value) or json (one object a line, for journald or a log shipper)")
+	fs.StringVar(&f.metricsMode, "metrics", metricsAuth, "with --http: serve /metrics (Prometheus), /healthz and /readyz `MODE`: auth (behind --tokens like /mcp), open (no token), off")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "with --http: the most connections served at once (`N`); more wait to be accepted")
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
 	fs.IntVar(&f.maxTokenSessions, "max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
@@ -100,6 +105,7 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 		return nil
 	}
 	f.extraArgs = fs.NArg()
+	f.extraArg = fs.Arg(0)
 	return f
 }
 
@@ -141,11 +147,15 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if f == nil {
 		return 2
 	}
+	if f.extraArgs > 0 {
+		fmt.Fprintln(stderr, extraArgMessage(f.extraArg, f.manifest))
+		return 2
+	}
 	if f.manifest == "" || f.extraArgs > 0 {
 		fmt.Fprintln(stderr, "promcp-device serve: --manifest FILE is required (and takes no other arguments)")
 		return 2
 	}
-	log, err := newLogger(stderr, f.logLevel)
+	log, err := newLoggerFormat(stderr, f.logLevel, f.logFormat)
 	if err != nil {
 		fmt.Fprintln(stderr, "promcp-device serve:", err)
 		return 2
@@ -169,6 +179,10 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		defer node.Close()
 	}
+	ops, err := f.opsEndpoints(&opts)
+	if err != nil {
+		return exit(stderr, err)
+	}
 	st, err := openState(f.stateDir, f.keyTTL, f.audit, log)
 	if err != nil {
 		return exit(stderr, failErr(err, false))
@@ -178,11 +192,30 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if node != nil {
 		node.fleetStore(&opts, st, f.keyTTL)
 	}
+	if ops != nil && st.audit != nil {
+		opts.server = append(opts.server, server.WithAuditor(ops.auditor(st.audit)))
+	}
+	if ops != nil && f.desk != nil { // --console: the calls waiting for a supervisor
+		ops.metrics.ApprovalsPending(func() int {
+			n := 0
+			for _, r := range f.desk.Requests() {
+				if r.State == server.Waiting {
+					n++
+				}
+			}
+			return n
+		})
+	}
 	gw, err := openGateway(ctx, m, opts, log)
 	if err != nil {
 		return exit(stderr, failErr(err, false))
 	}
 	defer gw.Close()
+	if ops != nil {
+		ops.metrics.Capabilities(gw.set)
+		ops.opened.Store(true)
+		gw.ops = ops
+	}
 	if sc != nil {
 		if err := gw.world.Play(sc); err != nil {
 			return exit(stderr, failErr(err, false))
@@ -251,7 +284,7 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 func (f *serveFlags) load() (*manifests.Manifest, *manifests.Scenario, error) {
 	m, err := manifests.Load(f.manifest)
 	if err != nil {
-		return nil, nil, failErr(err, true)
+		return nil, nil, failErr(commandErr("serve", err), true)
 	}
 	if f.group != "" {
 		if _, ok := m.Group(f.group); !ok {
@@ -427,6 +460,7 @@ func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int
 	if gw.mesh != nil {
 		hs.Handler = gw.mesh(hs.Handler) // physmcp/* methods (--fleet)
 	}
+	hs.Handler = gw.ops.wrap(hs.Handler, cfg.Tokens)
 	scheme := "http"
 	if tlsCert != "" {
 		scheme = "https"
@@ -457,6 +491,10 @@ func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int
 	}
 	if gw.console != nil {
 		fmt.Fprintf(stdout, "  operator console on %s://%s/console/\n", scheme, ln.Addr())
+	}
+	if gw.ops != nil && gw.ops.mode != metricsOff {
+		base := strings.TrimSuffix(url, "/mcp")
+		fmt.Fprintf(stdout, "  metrics on %s/metrics, health on %s/healthz and %s/readyz (--metrics %s)\n", base, base, base, gw.ops.mode)
 	}
 	errc := make(chan error, 1)
 	go func() {
@@ -514,6 +552,7 @@ type openedGateway struct {
 	// mesh, with --fleet, answers the physmcp/* methods in front of the
 	// endpoint.
 	mesh func(http.Handler) http.Handler
+	ops  *opsEndpoints // /metrics, /healthz, /readyz; nil over stdio or with --metrics off
 }
 
 func (g *openedGateway) Close() error {
@@ -550,6 +589,7 @@ type gatewayOptions struct {
 	// peers, with --fleet, counts the reachable gateways for a policy's
 	// quorum.min_peers; nil: 1.
 	peers func() int
+	ops   *opsEndpoints // metrics observers; nil: none
 }
 
 // openGateway binds m to the simulator or the host's buses, and registers
@@ -624,7 +664,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 			SPI:   func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return h.SPI(ctx, b.Device) },
 		}
 	}
-	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk, StateDir: o.stateDir})
+	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk, StateDir: o.stateDir, Observer: o.ops.readObserver()})
 	if err != nil {
 		g.Close0()
 		return nil, err
@@ -767,14 +807,6 @@ func instructions(m *manifests.Manifest) string {
 		s += m.Description + " "
 	}
 	return s + "Tools follow proMCP: read_* observe (act only on quality good), can_do tells whether an action is allowed now and until when, do_* act idempotently by idempotency_key. Pattern: can_do, then read_*, then do_*, then read_* to verify."
-}
-
-func newLogger(w io.Writer, level string) (*slog.Logger, error) {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: l})), nil
 }
 
 // Close0 releases what openGateway started before the capabilities opened.

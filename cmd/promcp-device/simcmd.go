@@ -31,7 +31,11 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	m, err := manifests.Load(*manifest)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(stderr, commandErr("sim", err))
+		return 1
+	}
+	if !slices.ContainsFunc(m.Devices, func(d manifests.Device) bool { return d.Model == manifests.ModelModbus }) {
+		fmt.Fprintf(stderr, "promcp-device sim: %s has no Modbus devices (model: modbus) to serve over --modbus-tcp; its other devices are simulated by serve --sim\n", *manifest)
 		return 1
 	}
 	scale := *timeScale
