@@ -212,7 +212,7 @@ type Server struct {
 	extraMCP []mcpserver.ServerOption // more mcp-go options (WithTasks)
 	tasks    *taskIndex               // ties task calls to tasks/cancel (WithTasks); nil without
 	live     *subscriptions           // resources and their subscribers (WithResources); nil: none
-	observer Observer // told of calls and sessions (WithObserver); nil: none
+	observer Observer                 // told of calls and sessions (WithObserver); nil: none
 }
 
 // Tool is a registered tool with its kind, as served.
