@@ -113,6 +113,11 @@ func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx 
 	if !shared {
 		return r.local.Reserve(ctx, c, decide)
 	}
+	if !idRE.MatchString(rule.Owner) || !idRE.MatchString(c.Action) {
+		return nil, policy.Decision{Permission: promcp.PolicyDenied, Value: c.Value, ValidUntil: c.Now.Add(policy.MaxStaticValidity),
+			Reason:  fmt.Sprintf("%s cannot be held fleet-wide: owner %q or action is not a name of letters, digits, '-' and '_'", c.Action, rule.Owner),
+			Details: "fix the fleet rules' owner"}, nil
+	}
 	key := leaseKey(rule.Owner, c.Action)
 	for tries := 0; ; {
 		var seen leaseView
