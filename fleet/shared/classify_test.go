@@ -4,10 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/promcp"
 )
 
 // TestClassify: the errors of FLEET.md §4, as nats.go returns them
@@ -68,5 +72,21 @@ func TestIdemKey(t *testing.T) {
 	}
 	if idemKey("h") == idemKey("h.") {
 		t.Error("idemKey collides")
+	}
+}
+
+// TestBadOwner: a rule whose owner cannot name a fleet key refuses the
+// claim (fail closed) without touching the hub or the local reserver.
+func TestBadOwner(t *testing.T) {
+	s := &State{cfg: Config{Gateway: "gw1"}}
+	local := policy.NewLocalReserver(policy.NewMemoryState())
+	r := s.Reserver(local, func(policy.Claim) (Rule, bool) { return Rule{Owner: "gw 1.>"}, true })
+	c := policy.Claim{Action: "do_x", Unit: policy.Unit{"do_x"}, Now: time.Now()}
+	res, d, err := r.Reserve(context.Background(), c, func(context.Context, policy.View) policy.Decision {
+		t.Fatal("decided a claim whose fleet key is invalid")
+		return policy.Decision{}
+	})
+	if err != nil || res != nil || d.Permission != promcp.PolicyDenied || !strings.Contains(d.Reason, `"gw 1.>"`) {
+		t.Fatalf("bad owner: %v %s (%s) %v", res, d.Permission, d.Reason, err)
 	}
 }

@@ -113,6 +113,11 @@ func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx 
 	if !shared {
 		return r.local.Reserve(ctx, c, decide)
 	}
+	if !idRE.MatchString(rule.Owner) || !idRE.MatchString(c.Action) {
+		return nil, policy.Decision{Permission: promcp.PolicyDenied, Value: c.Value, ValidUntil: c.Now.Add(policy.MaxStaticValidity),
+			Reason:  fmt.Sprintf("%s cannot be held fleet-wide: owner %q or action is not a name of letters, digits, '-' and '_'", c.Action, rule.Owner),
+			Details: "fix the fleet rules' owner"}, nil
+	}
 	key := leaseKey(rule.Owner, c.Action)
 	for tries := 0; ; {
 		var seen leaseView
@@ -343,6 +348,30 @@ func (r *reserver) Snapshot(c policy.Claim) policy.View {
 		r.fold(&v, c, lv)
 	}
 	return v
+}
+
+// Checker is implemented by the fleet Reserver: what can_do adds to a
+// Snapshot, which cannot refuse.
+type Checker interface {
+	// Check reports whether a shared claim could reach the fleet record
+	// now: for a claim that is not shared, or whose record the hub
+	// serves, ok is true; otherwise d is the partition_no_quorum answer
+	// do_* would give.
+	Check(ctx context.Context, c policy.Claim) (d policy.Decision, ok bool)
+}
+
+// Check implements Checker. It reads the fleet record once, without
+// waiting for a leaf link to come back.
+func (r *reserver) Check(ctx context.Context, c policy.Claim) (policy.Decision, bool) {
+	rule, shared := r.rule(c)
+	if !shared {
+		return policy.Decision{}, true
+	}
+	_, err := r.s.readLease(ctx, leaseKey(rule.Owner, c.Action))
+	if err == nil {
+		return policy.Decision{}, true
+	}
+	return r.noQuorum(c, rule, r.s.probe(ctx, err)), false
 }
 
 func (r *reserver) rule(c policy.Claim) (Rule, bool) {

@@ -137,6 +137,14 @@ func testCut(t *testing.T, f *fleet) {
 	if !strings.Contains(mustReason(t, g, "do_quorum_cut"), "requires quorum") {
 		t.Error("a quorum action's refusal does not say it requires quorum")
 	}
+	// can_do learns the same through Check; local claims check fine.
+	chk := g.res.(shared.Checker)
+	if d, ok := chk.Check(context.Background(), claim("do_shared_cut")); ok || d.Permission != promcp.PartitionNoQuorum {
+		t.Fatalf("Check of a shared claim while cut: %v %s, want partition_no_quorum", ok, d.Permission)
+	}
+	if _, ok := chk.Check(context.Background(), claim("do_local_0")); !ok {
+		t.Fatal("Check of a local claim while cut: not ok")
+	}
 	// Local-only claims go on.
 	for i := range 5 {
 		if d, err := act(context.Background(), g, claim(fmt.Sprintf("do_local_%d", i)), time.Hour); err != nil || !d.Allowed() {
@@ -149,6 +157,9 @@ func testCut(t *testing.T, f *fleet) {
 	}
 	if d, err := act(context.Background(), &gateway{res: lateRes}, claim("do_shared_late"), 0); err != nil || !d.Allowed() {
 		t.Fatalf("shared claim after healing, on the State opened while cut off: %s (%s) err=%v", d.Permission, d.Reason, err)
+	}
+	if _, ok := chk.Check(context.Background(), claim("do_shared_cut")); !ok {
+		t.Fatal("Check of a shared claim after healing: not ok")
 	}
 }
 
