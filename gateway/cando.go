@@ -266,6 +266,13 @@ func (b *reportBuilder) add(ctx context.Context, m match, intent promcp.Intent) 
 	b.rep.Blocked = append(b.rep.Blocked, bl)
 }
 
+// quorumChecker is implemented by a Reserver whose records live in a
+// replicated store (fleet/shared): Check gives do_*'s partition_no_quorum
+// answer when the store cannot commit the claim now; ok is true otherwise.
+type quorumChecker interface {
+	Check(ctx context.Context, c policy.Claim) (d policy.Decision, ok bool)
+}
+
 // decide evaluates request pr for action c as do_* would, against the
 // reservations in progress, and says whether the safe direction stays
 // open when the action is not allowed.
@@ -273,6 +280,13 @@ func (g *Gateway) decide(ctx context.Context, c *capabilities.Capability, value 
 	view := g.opts.Reserver.Snapshot(g.claim(c, value))
 	view.Apply(&pr)
 	d := g.policy.Evaluate(pr)
+	if ck, ok := g.opts.Reserver.(quorumChecker); ok && (d.Allowed() || d.Permission == promcp.RequiresHumanApproval) {
+		// A fleet reserver's Snapshot cannot refuse: ask whether do_*
+		// could commit its shared record now (partition_no_quorum).
+		if qd, ok := ck.Check(ctx, g.claim(c, value)); !ok {
+			return qd
+		}
+	}
 	if view.Held() {
 		if d.Allowed() || d.Permission == promcp.RequiresHumanApproval {
 			// do_* would wait for the action in progress, then decide again.

@@ -17,6 +17,7 @@ import (
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
+	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
@@ -372,4 +373,35 @@ func validUntil(t *testing.T, rep map[string]any) time.Time {
 		t.Fatalf("valid_until %q: %v", s, err)
 	}
 	return vu
+}
+
+// partitioned is a reserver whose replicated store cannot commit one
+// action's claims now (as fleet/shared's when the hub has lost quorum).
+type partitioned struct {
+	*policy.LocalReserver
+	action string
+}
+
+func (p partitioned) Check(_ context.Context, c policy.Claim) (policy.Decision, bool) {
+	if c.Action != p.action {
+		return policy.Decision{}, true
+	}
+	return policy.Decision{Permission: promcp.PartitionNoQuorum, Reason: "replicas reachable: 1, required: 2"}, false
+}
+
+// can_do asks a fleet reserver whether the shared record could be written
+// now: an action do_* would refuse partition_no_quorum is blocked with
+// that answer, not offered as a candidate; the others are unaffected.
+func TestCanDoAsksTheFleetReserverForQuorum(t *testing.T) {
+	m, pol, clk, w := openRace(t)
+	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
+	res := partitioned{policy.NewLocalReserver(policy.NewMemoryState()), "do_set_dimmer"}
+	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol, Reserver: res})
+	b := &raceBench{clk: clk, world: w, c: c}
+	if rep := canDo(t, b, "do_set_dimmer", 50.0); !blockedReason(rep, "do_set_dimmer", "partition_no_quorum", "replicas reachable: 1") {
+		t.Errorf("can_do(dimmer) with the fleet record unwritable = %v, want blocked partition_no_quorum", rep)
+	}
+	if rep := canDo(t, b, "do_set_heater", false); !candidateWith(rep, "do_set_heater", "") {
+		t.Errorf("can_do(heater off), not a shared action = %v, want a candidate", rep)
+	}
 }
