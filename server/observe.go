@@ -91,6 +91,22 @@ func metaPermission(res *mcp.CallToolResult) string {
 	if res.Meta == nil {
 		return ""
 	}
+	if raw, ok := res.Meta.AdditionalFields[ProvenanceKey].(json.RawMessage); ok {
+		// The stamp as the server sends it: encoded once (see stamp).
+		var env struct {
+			Toulmin struct {
+				Grounds struct {
+					Decision struct {
+						Permission string `json:"permission"`
+					} `json:"decision"`
+				} `json:"grounds"`
+			} `json:"_toulmin"`
+		}
+		if json.Unmarshal(raw, &env) == nil {
+			return env.Toulmin.Grounds.Decision.Permission
+		}
+		return ""
+	}
 	p, _ := res.Meta.AdditionalFields[ProvenanceKey].(map[string]any)
 	if t, _ := p[promcp.EnvelopeToulmin].(*promcp.Toulmin); t != nil {
 		if g, ok := t.Grounds.(*promcp.DoGrounds); ok && g != nil {

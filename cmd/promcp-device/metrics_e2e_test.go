@@ -166,7 +166,7 @@ func TestMetricsAndHealth(t *testing.T) {
 	for _, ck := range checks {
 		v, ok := value(after, ck.family, ck.labels...)
 		if !ok || !ck.want(v) {
-			t.Errorf("after the calls, %s%v = %v (present %v), want %s", ck.family, ck.labels, v, ok, ck.says)
+			t.Errorf("after the calls, %s%v = %v (present %v), want %s\n%v", ck.family, ck.labels, v, ok, ck.says, after[ck.family])
 		}
 	}
 }
