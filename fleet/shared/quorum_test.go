@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/fleet/shared"
 	"github.com/promcp/promcp-device/fleet/shared/sharedtest"
 	"github.com/promcp/promcp-device/promcp"
 )
@@ -74,6 +75,17 @@ func TestQuorum(t *testing.T) {
 		})
 	}
 	refusals.Wait()
+	// can_do's check agrees with do_*: the leader still serves reads, but
+	// the claim could not commit.
+	for _, g := range f.gws {
+		chk, ok := g.res.(shared.Checker)
+		if !ok {
+			t.Fatalf("%s: the fleet reserver is no shared.Checker", g.name)
+		}
+		if d, ok := chk.Check(context.Background(), claim("do_quorum_two")); ok || d.Permission != promcp.PartitionNoQuorum {
+			t.Errorf("%s: Check with two hub nodes lost = %v, %s (%s); want partition_no_quorum", g.name, ok, d.Permission, d.Reason)
+		}
+	}
 
 	// Healing: the nodes come back, and so do shared claims.
 	f.hub.Restart(0)
