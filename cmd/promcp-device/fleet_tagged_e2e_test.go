@@ -30,21 +30,49 @@ func TestFleetTaggedThroughTheBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary with -tags natsserver and runs a six-process fleet (~1-2 min)")
 	}
-	bin := buildTagged(t)
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+	f := &taggedFleet{bin: buildTagged(t), dir: t.TempDir(), start: time.Now()}
+	f.writeFiles(t)
+	f.startAll(t)
+	root := httpSession(t, f.fleetURL, mcp.LATEST_PROTOCOL_VERSION)
+	f.canDo(t, root)
+	f.routed(t)
+	f.sharedRace(t)
+	f.edgeLoss(t, root)
+	f.hubLoss(t)
+	t.Logf("whole fleet test %v", time.Since(f.start).Round(time.Millisecond))
+}
+
+// taggedFleet is the README's fleet run by the tagged binary.
+type taggedFleet struct {
+	bin, dir, pol string
+	start         time.Time
+	hubFiles      [3]string
+	gwFiles       map[string]string
+	hubs          [3]*fleetProc
+	gws           map[string]*fleetProc
+	gwURL         map[string]string
+	own           map[string]*session // each gateway's own endpoint
+	fleetURL      string              // hub1's fleet endpoint
+}
+
+var heaterOff = map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": false}}
+
+func (f *taggedFleet) write(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(f.dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
 	}
-	// Free ports: client, cluster and leaf for each hub member.
+	return p
+}
+
+// writeFiles writes the hub members' and gateways' fleet files (free
+// ports: client, cluster and leaf for each member) and the policy.
+func (f *taggedFleet) writeFiles(t *testing.T) {
 	var client, cluster, leaf [3]string
 	for i := range 3 {
 		client[i], cluster[i], leaf[i] = freeTCP(t), freeTCP(t), freeTCP(t)
 	}
-	var hubFiles [3]string
 	for i := range 3 {
 		var peers []string
 		for j := range 3 {
@@ -52,7 +80,7 @@ func TestFleetTaggedThroughTheBinary(t *testing.T) {
 				peers = append(peers, `"nats://`+cluster[j]+`"`)
 			}
 		}
-		hubFiles[i] = write(fmt.Sprintf("hub%d.yml", i+1), fmt.Sprintf(`version: 1
+		f.hubFiles[i] = f.write(t, fmt.Sprintf("hub%d.yml", i+1), fmt.Sprintf(`version: 1
 role: hub
 gateway: hub%d
 listen: {client: %s, cluster: %s, leaf: %s}
@@ -61,11 +89,11 @@ store: %s
 http: 127.0.0.1:0
 leaf_ping: {interval: 1s, max_missed: 2}
 can_do_budget: 500ms
-`, i+1, client[i], cluster[i], leaf[i], strings.Join(peers, ", "), filepath.Join(dir, fmt.Sprintf("hub%d", i+1))))
+`, i+1, client[i], cluster[i], leaf[i], strings.Join(peers, ", "), filepath.Join(f.dir, fmt.Sprintf("hub%d", i+1))))
 	}
 	// The greenhouse's policy, with the fan's cooldown and the heater
 	// shared across the fleet (the vent stays local).
-	pol := write("greenhouse.policy.yml", `version: 1
+	f.pol = f.write(t, "greenhouse.policy.yml", `version: 1
 roles: [viewer, operator, supervisor, admin]
 actions:
   do_set_fan_speed:
@@ -81,46 +109,46 @@ actions:
 		for _, i := range order {
 			urls = append(urls, "nats://"+leaf[i])
 		}
-		return write(gw+".yml", fmt.Sprintf("version: 1\nrole: edge\ngateway: %s\nzone: %s\nhubs: [%s]\nstore: %s\nleaf_ping: {interval: 1s, max_missed: 2}\n",
-			gw, zone, strings.Join(urls, ", "), filepath.Join(dir, gw)))
+		return f.write(t, gw+".yml", fmt.Sprintf("version: 1\nrole: edge\ngateway: %s\nzone: %s\nhubs: [%s]\nstore: %s\nleaf_ping: {interval: 1s, max_missed: 2}\n",
+			gw, zone, strings.Join(urls, ", "), filepath.Join(f.dir, gw)))
 	}
-	gwFiles := map[string]string{
+	f.gwFiles = map[string]string{
 		"gw1": edge("gw1", "north", 0, 1, 2),
 		"gw2": edge("gw2", "south", 1, 2, 0),
-		"gw3": write("gw3.yml", fmt.Sprintf("version: 1\nrole: thin-edge\ngateway: gw3\nzone: south\nhubs: [nats://%s, nats://%s, nats://%s]\n",
+		"gw3": f.write(t, "gw3.yml", fmt.Sprintf("version: 1\nrole: thin-edge\ngateway: gw3\nzone: south\nhubs: [nats://%s, nats://%s, nats://%s]\n",
 			client[2], client[0], client[1])),
 	}
+}
 
-	start := time.Now()
-	// The members start together: each waits for the others' JetStream.
-	var hubs [3]*fleetProc
+func (f *taggedFleet) gwArgs(gw string) []string {
+	return []string{"serve", "--sim", "--manifest", greenhouse, "--policy", f.pol, "--http", "127.0.0.1:0", "--log-level", "error", "--fleet", f.gwFiles[gw]}
+}
+
+// startAll starts the three hub members together (each waits for the
+// others' JetStream), then the gateways.
+func (f *taggedFleet) startAll(t *testing.T) {
 	for i := range 3 {
-		hubs[i] = startProc(t, bin, `fleet endpoint .* on (http://\S+/mcp)`, "hub", "--fleet", hubFiles[i], "--log-level", "warn")
+		f.hubs[i] = startProc(t, f.bin, `fleet endpoint .* on (http://\S+/mcp)`, "hub", "--fleet", f.hubFiles[i], "--log-level", "error")
 	}
-	var fleetURL string
 	for i := range 3 {
-		u := hubs[i].addr(t, 90*time.Second)
-		if i == 0 {
-			fleetURL = u
+		if u := f.hubs[i].addr(t, 90*time.Second); i == 0 {
+			f.fleetURL = u
 		}
 	}
-	gwArgs := func(gw string) []string {
-		return []string{"serve", "--sim", "--manifest", greenhouse, "--policy", pol, "--http", "127.0.0.1:0", "--log-level", "error", "--fleet", gwFiles[gw]}
-	}
-	gws := map[string]*fleetProc{}
-	gwURL := map[string]string{}
+	f.gws, f.gwURL, f.own = map[string]*fleetProc{}, map[string]string{}, map[string]*session{}
 	for _, gw := range []string{"gw1", "gw2", "gw3"} {
-		gws[gw] = startProc(t, bin, `on (http://\S+/mcp)`, gwArgs(gw)...)
+		f.gws[gw] = startProc(t, f.bin, `on (http://\S+/mcp)`, f.gwArgs(gw)...)
 	}
 	for _, gw := range []string{"gw1", "gw2", "gw3"} {
-		gwURL[gw] = gws[gw].addr(t, 60*time.Second)
+		f.gwURL[gw] = f.gws[gw].addr(t, 60*time.Second)
+		f.own[gw] = httpSession(t, f.gwURL[gw], mcp.LATEST_PROTOCOL_VERSION)
 	}
-	t.Logf("fleet up (3 hub members, 3 gateways) in %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("fleet up (3 hub members, 3 gateways) in %v", time.Since(f.start).Round(time.Millisecond))
+}
 
-	// 1. can_do over the fleet names candidates of every gateway.
-	root := httpSession(t, fleetURL, mcp.LATEST_PROTOCOL_VERSION)
-	intent := map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": false}}
-	rep := waitCanDo(t, root, intent, "all three gateways answer", func(r map[string]any) bool {
+// 1. can_do over the fleet names candidates of every gateway.
+func (f *taggedFleet) canDo(t *testing.T, root *session) {
+	rep := waitCanDo(t, root, heaterOff, "all three gateways answer", func(r map[string]any) bool {
 		m, _ := r["metadata"].(map[string]any)
 		return m["responses_received"] == 3.0
 	})
@@ -135,65 +163,72 @@ actions:
 			t.Errorf("fleet can_do: no candidate from %s/heater_relay in %v", gw, sources)
 		}
 	}
-	t.Logf("fleet can_do over 3 gateways answered at %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("fleet can_do over 3 gateways answered at %v", time.Since(f.start).Round(time.Millisecond))
+}
 
-	// 2. A routed read and a routed do_*; the same key replays.
-	base := strings.TrimSuffix(fleetURL, "/mcp")
-	g2 := groupWith(t, base, "gw2", "do_gw2_set_heater")
+// 2. A routed read and a routed do_*; the same key replays.
+func (f *taggedFleet) routed(t *testing.T) {
+	base := strings.TrimSuffix(f.fleetURL, "/mcp")
 	if body, isErr := groupWith(t, base, "gw2", "read_gw2_temperature_zone1").call("read_gw2_temperature_zone1", nil); isErr || body["quality"] == "error" {
 		t.Errorf("routed read_gw2_temperature_zone1 = %v", body)
 	}
+	g2 := groupWith(t, base, "gw2", "do_gw2_set_heater")
 	args := map[string]any{"value": false, "idempotency_key": "tagged-e2e-1"}
 	first, _ := g2.call("do_gw2_set_heater", args)
 	again, _ := g2.call("do_gw2_set_heater", args)
 	if first["status"] != "success" || again["status"] != "success" || again["replayed"] != true {
 		t.Errorf("routed do_gw2_set_heater: %v, then %v", first, again)
 	}
+}
 
-	// 3. A shared cooldown raced from two endpoints at once, per gateway:
-	// the gateway's own and the fleet's (routed to it).
-	own := map[string]*session{}
+// 3. A shared cooldown raced from two endpoints at once, per gateway:
+// the gateway's own and the fleet's (routed to it).
+func (f *taggedFleet) sharedRace(t *testing.T) {
+	base := strings.TrimSuffix(f.fleetURL, "/mcp")
 	for _, gw := range []string{"gw1", "gw2", "gw3"} {
-		own[gw] = httpSession(t, gwURL[gw], mcp.LATEST_PROTOCOL_VERSION)
 		routed := groupWith(t, base, gw, "do_"+gw+"_set_fan_speed")
-		got := raceTwo(t, own[gw], "do_set_fan_speed", routed, "do_"+gw+"_set_fan_speed", 20)
+		got := raceTwo(t, f.own[gw], "do_set_fan_speed", routed, "do_"+gw+"_set_fan_speed", 20)
 		if got["success"] != 1 || got["cooldown_active"] != 1 {
 			t.Errorf("%s: do_set_fan_speed raced on its own endpoint and through the fleet: %v; want one success, one cooldown_active", gw, got)
 		}
 	}
+}
 
-	// 4. An edge gateway killed: reported source_unreachable; restarted: back.
-	gws["gw2"].kill(t)
+// 4. An edge gateway killed: reported source_unreachable; restarted: back.
+func (f *taggedFleet) edgeLoss(t *testing.T, root *session) {
+	f.gws["gw2"].kill(t)
 	killed := time.Now()
-	rep = waitCanDo(t, root, intent, "gw2 reported source_unreachable", func(r map[string]any) bool {
+	rep := waitCanDo(t, root, heaterOff, "gw2 reported source_unreachable", func(r map[string]any) bool {
 		return blockedUnreachable(r, "gw2")
 	})
 	t.Logf("killed gw2 reported source_unreachable after %v", time.Since(killed).Round(time.Millisecond))
 	if m := rep["metadata"].(map[string]any); m["partition_state"] != "suspected_partition" {
 		t.Errorf("can_do with gw2 gone: partition_state = %v", m["partition_state"])
 	}
-	gws["gw2"] = startProc(t, bin, `on (http://\S+/mcp)`, gwArgs("gw2")...)
-	gws["gw2"].addr(t, 60*time.Second)
+	f.gws["gw2"] = startProc(t, f.bin, `on (http://\S+/mcp)`, f.gwArgs("gw2")...)
+	f.gws["gw2"].addr(t, 60*time.Second)
 	restarted := time.Now()
-	waitCanDo(t, root, intent, "gw2 back", func(r map[string]any) bool {
+	waitCanDo(t, root, heaterOff, "gw2 back", func(r map[string]any) bool {
 		return candidateSources(r)["gw2/heater_relay"] && !blockedUnreachable(r, "gw2")
 	})
 	t.Logf("restarted gw2 back in the fleet's can_do %v after it served", time.Since(restarted).Round(time.Millisecond))
+}
 
-	// 5. Two of three hub members killed: shared actions have no quorum,
-	// local ones still run.
-	hubs[1].kill(t)
-	hubs[2].kill(t)
+// 5. Two of three hub members killed: shared actions have no quorum,
+// local ones still run.
+func (f *taggedFleet) hubLoss(t *testing.T) {
+	f.hubs[1].kill(t)
+	f.hubs[2].kill(t)
 	lost := time.Now()
-	heat := map[string]any{"value": true, "idempotency_key": "tagged-e2e-noquorum"}
-	r, _ := own["gw1"].call("do_set_heater", heat)
+	gw1 := f.own["gw1"]
+	r, _ := gw1.call("do_set_heater", map[string]any{"value": true, "idempotency_key": "tagged-e2e-noquorum"})
 	if r["status"] != "failed" || r["permission"] != "partition_no_quorum" {
 		t.Errorf("gw1 do_set_heater(true) with one hub member of three: %v; want failed, partition_no_quorum", r)
 	}
 	t.Logf("shared action refused partition_no_quorum %v after losing two hub members", time.Since(lost).Round(time.Millisecond))
 	// can_do reads the record: the stream leader serves reads until it
 	// sees its followers gone, so it may lag do_* by a few seconds.
-	waitCanDo(t, own["gw1"], map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": true}},
+	waitCanDo(t, gw1, map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": true}},
 		"gw1's can_do to say partition_no_quorum", func(r map[string]any) bool {
 			blocked, _ := r["blocked"].([]any)
 			for _, b := range blocked {
@@ -204,11 +239,10 @@ actions:
 			return false
 		})
 	t.Logf("gw1's can_do says partition_no_quorum %v after losing two hub members", time.Since(lost).Round(time.Millisecond))
-	r, _ = own["gw1"].call("do_set_vent", map[string]any{"value": false, "idempotency_key": "tagged-e2e-local"})
+	r, _ = gw1.call("do_set_vent", map[string]any{"value": false, "idempotency_key": "tagged-e2e-local"})
 	if r["status"] != "success" {
 		t.Errorf("gw1 do_set_vent(false), a local action, without quorum: %v; want success", r)
 	}
-	t.Logf("whole fleet test %v", time.Since(start).Round(time.Millisecond))
 }
 
 // buildTagged builds the binary with the embedded NATS server (and the
