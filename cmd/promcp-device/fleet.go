@@ -310,10 +310,7 @@ func cmdHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// The shared policy state's buckets and streams, with this hub's
 	// replica count (a gateway would create them with 3).
-	sctx, cancel = context.WithTimeout(ctx, 30*time.Second)
-	_, err = shared.Open(sctx, n.nc, shared.Config{Gateway: fl.Gateway, Replicas: *replicas, Log: log})
-	cancel()
-	if err != nil {
+	if err := openHubShared(ctx, n.nc, shared.Config{Gateway: fl.Gateway, Replicas: *replicas, Log: log}); err != nil {
 		fmt.Fprintln(stderr, "promcp-device hub: the fleet's shared state:", err)
 		return 1
 	}
@@ -326,6 +323,33 @@ func cmdHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	<-ctx.Done()
 	log.Info("hub member stopping")
 	return 0
+}
+
+// openHubShared creates the shared state's buckets and streams, trying
+// again every 3 s for up to 60 s: three members starting together send
+// their JetStream API requests while the cluster's leaders are still being
+// elected, and a request the meta leader never answers would otherwise
+// hold a single attempt until its deadline (the members then gave up).
+func openHubShared(ctx context.Context, nc *nats.Conn, cfg shared.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	for {
+		actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+		_, err := shared.Open(actx, nc, cfg)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return err
+		}
+		cfg.Log.Warn("fleet: the shared state's buckets not ready yet; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
 
 // errNoEmbedded is the refusal of a binary built without nats-server.

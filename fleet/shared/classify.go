@@ -86,7 +86,9 @@ type Reach struct {
 // Reason is the sentence a partition_no_quorum Decision gives.
 func (r Reach) Reason(what string) string {
 	n := fmt.Sprint(r.Reachable)
-	if r.Reachable < 0 {
+	// A refusal with a quorum counted comes from a leader whose view of
+	// its followers is a few seconds stale: say only what is known.
+	if r.Reachable < 0 || r.Reachable >= r.Required {
 		n = fmt.Sprintf("fewer than %d", r.Required)
 	}
 	where := "the hub answers but cannot commit the replicated write"

@@ -52,6 +52,7 @@ func TestReachReason(t *testing.T) {
 	}{
 		{Reach{Reachable: 1, Required: 2, Replicas: 3}, "do_x requires quorum: it needs a replicated write on the fleet hub, and the hub answers but cannot commit the replicated write: replicas reachable: 1, required: 2 (of 3)"},
 		{Reach{Reachable: 0, Required: 2, Replicas: 3, Cut: true}, "do_x requires quorum: it needs a replicated write on the fleet hub, and this gateway is cut off from the hub: replicas reachable: 0, required: 2 (of 3)"},
+		{Reach{Reachable: 2, Required: 2, Replicas: 3}, "do_x requires quorum: it needs a replicated write on the fleet hub, and the hub answers but cannot commit the replicated write: replicas reachable: fewer than 2, required: 2 (of 3)"},
 		{Reach{Reachable: -1, Required: 3, Replicas: 5}, "do_x requires quorum: it needs a replicated write on the fleet hub, and the hub answers but cannot commit the replicated write: replicas reachable: fewer than 3, required: 3 (of 5)"},
 	} {
 		if got := tc.r.Reason("do_x requires quorum: it"); got != tc.want {

@@ -369,7 +369,14 @@ func (r *reserver) Check(ctx context.Context, c policy.Claim) (policy.Decision, 
 	}
 	_, err := r.s.readLease(ctx, leaseKey(rule.Owner, c.Action))
 	if err == nil {
-		return policy.Decision{}, true
+		// A stream leader that lost its followers still serves reads
+		// until it steps down, while no write commits: ask it how many
+		// of its replicas are current, as do_* does when a write fails.
+		reach := r.s.probe(ctx, nil)
+		if reach.Reachable < 0 || reach.Reachable >= reach.Required {
+			return policy.Decision{}, true
+		}
+		return r.noQuorum(c, rule, reach), false
 	}
 	return r.noQuorum(c, rule, r.s.probe(ctx, err)), false
 }

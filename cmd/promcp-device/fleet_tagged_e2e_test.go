@@ -1,0 +1,423 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// The README's three-gateway fleet, run by the real binary built with
+// -tags natsserver: three `hub --fleet` members and two edge gateways
+// (embedded leaf servers) plus a thin-edge one, on loopback with free
+// ports. A real MCP client on hub1's fleet endpoint and on the gateways'
+// own endpoints checks the fleet can_do, routed calls, a shared cooldown
+// race, the loss and return of an edge gateway, and the loss of two hub
+// members (partition_no_quorum for shared actions, local ones still run).
+func TestFleetTaggedThroughTheBinary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds the binary with -tags natsserver and runs a six-process fleet (~1-2 min)")
+	}
+	f := &taggedFleet{bin: buildTagged(t), dir: t.TempDir(), start: time.Now()}
+	f.writeFiles(t)
+	f.startAll(t)
+	root := httpSession(t, f.fleetURL, mcp.LATEST_PROTOCOL_VERSION)
+	f.canDo(t, root)
+	f.routed(t)
+	f.sharedRace(t)
+	f.edgeLoss(t, root)
+	f.hubLoss(t)
+	t.Logf("whole fleet test %v", time.Since(f.start).Round(time.Millisecond))
+}
+
+// taggedFleet is the README's fleet run by the tagged binary.
+type taggedFleet struct {
+	bin, dir, pol string
+	start         time.Time
+	hubFiles      [3]string
+	gwFiles       map[string]string
+	hubs          [3]*fleetProc
+	gws           map[string]*fleetProc
+	gwURL         map[string]string
+	own           map[string]*session // each gateway's own endpoint
+	fleetURL      string              // hub1's fleet endpoint
+}
+
+var heaterOff = map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": false}}
+
+func (f *taggedFleet) write(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(f.dir, name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// writeFiles writes the hub members' and gateways' fleet files (free
+// ports: client, cluster and leaf for each member) and the policy.
+func (f *taggedFleet) writeFiles(t *testing.T) {
+	var client, cluster, leaf [3]string
+	for i := range 3 {
+		client[i], cluster[i], leaf[i] = freeTCP(t), freeTCP(t), freeTCP(t)
+	}
+	for i := range 3 {
+		var peers []string
+		for j := range 3 {
+			if j != i {
+				peers = append(peers, `"nats://`+cluster[j]+`"`)
+			}
+		}
+		f.hubFiles[i] = f.write(t, fmt.Sprintf("hub%d.yml", i+1), fmt.Sprintf(`version: 1
+role: hub
+gateway: hub%d
+listen: {client: %s, cluster: %s, leaf: %s}
+cluster: {name: hub, peers: [%s]}
+store: %s
+http: 127.0.0.1:0
+leaf_ping: {interval: 1s, max_missed: 2}
+can_do_budget: 500ms
+`, i+1, client[i], cluster[i], leaf[i], strings.Join(peers, ", "), filepath.Join(f.dir, fmt.Sprintf("hub%d", i+1))))
+	}
+	// The greenhouse's policy, with the fan's cooldown and the heater
+	// shared across the fleet (the vent stays local).
+	f.pol = f.write(t, "greenhouse.policy.yml", `version: 1
+roles: [viewer, operator, supervisor, admin]
+actions:
+  do_set_fan_speed:
+    shared: true
+    cooldown: 5m
+  do_set_heater:
+    shared: true
+  do_set_vent:
+    roles: [operator, supervisor, admin]
+`)
+	edge := func(gw, zone string, order ...int) string {
+		var urls []string
+		for _, i := range order {
+			urls = append(urls, "nats://"+leaf[i])
+		}
+		return f.write(t, gw+".yml", fmt.Sprintf("version: 1\nrole: edge\ngateway: %s\nzone: %s\nhubs: [%s]\nstore: %s\nleaf_ping: {interval: 1s, max_missed: 2}\n",
+			gw, zone, strings.Join(urls, ", "), filepath.Join(f.dir, gw)))
+	}
+	f.gwFiles = map[string]string{
+		"gw1": edge("gw1", "north", 0, 1, 2),
+		"gw2": edge("gw2", "south", 1, 2, 0),
+		"gw3": f.write(t, "gw3.yml", fmt.Sprintf("version: 1\nrole: thin-edge\ngateway: gw3\nzone: south\nhubs: [nats://%s, nats://%s, nats://%s]\n",
+			client[2], client[0], client[1])),
+	}
+}
+
+func (f *taggedFleet) gwArgs(gw string) []string {
+	return []string{"serve", "--sim", "--manifest", greenhouse, "--policy", f.pol, "--http", "127.0.0.1:0", "--log-level", "error", "--fleet", f.gwFiles[gw]}
+}
+
+// startAll starts the three hub members together (each waits for the
+// others' JetStream), then the gateways.
+func (f *taggedFleet) startAll(t *testing.T) {
+	for i := range 3 {
+		f.hubs[i] = startProc(t, f.bin, `fleet endpoint .* on (http://\S+/mcp)`, "hub", "--fleet", f.hubFiles[i], "--log-level", "error")
+	}
+	for i := range 3 {
+		if u := f.hubs[i].addr(t, 90*time.Second); i == 0 {
+			f.fleetURL = u
+		}
+	}
+	f.gws, f.gwURL, f.own = map[string]*fleetProc{}, map[string]string{}, map[string]*session{}
+	for _, gw := range []string{"gw1", "gw2", "gw3"} {
+		f.gws[gw] = startProc(t, f.bin, `on (http://\S+/mcp)`, f.gwArgs(gw)...)
+	}
+	for _, gw := range []string{"gw1", "gw2", "gw3"} {
+		f.gwURL[gw] = f.gws[gw].addr(t, 60*time.Second)
+		f.own[gw] = httpSession(t, f.gwURL[gw], mcp.LATEST_PROTOCOL_VERSION)
+	}
+	t.Logf("fleet up (3 hub members, 3 gateways) in %v", time.Since(f.start).Round(time.Millisecond))
+}
+
+// 1. can_do over the fleet names candidates of every gateway.
+func (f *taggedFleet) canDo(t *testing.T, root *session) {
+	rep := waitCanDo(t, root, heaterOff, "all three gateways answer", func(r map[string]any) bool {
+		m, _ := r["metadata"].(map[string]any)
+		return m["responses_received"] == 3.0
+	})
+	meta := rep["metadata"].(map[string]any)
+	if meta["coordinator_node"] != "hub1" || meta["peers_consulted"] != 3.0 || meta["mesh_size_estimate"] != 3.0 ||
+		meta["partition_state"] != "healthy" || meta["responses_dropped_late"] == nil {
+		t.Errorf("fleet can_do metadata = %v", meta)
+	}
+	sources := candidateSources(rep)
+	for _, gw := range []string{"gw1", "gw2", "gw3"} {
+		if !sources[gw+"/heater_relay"] {
+			t.Errorf("fleet can_do: no candidate from %s/heater_relay in %v", gw, sources)
+		}
+	}
+	t.Logf("fleet can_do over 3 gateways answered at %v", time.Since(f.start).Round(time.Millisecond))
+}
+
+// 2. A routed read and a routed do_*; the same key replays.
+func (f *taggedFleet) routed(t *testing.T) {
+	base := strings.TrimSuffix(f.fleetURL, "/mcp")
+	if body, isErr := groupWith(t, base, "gw2", "read_gw2_temperature_zone1").call("read_gw2_temperature_zone1", nil); isErr || body["quality"] == "error" {
+		t.Errorf("routed read_gw2_temperature_zone1 = %v", body)
+	}
+	g2 := groupWith(t, base, "gw2", "do_gw2_set_heater")
+	args := map[string]any{"value": false, "idempotency_key": "tagged-e2e-1"}
+	first, _ := g2.call("do_gw2_set_heater", args)
+	again, _ := g2.call("do_gw2_set_heater", args)
+	if first["status"] != "success" || again["status"] != "success" || again["replayed"] != true {
+		t.Errorf("routed do_gw2_set_heater: %v, then %v", first, again)
+	}
+}
+
+// 3. A shared cooldown raced from two endpoints at once, per gateway:
+// the gateway's own and the fleet's (routed to it).
+func (f *taggedFleet) sharedRace(t *testing.T) {
+	base := strings.TrimSuffix(f.fleetURL, "/mcp")
+	for _, gw := range []string{"gw1", "gw2", "gw3"} {
+		routed := groupWith(t, base, gw, "do_"+gw+"_set_fan_speed")
+		got := raceTwo(t, f.own[gw], "do_set_fan_speed", routed, "do_"+gw+"_set_fan_speed", 20)
+		if got["success"] != 1 || got["cooldown_active"] != 1 {
+			t.Errorf("%s: do_set_fan_speed raced on its own endpoint and through the fleet: %v; want one success, one cooldown_active", gw, got)
+		}
+	}
+}
+
+// 4. An edge gateway killed: reported source_unreachable; restarted: back.
+func (f *taggedFleet) edgeLoss(t *testing.T, root *session) {
+	f.gws["gw2"].kill(t)
+	killed := time.Now()
+	rep := waitCanDo(t, root, heaterOff, "gw2 reported source_unreachable", func(r map[string]any) bool {
+		return blockedUnreachable(r, "gw2")
+	})
+	t.Logf("killed gw2 reported source_unreachable after %v", time.Since(killed).Round(time.Millisecond))
+	if m := rep["metadata"].(map[string]any); m["partition_state"] != "suspected_partition" {
+		t.Errorf("can_do with gw2 gone: partition_state = %v", m["partition_state"])
+	}
+	f.gws["gw2"] = startProc(t, f.bin, `on (http://\S+/mcp)`, f.gwArgs("gw2")...)
+	f.gws["gw2"].addr(t, 60*time.Second)
+	restarted := time.Now()
+	waitCanDo(t, root, heaterOff, "gw2 back", func(r map[string]any) bool {
+		return candidateSources(r)["gw2/heater_relay"] && !blockedUnreachable(r, "gw2")
+	})
+	t.Logf("restarted gw2 back in the fleet's can_do %v after it served", time.Since(restarted).Round(time.Millisecond))
+}
+
+// 5. Two of three hub members killed: shared actions have no quorum,
+// local ones still run.
+func (f *taggedFleet) hubLoss(t *testing.T) {
+	f.hubs[1].kill(t)
+	f.hubs[2].kill(t)
+	lost := time.Now()
+	gw1 := f.own["gw1"]
+	r, _ := gw1.call("do_set_heater", map[string]any{"value": true, "idempotency_key": "tagged-e2e-noquorum"})
+	if r["status"] != "failed" || r["permission"] != "partition_no_quorum" {
+		t.Errorf("gw1 do_set_heater(true) with one hub member of three: %v; want failed, partition_no_quorum", r)
+	}
+	t.Logf("shared action refused partition_no_quorum %v after losing two hub members", time.Since(lost).Round(time.Millisecond))
+	// can_do reads the record: the stream leader serves reads until it
+	// sees its followers gone, so it may lag do_* by a few seconds.
+	waitCanDo(t, gw1, map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": true}},
+		"gw1's can_do to say partition_no_quorum", func(r map[string]any) bool {
+			blocked, _ := r["blocked"].([]any)
+			for _, b := range blocked {
+				if m, ok := b.(map[string]any); ok && m["capability"] == "do_set_heater" && m["permission"] == "partition_no_quorum" {
+					return r["feasible"] == false
+				}
+			}
+			return false
+		})
+	t.Logf("gw1's can_do says partition_no_quorum %v after losing two hub members", time.Since(lost).Round(time.Millisecond))
+	r, _ = gw1.call("do_set_vent", map[string]any{"value": false, "idempotency_key": "tagged-e2e-local"})
+	if r["status"] != "success" {
+		t.Errorf("gw1 do_set_vent(false), a local action, without quorum: %v; want success", r)
+	}
+}
+
+// buildTagged builds the binary with the embedded NATS server (and the
+// race detector when the tests run under it) once, into a temp dir.
+func buildTagged(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "promcp-device-nats")
+	flags := []string{"build", "-tags", "natsserver", "-o", bin, "."}
+	if raceEnabled {
+		flags = []string{"build", "-race", "-tags", "natsserver", "-o", bin, "."}
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "go", flags...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(flags, " "), err, out)
+	}
+	return bin
+}
+
+// freeTCP returns a loopback address no one listens on now.
+func freeTCP(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// fleetProc is a process of the fleet and the address it printed.
+type fleetProc struct {
+	cmd  *exec.Cmd
+	args []string
+	got  chan string
+}
+
+// startProc starts bin without waiting for it; addr waits for the first
+// submatch of pattern on its stdout. It is interrupted when the test ends.
+func startProc(t *testing.T, bin, pattern string, args ...string) *fleetProc {
+	t.Helper()
+	p := &fleetProc{cmd: exec.Command(bin, args...), args: args, got: make(chan string, 1)}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd.Stderr = os.Stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stopProc(t, p.cmd, os.Interrupt) })
+	re := regexp.MustCompile(pattern)
+	go func() {
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			if m := re.FindStringSubmatch(lines.Text()); m != nil {
+				p.got <- m[1]
+				break
+			}
+		}
+		close(p.got)
+		io.Copy(io.Discard, out)
+	}()
+	return p
+}
+
+func (p *fleetProc) addr(t *testing.T, within time.Duration) string {
+	t.Helper()
+	select {
+	case a, ok := <-p.got:
+		if !ok {
+			t.Fatalf("%v exited without printing its address", p.args)
+		}
+		return a
+	case <-time.After(within):
+		t.Fatalf("%v printed no address within %v", p.args, within)
+	}
+	return ""
+}
+
+// kill ends the process at once (SIGKILL), as a crash or a power cut.
+func (p *fleetProc) kill(t *testing.T) { t.Helper(); stopProc(t, p.cmd, os.Kill) }
+
+// waitCanDo asks can_do until ok holds, for at most 60 s, and returns the
+// last answer; each answer comes within the fleet's budget.
+func waitCanDo(t *testing.T, s *session, args map[string]any, what string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		asked := time.Now()
+		rep, _ := s.call("can_do", args)
+		if took := time.Since(asked); took > 3*time.Second { // the 500 ms budget, with room for -race on 2 loaded cores
+			t.Errorf("fleet can_do took %v", took)
+		}
+		if ok(rep) {
+			return rep
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("waiting for %s: last can_do = %v", what, rep)
+		}
+		select { // poll: the fleet converges on its own time (registration, leaf links)
+		case <-time.After(250 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		}
+	}
+}
+
+func candidateSources(rep map[string]any) map[string]bool {
+	out := map[string]bool{}
+	cands, _ := rep["candidates"].([]any)
+	for _, c := range cands {
+		if m, ok := c.(map[string]any); ok {
+			out[fmt.Sprint(m["source"])] = true
+		}
+	}
+	return out
+}
+
+func blockedUnreachable(rep map[string]any, gw string) bool {
+	blocked, _ := rep["blocked"].([]any)
+	for _, b := range blocked {
+		if m, ok := b.(map[string]any); ok && m["device_id"] == gw && m["permission"] == "source_unreachable" {
+			return true
+		}
+	}
+	return false
+}
+
+// groupWith opens the group endpoint of gw on the fleet that serves tool.
+func groupWith(t *testing.T, base, gw, tool string) *session {
+	t.Helper()
+	for _, name := range []string{gw, gw + "_2", gw + "_3"} {
+		s := httpSession(t, base+"/mcp/"+name, mcp.LATEST_PROTOCOL_VERSION)
+		for _, tl := range s.tools {
+			if tl.Name == tool {
+				return s
+			}
+		}
+	}
+	t.Fatalf("no group of %s serves %s", gw, tool)
+	return nil
+}
+
+// raceTwo calls toolA on a and toolB on b at once with value and returns
+// how many answers were success and how many each refusal.
+func raceTwo(t *testing.T, a *session, toolA string, b *session, toolB string, value float64) map[string]int {
+	t.Helper()
+	var wg sync.WaitGroup
+	res := make([]string, 2)
+	for i, c := range []struct {
+		s    *session
+		tool string
+	}{{a, toolA}, {b, toolB}} {
+		wg.Go(func() {
+			r, err := c.s.c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: c.tool, Arguments: map[string]any{"value": value}}})
+			if err != nil {
+				res[i] = "error: " + err.Error()
+				return
+			}
+			var body map[string]any
+			b, _ := json.Marshal(r.StructuredContent)
+			json.Unmarshal(b, &body)
+			if body["status"] == "success" {
+				res[i] = "success"
+			} else {
+				res[i] = fmt.Sprint(body["permission"])
+			}
+		})
+	}
+	wg.Wait()
+	got := map[string]int{}
+	for _, r := range res {
+		got[r]++
+	}
+	return got
+}
