@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -76,6 +77,12 @@ type ActionPolicy struct {
 	// compare-and-sets one replicated record, and the action is refused
 	// partition_no_quorum when that write cannot commit.
 	Shared bool
+	// Equipment, set by shared: NAME, names a piece of equipment that
+	// several gateways drive (a boiler, a site-wide pump limit): their
+	// actions of the same tool compare-and-set one record, named by it,
+	// instead of one per gateway. "" with shared: true keeps the record
+	// this gateway's own.
+	Equipment string
 }
 
 // RateLimit allows at most Max successful actuations in any Per window.
@@ -366,8 +373,27 @@ func (d *decoder) actionPolicy(n ast.Node, path string, r actionRef) *ActionPoli
 		a.Quorum = &Quorum{MinPeers: q.atLeast1("min_peers", "%d (want 1 or more: this gateway counts)")}
 		q.require("min_peers", "the number of gateways that must be reachable, this one included")
 	}
-	a.Shared = o.boolean("shared")
+	o.shared(a)
 	return a
+}
+
+// equipmentName is what shared: NAME may be: it becomes part of a key in
+// the fleet's replicated store.
+var equipmentName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// shared decodes shared: true|false, or shared: NAME (the equipment that
+// several gateways' actions drive).
+func (o obj) shared(a *ActionPolicy) {
+	if _, isString := o.f["shared"].(*ast.StringNode); !isString {
+		a.Shared = o.boolean("shared")
+		return
+	}
+	name := o.str("shared")
+	if !equipmentName.MatchString(name) {
+		o.add("shared", ErrBadName, ": %q (want true, false, or the name of the shared equipment: letters, digits, _ and -, at most 64)", name)
+		return
+	}
+	a.Shared, a.Equipment = true, name
 }
 
 // atLeast1 decodes a count of 1 or more; a smaller one is reported with

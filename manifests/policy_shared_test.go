@@ -25,4 +25,15 @@ func TestPolicyShared(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "bad.policy.yml:4:") || !strings.Contains(err.Error(), "shared") {
 		t.Fatalf("shared: yes please = %v, want a positioned error naming shared", err)
 	}
+	p, err = ParsePolicy("named.policy.yml", []byte("version: 1\nactions:\n  do_set_pump:\n    shared: boiler_room\n"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := p.Actions["do_set_pump"]; !a.Shared || a.Equipment != "boiler_room" {
+		t.Errorf("shared: boiler_room = %+v, want shared, equipment boiler_room", a)
+	}
+	_, err = ParsePolicy("dots.policy.yml", []byte("version: 1\nactions:\n  do_set_pump:\n    shared: boiler.room\n"), m)
+	if err == nil || !strings.Contains(err.Error(), "dots.policy.yml:4:") || !strings.Contains(err.Error(), "letters, digits") {
+		t.Fatalf("shared: boiler.room = %v, want a positioned error saying what a name may be", err)
+	}
 }

@@ -31,9 +31,11 @@ type Rule struct {
 type Rules func(c policy.Claim) (Rule, bool)
 
 // RulesFromPolicy returns the rules of a gateway's policy file: an action
-// is shared when its policy says shared: true or has a quorum
-// (requires_quorum in a PhysMCP manifest); owner names the gateway the
-// actuators belong to. A move to an action's safe value (safe, by do_*
+// is shared when its policy says shared: true or shared: NAME, or has a
+// quorum (requires_quorum in a PhysMCP manifest); owner names the gateway
+// the actuators belong to, and shared: NAME names instead the equipment
+// several gateways drive (their actions of the same tool then share one
+// record). A move to an action's safe value (safe, by do_*
 // tool) is never shared: like every other check but role and value, the
 // fleet does not hold back the safe direction, partitioned or not.
 func RulesFromPolicy(owner string, pol *manifests.Policy, safe map[string]any) Rules {
@@ -48,6 +50,10 @@ func RulesFromPolicy(owner string, pol *manifests.Policy, safe map[string]any) R
 		if sv, ok := safe[c.Action]; ok && (policy.Request{HasValue: true, Value: c.Value, SafeValue: sv}).IsSafe() {
 			return Rule{}, false
 		}
-		return Rule{Owner: owner, Quorum: ap.Quorum != nil, RateLimit: ap.RateLimit}, true
+		o := owner
+		if ap.Equipment != "" { // shared: NAME: one record for every gateway that drives it
+			o = "equipment-" + ap.Equipment
+		}
+		return Rule{Owner: o, Quorum: ap.Quorum != nil, RateLimit: ap.RateLimit}, true
 	}
 }
