@@ -91,13 +91,15 @@ leaf_ping: {interval: 1s, max_missed: 2}
 can_do_budget: 500ms
 `, i+1, client[i], cluster[i], leaf[i], strings.Join(peers, ", "), filepath.Join(f.dir, fmt.Sprintf("hub%d", i+1))))
 	}
-	// The greenhouse's policy, with the fan's cooldown and the heater
-	// shared across the fleet (the vent stays local).
+	// The greenhouse's policy: the fans are one piece of equipment for
+	// the whole fleet (shared: site_fans, one cooldown record for every
+	// gateway), the heater is shared (each gateway's own record), the vent
+	// stays local.
 	f.pol = f.write(t, "greenhouse.policy.yml", `version: 1
 roles: [viewer, operator, supervisor, admin]
 actions:
   do_set_fan_speed:
-    shared: true
+    shared: site_fans
     cooldown: 5m
   do_set_heater:
     shared: true
@@ -181,16 +183,26 @@ func (f *taggedFleet) routed(t *testing.T) {
 	}
 }
 
-// 3. A shared cooldown raced from two endpoints at once, per gateway:
-// the gateway's own and the fleet's (routed to it).
+// 3. Equipment shared by every gateway (shared: site_fans): gw1's own
+// endpoint and gw2 through the fleet race for it, exactly one wins; gw3,
+// on its own endpoint, then finds the cooldown the winner started.
 func (f *taggedFleet) sharedRace(t *testing.T) {
 	base := strings.TrimSuffix(f.fleetURL, "/mcp")
-	for _, gw := range []string{"gw1", "gw2", "gw3"} {
-		routed := groupWith(t, base, gw, "do_"+gw+"_set_fan_speed")
-		got := raceTwo(t, f.own[gw], "do_set_fan_speed", routed, "do_"+gw+"_set_fan_speed", 20)
-		if got["success"] != 1 || got["cooldown_active"] != 1 {
-			t.Errorf("%s: do_set_fan_speed raced on its own endpoint and through the fleet: %v; want one success, one cooldown_active", gw, got)
-		}
+	routed := groupWith(t, base, "gw2", "do_gw2_set_fan_speed")
+	got := raceTwo(t, f.own["gw1"], "do_set_fan_speed", routed, "do_gw2_set_fan_speed", 20)
+	if got["success"] != 1 || got["cooldown_active"] != 1 {
+		t.Errorf("do_set_fan_speed raced on gw1's endpoint and routed to gw2: %v; want one success, one cooldown_active", got)
+	}
+	r, err := f.own["gw3"].c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "do_set_fan_speed",
+		Arguments: map[string]any{"value": 30.0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var body map[string]any
+	b, _ := json.Marshal(r.StructuredContent)
+	json.Unmarshal(b, &body)
+	if body["permission"] != "cooldown_active" {
+		t.Errorf("gw3's do_set_fan_speed after the race: %v; want cooldown_active (one record for the site's fans)", body)
 	}
 }
 
