@@ -94,9 +94,13 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 		}
 		n.nc, n.stops, linkUp = nc, append(n.stops, stop), up
 	case manifests.RoleThinEdge:
-		nc, err := nats.Connect(strings.Join(f.Hubs, ","), nats.Name(f.Gateway), nats.MaxReconnects(-1),
+		opts := []nats.Option{nats.Name(f.Gateway), nats.MaxReconnects(-1),
 			nats.ReconnectWait(time.Second), nats.RetryOnFailedConnect(true),
-			nats.PingInterval(f.LeafPing.Interval), nats.MaxPingsOutstanding(f.LeafPing.MaxMissed))
+			nats.PingInterval(f.LeafPing.Interval), nats.MaxPingsOutstanding(f.LeafPing.MaxMissed)}
+		if !f.Credentials.IsZero() {
+			opts = append(opts, nats.UserInfo(f.Credentials.User, f.Credentials.Password))
+		}
+		nc, err := nats.Connect(strings.Join(f.Hubs, ","), opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect to the hub: %w", err)
 		}
