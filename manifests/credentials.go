@@ -127,6 +127,11 @@ func checkFleetAuth(f *Fleet, o obj) {
 	case !o.has("credentials"):
 		o.add("credentials", ErrMissing, "credentials (want a file holding the user and password this %s authenticates its fleet links with, mode 0600; or insecure: true on a trusted network only)", f.Role)
 	}
+	for _, u := range f.Users {
+		if u.User == f.Credentials.User {
+			o.add("users", ErrDuplicate, "user %q: it is already the hub's own (credentials)", u.User)
+		}
+	}
 	if f.Role != RoleHub && o.has("users") {
 		o.add("users", ErrNotAllowed, ": only a hub accepts users (a %s names its own credentials)", f.Role)
 	}

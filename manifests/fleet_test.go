@@ -125,6 +125,7 @@ func TestParseFleetCredentialsErrors(t *testing.T) {
 	write("ok.credentials", "gw1\nsecret\n", 0o600)
 	write("bad.users", "gw1 secret\n", 0o600)
 	write("open.users", "gw1:secret\n", 0o604)
+	write("dup.users", "gw2:x\ngw1:secret\n", 0o600)
 	const edge = "version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\n"
 	const hub = "version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\", cluster: \"a:2\", leaf: \"a:3\"}\nhttp: \"a:4\"\n"
 	for _, tc := range []struct{ src, want string }{
@@ -140,6 +141,7 @@ func TestParseFleetCredentialsErrors(t *testing.T) {
 		{hub + "credentials: ok.credentials\nusers: bad.users\n", "f.yml:7:8: users: unknown value: " + filepath.Join(dir, "bad.users") + ":1: want user:password"},
 		{hub + "credentials: ok.credentials\nusers: open.users\n", "users: unknown value: " + filepath.Join(dir, "open.users") + " is readable by others (mode 0604)"},
 		{edge + "insecure: yes please\n", "insecure: wrong type"},
+		{hub + "credentials: ok.credentials\nusers: dup.users\n", `f.yml:7:8: users: duplicate user "gw1": it is already the hub's own`},
 	} {
 		_, err := manifests.ParseFleet(filepath.Join(dir, "f.yml"), []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
