@@ -63,6 +63,22 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	url := startPrinting(t, `fleet endpoint .* on (http://\S+/mcp)`,
 		"serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--log-level", "warn", "--fleet", fa)
 	startHTTP(t, "--manifest", greenhouse, "--fleet", fb)
+	// A third gateway whose password the hub does not know: it keeps
+	// serving its own endpoint, says in its log that the hub refused its
+	// credentials, and never joins (the fleet below counts two gateways).
+	write("gw_c.credentials", "gw_c\nguessed\n")
+	fc := write("gw_c.yml", "version: 1\nrole: thin-edge\ngateway: gw_c\nzone: north\nhubs: ["+hub.ClientURL()+"]\ncredentials: gw_c.credentials\n")
+	gwc := startLogged(t, "--manifest", greenhouse, "--fleet", fc)
+	for refused := time.Now().Add(20 * time.Second); !strings.Contains(gwc.logText(), "the hub refused this gateway's credentials"); {
+		if time.Now().After(refused) {
+			t.Fatalf("gw_c with a wrong password logged no refusal:\n%s", gwc.logText())
+		}
+		select { // poll its log
+		case <-time.After(100 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		}
+	}
 
 	root := httpSession(t, url, mcp.LATEST_PROTOCOL_VERSION)
 	var rep map[string]any
