@@ -21,7 +21,10 @@ import (
 var (
 	hubUser = manifests.FleetUser{User: "hub", Password: "hub-secret"}
 	gwUser  = manifests.FleetUser{User: "gw1", Password: "gw1-secret"}
-	ping    = manifests.FleetPing{Interval: 200 * time.Millisecond, MaxMissed: 2}
+	// gw2's users-file entry holds a bcrypt hash of "gw2-test-secret"
+	// (cost 4), not the password.
+	gw2Hashed = manifests.FleetUser{User: "gw2", Password: "$2a$04$WkdDc0XcSdb3.phlG4ap7eNWyqbyhW8Fa4KsD.vyHbTUEgWajKgmS"}
+	ping      = manifests.FleetPing{Interval: 200 * time.Millisecond, MaxMissed: 2}
 )
 
 // authLog is a logger whose error lines that report an authentication
@@ -62,7 +65,7 @@ func waitAuthError(t *testing.T, a authLog, kind string) string {
 func startHub(t *testing.T, log *slog.Logger) *server.Server {
 	t.Helper()
 	ns, err := natsembed.StartHub(natsembed.HubConfig{Name: "hub1", Client: "127.0.0.1:0", Leaf: "127.0.0.1:0",
-		StoreDir: t.TempDir(), Ping: ping, Users: []manifests.FleetUser{hubUser, gwUser}}, log)
+		StoreDir: t.TempDir(), Ping: ping, Users: []manifests.FleetUser{hubUser, gwUser, gw2Hashed}}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,6 +85,7 @@ func TestHubClientPortAuthenticates(t *testing.T) {
 		{"no credentials", nil},
 		{"wrong password", []nats.Option{nats.UserInfo(gwUser.User, "guess")}},
 		{"unknown user", []nats.Option{nats.UserInfo("mallory", gwUser.Password)}},
+		{"the hash as password", []nats.Option{nats.UserInfo(gw2Hashed.User, gw2Hashed.Password)}},
 	} {
 		nc, err := nats.Connect(ns.ClientURL(), tc.opts...)
 		if err == nil {
@@ -94,6 +98,11 @@ func TestHubClientPortAuthenticates(t *testing.T) {
 	nc, err := nats.Connect(ns.ClientURL(), nats.UserInfo(gwUser.User, gwUser.Password))
 	if err != nil {
 		t.Fatalf("a listed user was refused: %v", err)
+	}
+	nc.Close()
+	nc, err = nats.Connect(ns.ClientURL(), nats.UserInfo(gw2Hashed.User, "gw2-test-secret"))
+	if err != nil {
+		t.Fatalf("a user listed by bcrypt hash was refused its password: %v", err)
 	}
 	nc.Close()
 	if _, err := natsembed.Connect(ns, "self", nats.Timeout(2*time.Second)); err == nil {
