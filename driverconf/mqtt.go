@@ -1,8 +1,6 @@
 package driverconf
 
 import (
-	"bufio"
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -81,36 +79,11 @@ func MQTT(b manifests.Bus, gateway, dir string) (mqtt.Config, error) {
 		}
 	}
 	if mb.Credentials != "" {
-		user, pass, err := readCredentials(rel(mb.Credentials))
+		user, pass, err := manifests.ReadCredentials(rel(mb.Credentials))
 		if err != nil {
 			return cfg, fmt.Errorf("bus %s: credentials: %w", b.Name, err)
 		}
 		cfg.Username, cfg.Password = user, pass
 	}
 	return cfg, nil
-}
-
-// readCredentials reads a username (first line) and a password (second
-// line) from a file only its owner may read.
-func readCredentials(path string) (string, []byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", nil, err
-	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return "", nil, fmt.Errorf("%s is readable by others (mode %04o): chmod 600 it", path, fi.Mode().Perm())
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", nil, err
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	var lines []string
-	for sc.Scan() && len(lines) < 2 {
-		lines = append(lines, strings.TrimRight(sc.Text(), "\r"))
-	}
-	if len(lines) < 2 || lines[0] == "" {
-		return "", nil, fmt.Errorf("%s: want the username on the first line and the password on the second", path)
-	}
-	return lines[0], []byte(lines[1]), nil
 }

@@ -70,6 +70,19 @@ type Fleet struct {
 	// HTTP is where the node serves the fleet MCP endpoint ("" for none
 	// on a gateway; a hub needs one).
 	HTTP string
+	// Credentials are what the node's fleet links authenticate with: a
+	// gateway's connection or leaf link to the hub, a hub member's cluster
+	// routes (every member names the same) and its own connection; read
+	// from CredentialsFile (mode 0600, relative to the fleet file).
+	Credentials     FleetUser
+	CredentialsFile string
+	// Users are the gateway users a hub accepts on its client and leaf
+	// ports besides its own credentials (UsersFile, "user:password" lines).
+	Users     []FleetUser
+	UsersFile string
+	// Insecure says the fleet runs without authentication (a trusted
+	// network only); without it a file lacking credentials is refused.
+	Insecure bool
 }
 
 // FleetListen are a node's listen addresses, host:port.
@@ -90,7 +103,7 @@ type FleetPing struct {
 }
 
 var (
-	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http"}
+	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http", "credentials", "users", "insecure"}
 	listenKeys  = []string{"client", "cluster", "leaf"}
 	clusterKeys = []string{"name", "peers"}
 	pingKeys    = []string{"interval", "max_missed"}
@@ -173,8 +186,10 @@ func ParseFleet(file string, data []byte) (*Fleet, error) {
 			}
 		}
 		f.HTTP = hostPort(o, "http")
+		fleetCredentials(f, o)
 		if !d.aborted {
 			checkFleet(f, o)
+			checkFleetAuth(f, o)
 		}
 		return f
 	})

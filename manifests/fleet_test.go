@@ -2,6 +2,8 @@ package manifests_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ gateway: gw1
 zone: greenhouse_a
 tags: [north, glass]
 hubs: [nats://127.0.0.1:7422, nats://127.0.0.1:7423]
+insecure: true
 `
 
 func TestParseFleetDefaults(t *testing.T) {
@@ -40,6 +43,7 @@ cluster:
 http: 127.0.0.1:8090
 leaf_ping: {interval: 2s, max_missed: 3}
 can_do_budget: 300ms
+insecure: true
 `
 	f, err := manifests.ParseFleet("hub1.yml", []byte(src))
 	if err != nil {
@@ -72,6 +76,84 @@ func TestParseFleetErrors(t *testing.T) {
 		if err != nil && !errors.As(err, &me) {
 			t.Errorf("%q: %T is no *manifests.Error", tc.src, err)
 		}
+	}
+}
+
+// The credentials files are read relative to the fleet file; a hub
+// accepts its own user and those its users file lists.
+func TestParseFleetCredentials(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string, mode os.FileMode) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Join(dir, name), mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
+	write("fleet.credentials", "hub\nhub-secret\n", 0o600)
+	write("gateways.users", "# gateway users\ngw1:s1\n\ngw2:s:2\n", 0o600)
+	src := "version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\", cluster: \"a:2\", leaf: \"a:3\"}\nhttp: \"a:4\"\n" +
+		"credentials: fleet.credentials\nusers: gateways.users\n"
+	f, err := manifests.ParseFleet(filepath.Join(dir, "hub1.yml"), []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []manifests.FleetUser{{User: "gw1", Password: "s1"}, {User: "gw2", Password: "s:2"}}
+	if f.Credentials != (manifests.FleetUser{User: "hub", Password: "hub-secret"}) || len(f.Users) != 2 || f.Users[0] != want[0] || f.Users[1] != want[1] || f.Insecure {
+		t.Fatalf("credentials %+v users %+v insecure %v", f.Credentials, f.Users, f.Insecure)
+	}
+}
+
+// Without credentials (and without insecure: true) a fleet file is
+// refused; a credentials file others may read, a malformed one or a
+// missing one is refused at the key that names it.
+func TestParseFleetCredentialsErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string, mode os.FileMode) {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("open.credentials", "gw1\nsecret\n", 0o644)
+	write("group.credentials", "gw1\nsecret\n", 0o640)
+	write("short.credentials", "gw1\n", 0o600)
+	write("ok.credentials", "gw1\nsecret\n", 0o600)
+	write("bad.users", "gw1 secret\n", 0o600)
+	write("open.users", "gw1:secret\n", 0o604)
+	write("dup.users", "gw2:x\ngw1:secret\n", 0o600)
+	const edge = "version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\n"
+	const hub = "version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\", cluster: \"a:2\", leaf: \"a:3\"}\nhttp: \"a:4\"\n"
+	for _, tc := range []struct{ src, want string }{
+		{edge, "f.yml:1:1: credentials: missing credentials"},
+		{hub, "f.yml:1:1: credentials: missing credentials"},
+		{hub + "users: ok.credentials\n", "credentials: missing credentials"},
+		{edge + "credentials: open.credentials\n", "f.yml:5:14: credentials: unknown value: " + filepath.Join(dir, "open.credentials") + " is readable by others (mode 0644): chmod 600 it"},
+		{edge + "credentials: group.credentials\n", "f.yml:5:14: credentials: unknown value: " + filepath.Join(dir, "group.credentials") + " is readable by others (mode 0640)"},
+		{edge + "credentials: short.credentials\n", "f.yml:5:14: credentials: unknown value: " + filepath.Join(dir, "short.credentials") + ": want the username on the first line"},
+		{edge + "credentials: none.credentials\n", "f.yml:5:14: credentials: unknown value: stat " + filepath.Join(dir, "none.credentials")},
+		{edge + "credentials: ok.credentials\nusers: ok.credentials\n", "f.yml:6:8: users: not allowed: only a hub accepts users"},
+		{edge + "credentials: ok.credentials\ninsecure: true\n", "f.yml:6:11: insecure: not allowed with credentials"},
+		{hub + "credentials: ok.credentials\nusers: bad.users\n", "f.yml:7:8: users: unknown value: " + filepath.Join(dir, "bad.users") + ":1: want user:password"},
+		{hub + "credentials: ok.credentials\nusers: open.users\n", "users: unknown value: " + filepath.Join(dir, "open.users") + " is readable by others (mode 0604)"},
+		{edge + "insecure: yes please\n", "insecure: wrong type"},
+		{hub + "credentials: ok.credentials\nusers: dup.users\n", `f.yml:7:8: users: duplicate user "gw1": it is already the hub's own`},
+	} {
+		_, err := manifests.ParseFleet(filepath.Join(dir, "f.yml"), []byte(tc.src))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.src, err, tc.want)
+		}
+		var me *manifests.Error
+		if err != nil && !errors.As(err, &me) {
+			t.Errorf("%q: %T is no *manifests.Error", tc.src, err)
+		}
+	}
+	if _, err := manifests.ParseFleet(filepath.Join(dir, "f.yml"), []byte(edge+"credentials: ok.credentials\n")); err != nil {
+		t.Errorf("a private credentials file was refused: %v", err)
 	}
 }
 

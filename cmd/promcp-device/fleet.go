@@ -94,9 +94,25 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 		}
 		n.nc, n.stops, linkUp = nc, append(n.stops, stop), up
 	case manifests.RoleThinEdge:
-		nc, err := nats.Connect(strings.Join(f.Hubs, ","), nats.Name(f.Gateway), nats.MaxReconnects(-1),
+		opts := []nats.Option{nats.Name(f.Gateway), nats.MaxReconnects(-1),
 			nats.ReconnectWait(time.Second), nats.RetryOnFailedConnect(true),
-			nats.PingInterval(f.LeafPing.Interval), nats.MaxPingsOutstanding(f.LeafPing.MaxMissed))
+			nats.PingInterval(f.LeafPing.Interval), nats.MaxPingsOutstanding(f.LeafPing.MaxMissed)}
+		if !f.Credentials.IsZero() {
+			opts = append(opts, nats.UserInfo(f.Credentials.User, f.Credentials.Password))
+		}
+		// A refused password would otherwise only show as "cannot register
+		// yet": say so (once, until a connection succeeds), and keep trying
+		// as for an unreachable hub, serving the gateway's own endpoint.
+		var refused atomic.Bool
+		opts = append(opts, nats.IgnoreAuthErrorAbort(),
+			nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
+				if errors.Is(err, nats.ErrAuthorization) && !refused.Swap(true) {
+					log.Error("fleet: the hub refused this gateway's credentials; retrying", "fleet", f.File, "credentials", f.CredentialsFile, "err", err)
+				}
+			}),
+			nats.ConnectHandler(func(*nats.Conn) { refused.Store(false) }),
+			nats.ReconnectHandler(func(*nats.Conn) { refused.Store(false) }))
+		nc, err := nats.Connect(strings.Join(f.Hubs, ","), opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect to the hub: %w", err)
 		}

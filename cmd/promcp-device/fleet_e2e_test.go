@@ -25,13 +25,17 @@ import (
 // methods. (The hub runs in the test process: the binary the tests build
 // has no embedded server; hub and edge need -tags natsserver.)
 func TestFleetThroughTheBinary(t *testing.T) {
+	// The hub accepts only its own user and the two gateways' (the
+	// credentials every fleet file needs unless it says insecure: true).
+	hubUser := manifests.FleetUser{User: "hub1", Password: "hub1-test-secret"}
 	hub, err := natsembed.StartHub(natsembed.HubConfig{Name: "hub1", Client: "127.0.0.1:0", Leaf: "127.0.0.1:0", StoreDir: t.TempDir(),
-		Ping: manifests.FleetPing{Interval: time.Second, MaxMissed: 2}}, nil)
+		Ping: manifests.FleetPing{Interval: time.Second, MaxMissed: 2}, Users: []manifests.FleetUser{hubUser,
+			{User: "gw_a", Password: "gw_a-test-secret"}, {User: "gw_b", Password: "gw_b-test-secret"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(hub.Shutdown)
-	nc, err := natsembed.Connect(hub, "test")
+	nc, err := natsembed.Connect(hub, "test", natsembed.UserInfo(hubUser)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,11 +56,29 @@ func TestFleetThroughTheBinary(t *testing.T) {
 		}
 		return p
 	}
-	fa := write("gw_a.yml", "version: 1\nrole: thin-edge\ngateway: gw_a\nzone: north\nhubs: ["+hub.ClientURL()+"]\nhttp: 127.0.0.1:0\n")
-	fb := write("gw_b.yml", "version: 1\nrole: thin-edge\ngateway: gw_b\nzone: south\nhubs: ["+hub.ClientURL()+"]\n")
+	write("gw_a.credentials", "gw_a\ngw_a-test-secret\n")
+	write("gw_b.credentials", "gw_b\ngw_b-test-secret\n")
+	fa := write("gw_a.yml", "version: 1\nrole: thin-edge\ngateway: gw_a\nzone: north\nhubs: ["+hub.ClientURL()+"]\nhttp: 127.0.0.1:0\ncredentials: gw_a.credentials\n")
+	fb := write("gw_b.yml", "version: 1\nrole: thin-edge\ngateway: gw_b\nzone: south\nhubs: ["+hub.ClientURL()+"]\ncredentials: gw_b.credentials\n")
 	url := startPrinting(t, `fleet endpoint .* on (http://\S+/mcp)`,
 		"serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--log-level", "warn", "--fleet", fa)
 	startHTTP(t, "--manifest", greenhouse, "--fleet", fb)
+	// A third gateway whose password the hub does not know: it keeps
+	// serving its own endpoint, says in its log that the hub refused its
+	// credentials, and never joins (the fleet below counts two gateways).
+	write("gw_c.credentials", "gw_c\nguessed\n")
+	fc := write("gw_c.yml", "version: 1\nrole: thin-edge\ngateway: gw_c\nzone: north\nhubs: ["+hub.ClientURL()+"]\ncredentials: gw_c.credentials\n")
+	gwc := startLogged(t, "--manifest", greenhouse, "--fleet", fc)
+	for refused := time.Now().Add(20 * time.Second); !strings.Contains(gwc.logText(), "the hub refused this gateway's credentials"); {
+		if time.Now().After(refused) {
+			t.Fatalf("gw_c with a wrong password logged no refusal:\n%s", gwc.logText())
+		}
+		select { // poll its log
+		case <-time.After(100 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		}
+	}
 
 	root := httpSession(t, url, mcp.LATEST_PROTOCOL_VERSION)
 	var rep map[string]any

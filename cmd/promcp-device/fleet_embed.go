@@ -22,7 +22,7 @@ func (natsEmbedded) hub(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, func(
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := natsembed.Connect(ns, f.Gateway)
+	nc, err := natsembed.Connect(ns, f.Gateway, natsembed.UserInfo(f.Credentials)...)
 	if err != nil {
 		ns.Shutdown()
 		return nil, nil, err
@@ -35,7 +35,7 @@ func (natsEmbedded) leaf(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, func
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	nc, err := natsembed.Connect(ns, f.Gateway)
+	nc, err := natsembed.Connect(ns, f.Gateway, natsembed.UserInfo(f.Credentials)...)
 	if err != nil {
 		ns.Shutdown()
 		return nil, nil, nil, err

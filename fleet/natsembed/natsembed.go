@@ -43,6 +43,12 @@ type HubConfig struct {
 	// other's leaf URLs. Keep it false in production (it is how an edge
 	// fails over to another member); tests that cut one path set it.
 	NoAdvertise bool
+	// Users are accepted on the client and leaf ports (the member's own
+	// connection included); none leaves both ports open to anyone.
+	Users []manifests.FleetUser
+	// Route authenticates the cluster routes: every member accepts and
+	// dials with it (none: routes unauthenticated).
+	Route manifests.FleetUser
 }
 
 // LeafConfig is an edge gateway's leaf server.
@@ -58,17 +64,26 @@ type LeafConfig struct {
 	StoreDir string
 	// Ping is the leaf link's liveness check.
 	Ping manifests.FleetPing
+	// Credentials authenticate the leaf link to the hub and are the only
+	// user the leaf server accepts (its local clients and in-process
+	// connection); none: unauthenticated.
+	Credentials manifests.FleetUser
 }
 
 // HubFromFleet is the hub member a fleet file describes.
 func HubFromFleet(f *manifests.Fleet) HubConfig {
-	return HubConfig{Name: f.Gateway, Client: f.Listen.Client, Cluster: f.Listen.Cluster, Leaf: f.Listen.Leaf,
-		ClusterName: f.Cluster.Name, Routes: f.Cluster.Peers, StoreDir: f.Store, Ping: f.LeafPing}
+	cfg := HubConfig{Name: f.Gateway, Client: f.Listen.Client, Cluster: f.Listen.Cluster, Leaf: f.Listen.Leaf,
+		ClusterName: f.Cluster.Name, Routes: f.Cluster.Peers, StoreDir: f.Store, Ping: f.LeafPing, Route: f.Credentials}
+	if !f.Credentials.IsZero() {
+		cfg.Users = append([]manifests.FleetUser{f.Credentials}, f.Users...)
+	}
+	return cfg
 }
 
 // LeafFromFleet is the edge leaf server a fleet file describes.
 func LeafFromFleet(f *manifests.Fleet) LeafConfig {
-	return LeafConfig{Name: f.Gateway, Hubs: f.Hubs, Client: f.Listen.Client, StoreDir: f.Store, Ping: f.LeafPing}
+	return LeafConfig{Name: f.Gateway, Hubs: f.Hubs, Client: f.Listen.Client, StoreDir: f.Store, Ping: f.LeafPing,
+		Credentials: f.Credentials}
 }
 
 // StartHub starts a hub member and waits until it accepts connections.
@@ -87,6 +102,7 @@ func StartHub(cfg HubConfig, log *slog.Logger) (*server.Server, error) {
 		return nil, fmt.Errorf("hub %s: leaf address: %w", cfg.Name, err)
 	}
 	opts.LeafNode.NoAdvertise = cfg.NoAdvertise
+	opts.Users = serverUsers(cfg.Users) // leaf connections fall back to these
 	ping(opts, cfg.Ping)
 	return start(opts, log)
 }
@@ -110,7 +126,8 @@ func cluster(opts *server.Options, cfg HubConfig) error {
 	if err != nil {
 		return fmt.Errorf("hub %s: cluster peers: %w", cfg.Name, err)
 	}
-	opts.Routes = routes
+	opts.Routes = withUser(routes, cfg.Route)
+	opts.Cluster.Username, opts.Cluster.Password = cfg.Route.User, cfg.Route.Password
 	return nil
 }
 
@@ -131,16 +148,18 @@ func StartLeaf(cfg LeafConfig, log *slog.Logger) (*server.Server, error) {
 	if len(hubs) == 0 {
 		return nil, fmt.Errorf("leaf %s: no hub URL", cfg.Name)
 	}
-	opts.LeafNode.Remotes = []*server.RemoteLeafOpts{{URLs: hubs}}
+	opts.LeafNode.Remotes = []*server.RemoteLeafOpts{{URLs: withUser(hubs, cfg.Credentials)}}
+	opts.Users = serverUsers(nonZero(cfg.Credentials))
 	opts.LeafNode.ReconnectInterval = time.Second
 	ping(opts, cfg.Ping)
 	return start(opts, log)
 }
 
 // Connect opens an in-process client connection to ns (no socket), which
-// reconnects for ever.
-func Connect(ns *server.Server, name string) (*nats.Conn, error) {
-	nc, err := nats.Connect(ns.ClientURL(), nats.InProcessServer(ns), nats.Name(name), nats.MaxReconnects(-1))
+// reconnects for ever; opts add to it (UserInfo where ns requires a user).
+func Connect(ns *server.Server, name string, opts ...nats.Option) (*nats.Conn, error) {
+	opts = append([]nats.Option{nats.InProcessServer(ns), nats.Name(name), nats.MaxReconnects(-1)}, opts...)
+	nc, err := nats.Connect(ns.ClientURL(), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to the embedded server: %w", err)
 	}
@@ -231,6 +250,42 @@ func urls(ss []string) ([]*url.URL, error) {
 		out = append(out, u)
 	}
 	return out, nil
+}
+
+// UserInfo is the client option that authenticates as u (none when u is
+// zero).
+func UserInfo(u manifests.FleetUser) []nats.Option {
+	if u.IsZero() {
+		return nil
+	}
+	return []nats.Option{nats.UserInfo(u.User, u.Password)}
+}
+
+func serverUsers(us []manifests.FleetUser) []*server.User {
+	var out []*server.User
+	for _, u := range us {
+		out = append(out, &server.User{Username: u.User, Password: u.Password})
+	}
+	return out
+}
+
+func nonZero(u manifests.FleetUser) []manifests.FleetUser {
+	if u.IsZero() {
+		return nil
+	}
+	return []manifests.FleetUser{u}
+}
+
+// withUser puts u into each URL's userinfo (the way a route or a leaf
+// remote authenticates); a zero u leaves them as they are.
+func withUser(us []*url.URL, u manifests.FleetUser) []*url.URL {
+	if u.IsZero() {
+		return us
+	}
+	for _, x := range us {
+		x.User = url.UserPassword(u.User, u.Password)
+	}
+	return us
 }
 
 // slogAdapter passes the server's log lines to slog: notices as info,
