@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -73,6 +74,9 @@ func (f *taggedFleet) writeFiles(t *testing.T) {
 	for i := range 3 {
 		client[i], cluster[i], leaf[i] = freeTCP(t), freeTCP(t), freeTCP(t)
 	}
+	// The fleet's shared secret: every link authenticates with it (mode
+	// 0600, as the loader insists).
+	f.write(t, "fleet.credentials", "fleet\ne2e-"+strconv.FormatInt(time.Now().UnixNano(), 36)+"\n")
 	for i := range 3 {
 		var peers []string
 		for j := range 3 {
@@ -83,6 +87,7 @@ func (f *taggedFleet) writeFiles(t *testing.T) {
 		f.hubFiles[i] = f.write(t, fmt.Sprintf("hub%d.yml", i+1), fmt.Sprintf(`version: 1
 role: hub
 gateway: hub%d
+credentials: fleet.credentials
 listen: {client: %s, cluster: %s, leaf: %s}
 cluster: {name: hub, peers: [%s]}
 store: %s
@@ -111,13 +116,13 @@ actions:
 		for _, i := range order {
 			urls = append(urls, "nats://"+leaf[i])
 		}
-		return f.write(t, gw+".yml", fmt.Sprintf("version: 1\nrole: edge\ngateway: %s\nzone: %s\nhubs: [%s]\nstore: %s\nleaf_ping: {interval: 1s, max_missed: 2}\n",
+		return f.write(t, gw+".yml", fmt.Sprintf("version: 1\nrole: edge\ngateway: %s\ncredentials: fleet.credentials\nzone: %s\nhubs: [%s]\nstore: %s\nleaf_ping: {interval: 1s, max_missed: 2}\n",
 			gw, zone, strings.Join(urls, ", "), filepath.Join(f.dir, gw)))
 	}
 	f.gwFiles = map[string]string{
 		"gw1": edge("gw1", "north", 0, 1, 2),
 		"gw2": edge("gw2", "south", 1, 2, 0),
-		"gw3": f.write(t, "gw3.yml", fmt.Sprintf("version: 1\nrole: thin-edge\ngateway: gw3\nzone: south\nhubs: [nats://%s, nats://%s, nats://%s]\n",
+		"gw3": f.write(t, "gw3.yml", fmt.Sprintf("version: 1\nrole: thin-edge\ngateway: gw3\ncredentials: fleet.credentials\nzone: south\nhubs: [nats://%s, nats://%s, nats://%s]\n",
 			client[2], client[0], client[1])),
 	}
 }
