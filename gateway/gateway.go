@@ -622,8 +622,8 @@ func title(name string) string {
 }
 
 func equalValue(a, b any) bool {
-	fa, oka := asFloat(a)
-	fb, okb := asFloat(b)
+	fa, oka := promcp.Number(a)
+	fb, okb := promcp.Number(b)
 	if oka && okb {
 		d := fa - fb
 		if d < 0 {
@@ -632,18 +632,6 @@ func equalValue(a, b any) bool {
 		return d <= 1e-6*max(1, fa, -fa)
 	}
 	return a == b
-}
-
-func asFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	}
-	return 0, false
 }
 
 // approvalVia returns how the policy lets a human approve tool:

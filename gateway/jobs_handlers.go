@@ -152,8 +152,8 @@ func rampSteps(c *capabilities.Capability, from, to any, rate float64, every tim
 	if every <= 0 {
 		every = time.Second
 	}
-	f, _ := asFloat(from)
-	t, _ := asFloat(to)
+	f, _ := promcp.Number(from)
+	t, _ := promcp.Number(to)
 	stride := rate * every.Seconds()
 	n := int(math.Ceil(math.Abs(t-f) / stride))
 	n = max(1, min(n, manifests.MaxJobSteps))
@@ -178,7 +178,7 @@ func rampSteps(c *capabilities.Capability, from, to any, rate float64, every tim
 
 // outOfRange says why v is outside c's constraints, or "".
 func outOfRange(c *capabilities.Capability, v any) string {
-	f, ok := asFloat(v)
+	f, ok := promcp.Number(v)
 	if !ok || c == nil || c.Do == nil {
 		return ""
 	}

@@ -282,8 +282,8 @@ func (o *observed) offer(res promcp.ReadResult) {
 // moved reports whether b differs from a by more than deadband (numbers),
 // or at all (other values).
 func moved(a, b any, deadband float64) bool {
-	fa, oka := asFloat(a)
-	fb, okb := asFloat(b)
+	fa, oka := promcp.Number(a)
+	fb, okb := promcp.Number(b)
 	if oka && okb {
 		d := fb - fa
 		if d < 0 {

@@ -194,7 +194,7 @@ func (b *Bucket) add(x Sample, agg Agg) error {
 		b.Value = x.Value
 		return nil
 	}
-	v, ok := number(x.Value)
+	v, ok := promcp.Number(x.Value)
 	if !ok {
 		return fmt.Errorf("agg %s needs numbers; this capability's values are %T (use agg=last)", agg, x.Value)
 	}
@@ -223,16 +223,4 @@ func (b *Bucket) finish(agg Agg) {
 	if b.Counts[promcp.QualityGood] == b.Samples {
 		b.Counts = nil
 	}
-}
-
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int64:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	}
-	return 0, false
 }

@@ -164,8 +164,8 @@ func (req Request) IsSafe() bool {
 }
 
 func sameValue(a, b any) bool {
-	fa, aok := number(a)
-	fb, bok := number(b)
+	fa, aok := promcp.Number(a)
+	fb, bok := promcp.Number(b)
 	if aok && bok {
 		return math.Abs(fa-fb) <= 1e-9*math.Max(1, math.Abs(fa))
 	}
@@ -456,7 +456,7 @@ func (e *eval) checkValue(rules *manifests.ActionPolicy) (Decision, bool) {
 	c := req.Constraints
 	numeric := req.Type == manifests.TypeNumber || req.Type == manifests.TypeInteger
 	if rules.Clamp && numeric {
-		if f, ok := number(req.Value); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
+		if f, ok := promcp.Number(req.Value); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
 			g := f
 			if c.Min != nil {
 				g = max(g, *c.Min)
@@ -478,7 +478,7 @@ func (e *eval) checkValue(rules *manifests.ActionPolicy) (Decision, bool) {
 	if rules.MaxChange != nil && numeric && !req.IsSafe() {
 		if cur, ok := currentNumber(req.Current); ok {
 			e.depend(req.CurrentRead, *req.Current)
-			f, _ := number(e.value)
+			f, _ := promcp.Number(e.value)
 			if math.Abs(f-cur) > *rules.MaxChange+1e-9 {
 				return e.refuse(promcp.OutOfRange,
 					fmt.Sprintf("a change from %v to %v%s exceeds the maximum change of %v%s per write", cur, f, sp(req.Unit), *rules.MaxChange, sp(req.Unit)),
@@ -543,14 +543,14 @@ func (e *eval) interlocks(ils []manifests.Interlock) (Decision, bool) {
 // below that is not a number holds (fail closed).
 func conditionHolds(above, below *float64, equals, v any) (bool, string) {
 	if equals != nil {
-		a, aok := number(equals)
-		b, bok := number(v)
+		a, aok := promcp.Number(equals)
+		b, bok := promcp.Number(v)
 		if aok && bok {
 			return a == b, fmt.Sprintf("is %v", v)
 		}
 		return equals == v, fmt.Sprintf("is %v", v)
 	}
-	f, ok := number(v)
+	f, ok := promcp.Number(v)
 	if !ok {
 		return true, fmt.Sprintf("is %v, not a number", v)
 	}
@@ -576,7 +576,7 @@ func approvalNeeded(a *manifests.Approval, req Request, value any) string {
 	if !req.HasValue {
 		return "" // a threshold needs a value; can_do asked without one
 	}
-	f, ok := number(value)
+	f, ok := promcp.Number(value)
 	if !ok {
 		return ""
 	}
@@ -617,7 +617,7 @@ func currentNumber(r *Reading) (float64, bool) {
 	if r == nil || r.Quality == promcp.QualityError {
 		return 0, false
 	}
-	return number(r.Value)
+	return promcp.Number(r.Value)
 }
 
 func latest(ts []time.Time) (time.Time, bool) {
@@ -634,7 +634,7 @@ func latest(ts []time.Time) (time.Time, bool) {
 func checkRange(t manifests.ValueType, c manifests.Constraints, unit string, v any) string {
 	switch t {
 	case manifests.TypeNumber, manifests.TypeInteger:
-		f, ok := number(v)
+		f, ok := promcp.Number(v)
 		if !ok {
 			return fmt.Sprintf("value %v is not a number", v)
 		}
@@ -698,18 +698,4 @@ func sp(unit string) string {
 		return ""
 	}
 	return " " + unit
-}
-
-func number(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	}
-	return 0, false
 }

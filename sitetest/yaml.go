@@ -11,6 +11,7 @@ import (
 	"github.com/goccy/go-yaml/parser"
 
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/promcp"
 )
 
 // maxNodes bounds the nodes a site test may hold, so that a hostile file
@@ -246,7 +247,7 @@ func (d *dec) number(n ast.Node, field string) (float64, bool) {
 	if !ok {
 		return 0, false
 	}
-	if f, ok := toFloat(v); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
+	if f, ok := promcp.Number(v); ok && !math.IsNaN(f) && !math.IsInf(f, 0) {
 		return f, true
 	}
 	d.add(n, field, manifests.ErrType, "want a number, got %s", describe(n))
@@ -308,7 +309,7 @@ func (d *dec) value(n ast.Node, field string) (any, bool) {
 		f, err := strconv.ParseFloat(strings.ReplaceAll(v.GetToken().Value, "_", ""), 64)
 		if err != nil {
 			if i, ok := v.(*ast.IntegerNode); ok {
-				if x, ok := toFloat(i.Value); ok {
+				if x, ok := promcp.Number(i.Value); ok {
 					return x, true
 				}
 			}
@@ -319,18 +320,4 @@ func (d *dec) value(n ast.Node, field string) (any, bool) {
 	}
 	d.add(n, field, manifests.ErrType, "unsupported YAML value %s", describe(n))
 	return nil, false
-}
-
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case uint64:
-		return float64(x), true
-	}
-	return 0, false
 }
