@@ -104,8 +104,20 @@ func leaseKey(owner, action string) string { return "cooldown." + owner + "." + 
 // maxRetries bounds how often a shared claim is tried again after a
 // write that lost without the key changing (a lame-duck leader, FLEET.md
 // §5.14) or that failed while the hub's quorum still answers (a hub node
-// lost mid-write, §6), before it is refused partition_no_quorum.
-const maxRetries = 5
+// lost mid-write, §6), before it is refused partition_no_quorum. With
+// the back-off (doubling from a few milliseconds, at most maxBackoff) the
+// retries span about two seconds: a new stream leader is elected in
+// 40-120 ms on an idle machine and in over a second on a loaded one, and
+// losing one hub node must fail no action.
+const maxRetries = 12
+
+// maxBackoff bounds the wait between two tries.
+const maxBackoff = 250 * time.Millisecond
+
+// backoff is the wait before try number tries+1, from base.
+func backoff(base time.Duration, tries int) time.Duration {
+	return min(base<<min(tries, 16), maxBackoff)
+}
 
 // Reserve implements policy.Reserver.
 func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx context.Context, v policy.View) policy.Decision) (*policy.Reservation, policy.Decision, error) {
@@ -197,7 +209,7 @@ func (r *reserver) again(ctx context.Context, err error, tries int) (Reach, bool
 		return reach, true
 	}
 	if reach.Reachable >= reach.Required || Classify(err) == ClassConflict || (reach.Reachable < 0 && tries == 0) {
-		return reach, sleepCtx(ctx, time.Duration(5<<tries)*time.Millisecond)
+		return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
 	}
 	return reach, false
 }
@@ -316,7 +328,7 @@ func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
 		case rerr == nil:
 			rev = now.rev
 		}
-		if try >= maxRetries || !sleepCtx(ctx, time.Duration(10<<try)*time.Millisecond) {
+		if try >= maxRetries || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
 			return err
 		}
 	}
