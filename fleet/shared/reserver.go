@@ -379,7 +379,14 @@ func (r *reserver) Check(ctx context.Context, c policy.Claim) (policy.Decision, 
 	if !shared {
 		return policy.Decision{}, true
 	}
-	_, err := r.s.readLease(ctx, leaseKey(rule.Owner, c.Action))
+	// Each step within checkBudget: can_do answers within its own budget,
+	// and a record the hub cannot serve that fast is one do_* could not
+	// commit either.
+	rctx, cancel := context.WithTimeout(ctx, checkBudget)
+	_, err := r.s.readLease(rctx, leaseKey(rule.Owner, c.Action))
+	cancel()
+	ctx, cancel = context.WithTimeout(ctx, checkBudget)
+	defer cancel()
 	if err == nil {
 		// A stream leader that lost its followers still serves reads
 		// until it steps down, while no write commits: ask it how many
@@ -392,6 +399,9 @@ func (r *reserver) Check(ctx context.Context, c policy.Claim) (policy.Decision, 
 	}
 	return r.noQuorum(c, rule, r.s.probe(ctx, err)), false
 }
+
+// checkBudget bounds each network step of Check.
+const checkBudget = 500 * time.Millisecond
 
 func (r *reserver) rule(c policy.Claim) (Rule, bool) {
 	if r.rules == nil {
