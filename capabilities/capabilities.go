@@ -6,19 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net"
 	"sync"
 	"time"
-
-	pgpio "periph.io/x/conn/v3/gpio"
-	pi2c "periph.io/x/conn/v3/i2c"
-	pspi "periph.io/x/conn/v3/spi"
 
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/i2c"
-	"github.com/promcp/promcp-device/drivers/modbus"
-	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
@@ -27,59 +20,6 @@ import (
 // ErrOutOfRange is returned by Write for a value outside the capability's
 // type or constraints; nothing is written.
 var ErrOutOfRange = errors.New("value outside the declared constraints")
-
-// Hardware opens buses and pins. The host and the simulator implement it.
-type Hardware interface {
-	// OpenI2C opens the I2C bus the manifest declares. The caller closes it.
-	OpenI2C(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error)
-	// OpenPin returns the pin of a GPIO device.
-	OpenPin(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error)
-	// DialTCP connects to the address of a modbus_tcp or modbus_rtu_tcp
-	// bus. It is called again to reconnect after the peer drops.
-	DialTCP(ctx context.Context, bus manifests.Bus) (net.Conn, error)
-	// OpenSerial opens the port of a modbus_rtu or serial bus with its
-	// settings. The caller closes it.
-	OpenSerial(ctx context.Context, bus manifests.Bus) (modbus.Port, error)
-}
-
-// HardwareFuncs adapts functions to Hardware. A nil function fails with
-// drivers.ErrUnavailable.
-type HardwareFuncs struct {
-	I2C    func(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error)
-	Pin    func(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error)
-	TCP    func(ctx context.Context, bus manifests.Bus) (net.Conn, error)
-	Serial func(ctx context.Context, bus manifests.Bus) (modbus.Port, error)
-	// Sysfs returns the kernel attribute files of a onewire or pwm bus.
-	Sysfs func(ctx context.Context, bus manifests.Bus) (sysfs.FS, error)
-	// SPI opens the port of an spi bus. The caller closes it.
-	SPI func(ctx context.Context, bus manifests.Bus) (pspi.PortCloser, error)
-}
-
-// DialTCP implements Hardware.
-func (h HardwareFuncs) DialTCP(ctx context.Context, bus manifests.Bus) (net.Conn, error) {
-	if h.TCP == nil {
-		return nil, fmt.Errorf("bus %s: %w: no TCP dialer", bus.Name, drivers.ErrUnavailable)
-	}
-	return h.TCP(ctx, bus)
-}
-
-// OpenSerial implements Hardware.
-func (h HardwareFuncs) OpenSerial(ctx context.Context, bus manifests.Bus) (modbus.Port, error) {
-	if h.Serial == nil {
-		return nil, fmt.Errorf("bus %s: %w: no serial ports", bus.Name, drivers.ErrUnavailable)
-	}
-	return h.Serial(ctx, bus)
-}
-
-// OpenI2C implements Hardware.
-func (h HardwareFuncs) OpenI2C(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error) {
-	return h.I2C(ctx, bus)
-}
-
-// OpenPin implements Hardware.
-func (h HardwareFuncs) OpenPin(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error) {
-	return h.Pin(ctx, dev)
-}
 
 // Options are the optional knobs of Open.
 type Options struct {
@@ -342,11 +282,54 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 			s.Close()
 		}
 	}()
+	e, err := s.openBuses(ctx, m, hw, opts)
+	if err != nil {
+		return nil, err
+	}
+	devices, err := openDevices(ctx, m, e)
+	if err != nil {
+		return nil, err
+	}
+	for _, mc := range m.Capabilities {
+		c, err := bind(m.Gateway, mc, devices, opts)
+		if err != nil {
+			return nil, fmt.Errorf("capability %s: %w", mc.Name, err)
+		}
+		s.caps = append(s.caps, c)
+		s.byName[mc.Name] = c
+	}
+	return s, nil
+}
 
-	buses := map[string]*i2c.Bus{}
-	busByName := map[string]manifests.Bus{}
+// openBuses opens every bus of m (I2C buses, then Modbus and serial lines,
+// then MQTT brokers) for s to close, and returns them as the env of the
+// models' openers.
+func (s *Set) openBuses(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options) (env, error) {
+	buses, err := openI2C(ctx, m, hw, opts.Log, s)
+	if err != nil {
+		return env{}, err
+	}
+	lines, err := openLines(ctx, m, hw, opts.Log, s)
+	if err != nil {
+		return env{}, err
+	}
+	brokers, err := openBrokers(m, hw, opts, s)
+	if err != nil {
+		return env{}, err
+	}
+	declared := map[string]manifests.Bus{}
 	for _, b := range m.Buses {
-		busByName[b.Name] = b
+		declared[b.Name] = b
+	}
+	return env{buses: buses, lines: lines, hw: hw, clock: opts.Clock, log: opts.Log,
+		declared: declared, stateDir: opts.StateDir, brokers: brokers,
+		closers: func(f func() error) { s.closers = append(s.closers, f) }}, nil
+}
+
+// openI2C opens every I2C bus of m, with the bus's timeout.
+func openI2C(ctx context.Context, m *manifests.Manifest, hw Hardware, log *slog.Logger, s *Set) (map[string]*i2c.Bus, error) {
+	buses := map[string]*i2c.Bus{}
+	for _, b := range m.Buses {
 		if b.Kind != manifests.BusI2C {
 			continue
 		}
@@ -359,163 +342,58 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 		if timeout <= 0 {
 			timeout = manifests.DefaultTimeout
 		}
-		buses[b.Name] = i2c.NewBus(b.Name, bc, timeout, opts.Log)
+		buses[b.Name] = i2c.NewBus(b.Name, bc, timeout, log)
 	}
+	return buses, nil
+}
 
-	lines, err := openLines(ctx, m, hw, opts.Log, s)
-	if err != nil {
-		return nil, err
-	}
-	brokers, err := openBrokers(m, hw, opts, s)
-	if err != nil {
-		return nil, err
-	}
-	channels := map[string]*device{}
-	deviceBus := map[string]string{}
+// openDevices opens every device of m with its model's opener, by name.
+func openDevices(ctx context.Context, m *manifests.Manifest, e env) (map[string]*device, error) {
+	devices := map[string]*device{}
 	table := models()
-	e := env{buses: buses, lines: lines, hw: hw, clock: opts.Clock, log: opts.Log}
-	e.declared = busByName
-	e.stateDir = opts.StateDir
-	e.closers = func(f func() error) { s.closers = append(s.closers, f) }
-	e.brokers = brokers
 	for _, d := range m.Devices {
 		dev, err := openDevice(ctx, table, d, e)
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
-		channels[d.Name] = dev
-		deviceBus[d.Name] = d.Bus
+		dev.bus = d.Bus
+		devices[d.Name] = dev
 	}
-
-	for _, mc := range m.Capabilities {
-		dev, ok := channels[mc.Read.Device]
-		if !ok {
-			return nil, fmt.Errorf("capability %s: device %q is not declared", mc.Name, mc.Read.Device)
-		}
-		c := &Capability{
-			Capability: mc,
-			Source:     m.Gateway + "/" + dev.origin + mc.Read.Device,
-			Model:      dev.model,
-			clock:      opts.Clock,
-			log:        opts.Log.With("capability", mc.Name),
-		}
-		c.obs = opts.Observer
-		hc := mc.Health
-		if hc.OnDeviceError == "" {
-			hc.OnDeviceError = dev.onDeviceError
-		}
-		c.health = newTracker(hc, c.TTL(), mc.Unit)
-		c.src, c.pick, err = dev.source(mc.Read.Channel, mc.Type)
-		if err != nil {
-			return nil, fmt.Errorf("capability %s: %w", mc.Name, err)
-		}
-		c.Binding = dev.bind(mc.Read.Channel)
-		c.Binding.Device, c.Binding.Bus = mc.Read.Device, deviceBus[mc.Read.Device]
-		if mc.Do != nil {
-			c.write, err = dev.writer(mc.Read.Channel, mc.Type)
-			if err != nil {
-				return nil, fmt.Errorf("capability %s: %w", mc.Name, err)
-			}
-		}
-		s.caps = append(s.caps, c)
-		s.byName[mc.Name] = c
-	}
-	return s, nil
+	return devices, nil
 }
 
-// device is an opened device that hands out per-channel functions.
-type device struct {
-	model manifests.Model
-	// source returns the sampler that reads channel and the function that
-	// picks the channel's value (of type t) from its samples. Channels of
-	// one measurement share a sampler.
-	source func(channel string, t manifests.ValueType) (*sampler, func(any) any, error)
-	writer func(channel string, t manifests.ValueType) (func(context.Context, any) error, error)
-	// bind says how channel is read and converted (Device and Bus are
-	// filled by Open).
-	bind func(channel string) Binding
-	// origin prefixes the device's name in its capabilities' Source
-	// ("mqtt:zigbee2mqtt/" for a Lite device adopted over MQTT); "" for a
-	// device this gateway drives itself.
-	origin string
-	// onDeviceError is the model's default for health.on_device_error
-	// when the manifest leaves it out ("" means the framework's, error).
-	onDeviceError manifests.OnDeviceError
-}
-
-func identity(v any) any { return v }
-
-// perChannel gives each channel its own sampler over read.
-func perChannel(clk clock.Clock, read func(channel string, t manifests.ValueType) readFunc) func(string, manifests.ValueType) (*sampler, func(any) any, error) {
-	return func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
-		return newSampler(clk, read(channel, t)), identity, nil
-	}
-}
-
-func noWriter(model manifests.Model) func(string, manifests.ValueType) (func(context.Context, any) error, error) {
-	return func(string, manifests.ValueType) (func(context.Context, any) error, error) {
-		return nil, fmt.Errorf("model %s is read-only", model)
-	}
-}
-
-// env is what a model's opener may use: the open I2C buses and serial or
-// TCP lines, the hardware for pins, the clock and the device's logger.
-type env struct {
-	buses map[string]*i2c.Bus
-	lines *lineSet
-	hw    Hardware
-	clock clock.Clock
-	log   *slog.Logger
-	// declared is every bus of the manifest, by name.
-	declared map[string]manifests.Bus
-	// closers registers what the Set closes when it closes.
-	closers func(func() error)
-	// stateDir is Options.StateDir.
-	stateDir string
-	// brokers are the open mqtt buses by name.
-	brokers map[string]*broker
-}
-
-// opener opens one device of its model.
-type opener func(ctx context.Context, d manifests.Device, e env) (*device, error)
-
-// models is the table of device models: each has its own file with its
-// opener (and its channels); adding a model is adding that file and a row
-// here. The simulator keeps the same table for its counterparts (sim's
-// models).
-func models() map[manifests.Model]opener {
-	return map[manifests.Model]opener{
-		manifests.ModelSHT3x:      openSHT3x,
-		manifests.ModelRegisters:  openRegisters,
-		manifests.ModelGPIOOut:    openGPIOOut,
-		manifests.ModelGPIOIn:     openGPIOIn,
-		manifests.ModelModbus:     openModbus,
-		manifests.ModelSerialLine: openSerialLine,
-		manifests.ModelMQTT:       openMQTT,
-		manifests.ModelBME280:     openBME280,
-		manifests.ModelBMP280:     openBME280,
-		manifests.ModelADS1115:    openADS1x15,
-		manifests.ModelADS1015:    openADS1x15,
-		manifests.ModelINA219:     openINA219,
-		manifests.ModelMCP23017:   openMCP23017,
-		manifests.ModelPCF8574:    openPCF8574,
-
-		// 1-Wire, PWM and SPI through the kernel; pulses on a GPIO edge.
-		manifests.ModelDS18B20:      openDS18B20,
-		manifests.ModelPWM:          openPWM,
-		manifests.ModelMCP3008:      openMCP3008,
-		manifests.ModelPulseCounter: openPulseCounter,
-	}
-}
-
-// openDevice opens d with its model's opener.
-func openDevice(ctx context.Context, table map[manifests.Model]opener, d manifests.Device, e env) (*device, error) {
-	open, ok := table[d.Model]
+// bind binds the capability mc of gateway to its device, one of devices.
+func bind(gateway string, mc manifests.Capability, devices map[string]*device, opts Options) (*Capability, error) {
+	dev, ok := devices[mc.Read.Device]
 	if !ok {
-		return nil, fmt.Errorf("unknown model %q", d.Model)
+		return nil, fmt.Errorf("device %q is not declared", mc.Read.Device)
 	}
-	e.log = e.log.With("device", d.Name)
-	return open(ctx, d, e)
+	c := &Capability{
+		Capability: mc,
+		Source:     gateway + "/" + dev.origin + mc.Read.Device,
+		Model:      dev.model,
+		clock:      opts.Clock,
+		log:        opts.Log.With("capability", mc.Name),
+		obs:        opts.Observer,
+	}
+	hc := mc.Health
+	if hc.OnDeviceError == "" {
+		hc.OnDeviceError = dev.onDeviceError
+	}
+	c.health = newTracker(hc, c.TTL(), mc.Unit)
+	var err error
+	c.src, c.pick, err = dev.source(mc.Read.Channel, mc.Type)
+	if err != nil {
+		return nil, err
+	}
+	c.Binding = dev.bind(mc.Read.Channel)
+	c.Binding.Device, c.Binding.Bus = mc.Read.Device, dev.bus
+	if mc.Do != nil {
+		if c.write, err = dev.writer(mc.Read.Channel, mc.Type); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // numeric converts an engineering value to the capability's JSON type.

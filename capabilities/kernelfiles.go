@@ -2,29 +2,10 @@ package capabilities
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/manifests"
 )
-
-// SysfsHardware is the Hardware of the buses reached through the kernel's
-// attribute files (onewire, pwm). HardwareFuncs implements it with its
-// Sysfs function.
-type SysfsHardware interface {
-	// OpenSysfs returns the attribute files of bus b.
-	OpenSysfs(ctx context.Context, b manifests.Bus) (sysfs.FS, error)
-}
-
-// OpenSysfs implements SysfsHardware; a nil Sysfs fails with
-// drivers.ErrUnavailable.
-func (h HardwareFuncs) OpenSysfs(ctx context.Context, b manifests.Bus) (sysfs.FS, error) {
-	if h.Sysfs == nil {
-		return nil, fmt.Errorf("bus %s: %w: no kernel attribute files", b.Name, drivers.ErrUnavailable)
-	}
-	return h.Sysfs(ctx, b)
-}
 
 // HostSysfs is the host's attribute files of bus b: its device directory,
 // or the Pi's default for its kind.
@@ -43,16 +24,7 @@ func HostSysfs(_ context.Context, b manifests.Bus) (sysfs.FS, error) {
 
 // openSysfs opens the attribute files of the bus device d is on.
 func openSysfs(ctx context.Context, d manifests.Device, e env) (sysfs.FS, manifests.Bus, error) {
-	b, ok := e.bus(d.Bus)
-	if !ok {
-		return nil, b, fmt.Errorf("bus %q is not declared", d.Bus)
-	}
-	h, ok := e.hw.(SysfsHardware)
-	if !ok {
-		return nil, b, fmt.Errorf("bus %s: %w: this hardware has no kernel attribute files", b.Name, drivers.ErrUnavailable)
-	}
-	fs, err := h.OpenSysfs(ctx, b)
-	return fs, b, err
+	return openExtension(ctx, d, e, kernelFiles, SysfsHardware.OpenSysfs)
 }
 
 // bus returns the declared bus called name.

@@ -13,11 +13,7 @@ import (
 // multiplexer and gain, scaled to volts, milliamps (a current loop through
 // a shunt) or percent. Read-only. Simulated by sim's ads1x15. The grounds
 // of a reading are the conversion register as read.
-func openADS1x15(_ context.Context, d manifests.Device, e env) (*device, error) {
-	bus, ok := e.buses[d.Bus]
-	if !ok {
-		return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
-	}
+func openADS1x15(bus *i2c.Bus, d manifests.Device, e env) (*device, error) {
 	twelve := d.Model == manifests.ModelADS1015
 	adc := i2c.NewADS1x15(bus, d.Address, twelve, nil)
 	find := func(channel string) (manifests.ADCInput, i2c.ADSInput, uint8, error) {
@@ -52,8 +48,7 @@ func openADS1x15(_ context.Context, d manifests.Device, e env) (*device, error) 
 		},
 		writer: noWriter(d.Model),
 		bind: func(channel string) Binding {
-			b := Binding{Driver: "i2c", Address: fmt.Sprintf("0x%02x", d.Address), Register: channel,
-				RawForm: "conversion register (0x00), MSB first"}
+			b := i2cBinding(d, channel, "conversion register (0x00), MSB first", "")
 			in, mux, pga, err := find(channel)
 			if err != nil {
 				return b

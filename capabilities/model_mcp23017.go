@@ -12,11 +12,7 @@ import (
 // name, booleans; output pins are written (relays) and read back from the
 // GPIO registers. Simulated by sim's expander. The grounds of a reading
 // are GPIOA and GPIOB as read.
-func openMCP23017(_ context.Context, d manifests.Device, e env) (*device, error) {
-	bus, ok := e.buses[d.Bus]
-	if !ok {
-		return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
-	}
+func openMCP23017(bus *i2c.Bus, d manifests.Device, e env) (*device, error) {
 	var outputs, pullUps, off uint16
 	for _, p := range d.Pins {
 		switch {
@@ -78,7 +74,7 @@ func openExpander(d manifests.Device, e env, x *i2c.Expander, rawForm string) (*
 			}, nil
 		},
 		bind: func(channel string) Binding {
-			b := Binding{Driver: "i2c", Address: fmt.Sprintf("0x%02x", d.Address), Register: channel, RawForm: rawForm}
+			b := i2cBinding(d, channel, rawForm, "")
 			if p, err := find(channel); err == nil {
 				b.Register = fmt.Sprintf("%s (pin %d)", channel, p.Pin)
 				b.Conversion = fmt.Sprintf("bit %d: high is true", p.Pin)

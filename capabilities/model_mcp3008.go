@@ -14,22 +14,6 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 )
 
-// SPIHardware is the Hardware of spi buses. HardwareFuncs implements it
-// with its SPI function.
-type SPIHardware interface {
-	// OpenSPI opens the port of bus b. The caller closes it.
-	OpenSPI(ctx context.Context, b manifests.Bus) (pspi.PortCloser, error)
-}
-
-// OpenSPI implements SPIHardware; a nil SPI fails with
-// drivers.ErrUnavailable.
-func (h HardwareFuncs) OpenSPI(ctx context.Context, b manifests.Bus) (pspi.PortCloser, error) {
-	if h.SPI == nil {
-		return nil, fmt.Errorf("bus %s: %w: no spi ports", b.Name, drivers.ErrUnavailable)
-	}
-	return h.SPI(ctx, b)
-}
-
 // openMCP3008 opens an MCP3008 ADC on an spi bus (one per bus: a bus is a
 // chip select). Channels: ch0..ch7 single-ended and diff0..diff7 the
 // datasheet's differential configurations, in volts of the device's vref
@@ -37,32 +21,10 @@ func (h HardwareFuncs) OpenSPI(ctx context.Context, b manifests.Bus) (pspi.PortC
 // Simulated by sim's MCP3008 at the SPI transaction. The grounds of a
 // reading are the reply's three bytes.
 func openMCP3008(ctx context.Context, d manifests.Device, e env) (*device, error) {
-	b, ok := e.bus(d.Bus)
-	if !ok {
-		return nil, fmt.Errorf("bus %q is not declared", d.Bus)
-	}
-	h, ok := e.hw.(SPIHardware)
-	if !ok {
-		return nil, fmt.Errorf("bus %s: %w: this hardware has no spi ports", b.Name, drivers.ErrUnavailable)
-	}
-	port, err := h.OpenSPI(ctx, b)
+	conn, dev, err := connectSPI(ctx, d, e, adc.MaxSpeed)
 	if err != nil {
 		return nil, err
 	}
-	dev := b.Device
-	if dev == "" {
-		dev = manifests.DefaultSPIDevice
-	}
-	speed := b.Speed
-	if speed <= 0 {
-		speed = manifests.DefaultSPISpeed
-	}
-	conn, err := port.Connect(physic.Frequency(min(speed, adc.MaxSpeed))*physic.Hertz, pspi.Mode0, 8)
-	if err != nil {
-		port.Close()
-		return nil, fmt.Errorf("bus %s: %w: %w", b.Name, drivers.ErrUnavailable, err)
-	}
-	e.closers(port.Close)
 	chip := adc.NewMCP3008(conn)
 	vref := d.VRef
 	if vref <= 0 {
@@ -86,30 +48,60 @@ func openMCP3008(ctx context.Context, d manifests.Device, e env) (*device, error
 		}),
 		writer: noWriter(d.Model),
 		bind: func(channel string) Binding {
-			in := mcp3008Input(d, channel)
-			config, diff, raw := mcp3008Channel(in.Input)
-			conv := fmt.Sprintf("code × %g / 1024 V, rounded to 0.001", vref)
-			switch in.As {
-			case manifests.ScaleMilliamps:
-				conv = fmt.Sprintf("code × %g / 1024 V / %g Ω × 1000 mA, rounded to 0.001", vref, in.ShuntOhms)
-			case manifests.ScalePercent:
-				x, unit := fmt.Sprintf("code × %g / 1024 V", vref), "V"
-				if in.ShuntOhms > 0 {
-					x, unit = fmt.Sprintf("(code × %g / 1024 V / %g Ω × 1000)", vref, in.ShuntOhms), "mA"
-				}
-				conv = fmt.Sprintf("(%s − %g %s) / (%g − %g) × 100 %%, rounded to 0.01", x, in.Zero, unit, in.Full, in.Zero)
-			}
-			if raw {
-				conv = "the 10-bit code (reply byte 1 bits 1-0, byte 2)"
-			}
-			reg := fmt.Sprintf("CH%d single-ended", config)
-			if diff {
-				reg = fmt.Sprintf("differential configuration %d (datasheet Table 5-2)", config)
-			}
-			return Binding{Driver: "spi", Address: dev, Register: reg,
-				RawForm: "the 3-byte reply (undefined, null bit + B9-B8, B7-B0)", Conversion: conv}
+			return mcp3008Binding(mcp3008Input(d, channel), dev, vref)
 		},
 	}, nil
+}
+
+// connectSPI opens the spi bus of device d and connects to it in mode 0,
+// 8 bits a word, at the bus's speed but at most maxSpeed (Hz); the Set
+// closes the port. It returns the bus's device too.
+func connectSPI(ctx context.Context, d manifests.Device, e env, maxSpeed int) (pspi.Conn, string, error) {
+	port, b, err := openExtension(ctx, d, e, spiPorts, SPIHardware.OpenSPI)
+	if err != nil {
+		return nil, "", err
+	}
+	dev := b.Device
+	if dev == "" {
+		dev = manifests.DefaultSPIDevice
+	}
+	speed := b.Speed
+	if speed <= 0 {
+		speed = manifests.DefaultSPISpeed
+	}
+	conn, err := port.Connect(physic.Frequency(min(speed, maxSpeed))*physic.Hertz, pspi.Mode0, 8)
+	if err != nil {
+		port.Close()
+		return nil, "", fmt.Errorf("bus %s: %w: %w", b.Name, drivers.ErrUnavailable, err)
+	}
+	e.closers(port.Close)
+	return conn, dev, nil
+}
+
+// mcp3008Binding says how input in is read from the chip at dev with
+// reference vref, and converted.
+func mcp3008Binding(in manifests.ADCInput, dev string, vref float64) Binding {
+	config, diff, raw := mcp3008Channel(in.Input)
+	conv := fmt.Sprintf("code × %g / 1024 V, rounded to 0.001", vref)
+	switch in.As {
+	case manifests.ScaleMilliamps:
+		conv = fmt.Sprintf("code × %g / 1024 V / %g Ω × 1000 mA, rounded to 0.001", vref, in.ShuntOhms)
+	case manifests.ScalePercent:
+		x, unit := fmt.Sprintf("code × %g / 1024 V", vref), "V"
+		if in.ShuntOhms > 0 {
+			x, unit = fmt.Sprintf("(code × %g / 1024 V / %g Ω × 1000)", vref, in.ShuntOhms), "mA"
+		}
+		conv = fmt.Sprintf("(%s − %g %s) / (%g − %g) × 100 %%, rounded to 0.01", x, in.Zero, unit, in.Full, in.Zero)
+	}
+	if raw {
+		conv = "the 10-bit code (reply byte 1 bits 1-0, byte 2)"
+	}
+	reg := fmt.Sprintf("CH%d single-ended", config)
+	if diff {
+		reg = fmt.Sprintf("differential configuration %d (datasheet Table 5-2)", config)
+	}
+	return Binding{Driver: "spi", Address: dev, Register: reg,
+		RawForm: "the 3-byte reply (undefined, null bit + B9-B8, B7-B0)", Conversion: conv}
 }
 
 // mcp3008Channel parses a validated channel name.

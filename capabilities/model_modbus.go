@@ -14,11 +14,7 @@ import (
 // transaction. Writable registers take numbers or booleans. Simulated by
 // sim's ModbusSlave. The grounds of a reading are the value's registers
 // as they came off the wire (two bytes each, big endian), or its bit.
-func openModbus(_ context.Context, d manifests.Device, e env) (*device, error) {
-	line, ok := e.lines.modbus[d.Bus]
-	if !ok {
-		return nil, fmt.Errorf("bus %q is not an open Modbus line", d.Bus)
-	}
+func openModbus(line *modbus.Line, d manifests.Device, e env) (*device, error) {
 	unit := line.Unit(d.UnitID, modbus.WithTimeout(d.Timeout))
 	points := unit.Points(driverconf.ModbusRegisters(d.ModbusRegisters), d.MaxSpan)
 	return &device{

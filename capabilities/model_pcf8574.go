@@ -1,9 +1,6 @@
 package capabilities
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -12,11 +9,7 @@ import (
 // name, booleans; output pins are written and read back from the port.
 // Input pins are kept high (quasi-bidirectional). Simulated by sim's
 // expander. The grounds of a reading are the port byte as read.
-func openPCF8574(_ context.Context, d manifests.Device, e env) (*device, error) {
-	bus, ok := e.buses[d.Bus]
-	if !ok {
-		return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
-	}
+func openPCF8574(bus *i2c.Bus, d manifests.Device, e env) (*device, error) {
 	var outputs uint8
 	for _, p := range d.Pins {
 		if p.Output {

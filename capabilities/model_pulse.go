@@ -22,11 +22,7 @@ import (
 // second's pulses after a crash). Simulated by sim's pulse pin, which makes
 // edges at a rate on the simulated clock. The grounds of a reading are the
 // pulse count in decimal.
-func openPulseCounter(ctx context.Context, d manifests.Device, e env) (*device, error) {
-	pin, err := e.hw.OpenPin(ctx, d)
-	if err != nil {
-		return nil, err
-	}
+func openPulseCounter(ctx context.Context, pin pgpio.PinIO, d manifests.Device, e env) (*device, error) {
 	edge := pgpio.FallingEdge
 	switch d.Edge {
 	case manifests.EdgeRising:

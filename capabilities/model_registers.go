@@ -13,11 +13,7 @@ import (
 // registers by name, each read alone; writable registers take numbers.
 // Simulated by sim's register file. The grounds of a reading are the
 // register's bytes as read.
-func openRegisters(_ context.Context, d manifests.Device, e env) (*device, error) {
-	bus, ok := e.buses[d.Bus]
-	if !ok {
-		return nil, fmt.Errorf("bus %q is not an open I2C bus", d.Bus)
-	}
+func openRegisters(bus *i2c.Bus, d manifests.Device, e env) (*device, error) {
 	regs := i2c.NewRegisters(bus, d.Address, driverconf.I2CRegisters(d.Registers))
 	return &device{
 		model: d.Model,
@@ -51,7 +47,7 @@ func openRegisters(_ context.Context, d manifests.Device, e env) (*device, error
 			}, nil
 		},
 		bind: func(channel string) Binding {
-			b := Binding{Driver: "i2c", Address: fmt.Sprintf("0x%02x", d.Address), Register: channel, RawForm: "register bytes as read"}
+			b := i2cBinding(d, channel, "register bytes as read", "")
 			if reg, ok := regs.Register(channel); ok {
 				order := reg.ByteOrder
 				if order == "" {

@@ -5,17 +5,14 @@ import (
 	"fmt"
 
 	"github.com/promcp/promcp-device/driverconf"
+	"github.com/promcp/promcp-device/drivers/serial"
 	"github.com/promcp/promcp-device/manifests"
 )
 
 // openSerialLine opens a text instrument on a serial line. Channels: the
 // named groups of its response pattern. Read-only. Simulated by sim's line
 // instruments.
-func openSerialLine(_ context.Context, d manifests.Device, e env) (*device, error) {
-	line, ok := e.lines.serial[d.Bus]
-	if !ok {
-		return nil, fmt.Errorf("bus %q is not an open serial line", d.Bus)
-	}
+func openSerialLine(line *serial.Line, d manifests.Device, e env) (*device, error) {
 	in, err := line.Instrument(d.Name, driverconf.Instrument(d.Line), d.Timeout)
 	if err != nil {
 		return nil, err
