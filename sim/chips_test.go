@@ -10,7 +10,6 @@ import (
 	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/drivers/i2c"
-	"github.com/promcp/promcp-device/manifests"
 )
 
 const chipsManifest = `version: 1
@@ -54,11 +53,7 @@ devices:
 
 func chipBus(t *testing.T) pi2c.BusCloser {
 	t.Helper()
-	m, err := manifests.Parse("chips.yml", []byte(chipsManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, _ := newWorld(t, m)
+	w, _ := newWorld(t, parse(t, "chips.yml", chipsManifest))
 	return openBus(t, w, "i2c1")
 }
 
@@ -217,11 +212,7 @@ func TestSimExpanderRegisters(t *testing.T) {
 // interleaved with another's config write), and every caller reads the
 // value the chip was given.
 func TestSimChipsAgainstDriversConcurrently(t *testing.T) {
-	m, err := manifests.Parse("chips.yml", []byte(chipsManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, clk := newWorld(t, m)
+	w, clk := newWorld(t, parse(t, "chips.yml", chipsManifest))
 	bus := i2c.NewBus("i2c1", openBus(t, w, "i2c1"), 0, nil)
 	sleep := sleepOn(clk)
 	env := i2c.NewBME280(bus, 0x76, true, sleep)

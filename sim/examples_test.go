@@ -26,10 +26,7 @@ func TestExampleManifests(t *testing.T) {
 			continue // a scenario, see TestExampleScenario
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			m, err := manifests.Load(file)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := load(t, file)
 			w, clk := newWorld(t, m)
 			buses := make(map[string]*i2c.Bus)
 			for _, b := range m.Buses {

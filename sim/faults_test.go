@@ -20,10 +20,7 @@ import (
 // take no time.
 func TestExampleScenario(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := manifests.Load("../manifests/examples/greenhouse.yml")
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := load(t, "../manifests/examples/greenhouse.yml")
 		sc, err := manifests.LoadScenario("../manifests/examples/greenhouse-faults.yml", m)
 		if err != nil {
 			t.Fatal(err)

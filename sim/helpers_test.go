@@ -71,6 +71,26 @@ func labBench() *manifests.Manifest {
 	}
 }
 
+// parse parses the manifest src, called name in its errors.
+func parse(t *testing.T, name, src string) *manifests.Manifest {
+	t.Helper()
+	m, err := manifests.Parse(name, []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// load loads the manifest file.
+func load(t *testing.T, file string) *manifests.Manifest {
+	t.Helper()
+	m, err := manifests.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // newWorld builds m on a manual clock.
 func newWorld(t *testing.T, m *manifests.Manifest) (*sim.World, *sim.ManualClock) {
 	t.Helper()
@@ -105,6 +125,14 @@ func openOutput(t *testing.T, w *sim.World, pin string, activeLow bool) *gpio.Ou
 		t.Fatalf("Open(%s) = %v", pin, err)
 	}
 	return o
+}
+
+// switchOn opens a gpio_out on w with the real driver and turns it on.
+func switchOn(t *testing.T, w *sim.World, pin string, activeLow bool) {
+	t.Helper()
+	if err := openOutput(t, w, pin, activeLow).Set(t.Context(), true); err != nil {
+		t.Fatalf("Set(%s, true) = %v", pin, err)
+	}
 }
 
 // sleepOn is an SHT3x sleep that advances the manual clock instead of

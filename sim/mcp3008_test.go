@@ -28,14 +28,7 @@ capabilities:
 
 func adcConn(t *testing.T) (*sim.World, spi.Conn) {
 	t.Helper()
-	m, err := manifests.Parse("adc.yml", []byte(adcManifest))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := sim.New(m, sim.NewManualClock(epoch))
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, _ := newWorld(t, parse(t, "adc.yml", adcManifest))
 	p, err := w.SPI(t.Context(), "spi0")
 	if err != nil {
 		t.Fatal(err)

@@ -48,16 +48,7 @@ sim:
 
 func plantWorld(t *testing.T) (*sim.World, *sim.ManualClock) {
 	t.Helper()
-	m, err := manifests.Parse("plant.yml", []byte(plant))
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	w, err := sim.New(m, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return w, clk
+	return newWorld(t, parse(t, "plant.yml", plant))
 }
 
 // TestVFDRampsCoolsAndMeters: the VFD's speed follows its setpoint at

@@ -23,10 +23,14 @@ func (s *ModbusSlave) handle(pdu []byte) []byte {
 	var out []byte
 	var code byte
 	switch fc {
-	case 1, 2:
-		out, code = s.readBits(fc, d)
-	case 3, 4:
-		out, code = s.readRegisters(fc, d)
+	case 1:
+		out, code = readTable(fc, d, manifests.MaxReadBits, s.coils, bitBytes, putBit)
+	case 2:
+		out, code = readTable(fc, d, manifests.MaxReadBits, s.discrete, bitBytes, putBit)
+	case 3:
+		out, code = readTable(fc, d, manifests.MaxReadRegisters, s.holding, wordBytes, putWord)
+	case 4:
+		out, code = readTable(fc, d, manifests.MaxReadRegisters, s.input, wordBytes, putWord)
 	case 5:
 		out, code = s.writeCoil(fc, d)
 	case 6:
@@ -45,67 +49,45 @@ func (s *ModbusSlave) handle(pdu []byte) []byte {
 // u16 reads the big-endian word at d[i:].
 func u16(d []byte, i int) uint16 { return binary.BigEndian.Uint16(d[i:]) }
 
-// readRequest decodes the start address and count of a read (FC 1-4); the
-// count must be 1..most. code is the exception to answer, 0 when valid.
-func readRequest(d []byte, most uint16) (addr, n uint16, code byte) {
+// readTable answers a read (FC 1-4) of 1..most values of tab: fc, the
+// byte count, then the values, packed by put into size(n) bytes. code is
+// the exception to answer, 0 when the request is valid and the device has
+// every address in its range.
+func readTable[V any](fc byte, d []byte, most uint16, tab map[uint16]V, size func(n int) int, put func(p []byte, i int, v V)) (out []byte, code byte) {
 	if len(d) != 4 {
-		return 0, 0, modbus.ExceptionIllegalValue
+		return nil, modbus.ExceptionIllegalValue
 	}
-	addr, n = u16(d, 0), u16(d, 2)
+	addr, n := u16(d, 0), u16(d, 2)
 	if n < 1 || n > most {
-		return 0, 0, modbus.ExceptionIllegalValue
+		return nil, modbus.ExceptionIllegalValue
 	}
-	return addr, n, 0
-}
-
-// readBits answers FC 1 (coils) and FC 2 (discrete inputs).
-func (s *ModbusSlave) readBits(fc byte, d []byte) ([]byte, byte) {
-	addr, n, code := readRequest(d, manifests.MaxReadBits)
-	if code != 0 {
-		return nil, code
-	}
-	bits := s.coils
-	if fc == 2 {
-		bits = s.discrete
-	}
-	out := make([]byte, 2+(int(n)+7)/8)
-	out[0], out[1] = fc, byte((int(n)+7)/8)
-	return out, readRange(bits, addr, n, func(i int, v bool) {
-		if v {
-			out[2+i/8] |= 1 << (i % 8)
-		}
-	})
-}
-
-// readRegisters answers FC 3 (holding) and FC 4 (input registers).
-func (s *ModbusSlave) readRegisters(fc byte, d []byte) ([]byte, byte) {
-	addr, n, code := readRequest(d, manifests.MaxReadRegisters)
-	if code != 0 {
-		return nil, code
-	}
-	tab := s.holding
-	if fc == 4 {
-		tab = s.input
-	}
-	out := make([]byte, 2+2*int(n))
-	out[0], out[1] = fc, byte(2*n)
-	return out, readRange(tab, addr, n, func(i int, v uint16) {
-		binary.BigEndian.PutUint16(out[2+2*i:], v)
-	})
-}
-
-// readRange passes the n values of tab from addr to put, in order. It
-// returns the exception for an address the device does not have, else 0.
-func readRange[V any](tab map[uint16]V, addr, n uint16, put func(i int, v V)) byte {
+	out = make([]byte, 2+size(int(n)))
+	out[0], out[1] = fc, byte(size(int(n)))
 	for i := range int(n) {
 		v, ok := tab[addr+uint16(i)]
 		if !ok || int(addr)+i > 0xFFFF {
-			return modbus.ExceptionIllegalAddress
+			return nil, modbus.ExceptionIllegalAddress
 		}
-		put(i, v)
+		put(out[2:], i, v)
 	}
-	return 0
+	return out, 0
 }
+
+// bitBytes and putBit pack bits eight to a byte, the first in the low
+// bit (FC 1, 2, 15).
+func bitBytes(n int) int { return (n + 7) / 8 }
+
+func putBit(p []byte, i int, on bool) {
+	if on {
+		p[i/8] |= 1 << (i % 8)
+	}
+}
+
+// wordBytes and putWord pack registers two bytes each, big endian (FC 3,
+// 4, 16).
+func wordBytes(n int) int { return 2 * n }
+
+func putWord(p []byte, i int, v uint16) { binary.BigEndian.PutUint16(p[2*i:], v) }
 
 // writeCoil answers FC 5: 0xFF00 sets the coil, 0 clears it.
 func (s *ModbusSlave) writeCoil(fc byte, d []byte) ([]byte, byte) {
@@ -144,9 +126,9 @@ func (s *ModbusSlave) writeMultiple(fc byte, d []byte) ([]byte, byte) {
 	}
 	addr, n, nb := u16(d, 0), int(u16(d, 2)), int(d[4])
 	data := d[5:]
-	want := 2 * n
+	want := wordBytes(n)
 	if fc == 15 {
-		want = (n + 7) / 8
+		want = bitBytes(n)
 	}
 	if n < 1 || nb != want || len(data) != nb || (fc == 16 && n > 123) || (fc == 15 && n > 1968) {
 		return nil, modbus.ExceptionIllegalValue

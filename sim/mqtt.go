@@ -275,22 +275,27 @@ func (dev *mqttDevice) publishState() {
 			dev.b.Publish("stat/"+t+"/"+p, []byte(dev.word(on)), false)
 			continue
 		}
-		m := sensor
-		parts := strings.Split(k, ".")
-		for _, part := range parts[:len(parts)-1] {
-			sub, ok := m[part].(map[string]any)
-			if !ok {
-				sub = map[string]any{}
-				m[part] = sub
-			}
-			m = sub
-		}
-		m[parts[len(parts)-1]] = v
+		setPath(sensor, k, v)
 	}
 	if len(sensor) > 1 {
 		p, _ := json.Marshal(sensor)
 		dev.b.Publish("tele/"+t+"/SENSOR", p, false)
 	}
+}
+
+// setPath sets v at the dotted path in the JSON object m ("a.b" is
+// m["a"]["b"]), making the objects on the way.
+func setPath(m map[string]any, path string, v any) {
+	parts := strings.Split(path, ".")
+	for _, part := range parts[:len(parts)-1] {
+		sub, ok := m[part].(map[string]any)
+		if !ok {
+			sub = map[string]any{}
+			m[part] = sub
+		}
+		m = sub
+	}
+	m[parts[len(parts)-1]] = v
 }
 
 func tasmotaPowerTopic(name string) (string, bool) {
@@ -393,16 +398,26 @@ func (w *World) mqttDevice(name string) (*mqttDevice, error) {
 	return nil, fmt.Errorf("sim: no simulated mqtt device %q", name)
 }
 
+// setMQTT changes the simulated MQTT device called name with set, under
+// its lock, and returns it.
+func (w *World) setMQTT(name string, set func(d *mqttDevice)) (*mqttDevice, error) {
+	d, err := w.mqttDevice(name)
+	if err != nil {
+		return nil, err
+	}
+	d.mu.Lock()
+	set(d)
+	d.mu.Unlock()
+	return d, nil
+}
+
 // SetMQTTOnline takes a simulated MQTT device off the broker (its Last
 // Will, Offline, is published) or brings it back.
 func (w *World) SetMQTTOnline(name string, online bool) error {
-	d, err := w.mqttDevice(name)
+	d, err := w.setMQTT(name, func(d *mqttDevice) { d.online = online })
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.online = online
-	d.mu.Unlock()
 	d.publishAvailability()
 	d.publishState()
 	return nil
@@ -412,38 +427,23 @@ func (w *World) SetMQTTOnline(name string, online bool) error {
 // commands without applying them (a stuck relay): a do_* reads back
 // partial.
 func (w *World) SetMQTTIgnoresCommands(name string, ignores bool) error {
-	d, err := w.mqttDevice(name)
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	d.ignores = ignores
-	d.mu.Unlock()
-	return nil
+	_, err := w.setMQTT(name, func(d *mqttDevice) { d.ignores = ignores })
+	return err
 }
 
 // SetMQTTSilent makes a simulated MQTT device stop publishing while it
 // stays connected (no Last Will): its readings go stale after their TTL.
 func (w *World) SetMQTTSilent(name string, silent bool) error {
-	d, err := w.mqttDevice(name)
-	if err != nil {
-		return err
-	}
-	d.mu.Lock()
-	d.silent = silent
-	d.mu.Unlock()
-	return nil
+	_, err := w.setMQTT(name, func(d *mqttDevice) { d.silent = silent })
+	return err
 }
 
 // SetMQTTValue changes a simulated MQTT device's channel and publishes it.
 func (w *World) SetMQTTValue(name, channel string, v any) error {
-	d, err := w.mqttDevice(name)
+	d, err := w.setMQTT(name, func(d *mqttDevice) { d.values[channel] = v })
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	d.values[channel] = v
-	d.mu.Unlock()
 	d.publishState()
 	return nil
 }

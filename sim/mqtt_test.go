@@ -23,6 +23,19 @@ capabilities:
   - {name: light, type: boolean, read: {device: door, channel: state}, do: {tool: do_set_light, side_effects: [light]}}
 `
 
+// mqttWorld builds mqttSite on a manual clock and serves its broker until
+// the end of the test.
+func mqttWorld(t *testing.T) (*sim.World, *sim.ModbusEndpoints) {
+	t.Helper()
+	w, _ := newWorld(t, parse(t, "site.yml", mqttSite))
+	ep, err := w.StartLines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ep.Close() })
+	return w, ep
+}
+
 // recorder keeps the last payload of every topic seen on the broker.
 type recorder struct {
 	mu    sync.Mutex
@@ -96,19 +109,7 @@ func (r *recorder) seenCount(topic string) int {
 // Tasmota and Zigbee2MQTT use, obey their commands, and publish their
 // Last Will when taken offline.
 func TestSimulatedMQTTDevicesSpeakAsTheFirmware(t *testing.T) {
-	m, err := manifests.Parse("site.yml", []byte(mqttSite))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := sim.New(m, sim.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := w.StartLines()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
+	w, ep := mqttWorld(t)
 	if addr, ok := ep.Address("broker"); !ok || addr != ep.Broker.Addr() {
 		t.Fatalf("bus broker served at %q, broker at %q", addr, ep.Broker.Addr())
 	}
@@ -152,19 +153,7 @@ func TestSimulatedMQTTDevicesSpeakAsTheFirmware(t *testing.T) {
 // broker with its Last Will until cleared; stuck silences it; nack does
 // not apply to a device on a broker.
 func TestMQTTDeviceFaults(t *testing.T) {
-	m, err := manifests.Parse("site.yml", []byte(mqttSite))
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := sim.New(m, sim.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ep, err := w.StartLines()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ep.Close()
+	w, ep := mqttWorld(t)
 	r := record(t, ep.Broker)
 	r.wait(t, "tele/plug/LWT", "Online")
 	if err := w.Inject("plug", manifests.Fault{Kind: manifests.FaultNACK}); err == nil {

@@ -47,17 +47,7 @@ func (dev *mqttDevice) publishGenericLocked() {
 		}
 		obj := map[string]any{}
 		for _, ch := range chs {
-			m := obj
-			parts := strings.Split(ch.Path, ".")
-			for _, part := range parts[:len(parts)-1] {
-				sub, ok := m[part].(map[string]any)
-				if !ok {
-					sub = map[string]any{}
-					m[part] = sub
-				}
-				m = sub
-			}
-			m[parts[len(parts)-1]] = dev.values[ch.Name]
+			setPath(obj, ch.Path, dev.values[ch.Name])
 		}
 		p, _ := json.Marshal(obj)
 		dev.b.Publish(t, p, true)

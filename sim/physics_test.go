@@ -29,10 +29,7 @@ func near(t *testing.T, what string, got, want, tol float64) {
 // about 6 °C minus what leaks out.
 func TestHeaterRaisesTemperature(t *testing.T) {
 	w, clk := newWorld(t, greenhouse(0))
-	heater := openOutput(t, w, "GPIO17", true)
-	if err := heater.Set(t.Context(), true); err != nil {
-		t.Fatal(err)
-	}
+	switchOn(t, w, "GPIO17", true) // the heater
 	clk.Advance(10 * time.Minute)
 	z, _ := w.Zone("zone1")
 	want := newton(16, 6, 0.6/60, leak, 10*time.Minute)
@@ -80,10 +77,7 @@ func TestHeaterOnTimeExact(t *testing.T) {
 // and its humidity toward 50 %.
 func TestVentCoolsAndDries(t *testing.T) {
 	w, clk := newWorld(t, greenhouse(0))
-	v := openOutput(t, w, "GPIO27", false)
-	if err := v.Set(t.Context(), true); err != nil {
-		t.Fatal(err)
-	}
+	switchOn(t, w, "GPIO27", false) // the vent
 	clk.Advance(10 * time.Minute)
 	z, _ := w.Zone("zone1")
 	near(t, "zone1 temperature", z.Temperature, newton(16, 6, 0, leak+vent, 10*time.Minute), 1e-9)
@@ -103,14 +97,8 @@ func TestVentCoolsAndDries(t *testing.T) {
 // Heater and vent together settle where heating balances the losses.
 func TestHeaterAndVentEquilibrium(t *testing.T) {
 	w, clk := newWorld(t, greenhouse(0))
-	for _, o := range []struct {
-		pin       string
-		activeLow bool
-	}{{"GPIO17", true}, {"GPIO27", false}} {
-		if err := openOutput(t, w, o.pin, o.activeLow).Set(t.Context(), true); err != nil {
-			t.Fatal(err)
-		}
-	}
+	switchOn(t, w, "GPIO17", true)
+	switchOn(t, w, "GPIO27", false)
 	clk.Advance(24 * time.Hour)
 	z, _ := w.Zone("zone1")
 	near(t, "zone1 temperature", z.Temperature, 6+0.01/(leak+vent), 1e-6)
@@ -119,9 +107,7 @@ func TestHeaterAndVentEquilibrium(t *testing.T) {
 // A long unobserved gap integrates in bounded time and stays exact.
 func TestLongGap(t *testing.T) {
 	w, clk := newWorld(t, greenhouse(0))
-	if err := openOutput(t, w, "GPIO17", true).Set(t.Context(), true); err != nil {
-		t.Fatal(err)
-	}
+	switchOn(t, w, "GPIO17", true)
 	clk.Advance(90 * 24 * time.Hour)
 	z, _ := w.Zone("zone1")
 	near(t, "zone1 temperature", z.Temperature, 6+0.01/leak, 1e-6)

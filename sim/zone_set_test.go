@@ -3,23 +3,12 @@ package sim_test
 import (
 	"testing"
 	"time"
-
-	"github.com/promcp/promcp-device/manifests"
-	"github.com/promcp/promcp-device/sim"
 )
 
 // TestSetZone: a zone set to a temperature reads it, then drifts toward
 // the outside temperature set, on the clock.
 func TestSetZone(t *testing.T) {
-	m, err := manifests.Load("../manifests/examples/greenhouse.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
-	w, err := sim.New(m, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, clk := newWorld(t, load(t, "../manifests/examples/greenhouse.yml"))
 	if err := w.SetZoneTemperature("zone1", 30); err != nil {
 		t.Fatal(err)
 	}
