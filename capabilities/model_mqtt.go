@@ -123,19 +123,25 @@ func openMQTT(_ context.Context, d manifests.Device, e env) (*device, error) {
 		},
 		bind: func(name string) Binding {
 			ch, _ := channel(name)
-			conv := "the whole payload"
-			if ch.Path != "" {
-				conv = fmt.Sprintf("JSON path %q of the payload", ch.Path)
-			}
-			addr := "topic " + ch.State + " on " + br.bus.MQTT.Broker
-			if avail != "" {
-				addr += ", availability " + avail
-			}
-			return Binding{Driver: "mqtt", Address: addr, Register: name,
-				RawForm:    "the message's payload as published (a PhysMCP Lite device adopted by this gateway as its proxy: the device publishes, the gateway does not poll it)",
-				Conversion: conv + fmt.Sprintf(", sampled when the message arrived; booleans %s/%s", ch.On, ch.Off)}
+			return mqttBinding(name, ch, br.bus.MQTT.Broker, avail)
 		},
 	}, nil
+}
+
+// mqttBinding says where channel name (ch) of a device on broker comes
+// from, with its availability topic avail ("" for none).
+func mqttBinding(name string, ch mqtt.Channel, broker, avail string) Binding {
+	conv := "the whole payload"
+	if ch.Path != "" {
+		conv = fmt.Sprintf("JSON path %q of the payload", ch.Path)
+	}
+	addr := "topic " + ch.State + " on " + broker
+	if avail != "" {
+		addr += ", availability " + avail
+	}
+	return Binding{Driver: "mqtt", Address: addr, Register: name,
+		RawForm:    "the message's payload as published (a PhysMCP Lite device adopted by this gateway as its proxy: the device publishes, the gateway does not poll it)",
+		Conversion: conv + fmt.Sprintf(", sampled when the message arrived; booleans %s/%s", ch.On, ch.Off)}
 }
 
 // errDeviceOffline is a device that said (or whose Last Will said) it is
