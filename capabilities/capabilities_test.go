@@ -18,12 +18,12 @@ var epoch = time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC)
 // open builds the bench on a simulated world with a manual clock. Call it
 // inside a synctest bubble: the drivers' real-time waits (the SHT3x
 // measurement time, bus timeouts, slow faults) then take no time.
-func open(t *testing.T) (*capabilities.Set, *sim.World, *sim.ManualClock) {
-	t.Helper()
-	m := simtest.Manifest(t, "i2c-bench.yml")
+func open(tb testing.TB) (*capabilities.Set, *sim.World, *sim.ManualClock) {
+	tb.Helper()
+	m := simtest.Manifest(tb, "i2c-bench.yml")
 	clk := sim.NewManualClock(epoch)
-	w := simtest.World(t, m, clk)
-	return simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk}), w, clk
+	w := simtest.World(tb, m, clk)
+	return simtest.Open(tb, m, simtest.Hardware(w), capabilities.Options{Clock: clk}), w, clk
 }
 
 func get(t *testing.T, set *capabilities.Set, name string) *capabilities.Capability {
@@ -166,9 +166,7 @@ func TestWriteInvalidatesCache(t *testing.T) {
 // BenchmarkRead compares a read served from the cache with one that
 // measures (an SHT3x on the simulated bus; the measurement wait is real).
 func BenchmarkRead(b *testing.B) {
-	m := simtest.Manifest(b, "i2c-bench.yml")
-	clk := sim.NewManualClock(epoch)
-	set := simtest.Open(b, m, simtest.Hardware(simtest.World(b, m, clk)), capabilities.Options{Clock: clk})
+	set, _, _ := open(b)
 	temp, _ := set.Get("temperature")
 	b.Run("cached", func(b *testing.B) {
 		temp.Read(b.Context())
