@@ -27,6 +27,7 @@ import (
 	"github.com/promcp/promcp-device/idempotency/boltstore"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 )
 
 // pump is a minimal server with one do_* tool whose handler is act.
@@ -50,18 +51,7 @@ func newPump(t *testing.T, act func(ctx context.Context, req server.DoRequest) (
 		}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(srv.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	p.client = c
+	p.client = servertest.Client(t, srv, mcp.InitializeParams{})
 	return p
 }
 

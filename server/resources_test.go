@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 )
 
 // watchLog checks that a resource's Watch calls alternate on, off, on...
@@ -174,18 +175,8 @@ func TestResourceTemplateArgError(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(s.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: mcp.ProtocolVersion20251125, ClientInfo: mcp.Implementation{Name: "t", Version: "1"}}}); err != nil {
-		t.Fatal(err)
-	}
+	c := servertest.Client(t, s, mcp.InitializeParams{
+		ProtocolVersion: mcp.ProtocolVersion20251125, ClientInfo: mcp.Implementation{Name: "t", Version: "1"}})
 	_, err = c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "promcp://bench/h/x?step=2m"}})
 	if err == nil || !strings.Contains(err.Error(), `argument step: "2m" (want 1m)`) {
 		t.Errorf("bad step: %v, want the argument named", err)
