@@ -57,10 +57,7 @@ func (l *lockedBuffer) String() string {
 func newLimitsFixture(t *testing.T, cfg server.HTTPConfig) *limitsFixture {
 	t.Helper()
 	logs := &lockedBuffer{}
-	srv, err := server.New("limits", "test", server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newServer(t, "limits", server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	f := &limitsFixture{t: t, logs: logs, alice: server.NewToken(), bob: server.NewToken(), now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
 	tokens, err := server.ParseTokens("tokens", strings.NewReader(
 		server.TokenLine("alice", "operator", f.alice)+"\n"+server.TokenLine("bob", "viewer", f.bob)))
@@ -248,12 +245,8 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // foreign origin, is refused on its headers: not a byte of its (huge)
 // body is read.
 func TestHTTPAuthBeforeBody(t *testing.T) {
-	srv, err := server.New("limits", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := server.NewToken()
-	tokens, _ := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("alice", "operator", token)))
+	srv := newServer(t, "limits")
+	token, tokens := operatorToken(t, "alice")
 	h := srv.HTTPHandler(server.HTTPConfig{Tokens: tokens})
 	for _, tc := range []struct {
 		name   string
@@ -329,10 +322,7 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 // across requests; one that does not fit gets 503 before it is read, and
 // fits again once the others are done.
 func TestHTTPBufferedBytesBudget(t *testing.T) {
-	srv, err := server.New("limits", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newServer(t, "limits")
 	h := srv.HTTPHandler(server.HTTPConfig{Caller: server.Caller{Name: "local", Role: "operator"}, MaxBodyBytes: 4 << 10, MaxBufferedBytes: 8 << 10})
 	req := func(body io.Reader, n int) *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", body)
@@ -416,10 +406,7 @@ func TestLimitListener(t *testing.T) {
 // completes: the timeouts bound reading a request and each write, not a
 // call.
 func TestHTTPLongCallOutlivesTimeouts(t *testing.T) {
-	srv, err := server.New("limits", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newServer(t, "limits")
 	const timeout = 200 * time.Millisecond
 	srv.MCP().AddTool(mcp.NewTool("slow"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		_ = mcpserver.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": "info", "data": "waiting on the device"})
@@ -466,12 +453,8 @@ func TestHTTPLongCallOutlivesTimeouts(t *testing.T) {
 // TestHTTP2: over HTTPS the server speaks HTTP/2 with its limits, and
 // refuses a request without a token there too.
 func TestHTTP2(t *testing.T) {
-	srv, err := server.New("limits", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := server.NewToken()
-	tokens, _ := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("alice", "operator", token)))
+	srv := newServer(t, "limits")
+	token, tokens := operatorToken(t, "alice")
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = srv.HTTPServer(server.HTTPConfig{Tokens: tokens})
 	ts.EnableHTTP2 = true
