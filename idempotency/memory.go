@@ -68,11 +68,8 @@ func (m *Memory) Do(ctx context.Context, key, fingerprint string, act Action) ([
 			return m.run(ctx, key, e, act)
 		}
 		m.mu.Unlock()
-
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return nil, false, fmt.Errorf("key %q: waiting for the call in flight: %w", key, ctx.Err())
+		if err := WaitInFlight(ctx, key, e.done); err != nil {
+			return nil, false, err
 		}
 		m.mu.Lock()
 		kept := e.kept

@@ -169,10 +169,8 @@ func (b *Bolt) Do(ctx context.Context, key, fingerprint string, act idempotency.
 		if f.fingerprint != fingerprint {
 			return nil, false, fmt.Errorf("key %q: %w", key, idempotency.ErrConflict)
 		}
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, false, fmt.Errorf("key %q: waiting for the call in flight: %w", key, ctx.Err())
+		if err := idempotency.WaitInFlight(ctx, key, f.done); err != nil {
+			return nil, false, err
 		}
 		if f.kept {
 			if f.unrecorded {
