@@ -32,8 +32,7 @@ type limitsFixture struct {
 	url        string
 	alice, bob string
 	logs       *lockedBuffer
-	mu         sync.Mutex
-	now        time.Time
+	clk        *manualClock
 }
 
 // lockedBuffer is a log sink safe for concurrent writes.
@@ -58,32 +57,21 @@ func newLimitsFixture(t *testing.T, cfg server.HTTPConfig) *limitsFixture {
 	t.Helper()
 	logs := &lockedBuffer{}
 	srv := newServer(t, "limits", server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	f := &limitsFixture{t: t, logs: logs, alice: server.NewToken(), bob: server.NewToken(), now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	f := &limitsFixture{t: t, logs: logs, alice: server.NewToken(), bob: server.NewToken(),
+		clk: &manualClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
 	tokens, err := server.ParseTokens("tokens", strings.NewReader(
 		server.TokenLine("alice", "operator", f.alice)+"\n"+server.TokenLine("bob", "viewer", f.bob)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Tokens = tokens
-	cfg.Now = f.clock
+	cfg.Now = f.clk.Now
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = srv.HTTPServer(cfg)
 	ts.Start()
 	t.Cleanup(ts.Close)
 	f.url = ts.URL + "/mcp"
 	return f
-}
-
-func (f *limitsFixture) clock() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-func (f *limitsFixture) advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
 }
 
 // do sends a request and returns its status and session id header; the
@@ -150,15 +138,15 @@ func TestHTTPSessionIdleExpiry(t *testing.T) {
 	const ttl = 10 * time.Minute
 	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl}})
 	sid := f.open(f.alice)
-	f.advance(ttl - time.Second)
+	f.clk.add(ttl - time.Second)
 	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
 		t.Fatalf("a session used within its idle time: status %d, want 200", code)
 	}
-	f.advance(ttl - time.Second) // used a moment ago: still alive
+	f.clk.add(ttl - time.Second) // used a moment ago: still alive
 	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
 		t.Fatalf("a session used again within its idle time: status %d, want 200", code)
 	}
-	f.advance(ttl)
+	f.clk.add(ttl)
 	f.open(f.bob) // any request sweeps: the idle session is ended, in mcp-go too
 	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid) {
 		t.Fatalf("no log of the idle session %s ending; logs:\n%s", sid, f.logs)
