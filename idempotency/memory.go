@@ -38,10 +38,7 @@ func NewMemory(ttl time.Duration, clk clock.Clock) *Memory {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	if clk == nil {
-		clk = clock.System{}
-	}
-	return &Memory{ttl: ttl, clock: clk, entries: map[string]*entry{}}
+	return &Memory{ttl: ttl, clock: clock.Or(clk), entries: map[string]*entry{}}
 }
 
 // TTL returns how long outcomes are kept.

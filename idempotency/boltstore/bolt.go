@@ -106,9 +106,7 @@ func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, erro
 	if opts.TTL <= 0 {
 		opts.TTL = idempotency.DefaultTTL
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.System{}
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -421,7 +419,3 @@ func (b *Bolt) Len() (int, error) {
 	})
 	return n, err
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
