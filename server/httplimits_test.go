@@ -21,6 +21,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 )
 
 const initJSON = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -31,31 +32,13 @@ type limitsFixture struct {
 	t          *testing.T
 	url        string
 	alice, bob string
-	logs       *lockedBuffer
+	logs       *servertest.LogBuffer
 	clk        *manualClock
-}
-
-// lockedBuffer is a log sink safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func newLimitsFixture(t *testing.T, cfg server.HTTPConfig) *limitsFixture {
 	t.Helper()
-	logs := &lockedBuffer{}
+	logs := &servertest.LogBuffer{}
 	srv := newServer(t, "limits", server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	f := &limitsFixture{t: t, logs: logs, alice: server.NewToken(), bob: server.NewToken(),
 		clk: &manualClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}

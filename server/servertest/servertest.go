@@ -1,6 +1,7 @@
-// Package servertest connects MCP clients to a [server.Server] in process,
-// for the tests of servers built with package server: the library's own
-// and the gateway's. Like the server, it pulls in no hardware package.
+// Package servertest helps test servers built with package server (the
+// library's own tests, the gateway's, the binary's): an MCP client of a
+// [server.Server] in process, and a buffer to collect logs in. Like the
+// server, it pulls in no hardware package.
 package servertest
 
 import (
