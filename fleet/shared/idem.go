@@ -154,13 +154,8 @@ func (f *fleetStore) read(ctx context.Context, k string) (uint64, *idemRecord, e
 	if err != nil {
 		return 0, nil, err
 	}
-	rctx, cancel := f.s.bound(ctx)
-	defer cancel()
-	e, err := idem.Get(rctx, k)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil, nil
-	}
-	if err != nil {
+	e, err := f.s.get(ctx, idem, k)
+	if err != nil || e == nil {
 		return 0, nil, err
 	}
 	var rec idemRecord
@@ -179,26 +174,5 @@ func (f *fleetStore) write(ctx context.Context, k string, rec idemRecord, rev ui
 	if err != nil {
 		return 0, err
 	}
-	wctx, cancel := f.s.bound(ctx)
-	defer cancel()
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return 0, err
-	}
-	before := f.s.cfg.Now()
-	var nrev uint64
-	if rev == 0 {
-		nrev, err = idem.Create(wctx, k, b)
-	} else {
-		nrev, err = idem.Update(wctx, k, b, rev)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if after := f.s.cfg.Now(); f.s.skewStale(after) {
-		if e, gerr := idem.GetRevision(wctx, k, nrev); gerr == nil {
-			f.s.measureSkew(e.Created(), before, after)
-		}
-	}
-	return nrev, nil
+	return f.s.cas(ctx, idem, k, rec, rev)
 }

@@ -428,14 +428,12 @@ func (s *State) readLease(ctx context.Context, key string) (leaseView, error) {
 	if err != nil {
 		return leaseView{}, err
 	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	e, err := lease.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return leaseView{}, nil
-	}
+	e, err := s.get(ctx, lease, key)
 	if err != nil {
 		return leaseView{}, fmt.Errorf("reading %s: %w", key, err)
+	}
+	if e == nil {
+		return leaseView{}, nil
 	}
 	v := leaseView{rev: e.Revision(), created: e.Created()}
 	if err := json.Unmarshal(e.Value(), &v.rec); err != nil {
@@ -444,14 +442,33 @@ func (s *State) readLease(ctx context.Context, key string) (leaseView, error) {
 	return v, nil
 }
 
-// casLease writes rec to key if its revision is still rev (0: the key must
-// not exist). It measures the hub's clock against the gateway's now and
-// then.
+// casLease writes rec to key of fleet_lease if its revision is still rev
+// (0: the key must not exist), measuring the hub's clock.
 func (s *State) casLease(ctx context.Context, key string, rec leaseRecord, rev uint64) (uint64, error) {
 	lease, _, _, err := s.handles(ctx)
 	if err != nil {
 		return 0, err
 	}
+	return s.cas(ctx, lease, key, rec, rev)
+}
+
+// get reads key of kv, bounded like every hub call; nil (and no error)
+// when the key does not exist.
+func (s *State) get(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	return e, err
+}
+
+// cas writes rec, as JSON, to key of kv if its revision is still rev (0:
+// the key must not exist), bounded like every hub call. It measures the
+// hub's clock against the gateway's now and then, when the last
+// measurement is stale.
+func (s *State) cas(ctx context.Context, kv jetstream.KeyValue, key string, rec any, rev uint64) (uint64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	b, err := json.Marshal(rec)
@@ -461,16 +478,15 @@ func (s *State) casLease(ctx context.Context, key string, rec leaseRecord, rev u
 	before := s.cfg.Now()
 	var nrev uint64
 	if rev == 0 {
-		nrev, err = lease.Create(ctx, key, b)
+		nrev, err = kv.Create(ctx, key, b)
 	} else {
-		nrev, err = lease.Update(ctx, key, b, rev)
+		nrev, err = kv.Update(ctx, key, b, rev)
 	}
 	if err != nil {
 		return 0, err
 	}
-	after := s.cfg.Now()
-	if s.skewStale(after) {
-		if e, gerr := lease.GetRevision(ctx, key, nrev); gerr == nil {
+	if after := s.cfg.Now(); s.skewStale(after) {
+		if e, gerr := kv.GetRevision(ctx, key, nrev); gerr == nil {
 			s.measureSkew(e.Created(), before, after)
 		}
 	}
