@@ -32,9 +32,9 @@ const (
 	idemDone    = "done"
 )
 
+// idemRecord is the value of a key in fleet_idem, naming its claimant.
 type idemRecord struct {
-	Gateway     string `json:"gw"`
-	Request     string `json:"req"`
+	claimant
 	Fingerprint string `json:"fp"`
 	State       string `json:"state"`
 	Outcome     []byte `json:"outcome,omitempty"`
@@ -100,7 +100,7 @@ func (f *fleetStore) Do(ctx context.Context, key, fingerprint string, act idempo
 			}
 			continue
 		}
-		mine := idemRecord{Gateway: f.s.cfg.Gateway, Request: newRequestID(), Fingerprint: fingerprint, State: idemRunning}
+		mine := idemRecord{claimant: f.s.claimant(), Fingerprint: fingerprint, State: idemRunning}
 		nrev, err := f.write(ctx, k, mine, rev)
 		if Classify(err) == ClassConflict {
 			continue // another claimant was first: read what it wrote

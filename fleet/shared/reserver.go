@@ -23,14 +23,22 @@ const (
 	stateReleased  = "released"
 )
 
-// leaseRecord is the value of a key in fleet_lease. It names its claimant
-// (gateway and request), so that a write that timed out and was applied
-// later is recognised as the claimant's own (FLEET.md §6). Times are the
-// hub's (entries' Created), never a gateway's clock (§5.5).
-type leaseRecord struct {
+// claimant names who wrote a record of fleet_lease or fleet_idem: the
+// gateway and its request, so that a write that timed out and was applied
+// later is recognised as the claimant's own (FLEET.md §6).
+type claimant struct {
 	Gateway string `json:"gw"`
 	Request string `json:"req"`
-	State   string `json:"state"`
+}
+
+// claimant returns a new claimant: this gateway, a fresh request id.
+func (s *State) claimant() claimant { return claimant{Gateway: s.cfg.Gateway, Request: newRequestID()} }
+
+// leaseRecord is the value of a key in fleet_lease, naming its claimant.
+// Times are the hub's (entries' Created), never a gateway's clock (§5.5).
+type leaseRecord struct {
+	claimant
+	State string `json:"state"`
 	// Last is the hub time of the last actuation before this record's
 	// own: what remains when a pending reservation is released.
 	Last time.Time `json:"last,omitzero"`
@@ -219,12 +227,12 @@ func (r *reserver) again(ctx context.Context, err error, tries int) (Reach, bool
 // state; or a refusing Decision (rate limit); or the write's error
 // (errRaceLost when another claimant wrote first).
 func (r *reserver) take(ctx context.Context, c policy.Claim, rule Rule, key string, seen leaseView) (*held, policy.Decision, error) {
-	rec := leaseRecord{Gateway: r.s.cfg.Gateway, Request: newRequestID(), State: statePending, Last: seen.last()}
+	rec := leaseRecord{claimant: r.s.claimant(), State: statePending, Last: seen.last()}
 	rev, werr := r.s.casLease(ctx, key, rec, seen.rev)
 	if werr != nil {
 		now, rerr := r.s.readLease(ctx, key)
 		switch {
-		case rerr == nil && now.rev != 0 && now.rec.Gateway == rec.Gateway && now.rec.Request == rec.Request:
+		case rerr == nil && now.rev != 0 && now.rec.claimant == rec.claimant:
 			rev = now.rev // our own write, applied after all (§6)
 		case Classify(werr) == ClassConflict && rerr == nil && now.rev != seen.rev:
 			return nil, policy.Decision{}, errRaceLost
