@@ -22,7 +22,7 @@ func good(v any) *policy.Reading {
 func TestEvaluate(t *testing.T) {
 	pct := manifests.Constraints{Min: f(0), Max: f(100), Step: f(0.5)}
 	dead := &policy.Reading{Time: now, Quality: promcp.QualityError, TTL: 2 * time.Second, Reason: "nack"}
-	amsterdam, _ := time.LoadLocation("Europe/Amsterdam")
+	amsterdam := zone(t, "Europe/Amsterdam")
 	night := &manifests.Windows{Location: amsterdam, Deny: []manifests.Window{{
 		Days: []time.Weekday{0, 1, 2, 3, 4, 5, 6}, From: 20 * time.Hour, To: 6 * time.Hour}}}
 	office := &manifests.Windows{Location: time.UTC, Allow: []manifests.Window{{
