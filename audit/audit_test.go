@@ -14,6 +14,14 @@ import (
 	"github.com/promcp/promcp-device/audit"
 )
 
+// result is the i-th record the tests write: caller's do_set_heater
+// result.
+func result(caller string, i int) audit.Record {
+	return audit.Record{Event: audit.EventResult, Caller: caller, Role: "operator",
+		Tool: "do_set_heater", Key: fmt.Sprintf("k%d", i), Arguments: []byte(`{"value":true}`), Status: "success"}
+}
+
+// writeLog appends n of alice's results to the log at path, all at once.
 func writeLog(t *testing.T, path string, n int) {
 	t.Helper()
 	l, err := audit.Open(path)
@@ -23,15 +31,36 @@ func writeLog(t *testing.T, path string, n int) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			err := l.Append(context.Background(), audit.Record{Event: audit.EventResult, Caller: "alice", Role: "operator",
-				Tool: "do_set_heater", Key: fmt.Sprintf("k%d", i), Arguments: []byte(`{"value":true}`), Status: "success"})
-			if err != nil {
+			if err := l.Append(context.Background(), result("alice", i)); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
 	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readLines returns the lines of the file at path.
+func readLines(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+}
+
+// writeLines replaces the file at path with lines, each ended by a
+// newline.
+func writeLines(t *testing.T, path string, lines []string) {
+	t.Helper()
+	var b strings.Builder
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -81,10 +110,7 @@ func TestTamperingIsDetected(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "audit.jsonl")
 			writeLog(t, path, 10)
-			data, _ := os.ReadFile(path)
-			lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-			lines = tc.edit(lines)
-			os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+			writeLines(t, path, tc.edit(readLines(t, path)))
 			_, err := verifyFile(t, path)
 			var ve *audit.VerifyError
 			if !errors.As(err, &ve) || !errors.Is(err, audit.ErrTampered) || ve.Line != tc.wantLine {

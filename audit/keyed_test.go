@@ -42,23 +42,13 @@ func writeKeyed(t *testing.T, path string, o audit.Options, n int, caller string
 		t.Fatal(err)
 	}
 	for i := range n {
-		if err := l.Append(context.Background(), audit.Record{Event: audit.EventResult, Caller: caller, Role: "operator",
-			Tool: "do_set_heater", Key: fmt.Sprintf("k%d", i), Arguments: []byte(`{"value":true}`), Status: "success"}); err != nil {
+		if err := l.Append(context.Background(), result(caller, i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := l.Close(); err != nil {
 		t.Fatal(err)
 	}
-}
-
-func readLines(t *testing.T, path string) []string {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 }
 
 // rechain recomputes the plain SHA-256 chain over edited records, as
@@ -101,8 +91,7 @@ func TestRewrittenChainFailsKeyedVerify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "audit.jsonl")
 			writeKeyed(t, path, audit.Options{Key: testKey}, 10, "alice")
-			lines := rechain(t, tc.edit(readLines(t, path)))
-			os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o600)
+			writeLines(t, path, rechain(t, tc.edit(readLines(t, path))))
 			if _, err := audit.VerifyLog(path, audit.VerifyOptions{}); err != nil {
 				t.Fatalf("the rewritten log does not even pass a plain verify (%v): the test does not rewrite as an attacker would", err)
 			}
@@ -148,7 +137,7 @@ func TestCheckpointDetectsTruncation(t *testing.T) {
 	}
 	lines := readLines(t, path)
 	for _, keep := range []int{7, 0} {
-		os.WriteFile(path, []byte(strings.Join(lines[:keep], "\n")+strings.Repeat("\n", min(keep, 1))), 0o600)
+		writeLines(t, path, lines[:keep])
 		if _, err := audit.VerifyLog(path, audit.VerifyOptions{Key: testKey}); err != nil {
 			t.Fatalf("truncated to %d records, verify without a checkpoint = %v; the truncation alone is not detectable, which is why checkpoints exist", keep, err)
 		}

@@ -2,8 +2,6 @@ package audit
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -124,22 +122,19 @@ func (l *Log) rotateIfDue(n int) error {
 }
 
 // Anchor is the last record of the rotated files that retention deleted:
-// the oldest kept file's first record chains to it. Its MAC (with a keyed
-// log) keeps anyone without the key from moving it.
-type Anchor struct {
-	Seq  int64     `json:"seq"`
-	Hash string    `json:"hash"`
-	Time time.Time `json:"time"`
-	MAC  string    `json:"mac,omitempty"`
-}
+// the oldest kept file's first record chains to it. It has a Checkpoint's
+// fields (Time is when retention wrote it); its MAC (with a keyed log)
+// covers the sequence number and hash, and keeps anyone without the key
+// from moving it.
+type Anchor Checkpoint
 
+// mac is HMAC-SHA256(key, the parts joined by newlines), "" without a
+// key: the record chain's keyed hash over a mark's fields.
 func mac(key []byte, parts ...string) string {
 	if len(key) == 0 {
 		return ""
 	}
-	h := hmac.New(sha256.New, key)
-	h.Write([]byte(strings.Join(parts, "\n")))
-	return hex.EncodeToString(h.Sum(nil))
+	return chainHash(key, "", []byte(strings.Join(parts, "\n")))
 }
 
 func (a Anchor) mac(key []byte) string {

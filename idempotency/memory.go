@@ -38,10 +38,7 @@ func NewMemory(ttl time.Duration, clk clock.Clock) *Memory {
 	if ttl <= 0 {
 		ttl = DefaultTTL
 	}
-	if clk == nil {
-		clk = clock.System{}
-	}
-	return &Memory{ttl: ttl, clock: clk, entries: map[string]*entry{}}
+	return &Memory{ttl: ttl, clock: clock.Or(clk), entries: map[string]*entry{}}
 }
 
 // TTL returns how long outcomes are kept.
@@ -68,11 +65,8 @@ func (m *Memory) Do(ctx context.Context, key, fingerprint string, act Action) ([
 			return m.run(ctx, key, e, act)
 		}
 		m.mu.Unlock()
-
-		select {
-		case <-e.done:
-		case <-ctx.Done():
-			return nil, false, fmt.Errorf("key %q: waiting for the call in flight: %w", key, ctx.Err())
+		if err := WaitInFlight(ctx, key, e.done); err != nil {
+			return nil, false, err
 		}
 		m.mu.Lock()
 		kept := e.kept

@@ -28,6 +28,7 @@ package idempotency
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -80,6 +81,19 @@ func (a Attempt) Begin(ctx context.Context) error {
 // store outside this package (see boltstore) records the key with it.
 func BeginWith(begin func(ctx context.Context) error) Attempt {
 	return Attempt{begin: begin}
+}
+
+// WaitInFlight waits until done is closed (the call in flight for key,
+// which another caller runs, has ended) or until ctx ends, which it
+// returns wrapped: what a store's Do does for every caller of a key but
+// the first (see Concurrency).
+func WaitInFlight(ctx context.Context, key string, done <-chan struct{}) error {
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("key %q: waiting for the call in flight: %w", key, ctx.Err())
+	}
 }
 
 // Store runs actions at most once per key.

@@ -39,18 +39,7 @@ func (b *Bolt) Close() error { return b.db.Close() }
 func (b *Bolt) Put(j Job) error { return b.put(jobsBucket, j.ID, j) }
 
 // Load returns every job recorded.
-func (b *Bolt) Load() ([]Job, error) {
-	var out []Job
-	err := b.each(jobsBucket, func(k, v []byte) error {
-		var j Job
-		if err := json.Unmarshal(v, &j); err != nil {
-			return fmt.Errorf("job %s: %w", k, err)
-		}
-		out = append(out, j)
-		return nil
-	})
-	return out, err
-}
+func (b *Bolt) Load() ([]Job, error) { return loadAll[Job](b, jobsBucket, "job") }
 
 // PutTimer writes a dead-man timer.
 func (b *Bolt) PutTimer(t Timer) error { return b.put(deadmanBucket, t.Tool, t) }
@@ -62,16 +51,7 @@ func (b *Bolt) DeleteTimer(tool string) error {
 
 // LoadTimers returns every dead-man timer recorded.
 func (b *Bolt) LoadTimers() ([]Timer, error) {
-	var out []Timer
-	err := b.each(deadmanBucket, func(k, v []byte) error {
-		var t Timer
-		if err := json.Unmarshal(v, &t); err != nil {
-			return fmt.Errorf("dead-man timer %s: %w", k, err)
-		}
-		out = append(out, t)
-		return nil
-	})
-	return out, err
+	return loadAll[Timer](b, deadmanBucket, "dead-man timer")
 }
 
 func (b *Bolt) put(bucket []byte, key string, v any) error {
@@ -82,6 +62,18 @@ func (b *Bolt) put(bucket []byte, key string, v any) error {
 	return b.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucket).Put([]byte(key), data) })
 }
 
-func (b *Bolt) each(bucket []byte, f func(k, v []byte) error) error {
-	return b.db.View(func(tx *bolt.Tx) error { return tx.Bucket(bucket).ForEach(f) })
+// loadAll decodes every record of bucket; what names a record in errors.
+func loadAll[T any](b *Bolt, bucket []byte, what string) ([]T, error) {
+	var out []T
+	err := b.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(k, v []byte) error {
+			var x T
+			if err := json.Unmarshal(v, &x); err != nil {
+				return fmt.Errorf("%s %s: %w", what, k, err)
+			}
+			out = append(out, x)
+			return nil
+		})
+	})
+	return out, err
 }

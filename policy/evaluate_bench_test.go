@@ -14,7 +14,7 @@ import (
 //
 //	go test ./policy -run '^$' -bench Evaluate -benchmem
 func BenchmarkEvaluate(b *testing.B) {
-	amsterdam, _ := time.LoadLocation("Europe/Amsterdam")
+	amsterdam := zone(b, "Europe/Amsterdam")
 	hist := make([]time.Time, 50)
 	for i := range hist {
 		hist[i] = now.Add(-time.Duration(i+1) * 10 * time.Minute)

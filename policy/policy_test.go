@@ -22,7 +22,7 @@ func good(v any) *policy.Reading {
 func TestEvaluate(t *testing.T) {
 	pct := manifests.Constraints{Min: f(0), Max: f(100), Step: f(0.5)}
 	dead := &policy.Reading{Time: now, Quality: promcp.QualityError, TTL: 2 * time.Second, Reason: "nack"}
-	amsterdam, _ := time.LoadLocation("Europe/Amsterdam")
+	amsterdam := zone(t, "Europe/Amsterdam")
 	night := &manifests.Windows{Location: amsterdam, Deny: []manifests.Window{{
 		Days: []time.Weekday{0, 1, 2, 3, 4, 5, 6}, From: 20 * time.Hour, To: 6 * time.Hour}}}
 	office := &manifests.Windows{Location: time.UTC, Allow: []manifests.Window{{
@@ -32,6 +32,16 @@ func TestEvaluate(t *testing.T) {
 			Constraints: pct, Unit: "%", Current: good(40.0), CurrentRead: "read_fan_speed", Role: "operator", Now: now, Peers: 1}
 	}
 	with := func(mod func(*policy.Request)) policy.Request { r := base(); mod(&r); return r }
+	// ventOpenSwitching switches a boolean to value while the vent is
+	// open, under an interlock on the vent that holds only for switching on.
+	ventOpenSwitching := func(value bool) policy.Request {
+		return with(func(r *policy.Request) {
+			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, value, manifests.Constraints{}
+			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "vent",
+				When: &manifests.ValueCondition{Equals: true}}}}
+			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
+		})
+	}
 	tests := []struct {
 		name       string
 		req        policy.Request
@@ -67,18 +77,8 @@ func TestEvaluate(t *testing.T) {
 			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "no heater while the vent is open"}}}
 			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
 		}), promcp.PolicyDenied, 2 * time.Second, "no heater while the vent is open (read_vent is true)"},
-		{"interlock limited to switching on, switching off", with(func(r *policy.Request) {
-			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, false, manifests.Constraints{}
-			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "vent",
-				When: &manifests.ValueCondition{Equals: true}}}}
-			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
-		}), promcp.Allowed, 2 * time.Second, ""},
-		{"interlock limited to switching on, switching on", with(func(r *policy.Request) {
-			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, true, manifests.Constraints{}
-			r.Rules = &manifests.ActionPolicy{Interlocks: []manifests.Interlock{{Read: "read_vent", Equals: true, Reason: "vent",
-				When: &manifests.ValueCondition{Equals: true}}}}
-			r.Readings = map[string]policy.Reading{"read_vent": *good(true)}
-		}), promcp.PolicyDenied, 2 * time.Second, "vent"},
+		{"interlock limited to switching on, switching off", ventOpenSwitching(false), promcp.Allowed, 2 * time.Second, ""},
+		{"interlock limited to switching on, switching on", ventOpenSwitching(true), promcp.PolicyDenied, 2 * time.Second, "vent"},
 		{"night window limited to opening, closing", with(func(r *policy.Request) {
 			r.Type, r.Value, r.Constraints = manifests.TypeBoolean, false, manifests.Constraints{}
 			r.Now = time.Date(2026, 11, 30, 22, 30, 0, 0, amsterdam)

@@ -208,9 +208,6 @@ func (l *LocalReserver) Reserve(ctx context.Context, c Claim, decide func(ctx co
 
 // Commit implements Reserver.
 func (l *LocalReserver) Commit(_ context.Context, r *Reservation, at time.Time, applied any) error {
-	if r == nil {
-		return ErrNotHeld
-	}
 	// One step under the lock: recorded before the reservation ends, so no
 	// decision sees neither, and in the same critical section, so no
 	// decision sees both (the actuation in the history and still pending)
@@ -218,8 +215,8 @@ func (l *LocalReserver) Commit(_ context.Context, r *Reservation, at time.Time, 
 	// a commit is one per actuation, and other actuators wait that long.
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.pending[r.Action] != r {
-		return fmt.Errorf("commit %s: %w", r.Action, ErrNotHeld)
+	if err := l.pendingLocked("commit", r); err != nil {
+		return err
 	}
 	l.state.Record(r.Action, at)
 	l.committed[r.Action] = Committed{Read: r.Read, Value: applied, Time: at}
@@ -229,15 +226,24 @@ func (l *LocalReserver) Commit(_ context.Context, r *Reservation, at time.Time, 
 
 // Release implements Reserver.
 func (l *LocalReserver) Release(_ context.Context, r *Reservation) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.pendingLocked("release", r); err != nil {
+		return err
+	}
+	l.endLocked(r)
+	return nil
+}
+
+// pendingLocked is nil if r is the pending reservation of its action, else
+// ErrNotHeld (wrapped with op and the action).
+func (l *LocalReserver) pendingLocked(op string, r *Reservation) error {
 	if r == nil {
 		return ErrNotHeld
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.pending[r.Action] != r {
-		return fmt.Errorf("release %s: %w", r.Action, ErrNotHeld)
+		return fmt.Errorf("%s %s: %w", op, r.Action, ErrNotHeld)
 	}
-	l.endLocked(r)
 	return nil
 }
 

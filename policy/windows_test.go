@@ -21,7 +21,8 @@ func at(t *testing.T, s string) time.Time {
 	return x
 }
 
-func zone(t *testing.T, name string) *time.Location {
+// zone loads the time zone name, failing the test or benchmark without it.
+func zone(t testing.TB, name string) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation(name)
 	if err != nil {
@@ -268,11 +269,7 @@ func TestWindowAnswerHoldsUntilValidUntil(t *testing.T) {
 //
 //	go test ./policy -run XXX -bench Windows
 func BenchmarkWindows(b *testing.B) {
-	ams, err := time.LoadLocation("Europe/Amsterdam")
-	if err != nil {
-		b.Fatal(err)
-	}
-	w := &manifests.Windows{Location: ams,
+	w := &manifests.Windows{Location: zone(b, "Europe/Amsterdam"),
 		Allow: []manifests.Window{{Days: []time.Weekday{1, 2, 3, 4, 5}, From: 6 * time.Hour, To: 20 * time.Hour}},
 		Deny:  []manifests.Window{{Days: allDays, From: 22 * time.Hour, To: 6 * time.Hour}}}
 	for _, at := range []struct{ name, t string }{{"ordinary", "2026-11-30T12:00:00+01:00"}, {"change-night", "2026-10-25T02:30:00+01:00"}} {

@@ -5,13 +5,10 @@ package server_test
 // not record answered partial, alike on every retry.
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -23,10 +20,12 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/audit/audittest"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 )
 
 // pump is a minimal server with one do_* tool whose handler is act.
@@ -50,18 +49,7 @@ func newPump(t *testing.T, act func(ctx context.Context, req server.DoRequest) (
 		}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(srv.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
-	p.client = c
+	p.client = servertest.Client(t, srv, mcp.InitializeParams{})
 	return p
 }
 
@@ -176,15 +164,7 @@ func TestUnrecordedResultIsPartialAlike(t *testing.T) {
 // handler's result is large (a long reason) so that bbolt's commit needs
 // pages it cannot find. Needs root to mount.
 func TestUnrecordedResultOnFullTmpfs(t *testing.T) {
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root or CAP_SYS_ADMIN): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount: %v: %s", err, out)
-		}
-	})
+	dir := audittest.Tmpfs(t, "512k")
 	st, err := boltstore.OpenBolt(filepath.Join(dir, "idempotency.db"), time.Second, boltstore.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -192,15 +172,8 @@ func TestUnrecordedResultOnFullTmpfs(t *testing.T) {
 	t.Cleanup(func() { st.Close() }) // before the unmount: cleanups run last first
 	long := strings.Repeat("the pump's controller reports a long story; ", 1500)
 	p := newPump(t, func(_ context.Context, req server.DoRequest) (promcp.DoResult, error) {
-		f, err := os.Create(filepath.Join(dir, "filler"))
-		if err != nil {
+		if err := audittest.Fill(filepath.Join(dir, "filler")); err != nil {
 			return promcp.DoResult{}, err
-		}
-		defer f.Close()
-		for block := bytes.Repeat([]byte{0}, 4096); ; {
-			if _, err := f.Write(block); err != nil {
-				break
-			}
 		}
 		return promcp.DoResult{Status: promcp.StatusSuccess, AppliedValue: req.Value, Reason: long}, nil
 	}, server.WithStore(st, time.Hour))

@@ -13,15 +13,8 @@ import (
 // answered without a token, and its requests still need one; a preflight
 // from another origin is refused.
 func TestCORS(t *testing.T) {
-	srv, err := server.New("cors", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := server.NewToken()
-	tokens, err := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("agent", "operator", token)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newServer(t, "cors")
+	token, tokens := operatorToken(t, "agent")
 	const allowed = "https://agent.example"
 	h := srv.HTTPHandler(server.HTTPConfig{AllowedOrigins: []string{allowed}, Tokens: tokens})
 

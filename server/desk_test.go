@@ -16,24 +16,6 @@ import (
 	"github.com/promcp/promcp-device/server"
 )
 
-// manualClock is a clock the test moves.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-func (c *manualClock) After(d time.Duration) <-chan time.Time { return make(chan time.Time) }
-func (c *manualClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // deskServer serves do_set_pump_speed, which needs a human's approval
 // above 80, with a desk; writes counts the actuations.
 func deskServer(t *testing.T) (*server.Server, *server.Desk, *manualClock, *int) {

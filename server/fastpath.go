@@ -51,18 +51,12 @@ func jsonType(v any, want string) bool {
 		_, ok := v.(string)
 		return ok
 	case "number", "integer":
-		var f float64
-		switch x := v.(type) {
-		case float64:
-			f = x
-		case float32:
-			f = float64(x)
-		case int, int64, int32, uint16, uint32, uint64:
+		switch v.(type) {
+		case int32, uint16, uint32: // integers promcp.Number does not take
 			return true
-		default:
-			return false
 		}
-		return want == "number" || f == math.Trunc(f)
+		f, ok := promcp.Number(v)
+		return ok && (want == "number" || f == math.Trunc(f))
 	}
 	return false
 }

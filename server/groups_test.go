@@ -29,11 +29,8 @@ type groupsFixture struct {
 
 func newGroupsFixture(t *testing.T) *groupsFixture {
 	t.Helper()
-	f := &groupsFixture{token: server.NewToken()}
-	srv, err := server.New("gw", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := &groupsFixture{}
+	srv := newServer(t, "gw")
 	pump := server.DoTool{Name: "do_set_pump", Description: "Run or stop the pump.", Value: map[string]any{"type": "boolean"},
 		SideEffects: []string{"water flows"}, Compensable: true}
 	act := func(_ context.Context, req server.DoRequest) (promcp.DoResult, error) {
@@ -62,8 +59,8 @@ func newGroupsFixture(t *testing.T) *groupsFixture {
 	zone2, err := srv.Surface("gw/zone2", "")
 	must(err)
 	must(zone2.Read(read("read_level_zone2")))
-	tokens, err := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("alice", "operator", f.token)))
-	must(err)
+	var tokens *server.Tokens
+	f.token, tokens = operatorToken(t, "alice")
 	// Names that are no plain path segment are not served (and do not
 	// panic the mux): "" would serve every path under /mcp/.
 	ts := httptest.NewServer(srv.HTTPHandler(server.HTTPConfig{Tokens: tokens,
@@ -199,10 +196,7 @@ func TestGroupEndpoints(t *testing.T) {
 // the caps that all endpoints share.
 func TestGroupSessionIdleExpiry(t *testing.T) {
 	const ttl = 10 * time.Minute
-	zone1, err := server.New("gw/zone1", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	zone1 := newServer(t, "gw/zone1")
 	f := newLimitsFixture(t, server.HTTPConfig{Groups: map[string]*server.Server{"zone1": zone1},
 		Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl}})
 	base := f.url
@@ -212,7 +206,7 @@ func TestGroupSessionIdleExpiry(t *testing.T) {
 	if code, _ := f.do(http.MethodPost, f.alice, "", initJSON); code != http.StatusTooManyRequests {
 		t.Fatalf("alice's second session, on /mcp (per-token cap 1 over all endpoints): status %d, want 429", code)
 	}
-	f.advance(ttl)
+	f.clk.add(ttl)
 	f.open(f.bob) // any request sweeps
 	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid+" endpoint=/mcp/zone1") {
 		t.Fatalf("no log of the idle session %s ending at /mcp/zone1; logs:\n%s", sid, f.logs)

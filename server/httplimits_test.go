@@ -21,6 +21,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 )
 
 const initJSON = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -31,62 +32,29 @@ type limitsFixture struct {
 	t          *testing.T
 	url        string
 	alice, bob string
-	logs       *lockedBuffer
-	mu         sync.Mutex
-	now        time.Time
-}
-
-// lockedBuffer is a log sink safe for concurrent writes.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
+	logs       *servertest.LogBuffer
+	clk        *manualClock
 }
 
 func newLimitsFixture(t *testing.T, cfg server.HTTPConfig) *limitsFixture {
 	t.Helper()
-	logs := &lockedBuffer{}
-	srv, err := server.New("limits", "test", server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
-	if err != nil {
-		t.Fatal(err)
-	}
-	f := &limitsFixture{t: t, logs: logs, alice: server.NewToken(), bob: server.NewToken(), now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	logs := &servertest.LogBuffer{}
+	srv := newServer(t, "limits", server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
+	f := &limitsFixture{t: t, logs: logs, alice: server.NewToken(), bob: server.NewToken(),
+		clk: &manualClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
 	tokens, err := server.ParseTokens("tokens", strings.NewReader(
 		server.TokenLine("alice", "operator", f.alice)+"\n"+server.TokenLine("bob", "viewer", f.bob)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.Tokens = tokens
-	cfg.Now = f.clock
+	cfg.Now = f.clk.Now
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = srv.HTTPServer(cfg)
 	ts.Start()
 	t.Cleanup(ts.Close)
 	f.url = ts.URL + "/mcp"
 	return f
-}
-
-func (f *limitsFixture) clock() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
-
-func (f *limitsFixture) advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
 }
 
 // do sends a request and returns its status and session id header; the
@@ -153,15 +121,15 @@ func TestHTTPSessionIdleExpiry(t *testing.T) {
 	const ttl = 10 * time.Minute
 	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl}})
 	sid := f.open(f.alice)
-	f.advance(ttl - time.Second)
+	f.clk.add(ttl - time.Second)
 	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
 		t.Fatalf("a session used within its idle time: status %d, want 200", code)
 	}
-	f.advance(ttl - time.Second) // used a moment ago: still alive
+	f.clk.add(ttl - time.Second) // used a moment ago: still alive
 	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
 		t.Fatalf("a session used again within its idle time: status %d, want 200", code)
 	}
-	f.advance(ttl)
+	f.clk.add(ttl)
 	f.open(f.bob) // any request sweeps: the idle session is ended, in mcp-go too
 	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid) {
 		t.Fatalf("no log of the idle session %s ending; logs:\n%s", sid, f.logs)
@@ -248,12 +216,8 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // foreign origin, is refused on its headers: not a byte of its (huge)
 // body is read.
 func TestHTTPAuthBeforeBody(t *testing.T) {
-	srv, err := server.New("limits", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := server.NewToken()
-	tokens, _ := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("alice", "operator", token)))
+	srv := newServer(t, "limits")
+	token, tokens := operatorToken(t, "alice")
 	h := srv.HTTPHandler(server.HTTPConfig{Tokens: tokens})
 	for _, tc := range []struct {
 		name   string
@@ -329,10 +293,7 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 // across requests; one that does not fit gets 503 before it is read, and
 // fits again once the others are done.
 func TestHTTPBufferedBytesBudget(t *testing.T) {
-	srv, err := server.New("limits", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newServer(t, "limits")
 	h := srv.HTTPHandler(server.HTTPConfig{Caller: server.Caller{Name: "local", Role: "operator"}, MaxBodyBytes: 4 << 10, MaxBufferedBytes: 8 << 10})
 	req := func(body io.Reader, n int) *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", body)
@@ -416,10 +377,7 @@ func TestLimitListener(t *testing.T) {
 // completes: the timeouts bound reading a request and each write, not a
 // call.
 func TestHTTPLongCallOutlivesTimeouts(t *testing.T) {
-	srv, err := server.New("limits", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := newServer(t, "limits")
 	const timeout = 200 * time.Millisecond
 	srv.MCP().AddTool(mcp.NewTool("slow"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		_ = mcpserver.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": "info", "data": "waiting on the device"})
@@ -466,12 +424,8 @@ func TestHTTPLongCallOutlivesTimeouts(t *testing.T) {
 // TestHTTP2: over HTTPS the server speaks HTTP/2 with its limits, and
 // refuses a request without a token there too.
 func TestHTTP2(t *testing.T) {
-	srv, err := server.New("limits", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	token := server.NewToken()
-	tokens, _ := server.ParseTokens("tokens", strings.NewReader(server.TokenLine("alice", "operator", token)))
+	srv := newServer(t, "limits")
+	token, tokens := operatorToken(t, "alice")
 	ts := httptest.NewUnstartedServer(nil)
 	ts.Config = srv.HTTPServer(server.HTTPConfig{Tokens: tokens})
 	ts.EnableHTTP2 = true

@@ -65,13 +65,7 @@ func doOutcome(res *mcp.CallToolResult, err error) (status, permission string) {
 	var body struct {
 		Status     string `json:"status"`
 		Permission string `json:"permission"`
-		Toulmin    struct {
-			Grounds struct {
-				Decision struct {
-					Permission string `json:"permission"`
-				} `json:"decision"`
-			} `json:"grounds"`
-		} `json:"_toulmin"`
+		envelopePermission
 	}
 	if json.Unmarshal(raw, &body) != nil || body.Status == "" {
 		return "error", ""
@@ -79,11 +73,25 @@ func doOutcome(res *mcp.CallToolResult, err error) (status, permission string) {
 	if body.Permission != "" {
 		return body.Status, body.Permission
 	}
-	if body.Toulmin.Grounds.Decision.Permission != "" { // the envelope placed inline
-		return body.Status, body.Toulmin.Grounds.Decision.Permission
+	if p := body.permission(); p != "" { // the envelope placed inline
+		return body.Status, p
 	}
 	return body.Status, metaPermission(res)
 }
+
+// envelopePermission decodes the one field of a provenance envelope that
+// the observer reports: the decision's permission.
+type envelopePermission struct {
+	Toulmin struct {
+		Grounds struct {
+			Decision struct {
+				Permission string `json:"permission"`
+			} `json:"decision"`
+		} `json:"grounds"`
+	} `json:"_toulmin"`
+}
+
+func (e envelopePermission) permission() string { return e.Toulmin.Grounds.Decision.Permission }
 
 // metaPermission is the decision's permission in the provenance stamp of
 // res (the envelope placed in _meta), "" when it has none.
@@ -93,17 +101,9 @@ func metaPermission(res *mcp.CallToolResult) string {
 	}
 	if raw, ok := res.Meta.AdditionalFields[ProvenanceKey].(json.RawMessage); ok {
 		// The stamp as the server sends it: encoded once (see stamp).
-		var env struct {
-			Toulmin struct {
-				Grounds struct {
-					Decision struct {
-						Permission string `json:"permission"`
-					} `json:"decision"`
-				} `json:"grounds"`
-			} `json:"_toulmin"`
-		}
+		var env envelopePermission
 		if json.Unmarshal(raw, &env) == nil {
-			return env.Toulmin.Grounds.Decision.Permission
+			return env.permission()
 		}
 		return ""
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 )
 
 // envelopeServer is a library server (no gateway, no evidence from its
@@ -56,13 +57,7 @@ func envelopeServer(t *testing.T, placement server.Placement, surface bool) *cli
 	must(srv.CanDo("What can be done.", func(context.Context, promcp.CanDoRequest) (promcp.CapabilityReport, error) {
 		return promcp.CapabilityReport{}, nil
 	}))
-	c, err := client.NewInProcessClient(srv.MCP())
-	must(err)
-	t.Cleanup(func() { c.Close() })
-	must(c.Start(t.Context()))
-	_, err = c.Initialize(t.Context(), mcp.InitializeRequest{})
-	must(err)
-	return c
+	return servertest.Client(t, srv, mcp.InitializeParams{})
 }
 
 // TestEnvelopeOnEveryKind: without any evidence from its handlers, a
@@ -174,17 +169,7 @@ func TestStampReuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(srv.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{}); err != nil {
-		t.Fatal(err)
-	}
+	c := servertest.Client(t, srv, mcp.InitializeParams{})
 	stamp := func() (map[string]any, string) {
 		res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "read_level", Arguments: map[string]any{}}})
 		if err != nil {

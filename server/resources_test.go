@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 )
 
 // watchLog checks that a resource's Watch calls alternate on, off, on...
@@ -154,17 +155,11 @@ func TestSubscriptionsUnderConcurrency(t *testing.T) {
 // A resource needs WithResources, and a template read names a bad
 // argument.
 func TestResourceTemplateArgError(t *testing.T) {
-	plain, err := server.New("bench", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain := newServer(t, "bench")
 	if err := plain.Resource(server.Resource{URI: "a://b", Read: func(context.Context) (any, error) { return nil, nil }}); err == nil {
 		t.Error("Resource on a server without WithResources: no error")
 	}
-	s, err := server.New("bench", "test", server.WithResources())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := newServer(t, "bench", server.WithResources())
 	if err := s.ResourceTemplate(server.ResourceTemplate{URITemplate: "promcp://bench/h/{name}{?step}", Name: "h",
 		Read: func(_ context.Context, _ string, args map[string]string) (any, error) {
 			if args["step"] != "1m" {
@@ -174,19 +169,9 @@ func TestResourceTemplateArgError(t *testing.T) {
 		}}); err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.NewInProcessClient(s.MCP())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: mcp.ProtocolVersion20251125, ClientInfo: mcp.Implementation{Name: "t", Version: "1"}}}); err != nil {
-		t.Fatal(err)
-	}
-	_, err = c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "promcp://bench/h/x?step=2m"}})
+	c := servertest.Client(t, s, mcp.InitializeParams{
+		ProtocolVersion: mcp.ProtocolVersion20251125, ClientInfo: mcp.Implementation{Name: "t", Version: "1"}})
+	_, err := c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: "promcp://bench/h/x?step=2m"}})
 	if err == nil || !strings.Contains(err.Error(), `argument step: "2m" (want 1m)`) {
 		t.Errorf("bad step: %v, want the argument named", err)
 	}

@@ -1,6 +1,7 @@
-// Package audittest has a test double for the audit log's file seam: a
-// disk that fills up on demand, so that full-disk behaviour is tested
-// everywhere, without mounting a small file system.
+// Package audittest tests what a full disk does: a test double for the
+// audit log's file seam, a disk that fills up on demand, so that full-disk
+// behaviour is tested everywhere, without mounting a small file system;
+// and, where a test may mount one, a real small tmpfs and a way to fill it.
 package audittest
 
 import (

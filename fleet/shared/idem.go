@@ -32,9 +32,9 @@ const (
 	idemDone    = "done"
 )
 
+// idemRecord is the value of a key in fleet_idem, naming its claimant.
 type idemRecord struct {
-	Gateway     string `json:"gw"`
-	Request     string `json:"req"`
+	claimant
 	Fingerprint string `json:"fp"`
 	State       string `json:"state"`
 	Outcome     []byte `json:"outcome,omitempty"`
@@ -100,7 +100,7 @@ func (f *fleetStore) Do(ctx context.Context, key, fingerprint string, act idempo
 			}
 			continue
 		}
-		mine := idemRecord{Gateway: f.s.cfg.Gateway, Request: newRequestID(), Fingerprint: fingerprint, State: idemRunning}
+		mine := idemRecord{claimant: f.s.claimant(), Fingerprint: fingerprint, State: idemRunning}
 		nrev, err := f.write(ctx, k, mine, rev)
 		if Classify(err) == ClassConflict {
 			continue // another claimant was first: read what it wrote
@@ -154,13 +154,8 @@ func (f *fleetStore) read(ctx context.Context, k string) (uint64, *idemRecord, e
 	if err != nil {
 		return 0, nil, err
 	}
-	rctx, cancel := f.s.bound(ctx)
-	defer cancel()
-	e, err := idem.Get(rctx, k)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return 0, nil, nil
-	}
-	if err != nil {
+	e, err := f.s.get(ctx, idem, k)
+	if err != nil || e == nil {
 		return 0, nil, err
 	}
 	var rec idemRecord
@@ -179,26 +174,5 @@ func (f *fleetStore) write(ctx context.Context, k string, rec idemRecord, rev ui
 	if err != nil {
 		return 0, err
 	}
-	wctx, cancel := f.s.bound(ctx)
-	defer cancel()
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return 0, err
-	}
-	before := f.s.cfg.Now()
-	var nrev uint64
-	if rev == 0 {
-		nrev, err = idem.Create(wctx, k, b)
-	} else {
-		nrev, err = idem.Update(wctx, k, b, rev)
-	}
-	if err != nil {
-		return 0, err
-	}
-	if after := f.s.cfg.Now(); f.s.skewStale(after) {
-		if e, gerr := idem.GetRevision(wctx, k, nrev); gerr == nil {
-			f.s.measureSkew(e.Created(), before, after)
-		}
-	}
-	return nrev, nil
+	return f.s.cas(ctx, idem, k, rec, rev)
 }

@@ -23,14 +23,22 @@ const (
 	stateReleased  = "released"
 )
 
-// leaseRecord is the value of a key in fleet_lease. It names its claimant
-// (gateway and request), so that a write that timed out and was applied
-// later is recognised as the claimant's own (FLEET.md §6). Times are the
-// hub's (entries' Created), never a gateway's clock (§5.5).
-type leaseRecord struct {
+// claimant names who wrote a record of fleet_lease or fleet_idem: the
+// gateway and its request, so that a write that timed out and was applied
+// later is recognised as the claimant's own (FLEET.md §6).
+type claimant struct {
 	Gateway string `json:"gw"`
 	Request string `json:"req"`
-	State   string `json:"state"`
+}
+
+// claimant returns a new claimant: this gateway, a fresh request id.
+func (s *State) claimant() claimant { return claimant{Gateway: s.cfg.Gateway, Request: newRequestID()} }
+
+// leaseRecord is the value of a key in fleet_lease, naming its claimant.
+// Times are the hub's (entries' Created), never a gateway's clock (§5.5).
+type leaseRecord struct {
+	claimant
+	State string `json:"state"`
 	// Last is the hub time of the last actuation before this record's
 	// own: what remains when a pending reservation is released.
 	Last time.Time `json:"last,omitzero"`
@@ -219,12 +227,12 @@ func (r *reserver) again(ctx context.Context, err error, tries int) (Reach, bool
 // state; or a refusing Decision (rate limit); or the write's error
 // (errRaceLost when another claimant wrote first).
 func (r *reserver) take(ctx context.Context, c policy.Claim, rule Rule, key string, seen leaseView) (*held, policy.Decision, error) {
-	rec := leaseRecord{Gateway: r.s.cfg.Gateway, Request: newRequestID(), State: statePending, Last: seen.last()}
+	rec := leaseRecord{claimant: r.s.claimant(), State: statePending, Last: seen.last()}
 	rev, werr := r.s.casLease(ctx, key, rec, seen.rev)
 	if werr != nil {
 		now, rerr := r.s.readLease(ctx, key)
 		switch {
-		case rerr == nil && now.rev != 0 && now.rec.Gateway == rec.Gateway && now.rec.Request == rec.Request:
+		case rerr == nil && now.rev != 0 && now.rec.claimant == rec.claimant:
 			rev = now.rev // our own write, applied after all (§6)
 		case Classify(werr) == ClassConflict && rerr == nil && now.rev != seen.rev:
 			return nil, policy.Decision{}, errRaceLost
@@ -428,14 +436,12 @@ func (s *State) readLease(ctx context.Context, key string) (leaseView, error) {
 	if err != nil {
 		return leaseView{}, err
 	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	e, err := lease.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return leaseView{}, nil
-	}
+	e, err := s.get(ctx, lease, key)
 	if err != nil {
 		return leaseView{}, fmt.Errorf("reading %s: %w", key, err)
+	}
+	if e == nil {
+		return leaseView{}, nil
 	}
 	v := leaseView{rev: e.Revision(), created: e.Created()}
 	if err := json.Unmarshal(e.Value(), &v.rec); err != nil {
@@ -444,14 +450,33 @@ func (s *State) readLease(ctx context.Context, key string) (leaseView, error) {
 	return v, nil
 }
 
-// casLease writes rec to key if its revision is still rev (0: the key must
-// not exist). It measures the hub's clock against the gateway's now and
-// then.
+// casLease writes rec to key of fleet_lease if its revision is still rev
+// (0: the key must not exist), measuring the hub's clock.
 func (s *State) casLease(ctx context.Context, key string, rec leaseRecord, rev uint64) (uint64, error) {
 	lease, _, _, err := s.handles(ctx)
 	if err != nil {
 		return 0, err
 	}
+	return s.cas(ctx, lease, key, rec, rev)
+}
+
+// get reads key of kv, bounded like every hub call; nil (and no error)
+// when the key does not exist.
+func (s *State) get(ctx context.Context, kv jetstream.KeyValue, key string) (jetstream.KeyValueEntry, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	e, err := kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, nil
+	}
+	return e, err
+}
+
+// cas writes rec, as JSON, to key of kv if its revision is still rev (0:
+// the key must not exist), bounded like every hub call. It measures the
+// hub's clock against the gateway's now and then, when the last
+// measurement is stale.
+func (s *State) cas(ctx context.Context, kv jetstream.KeyValue, key string, rec any, rev uint64) (uint64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	b, err := json.Marshal(rec)
@@ -461,16 +486,15 @@ func (s *State) casLease(ctx context.Context, key string, rec leaseRecord, rev u
 	before := s.cfg.Now()
 	var nrev uint64
 	if rev == 0 {
-		nrev, err = lease.Create(ctx, key, b)
+		nrev, err = kv.Create(ctx, key, b)
 	} else {
-		nrev, err = lease.Update(ctx, key, b, rev)
+		nrev, err = kv.Update(ctx, key, b, rev)
 	}
 	if err != nil {
 		return 0, err
 	}
-	after := s.cfg.Now()
-	if s.skewStale(after) {
-		if e, gerr := lease.GetRevision(ctx, key, nrev); gerr == nil {
+	if after := s.cfg.Now(); s.skewStale(after) {
+		if e, gerr := kv.GetRevision(ctx, key, nrev); gerr == nil {
 			s.measureSkew(e.Created(), before, after)
 		}
 	}

@@ -106,9 +106,7 @@ func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, erro
 	if opts.TTL <= 0 {
 		opts.TTL = idempotency.DefaultTTL
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.System{}
-	}
+	opts.Clock = clock.Or(opts.Clock)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
@@ -169,10 +167,8 @@ func (b *Bolt) Do(ctx context.Context, key, fingerprint string, act idempotency.
 		if f.fingerprint != fingerprint {
 			return nil, false, fmt.Errorf("key %q: %w", key, idempotency.ErrConflict)
 		}
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, false, fmt.Errorf("key %q: waiting for the call in flight: %w", key, ctx.Err())
+		if err := idempotency.WaitInFlight(ctx, key, f.done); err != nil {
+			return nil, false, err
 		}
 		if f.kept {
 			if f.unrecorded {
@@ -423,7 +419,3 @@ func (b *Bolt) Len() (int, error) {
 	})
 	return n, err
 }
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }

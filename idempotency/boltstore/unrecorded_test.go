@@ -5,12 +5,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
 	"testing"
 
+	"github.com/promcp/promcp-device/audit/audittest"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
 )
@@ -123,7 +123,7 @@ func TestBoltUnforgettableRefusalIsForgotten(t *testing.T) {
 // CAP_SYS_ADMIN) to mount; elsewhere the injected failures above cover the
 // same path.
 func TestBoltFullTmpfs(t *testing.T) {
-	dir := mountTmpfs(t, "512k")
+	dir := audittest.Tmpfs(t, "512k")
 	b, err := boltstore.OpenBolt(filepath.Join(dir, "state.db"), 0, boltstore.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -134,7 +134,9 @@ func TestBoltFullTmpfs(t *testing.T) {
 	outcome := bytes.Repeat([]byte("x"), 64<<10) // more pages than bbolt has free
 	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
 		runs.Add(1)
-		fill(t, filler)
+		if err := audittest.Fill(filler); err != nil {
+			t.Error(err)
+		}
 		return outcome, true, nil
 	}
 	out, replayed, err := b.Do(t.Context(), "k", "fp", act)
@@ -158,40 +160,5 @@ func TestBoltFullTmpfs(t *testing.T) {
 	}
 	if runs.Load() != 1 {
 		t.Fatalf("action ran %d times, want 1", runs.Load())
-	}
-}
-
-// mountTmpfs mounts a tmpfs of size under a temporary directory, or skips
-// the test saying why it cannot.
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs to fill (needs root or CAP_SYS_ADMIN): %v: %s", err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
-			t.Errorf("umount %s: %v: %s", dir, err, out)
-		}
-	})
-	return dir
-}
-
-// fill writes to path until the file system is full.
-func fill(t *testing.T, path string) {
-	f, err := os.Create(path)
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	defer f.Close()
-	block := make([]byte, 4096)
-	for {
-		if _, err := f.Write(block); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Error(err)
-			}
-			return
-		}
 	}
 }
