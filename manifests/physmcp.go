@@ -657,10 +657,7 @@ func (t *pmTranslator) rules(c obj, tool string) {
 	}
 	enum(c, "requires_permission", &r.Permission, pmPermissions, false)
 	size := int64(3)
-	if v, ok := c.integer("quorum_size"); ok {
-		if v < 1 {
-			c.add("quorum_size", ErrRange, "%d (want 1 or more)", v)
-		}
+	if v, ok := atLeastOne(c, "quorum_size"); ok {
 		size = v
 	}
 	if c.boolean("requires_quorum") {
@@ -668,10 +665,7 @@ func (t *pmTranslator) rules(c obj, tool string) {
 	} else if c.has("quorum_size") {
 		c.add("quorum_size", ErrNotAllowed, "without requires_quorum: true")
 	}
-	if ms, ok := c.integer("cooldown_ms"); ok {
-		if ms < 1 {
-			c.add("cooldown_ms", ErrRange, "%d (want 1 or more)", ms)
-		}
+	if ms, ok := atLeastOne(c, "cooldown_ms"); ok {
 		r.Cooldown = time.Duration(ms) * time.Millisecond
 	}
 	t.info.rules[tool] = r
