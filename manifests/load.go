@@ -90,7 +90,7 @@ func parseYAML(p *problems, data []byte) (root ast.Node, ok bool) {
 	case 1:
 		return docs[0].Body, true
 	}
-	p.add(nodePos(docs[1].Body), "", ErrSyntax, ": %d YAML documents (want one manifest per file)", len(docs))
+	p.add(NodePos(docs[1].Body), "", ErrSyntax, ": %d YAML documents (want one manifest per file)", len(docs))
 	return nil, false
 }
 
@@ -106,9 +106,12 @@ func parseBytes(data []byte) (f *ast.File, err error) {
 	return parser.ParseBytes(data, 0)
 }
 
-// nodePos is where a node starts: for a block mapping its first key (the
-// parser's own token for it is the first ':').
-func nodePos(n ast.Node) Position {
+// NodePos is where a YAML node starts, the place a problem with it is
+// reported at: for a block mapping its first key (the parser's own token
+// for it is the first ':'); line 1, column 1 when the node has none. The
+// File is left empty. Other decoders of the project's YAML files (site
+// tests) use it to report as a manifest does.
+func NodePos(n ast.Node) Position {
 	if n == nil {
 		return Position{Line: 1, Column: 1}
 	}
