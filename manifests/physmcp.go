@@ -595,7 +595,7 @@ func (t *pmTranslator) doItem(c obj, pc pmCap, rmin, rmax *float64) yaml.MapSlic
 		do = append(do, yaml.MapItem{Key: "constraints", Value: cons})
 	}
 	if c.has("safe_value") {
-		do = append(do, yaml.MapItem{Key: "safe_value", Value: t.d.scalar(c.f["safe_value"], c.at("safe_value"))})
+		do = append(do, yaml.MapItem{Key: "safe_value", Value: c.scalar("safe_value")})
 	}
 	return do
 }

@@ -565,7 +565,7 @@ func (o obj) when(cap *Capability) *ValueCondition {
 func (o obj) condition() ValueCondition {
 	c := ValueCondition{Above: o.numPtr("above"), Below: o.numPtr("below")}
 	if o.has("equals") {
-		c.Equals = o.d.scalar(o.f["equals"], o.at("equals"))
+		c.Equals = o.scalar("equals")
 	}
 	if c.Above == nil && c.Below == nil && c.Equals == nil && !o.d.bad[o.at("above")] && !o.d.bad[o.at("below")] && !o.d.bad[o.at("equals")] {
 		o.d.add(o.path, ErrMissing, "a condition (want above, below or equals)")

@@ -230,6 +230,16 @@ func (o obj) add(k string, sentinel error, format string, args ...any) {
 	o.d.add(o.at(k), sentinel, format, args...)
 }
 
+// requiredScalar decodes the boolean, string or number at key k,
+// reporting it missing (want says what it is) when the mapping lacks it.
+func (o obj) requiredScalar(k, want string) any {
+	o.require(k, want)
+	if !o.has(k) {
+		return nil
+	}
+	return o.scalar(k)
+}
+
 // require reports key k missing when the mapping lacks it.
 func (o obj) require(k, want string) {
 	if o.f != nil && !o.has(k) {
@@ -261,6 +271,7 @@ func (o obj) name() string {
 }
 
 func (o obj) strs(k string) []string         { return o.d.strs(o.f[k], o.at(k)) }
+func (o obj) scalar(k string) any            { return o.d.scalar(o.f[k], o.at(k)) }
 func (o obj) boolean(k string) bool          { return o.d.boolean(o.f[k], o.at(k)) }
 func (o obj) dur(k string) time.Duration     { return o.d.duration(o.f[k], o.at(k)) }
 func (o obj) integer(k string) (int64, bool) { return o.d.integer(o.f[k], o.at(k)) }
