@@ -48,18 +48,28 @@ func (d *decoder) integer(n ast.Node, path string) (int64, bool) {
 	case nil, *ast.NullNode:
 		return 0, false
 	case *ast.IntegerNode:
-		switch i := v.Value.(type) {
-		case int64:
+		if i, ok := integerAs[int64](v); ok {
 			return i, true
-		case uint64:
-			if i <= math.MaxInt64 {
-				return int64(i), true
-			}
 		}
 		d.addAt(n, path, ErrRange, ": %s is too large", describe(n))
 		return 0, false
 	}
 	d.addAt(n, path, ErrType, ": got %s, want an integer", describe(n))
+	return 0, false
+}
+
+// integerAs is the value of an integer node as a T. The parser holds an
+// int64 or, beyond math.MaxInt64, a uint64: ok is false for one that T
+// cannot hold (an int64 that the conversion would make negative).
+func integerAs[T int64 | float64](v *ast.IntegerNode) (T, bool) {
+	switch i := v.Value.(type) {
+	case int64:
+		return T(i), true
+	case uint64:
+		if t := T(i); t >= 0 {
+			return t, true
+		}
+	}
 	return 0, false
 }
 
@@ -69,11 +79,8 @@ func (d *decoder) number(n ast.Node, path string) (float64, bool) {
 	case nil, *ast.NullNode:
 		return 0, false
 	case *ast.IntegerNode:
-		switch i := v.Value.(type) {
-		case int64:
-			return float64(i), true
-		case uint64:
-			return float64(i), true
+		if f, ok := integerAs[float64](v); ok {
+			return f, true
 		}
 	case *ast.FloatNode:
 		if !math.IsInf(v.Value, 0) && !math.IsNaN(v.Value) {
