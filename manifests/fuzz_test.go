@@ -40,10 +40,7 @@ func FuzzParse(f *testing.F) {
 // against the scenario bench manifest. Seeds are the scenario golden cases
 // and the example scenario.
 func FuzzParseScenario(f *testing.F) {
-	m, err := Load(filepath.Join("testdata", "scenarios", "bench.yml"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	m := mustLoad(f, "scenarios", "bench.yml")
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "scenarios", "*", "scenario.yml"))
 	seeds = append(seeds, filepath.Join("examples", "greenhouse-faults.yml"))
 	for _, file := range seeds {

@@ -11,10 +11,7 @@ import (
 // against testdata/policy/base.yml: want.err holds the exact errors (empty
 // for a valid file).
 func TestPolicyGolden(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustLoad(t, "policy", "base.yml")
 	files, _ := filepath.Glob(filepath.Join("testdata", "policy", "*", "policy.yml"))
 	if len(files) == 0 {
 		t.Fatal("no policy golden cases")
@@ -28,14 +25,7 @@ func TestPolicyGolden(t *testing.T) {
 }
 
 func TestPolicyValid(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadPolicy(filepath.Join("testdata", "policy", "valid", "policy.yml"), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := validPolicy(t)
 	light := p.Actions["do_set_light_level"]
 	if !light.Clamp || *light.MaxChange != 20 || *light.Approval.Above != 90 || light.Approval.TTL != 5*time.Minute {
 		t.Errorf("do_set_light_level = %+v", light)
@@ -68,10 +58,7 @@ func TestPolicyValid(t *testing.T) {
 // The manifest names its policy relative to itself; none and silence are
 // told apart.
 func TestManifestNamesPolicy(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "policy_named", "manifest.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustLoad(t, "policy_named", "manifest.yml")
 	if want := filepath.Join("testdata", "policy_named", "bench.policy.yml"); m.Policy != "bench.policy.yml" || m.PolicyFile() != want {
 		t.Errorf("Policy %q, PolicyFile %q; want bench.policy.yml, %s", m.Policy, m.PolicyFile(), want)
 	}
@@ -84,10 +71,7 @@ func TestManifestNamesPolicy(t *testing.T) {
 }
 
 func FuzzParsePolicy(f *testing.F) {
-	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	m := mustLoad(f, "policy", "base.yml")
 	files, _ := filepath.Glob(filepath.Join("testdata", "policy", "*", "policy.yml"))
 	for _, file := range files {
 		data, _ := os.ReadFile(file)
