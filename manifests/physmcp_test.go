@@ -285,13 +285,7 @@ func TestPhysMCPPolicyUnsupported(t *testing.T) {
 }
 
 func FuzzParsePhysMCP(f *testing.F) {
-	for _, p := range []string{"testdata/physmcp/spec52/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.policy.yml"} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	seedFiles(f, "testdata/physmcp/spec52/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.policy.yml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Parse("", data)
 		if (m == nil) == (err == nil) {

@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -73,16 +72,10 @@ func TestManifestNamesPolicy(t *testing.T) {
 func FuzzParsePolicy(f *testing.F) {
 	m := mustLoad(f, "policy", "base.yml")
 	files, _ := filepath.Glob(filepath.Join("testdata", "policy", "*", "policy.yml"))
-	for _, file := range files {
-		data, _ := os.ReadFile(file)
-		f.Add(data)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	seedFiles(f, files...)
+	fuzzParse(f, "ParsePolicy", func(data []byte) (bool, error) {
 		p, err := ParsePolicy("policy.yml", data, m)
-		if (p == nil) == (err == nil) {
-			t.Fatalf("ParsePolicy = %v, %v; want exactly one nil", p, err)
-		}
-		checkErrors(t, err)
+		return p != nil, err
 	})
 }
 
