@@ -12,11 +12,16 @@ import (
 
 // Load reads and validates the manifest at path. See Parse for the errors.
 func Load(path string) (*Manifest, error) {
+	return loadFile(path, "manifest", Parse)
+}
+
+// loadFile reads the file at path, a what, and parses it with parse.
+func loadFile[T any](path, what string, parse func(file string, data []byte) (*T, error)) (*T, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("load manifest: %w", err)
+		return nil, fmt.Errorf("load %s: %w", what, err)
 	}
-	return Parse(path, data)
+	return parse(path, data)
 }
 
 // Parse decodes and validates a manifest held in data; file names it in

@@ -1,8 +1,6 @@
 package manifests
 
 import (
-	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -225,11 +223,7 @@ func ManifestOf(companion string) string {
 // LoadPolicy reads and validates the policy file at path against m (every
 // action and reading it names must exist in m). See ParsePolicy.
 func LoadPolicy(path string, m *Manifest) (*Policy, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load policy: %w", err)
-	}
-	return ParsePolicy(path, data, m)
+	return loadFile(path, "policy", func(file string, data []byte) (*Policy, error) { return ParsePolicy(file, data, m) })
 }
 
 var (
