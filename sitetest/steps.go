@@ -124,10 +124,7 @@ func validName(s string) bool {
 }
 
 func (d *dec) expect(n ast.Node, field string) *Expect {
-	if isNull(n) {
-		return nil
-	}
-	f := d.fields(n, field, expectKeys...)
+	f := d.optFields(n, field, expectKeys...)
 	if f == nil {
 		return nil
 	}

@@ -134,6 +134,15 @@ func (d *dec) fields(n ast.Node, field string, known ...string) map[string]ast.N
 	return out
 }
 
+// optFields is fields for an optional mapping: nil, and no problem, when
+// n is absent or null.
+func (d *dec) optFields(n ast.Node, field string, known ...string) map[string]ast.Node {
+	if isNull(n) {
+		return nil
+	}
+	return d.fields(n, field, known...)
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
