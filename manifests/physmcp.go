@@ -120,65 +120,66 @@ func topKeys(data []byte) map[string]bool {
 // policy). The manifest names the policy as policyName. Every problem is an
 // *Error positioned in the PhysMCP file it comes from.
 func ConvertPhysMCP(file string, data []byte, policyFile string, policy []byte, policyName string) (manifest, pol []byte, err error) {
-	var guards map[string]rangeGuard
-	if policy != nil {
-		guards, err = physmcpRangeGuards(policyFile, policy)
-		if err != nil {
-			return nil, nil, err
-		}
+	manifest, _, info, err := convertPhysMCP("convert", file, data, policyFile, policy, policyName)
+	if err != nil || policy == nil {
+		return manifest, nil, err
 	}
-	t, doc, err := translatePhysMCP(file, data, guards, policyName)
+	pdoc, err := translatePhysMCPPolicy(policyFile, policy, info)
 	if err != nil {
 		return nil, nil, err
 	}
-	info := t.info
-	if manifest, err = yaml.Marshal(doc); err != nil {
-		return nil, nil, fmt.Errorf("convert %s: %w", file, err)
-	}
-	if _, err := Parse(file, manifest); err != nil {
-		return nil, nil, t.relocate(err)
-	}
-	if policy != nil {
-		pdoc, err := translatePhysMCPPolicy(policyFile, policy, info)
-		if err != nil {
-			return nil, nil, err
-		}
-		if pol, err = yaml.Marshal(pdoc); err != nil {
-			return nil, nil, fmt.Errorf("convert %s: %w", policyFile, err)
-		}
+	if pol, err = yaml.Marshal(pdoc); err != nil {
+		return nil, nil, fmt.Errorf("convert %s: %w", policyFile, err)
 	}
 	return manifest, pol, nil
 }
 
 // parsePhysMCP is Parse for a PhysMCP manifest: it translates, reading the
-// policy beside file (for its range guards), and validates the result. A
-// problem the validation finds is reported at the PhysMCP key it comes
-// from (see pmTranslator.relocate).
+// policy beside file (for its range guards), and validates the result.
 func parsePhysMCP(file string, data []byte) (*Manifest, error) {
 	policyFile := filepath.Join(filepath.Dir(file), PhysMCPPolicyName)
-	var guards map[string]rangeGuard
+	var policy []byte
 	if file != "" {
 		if pdata, err := os.ReadFile(policyFile); err == nil && IsPhysMCPPolicy(pdata) {
-			if guards, err = physmcpRangeGuards(policyFile, pdata); err != nil {
-				return nil, err
-			}
+			policy = pdata
 		}
 	}
-	t, doc, err := translatePhysMCP(file, data, guards, PhysMCPPolicyName)
+	_, m, info, err := convertPhysMCP("load", file, data, policyFile, policy, PhysMCPPolicyName)
 	if err != nil {
 		return nil, err
 	}
+	m.File = file
+	m.physmcp = info
+	return m, nil
+}
+
+// convertPhysMCP translates a PhysMCP manifest, its do capabilities
+// narrowed by the range guards of its policy (nil for none), and validates
+// the translation: our manifest's YAML, what it parses into, and what the
+// manifest leaves for the policy. A problem the validation finds is
+// reported at the PhysMCP key it comes from (see pmTranslator.relocate);
+// verb says what was done in an error of the YAML encoder.
+func convertPhysMCP(verb, file string, data []byte, policyFile string, policy []byte, policyName string) ([]byte, *Manifest, *physmcpInfo, error) {
+	var guards map[string]rangeGuard
+	if policy != nil {
+		var err error
+		if guards, err = physmcpRangeGuards(policyFile, policy); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	t, doc, err := translatePhysMCP(file, data, guards, policyName)
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	out, err := yaml.Marshal(doc)
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", file, err)
+		return nil, nil, nil, fmt.Errorf("%s %s: %w", verb, file, err)
 	}
 	m, err := Parse(file, out)
 	if err != nil {
-		return nil, t.relocate(err)
+		return nil, nil, nil, t.relocate(err)
 	}
-	m.File = file
-	m.physmcp = t.info
-	return m, nil
+	return out, m, t.info, nil
 }
 
 // relocate moves the problems found in the translation to the PhysMCP keys
