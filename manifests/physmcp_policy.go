@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -231,7 +232,7 @@ func (pt *pmPolicy) actions(o obj, info *physmcpInfo) yaml.MapSlice {
 		actions = append(actions, yaml.MapItem{Key: tool, Value: actionItem(a.r, a.roles, a.clamp, a.win)})
 	}
 	if info != nil {
-		for _, tool := range keysOf(info.rules) {
+		for _, tool := range slices.Sorted(maps.Keys(info.rules)) {
 			if !seen[tool] {
 				actions = append(actions, yaml.MapItem{Key: tool, Value: actionItem(info.rules[tool], nil, false, nil)})
 			}
@@ -278,7 +279,7 @@ func (pt *pmPolicy) timeWindowRule(ru obj, a *pmAction) {
 		for j, name := range ru.strs(k) {
 			nw, ok := pt.windows[name]
 			if !ok {
-				pt.d.add(index(ru.at(k), j), ErrBadReference, "time window %q (want one of time_windows: %s)", name, oneOf(keysOf(pt.windows)))
+				pt.d.add(index(ru.at(k), j), ErrBadReference, "time window %q (want one of time_windows: %s)", name, oneOf(slices.Sorted(maps.Keys(pt.windows))))
 				continue
 			}
 			if tz != "" && nw.tz != tz {

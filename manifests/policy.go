@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -302,7 +303,7 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 		path := join("actions", tool)
 		cap, known := actions[tool]
 		if !known {
-			d.addAt(e.Key, path, ErrBadReference, "%q (want a do tool of the manifest: %s)", tool, oneOf(keysOf(actions)))
+			d.addAt(e.Key, path, ErrBadReference, "%q (want a do tool of the manifest: %s)", tool, oneOf(slices.Sorted(maps.Keys(actions))))
 		}
 		if _, dup := pol.Actions[tool]; dup {
 			d.addAt(e.Key, path, ErrDuplicate, "action %q", tool)
@@ -587,7 +588,7 @@ func (o obj) interlock(il *Interlock, r actionRef) {
 	il.Reason = o.str("reason")
 	c, known := r.reads[il.Read]
 	if il.Read != "" && !known {
-		o.add("read", ErrBadReference, "%q (want a read tool of the manifest: %s)", il.Read, oneOf(keysOf(r.reads)))
+		o.add("read", ErrBadReference, "%q (want a read tool of the manifest: %s)", il.Read, oneOf(slices.Sorted(maps.Keys(r.reads))))
 	}
 	cond := o.condition()
 	il.Above, il.Below, il.Equals = cond.Above, cond.Below, cond.Equals
@@ -598,13 +599,4 @@ func (o obj) interlock(il *Interlock, r actionRef) {
 	if il.Reason == "" && il.Read != "" {
 		il.Reason = "interlock on " + il.Read
 	}
-}
-
-func keysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -3,7 +3,9 @@ package sitetest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -135,8 +137,7 @@ func (d *dec) expect(n ast.Node, field string) *Expect {
 		}
 	}
 	if bf := d.fields(f["body"], join(field, "body")); bf != nil {
-		keys := sortedKeys(bf)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(bf)) {
 			fk := join(field, "body") + "." + k
 			if _, err := parsePath(k); err != nil {
 				d.add(bf[k], fk, manifests.ErrType, "%v", err)
@@ -151,15 +152,6 @@ func (d *dec) expect(n ast.Node, field string) *Expect {
 	e.IsError = optional(d.boolean, f, field, "is_error")
 	e.Audit = d.audits(f["audit"], join(field, "audit"))
 	return e
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // names reads one name or a list of names.
