@@ -35,7 +35,7 @@ func (o obj) revert(r actionRef) *Revert {
 		s.require("after", `how long the actuator may stay away from to, such as "30m"`)
 		s.require("to", "the value the actuator is reverted to")
 		if s.has("to") {
-			rv.To = s.d.scalar(s.f["to"], s.at("to"))
+			rv.To = s.scalar("to")
 			if r.cap != nil && r.cap.Do != nil {
 				if kind, why := safeValueProblem(r.cap.Type, r.cap.Do.Constraints, rv.To); why != "" {
 					s.add("to", kind, ": %s", why)

@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -9,10 +8,7 @@ import (
 // max_on reverts to the safe value (false for a boolean without one);
 // revert names its value.
 func TestPolicyDeadManValues(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustLoad(t, "policy", "base.yml")
 	p, err := ParsePolicy("p.yml", []byte("version: 1\nactions:\n  do_set_pump: {max_on: 30m}\n  do_set_backup_light: {max_on: 2m}\n  do_set_fan: {revert: {to: true, after: 10m}}\n"), m)
 	if err != nil {
 		t.Fatal(err)

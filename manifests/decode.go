@@ -301,7 +301,7 @@ func (o obj) action(a *Action) {
 	}
 	a.DependsOn = o.strs("depends_on")
 	if o.has("safe_value") {
-		a.SafeValue = o.d.scalar(o.f["safe_value"], o.at("safe_value"))
+		a.SafeValue = o.scalar("safe_value")
 	}
 }
 

@@ -1,10 +1,8 @@
 package manifests
 
 import (
-	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strconv"
 	"time"
 
@@ -113,11 +111,7 @@ var (
 
 // LoadFleet reads and validates the fleet file at path.
 func LoadFleet(path string) (*Fleet, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load fleet file: %w", err)
-	}
-	return ParseFleet(path, data)
+	return loadFile(path, "fleet file", ParseFleet)
 }
 
 // ParseFleet decodes and validates a fleet file held in data, with the

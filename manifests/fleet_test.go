@@ -57,7 +57,7 @@ insecure: true
 
 // Each bad file is refused with the problem at its line:column and field.
 func TestParseFleetErrors(t *testing.T) {
-	for _, tc := range []struct{ src, want string }{
+	wantFleetErrors(t, "f.yml", []fleetCase{
 		{"version: 1\nrole: edge\ngateway: gw1\n", `f.yml:1:1: hubs: missing hubs`},
 		{"version: 1\nrole: boss\ngateway: gw1\nhubs: [a:1]\n", `f.yml:2:7: role: unknown value`},
 		{"version: 1\nrole: edge\ngateway: Gw-1\nhubs: [a:1]\n", `f.yml:3:10: gateway: bad name "Gw-1"`},
@@ -67,8 +67,19 @@ func TestParseFleetErrors(t *testing.T) {
 		{"version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\"}\nhttp: \"a:2\"\n", `listen: missing listen.cluster`},
 		{"version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\nlisten: {leaf: \"a:2\"}\n", `listen: not allowed`},
 		{"version: 1\nrole: edge\ngatway: gw1\n", `gatway: unknown field`},
-	} {
-		_, err := manifests.ParseFleet("f.yml", []byte(tc.src))
+	})
+}
+
+// fleetCase is a fleet file and a part of the error it must be refused
+// with.
+type fleetCase struct{ src, want string }
+
+// wantFleetErrors parses each case's src as file: it must be refused with
+// *manifests.Error values whose text holds want.
+func wantFleetErrors(t *testing.T, file string, cases []fleetCase) {
+	t.Helper()
+	for _, tc := range cases {
+		_, err := manifests.ParseFleet(file, []byte(tc.src))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.src, err, tc.want)
 		}
@@ -79,18 +90,23 @@ func TestParseFleetErrors(t *testing.T) {
 	}
 }
 
+// writeFile writes body to dir/name with mode (past the umask).
+func writeFile(t *testing.T, dir, name, body string, mode os.FileMode) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(body), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The credentials files are read relative to the fleet file; a hub
 // accepts its own user and those its users file lists.
 func TestParseFleetCredentials(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(filepath.Join(dir, name), mode); err != nil { // past the umask
-			t.Fatal(err)
-		}
-	}
+	write := func(name, body string, mode os.FileMode) { writeFile(t, dir, name, body, mode) }
 	write("fleet.credentials", "hub\nhub-secret\n", 0o600)
 	write("gateways.users", "# gateway users\ngw1:s1\n\ngw2:s:2\n", 0o600)
 	src := "version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\", cluster: \"a:2\", leaf: \"a:3\"}\nhttp: \"a:4\"\n" +
@@ -110,15 +126,7 @@ func TestParseFleetCredentials(t *testing.T) {
 // missing one is refused at the key that names it.
 func TestParseFleetCredentialsErrors(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), mode); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(p, mode); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(name, body string, mode os.FileMode) { writeFile(t, dir, name, body, mode) }
 	write("open.credentials", "gw1\nsecret\n", 0o644)
 	write("group.credentials", "gw1\nsecret\n", 0o640)
 	write("short.credentials", "gw1\n", 0o600)
@@ -128,7 +136,7 @@ func TestParseFleetCredentialsErrors(t *testing.T) {
 	write("dup.users", "gw2:x\ngw1:secret\n", 0o600)
 	const edge = "version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\n"
 	const hub = "version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\", cluster: \"a:2\", leaf: \"a:3\"}\nhttp: \"a:4\"\n"
-	for _, tc := range []struct{ src, want string }{
+	wantFleetErrors(t, filepath.Join(dir, "f.yml"), []fleetCase{
 		{edge, "f.yml:1:1: credentials: missing credentials"},
 		{hub, "f.yml:1:1: credentials: missing credentials"},
 		{hub + "users: ok.credentials\n", "credentials: missing credentials"},
@@ -142,16 +150,7 @@ func TestParseFleetCredentialsErrors(t *testing.T) {
 		{hub + "credentials: ok.credentials\nusers: open.users\n", "users: unknown value: " + filepath.Join(dir, "open.users") + " is readable by others (mode 0604)"},
 		{edge + "insecure: yes please\n", "insecure: wrong type"},
 		{hub + "credentials: ok.credentials\nusers: dup.users\n", `f.yml:7:8: users: duplicate user "gw1": it is already the hub's own`},
-	} {
-		_, err := manifests.ParseFleet(filepath.Join(dir, "f.yml"), []byte(tc.src))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%q: err = %v, want %q", tc.src, err, tc.want)
-		}
-		var me *manifests.Error
-		if err != nil && !errors.As(err, &me) {
-			t.Errorf("%q: %T is no *manifests.Error", tc.src, err)
-		}
-	}
+	})
 	if _, err := manifests.ParseFleet(filepath.Join(dir, "f.yml"), []byte(edge+"credentials: ok.credentials\n")); err != nil {
 		t.Errorf("a private credentials file was refused: %v", err)
 	}

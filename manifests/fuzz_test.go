@@ -13,26 +13,14 @@ func FuzzParse(f *testing.F) {
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "*", "manifest.yml"))
 	examples, _ := filepath.Glob(filepath.Join("examples", "*.yml"))
 	for _, file := range append(seeds, examples...) {
-		if IsCompanion(file) {
-			continue
+		if !IsCompanion(file) {
+			seedFiles(f, file)
 		}
-		data, err := os.ReadFile(file)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
 	}
 	f.Add([]byte(base))
-	f.Fuzz(func(t *testing.T, data []byte) {
+	fuzzParse(f, "Parse", func(data []byte) (bool, error) {
 		m, err := Parse("fuzz.yml", data)
-		if (m == nil) == (err == nil) {
-			t.Fatalf("Parse = %v, %v; want exactly one nil", m, err)
-		}
-		checkErrors(t, err)
-		_, err2 := Parse("fuzz.yml", data)
-		if errorText(err) != errorText(err2) {
-			t.Fatalf("Parse is not deterministic:\n%v\nthen\n%v", err, err2)
-		}
+		return m != nil, err
 	})
 }
 
@@ -40,28 +28,41 @@ func FuzzParse(f *testing.F) {
 // against the scenario bench manifest. Seeds are the scenario golden cases
 // and the example scenario.
 func FuzzParseScenario(f *testing.F) {
-	m, err := Load(filepath.Join("testdata", "scenarios", "bench.yml"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	m := mustLoad(f, "scenarios", "bench.yml")
 	seeds, _ := filepath.Glob(filepath.Join("testdata", "scenarios", "*", "scenario.yml"))
-	seeds = append(seeds, filepath.Join("examples", "greenhouse-faults.yml"))
-	for _, file := range seeds {
+	seedFiles(f, append(seeds, filepath.Join("examples", "greenhouse-faults.yml"))...)
+	fuzzParse(f, "ParseScenario", func(data []byte) (bool, error) {
+		IsScenario(data)
+		sc, err := ParseScenario("fuzz.yml", data, m)
+		return sc != nil, err
+	})
+}
+
+// seedFiles adds the files to f's seed corpus.
+func seedFiles(f *testing.F, files ...string) {
+	f.Helper()
+	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(data)
 	}
+}
+
+// fuzzParse fuzzes parse, the parser of one of the formats (name; ok when
+// it made a value): it never panics, it returns a value or an error, every
+// problem has the shape checkErrors checks, and parsing the same input again
+// gives the same errors.
+func fuzzParse(f *testing.F, name string, parse func(data []byte) (bool, error)) {
 	f.Fuzz(func(t *testing.T, data []byte) {
-		sc, err := ParseScenario("fuzz.yml", data, m)
-		if (sc == nil) == (err == nil) {
-			t.Fatalf("ParseScenario = %v, %v; want exactly one nil", sc, err)
+		ok, err := parse(data)
+		if ok == (err != nil) {
+			t.Fatalf("%s = a value %t, error %v; want exactly one of them", name, ok, err)
 		}
 		checkErrors(t, err)
-		if _, err2 := ParseScenario("fuzz.yml", data, m); errorText(err) != errorText(err2) {
-			t.Fatalf("ParseScenario is not deterministic:\n%v\nthen\n%v", err, err2)
+		if _, err2 := parse(data); errorText(err) != errorText(err2) {
+			t.Fatalf("%s is not deterministic:\n%v\nthen\n%v", name, err, err2)
 		}
-		IsScenario(data)
 	})
 }

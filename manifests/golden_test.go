@@ -29,6 +29,29 @@ func goldenCases(t testing.TB) []string {
 	return dirs
 }
 
+// mustLoad loads the manifest at testdata/<path...>, stopping the test on
+// any problem.
+func mustLoad(t testing.TB, path ...string) *Manifest {
+	t.Helper()
+	m, err := Load(filepath.Join(append([]string{"testdata"}, path...)...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// validPolicy is testdata/policy/valid/policy.yml, loaded against m,
+// testdata/policy/base.yml.
+func validPolicy(t testing.TB) (m *Manifest, p *Policy) {
+	t.Helper()
+	m = mustLoad(t, "policy", "base.yml")
+	p, err := LoadPolicy(filepath.Join("testdata", "policy", "valid", "policy.yml"), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, p
+}
+
 // errorText is the error as want.err holds it: one line per problem.
 func errorText(err error) string {
 	if err == nil {
@@ -120,7 +143,7 @@ func checkErrors(t testing.TB, err error) {
 }
 
 var sentinels = []error{ErrSyntax, ErrType, ErrUnknownField, ErrUnknownValue, ErrMissing,
-	ErrDuplicate, ErrBadReference, ErrBadName, ErrRange, ErrNotAllowed}
+	ErrDuplicate, ErrBadReference, ErrBadName, ErrRange, ErrNotAllowed, ErrUnsupported}
 
 func TestExamplesLoad(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("examples", "*.yml"))

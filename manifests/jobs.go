@@ -90,24 +90,18 @@ func (o obj) job(j *Job) {
 		kinds++
 		j.Kind = JobHold
 		j.Capability = h.requiredStr("capability", "the capability held")
-		h.require("value", "the value held")
-		if h.has("value") {
-			j.Value = h.d.scalar(h.f["value"], h.at("value"))
-		}
+		j.Value = h.requiredScalar("value", "the value held")
 		j.For = h.dur("for")
 		h.require("for", `how long, such as "15m"`)
 		if h.has("restore") {
-			j.Restore, j.HasRestore = h.d.scalar(h.f["restore"], h.at("restore")), true
+			j.Restore, j.HasRestore = h.scalar("restore"), true
 		}
 	}
 	if r, ok := o.sub("ramp", jobRampKeys); ok {
 		kinds++
 		j.Kind = JobRamp
 		j.Capability = r.requiredStr("capability", "the capability ramped")
-		r.require("to", "the target value")
-		if r.has("to") {
-			j.Value = r.d.scalar(r.f["to"], r.at("to"))
-		}
+		j.Value = r.requiredScalar("to", "the target value")
 		numIf(r, "rate", &j.Rate, positive, ": %g (want more than 0, in the capability's unit per second)")
 		r.require("rate", "the speed, in the capability's unit per second")
 		j.Every = r.dur("every")
@@ -127,14 +121,11 @@ func (o obj) job(j *Job) {
 
 func (o obj) jobStep(s *JobStep) {
 	s.Capability = o.requiredStr("capability", "the capability acted on")
-	o.require("value", "the value applied")
-	if o.has("value") {
-		s.Value = o.d.scalar(o.f["value"], o.at("value"))
-	}
+	s.Value = o.requiredScalar("value", "the value applied")
 	s.Hold = o.dur("hold")
 	if o.has("compensate") {
 		s.HasCompensate = true
-		s.Compensate = o.d.scalar(o.f["compensate"], o.at("compensate"))
+		s.Compensate = o.scalar("compensate")
 		if s.Compensate == "restore" {
 			s.Compensate, s.CompensateRestore = nil, true
 		}

@@ -12,11 +12,16 @@ import (
 
 // Load reads and validates the manifest at path. See Parse for the errors.
 func Load(path string) (*Manifest, error) {
+	return loadFile(path, "manifest", Parse)
+}
+
+// loadFile reads the file at path, a what, and parses it with parse.
+func loadFile[T any](path, what string, parse func(file string, data []byte) (*T, error)) (*T, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("load manifest: %w", err)
+		return nil, fmt.Errorf("load %s: %w", what, err)
 	}
-	return Parse(path, data)
+	return parse(path, data)
 }
 
 // Parse decodes and validates a manifest held in data; file names it in
@@ -90,7 +95,7 @@ func parseYAML(p *problems, data []byte) (root ast.Node, ok bool) {
 	case 1:
 		return docs[0].Body, true
 	}
-	p.add(nodePos(docs[1].Body), "", ErrSyntax, ": %d YAML documents (want one manifest per file)", len(docs))
+	p.add(NodePos(docs[1].Body), "", ErrSyntax, ": %d YAML documents (want one manifest per file)", len(docs))
 	return nil, false
 }
 
@@ -106,9 +111,12 @@ func parseBytes(data []byte) (f *ast.File, err error) {
 	return parser.ParseBytes(data, 0)
 }
 
-// nodePos is where a node starts: for a block mapping its first key (the
-// parser's own token for it is the first ':').
-func nodePos(n ast.Node) Position {
+// NodePos is where a YAML node starts, the place a problem with it is
+// reported at: for a block mapping its first key (the parser's own token
+// for it is the first ':'); line 1, column 1 when the node has none. The
+// File is left empty. Other decoders of the project's YAML files (site
+// tests) use it to report as a manifest does.
+func NodePos(n ast.Node) Position {
 	if n == nil {
 		return Position{Line: 1, Column: 1}
 	}

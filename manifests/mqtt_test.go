@@ -8,10 +8,7 @@ import (
 // The presets fill topics and JSON paths as the firmware publishes them;
 // declared channels win over the preset's.
 func TestMQTTChannels(t *testing.T) {
-	m, err := Load("testdata/mqtt_valid/manifest.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustLoad(t, "mqtt_valid", "manifest.yml")
 	b := m.Buses[0].MQTT
 	if b.Broker != "mqtts://broker.lan" || b.Protocol != 5 || b.KeepAlive != 10*time.Second || b.Credentials != "mqtt.credentials" || b.Key != "client.key" {
 		t.Errorf("bus %+v", b)

@@ -56,7 +56,7 @@ func (d *decoder) add(path string, sentinel error, format string, args ...any) {
 // addAt reports a problem at n, naming path.
 func (d *decoder) addAt(n ast.Node, path string, sentinel error, format string, args ...any) {
 	d.bad[path] = true
-	d.p.add(nodePos(n), path, sentinel, format, args...)
+	d.p.add(NodePos(n), path, sentinel, format, args...)
 }
 
 // at returns the position of path, or of its nearest ancestor that the
@@ -68,7 +68,7 @@ func (d *decoder) at(path string) Position {
 		}
 		path = parent(path)
 	}
-	return nodePos(d.root)
+	return NodePos(d.root)
 }
 
 // has reports whether path was given a non-null value.
@@ -230,9 +230,9 @@ func (d *decoder) collect(m *ast.MappingNode, path string, known []string, out m
 			continue // an explicit key overrides a merged one
 		}
 		out[key] = mv.Value
-		d.pos[field] = nodePos(mv.Value)
+		d.pos[field] = NodePos(mv.Value)
 		if mv.Value == nil {
-			d.pos[field] = nodePos(mv.Key)
+			d.pos[field] = NodePos(mv.Key)
 		}
 		if !isNull(d.peek(mv.Value)) {
 			d.given[field] = true
@@ -317,7 +317,7 @@ func (d *decoder) entries(n ast.Node, path string) []*ast.MappingValueNode {
 			continue
 		}
 		out = append(out, mv)
-		d.pos[join(path, keyString(mv.Key))] = nodePos(mv.Key)
+		d.pos[join(path, keyString(mv.Key))] = NodePos(mv.Key)
 	}
 	return out
 }
@@ -330,7 +330,7 @@ func (d *decoder) seq(n ast.Node, path string) []ast.Node {
 	}
 	for i, it := range s.Values {
 		if it != nil {
-			d.pos[index(path, i)] = nodePos(it)
+			d.pos[index(path, i)] = NodePos(it)
 		}
 	}
 	return s.Values

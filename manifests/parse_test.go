@@ -119,10 +119,7 @@ func TestParseBase(t *testing.T) {
 }
 
 func TestParseAnchors(t *testing.T) {
-	m, err := Load("testdata/valid_anchors/manifest.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustLoad(t, "valid_anchors", "manifest.yml")
 	a, b := m.Devices[0], m.Devices[1]
 	if b.Name != "light_b" || b.Address != 0x21 || b.Bus != "i2c1" || !reflect.DeepEqual(a.Registers, b.Registers) {
 		t.Errorf("merged device = %+v, want light_a's fields with name light_b and address 0x21", b)

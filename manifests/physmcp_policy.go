@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -91,16 +92,12 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 	if !ok {
 		return nil, nil, p.err()
 	}
-	d := newDecoder(p, root)
-	guards := map[string]rangeGuard{}
-	o, ok := d.document(root, pmPolicyKeys, "physmcp_policy_version and capabilities")
+	pt := &pmPolicy{d: newDecoder(p, root), guards: map[string]rangeGuard{}}
+	o, ok := pt.d.document(root, pmPolicyKeys, "physmcp_policy_version and capabilities")
 	if !ok {
 		return nil, nil, p.err()
 	}
-	if v, ok := o.strOK("physmcp_policy_version"); ok && v != "0.1" {
-		o.add("physmcp_policy_version", ErrUnknownValue, "%q (want \"0.1\")", v)
-	}
-	o.require("physmcp_policy_version", `"0.1"`)
+	requireVersion(o, "physmcp_policy_version")
 	if o.has("identity") {
 		o.add("identity", ErrUnsupported, "(callers are identified by bearer tokens that promcp-device token issues, with a role each; JWT issuers and mTLS are not checked)")
 	}
@@ -108,17 +105,7 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 		o.add("emergency", ErrUnsupported, "(there is no override of the policy; a do_* to the capability's safe_value is never held back by rate, cooldown or window)")
 	}
 	doc := yaml.MapSlice{{Key: "version", Value: 1}}
-	var defPerm string
-	var defRate *RateLimit
-	if df, ok := o.sub("defaults", pmDefaultsKeys); ok {
-		enum(df, "require_permission", &defPerm, pmPermissions, false)
-		if s, ok := df.strOK("rate_limit"); ok {
-			defRate = parseRate(df, "rate_limit", s)
-		}
-		if df.has("audit_all") && !df.boolean("audit_all") {
-			df.add("audit_all", ErrUnsupported, ": false (every do_* is audited when serve --audit is given)")
-		}
-	}
+	defPerm, defRate := policyDefaults(o)
 	if defPerm != "" {
 		roles := slices.DeleteFunc(permissionRoles(defPerm), func(r string) bool { return r == "viewer" })
 		if defPerm == "none" {
@@ -126,13 +113,69 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 		}
 		doc = append(doc, yaml.MapItem{Key: "default_roles", Value: roles})
 	}
-
-	// named time windows
-	type namedWindow struct {
-		item yaml.MapSlice
-		tz   string
+	pt.timeWindows(o)
+	actions := pt.actions(o, info)
+	if defRate != nil {
+		for i := range actions {
+			a := actions[i].Value.(yaml.MapSlice)
+			if !slices.ContainsFunc(a, func(it yaml.MapItem) bool { return it.Key == "rate_limit" }) {
+				actions[i].Value = append(a, yaml.MapItem{Key: "rate_limit", Value: rateItem(defRate)})
+			}
+		}
 	}
-	windows := map[string]namedWindow{}
+	if len(actions) > 0 {
+		doc = append(doc, yaml.MapItem{Key: "actions", Value: actions})
+	}
+	if err := p.err(); err != nil {
+		return nil, nil, err
+	}
+	return doc, pt.guards, nil
+}
+
+// pmPolicy is a PhysMCP policy being translated: its named time windows
+// and the range guards of its do tools.
+type pmPolicy struct {
+	d       *decoder
+	windows map[string]pmWindow
+	guards  map[string]rangeGuard
+}
+
+// pmWindow is a named time window, as our window, and its zone.
+type pmWindow struct {
+	item yaml.MapSlice
+	tz   string
+}
+
+// pmAction is one do tool's action as its rules build it.
+type pmAction struct {
+	r     pmRules
+	roles []string
+	clamp bool
+	win   yaml.MapSlice
+	guard *rangeGuard
+}
+
+// policyDefaults reads defaults: the permission and rate every action
+// has unless it says another.
+func policyDefaults(o obj) (perm string, rate *RateLimit) {
+	df, ok := o.sub("defaults", pmDefaultsKeys)
+	if !ok {
+		return "", nil
+	}
+	enum(df, "require_permission", &perm, pmPermissions, false)
+	if s, ok := df.strOK("rate_limit"); ok {
+		rate = parseRate(df, "rate_limit", s)
+	}
+	if df.has("audit_all") && !df.boolean("audit_all") {
+		df.add("audit_all", ErrUnsupported, ": false (every do_* is audited when serve --audit is given)")
+	}
+	return perm, rate
+}
+
+// timeWindows reads the named time windows that time_window rules refer to.
+func (pt *pmPolicy) timeWindows(o obj) {
+	d := pt.d
+	pt.windows = map[string]pmWindow{}
 	for _, e := range d.entries(o.f["time_windows"], "time_windows") {
 		name := keyString(e.Key)
 		path := join("time_windows", name)
@@ -162,131 +205,144 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 				w.add("timezone", ErrUnknownValue, "%q (want an IANA zone such as \"Europe/Madrid\")", tz)
 			}
 		}
-		windows[name] = namedWindow{item, tz}
+		pt.windows[name] = pmWindow{item, tz}
 	}
+}
 
+// actions are our actions: one for each capability of the policy, then
+// one for each do tool whose rules only the manifest declares.
+func (pt *pmPolicy) actions(o obj, info *physmcpInfo) yaml.MapSlice {
 	actions := yaml.MapSlice{}
 	seen := map[string]bool{}
-	for _, e := range d.entries(o.f["capabilities"], "capabilities") {
+	for _, e := range pt.d.entries(o.f["capabilities"], "capabilities") {
 		tool := keyString(e.Key)
-		path := join("capabilities", tool)
 		seen[tool] = true
-		c, ok := d.obj(e.Value, path, []string{"rules"})
+		c, ok := pt.d.obj(e.Value, join("capabilities", tool), []string{"rules"})
 		if !ok {
 			continue
 		}
-		var r pmRules
+		a := &pmAction{}
 		if info != nil {
-			r = info.rules[tool]
+			a.r = info.rules[tool]
 		}
-		var roles []string
-		clamp := false
-		var win yaml.MapSlice
-		var g rangeGuard
-		hasGuard := false
-		for i, n := range d.seq(c.f["rules"], c.at("rules")) {
-			rp := index(c.at("rules"), i)
-			ru, ok := d.item(n, rp, pmRuleKeys)
-			if !ok {
-				continue
-			}
-			var typ string
-			if !enum(ru, "type", &typ, pmRuleTypes, true) {
-				continue
-			}
-			for _, k := range pmRuleKeys[1:] {
-				if ru.has(k) && !slices.Contains(pmRuleFields[typ], k) {
-					ru.add(k, ErrNotAllowed, "in a %s rule (want %s)", typ, oneOf(pmRuleFields[typ]))
-				}
-			}
-			switch typ {
-			case "time_window":
-				var tz string
-				for _, k := range []string{"allow_during", "deny_during"} {
-					var list []yaml.MapSlice
-					for j, name := range ru.strs(k) {
-						nw, ok := windows[name]
-						if !ok {
-							d.add(index(ru.at(k), j), ErrBadReference, "time window %q (want one of time_windows: %s)", name, oneOf(keysOf(windows)))
-							continue
-						}
-						if tz != "" && nw.tz != tz {
-							d.add(index(ru.at(k), j), ErrUnsupported, ": time window %q is in %s, another of this rule in %s (one action's windows share a zone)", name, nw.tz, tz)
-						}
-						tz = nw.tz
-						list = append(list, nw.item)
-					}
-					if len(list) > 0 {
-						win = append(win, yaml.MapItem{Key: map[string]string{"allow_during": "allow", "deny_during": "deny"}[k], Value: list})
-					}
-				}
-				if tz != "" {
-					win = append(yaml.MapSlice{{Key: "timezone", Value: tz}}, win...)
-				}
-			case "permission":
-				roles = ru.strs("require")
-				for j, role := range roles {
-					if role == "none" {
-						d.add(index(ru.at("require"), j), ErrNotAllowed, "none in a require list (omit the rule to allow everyone)")
-					}
-				}
-				ru.require("require", "the roles that may run the action, such as [operator]")
-			case "rate":
-				if s, ok := ru.strOK("max"); ok {
-					r.RateLimit = parseRate(ru, "max", s)
-				}
-				ru.require("max", `the rate, such as "6/hour"`)
-			case "quorum":
-				if v, ok := ru.integer("min_peers"); ok {
-					if v < 1 {
-						ru.add("min_peers", ErrRange, "%d (want 1 or more)", v)
-					}
-					r.Quorum = int(v)
-				}
-				ru.require("min_peers", "the gateways that must be reachable")
-				if s, ok := ru.strOK("on_failure"); ok && s != "deny" {
-					ru.add("on_failure", ErrUnsupported, ": %q (without quorum an action is always denied)", s)
-				}
-			case "range_guard":
-				hasGuard = true
-				g.min, g.max = ru.numPtr("min"), ru.numPtr("max")
-				var how string
-				enum(ru, "on_violation", &how, []string{"clamp", "deny", "warn"}, false)
-				switch how {
-				case "clamp":
-					g.clamp, clamp = true, true
-				case "warn":
-					ru.add("on_violation", ErrUnsupported, ": warn (a value outside the bounds is refused or clamped, never let through)")
-				}
-			}
+		pt.rules(c, a)
+		if a.guard != nil {
+			pt.guards[tool] = *a.guard
 		}
-		if hasGuard {
-			guards[tool] = g
-		}
-		actions = append(actions, yaml.MapItem{Key: tool, Value: actionItem(r, roles, clamp, win)})
+		actions = append(actions, yaml.MapItem{Key: tool, Value: actionItem(a.r, a.roles, a.clamp, a.win)})
 	}
 	if info != nil {
-		for _, tool := range keysOf(info.rules) {
+		for _, tool := range slices.Sorted(maps.Keys(info.rules)) {
 			if !seen[tool] {
 				actions = append(actions, yaml.MapItem{Key: tool, Value: actionItem(info.rules[tool], nil, false, nil)})
 			}
 		}
 	}
-	if defRate != nil {
-		for i := range actions {
-			a := actions[i].Value.(yaml.MapSlice)
-			if !slices.ContainsFunc(a, func(it yaml.MapItem) bool { return it.Key == "rate_limit" }) {
-				actions[i].Value = append(a, yaml.MapItem{Key: "rate_limit", Value: rateItem(defRate)})
+	return actions
+}
+
+// pmRuleKinds translate each type of rule into the action.
+var pmRuleKinds = map[string]func(pt *pmPolicy, ru obj, a *pmAction){
+	"time_window": (*pmPolicy).timeWindowRule,
+	"permission":  (*pmPolicy).permissionRule,
+	"rate":        (*pmPolicy).rateRule,
+	"quorum":      (*pmPolicy).quorumRule,
+	"range_guard": (*pmPolicy).rangeGuardRule,
+}
+
+// rules translates a capability's rules into its action.
+func (pt *pmPolicy) rules(c obj, a *pmAction) {
+	for i, n := range pt.d.seq(c.f["rules"], c.at("rules")) {
+		ru, ok := pt.d.item(n, index(c.at("rules"), i), pmRuleKeys)
+		if !ok {
+			continue
+		}
+		var typ string
+		if !enum(ru, "type", &typ, pmRuleTypes, true) {
+			continue
+		}
+		for _, k := range pmRuleKeys[1:] {
+			if ru.has(k) && !slices.Contains(pmRuleFields[typ], k) {
+				ru.add(k, ErrNotAllowed, "in a %s rule (want %s)", typ, oneOf(pmRuleFields[typ]))
 			}
 		}
+		pmRuleKinds[typ](pt, ru, a)
 	}
-	if len(actions) > 0 {
-		doc = append(doc, yaml.MapItem{Key: "actions", Value: actions})
+}
+
+// timeWindowRule: the named windows an action is allowed in or denied in,
+// all in one zone.
+func (pt *pmPolicy) timeWindowRule(ru obj, a *pmAction) {
+	var tz string
+	for _, k := range []string{"allow_during", "deny_during"} {
+		var list []yaml.MapSlice
+		for j, name := range ru.strs(k) {
+			nw, ok := pt.windows[name]
+			if !ok {
+				pt.d.add(index(ru.at(k), j), ErrBadReference, "time window %q (want one of time_windows: %s)", name, oneOf(slices.Sorted(maps.Keys(pt.windows))))
+				continue
+			}
+			if tz != "" && nw.tz != tz {
+				pt.d.add(index(ru.at(k), j), ErrUnsupported, ": time window %q is in %s, another of this rule in %s (one action's windows share a zone)", name, nw.tz, tz)
+			}
+			tz = nw.tz
+			list = append(list, nw.item)
+		}
+		if len(list) > 0 {
+			a.win = append(a.win, yaml.MapItem{Key: map[string]string{"allow_during": "allow", "deny_during": "deny"}[k], Value: list})
+		}
 	}
-	if err := p.err(); err != nil {
-		return nil, nil, err
+	if tz != "" {
+		a.win = append(yaml.MapSlice{{Key: "timezone", Value: tz}}, a.win...)
 	}
-	return doc, guards, nil
+}
+
+// permissionRule: the roles that may run the action.
+func (pt *pmPolicy) permissionRule(ru obj, a *pmAction) {
+	a.roles = ru.strs("require")
+	for j, role := range a.roles {
+		if role == "none" {
+			pt.d.add(index(ru.at("require"), j), ErrNotAllowed, "none in a require list (omit the rule to allow everyone)")
+		}
+	}
+	ru.require("require", "the roles that may run the action, such as [operator]")
+}
+
+// rateRule: the action's rate limit.
+func (pt *pmPolicy) rateRule(ru obj, a *pmAction) {
+	if s, ok := ru.strOK("max"); ok {
+		a.r.RateLimit = parseRate(ru, "max", s)
+	}
+	ru.require("max", `the rate, such as "6/hour"`)
+}
+
+// quorumRule: the gateways that must be reachable; without them the
+// action is denied.
+func (pt *pmPolicy) quorumRule(ru obj, a *pmAction) {
+	if v, ok := atLeastOne(ru, "min_peers"); ok {
+		a.r.Quorum = int(v)
+	}
+	ru.require("min_peers", "the gateways that must be reachable")
+	if s, ok := ru.strOK("on_failure"); ok && s != "deny" {
+		ru.add("on_failure", ErrUnsupported, ": %q (without quorum an action is always denied)", s)
+	}
+}
+
+// rangeGuardRule: bounds that narrow the manifest's constraints, and
+// whether a value outside them is clamped.
+func (pt *pmPolicy) rangeGuardRule(ru obj, a *pmAction) {
+	if a.guard == nil {
+		a.guard = &rangeGuard{}
+	}
+	a.guard.min, a.guard.max = ru.numPtr("min"), ru.numPtr("max")
+	var how string
+	enum(ru, "on_violation", &how, []string{"clamp", "deny", "warn"}, false)
+	switch how {
+	case "clamp":
+		a.guard.clamp, a.clamp = true, true
+	case "warn":
+		ru.add("on_violation", ErrUnsupported, ": warn (a value outside the bounds is refused or clamped, never let through)")
+	}
 }
 
 func rateItem(r *RateLimit) yaml.MapSlice {

@@ -285,51 +285,18 @@ func TestPhysMCPPolicyUnsupported(t *testing.T) {
 }
 
 func FuzzParsePhysMCP(f *testing.F) {
-	for _, p := range []string{"testdata/physmcp/spec52/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.policy.yml"} {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(data)
-	}
+	seedFiles(f, "testdata/physmcp/spec52/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.manifest.yml", "testdata/physmcp/spec53/physmcp.policy.yml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		m, err := Parse("", data)
 		if (m == nil) == (err == nil) {
 			t.Fatalf("manifest %v and error %v", m != nil, err)
 		}
 		if IsPhysMCP(data) {
-			checkPhysMCPErrors(t, err)
+			checkErrors(t, err)
 		}
 		_, _ = ParsePolicy("", data, m)
 		_, _, _ = ConvertPhysMCP("", data, "", data, "p.yml")
 	})
-}
-
-// checkPhysMCPErrors checks that every problem is an *Error positioned in
-// the file (line and column from 1) naming a field, sorted.
-func checkPhysMCPErrors(t *testing.T, err error) {
-	t.Helper()
-	if err == nil {
-		return
-	}
-	joined, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		t.Fatalf("error %T (%v) is not a join", err, err)
-	}
-	var prev *Error
-	for _, e := range joined.Unwrap() {
-		pe, ok := e.(*Error)
-		if !ok {
-			t.Fatalf("error %T (%v) is not *Error", e, e)
-		}
-		if pe.Pos.Line < 1 || pe.Pos.Column < 1 || pe.Field == "" && !errors.Is(pe, ErrSyntax) {
-			t.Fatalf("%v: not positioned or no field", pe)
-		}
-		if prev != nil && (pe.Pos.Line < prev.Pos.Line || pe.Pos.Line == prev.Pos.Line && pe.Pos.Column < prev.Pos.Column) {
-			t.Fatalf("%v after %v: not sorted", pe, prev)
-		}
-		prev = pe
-	}
 }
 
 // PhysMCP's pwm, adc, spi and mqtt addresses map onto the pwm, ads1x15,

@@ -1,8 +1,7 @@
 package manifests
 
 import (
-	"fmt"
-	"os"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -225,11 +224,7 @@ func ManifestOf(companion string) string {
 // LoadPolicy reads and validates the policy file at path against m (every
 // action and reading it names must exist in m). See ParsePolicy.
 func LoadPolicy(path string, m *Manifest) (*Policy, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load policy: %w", err)
-	}
-	return ParsePolicy(path, data, m)
+	return loadFile(path, "policy", func(file string, data []byte) (*Policy, error) { return ParsePolicy(file, data, m) })
 }
 
 var (
@@ -308,7 +303,7 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 		path := join("actions", tool)
 		cap, known := actions[tool]
 		if !known {
-			d.addAt(e.Key, path, ErrBadReference, "%q (want a do tool of the manifest: %s)", tool, oneOf(keysOf(actions)))
+			d.addAt(e.Key, path, ErrBadReference, "%q (want a do tool of the manifest: %s)", tool, oneOf(slices.Sorted(maps.Keys(actions))))
 		}
 		if _, dup := pol.Actions[tool]; dup {
 			d.addAt(e.Key, path, ErrDuplicate, "action %q", tool)
@@ -565,7 +560,7 @@ func (o obj) when(cap *Capability) *ValueCondition {
 func (o obj) condition() ValueCondition {
 	c := ValueCondition{Above: o.numPtr("above"), Below: o.numPtr("below")}
 	if o.has("equals") {
-		c.Equals = o.d.scalar(o.f["equals"], o.at("equals"))
+		c.Equals = o.scalar("equals")
 	}
 	if c.Above == nil && c.Below == nil && c.Equals == nil && !o.d.bad[o.at("above")] && !o.d.bad[o.at("below")] && !o.d.bad[o.at("equals")] {
 		o.d.add(o.path, ErrMissing, "a condition (want above, below or equals)")
@@ -593,7 +588,7 @@ func (o obj) interlock(il *Interlock, r actionRef) {
 	il.Reason = o.str("reason")
 	c, known := r.reads[il.Read]
 	if il.Read != "" && !known {
-		o.add("read", ErrBadReference, "%q (want a read tool of the manifest: %s)", il.Read, oneOf(keysOf(r.reads)))
+		o.add("read", ErrBadReference, "%q (want a read tool of the manifest: %s)", il.Read, oneOf(slices.Sorted(maps.Keys(r.reads))))
 	}
 	cond := o.condition()
 	il.Above, il.Below, il.Equals = cond.Above, cond.Below, cond.Equals
@@ -604,13 +599,4 @@ func (o obj) interlock(il *Interlock, r actionRef) {
 	if il.Reason == "" && il.Read != "" {
 		il.Reason = "interlock on " + il.Read
 	}
-}
-
-func keysOf[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,18 +9,11 @@ import (
 // fleet holds (package fleet/shared); it is false unless said, and must be
 // a boolean.
 func TestPolicyShared(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadPolicy(filepath.Join("testdata", "policy", "valid", "policy.yml"), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, p := validPolicy(t)
 	if !p.Actions["do_set_pump"].Shared || p.Actions["do_set_fan"].Shared {
 		t.Errorf("shared: do_set_pump %t, do_set_fan %t; want true where declared only", p.Actions["do_set_pump"].Shared, p.Actions["do_set_fan"].Shared)
 	}
-	_, err = ParsePolicy("bad.policy.yml", []byte("version: 1\nactions:\n  do_set_pump:\n    shared: yes please\n"), m)
+	_, err := ParsePolicy("bad.policy.yml", []byte("version: 1\nactions:\n  do_set_pump:\n    shared: yes please\n"), m)
 	if err == nil || !strings.Contains(err.Error(), "bad.policy.yml:4:") || !strings.Contains(err.Error(), "shared") {
 		t.Fatalf("shared: yes please = %v, want a positioned error naming shared", err)
 	}

@@ -1,7 +1,6 @@
 package manifests
 
 import (
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -11,10 +10,7 @@ import (
 // against testdata/policy/base.yml: want.err holds the exact errors (empty
 // for a valid file).
 func TestPolicyGolden(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustLoad(t, "policy", "base.yml")
 	files, _ := filepath.Glob(filepath.Join("testdata", "policy", "*", "policy.yml"))
 	if len(files) == 0 {
 		t.Fatal("no policy golden cases")
@@ -28,14 +24,7 @@ func TestPolicyGolden(t *testing.T) {
 }
 
 func TestPolicyValid(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := LoadPolicy(filepath.Join("testdata", "policy", "valid", "policy.yml"), m)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, p := validPolicy(t)
 	light := p.Actions["do_set_light_level"]
 	if !light.Clamp || *light.MaxChange != 20 || *light.Approval.Above != 90 || light.Approval.TTL != 5*time.Minute {
 		t.Errorf("do_set_light_level = %+v", light)
@@ -68,10 +57,7 @@ func TestPolicyValid(t *testing.T) {
 // The manifest names its policy relative to itself; none and silence are
 // told apart.
 func TestManifestNamesPolicy(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "policy_named", "manifest.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustLoad(t, "policy_named", "manifest.yml")
 	if want := filepath.Join("testdata", "policy_named", "bench.policy.yml"); m.Policy != "bench.policy.yml" || m.PolicyFile() != want {
 		t.Errorf("Policy %q, PolicyFile %q; want bench.policy.yml, %s", m.Policy, m.PolicyFile(), want)
 	}
@@ -84,21 +70,12 @@ func TestManifestNamesPolicy(t *testing.T) {
 }
 
 func FuzzParsePolicy(f *testing.F) {
-	m, err := Load(filepath.Join("testdata", "policy", "base.yml"))
-	if err != nil {
-		f.Fatal(err)
-	}
+	m := mustLoad(f, "policy", "base.yml")
 	files, _ := filepath.Glob(filepath.Join("testdata", "policy", "*", "policy.yml"))
-	for _, file := range files {
-		data, _ := os.ReadFile(file)
-		f.Add(data)
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
+	seedFiles(f, files...)
+	fuzzParse(f, "ParsePolicy", func(data []byte) (bool, error) {
 		p, err := ParsePolicy("policy.yml", data, m)
-		if (p == nil) == (err == nil) {
-			t.Fatalf("ParsePolicy = %v, %v; want exactly one nil", p, err)
-		}
-		checkErrors(t, err)
+		return p != nil, err
 	})
 }
 

@@ -48,18 +48,28 @@ func (d *decoder) integer(n ast.Node, path string) (int64, bool) {
 	case nil, *ast.NullNode:
 		return 0, false
 	case *ast.IntegerNode:
-		switch i := v.Value.(type) {
-		case int64:
+		if i, ok := integerAs[int64](v); ok {
 			return i, true
-		case uint64:
-			if i <= math.MaxInt64 {
-				return int64(i), true
-			}
 		}
 		d.addAt(n, path, ErrRange, ": %s is too large", describe(n))
 		return 0, false
 	}
 	d.addAt(n, path, ErrType, ": got %s, want an integer", describe(n))
+	return 0, false
+}
+
+// integerAs is the value of an integer node as a T. The parser holds an
+// int64 or, beyond math.MaxInt64, a uint64: ok is false for one that T
+// cannot hold (an int64 that the conversion would make negative).
+func integerAs[T int64 | float64](v *ast.IntegerNode) (T, bool) {
+	switch i := v.Value.(type) {
+	case int64:
+		return T(i), true
+	case uint64:
+		if t := T(i); t >= 0 {
+			return t, true
+		}
+	}
 	return 0, false
 }
 
@@ -69,11 +79,8 @@ func (d *decoder) number(n ast.Node, path string) (float64, bool) {
 	case nil, *ast.NullNode:
 		return 0, false
 	case *ast.IntegerNode:
-		switch i := v.Value.(type) {
-		case int64:
-			return float64(i), true
-		case uint64:
-			return float64(i), true
+		if f, ok := integerAs[float64](v); ok {
+			return f, true
 		}
 	case *ast.FloatNode:
 		if !math.IsInf(v.Value, 0) && !math.IsNaN(v.Value) {
@@ -230,6 +237,16 @@ func (o obj) add(k string, sentinel error, format string, args ...any) {
 	o.d.add(o.at(k), sentinel, format, args...)
 }
 
+// requiredScalar decodes the boolean, string or number at key k,
+// reporting it missing (want says what it is) when the mapping lacks it.
+func (o obj) requiredScalar(k, want string) any {
+	o.require(k, want)
+	if !o.has(k) {
+		return nil
+	}
+	return o.scalar(k)
+}
+
 // require reports key k missing when the mapping lacks it.
 func (o obj) require(k, want string) {
 	if o.f != nil && !o.has(k) {
@@ -261,6 +278,7 @@ func (o obj) name() string {
 }
 
 func (o obj) strs(k string) []string         { return o.d.strs(o.f[k], o.at(k)) }
+func (o obj) scalar(k string) any            { return o.d.scalar(o.f[k], o.at(k)) }
 func (o obj) boolean(k string) bool          { return o.d.boolean(o.f[k], o.at(k)) }
 func (o obj) dur(k string) time.Duration     { return o.d.duration(o.f[k], o.at(k)) }
 func (o obj) integer(k string) (int64, bool) { return o.d.integer(o.f[k], o.at(k)) }

@@ -1,8 +1,6 @@
 package manifests
 
 import (
-	"fmt"
-	"os"
 	"slices"
 	"time"
 
@@ -161,11 +159,7 @@ var (
 // LoadScenario reads a scenario file and checks it against m, the manifest
 // it runs on. See ParseScenario for the errors.
 func LoadScenario(path string, m *Manifest) (*Scenario, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("load scenario: %w", err)
-	}
-	return ParseScenario(path, data, m)
+	return loadFile(path, "scenario", func(file string, data []byte) (*Scenario, error) { return ParseScenario(file, data, m) })
 }
 
 // ParseScenario decodes a scenario held in data and checks it against m:

@@ -9,10 +9,7 @@ import (
 // against testdata/scenarios/bench.yml and compares the errors with
 // want.err (empty for a valid scenario).
 func TestScenarioGolden(t *testing.T) {
-	m, err := Load(filepath.Join("testdata", "scenarios", "bench.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := mustLoad(t, "scenarios", "bench.yml")
 	files, err := filepath.Glob(filepath.Join("testdata", "scenarios", "*", "scenario.yml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no scenario cases: %v", err)

@@ -13,10 +13,7 @@ import (
 // PhysMCP's response fields are optional extensions of the proMCP schemas:
 // a body with them validates, one with them malformed does not.
 func TestPhysMCPFieldsInSchemas(t *testing.T) {
-	v, err := promcp.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := validator(t)
 	rep := validReport()
 	rep.Candidates[0].DeviceID = "node_001"
 	rep.Candidates[0].MatchReasons = []string{"tag_overlap: cooling", "currently_online"}

@@ -182,16 +182,7 @@ func contract(kind string, errs []error) error {
 
 // checkNumber refuses NaN and infinities, which JSON cannot carry.
 func checkNumber(field string, v any) error {
-	var f float64
-	switch x := v.(type) {
-	case float64:
-		f = x
-	case float32:
-		f = float64(x)
-	default:
-		return nil
-	}
-	if math.IsNaN(f) || math.IsInf(f, 0) {
+	if f, ok := Number(v); ok && (math.IsNaN(f) || math.IsInf(f, 0)) {
 		return fmt.Errorf("%s is %v, which JSON cannot carry", field, f)
 	}
 	return nil

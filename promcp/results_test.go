@@ -13,6 +13,16 @@ import (
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
+// validator is the JSON Schema validator of the proMCP bodies.
+func validator(t testing.TB) *promcp.Validator {
+	t.Helper()
+	v, err := promcp.NewValidator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 func validDo() promcp.DoResult {
 	return promcp.DoResult{
 		Status: promcp.StatusSuccess, IdempotencyKey: "k1", AppliedValue: 40.0, PreviousValue: 30.0,
@@ -94,10 +104,7 @@ func TestValidate(t *testing.T) {
 // embedded JSON Schemas accept too, and that the schemas catch the
 // violations a client can see.
 func TestSchemasAgreeWithValidate(t *testing.T) {
-	v, err := promcp.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := validator(t)
 	ok := []struct {
 		kind promcp.Kind
 		v    any

@@ -17,10 +17,7 @@ import (
 //
 //	go test ./promcp -run '^$' -bench Validate -benchmem
 func BenchmarkValidate(b *testing.B) {
-	v, err := promcp.NewValidator()
-	if err != nil {
-		b.Fatal(err)
-	}
+	v := validator(b)
 	read := promcp.ReadResult{Value: 21.5, Unit: "°C", Timestamp: t0, Quality: promcp.QualityGood}
 	report := func(n int) promcp.CapabilityReport {
 		r := validReport()
@@ -73,10 +70,7 @@ func BenchmarkValidate(b *testing.B) {
 // not 3,000), a different text gets its own, and a failed check still
 // names the tool's schema it was asked for.
 func TestCompileSharesIdenticalSchemas(t *testing.T) {
-	v, err := promcp.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := validator(t)
 	num := []byte(`{"type":"object","required":["value"],"properties":{"value":{"type":"number"}}}`)
 	str := []byte(`{"type":"object","required":["value"],"properties":{"value":{"type":"string"}}}`)
 	a, err := v.Compile("out:read_a", num)

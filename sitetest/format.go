@@ -255,10 +255,7 @@ func (d *dec) startTime(t *Test, f map[string]ast.Node) {
 }
 
 func (d *dec) caller(n ast.Node, field string) *Caller {
-	if isNull(n) {
-		return nil
-	}
-	f := d.fields(n, field, callerKeys...)
+	f := d.optFields(n, field, callerKeys...)
 	if f == nil {
 		return nil
 	}

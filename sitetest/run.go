@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -445,7 +447,7 @@ func (r *runner) set(s *Set) error {
 		return w.SetMQTTOnline(s.Device, *s.Online)
 	case s.Values != nil:
 		var errs []error
-		for _, k := range sortedKeys(s.Values) {
+		for _, k := range slices.Sorted(maps.Keys(s.Values)) {
 			errs = append(errs, w.SetMQTTValue(s.Device, k, s.Values[k]))
 		}
 		return errors.Join(errs...)

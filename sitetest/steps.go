@@ -3,7 +3,9 @@ package sitetest
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -14,7 +16,7 @@ import (
 )
 
 func (d *dec) step(n ast.Node, field string) Step {
-	st := Step{Pos: pos(n)}
+	st := Step{Pos: manifests.NodePos(n)}
 	st.Pos.File = d.file
 	f := d.fields(n, field, stepKeys...)
 	if f == nil {
@@ -124,10 +126,7 @@ func validName(s string) bool {
 }
 
 func (d *dec) expect(n ast.Node, field string) *Expect {
-	if isNull(n) {
-		return nil
-	}
-	f := d.fields(n, field, expectKeys...)
+	f := d.optFields(n, field, expectKeys...)
 	if f == nil {
 		return nil
 	}
@@ -138,8 +137,7 @@ func (d *dec) expect(n ast.Node, field string) *Expect {
 		}
 	}
 	if bf := d.fields(f["body"], join(field, "body")); bf != nil {
-		keys := sortedKeys(bf)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(bf)) {
 			fk := join(field, "body") + "." + k
 			if _, err := parsePath(k); err != nil {
 				d.add(bf[k], fk, manifests.ErrType, "%v", err)
@@ -151,20 +149,9 @@ func (d *dec) expect(n ast.Node, field string) *Expect {
 	e.Candidates = d.names(f["candidate"], join(field, "candidate"))
 	e.Blocked = d.names(f["blocked"], join(field, "blocked"))
 	e.NotListed = d.names(f["not_listed"], join(field, "not_listed"))
-	if b, ok := d.boolean(f["is_error"], join(field, "is_error")); ok {
-		e.IsError = &b
-	}
+	e.IsError = optional(d.boolean, f, field, "is_error")
 	e.Audit = d.audits(f["audit"], join(field, "audit"))
 	return e
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 // names reads one name or a list of names.
@@ -237,12 +224,8 @@ func (d *dec) check(path string, n ast.Node, field string) FieldCheck {
 		m.Equals, _ = d.value(vn, join(field, "equals"))
 		m.HasEquals = true
 	}
-	if v, ok := d.number(f["min"], join(field, "min")); ok {
-		m.Min = &v
-	}
-	if v, ok := d.number(f["max"], join(field, "max")); ok {
-		m.Max = &v
-	}
+	m.Min = optional(d.number, f, field, "min")
+	m.Max = optional(d.number, f, field, "max")
 	if s, ok := d.str(f["pattern"], join(field, "pattern")); ok {
 		re, err := regexp.Compile(s)
 		if err != nil {
@@ -295,28 +278,16 @@ func (d *dec) set(n ast.Node, field string) *Set {
 	if (s.Device == "") == (s.Zone == "") {
 		d.add(n, field, manifests.ErrMissing, "device or zone (one of them)")
 	}
-	if v, ok := d.number(f["temperature"], join(field, "temperature")); ok {
-		s.Temperature = &v
-	}
-	if v, ok := d.number(f["outside"], join(field, "outside")); ok {
-		s.Outside = &v
-	}
-	if b, ok := d.boolean(f["on"], join(field, "on")); ok {
-		s.On = &b
-	}
-	if v, ok := d.number(f["input"], join(field, "input")); ok {
-		i := int(v)
+	s.Temperature = optional(d.number, f, field, "temperature")
+	s.Outside = optional(d.number, f, field, "outside")
+	s.On = optional(d.boolean, f, field, "on")
+	if v := optional(d.number, f, field, "input"); v != nil {
+		i := int(*v)
 		s.Input = &i
 	}
-	if v, ok := d.number(f["volts"], join(field, "volts")); ok {
-		s.Volts = &v
-	}
-	if v, ok := d.number(f["pulse_rate"], join(field, "pulse_rate")); ok {
-		s.Pulse = &v
-	}
-	if b, ok := d.boolean(f["online"], join(field, "online")); ok {
-		s.Online = &b
-	}
+	s.Volts = optional(d.number, f, field, "volts")
+	s.Pulse = optional(d.number, f, field, "pulse_rate")
+	s.Online = optional(d.boolean, f, field, "online")
 	if v, ok := d.value(f["values"], join(field, "values")); ok && v != nil {
 		m, isMap := v.(map[string]any)
 		if !isMap {
@@ -330,6 +301,15 @@ func (d *dec) set(n ast.Node, field string) *Set {
 	d.fault(s, f, field)
 	d.setKinds(s, f, n, field)
 	return s
+}
+
+// optional decodes key k of the mapping f (at field) with decode: nil when
+// it is absent.
+func optional[T any](decode func(n ast.Node, field string) (T, bool), f map[string]ast.Node, field, k string) *T {
+	if v, ok := decode(f[k], join(field, k)); ok {
+		return &v
+	}
+	return nil
 }
 
 // setKinds checks that a set step changes exactly one thing.
@@ -365,9 +345,7 @@ func (d *dec) fault(s *Set, f map[string]ast.Node, field string) {
 		d.add(f["fault"], join(field, "fault"), manifests.ErrUnknownValue, "%q (want one of %s)", k, strings.Join(kindNames(), ", "))
 	}
 	fl.Channel, _ = d.str(f["channel"], join(field, "channel"))
-	if v, ok := d.number(f["value"], join(field, "value")); ok {
-		fl.Value = &v
-	}
+	fl.Value = optional(d.number, f, field, "value")
 	if v, ok := d.number(f["amplitude"], join(field, "amplitude")); ok {
 		fl.Amplitude = v
 	}

@@ -31,27 +31,9 @@ func (d *dec) add(n ast.Node, field string, sentinel error, format string, args 
 	if format != "" {
 		err = fmt.Errorf("%w: "+format, append([]any{sentinel}, args...)...)
 	}
-	pos := pos(n)
+	pos := manifests.NodePos(n)
 	pos.File = d.file
 	d.errs = append(d.errs, &manifests.Error{Pos: pos, Field: field, Err: err})
-}
-
-// pos is where n starts (for a block mapping, its first key).
-func pos(n ast.Node) manifests.Position {
-	if n == nil {
-		return manifests.Position{Line: 1, Column: 1}
-	}
-	if m, ok := n.(*ast.MappingNode); ok && !m.IsFlowStyle && len(m.Values) > 0 && m.Values[0].Key != nil {
-		n = m.Values[0].Key
-	}
-	if mv, ok := n.(*ast.MappingValueNode); ok && mv.Key != nil {
-		n = mv.Key
-	}
-	tk := n.GetToken()
-	if tk == nil || tk.Position == nil || tk.Position.Line < 1 {
-		return manifests.Position{Line: 1, Column: 1}
-	}
-	return manifests.Position{Line: tk.Position.Line, Column: max(tk.Position.Column, 1)}
 }
 
 var syntaxPos = regexp.MustCompile(`^\[(\d+):(\d+)\]\s*(.*)$`)
@@ -150,6 +132,15 @@ func (d *dec) fields(n ast.Node, field string, known ...string) map[string]ast.N
 		}
 	}
 	return out
+}
+
+// optFields is fields for an optional mapping: nil, and no problem, when
+// n is absent or null.
+func (d *dec) optFields(n ast.Node, field string, known ...string) map[string]ast.Node {
+	if isNull(n) {
+		return nil
+	}
+	return d.fields(n, field, known...)
 }
 
 func contains(list []string, s string) bool {
