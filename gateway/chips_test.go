@@ -6,28 +6,16 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/promcp/promcp-device/capabilities"
-	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
-	"github.com/promcp/promcp-device/simtest"
 )
 
 // newPiBench serves manifests/examples/pi-sensors.yml (every I2C chip
 // model) on a manual clock, in process. It must run in a synctest bubble.
 func newPiBench(t *testing.T) *bench {
 	t.Helper()
-	m, err := manifests.Load("../manifests/examples/pi-sensors.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(epoch)
-	w := simtest.World(t, m, clk)
-	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
-	return &bench{t: t, w: w, clk: clk, c: c, caps: set}
+	return serveAt(t, gatewaytest.Manifest(t, "../manifests/examples/pi-sensors.yml"), epoch, gatewaytest.Options{})
 }
 
 // Every chip reads back its sim values through the drivers and the server,

@@ -7,61 +7,21 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-
-	"github.com/promcp/promcp-device/capabilities"
-	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
 )
 
-var epoch = time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC)
-
-const ttl = 2 * time.Second
-
-// bench is the fault bench served by a server on a manual clock, with an
-// in-process MCP client.
-type bench struct {
-	t     *testing.T
-	w     *sim.World
-	clk   *sim.ManualClock
-	c     *client.Client
-	caps  *capabilities.Set
-	calls int
-}
-
-// newBench must run inside a synctest bubble, so that the drivers'
-// real-time waits (measurement time, bus timeouts, slow answers) take no
-// time and nothing sleeps.
 // newBench serves simtest's fault-bench.yml (one capability on each bus
 // kind the simulator has: an SHT3x and a register-map device on I²C, an
 // input pin on GPIO; and a pump whose safety depends on the temperature)
-// on a manual clock.
+// on a manual clock. It must run inside a synctest bubble, so that the
+// drivers' real-time waits (measurement time, bus timeouts, slow answers)
+// take no time and nothing sleeps.
 func newBench(t *testing.T) *bench {
 	t.Helper()
-	m := simtest.Manifest(t, "fault-bench.yml")
-	clk := sim.NewManualClock(epoch)
-	w := simtest.World(t, m, clk)
-	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
-	return &bench{t: t, w: w, clk: clk, c: c, caps: set}
-}
-
-func (b *bench) call(tool string, args map[string]any, out any) {
-	b.t.Helper()
-	if err := callInto(b.t.Context(), b.c, tool, args, out); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-func (b *bench) read(tool string, args map[string]any) promcp.ReadResult {
-	b.t.Helper()
-	var r promcp.ReadResult
-	b.call(tool, args, &r)
-	return r
+	return serveAt(t, simtest.Manifest(t, "fault-bench.yml"), epoch, gatewaytest.Options{})
 }
 
 // Every fault on every bus kind, through the server: the quality and reason
