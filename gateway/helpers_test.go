@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -36,6 +37,14 @@ type bench struct {
 	w   *sim.World
 	clk *sim.ManualClock
 	c   *client.Client
+}
+
+// newBench serves m's gateway on a manual clock at epoch. Run it inside a
+// synctest bubble, so that the drivers' real-time waits (measurement time,
+// bus timeouts, slow answers) take no time and nothing sleeps.
+func newBench(t *testing.T, m *manifests.Manifest) *bench {
+	t.Helper()
+	return serveAt(t, m, epoch, gatewaytest.Options{})
 }
 
 // serveAt serves m's gateway as o says, on a manual clock reading start
@@ -153,12 +162,28 @@ type faultCase struct {
 	reason  string // a prefix of quality_reason; "" for none
 }
 
+// runFaultCases runs each case in a subtest on a new bench from open,
+// inside a synctest bubble when bubble is set, with runFaultCase.
+func runFaultCases(t *testing.T, cases []faultCase, ttl time.Duration, bubble bool, open func(*testing.T) *bench) {
+	for _, tc := range cases {
+		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
+			if !bubble {
+				runFaultCase(t, tc, open(t), ttl)
+				return
+			}
+			synctest.Test(t, func(t *testing.T) { runFaultCase(t, tc, open(t), ttl) })
+		})
+	}
+}
+
 // runFaultCase reads tc.tool (good), injects the fault one TTL later,
 // reads it tc.samples times a TTL apart and checks the quality and reason,
 // then clears the fault and checks the tool reads good again, sampled now,
-// one TTL later. The clock drives the simulator and the server.
-func runFaultCase(t *testing.T, tc faultCase, clk *sim.ManualClock, w *sim.World, ttl time.Duration, read func(tool string) promcp.ReadResult) {
+// one TTL later. The bench's clock drives the simulator and the server.
+func runFaultCase(t *testing.T, tc faultCase, b *bench, ttl time.Duration) {
 	t.Helper()
+	clk, w := b.clk, b.w
+	read := func(tool string) promcp.ReadResult { return b.read(tool, nil) }
 	if r := read(tc.tool); r.Quality != promcp.QualityGood {
 		t.Fatalf("before the fault: %s = %+v, want good", tc.tool, r)
 	}

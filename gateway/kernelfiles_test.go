@@ -131,14 +131,7 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 		{"read_soil_moisture_probe", "soil_adc", manifests.Fault{Kind: manifests.FaultNACK}, 1, promcp.QualityError, "read failed (nack)"},
 		{"read_soil_moisture_probe", "soil_adc", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityDegraded, "implausible: 3.297 V outside 0.5..3 V"}, // railed: 1023 × 3.3 / 1024
 	}
-	for _, tc := range cases {
-		t.Run(tc.device+"/"+string(tc.fault.Kind), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b := newOutdoorBench(t)
-				runFaultCase(t, tc, b.clk, b.w, ttl, b.read)
-			})
-		})
-	}
+	runFaultCases(t, cases, ttl, true, func(t *testing.T) *bench { return newOutdoorBench(t).bench })
 	// Past max_stale (and with no good value at all), the power-on value
 	// and a CRC failure are errors: degraded and stale only ever serve a
 	// recent good value.
@@ -180,7 +173,7 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 				}
 			}
 		})
-		runFaultCase(t, faultCase{"read_soil_temperature", "soil_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityError, "read failed (device error)"}, b.clk, b.w, ttl, b.read)
+		runFaultCase(t, faultCase{"read_soil_temperature", "soil_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityError, "read failed (device error)"}, b.bench, ttl)
 	})
 	// Past max_stale, a sensor gone from the bus is an error.
 	synctest.Test(t, func(t *testing.T) {

@@ -139,6 +139,23 @@ func (b *liveBench) step(volts float64) {
 	synctest.Wait()
 }
 
+// expectIdle checks, once the bubble's goroutines wait, that the probe
+// has no subscriber left and that nothing samples it while the clock runs.
+func (b *liveBench) expectIdle(when string) {
+	b.t.Helper()
+	synctest.Wait()
+	if n := b.srv.Subscribers(probeURI); n != 0 {
+		b.t.Fatalf("%s: subscribers = %d, want 0", when, n)
+	}
+	before := b.w.SPITransactions("spi0")
+	for range 5 {
+		b.step(1.0)
+	}
+	if n := b.w.SPITransactions("spi0") - before; n != 0 {
+		b.t.Errorf("%s: %d SPI transactions with no subscriber, want 0 (sampling stopped)", when, n)
+	}
+}
+
 func nearV(v any, want float64) bool {
 	f, ok := v.(float64)
 	return ok && math.Abs(f-want) < 0.01
@@ -221,17 +238,7 @@ func TestUnsubscribeAndSessionEndDropSubscriber(t *testing.T) {
 			t.Errorf("client 2, still subscribed, got %+v, want the change to 2.5 V", got)
 		}
 		c2.Close()
-		synctest.Wait()
-		if n := b.srv.Subscribers(probeURI); n != 0 {
-			t.Fatalf("after the session ended: subscribers = %d, want 0", n)
-		}
-		before := b.w.SPITransactions("spi0")
-		for range 5 {
-			b.step(1.0)
-		}
-		if n := b.w.SPITransactions("spi0") - before; n != 0 {
-			t.Errorf("%d SPI transactions after the last subscriber left, want 0 (sampling stopped)", n)
-		}
+		b.expectIdle("after the session ended")
 	})
 }
 
@@ -516,16 +523,6 @@ func TestSubscriptionsConcurrentWithSampling(t *testing.T) {
 		wg.Wait()
 		close(done)
 		clockRuns.Wait()
-		synctest.Wait()
-		if n := b.srv.Subscribers(probeURI); n != 0 {
-			t.Fatalf("subscribers = %d, want 0", n)
-		}
-		before := b.w.SPITransactions("spi0")
-		for range 5 {
-			b.step(1.0)
-		}
-		if n := b.w.SPITransactions("spi0") - before; n != 0 {
-			t.Errorf("%d SPI transactions with no subscriber, want 0", n)
-		}
+		b.expectIdle("after the last session left")
 	})
 }

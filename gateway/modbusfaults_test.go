@@ -25,12 +25,7 @@ func TestModbusFaultsThroughServer(t *testing.T) {
 		{"read_energy", "meter", manifests.Fault{Kind: manifests.FaultStuck}, 3, promcp.QualityDegraded, "stuck: "},
 		{"read_fan_setpoint", "vfd", manifests.Fault{Kind: manifests.FaultCRC}, 1, promcp.QualityStale, "read failed (crc)"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
-			b := newModbusBench(t)
-			runFaultCase(t, tc, b.clk, b.w, ttl, func(tool string) promcp.ReadResult { return b.read(tool, map[string]any{}) })
-		})
-	}
+	runFaultCases(t, cases, ttl, false, newModbusBench)
 }
 
 // newModbusBench serves simtest's modbus-bench.yml (an energy meter on

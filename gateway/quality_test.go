@@ -7,22 +7,15 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/simtest"
 )
 
-// newBench serves simtest's fault-bench.yml (one capability on each bus
-// kind the simulator has: an SHT3x and a register-map device on I²C, an
-// input pin on GPIO; and a pump whose safety depends on the temperature)
-// on a manual clock. It must run inside a synctest bubble, so that the
-// drivers' real-time waits (measurement time, bus timeouts, slow answers)
-// take no time and nothing sleeps.
-func newBench(t *testing.T) *bench {
-	t.Helper()
-	return serveAt(t, simtest.Manifest(t, "fault-bench.yml"), epoch, gatewaytest.Options{})
-}
+// faultBench is simtest's fault-bench.yml: one capability on each bus
+// kind the simulator has (an SHT3x and a register-map device on I²C, an
+// input pin on GPIO) and a pump whose safety depends on the temperature.
+const faultBench = "fault-bench.yml"
 
 // Every fault on every bus kind, through the server: the quality and reason
 // a read gives within one TTL of the fault starting (stuck: once it has
@@ -53,21 +46,14 @@ func TestFaultsThroughServer(t *testing.T) {
 		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultNoise}, 1, promcp.QualityDegraded, "jump: 0.5/s exceeds 0.2/s"},
 		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultSlow}, 1, promcp.QualityGood, ""},
 	}
-	for _, tc := range cases {
-		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b := newBench(t)
-				runFaultCase(t, tc, b.clk, b.w, ttl, func(tool string) promcp.ReadResult { return b.read(tool, nil) })
-			})
-		})
-	}
+	runFaultCases(t, cases, ttl, true, func(t *testing.T) *bench { return newBench(t, simtest.Manifest(t, faultBench)) })
 }
 
 // Faults that cannot happen on a bus kind are refused, not silently
 // ignored.
 func TestInjectRefusesWhatABusCannotDo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t)
+		b := newBench(t, simtest.Manifest(t, faultBench))
 		for _, tc := range []struct {
 			device string
 			kind   manifests.FaultKind
@@ -89,7 +75,7 @@ func TestInjectRefusesWhatABusCannotDo(t *testing.T) {
 // 0 asks for a new measurement.
 func TestStaleTimestampThroughServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t)
+		b := newBench(t, simtest.Manifest(t, faultBench))
 		first := b.read("read_temperature", nil)
 		b.clk.Advance(time.Second)
 		if r := b.read("read_temperature", nil); !r.Timestamp.Equal(first.Timestamp) {
@@ -123,11 +109,20 @@ func TestStaleTimestampThroughServer(t *testing.T) {
 // can_do sees the health of what an action depends on.
 func TestCanDoSeesHealth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t)
+		b := newBench(t, simtest.Manifest(t, faultBench))
 		ask := func() promcp.CapabilityReport {
 			var rep promcp.CapabilityReport
 			b.call("can_do", map[string]any{"intent": map[string]any{"action": "do_set_pump", "value": true}}, &rep)
 			return rep
+		}
+		// under asks, a TTL on, with the sensor under fault kind alone.
+		under := func(kind manifests.FaultKind) promcp.CapabilityReport {
+			b.w.Clear("climate")
+			b.clk.Advance(ttl)
+			if err := b.w.Inject("climate", manifests.Fault{Kind: kind}); err != nil {
+				t.Fatal(err)
+			}
+			return ask()
 		}
 		rep := ask()
 		if len(rep.Candidates) != 1 || rep.Candidates[0].Permission != promcp.Allowed {
@@ -137,9 +132,7 @@ func TestCanDoSeesHealth(t *testing.T) {
 			t.Errorf("current_observations[read_temperature] = %+v, want the dependency's reading, good", o)
 		}
 
-		b.clk.Advance(ttl)
-		b.w.Inject("climate", manifests.Fault{Kind: manifests.FaultDropout})
-		rep = ask()
+		rep = under(manifests.FaultDropout)
 		if len(rep.Blocked) != 1 || rep.Blocked[0].Permission != promcp.SourceUnreachable ||
 			!strings.Contains(rep.Blocked[0].Reason, "read_temperature") {
 			t.Errorf("dead sensor: can_do = %+v, want do_set_pump blocked, source_unreachable, naming read_temperature", rep)
@@ -150,10 +143,7 @@ func TestCanDoSeesHealth(t *testing.T) {
 			t.Errorf("dead sensor: do_set_pump = %+v, want failed, source_unreachable", do)
 		}
 
-		b.w.Clear("climate")
-		b.clk.Advance(ttl)
-		b.w.Inject("climate", manifests.Fault{Kind: manifests.FaultImplausible})
-		rep = ask()
+		rep = under(manifests.FaultImplausible)
 		if len(rep.Candidates) != 1 || rep.Candidates[0].Permission != promcp.RequiresHumanApproval ||
 			!strings.Contains(rep.Candidates[0].Reason, "read_temperature is degraded (implausible") {
 			t.Errorf("implausible sensor: can_do = %+v, want do_set_pump requires_human_approval, naming the degraded reading", rep)
@@ -174,7 +164,7 @@ func TestCanDoSeesHealth(t *testing.T) {
 // cost one SHT3x measurement (two I²C transactions).
 func TestConcurrentCallsShareOneMeasurement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t)
+		b := newBench(t, simtest.Manifest(t, faultBench))
 		var wg sync.WaitGroup
 		results := make([]promcp.ReadResult, 30)
 		for i := range results {

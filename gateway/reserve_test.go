@@ -241,28 +241,30 @@ func canDo(t *testing.T, b *raceBench, action string, value any) map[string]any 
 	return b.body("can_do", map[string]any{"intent": map[string]any{"action": action, "value": value}})
 }
 
-func blockedWith(rep map[string]any, action, perm, details string) bool {
-	list, _ := rep["blocked"].([]any)
-	for _, it := range list {
-		b, _ := it.(map[string]any)
-		d, _ := b["details"].(string)
-		if b["capability"] == action && b["permission"] == perm && strings.Contains(d, details) {
+// listed says whether rep's list ("candidates" or "blocked") names action
+// with permission perm and a field (reason, details) that contains text.
+func listed(rep map[string]any, list, action, perm, field, text string) bool {
+	entries, _ := rep[list].([]any)
+	for _, it := range entries {
+		e, _ := it.(map[string]any)
+		f, _ := e[field].(string)
+		if e["capability"] == action && e["permission"] == perm && strings.Contains(f, text) {
 			return true
 		}
 	}
 	return false
 }
 
+func blockedWith(rep map[string]any, action, perm, details string) bool {
+	return listed(rep, "blocked", action, perm, "details", details)
+}
+
+func blockedReason(rep map[string]any, action, perm, reason string) bool {
+	return listed(rep, "blocked", action, perm, "reason", reason)
+}
+
 func candidateWith(rep map[string]any, action, reason string) bool {
-	list, _ := rep["candidates"].([]any)
-	for _, it := range list {
-		c, _ := it.(map[string]any)
-		r, _ := c["reason"].(string)
-		if c["capability"] == action && c["permission"] == "allowed" && strings.Contains(r, reason) {
-			return true
-		}
-	}
-	return false
+	return listed(rep, "candidates", action, "allowed", "reason", reason)
 }
 
 // TestCanDoReportsReservationInProgress: while an action holds its
@@ -322,18 +324,6 @@ func TestCanDoReportsReservationInProgress(t *testing.T) {
 	if r := b.call(t, "do_set_dimmer", map[string]any{"value": 50, "idempotency_key": key()}); outcome(r) != "success" {
 		t.Errorf("do_set_dimmer after the release = %v, want success (a released reservation does not count)", r)
 	}
-}
-
-func blockedReason(rep map[string]any, action, perm, reason string) bool {
-	list, _ := rep["blocked"].([]any)
-	for _, it := range list {
-		b, _ := it.(map[string]any)
-		r, _ := b["reason"].(string)
-		if b["capability"] == action && b["permission"] == perm && strings.Contains(r, reason) {
-			return true
-		}
-	}
-	return false
 }
 
 func validUntil(t *testing.T, rep map[string]any) time.Time {

@@ -8,7 +8,9 @@
 package gatewaytest
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -63,6 +65,14 @@ func Serve(tb testing.TB, m *manifests.Manifest, o Options) *Bench {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(func() {
+		// Its jobs and dead-man timers stop: nothing is left running.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := g.Close(ctx); err != nil {
+			tb.Errorf("closing the gateway: %v", err)
+		}
+	})
 	return &Bench{tb: tb, World: w, Set: set, Server: srv, Gateway: g}
 }
 
@@ -107,6 +117,16 @@ func Connect(tb testing.TB, srv *server.Server, opts ...client.ClientOption) *cl
 func Manifest(tb testing.TB, path string) *manifests.Manifest {
 	tb.Helper()
 	m, err := manifests.Load(path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
+}
+
+// ManifestText parses the manifest text (named name in errors).
+func ManifestText(tb testing.TB, name, text string) *manifests.Manifest {
+	tb.Helper()
+	m, err := manifests.Parse(name, []byte(text))
 	if err != nil {
 		tb.Fatal(err)
 	}
