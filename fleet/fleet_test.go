@@ -14,20 +14,13 @@ import (
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
 )
 
 // Three hub members, three edge gateways: a real MCP client on the fleet
 // endpoint sees one can_do over the fleet, each gateway's tools in its
 // group, and the mesh methods; any gateway can coordinate too.
 func TestFleetEndpoint(t *testing.T) {
-	h := startHub(t, false)
-	gws := []*testGateway{
-		startGateway(t, "gw1", "north", h.leafURLs[0], false),
-		startGateway(t, "gw2", "south", h.leafURLs[1], false),
-		startGateway(t, "gw3", "south", h.leafURLs[2], false),
-	}
-	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 3, nil)
+	_, gws, v := fleetOf(t, "hub1", "north", "south", "south")
 	_, url := endpoint(t, v, fleet.EndpointConfig{Version: "test"})
 	root := mcpClient(t, url+"/mcp", nil)
 
@@ -96,9 +89,7 @@ func TestFleetEndpoint(t *testing.T) {
 	}
 	// It ran on gw2 and nowhere else.
 	var local promcp.ReadResult
-	res, _ := gws[1].local.Call(t.Context(), server.Caller{Role: "operator"}, "read_pump", nil)
-	b, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(b, &local)
+	localCall(t, gws[1], "read_pump", nil, &local)
 	if local.Value != true {
 		t.Errorf("gw2's pump after the routed do = %v", local.Value)
 	}
@@ -147,11 +138,8 @@ func rpc(t *testing.T, url, method string, out any) {
 // the others' candidates, reports the slow one unreachable, and drops its
 // answer when it comes.
 func TestFleetCanDoSlowGateway(t *testing.T) {
-	h := startHub(t, false)
-	startGateway(t, "gw1", "north", h.leafURLs[0], false)
-	startGateway(t, "gw2", "north", h.leafURLs[1], false)
-	slow := startGateway(t, "gw3", "north", h.leafURLs[2], false)
-	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 3, nil)
+	_, gws, v := fleetOf(t, "hub1", "north", "north", "north")
+	slow := gws[2]
 	release := slow.local.Hold("can_do")
 	defer release()
 
