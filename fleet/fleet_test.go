@@ -77,16 +77,7 @@ func TestFleetEndpoint(t *testing.T) {
 	if !slices.Equal(names, want) || len(names) > 8 || dos > 5 {
 		t.Fatalf("gw2 group tools = %v, want %v", names, want)
 	}
-	var read promcp.ReadResult
-	call(t, g2, "read_gw2_temperature", nil, &read)
-	if read.Quality != promcp.QualityGood {
-		t.Errorf("routed read = %+v", read)
-	}
-	var do promcp.DoResult
-	call(t, g2, "do_gw2_set_pump", map[string]any{"value": true, "idempotency_key": "fleet-key-1"}, &do)
-	if do.Status != promcp.StatusSuccess || do.IdempotencyKey != "fleet-key-1" {
-		t.Fatalf("routed do = %+v", do)
-	}
+	readsAndSetsPump(t, "routed", "gw2_", "fleet-key-1", func(tool string, args map[string]any, out any) { call(t, g2, tool, args, out) })
 	// It ran on gw2 and nowhere else.
 	var local promcp.ReadResult
 	localCall(t, gws[1], "read_pump", nil, &local)
@@ -177,9 +168,8 @@ func TestFleetCanDoSlowGateway(t *testing.T) {
 // A routed do_* whose answer is lost is partial with the same key and is
 // not retried; the same key later returns the gateway's one outcome.
 func TestFleetRoutedDoLostReply(t *testing.T) {
-	h := startHub(t, false)
-	g := startGateway(t, "gw1", "north", h.leafURLs[0], false)
-	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 1, nil)
+	_, gws, v := fleetOf(t, "hub1", "north")
+	g := gws[0]
 	_, url := endpoint(t, v, fleet.EndpointConfig{Version: "test", CallTimeout: 300 * time.Millisecond})
 	c := mcpClient(t, url+"/mcp/gw1", nil)
 	release := g.local.Hold("do_set_pump")

@@ -304,3 +304,20 @@ func localCall(t *testing.T, g *testGateway, tool string, args map[string]any, o
 		t.Fatal(err)
 	}
 }
+
+// readsAndSetsPump checks that a gateway's read_<prefix>temperature reads
+// good and its do_<prefix>set_pump succeeds under key, through call (the
+// fleet's routing, or the gateway itself).
+func readsAndSetsPump(t *testing.T, what, prefix, key string, call func(tool string, args map[string]any, out any)) {
+	t.Helper()
+	var read promcp.ReadResult
+	call("read_"+prefix+"temperature", nil, &read)
+	if read.Quality != promcp.QualityGood {
+		t.Errorf("%s read = %+v", what, read)
+	}
+	var do promcp.DoResult
+	call("do_"+prefix+"set_pump", map[string]any{"value": true, "idempotency_key": key}, &do)
+	if do.Status != promcp.StatusSuccess || do.IdempotencyKey != key {
+		t.Fatalf("%s do = %+v", what, do)
+	}
+}

@@ -38,16 +38,7 @@ func TestFleetPartitionAndHeal(t *testing.T) {
 	t.Logf("link loss detected by the gateway in %s", detect)
 
 	// Its own endpoint keeps working: a read and an action that needs no quorum.
-	var read promcp.ReadResult
-	localCall(t, cut, "read_temperature", nil, &read)
-	if read.Quality != promcp.QualityGood {
-		t.Errorf("local read while cut = %+v", read)
-	}
-	var do promcp.DoResult
-	localCall(t, cut, "do_set_pump", map[string]any{"value": true, "idempotency_key": "cut-1"}, &do)
-	if do.Status != promcp.StatusSuccess {
-		t.Errorf("local do while cut = %+v", do)
-	}
+	readsAndSetsPump(t, "local, while cut,", "", "cut-1", func(tool string, args map[string]any, out any) { localCall(t, cut, tool, args, out) })
 	// Its quorum count is itself alone (a min_peers: 2 action is refused).
 	eventually(t, 5*time.Second, "gw1's peer count down to itself", func() bool { return gwView.PeerCount(t.Context()) == 1 })
 	// It says where it stands, and coordinates what it can reach: itself.
