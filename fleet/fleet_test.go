@@ -14,20 +14,13 @@ import (
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
 )
 
 // Three hub members, three edge gateways: a real MCP client on the fleet
 // endpoint sees one can_do over the fleet, each gateway's tools in its
 // group, and the mesh methods; any gateway can coordinate too.
 func TestFleetEndpoint(t *testing.T) {
-	h := startHub(t, false)
-	gws := []*testGateway{
-		startGateway(t, "gw1", "north", h.leafURLs[0], false),
-		startGateway(t, "gw2", "south", h.leafURLs[1], false),
-		startGateway(t, "gw3", "south", h.leafURLs[2], false),
-	}
-	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 3, nil)
+	_, gws, v := fleetOf(t, "hub1", "north", "south", "south")
 	_, url := endpoint(t, v, fleet.EndpointConfig{Version: "test"})
 	root := mcpClient(t, url+"/mcp", nil)
 
@@ -84,21 +77,10 @@ func TestFleetEndpoint(t *testing.T) {
 	if !slices.Equal(names, want) || len(names) > 8 || dos > 5 {
 		t.Fatalf("gw2 group tools = %v, want %v", names, want)
 	}
-	var read promcp.ReadResult
-	call(t, g2, "read_gw2_temperature", nil, &read)
-	if read.Quality != promcp.QualityGood {
-		t.Errorf("routed read = %+v", read)
-	}
-	var do promcp.DoResult
-	call(t, g2, "do_gw2_set_pump", map[string]any{"value": true, "idempotency_key": "fleet-key-1"}, &do)
-	if do.Status != promcp.StatusSuccess || do.IdempotencyKey != "fleet-key-1" {
-		t.Fatalf("routed do = %+v", do)
-	}
+	readsAndSetsPump(t, "routed", "gw2_", "fleet-key-1", func(tool string, args map[string]any, out any) { call(t, g2, tool, args, out) })
 	// It ran on gw2 and nowhere else.
 	var local promcp.ReadResult
-	res, _ := gws[1].local.Call(t.Context(), server.Caller{Role: "operator"}, "read_pump", nil)
-	b, _ := json.Marshal(res.StructuredContent)
-	json.Unmarshal(b, &local)
+	localCall(t, gws[1], "read_pump", nil, &local)
 	if local.Value != true {
 		t.Errorf("gw2's pump after the routed do = %v", local.Value)
 	}
@@ -147,11 +129,8 @@ func rpc(t *testing.T, url, method string, out any) {
 // the others' candidates, reports the slow one unreachable, and drops its
 // answer when it comes.
 func TestFleetCanDoSlowGateway(t *testing.T) {
-	h := startHub(t, false)
-	startGateway(t, "gw1", "north", h.leafURLs[0], false)
-	startGateway(t, "gw2", "north", h.leafURLs[1], false)
-	slow := startGateway(t, "gw3", "north", h.leafURLs[2], false)
-	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 3, nil)
+	_, gws, v := fleetOf(t, "hub1", "north", "north", "north")
+	slow := gws[2]
 	release := slow.local.Hold("can_do")
 	defer release()
 
@@ -189,9 +168,8 @@ func TestFleetCanDoSlowGateway(t *testing.T) {
 // A routed do_* whose answer is lost is partial with the same key and is
 // not retried; the same key later returns the gateway's one outcome.
 func TestFleetRoutedDoLostReply(t *testing.T) {
-	h := startHub(t, false)
-	g := startGateway(t, "gw1", "north", h.leafURLs[0], false)
-	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 1, nil)
+	_, gws, v := fleetOf(t, "hub1", "north")
+	g := gws[0]
 	_, url := endpoint(t, v, fleet.EndpointConfig{Version: "test", CallTimeout: 300 * time.Millisecond})
 	c := mcpClient(t, url+"/mcp/gw1", nil)
 	release := g.local.Hold("do_set_pump")

@@ -3,7 +3,7 @@ package fleet_test
 import (
 	"context"
 	"encoding/json"
-	"io"
+	"fmt"
 	"net"
 	"net/http/httptest"
 	"slices"
@@ -18,14 +18,13 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
-	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/fleet/natsembed"
-	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/fleet/shared/sharedtest"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
 )
 
@@ -98,7 +97,7 @@ type testGateway struct {
 	srv    *server.Server
 	local  *gate
 	member *fleet.Member
-	proxy  *cutProxy // nil unless dialled through one
+	proxy  *sharedtest.Proxy // nil unless dialled through one
 }
 
 // gate wraps a Local: a tool named in hold waits until its channel is
@@ -135,30 +134,14 @@ func (g *gate) Call(ctx context.Context, c server.Caller, tool string, args json
 	return g.Local.Call(ctx, c, tool, args)
 }
 
-func localServer(t testing.TB) *server.Server {
-	t.Helper()
-	m := simtest.Manifest(t, "i2c-bench.yml")
-	clk := sim.NewScaledClock(1)
-	w := simtest.World(t, m, clk)
-	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
-	srv, err := server.New("bench", "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := gateway.Serve(srv, set); err != nil {
-		t.Fatal(err)
-	}
-	return srv
-}
-
 // startGateway starts gateway id in zone, its leaf dialling hubURL
 // (through a cuttable proxy when cut is true).
 func startGateway(t testing.TB, id, zone, hubURL string, cut bool) *testGateway {
 	t.Helper()
 	g := &testGateway{id: id}
 	if cut {
-		g.proxy = newCutProxy(t, strings.TrimPrefix(hubURL, "nats://"))
-		hubURL = "nats://" + g.proxy.addr()
+		g.proxy = sharedtest.StartProxy(t, strings.TrimPrefix(hubURL, "nats://"))
+		hubURL = "nats://" + g.proxy.Addr()
 	}
 	leaf, err := natsembed.StartLeaf(natsembed.LeafConfig{Name: id, Hubs: []string{hubURL}, StoreDir: t.TempDir(), Ping: testPing}, nil)
 	if err != nil {
@@ -170,7 +153,7 @@ func startGateway(t testing.TB, id, zone, hubURL string, cut bool) *testGateway 
 		t.Fatal(err)
 	}
 	t.Cleanup(g.nc.Close)
-	g.srv = localServer(t)
+	g.srv = gatewaytest.Serve(t, simtest.Manifest(t, "i2c-bench.yml"), gatewaytest.Options{}).Server
 	l, err := fleet.MCPLocal(t.Context(), g.srv.MCP())
 	if err != nil {
 		t.Fatal(err)
@@ -205,8 +188,20 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	return time.Since(start)
 }
 
-// fleetOf starts the three-member hub and the gateways named, each homed
-// on a different hub member, and a view of the hub with every gateway
+// fleetOf starts the three-member hub and a gateway in each zone named,
+// gw1, gw2, … each homed on a different hub member, and node's view of the
+// hub with every gateway registered.
+func fleetOf(t testing.TB, node string, zones ...string) (*testHub, []*testGateway, *fleet.View) {
+	t.Helper()
+	h := startHub(t, false)
+	var gws []*testGateway
+	for i, zone := range zones {
+		gws = append(gws, startGateway(t, fmt.Sprint("gw", i+1), zone, h.leafURLs[i%len(h.leafURLs)], false))
+	}
+	return h, gws, watchAll(t, h.nc, node, manifests.RoleHub, len(zones), nil)
+}
+
+// watchAll is node's view of the hub (role role) once n gateways are
 // registered.
 func watchAll(t testing.TB, nc *nats.Conn, node string, role manifests.FleetRole, n int, linkUp func() bool) *fleet.View {
 	t.Helper()
@@ -292,77 +287,37 @@ func freeAddr(t testing.TB) string {
 	return ln.Addr().String()
 }
 
-// cutProxy forwards TCP to a target until cut: then it resets every
-// connection and refuses new ones until healed.
-type cutProxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cut    bool
-	conns  map[net.Conn]bool
-}
-
-func newCutProxy(t testing.TB, target string) *cutProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+// localCall calls tool on g's own gateway, not through the fleet, as an
+// operator, and decodes its structured content into out.
+func localCall(t *testing.T, g *testGateway, tool string, args map[string]any, out any) {
+	t.Helper()
+	b, _ := json.Marshal(args)
+	if args == nil {
+		b = nil
+	}
+	res, err := g.local.Call(t.Context(), server.Caller{Role: "operator"}, tool, b)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &cutProxy{ln: ln, target: target, conns: map[net.Conn]bool{}}
-	t.Cleanup(func() { ln.Close(); p.Cut() })
-	go p.serve()
-	return p
-}
-
-func (p *cutProxy) addr() string { return p.ln.Addr().String() }
-
-func (p *cutProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		cut := p.cut
-		if !cut {
-			p.conns[c] = true
-		}
-		p.mu.Unlock()
-		if cut {
-			c.Close()
-			continue
-		}
-		go p.pipe(c)
+	sb, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(sb, out); err != nil {
+		t.Fatal(err)
 	}
 }
 
-func (p *cutProxy) pipe(c net.Conn) {
-	u, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
+// readsAndSetsPump checks that a gateway's read_<prefix>temperature reads
+// good and its do_<prefix>set_pump succeeds under key, through call (the
+// fleet's routing, or the gateway itself).
+func readsAndSetsPump(t *testing.T, what, prefix, key string, call func(tool string, args map[string]any, out any)) {
+	t.Helper()
+	var read promcp.ReadResult
+	call("read_"+prefix+"temperature", nil, &read)
+	if read.Quality != promcp.QualityGood {
+		t.Errorf("%s read = %+v", what, read)
 	}
-	p.mu.Lock()
-	p.conns[u] = true
-	p.mu.Unlock()
-	go func() { io.Copy(u, c); u.Close() }()
-	io.Copy(c, u)
-	c.Close()
-}
-
-// Cut resets every connection through the proxy and refuses new ones.
-func (p *cutProxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for c := range p.conns {
-		c.Close()
+	var do promcp.DoResult
+	call("do_"+prefix+"set_pump", map[string]any{"value": true, "idempotency_key": key}, &do)
+	if do.Status != promcp.StatusSuccess || do.IdempotencyKey != key {
+		t.Fatalf("%s do = %+v", what, do)
 	}
-	p.conns = map[net.Conn]bool{}
-}
-
-// Heal lets connections through again.
-func (p *cutProxy) Heal() {
-	p.mu.Lock()
-	p.cut = false
-	p.mu.Unlock()
 }

@@ -2,7 +2,6 @@ package fleet_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -39,16 +38,7 @@ func TestFleetPartitionAndHeal(t *testing.T) {
 	t.Logf("link loss detected by the gateway in %s", detect)
 
 	// Its own endpoint keeps working: a read and an action that needs no quorum.
-	var read promcp.ReadResult
-	localCall(t, cut, "read_temperature", nil, &read)
-	if read.Quality != promcp.QualityGood {
-		t.Errorf("local read while cut = %+v", read)
-	}
-	var do promcp.DoResult
-	localCall(t, cut, "do_set_pump", map[string]any{"value": true, "idempotency_key": "cut-1"}, &do)
-	if do.Status != promcp.StatusSuccess {
-		t.Errorf("local do while cut = %+v", do)
-	}
+	readsAndSetsPump(t, "local, while cut,", "", "cut-1", func(tool string, args map[string]any, out any) { localCall(t, cut, tool, args, out) })
 	// Its quorum count is itself alone (a min_peers: 2 action is refused).
 	eventually(t, 5*time.Second, "gw1's peer count down to itself", func() bool { return gwView.PeerCount(t.Context()) == 1 })
 	// It says where it stands, and coordinates what it can reach: itself.
@@ -76,22 +66,6 @@ func TestFleetPartitionAndHeal(t *testing.T) {
 		eventually(t, 15*time.Second, "gw1 healthy again", func() bool {
 			return gwView.CanDo(t.Context(), intent, "").Metadata.PartitionState == fleet.StateHealthy
 		})
-	}
-}
-
-func localCall(t *testing.T, g *testGateway, tool string, args map[string]any, out any) {
-	t.Helper()
-	b, _ := json.Marshal(args)
-	if args == nil {
-		b = nil
-	}
-	res, err := g.local.Call(t.Context(), server.Caller{Role: "operator"}, tool, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(sb, out); err != nil {
-		t.Fatal(err)
 	}
 }
 
@@ -180,11 +154,7 @@ func hasTool(tools []mcp.Tool, name string) bool {
 // Losing one of three hub members fails no fleet can_do and loses no
 // gateway for long: the one homed there fails over to another member.
 func TestFleetHubMemberLoss(t *testing.T) {
-	h := startHub(t, false)
-	startGateway(t, "gw1", "north", h.leafURLs[0], false)
-	startGateway(t, "gw2", "north", h.leafURLs[1], false)
-	startGateway(t, "gw3", "north", h.leafURLs[2], false)
-	v := watchAll(t, h.nc, "coordinator", manifests.RoleHub, 3, nil)
+	h, _, v := fleetOf(t, "coordinator", "north", "north", "north")
 	_, url := endpoint(t, v, fleet.EndpointConfig{Version: "test"})
 	c := mcpClient(t, url+"/mcp", nil)
 

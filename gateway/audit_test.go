@@ -71,7 +71,7 @@ func TestRefusalFloodIsBounded(t *testing.T) {
 			sem <- struct{}{}
 			wg.Go(func() {
 				defer func() { <-sem }()
-				r := b.call(mallory, t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": fmt.Sprint(i, bigKey)})
+				r := b.callAs(mallory, t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": fmt.Sprint(i, bigKey)})
 				key, _ := r["idempotency_key"].(string)
 				msg := fmt.Sprint(r["reason"], r["error"])
 				if r["status"] != "failed" || len(key) > 200 || !strings.Contains(key, "bytes, sha256 ") || len(msg) > 1000 {
@@ -80,12 +80,12 @@ func TestRefusalFloodIsBounded(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		r := b.call(mallory, t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": bigKey})
+		r := b.callAs(mallory, t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": bigKey})
 		if k := r["idempotency_key"].(string); !strings.Contains(k, hex.EncodeToString(sum[:])) {
 			t.Fatalf("echoed key %q lacks the key's SHA-256", k)
 		}
 		olga := server.WithCaller(t.Context(), server.Caller{Name: "olga", Role: server.RoleOperator})
-		if r := b.call(olga, t, "do_set_light_level", map[string]any{"value": 60, "idempotency_key": "olga-1"}); r["status"] != "success" {
+		if r := b.callAs(olga, t, "do_set_light_level", map[string]any{"value": 60, "idempotency_key": "olga-1"}); r["status"] != "success" {
 			t.Fatalf("operator after the flood: %v", r)
 		}
 		log.Close()
@@ -160,13 +160,13 @@ func isAuditRefusal(r map[string]any) bool {
 func diskFullScenario(t *testing.T, path string, log *audit.Log, fill func(b *dimmerBench, ctx context.Context), free func()) {
 	b := newDimmerBench(t, server.WithAuditor(log))
 	ctx := server.WithCaller(t.Context(), server.Caller{Name: "olga", Role: server.RoleOperator})
-	if r := b.call(ctx, t, "do_set_light_level", map[string]any{"value": 10, "idempotency_key": "before"}); r["status"] != "success" {
+	if r := b.callAs(ctx, t, "do_set_light_level", map[string]any{"value": 10, "idempotency_key": "before"}); r["status"] != "success" {
 		t.Fatalf("before the disk filled: %v", r)
 	}
 	fill(b, ctx)
 	writes := b.writes.Load()
 	for i := range 3 {
-		r := b.call(ctx, t, "do_set_light_level", map[string]any{"value": 20 + i, "idempotency_key": fmt.Sprint("full-", i)})
+		r := b.callAs(ctx, t, "do_set_light_level", map[string]any{"value": 20 + i, "idempotency_key": fmt.Sprint("full-", i)})
 		if !isAuditRefusal(r) {
 			t.Fatalf("do_* while the disk is full = %v, want failed: audit log unavailable", r)
 		}
@@ -176,7 +176,7 @@ func diskFullScenario(t *testing.T, path string, log *audit.Log, fill func(b *di
 	}
 	free()
 	for _, key := range []string{"full-0", "after"} {
-		if r := b.call(ctx, t, "do_set_light_level", map[string]any{"value": 20, "idempotency_key": key}); r["status"] != "success" || r["replayed"] == true {
+		if r := b.callAs(ctx, t, "do_set_light_level", map[string]any{"value": 20, "idempotency_key": key}); r["status"] != "success" || r["replayed"] == true {
 			t.Fatalf("do_* %s after space returned = %v, want success without a restart", key, r)
 		}
 	}
@@ -231,7 +231,7 @@ func TestDiskFullTmpfs(t *testing.T) {
 		f.Close()
 		// The log's last page may still have room for a record or two.
 		for i := range 20 {
-			r := b.call(ctx, t, "do_set_light_level", map[string]any{"value": 30, "idempotency_key": fmt.Sprint("filling-", i)})
+			r := b.callAs(ctx, t, "do_set_light_level", map[string]any{"value": 30, "idempotency_key": fmt.Sprint("filling-", i)})
 			if isAuditRefusal(r) {
 				return
 			}

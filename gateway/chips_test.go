@@ -6,36 +6,20 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/promcp/promcp-device/capabilities"
-	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
-	"github.com/promcp/promcp-device/simtest"
 )
 
-// newPiBench serves manifests/examples/pi-sensors.yml (every I2C chip
-// model) on a manual clock, in process. It must run in a synctest bubble.
-func newPiBench(t *testing.T) *bench {
-	t.Helper()
-	m, err := manifests.Load("../manifests/examples/pi-sensors.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(epoch)
-	w := simtest.World(t, m, clk)
-	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
-	return &bench{t: t, w: w, clk: clk, c: c, caps: set}
-}
+// piSensors is every I²C chip model.
+const piSensors = "../manifests/examples/pi-sensors.yml"
 
 // Every chip reads back its sim values through the drivers and the server,
 // to the chip's resolution: the simulated chips encode with the datasheet
 // conversion, the drivers decode with it.
 func TestChipsReadThroughServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newPiBench(t)
+		b := newBench(t, gatewaytest.Manifest(t, piSensors))
 		for _, tc := range []struct {
 			tool      string
 			want, tol float64
@@ -69,7 +53,7 @@ func TestChipsReadThroughServer(t *testing.T) {
 // the other relay on the same chip keeps its state.
 func TestExpanderRelaysThroughServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newPiBench(t)
+		b := newBench(t, gatewaytest.Manifest(t, piSensors))
 		for _, tool := range []string{"do_set_valve_1", "do_set_lamp"} {
 			var do promcp.DoResult
 			b.call(tool, map[string]any{"value": true}, &do)
@@ -113,14 +97,7 @@ func TestChipFaultsThroughServer(t *testing.T) {
 		{"read_lid_open", "relays_b", manifests.Fault{Kind: manifests.FaultDropout}, 1, promcp.QualityError, "read failed (nack)"},
 		{"read_lid_open", "relays_b", manifests.Fault{Kind: manifests.FaultSlow, Delay: 50 * time.Millisecond}, 1, promcp.QualityGood, ""},
 	}
-	for _, tc := range cases {
-		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b := newPiBench(t)
-				runFaultCase(t, tc, b.clk, b.w, manifests.DefaultTTL, func(tool string) promcp.ReadResult { return b.read(tool, nil) })
-			})
-		})
-	}
+	runFaultCases(t, cases, manifests.DefaultTTL, true, func(t *testing.T) *bench { return newBench(t, gatewaytest.Manifest(t, piSensors)) })
 }
 
 // A stuck chip answers the same bytes while the world changes: the stuck
@@ -128,7 +105,7 @@ func TestChipFaultsThroughServer(t *testing.T) {
 // are refused.
 func TestChipStuckAndRefusedFaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newPiBench(t)
+		b := newBench(t, gatewaytest.Manifest(t, piSensors))
 		for _, dev := range []string{"weather", "adc", "supply", "relays_a", "relays_b"} {
 			if err := b.w.Inject(dev, manifests.Fault{Kind: manifests.FaultCRC}); err == nil {
 				t.Errorf("crc on %s accepted; the chip has no checksum", dev)

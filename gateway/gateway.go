@@ -7,6 +7,7 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -622,16 +623,18 @@ func title(name string) string {
 }
 
 func equalValue(a, b any) bool {
-	fa, oka := promcp.Number(a)
-	fb, okb := promcp.Number(b)
-	if oka && okb {
-		d := fa - fb
-		if d < 0 {
-			d = -d
-		}
+	if fa, d, ok := apart(a, b); ok {
 		return d <= 1e-6*max(1, fa, -fa)
 	}
 	return a == b
+}
+
+// apart returns a as a float64 and how far b is from it, when both are
+// numbers (promcp.Number); ok is false otherwise.
+func apart(a, b any) (fa, d float64, ok bool) {
+	fa, oka := promcp.Number(a)
+	fb, okb := promcp.Number(b)
+	return fa, math.Abs(fb - fa), oka && okb
 }
 
 // approvalVia returns how the policy lets a human approve tool:

@@ -10,57 +10,36 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-
-	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
-	"github.com/promcp/promcp-device/simtest"
 )
 
 // outdoorBench serves manifests/examples/pi-outdoor.yml (DS18B20s on 1-Wire, a
 // fan on hardware PWM, an MCP3008 on SPI) over the simulated kernel files
 // in dir, on a manual clock.
 type outdoorBench struct {
-	t   *testing.T
-	w   *sim.World
-	clk *sim.ManualClock
-	c   *client.Client
+	*bench
 	dir string
 }
 
 func newOutdoorBench(t *testing.T, edit ...func(*manifests.Manifest)) *outdoorBench {
 	t.Helper()
-	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml")
 	for _, e := range edit {
 		e(m)
 	}
-	p, err := manifests.LoadPolicy("../manifests/examples/pi-outdoor.policy.yml", m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(epoch)
-	w := simtest.World(t, m, clk)
+	p := gatewaytest.Policy(t, "../manifests/examples/pi-outdoor.policy.yml", m)
 	dir := t.TempDir()
-	hw := simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), dir))
-	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: p})
-	return &outdoorBench{t: t, w: w, clk: clk, c: c, dir: dir}
+	b := serveAt(t, m, epoch, gatewaytest.Options{Hardware: kernelFiles(dir), Gateway: gateway.GatewayOptions{Policy: p}})
+	return &outdoorBench{bench: b, dir: dir}
 }
 
 func (b *outdoorBench) read(tool string) promcp.ReadResult {
 	b.t.Helper()
-	var r promcp.ReadResult
-	if err := callInto(b.t.Context(), b.c, tool, nil, &r); err != nil {
-		b.t.Fatal(err)
-	}
-	return r
+	return b.bench.read(tool, nil)
 }
 
 // The thermometers read their zones through the w1_slave files, and the
@@ -84,9 +63,7 @@ func TestPiOutdoorServesKernelFiles(t *testing.T) {
 			t.Fatalf("fan before any do = %+v, want 0 %%", r)
 		}
 		var res promcp.DoResult
-		if err := callInto(t.Context(), b.c, "do_set_fan_speed", map[string]any{"value": 40.0, "idempotency_key": "fan-40"}, &res); err != nil {
-			t.Fatal(err)
-		}
+		b.call("do_set_fan_speed", map[string]any{"value": 40.0, "idempotency_key": "fan-40"}, &res)
 		if res.Status != promcp.StatusSuccess || res.AppliedValue != 40.0 || res.PreviousValue != 0.0 {
 			t.Fatalf("do_set_fan_speed(40) = %+v, want success, applied 40 (read back), previous 0", res)
 		}
@@ -154,14 +131,7 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 		{"read_soil_moisture_probe", "soil_adc", manifests.Fault{Kind: manifests.FaultNACK}, 1, promcp.QualityError, "read failed (nack)"},
 		{"read_soil_moisture_probe", "soil_adc", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityDegraded, "implausible: 3.297 V outside 0.5..3 V"}, // railed: 1023 × 3.3 / 1024
 	}
-	for _, tc := range cases {
-		t.Run(tc.device+"/"+string(tc.fault.Kind), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b := newOutdoorBench(t)
-				runFaultCase(t, tc, b.clk, b.w, ttl, b.read)
-			})
-		})
-	}
+	runFaultCases(t, cases, ttl, true, func(t *testing.T) *bench { return newOutdoorBench(t).bench })
 	// Past max_stale (and with no good value at all), the power-on value
 	// and a CRC failure are errors: degraded and stale only ever serve a
 	// recent good value.
@@ -203,7 +173,7 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 				}
 			}
 		})
-		runFaultCase(t, faultCase{"read_soil_temperature", "soil_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityError, "read failed (device error)"}, b.clk, b.w, ttl, b.read)
+		runFaultCase(t, faultCase{"read_soil_temperature", "soil_probe", manifests.Fault{Kind: manifests.FaultImplausible}, 1, promcp.QualityError, "read failed (device error)"}, b.bench, ttl)
 	})
 	// Past max_stale, a sensor gone from the bus is an error.
 	synctest.Test(t, func(t *testing.T) {
@@ -224,13 +194,8 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 // good and every duty cycle written is one of those asked for (the race
 // detector watches the simulated files and the drivers' state).
 func TestKernelFilesUnderOverlap(t *testing.T) {
-	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(epoch)
-	w := simtest.World(t, m, clk)
-	set := simtest.Open(t, m, simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir())), capabilities.Options{Clock: clk})
+	_, set := gatewaytest.Open(t, gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{
+		Clock: sim.NewManualClock(epoch), Hardware: kernelFiles(t.TempDir())})
 	fan, _ := set.Get("fan_speed")
 	done := make(chan error, 16)
 	for g := range 8 {

@@ -282,13 +282,7 @@ func (o *observed) offer(res promcp.ReadResult) {
 // moved reports whether b differs from a by more than deadband (numbers),
 // or at all (other values).
 func moved(a, b any, deadband float64) bool {
-	fa, oka := promcp.Number(a)
-	fb, okb := promcp.Number(b)
-	if oka && okb {
-		d := fb - fa
-		if d < 0 {
-			d = -d
-		}
+	if _, d, ok := apart(a, b); ok {
 		if deadband == 0 {
 			return d != 0
 		}

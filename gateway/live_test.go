@@ -14,15 +14,14 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/history"
 	"github.com/promcp/promcp-device/history/boltseries"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
-	"github.com/promcp/promcp-device/simtest"
 )
 
 const probeURI = "promcp://pi-outdoor/capabilities/soil_moisture_probe"
@@ -45,10 +44,7 @@ func newLiveBench(t *testing.T, edit ...func(*manifests.Manifest)) *liveBench {
 
 func newLiveBenchWith(t *testing.T, opts gateway.LiveOptions, edit ...func(*manifests.Manifest)) *liveBench {
 	t.Helper()
-	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml")
 	for i := range m.Capabilities {
 		if c := &m.Capabilities[i]; c.Name == "soil_moisture_probe" {
 			c.Observe = manifests.Observe{Deadband: 0.2, MaxRate: &manifests.RateLimit{Max: 1, Per: 10 * time.Second}, Every: time.Second}
@@ -58,22 +54,12 @@ func newLiveBenchWith(t *testing.T, opts gateway.LiveOptions, edit ...func(*mani
 		e(m)
 	}
 	clk := sim.NewManualClock(epoch)
-	w := simtest.World(t, m, clk)
-	hw := simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir()))
-	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
-	srv, err := server.New("bench", "test", server.WithClock(clk), server.WithResources())
-	if err != nil {
+	g := gatewaytest.Serve(t, m, gatewaytest.Options{Clock: clk, Hardware: kernelFiles(t.TempDir()), Server: []server.Option{server.WithResources()}})
+	if err := g.Gateway.ServeLive(opts); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.Serve(srv, set, gateway.GatewayOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := gw.ServeLive(opts); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gw.CloseLive)
-	return &liveBench{t: t, w: w, clk: clk, srv: srv, gw: gw}
+	t.Cleanup(g.Gateway.CloseLive)
+	return &liveBench{t: t, w: g.World, clk: clk, srv: g.Server, gw: g.Gateway}
 }
 
 // updates collects the resource updates a client receives.
@@ -124,21 +110,13 @@ func (b *liveBench) clientOn(protocol string) (*client.Client, *updates) {
 	// still in a synctest bubble: move the bubble's clock on, so that
 	// each client has its own session.
 	time.Sleep(time.Nanosecond)
-	c, err := client.NewInProcessClient(b.srv.MCP())
-	if err != nil {
-		b.t.Fatal(err)
+	var opts []client.ClientOption
+	if protocol != "" {
+		opts = append(opts, client.WithProtocolVersion(protocol))
 	}
-	b.t.Cleanup(func() { c.Close() })
+	c := gatewaytest.Connect(b.t, b.srv, opts...)
 	u := &updates{}
 	c.OnNotification(u.handle)
-	if err := c.Start(b.t.Context()); err != nil {
-		b.t.Fatal(err)
-	}
-	if _, err := c.Initialize(b.t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: protocol,
-		ClientInfo:      mcp.Implementation{Name: "test", Version: "1"}}}); err != nil {
-		b.t.Fatal(err)
-	}
 	return c, u
 }
 
@@ -159,6 +137,23 @@ func (b *liveBench) step(volts float64) {
 	}
 	b.clk.Advance(time.Second)
 	synctest.Wait()
+}
+
+// expectIdle checks, once the bubble's goroutines wait, that the probe
+// has no subscriber left and that nothing samples it while the clock runs.
+func (b *liveBench) expectIdle(when string) {
+	b.t.Helper()
+	synctest.Wait()
+	if n := b.srv.Subscribers(probeURI); n != 0 {
+		b.t.Fatalf("%s: subscribers = %d, want 0", when, n)
+	}
+	before := b.w.SPITransactions("spi0")
+	for range 5 {
+		b.step(1.0)
+	}
+	if n := b.w.SPITransactions("spi0") - before; n != 0 {
+		b.t.Errorf("%s: %d SPI transactions with no subscriber, want 0 (sampling stopped)", when, n)
+	}
 }
 
 func nearV(v any, want float64) bool {
@@ -243,17 +238,7 @@ func TestUnsubscribeAndSessionEndDropSubscriber(t *testing.T) {
 			t.Errorf("client 2, still subscribed, got %+v, want the change to 2.5 V", got)
 		}
 		c2.Close()
-		synctest.Wait()
-		if n := b.srv.Subscribers(probeURI); n != 0 {
-			t.Fatalf("after the session ended: subscribers = %d, want 0", n)
-		}
-		before := b.w.SPITransactions("spi0")
-		for range 5 {
-			b.step(1.0)
-		}
-		if n := b.w.SPITransactions("spi0") - before; n != 0 {
-			t.Errorf("%d SPI transactions after the last subscriber left, want 0 (sampling stopped)", n)
-		}
+		b.expectIdle("after the session ended")
 	})
 }
 
@@ -538,16 +523,6 @@ func TestSubscriptionsConcurrentWithSampling(t *testing.T) {
 		wg.Wait()
 		close(done)
 		clockRuns.Wait()
-		synctest.Wait()
-		if n := b.srv.Subscribers(probeURI); n != 0 {
-			t.Fatalf("subscribers = %d, want 0", n)
-		}
-		before := b.w.SPITransactions("spi0")
-		for range 5 {
-			b.step(1.0)
-		}
-		if n := b.w.SPITransactions("spi0") - before; n != 0 {
-			t.Errorf("%d SPI transactions with no subscriber, want 0", n)
-		}
+		b.expectIdle("after the last session left")
 	})
 }

@@ -13,9 +13,8 @@ import (
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers/modbus"
-	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
-	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
 )
@@ -24,35 +23,25 @@ import (
 // its address and the read_site_power tool handler of a gateway over it.
 func meterBench(b *testing.B) (string, mcpserver.ToolHandlerFunc, *capabilities.Capability) {
 	b.Helper()
-	m := simtest.Manifest(b, "meter-bench.yml")
-	w := simtest.World(b, m, sim.NewScaledClock(1))
-	srv, err := w.ModbusServer("lan")
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go srv.ServeTCP(ln)
-	b.Cleanup(func() { srv.Close() })
-	addr := ln.Addr().String()
-	set, err := capabilities.Open(context.Background(), m, capabilities.HardwareFuncs{
-		TCP: func(ctx context.Context, _ manifests.Bus) (net.Conn, error) { return modbus.DialerTCP(addr)(ctx) },
-	}, capabilities.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { set.Close() })
-	s, err := server.New("bench", "1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := gateway.Serve(s, set); err != nil {
-		b.Fatal(err)
-	}
-	c, _ := set.Get("site_power")
-	return addr, s.MCP().GetTool("read_site_power").Handler, c
+	var addr string
+	g := gatewaytest.Serve(b, simtest.Manifest(b, "meter-bench.yml"), gatewaytest.Options{Hardware: func(w *sim.World) capabilities.HardwareFuncs {
+		srv, err := w.ModbusServer("lan")
+		if err != nil {
+			b.Fatal(err)
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go srv.ServeTCP(ln)
+		b.Cleanup(func() { srv.Close() })
+		addr = ln.Addr().String()
+		return capabilities.HardwareFuncs{
+			TCP: func(ctx context.Context, _ manifests.Bus) (net.Conn, error) { return modbus.DialerTCP(addr)(ctx) },
+		}
+	}})
+	c, _ := g.Set.Get("site_power")
+	return addr, g.Server.MCP().GetTool("read_site_power").Handler, c
 }
 
 func rawClient(b *testing.B, addr string) mb.Client {

@@ -4,14 +4,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-
-	"github.com/promcp/promcp-device/capabilities"
-	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
 )
 
@@ -30,31 +25,14 @@ func TestModbusFaultsThroughServer(t *testing.T) {
 		{"read_energy", "meter", manifests.Fault{Kind: manifests.FaultStuck}, 3, promcp.QualityDegraded, "stuck: "},
 		{"read_fan_setpoint", "vfd", manifests.Fault{Kind: manifests.FaultCRC}, 1, promcp.QualityStale, "read failed (crc)"},
 	}
-	for _, tc := range cases {
-		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
-			clk, w, c := newModbusBench(t)
-			runFaultCase(t, tc, clk, w, ttl, func(tool string) promcp.ReadResult {
-				t.Helper()
-				var r promcp.ReadResult
-				if err := callInto(t.Context(), c, tool, map[string]any{}, &r); err != nil {
-					t.Fatal(err)
-				}
-				return r
-			})
-		})
-	}
+	runFaultCases(t, cases, ttl, false, newModbusBench)
 }
 
 // newModbusBench serves simtest's modbus-bench.yml (an energy meter on
 // Modbus TCP and a VFD on RTU over TCP, so that a garbled CRC can be seen)
 // on simulated slaves on loopback sockets. The simulator's physics run on
 // a manual clock; bus timeouts are real, and short.
-func newModbusBench(t *testing.T) (*sim.ManualClock, *sim.World, *client.Client) {
+func newModbusBench(t *testing.T) *bench {
 	t.Helper()
-	m := simtest.Manifest(t, "modbus-bench.yml")
-	clk := sim.NewManualClock(epoch)
-	w := simtest.World(t, m, clk)
-	set := simtest.Open(t, m, simtest.Lines(t, w, capabilities.HardwareFuncs{}), capabilities.Options{Clock: clk})
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
-	return clk, w, c
+	return serveAt(t, simtest.Manifest(t, "modbus-bench.yml"), epoch, gatewaytest.Options{Hardware: lines(t)})
 }

@@ -5,11 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/gateway"
-	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/simtest"
 )
 
 // TestMQTTDoReadsBackTheStateTopic serves manifests/examples/mqtt-home.yml
@@ -18,17 +16,10 @@ import (
 // Tasmota plug follows and partial when it does not; can_do's candidates
 // name the Lite device adopted over MQTT as their source.
 func TestMQTTDoReadsBackTheStateTopic(t *testing.T) {
-	m, err := manifests.Load("../manifests/examples/mqtt-home.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := manifests.ParsePolicy("open.policy.yml", []byte("version: 1\n"), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := simtest.World(t, m, nil)
-	set := simtest.Open(t, m, simtest.Lines(t, w, capabilities.HardwareFuncs{}), capabilities.Options{})
-	plug, _ := set.Get("dehumidifier")
+	m := gatewaytest.Manifest(t, "../manifests/examples/mqtt-home.yml")
+	pol := gatewaytest.PolicyText(t, "open.policy.yml", "version: 1\n", m)
+	b := serveReal(t, m, gatewaytest.Options{Hardware: lines(t), Gateway: gateway.GatewayOptions{Policy: pol}})
+	plug, _ := b.Set.Get("dehumidifier")
 	// The gateway's first reads wait for the retained and republished
 	// state to arrive through the broker.
 	deadline := time.Now().Add(10 * time.Second)
@@ -38,30 +29,23 @@ func TestMQTTDoReadsBackTheStateTopic(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond) // waiting for a message on the broker
 	}
-	_, c := serveInProcess(t, set, nil, gateway.GatewayOptions{Policy: pol})
 
 	var res promcp.DoResult
-	if err := callInto(t.Context(), c, "do_set_dehumidifier", map[string]any{"value": true, "idempotency_key": "mqtt-on-1"}, &res); err != nil {
-		t.Fatal(err)
-	}
+	b.call("do_set_dehumidifier", map[string]any{"value": true, "idempotency_key": "mqtt-on-1"}, &res)
 	if res.Status != promcp.StatusSuccess || res.AppliedValue != true || res.PreviousValue != false {
 		t.Fatalf("switch on: %+v, want success, applied true (read back from stat/dehumidifier/POWER)", res)
 	}
 
-	if err := w.SetMQTTIgnoresCommands("dehumidifier_plug", true); err != nil {
+	if err := b.w.SetMQTTIgnoresCommands("dehumidifier_plug", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := callInto(t.Context(), c, "do_set_dehumidifier", map[string]any{"value": false, "idempotency_key": "mqtt-off-1"}, &res); err != nil {
-		t.Fatal(err)
-	}
+	b.call("do_set_dehumidifier", map[string]any{"value": false, "idempotency_key": "mqtt-off-1"}, &res)
 	if res.Status != promcp.StatusPartial || res.AppliedValue != true || !strings.Contains(res.Reason, "reads back true") {
 		t.Fatalf("a plug that ignores the command: %+v, want partial, still true", res)
 	}
 
 	var rep promcp.CapabilityReport
-	if err := callInto(t.Context(), c, "can_do", map[string]any{"intent": map[string]any{"action": "switch the dehumidifier", "location": "cellar"}}, &rep); err != nil {
-		t.Fatal(err)
-	}
+	b.call("can_do", map[string]any{"intent": map[string]any{"action": "switch the dehumidifier", "location": "cellar"}}, &rep)
 	found := false
 	for _, cand := range rep.Candidates {
 		if cand.Capability == "do_set_dehumidifier" {

@@ -1,7 +1,6 @@
 package gateway_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"slices"
@@ -11,31 +10,18 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/promcp/promcp-device/capabilities"
-	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/internal/perf"
-	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
-	"github.com/promcp/promcp-device/simtest"
 )
 
-// perfSet opens a generated greenhouse of n capabilities (perf.Manifest)
-// on the simulator, on a clock that stands still.
-func perfSet(tb testing.TB, n int) (*capabilities.Set, *sim.ManualClock) {
+// perfBench serves a generated greenhouse of n capabilities
+// (perf.Manifest) on the simulator, on a clock that stands still.
+func perfBench(tb testing.TB, n int) *gatewaytest.Bench {
 	tb.Helper()
-	m, err := manifests.Parse("perf.yml", []byte(perf.Manifest(n)))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	clk := sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
-	w := simtest.World(tb, m, clk)
-	set, err := capabilities.Open(context.Background(), m, simtest.Hardware(w), capabilities.Options{Clock: clk})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { set.Close() })
-	return set, clk
+	m := gatewaytest.ManifestText(tb, "perf.yml", perf.Manifest(n))
+	return gatewaytest.Serve(tb, m, gatewaytest.Options{Clock: sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))})
 }
 
 // perfGateway serves a generated greenhouse of n capabilities (see
@@ -44,9 +30,7 @@ func perfSet(tb testing.TB, n int) (*capabilities.Set, *sim.ManualClock) {
 // cache: the benchmarks measure the stack, not the simulated conversions.
 func perfGateway(b *testing.B, n int) *client.Client {
 	b.Helper()
-	set, clk := perfSet(b, n)
-	_, c := serveInProcess(b, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
-	return c
+	return perfBench(b, n).Connect()
 }
 
 // reportPercentiles adds the p50 and p99 of lat to the benchmark's
@@ -187,14 +171,7 @@ func BenchmarkReadHTTP(b *testing.B) {
 // HTTP on a loopback port and returns its URL.
 func perfHTTP(b *testing.B, n int) string {
 	b.Helper()
-	set, clk := perfSet(b, n)
-	srv, err := server.New("bench", "test", server.WithClock(clk))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := gateway.Serve(srv, set); err != nil {
-		b.Fatal(err)
-	}
+	srv := perfBench(b, n).Server
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -227,8 +204,8 @@ func httpClient(b *testing.B, url, protocol string) *client.Client {
 // lists them in pages with the protocol's cursor; following the cursors
 // yields every tool once.
 func TestToolsListPages(t *testing.T) {
-	set, clk := perfSet(t, 200)
-	srv, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
+	g := perfBench(t, 200)
+	srv, c := g.Server, g.Connect()
 	seen := map[string]bool{}
 	var req mcp.ListToolsRequest
 	pages := 0

@@ -1,23 +1,15 @@
 package gateway_test
 
 import (
-	"context"
 	"reflect"
 	"runtime"
 	"slices"
 	"testing"
 	"time"
 
-	"periph.io/x/conn/v3/gpio"
-	"periph.io/x/conn/v3/i2c"
-
-	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/gateway"
-	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
-	"github.com/promcp/promcp-device/simtest"
 )
 
 // A PhysMCP manifest's gateway answers a PhysMCP can_do query (query with
@@ -25,25 +17,9 @@ import (
 // proMCP's, and its do_* says success; every body passes the server's
 // output schema check on the way out.
 func TestPhysMCPCanDoQuery(t *testing.T) {
-	m, err := manifests.Load("testdata/physmcp/physmcp.manifest.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := manifests.LoadPolicy(m.PolicyFile(), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(monday10)
-	w, err := sim.New(m, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw := capabilities.HardwareFuncs{
-		I2C: func(ctx context.Context, b manifests.Bus) (i2c.BusCloser, error) { return w.I2C(ctx, b.Name) },
-		Pin: func(ctx context.Context, d manifests.Device) (gpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
-	}
-	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol})
+	m := gatewaytest.Manifest(t, "testdata/physmcp/physmcp.manifest.yml")
+	b := serveAt(t, m, monday10, gatewaytest.Options{Gateway: gateway.GatewayOptions{Policy: gatewaytest.Policy(t, m.PolicyFile(), m)}})
+	c, clk := b.c, b.clk
 	ctx := t.Context()
 
 	query := map[string]any{"query": map[string]any{"semantic_tags": []string{"cooling"}, "location": "zone_3",

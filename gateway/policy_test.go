@@ -11,14 +11,14 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
-	"periph.io/x/conn/v3/gpio"
-	"periph.io/x/conn/v3/i2c"
+	pi2c "periph.io/x/conn/v3/i2c"
 	"periph.io/x/conn/v3/physic"
 
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
@@ -35,23 +35,11 @@ func (deadBus) Tx(uint16, []byte, []byte) error { return syscall.Errno(121) }
 func (deadBus) SetSpeed(physic.Frequency) error { return nil }
 func (deadBus) Close() error                    { return nil }
 
-// policyBench is the policy test bench: the server in process on a manual clock,
-// with the simulated devices of testdata/policy/bench.yml.
-type policyBench struct {
-	t     *testing.T
-	clk   *sim.ManualClock
-	world *sim.World
-	c     *client.Client
-}
-
-// Monday 2026-11-30 10:00 UTC: inside the fan's weekday window.
-var monday10 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
-
-func newPolicyBench(t *testing.T, opts ...client.ClientOption) *policyBench {
+func newPolicyBench(t *testing.T, opts ...client.ClientOption) *bench {
 	return newPolicyBenchWith(t, nil, opts...)
 }
 
-func newPolicyBenchWith(t *testing.T, signer *approval.Signer, opts ...client.ClientOption) *policyBench {
+func newPolicyBenchWith(t *testing.T, signer *approval.Signer, opts ...client.ClientOption) *bench {
 	t.Helper()
 	var sopts []server.Option
 	if signer != nil {
@@ -60,56 +48,37 @@ func newPolicyBenchWith(t *testing.T, signer *approval.Signer, opts ...client.Cl
 	return newPolicyBenchFrom(t, "testdata/policy/bench.policy.yml", sopts, opts...)
 }
 
-// newPolicyBenchFrom is the bench under the policy file policyFile, with
-// more server options.
-func newPolicyBenchFrom(t *testing.T, policyFile string, more []server.Option, opts ...client.ClientOption) *policyBench {
+// newPolicyBenchFrom is the policy test bench: the server in process on a
+// manual clock at monday10, with the simulated devices of
+// testdata/policy/bench.yml (its bus i2c2 dead), under the policy file
+// policyFile, with more server options.
+func newPolicyBenchFrom(t *testing.T, policyFile string, more []server.Option, opts ...client.ClientOption) *bench {
 	t.Helper()
-	m, err := manifests.Load("testdata/policy/bench.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := manifests.LoadPolicy(policyFile, m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(monday10)
-	w, err := sim.New(m, clk)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hw := capabilities.HardwareFuncs{
-		I2C: func(ctx context.Context, b manifests.Bus) (i2c.BusCloser, error) {
+	m := gatewaytest.Manifest(t, "testdata/policy/bench.yml")
+	hw := func(w *sim.World) capabilities.HardwareFuncs {
+		hw := simtest.Hardware(w)
+		i2c := hw.I2C
+		hw.I2C = func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) {
 			if b.Name == "i2c2" {
 				return deadBus{}, nil
 			}
-			return w.I2C(ctx, b.Name)
-		},
-		Pin: func(ctx context.Context, d manifests.Device) (gpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
+			return i2c(ctx, b)
+		}
+		return hw
 	}
-	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
-	sopts := append([]server.Option{server.WithClock(clk)}, more...)
-	_, c := serveInProcess(t, set, sopts, gateway.GatewayOptions{Policy: pol}, opts...)
-	return &policyBench{t: t, clk: clk, world: w, c: c}
-}
-
-func (b *policyBench) call(name string, args map[string]any) map[string]any {
-	b.t.Helper()
-	var body map[string]any
-	if err := callInto(b.t.Context(), b.c, name, args, &body); err != nil || body == nil {
-		b.t.Fatalf("%s(%v): no structured body: %v", name, args, err)
-	}
-	return body
+	return serveAt(t, m, monday10, gatewaytest.Options{Hardware: hw, Server: more,
+		Gateway: gateway.GatewayOptions{Policy: gatewaytest.Policy(t, policyFile, m)}}, opts...)
 }
 
 // canDo returns the permission can_do gives tool with value, and the
 // entry it came in.
-func (b *policyBench) canDo(tool string, value any) (promcp.Permission, map[string]any) {
+func (b *bench) canDo(tool string, value any) (promcp.Permission, map[string]any) {
 	b.t.Helper()
 	intent := map[string]any{"action": tool}
 	if value != nil {
 		intent["value"] = value
 	}
-	rep := b.call("can_do", map[string]any{"intent": intent})
+	rep := b.body("can_do", map[string]any{"intent": intent})
 	for _, list := range []string{"candidates", "blocked"} {
 		for _, e := range rep[list].([]any) {
 			m := e.(map[string]any)
@@ -124,9 +93,9 @@ func (b *policyBench) canDo(tool string, value any) (promcp.Permission, map[stri
 
 // do returns the permission a direct do_* call met: allowed when it
 // succeeded, else the refusal's permission.
-func (b *policyBench) do(tool string, value any) (promcp.Permission, map[string]any) {
+func (b *bench) do(tool string, value any) (promcp.Permission, map[string]any) {
 	b.t.Helper()
-	r := b.call(tool, map[string]any{"value": value})
+	r := b.body(tool, map[string]any{"value": value})
 	if r["status"] == "success" {
 		return promcp.Allowed, r
 	}
@@ -135,7 +104,7 @@ func (b *policyBench) do(tool string, value any) (promcp.Permission, map[string]
 }
 
 // expect asserts can_do and a direct do_* agree on want.
-func (b *policyBench) expect(tool string, value any, want promcp.Permission) {
+func (b *bench) expect(tool string, value any, want promcp.Permission) {
 	b.t.Helper()
 	if got, e := b.canDo(tool, value); got != want {
 		b.t.Fatalf("can_do(%s=%v) permission %s (%v), want %s", tool, value, got, e["reason"], want)
@@ -174,12 +143,12 @@ func TestEveryPermission(t *testing.T) {
 
 	t.Run("policy_denied by interlock, fail closed", func(t *testing.T) {
 		b.clk.Advance(10 * time.Minute)
-		if err := b.world.Drive("GPIO6", false); err != nil { // door opens
+		if err := b.w.Drive("GPIO6", false); err != nil { // door opens
 			t.Fatal(err)
 		}
 		b.expect("do_set_pump", true, promcp.PolicyDenied)
 		b.clk.Advance(10 * time.Second) // doors move slowly (the reading's max_rate)
-		if err := b.world.Drive("GPIO6", true); err != nil {
+		if err := b.w.Drive("GPIO6", true); err != nil {
 			t.Fatal(err)
 		}
 		b.clk.Advance(10 * time.Second)
@@ -190,13 +159,13 @@ func TestEveryPermission(t *testing.T) {
 		b.clk.Advance(10 * time.Minute)
 		// The door switch chatters: its reading is degraded, and an
 		// interlock on a reading that is not good fails closed.
-		if err := b.world.Inject("door_switch", manifests.Fault{Kind: manifests.FaultNoise}); err != nil {
+		if err := b.w.Inject("door_switch", manifests.Fault{Kind: manifests.FaultNoise}); err != nil {
 			t.Fatal(err)
 		}
 		b.clk.Advance(2 * time.Second)
-		b.call("read_door_closed", map[string]any{})
+		b.body("read_door_closed", map[string]any{})
 		b.clk.Advance(2 * time.Second)
-		if r := b.call("read_door_closed", map[string]any{}); r["quality"] != "degraded" {
+		if r := b.body("read_door_closed", map[string]any{}); r["quality"] != "degraded" {
 			t.Fatalf("chattering door switch: read_door_closed = %v, want degraded", r)
 		}
 		b.expect("do_set_pump", false, promcp.PolicyDenied)
@@ -204,9 +173,9 @@ func TestEveryPermission(t *testing.T) {
 		if reason, _ := e["reason"].(string); !strings.Contains(reason, "read_door_closed is degraded") {
 			t.Errorf("can_do reason %q, want it to name the degraded reading", reason)
 		}
-		b.world.Clear("door_switch")
+		b.w.Clear("door_switch")
 		b.clk.Advance(2 * time.Second)
-		b.call("read_door_closed", map[string]any{})
+		b.body("read_door_closed", map[string]any{})
 		b.clk.Advance(2 * time.Second)
 		b.expect("do_set_pump", false, promcp.Allowed)
 	})
@@ -269,7 +238,7 @@ func TestApprovalByElicitation(t *testing.T) {
 				rec := &recorder{}
 				b := newPolicyBenchFrom(t, "testdata/policy/bench-elicit.policy.yml", []server.Option{server.WithAuditor(rec)},
 					client.WithElicitationHandler(&h), client.WithProtocolVersion(proto))
-				r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k-" + tc.name})
+				r := b.body("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k-" + tc.name})
 				if r["status"] != tc.wantStatus {
 					t.Fatalf("do_set_light_level(95) = %v, want status %s", r, tc.wantStatus)
 				}
@@ -279,7 +248,7 @@ func TestApprovalByElicitation(t *testing.T) {
 				if tc.wantStatus == "failed" && r["permission"] != "requires_human_approval" {
 					t.Errorf("refused approval: permission %v, want requires_human_approval", r["permission"])
 				}
-				if got := b.call("read_light_level", map[string]any{})["value"]; got != tc.wantLevel {
+				if got := b.body("read_light_level", map[string]any{})["value"]; got != tc.wantLevel {
 					t.Fatalf("light level after %s = %v, want %v", tc.name, got, tc.wantLevel)
 				}
 				var approvals []*audit.Approval
@@ -337,7 +306,7 @@ func TestAlwaysAcceptingClientCannotApprove(t *testing.T) {
 				[]server.Option{server.WithApprovals(signer), server.WithAuditor(rec)},
 				client.WithElicitationHandler(&h), client.WithProtocolVersion(proto))
 			for i := range 3 { // a retry does not wear it down
-				r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1"})
+				r := b.body("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1"})
 				if r["status"] != "failed" || r["permission"] != "requires_human_approval" {
 					t.Fatalf("call %d: do_set_light_level(95) with an always-yes client = %v, want failed requires_human_approval", i, r)
 				}
@@ -348,7 +317,7 @@ func TestAlwaysAcceptingClientCannotApprove(t *testing.T) {
 			if len(h.asked) != 0 {
 				t.Errorf("the client was asked %d times, want never (its answer cannot approve this action)", len(h.asked))
 			}
-			if got := b.call("read_light_level", map[string]any{})["value"]; got != 40.0 {
+			if got := b.body("read_light_level", map[string]any{})["value"]; got != 40.0 {
 				t.Fatalf("light level = %v, want 40 (untouched)", got)
 			}
 			if p, _ := b.canDo("do_set_light_level", 95.0); p != promcp.RequiresHumanApproval {
@@ -357,7 +326,7 @@ func TestAlwaysAcceptingClientCannotApprove(t *testing.T) {
 			issued := monday10.Add(-time.Minute)
 			tok := signer.Issue(approval.Grant{Tool: "do_set_light_level", Value: approval.Canonical(95), Key: "k1",
 				Expires: monday10.Add(10 * time.Minute), By: "maria", Issued: issued})
-			r := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1", "approval": tok})
+			r := b.body("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1", "approval": tok})
 			if r["status"] != "success" {
 				t.Fatalf("with an approve token: %v, want success", r)
 			}
@@ -380,7 +349,7 @@ func TestAlwaysAcceptingClientCannotApprove(t *testing.T) {
 func TestApprovalOutOfBand(t *testing.T) {
 	signer, _ := approval.NewSigner([]byte("a key shared with the operator"))
 	b := newPolicyBenchWith(t, signer) // this client cannot elicit
-	refused := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1"})
+	refused := b.body("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k1"})
 	if refused["status"] != "failed" || refused["permission"] != "requires_human_approval" {
 		t.Fatalf("without approval: %v, want failed requires_human_approval", refused)
 	}
@@ -398,7 +367,7 @@ func TestApprovalOutOfBand(t *testing.T) {
 		{"retry replays", map[string]any{"value": 95.0, "idempotency_key": "k1", "approval": tok}, "success", ""},
 	}
 	for _, tc := range tests {
-		r := b.call("do_set_light_level", tc.args)
+		r := b.body("do_set_light_level", tc.args)
 		if r["status"] != tc.want {
 			t.Fatalf("%s: %v, want status %s", tc.name, r, tc.want)
 		}
@@ -406,14 +375,14 @@ func TestApprovalOutOfBand(t *testing.T) {
 			t.Fatalf("%s: error %v, want it to name the %s argument", tc.name, r["error"], tc.field)
 		}
 	}
-	if got := b.call("read_light_level", map[string]any{})["value"]; got != 95.0 {
+	if got := b.body("read_light_level", map[string]any{})["value"]; got != 95.0 {
 		t.Fatalf("light level = %v, want 95 after the approved action", got)
 	}
 	b.clk.Advance(time.Minute)
-	b.call("do_set_light_level", map[string]any{"value": 50.0})
+	b.body("do_set_light_level", map[string]any{"value": 50.0})
 	// The token is spent: a new call under another key cannot reuse it, and
 	// the same key with other arguments is an idempotency conflict.
-	again := b.call("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k3", "approval": tok})
+	again := b.body("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k3", "approval": tok})
 	if again["status"] != "failed" {
 		t.Fatalf("reusing a spent approval: %v, want refused", again)
 	}

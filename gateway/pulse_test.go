@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/sim"
@@ -66,15 +67,11 @@ func TestPulseCounterThroughServer(t *testing.T) {
 // Under a state directory the total goes on from where it was after a
 // restart.
 func TestPulseTotalKeptAcrossRestarts(t *testing.T) {
-	m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml")
 	state := t.TempDir()
 	open := func(t *testing.T, clk *sim.ManualClock) (*capabilities.Set, *sim.World) {
 		w := simtest.World(t, m, clk)
-		hw := simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir()))
-		set, err := capabilities.Open(t.Context(), m, hw, capabilities.Options{Clock: clk, StateDir: state})
+		set, err := capabilities.Open(t.Context(), m, kernelFiles(t.TempDir())(w), capabilities.Options{Clock: clk, StateDir: state})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -116,13 +113,8 @@ func TestPulseTotalKeptAcrossRestarts(t *testing.T) {
 // bursts, the debounce would drop all but the first of each burst.
 func TestFastPulsesCountedApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, err := manifests.Load("../manifests/examples/pi-outdoor.yml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := simtest.World(t, m, nil) // the real clock: synctest's fake time
-		hw := simtest.SPI(w, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir()))
-		set := simtest.Open(t, m, hw, capabilities.Options{})
+		// The real clock: synctest's fake time.
+		w, set := gatewaytest.Open(t, gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{Hardware: kernelFiles(t.TempDir())})
 		if err := w.SetPulseRate("rain_gauge", 12); err != nil {
 			t.Fatal(err)
 		}

@@ -7,62 +7,15 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-
-	"github.com/promcp/promcp-device/capabilities"
-	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
 )
 
-var epoch = time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC)
-
-const ttl = 2 * time.Second
-
-// bench is the fault bench served by a server on a manual clock, with an
-// in-process MCP client.
-type bench struct {
-	t     *testing.T
-	w     *sim.World
-	clk   *sim.ManualClock
-	c     *client.Client
-	caps  *capabilities.Set
-	calls int
-}
-
-// newBench must run inside a synctest bubble, so that the drivers'
-// real-time waits (measurement time, bus timeouts, slow answers) take no
-// time and nothing sleeps.
-// newBench serves simtest's fault-bench.yml (one capability on each bus
-// kind the simulator has: an SHT3x and a register-map device on I²C, an
-// input pin on GPIO; and a pump whose safety depends on the temperature)
-// on a manual clock.
-func newBench(t *testing.T) *bench {
-	t.Helper()
-	m := simtest.Manifest(t, "fault-bench.yml")
-	clk := sim.NewManualClock(epoch)
-	w := simtest.World(t, m, clk)
-	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{})
-	return &bench{t: t, w: w, clk: clk, c: c, caps: set}
-}
-
-func (b *bench) call(tool string, args map[string]any, out any) {
-	b.t.Helper()
-	if err := callInto(b.t.Context(), b.c, tool, args, out); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-func (b *bench) read(tool string, args map[string]any) promcp.ReadResult {
-	b.t.Helper()
-	var r promcp.ReadResult
-	b.call(tool, args, &r)
-	return r
-}
+// faultBench is simtest's fault-bench.yml: one capability on each bus
+// kind the simulator has (an SHT3x and a register-map device on I²C, an
+// input pin on GPIO) and a pump whose safety depends on the temperature.
+const faultBench = "fault-bench.yml"
 
 // Every fault on every bus kind, through the server: the quality and reason
 // a read gives within one TTL of the fault starting (stuck: once it has
@@ -93,21 +46,14 @@ func TestFaultsThroughServer(t *testing.T) {
 		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultNoise}, 1, promcp.QualityDegraded, "jump: 0.5/s exceeds 0.2/s"},
 		{"read_door", "door_switch", manifests.Fault{Kind: manifests.FaultSlow}, 1, promcp.QualityGood, ""},
 	}
-	for _, tc := range cases {
-		t.Run(tc.tool+"/"+string(tc.fault.Kind), func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				b := newBench(t)
-				runFaultCase(t, tc, b.clk, b.w, ttl, func(tool string) promcp.ReadResult { return b.read(tool, nil) })
-			})
-		})
-	}
+	runFaultCases(t, cases, ttl, true, func(t *testing.T) *bench { return newBench(t, simtest.Manifest(t, faultBench)) })
 }
 
 // Faults that cannot happen on a bus kind are refused, not silently
 // ignored.
 func TestInjectRefusesWhatABusCannotDo(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t)
+		b := newBench(t, simtest.Manifest(t, faultBench))
 		for _, tc := range []struct {
 			device string
 			kind   manifests.FaultKind
@@ -129,7 +75,7 @@ func TestInjectRefusesWhatABusCannotDo(t *testing.T) {
 // 0 asks for a new measurement.
 func TestStaleTimestampThroughServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t)
+		b := newBench(t, simtest.Manifest(t, faultBench))
 		first := b.read("read_temperature", nil)
 		b.clk.Advance(time.Second)
 		if r := b.read("read_temperature", nil); !r.Timestamp.Equal(first.Timestamp) {
@@ -163,11 +109,20 @@ func TestStaleTimestampThroughServer(t *testing.T) {
 // can_do sees the health of what an action depends on.
 func TestCanDoSeesHealth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t)
+		b := newBench(t, simtest.Manifest(t, faultBench))
 		ask := func() promcp.CapabilityReport {
 			var rep promcp.CapabilityReport
 			b.call("can_do", map[string]any{"intent": map[string]any{"action": "do_set_pump", "value": true}}, &rep)
 			return rep
+		}
+		// under asks, a TTL on, with the sensor under fault kind alone.
+		under := func(kind manifests.FaultKind) promcp.CapabilityReport {
+			b.w.Clear("climate")
+			b.clk.Advance(ttl)
+			if err := b.w.Inject("climate", manifests.Fault{Kind: kind}); err != nil {
+				t.Fatal(err)
+			}
+			return ask()
 		}
 		rep := ask()
 		if len(rep.Candidates) != 1 || rep.Candidates[0].Permission != promcp.Allowed {
@@ -177,9 +132,7 @@ func TestCanDoSeesHealth(t *testing.T) {
 			t.Errorf("current_observations[read_temperature] = %+v, want the dependency's reading, good", o)
 		}
 
-		b.clk.Advance(ttl)
-		b.w.Inject("climate", manifests.Fault{Kind: manifests.FaultDropout})
-		rep = ask()
+		rep = under(manifests.FaultDropout)
 		if len(rep.Blocked) != 1 || rep.Blocked[0].Permission != promcp.SourceUnreachable ||
 			!strings.Contains(rep.Blocked[0].Reason, "read_temperature") {
 			t.Errorf("dead sensor: can_do = %+v, want do_set_pump blocked, source_unreachable, naming read_temperature", rep)
@@ -190,10 +143,7 @@ func TestCanDoSeesHealth(t *testing.T) {
 			t.Errorf("dead sensor: do_set_pump = %+v, want failed, source_unreachable", do)
 		}
 
-		b.w.Clear("climate")
-		b.clk.Advance(ttl)
-		b.w.Inject("climate", manifests.Fault{Kind: manifests.FaultImplausible})
-		rep = ask()
+		rep = under(manifests.FaultImplausible)
 		if len(rep.Candidates) != 1 || rep.Candidates[0].Permission != promcp.RequiresHumanApproval ||
 			!strings.Contains(rep.Candidates[0].Reason, "read_temperature is degraded (implausible") {
 			t.Errorf("implausible sensor: can_do = %+v, want do_set_pump requires_human_approval, naming the degraded reading", rep)
@@ -214,7 +164,7 @@ func TestCanDoSeesHealth(t *testing.T) {
 // cost one SHT3x measurement (two I²C transactions).
 func TestConcurrentCallsShareOneMeasurement(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t)
+		b := newBench(t, simtest.Manifest(t, faultBench))
 		var wg sync.WaitGroup
 		results := make([]promcp.ReadResult, 30)
 		for i := range results {

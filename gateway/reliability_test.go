@@ -18,15 +18,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/capabilities"
-	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
-	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
@@ -57,9 +55,10 @@ func (w writeCounter) Tx(addr uint16, wb, rb []byte) error {
 	return w.BusCloser.Tx(addr, wb, rb)
 }
 
+// dimmerBench serves lab-bench.yml on the simulator in real time, in
+// process; writes counts the register writes on its I²C bus.
 type dimmerBench struct {
-	srv    *server.Server
-	client *client.Client
+	*bench
 	writes *atomic.Int64
 }
 
@@ -72,34 +71,18 @@ func newDimmerBench(t *testing.T, opts ...server.Option) *dimmerBench {
 // newMangledBench is newDimmerBench with register writes changed by mangle.
 func newMangledBench(t *testing.T, mangle func([]byte) []byte, opts ...server.Option) *dimmerBench {
 	t.Helper()
-	m, err := manifests.Load("../manifests/examples/lab-bench.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := gatewaytest.Manifest(t, "../manifests/examples/lab-bench.yml")
 	// Under -race thousands of concurrent calls queue on one simulated
 	// bus longer than the manifest's 100 ms transaction timeout allows.
 	for i := range m.Buses {
 		m.Buses[i].Timeout = 10 * time.Second
 	}
-	w := simtest.World(t, m, sim.NewScaledClock(1))
 	writes := new(atomic.Int64)
-	hw := simtest.Lines(t, w, simtest.Hardware(w)) // the bench's serial-line scale
-	hw.I2C = func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) {
-		bus, err := w.I2C(ctx, b.Name)
-		return writeCounter{bus, writes, mangle}, err
+	hw := func(w *sim.World) capabilities.HardwareFuncs {
+		return wrapI2C(simtest.Lines(t, w, simtest.Hardware(w)), // the bench's serial-line scale
+			func(bus pi2c.BusCloser) pi2c.BusCloser { return writeCounter{bus, writes, mangle} })
 	}
-	set := simtest.Open(t, m, hw, capabilities.Options{})
-	srv, c := serveInProcess(t, set, opts, gateway.GatewayOptions{})
-	return &dimmerBench{srv: srv, client: c, writes: writes}
-}
-
-func (b *dimmerBench) call(ctx context.Context, t *testing.T, name string, args map[string]any) map[string]any {
-	t.Helper()
-	var body map[string]any
-	if err := callInto(ctx, b.client, name, args, &body); err != nil {
-		t.Error(err)
-	}
-	return body
+	return &dimmerBench{bench: serveReal(t, m, gatewaytest.Options{Hardware: hw, Server: opts}), writes: writes}
 }
 
 func openStore(t *testing.T, dir string) *boltstore.Bolt {
@@ -143,7 +126,7 @@ func TestRetryStorm(t *testing.T) {
 		var kwg sync.WaitGroup
 		for d := range dups {
 			kwg.Go(func() {
-				r := b.call(context.Background(), t, "do_set_light_level", map[string]any{
+				r := b.callAs(context.Background(), t, "do_set_light_level", map[string]any{
 					"value": float64(k%200) * 0.5, "idempotency_key": fmt.Sprintf("storm-%d", k)})
 				// Keys race on one dimmer, so a readback may show another
 				// key's write: partial is an honest answer, failed is not.
@@ -196,7 +179,7 @@ func TestRecoveryReadsBackInsteadOfActuating(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": tc.value, "idempotency_key": "k-" + tc.name})
+			r := b.callAs(t.Context(), t, "do_set_light_level", map[string]any{"value": tc.value, "idempotency_key": "k-" + tc.name})
 			if r["status"] != tc.wantStatus || r["recovered"] != true || r["applied_value"] != 40.0 || r["previous_value"] != nil {
 				t.Fatalf("recovering do_set_light_level(%v) = %v; want %s, recovered, applied_value 40 (observed), previous unknown", tc.value, r, tc.wantStatus)
 			}
@@ -211,17 +194,17 @@ func TestViewerCannotDo(t *testing.T) {
 	dir := t.TempDir()
 	b := newDimmerBench(t, server.WithAuditor(openAudit(t, dir)))
 	ctx := server.WithCaller(t.Context(), server.Caller{Name: "vera", Role: server.RoleViewer})
-	r := b.call(ctx, t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": "v-1"})
+	r := b.callAs(ctx, t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": "v-1"})
 	if r["status"] != "failed" || r["permission"] != "permission_insufficient" {
 		t.Fatalf("viewer do_set_light_level = %v, want failed permission_insufficient", r)
 	}
-	if rd := b.call(ctx, t, "read_light_level", map[string]any{}); rd["quality"] != "good" {
+	if rd := b.callAs(ctx, t, "read_light_level", map[string]any{}); rd["quality"] != "good" {
 		t.Fatalf("viewer read_light_level = %v, want a good reading", rd)
 	}
 	if b.writes.Load() != 0 {
 		t.Fatal("a viewer's do_* reached the bus")
 	}
-	rep := b.call(ctx, t, "can_do", map[string]any{"intent": map[string]any{"target": "light_level", "value": 50}})
+	rep := b.callAs(ctx, t, "can_do", map[string]any{"intent": map[string]any{"target": "light_level", "value": 50}})
 	blocked, _ := rep["blocked"].([]any)
 	if rep["feasible"] != false || len(blocked) != 1 || blocked[0].(map[string]any)["permission"] != "permission_insufficient" {
 		t.Fatalf("viewer can_do(light 50) = %v, want blocked permission_insufficient, as do_* answers", rep)
@@ -230,7 +213,7 @@ func TestViewerCannotDo(t *testing.T) {
 
 func TestReadOnlyCanDoBlocksActions(t *testing.T) {
 	b := newDimmerBench(t, server.WithReadOnly())
-	rep := b.call(t.Context(), t, "can_do", map[string]any{"intent": map[string]any{"target": "light_level", "value": 50}})
+	rep := b.callAs(t.Context(), t, "can_do", map[string]any{"intent": map[string]any{"target": "light_level", "value": 50}})
 	blocked, _ := rep["blocked"].([]any)
 	if rep["feasible"] != false || len(blocked) != 1 || blocked[0].(map[string]any)["permission"] != "policy_denied" {
 		t.Fatalf("read-only can_do(light 50) = %v, want blocked policy_denied", rep)
@@ -243,7 +226,7 @@ func (brokenAuditor) Append(context.Context, audit.Record) error { return errors
 
 func TestAuditFailureFailsClosed(t *testing.T) {
 	b := newDimmerBench(t, server.WithAuditor(brokenAuditor{}))
-	r := b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": "a-1"})
+	r := b.callAs(t.Context(), t, "do_set_light_level", map[string]any{"value": 50, "idempotency_key": "a-1"})
 	if r["status"] != "failed" || r["error"].(map[string]any)["code"] != "internal" {
 		t.Fatalf("do with a broken audit log = %v, want failed internal", r)
 	}
@@ -260,9 +243,9 @@ func TestAuditRecordsEveryCall(t *testing.T) {
 	log := openAudit(t, dir)
 	b := newDimmerBench(t, server.WithAuditor(log))
 	ctx := server.WithCaller(t.Context(), server.Caller{Name: "olga", Role: server.RoleOperator})
-	b.call(ctx, t, "do_set_light_level", map[string]any{"value": 60, "idempotency_key": "r-1"})
-	b.call(ctx, t, "do_set_light_level", map[string]any{"value": 60, "idempotency_key": "r-1"})
-	b.call(ctx, t, "do_set_light_level", map[string]any{"value": 150, "idempotency_key": "r-2"})
+	b.callAs(ctx, t, "do_set_light_level", map[string]any{"value": 60, "idempotency_key": "r-1"})
+	b.callAs(ctx, t, "do_set_light_level", map[string]any{"value": 60, "idempotency_key": "r-1"})
+	b.callAs(ctx, t, "do_set_light_level", map[string]any{"value": 150, "idempotency_key": "r-2"})
 	log.Close()
 	recs := readAudit(t, filepath.Join(dir, "audit.jsonl"))
 	var events []string
@@ -281,7 +264,7 @@ func TestAuditRecordsEveryCall(t *testing.T) {
 func TestSettleWaitsBeforeReadback(t *testing.T) {
 	b := newDimmerBench(t)
 	start := time.Now()
-	r := b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": 20})
+	r := b.callAs(t.Context(), t, "do_set_light_level", map[string]any{"value": 20})
 	if took := time.Since(start); took < 50*time.Millisecond {
 		t.Fatalf("do_set_light_level took %s, want at least the manifest's settle 50ms", took)
 	}
@@ -296,7 +279,7 @@ func TestSettleRunsOnTheServerClock(t *testing.T) {
 	clk := sim.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 	b := newDimmerBench(t, server.WithClock(clk))
 	done := make(chan map[string]any, 1)
-	go func() { done <- b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": 20}) }()
+	go func() { done <- b.callAs(t.Context(), t, "do_set_light_level", map[string]any{"value": 20}) }()
 	for clk.Waiting() == 0 {
 		select {
 		case r := <-done:
@@ -323,10 +306,10 @@ func TestSettleRunsOnTheServerClock(t *testing.T) {
 
 func TestShutdownRefusesNewCalls(t *testing.T) {
 	b := newDimmerBench(t)
-	if err := b.srv.Shutdown(t.Context()); err != nil {
+	if err := b.Server.Shutdown(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	r := b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": 20, "idempotency_key": "s-1"})
+	r := b.callAs(t.Context(), t, "do_set_light_level", map[string]any{"value": 20, "idempotency_key": "s-1"})
 	if r["status"] != "failed" || b.writes.Load() != 0 {
 		t.Fatalf("do after Shutdown = %v (writes %d), want failed and no write", r, b.writes.Load())
 	}
@@ -362,7 +345,7 @@ func TestReadbackMismatchIsPartial(t *testing.T) {
 		return wb
 	}
 	b := newMangledBench(t, capAt80)
-	r := b.call(t.Context(), t, "do_set_light_level", map[string]any{"value": 95, "idempotency_key": "m-1"})
+	r := b.callAs(t.Context(), t, "do_set_light_level", map[string]any{"value": 95, "idempotency_key": "m-1"})
 	if r["status"] != "partial" || r["applied_value"] != 80.0 || r["previous_value"] != 40.0 ||
 		r["compensation_hint"] != "do_set_light_level value=40" || r["reason"] == nil {
 		t.Fatalf("do_set_light_level(95) on a dimmer that caps at 80 = %v; want partial, applied 80, previous 40, hint value=40", r)

@@ -9,16 +9,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
 )
@@ -40,58 +39,39 @@ func (a addrWrites) Tx(addr uint16, wb, rb []byte) error {
 
 // raceBench serves testdata/race on the simulator, in process, on a manual
 // clock, with every device answering 1 ms late (the slow fault): do_*
-// calls that overlap stay in flight together.
+// calls that overlap stay in flight together. writes counts the register
+// writes per I²C address.
 type raceBench struct {
-	clk    *sim.ManualClock
-	world  *sim.World
-	c      *client.Client
+	*bench
 	writes map[uint16]*atomic.Int64
 }
 
-// openRace loads testdata/race and its policy, simulated on a manual
-// clock at monday10.
-func openRace(t *testing.T) (*manifests.Manifest, *manifests.Policy, *sim.ManualClock, *sim.World) {
+// serveRace serves testdata/race under its policy, simulated on a manual
+// clock at monday10, as o says.
+func serveRace(t *testing.T, o gatewaytest.Options) *bench {
 	t.Helper()
-	m, err := manifests.Load("testdata/race/race.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := manifests.LoadPolicy("testdata/race/race.policy.yml", m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := sim.NewManualClock(monday10)
-	return m, pol, clk, simtest.World(t, m, clk)
+	m := gatewaytest.Manifest(t, "testdata/race/race.yml")
+	o.Gateway.Policy = gatewaytest.Policy(t, "testdata/race/race.policy.yml", m)
+	return serveAt(t, m, monday10, o)
 }
 
 func newRaceBench(t *testing.T) *raceBench {
 	t.Helper()
-	m, pol, clk, w := openRace(t)
-	for _, dev := range []string{"dimmer", "blind", "heater_relay", "vent_motor"} {
-		if err := w.Inject(dev, manifests.Fault{Kind: manifests.FaultSlow, Delay: time.Millisecond}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	writes := map[uint16]*atomic.Int64{0x20: new(atomic.Int64), 0x21: new(atomic.Int64)}
-	hw := capabilities.HardwareFuncs{
-		I2C: func(ctx context.Context, b manifests.Bus) (pi2c.BusCloser, error) {
-			bus, err := w.I2C(ctx, b.Name)
-			return addrWrites{bus, writes}, err
-		},
-		Pin: func(ctx context.Context, d manifests.Device) (pgpio.PinIO, error) { return w.Pin(ctx, d.Pin) },
-	}
-	set := simtest.Open(t, m, hw, capabilities.Options{Clock: clk})
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol})
-	return &raceBench{clk: clk, world: w, c: c, writes: writes}
+	b := serveRace(t, gatewaytest.Options{Hardware: func(w *sim.World) capabilities.HardwareFuncs {
+		for _, dev := range []string{"dimmer", "blind", "heater_relay", "vent_motor"} {
+			if err := w.Inject(dev, manifests.Fault{Kind: manifests.FaultSlow, Delay: time.Millisecond}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return wrapI2C(simtest.Hardware(w), func(bus pi2c.BusCloser) pi2c.BusCloser { return addrWrites{bus, writes} })
+	}})
+	return &raceBench{bench: b, writes: writes}
 }
 
 func (b *raceBench) call(t *testing.T, tool string, args map[string]any) map[string]any {
 	t.Helper()
-	var body map[string]any
-	if err := callInto(t.Context(), b.c, tool, args, &body); err != nil {
-		t.Error(err)
-	}
-	return body
+	return b.callAs(t.Context(), t, tool, args)
 }
 
 // outcome is "success", "partial", or the permission of a refusal.
@@ -126,6 +106,21 @@ func (b *raceBench) overlap(t *testing.T, calls []func() map[string]any) map[str
 	return got
 }
 
+// race sends callers overlapping calls of tool, each with its own key
+// and value, and returns the register writes at addr and the outcomes.
+func (b *raceBench) race(t *testing.T, tool string, addr uint16, callers int) (int64, map[string]int) {
+	t.Helper()
+	before := b.writes[addr].Load()
+	var calls []func() map[string]any
+	for i := range callers {
+		calls = append(calls, func() map[string]any {
+			return b.call(t, tool, map[string]any{"value": 10 + i, "idempotency_key": key()})
+		})
+	}
+	got := b.overlap(t, calls)
+	return b.writes[addr].Load() - before, got
+}
+
 var keySeq atomic.Int64
 
 func key() string { return fmt.Sprintf("k-%d", keySeq.Add(1)) }
@@ -137,15 +132,7 @@ func TestReservationCooldownOverlap(t *testing.T) {
 	const rounds, callers = 150, 8
 	b := newRaceBench(t)
 	for round := range rounds {
-		before := b.writes[0x20].Load()
-		var calls []func() map[string]any
-		for i := range callers {
-			calls = append(calls, func() map[string]any {
-				return b.call(t, "do_set_dimmer", map[string]any{"value": 10 + i, "idempotency_key": key()})
-			})
-		}
-		got := b.overlap(t, calls)
-		if w := b.writes[0x20].Load() - before; w != 1 || got["success"] != 1 || got["cooldown_active"] != callers-1 {
+		if w, got := b.race(t, "do_set_dimmer", 0x20, callers); w != 1 || got["success"] != 1 || got["cooldown_active"] != callers-1 {
 			t.Fatalf("round %d: %d register writes, outcomes %v; want 1 write, 1 success and %d cooldown_active", round, w, got, callers-1)
 		}
 		b.clk.Advance(time.Hour)
@@ -158,15 +145,7 @@ func TestReservationRateLimitOverlap(t *testing.T) {
 	const rounds, callers, limit = 100, 8, 3
 	b := newRaceBench(t)
 	for round := range rounds {
-		before := b.writes[0x21].Load()
-		var calls []func() map[string]any
-		for i := range callers {
-			calls = append(calls, func() map[string]any {
-				return b.call(t, "do_set_blind", map[string]any{"value": 10 + i, "idempotency_key": key()})
-			})
-		}
-		got := b.overlap(t, calls)
-		if w := b.writes[0x21].Load() - before; w != limit || got["success"] != limit || got["rate_limited"] != callers-limit {
+		if w, got := b.race(t, "do_set_blind", 0x21, callers); w != limit || got["success"] != limit || got["rate_limited"] != callers-limit {
 			t.Fatalf("round %d: %d register writes, outcomes %v; want %d writes and successes, %d rate_limited", round, w, got, limit, callers-limit)
 		}
 		b.clk.Advance(time.Hour)
@@ -182,7 +161,7 @@ func TestReservationInterlockOverlap(t *testing.T) {
 	b := newRaceBench(t)
 	pins := map[string]pgpio.PinIO{}
 	for _, p := range []string{"GPIO5", "GPIO6"} {
-		pin, err := b.world.Pin(t.Context(), p)
+		pin, err := b.w.Pin(t.Context(), p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -259,35 +238,33 @@ func TestSafeValueDuringCooldown(t *testing.T) {
 
 func canDo(t *testing.T, b *raceBench, action string, value any) map[string]any {
 	t.Helper()
-	var body map[string]any
-	if err := callInto(t.Context(), b.c, "can_do", map[string]any{"intent": map[string]any{"action": action, "value": value}}, &body); err != nil {
-		t.Fatal(err)
+	return b.body("can_do", map[string]any{"intent": map[string]any{"action": action, "value": value}})
+}
+
+// listed says whether rep's list ("candidates" or "blocked") names action
+// with permission perm and a field (reason, details) that contains text.
+func listed(rep map[string]any, list, action, perm, field, text string) bool {
+	entries, _ := rep[list].([]any)
+	for _, it := range entries {
+		e, _ := it.(map[string]any)
+		f, _ := e[field].(string)
+		if e["capability"] == action && e["permission"] == perm && strings.Contains(f, text) {
+			return true
+		}
 	}
-	return body
+	return false
 }
 
 func blockedWith(rep map[string]any, action, perm, details string) bool {
-	list, _ := rep["blocked"].([]any)
-	for _, it := range list {
-		b, _ := it.(map[string]any)
-		d, _ := b["details"].(string)
-		if b["capability"] == action && b["permission"] == perm && strings.Contains(d, details) {
-			return true
-		}
-	}
-	return false
+	return listed(rep, "blocked", action, perm, "details", details)
+}
+
+func blockedReason(rep map[string]any, action, perm, reason string) bool {
+	return listed(rep, "blocked", action, perm, "reason", reason)
 }
 
 func candidateWith(rep map[string]any, action, reason string) bool {
-	list, _ := rep["candidates"].([]any)
-	for _, it := range list {
-		c, _ := it.(map[string]any)
-		r, _ := c["reason"].(string)
-		if c["capability"] == action && c["permission"] == "allowed" && strings.Contains(r, reason) {
-			return true
-		}
-	}
-	return false
+	return listed(rep, "candidates", action, "allowed", "reason", reason)
 }
 
 // TestCanDoReportsReservationInProgress: while an action holds its
@@ -298,11 +275,9 @@ func candidateWith(rep map[string]any, action, reason string) bool {
 // would be allowed says that do_* will wait, with a valid_until of at most
 // a second. Once released, the answers are plain again.
 func TestCanDoReportsReservationInProgress(t *testing.T) {
-	m, pol, clk, w := openRace(t)
-	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
 	res := policy.NewLocalReserver(policy.NewMemoryState())
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol, Reserver: res})
-	b := &raceBench{clk: clk, world: w, c: c}
+	b := &raceBench{bench: serveRace(t, gatewaytest.Options{Gateway: gateway.GatewayOptions{Reserver: res}})}
+	clk := b.clk
 
 	allow := func(context.Context, policy.View) policy.Decision {
 		return policy.Decision{Permission: "allowed", Value: true}
@@ -351,18 +326,6 @@ func TestCanDoReportsReservationInProgress(t *testing.T) {
 	}
 }
 
-func blockedReason(rep map[string]any, action, perm, reason string) bool {
-	list, _ := rep["blocked"].([]any)
-	for _, it := range list {
-		b, _ := it.(map[string]any)
-		r, _ := b["reason"].(string)
-		if b["capability"] == action && b["permission"] == perm && strings.Contains(r, reason) {
-			return true
-		}
-	}
-	return false
-}
-
 func validUntil(t *testing.T, rep map[string]any) time.Time {
 	t.Helper()
 	list, _ := rep["candidates"].([]any)
@@ -393,11 +356,8 @@ func (p partitioned) Check(_ context.Context, c policy.Claim) (policy.Decision, 
 // now: an action do_* would refuse partition_no_quorum is blocked with
 // that answer, not offered as a candidate; the others are unaffected.
 func TestCanDoAsksTheFleetReserverForQuorum(t *testing.T) {
-	m, pol, clk, w := openRace(t)
-	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
 	res := partitioned{policy.NewLocalReserver(policy.NewMemoryState()), "do_set_dimmer"}
-	_, c := serveInProcess(t, set, []server.Option{server.WithClock(clk)}, gateway.GatewayOptions{Policy: pol, Reserver: res})
-	b := &raceBench{clk: clk, world: w, c: c}
+	b := &raceBench{bench: serveRace(t, gatewaytest.Options{Gateway: gateway.GatewayOptions{Reserver: res}})}
 	if rep := canDo(t, b, "do_set_dimmer", 50.0); !blockedReason(rep, "do_set_dimmer", "partition_no_quorum", "replicas reachable: 1") {
 		t.Errorf("can_do(dimmer) with the fleet record unwritable = %v, want blocked partition_no_quorum", rep)
 	}

@@ -1,25 +1,19 @@
-package gateway
+package gateway_test
 
 import (
 	"fmt"
 	"testing"
-	"time"
 
-	"github.com/promcp/promcp-device/capabilities"
-	"github.com/promcp/promcp-device/manifests"
-	"github.com/promcp/promcp-device/sim"
-	"github.com/promcp/promcp-device/simtest"
+	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
 )
 
 // TestUnits: actuators are reserved together when an interlock of either
 // reads the other (directly, or through another capability of its device)
 // or when they share a device; ties are transitive; the rest stand alone.
 func TestUnits(t *testing.T) {
-	m, err := manifests.Load("testdata/race/race.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := manifests.ParsePolicy("units.policy.yml", []byte(`version: 1
+	m := gatewaytest.Manifest(t, "testdata/race/race.yml")
+	pol := gatewaytest.PolicyText(t, "units.policy.yml", `version: 1
 actions:
   do_set_heater:
     interlocks: [{read: read_vent, equals: true}]
@@ -27,13 +21,9 @@ actions:
     interlocks: [{read: read_heater, equals: true}]
   do_set_dimmer:
     interlocks: [{read: read_blind_motor_temperature, above: 60}]
-`), m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := simtest.World(t, m, sim.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)))
-	set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{})
-	got := units(set, pol)
+`, m)
+	_, set := gatewaytest.Open(t, m, gatewaytest.Options{})
+	got := gateway.Units(set, pol)
 	want := map[string]string{
 		// vent ⟂ heater by interlock, pump → heater: one unit.
 		"do_set_heater": "[do_set_heater do_set_pump do_set_vent]",
@@ -49,7 +39,7 @@ actions:
 			t.Errorf("unit of %s = %v, want %s", tool, got[tool], u)
 		}
 	}
-	if alone := units(set, nil); fmt.Sprint(alone["do_set_heater"]) != "[do_set_heater]" || fmt.Sprint(alone["do_set_tilt"]) != "[do_set_blind do_set_tilt]" {
+	if alone := gateway.Units(set, nil); fmt.Sprint(alone["do_set_heater"]) != "[do_set_heater]" || fmt.Sprint(alone["do_set_tilt"]) != "[do_set_blind do_set_tilt]" {
 		t.Errorf("without a policy: heater %v, tilt %v; want the heater alone and blind+tilt (one device)", alone["do_set_heater"], alone["do_set_tilt"])
 	}
 }
