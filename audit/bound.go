@@ -111,7 +111,7 @@ func Bound(r Record) Record {
 		r.Result = digest(fmt.Sprintf("over %d bytes", MaxResultSize), r.Result)
 	}
 	if a := r.Approval; a != nil {
-		r.Approval = &Approval{By: boundText(a.By, MaxTextBytes), Method: boundText(a.Method, MaxTextBytes), At: a.At}
+		r.Approval = &Approval{By: boundText(a.By, MaxTextBytes), Method: boundText(a.Method, MaxTextBytes), At: a.At, ID: boundText(a.ID, MaxTextBytes)}
 	}
 	return r
 }

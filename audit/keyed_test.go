@@ -403,6 +403,23 @@ func TestBoundedArguments(t *testing.T) {
 	}
 }
 
+// TestBoundKeepsApproval: bounding a record keeps every field of its
+// approval, the one-time token's id included (it names which token was
+// spent when an auditor traces an out-of-band approval), and still cuts
+// an oversized one.
+func TestBoundKeepsApproval(t *testing.T) {
+	at := time.Date(2026, 3, 29, 1, 30, 0, 0, time.UTC)
+	a := audit.Approval{By: "maria", Method: "out_of_band", At: at, ID: "tok-7f3a"}
+	got := audit.Bound(audit.Record{Approval: &a}).Approval
+	if got == nil || *got != a {
+		t.Fatalf("Bound(approval) = %+v, want %+v", got, a)
+	}
+	long := audit.Bound(audit.Record{Approval: &audit.Approval{ID: strings.Repeat("x", 1<<20)}}).Approval
+	if len(long.ID) > audit.MaxTextBytes+64 {
+		t.Fatalf("a 1 MiB approval id bounded to %d bytes", len(long.ID))
+	}
+}
+
 func TestKeyFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "audit.key")
 	k1, err := audit.LoadOrCreateKey(path)
