@@ -292,7 +292,7 @@ func TestCrashRecovery(t *testing.T) {
 		// audit verify in process: the CLI's own code, without a process
 		// per trial (TestAuditCLI runs the binary's).
 		var out strings.Builder
-		if code := cmdAudit([]string{"verify", "--state", dir}, &out, &out); code != 0 {
+		if code := cmdAudit(newCLI(t.Context(), "audit", []string{"verify", "--state", dir}, nil, &out, &out)); code != 0 {
 			t.Fatalf("trial %d: audit verify: exit %d: %s", trial, code, out.String())
 		}
 		if len(cut) == 0 {
