@@ -13,7 +13,6 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -149,9 +148,8 @@ func TestApprovalCannotBeForgedOrReused(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run("always-yes client/"+proto, func(t *testing.T) {
 			y := &yes{}
-			tr := transport.NewStdio(binary, nil, "serve", "--sim", "--log-level", "warn", "--manifest", greenhouse,
-				"--state", filepath.Join(dir, "stdio-"+strings.ReplaceAll(proto, "-", "")))
-			s := connect(t, client.NewClient(tr, client.WithProtocolVersion(proto), client.WithElicitationHandler(y)))
+			s := commandSession(t, proto, binary, simServe("--manifest", greenhouse,
+				"--state", filepath.Join(dir, "stdio-"+strings.ReplaceAll(proto, "-", ""))), client.WithElicitationHandler(y))
 			r, _ := s.call("do_set_fan_speed", map[string]any{"value": 48, "idempotency_key": "purge-1"})
 			if r["status"] != "failed" || r["permission"] != "requires_human_approval" {
 				t.Fatalf("do_set_fan_speed(48) with an always-yes client = %v, want failed requires_human_approval", r)
@@ -347,8 +345,7 @@ func TestElicitationOptInAndOverride(t *testing.T) {
 		for _, proto := range protocols {
 			t.Run(strings.Join(tc.flags, " ")+"/"+proto, func(t *testing.T) {
 				y := &yes{}
-				tr := transport.NewStdio(binary, nil, append([]string{"serve", "--sim", "--log-level", "warn", "--manifest", manifest}, tc.flags...)...)
-				s := connect(t, client.NewClient(tr, client.WithProtocolVersion(proto), client.WithElicitationHandler(y)))
+				s := commandSession(t, proto, binary, simServe(append([]string{"--manifest", manifest}, tc.flags...)...), client.WithElicitationHandler(y))
 				r, _ := s.call("do_set_fan_speed", map[string]any{"value": 48, "idempotency_key": "purge-1"})
 				if r["status"] != tc.wantStatus || y.asked != tc.wantAsked {
 					t.Fatalf("do_set_fan_speed(48) = %v, asked %d times; want %s, asked %d", r, y.asked, tc.wantStatus, tc.wantAsked)

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -66,7 +65,7 @@ func startConsoleSite(t *testing.T, extra ...string) *consoleSite {
 // agentSession is the agent's own MCP client, with its token.
 func (s *consoleSite) agentSession(t *testing.T) *session {
 	t.Helper()
-	c := mcpClient(t, s.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + s.agent}))
+	c := mcpClient(t, s.url, s.agent)
 	t.Cleanup(func() { c.Close() })
 	return &session{t: t, c: c}
 }
@@ -318,7 +317,7 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 	}
 
 	// Sue asks herself (over MCP) and may not approve her own request.
-	sc := mcpClient(t, site.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + site.supervisor}))
+	sc := mcpClient(t, site.url, site.supervisor)
 	t.Cleanup(func() { sc.Close() })
 	own := &session{t: t, c: sc}
 	r2, _ := own.rawCall("do_set_fan_speed", map[string]any{"value": 48.0, "idempotency_key": "sue-1"})

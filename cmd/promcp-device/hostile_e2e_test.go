@@ -25,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/server"
@@ -119,9 +117,8 @@ func hostileLoad(t *testing.T, bin string) loadResult {
 	pid, url := startBinary(t, bin, "serve", "--sim", "--manifest", labBench, "--tokens", file,
 		"--http", "127.0.0.1:0", "--log-level", "error")
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
-	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
 
-	legit := mcpClient(t, url, transport.WithHTTPHeaders(bearer(operator)))
+	legit := mcpClient(t, url, operator)
 	if _, err := callDo(legit, t, "warm-up", 10); err != nil {
 		t.Fatalf("before the load: %v", err)
 	}
@@ -181,7 +178,7 @@ func hostileLoad(t *testing.T, bin string) loadResult {
 			default:
 			}
 			if i == 3 {
-				c2, err := newClient(url, bearer(operator))
+				c2, err := dialHTTP(url, "", operator)
 				if err != nil {
 					res.legitErrors = append(res.legitErrors, "a new session under the load: "+err.Error())
 					return
@@ -331,25 +328,6 @@ func getAttack(ctx context.Context, url, token string) (n404, open, other int) {
 	}
 	wg.Wait()
 	return int(c404.Load()), int(cOpen.Load()), int(cOther.Load())
-}
-
-// newClient is an initialized mcp-go client over HTTP with header.
-func newClient(url string, header map[string]string) (*client.Client, error) {
-	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(header))
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(context.Background()); err != nil {
-		return nil, err
-	}
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "promcp-e2e", Version: "1"}}}); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
 }
 
 func isTimeout(err error) bool {

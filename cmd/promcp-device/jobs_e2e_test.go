@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -205,8 +204,8 @@ func TestJobKilledMidJob(t *testing.T) {
 // time, 15 s of job), tasks/result gives the job's final do_* body;
 // tasks/cancel of a second task cancels its job and closes the valve.
 func TestJobAsTask(t *testing.T) {
-	tr := transport.NewStdio(binary, nil, "serve", "--sim", "--log-level", "warn", "--manifest", jobsBench, "--time-scale", "10")
-	c := client.NewClient(tr, client.WithProtocolVersion("2025-11-25"))
+	s := stdioSession(t, "2025-11-25", "--manifest", jobsBench, "--time-scale", "10")
+	c := s.c
 	var mu sync.Mutex
 	var progress []float64
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
@@ -217,7 +216,6 @@ func TestJobAsTask(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	s := connect(t, c)
 	for _, tool := range s.tools {
 		if tool.Name == "start_water" && (tool.Execution == nil || tool.Execution.TaskSupport != mcp.TaskSupportOptional) {
 			t.Fatalf("start_water execution = %+v, want taskSupport optional", tool.Execution)

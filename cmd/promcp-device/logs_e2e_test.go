@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -16,45 +15,35 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// lockedBuffer collects a child's stderr while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestLogFormatJSONAndNoFirstReadNoise: with --log-format json every line
 // serve logs is one JSON object with time, level and msg; reading every
 // capability once logs nothing at INFO (the first good reading is DEBUG).
 func TestLogFormatJSONAndNoFirstReadNoise(t *testing.T) {
-	var stderr lockedBuffer
+	// The child writes its stderr to a file, which the test reads as it
+	// grows.
+	errFile := filepath.Join(t.TempDir(), "stderr")
+	f, err := os.Create(errFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	stderr := func() string { b, _ := os.ReadFile(errFile); return string(b) }
 	tr := transport.NewStdioWithOptions(binary, nil, []string{"serve", "--sim", "--manifest", greenhouse, "--log-format", "json"},
 		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			cmd.Env = append(os.Environ(), env...)
-			cmd.Stderr = &stderr
+			cmd.Stderr = f
 			return cmd, nil
 		}))
 	s := connect(t, client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_PROTOCOL_VERSION)))
-	before := stderr.String()
+	before := stderr()
 	for _, tool := range s.tools {
 		if strings.HasPrefix(tool.Name, "read_") {
 			s.call(tool.Name, map[string]any{})
 		}
 	}
 	s.c.Close()
-	all := stderr.String()
+	all := stderr()
 	if !strings.Contains(before, `"msg":"serving over stdio"`) {
 		t.Fatalf("--log-format json: stderr %q; want the start-up line as JSON", before)
 	}

@@ -6,14 +6,11 @@ import (
 	"encoding/json"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/promcp"
@@ -242,18 +239,10 @@ func TestProvenanceOnADeadDevice(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close() // nothing listens there now: every connection is refused
-	tmpl, err := os.ReadFile("testdata/gateway-modbus-tcp.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest := filepath.Join(t.TempDir(), "gateway.yml")
-	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(string(tmpl), "SIM_ADDRESS", dead)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	manifest := modbusGateway(t, dead)
 	for _, placement := range []string{"meta", "inline"} {
 		t.Run(placement, func(t *testing.T) {
-			tr := transport.NewStdio(binary, nil, "serve", "--manifest", manifest, "--allow-no-policy", "--log-level", "error", "--provenance", placement)
-			s := connect(t, client.NewClient(tr, client.WithProtocolVersion(protocols[0])))
+			s := commandSession(t, protocols[0], binary, []string{"serve", "--manifest", manifest, "--allow-no-policy", "--log-level", "error", "--provenance", placement})
 			body, env, _ := stamped(t, s, placement, "read_site_power", map[string]any{})
 			_, g, w, q, tags, _ := argument(env)
 			if body["quality"] != "error" || q["quality"] != "error" || q["reason"] == "" || g["device"] != "energy_meter" ||
