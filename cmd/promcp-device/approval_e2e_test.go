@@ -18,10 +18,10 @@ import (
 
 // loggedServe is a `serve --http` process whose log goes to a file.
 type loggedServe struct {
-	t   *testing.T
-	cmd *exec.Cmd
-	url string
-	log string // the log file
+	t       *testing.T
+	cmd     *exec.Cmd
+	url     string
+	logText func() string // what it has logged so far
 }
 
 // startLogged starts `serve --sim --http 127.0.0.1:0` with args, its log
@@ -29,29 +29,16 @@ type loggedServe struct {
 // its start-up log before it prints the URL, so the file holds it by then.
 func startLogged(t *testing.T, args ...string) *loggedServe {
 	t.Helper()
-	logf, err := os.CreateTemp(t.TempDir(), "serve-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
+	logf, logText := logFile(t)
 	cmd, url := launch(t, os.Interrupt, logf, binary, `on (https?://\S+/mcp)`, append([]string{"serve", "--sim", "--http", "127.0.0.1:0"}, args...)...)
-	t.Cleanup(func() { logf.Close() })
 	if url == "" {
-		b, _ := os.ReadFile(logf.Name())
-		t.Fatalf("serve %v printed no URL; log:\n%s", args, b)
+		t.Fatalf("serve %v printed no URL; log:\n%s", args, logText())
 	}
-	return &loggedServe{t: t, cmd: cmd, url: url, log: logf.Name()}
+	return &loggedServe{t: t, cmd: cmd, url: url, logText: logText}
 }
 
 // stop interrupts the server and waits for it to exit.
 func (p *loggedServe) stop() { stopProc(p.t, p.cmd, os.Interrupt) }
-
-func (p *loggedServe) logText() string {
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return string(b)
-}
 
 // copyFile copies src to dst.
 func copyFile(t *testing.T, src, dst string) {

@@ -264,16 +264,26 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 	}
 	id := m[1]
 
-	login := func(token string) (*http.Client, string) {
-		jar, _ := cookiejar.New(nil)
-		c := &http.Client{Jar: jar}
-		req, _ := http.NewRequest("POST", site.base+"/console/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	// post posts a form to the console as its page does, with the header
+	// fields given (an empty one is left out).
+	post := func(c *http.Client, path string, form url.Values, header map[string]string) *http.Response {
+		req, _ := http.NewRequest("POST", site.base+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", site.base)
+		for k, v := range header {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
 		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		return resp
+	}
+	login := func(token string) (*http.Client, string) {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		resp := post(c, "/console/login", url.Values{"token": {token}}, map[string]string{"Origin": site.base})
 		defer resp.Body.Close()
 		page := readAll(t, resp)
 		csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
@@ -283,17 +293,9 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 		return c, csrf[1]
 	}
 	decide := func(c *http.Client, origin, csrf string) int {
-		req, _ := http.NewRequest("POST", site.base+"/console/decide", strings.NewReader(url.Values{"id": {id}, "decision": {"approve"}, "csrf": {csrf}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Accept", "application/json")
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
 		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := post(c, "/console/decide", url.Values{"id": {id}, "decision": {"approve"}, "csrf": {csrf}},
+			map[string]string{"Accept": "application/json", "Origin": origin})
 		resp.Body.Close()
 		return resp.StatusCode
 	}

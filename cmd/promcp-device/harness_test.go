@@ -122,6 +122,24 @@ func startPrinting(t *testing.T, pattern string, args ...string) string {
 	return url
 }
 
+// logFile is a file for a child's stderr (its log), closed when the test
+// ends, and a function that reads what the file holds so far.
+func logFile(t *testing.T) (*os.File, func() string) {
+	t.Helper()
+	f, err := os.CreateTemp(t.TempDir(), "stderr-*.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	return f, func() string {
+		b, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+}
+
 // simServe is `serve --sim --log-level warn` with args.
 func simServe(args ...string) []string {
 	return append([]string{"serve", "--sim", "--log-level", "warn"}, args...)

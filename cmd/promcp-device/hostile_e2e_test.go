@@ -406,10 +406,7 @@ func TestHTTPStartUpTruths(t *testing.T) {
 		addr string
 		warn bool
 	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
-		log, err := os.CreateTemp(t.TempDir(), "stderr")
-		if err != nil {
-			t.Fatal(err)
-		}
+		log, logged := logFile(t)
 		cmd := exec.Command(binary, "serve", "--sim", "--manifest", labBench, "--tokens", file, "--http", tc.addr)
 		t.Cleanup(func() { stopProc(t, cmd, os.Kill) })
 		cmd.Stderr = log
@@ -420,9 +417,8 @@ func TestHTTPStartUpTruths(t *testing.T) {
 		lines := bufio.NewScanner(out)
 		lines.Scan() // the "serving" line: everything logged before it is in the file
 		stopProc(t, cmd, os.Kill)
-		logged, _ := os.ReadFile(log.Name())
-		if warned := strings.Contains(string(logged), "clear text"); warned != tc.warn || !strings.Contains(lines.Text(), "serving") {
-			t.Errorf("serve --tokens --http %s: printed %q, warned %v (%s); want serving, and a warning %v", tc.addr, lines.Text(), warned, logged, tc.warn)
+		if warned := strings.Contains(logged(), "clear text"); warned != tc.warn || !strings.Contains(lines.Text(), "serving") {
+			t.Errorf("serve --tokens --http %s: printed %q, warned %v (%s); want serving, and a warning %v", tc.addr, lines.Text(), warned, logged(), tc.warn)
 		}
 	}
 }

@@ -19,15 +19,7 @@ import (
 // serve logs is one JSON object with time, level and msg; reading every
 // capability once logs nothing at INFO (the first good reading is DEBUG).
 func TestLogFormatJSONAndNoFirstReadNoise(t *testing.T) {
-	// The child writes its stderr to a file, which the test reads as it
-	// grows.
-	errFile := filepath.Join(t.TempDir(), "stderr")
-	f, err := os.Create(errFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	stderr := func() string { b, _ := os.ReadFile(errFile); return string(b) }
+	f, stderr := logFile(t)
 	tr := transport.NewStdioWithOptions(binary, nil, []string{"serve", "--sim", "--manifest", greenhouse, "--log-format", "json"},
 		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"os"
 	"regexp"
 	"slices"
@@ -233,13 +232,7 @@ func TestProvenanceEnvelope(t *testing.T) {
 // reached answers read_* with quality error and do_* failed, each with its
 // envelope complete: the grounds name the device, the qualifier the error.
 func TestProvenanceOnADeadDevice(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close() // nothing listens there now: every connection is refused
-	manifest := modbusGateway(t, dead)
+	manifest := modbusGateway(t, freeTCP(t)) // nothing listens there: every connection is refused
 	for _, placement := range []string{"meta", "inline"} {
 		t.Run(placement, func(t *testing.T) {
 			s := commandSession(t, protocols[0], binary, []string{"serve", "--manifest", manifest, "--allow-no-policy", "--log-level", "error", "--provenance", placement})
