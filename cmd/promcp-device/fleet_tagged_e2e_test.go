@@ -31,6 +31,9 @@ func TestFleetTaggedThroughTheBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary with -tags natsserver and runs a six-process fleet (~1-2 min)")
 	}
+	// Its build and the fleet's start-up (the hub electing its JetStream
+	// leaders) are mostly waiting: it runs beside the other parallel tests.
+	t.Parallel()
 	f := &taggedFleet{bin: buildTagged(t), dir: t.TempDir(), start: time.Now()}
 	f.writeFiles(t)
 	f.startAll(t)

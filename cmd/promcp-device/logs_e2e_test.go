@@ -63,11 +63,14 @@ func TestLogFormatRefusesUnknown(t *testing.T) {
 
 // TestVersionFromBuildInfo builds the binary from a clone of this
 // checkout, as a user or scripts/release does (VCS stamping on, the
-// version given with -ldflags -X), and checks that `version` prints the
+// version given with -ldflags -X, -trimpath as the release builds, which
+// also lets the build reuse the cache whatever the clone's directory),
+// and checks that `version` prints the
 // version, the commit it was built from (Go's build info: vcs.revision)
 // and its date (vcs.time). A git worktree gets no VCS stamp from Go,
 // hence the clone.
 func TestVersionFromBuildInfo(t *testing.T) {
+	t.Parallel() // a build: it runs beside the tests that wait on simulated time
 	rev, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not in a git checkout (git rev-parse HEAD: %v): no commit to compare with", err)
@@ -83,7 +86,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "promcp-device")
 	// A build, not a process under test: it may take minutes on a loaded
 	// machine, so it gets the test's deadline, not exitTimeout.
-	build := exec.CommandContext(t.Context(), "go", "build", "-buildvcs=true", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, "./cmd/promcp-device")
+	build := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-buildvcs=true", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, "./cmd/promcp-device")
 	build.Dir, build.Stderr = clone, os.Stderr
 	if err := build.Run(); err != nil {
 		t.Fatalf("go build: %v", err)
