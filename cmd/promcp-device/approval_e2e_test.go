@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -18,9 +17,8 @@ import (
 
 // loggedServe is a `serve --http` process whose log goes to a file.
 type loggedServe struct {
+	serveProc
 	t       *testing.T
-	cmd     *exec.Cmd
-	url     string
 	logText func() string // what it has logged so far
 }
 
@@ -34,7 +32,7 @@ func startLogged(t *testing.T, args ...string) *loggedServe {
 	if url == "" {
 		t.Fatalf("serve %v printed no URL; log:\n%s", args, logText())
 	}
-	return &loggedServe{t: t, cmd: cmd, url: url, logText: logText}
+	return &loggedServe{serveProc: serveProc{cmd: cmd, url: url}, t: t, logText: logText}
 }
 
 // stop interrupts the server and waits for it to exit.
