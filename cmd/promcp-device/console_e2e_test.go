@@ -35,11 +35,13 @@ func startConsoleSite(t *testing.T, extra ...string) *consoleSite {
 	copyFile(t, greenhouse, manifest)
 	copyFile(t, strings.TrimSuffix(greenhouse, ".yml")+".policy.yml", filepath.Join(dir, "greenhouse.policy.yml"))
 	scenario := filepath.Join(dir, "meter.yml")
-	// The meter reports 1 MW for 10 s every 20 s from 12 s on: whenever
-	// the browser logs in, the value changes within 20 s.
+	// The meter reports 1 MW for 5 s every 10 s from 6 s on: whenever the
+	// browser logs in, the value changes within 10 s, and each phase
+	// outlasts what the page can lag behind it (the read's 1 s TTL, the
+	// console's 1 s snapshot, the page's 2 s refresh).
 	sc := "version: 1\nscenario: meter\nmanifest: greenhouse.yml\nfaults:\n"
-	for k := range 15 {
-		sc += fmt.Sprintf("  - {at: %ds, device: energy_meter, fault: implausible, value: 1000000, for: 10s}\n", 12+20*k)
+	for k := range 30 {
+		sc += fmt.Sprintf("  - {at: %ds, device: energy_meter, fault: implausible, value: 1000000, for: 5s}\n", 6+10*k)
 	}
 	if err := os.WriteFile(scenario, []byte(sc), 0o644); err != nil {
 		t.Fatal(err)
