@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -157,16 +158,11 @@ func TestCrashRecovery(t *testing.T) {
 		var mu sync.Mutex
 		bodies := map[string]map[string]any{}
 		keys := map[string]float64{}
-		stop := make(chan struct{})
+		working, stop := context.WithCancel(t.Context()) // the workers call until stop
 		var wg sync.WaitGroup
 		for w := range 8 {
 			wg.Go(func() {
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				for i := 0; working.Err() == nil; i++ {
 					key := fmt.Sprintf("t%d-m%d-w%d-%d", trial, missed, w, i)
 					value := float64(1+(i*7+w)%190) * 0.5
 					mu.Lock()
@@ -188,7 +184,7 @@ func TestCrashRecovery(t *testing.T) {
 		waitExit(t, p.cmd)
 		watch.poll() // what the process wrote before it died
 		cut := maps.Clone(watch.open)
-		close(stop)
+		stop()
 		wg.Wait()
 		c.Close()
 
