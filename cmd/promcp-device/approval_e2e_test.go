@@ -128,6 +128,7 @@ func (y *yes) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationR
 // threshold, on either protocol generation; the out-of-band token from
 // approve does, once: not again after a restart of the gateway.
 func TestApprovalCannotBeForgedOrReused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	state, key := filepath.Join(dir, "state"), filepath.Join(dir, "approval.key")
 	for _, proto := range protocols {

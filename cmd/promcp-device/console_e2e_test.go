@@ -146,6 +146,7 @@ func waitJS(t *testing.T, ctx context.Context, what, js string) {
 // can_do's answer), approves it there, and the agent's call completes,
 // recorded in the audit log as approved by her.
 func TestConsoleInChromium(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	site := startConsoleSite(t)
 

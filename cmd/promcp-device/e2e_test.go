@@ -7,6 +7,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,6 +50,15 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building the binary:", err)
 		os.Exit(1)
+	}
+	// The tests mostly wait (on the binary, simulated time, loopback), not
+	// compute: unless -parallel says otherwise, four parallel tests run at
+	// once, not GOMAXPROCS of them.
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", "4")
 	}
 	code := m.Run()
 	os.RemoveAll(dir)

@@ -182,6 +182,7 @@ func TestMetricsFlag(t *testing.T) {
 // timeouts in promcp_bus_errors_total and, once the breaker opens, as
 // promcp_breaker_open 1; its reads as quality other than good.
 func TestMetricsBreakerOpens(t *testing.T) {
+	t.Parallel()
 	sc := filepath.Join(t.TempDir(), "dead-meter.yml")
 	os.WriteFile(sc, []byte("version: 1\nscenario: dead_meter\nfaults:\n  - {at: 0s, device: energy_meter, fault: timeout, for: 1h}\n"), 0o644)
 	url := startServe(t, "--manifest", greenhouse, "--scenario", sc).url

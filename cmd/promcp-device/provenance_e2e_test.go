@@ -256,6 +256,7 @@ func TestProvenanceOnADeadDevice(t *testing.T) {
 // (C006) and every answer valid against its declared output schema (C003)
 // when the envelope is inline, as it does in _meta.
 func TestLintCallReadsInline(t *testing.T) {
+	t.Parallel()
 	for _, placement := range []string{"meta", "inline"} {
 		code, codes := lintJSON(t, "--call-reads", "--manifest", greenhouse, "--", binary, "serve", "--sim", "--manifest", greenhouse,
 			"--log-level", "error", "--provenance", placement)
