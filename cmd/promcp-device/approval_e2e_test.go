@@ -6,23 +6,20 @@ import (
 	"encoding/hex"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // loggedServe is a `serve --http` process whose log goes to a file.
 type loggedServe struct {
-	t   *testing.T
-	cmd *exec.Cmd
-	url string
-	log string // the log file
+	serveProc
+	t       *testing.T
+	logText func() string // what it has logged so far
 }
 
 // startLogged starts `serve --sim --http 127.0.0.1:0` with args, its log
@@ -30,29 +27,16 @@ type loggedServe struct {
 // its start-up log before it prints the URL, so the file holds it by then.
 func startLogged(t *testing.T, args ...string) *loggedServe {
 	t.Helper()
-	logf, err := os.CreateTemp(t.TempDir(), "serve-*.log")
-	if err != nil {
-		t.Fatal(err)
-	}
+	logf, logText := logFile(t)
 	cmd, url := launch(t, os.Interrupt, logf, binary, `on (https?://\S+/mcp)`, append([]string{"serve", "--sim", "--http", "127.0.0.1:0"}, args...)...)
-	t.Cleanup(func() { logf.Close() })
 	if url == "" {
-		b, _ := os.ReadFile(logf.Name())
-		t.Fatalf("serve %v printed no URL; log:\n%s", args, b)
+		t.Fatalf("serve %v printed no URL; log:\n%s", args, logText())
 	}
-	return &loggedServe{t: t, cmd: cmd, url: url, log: logf.Name()}
+	return &loggedServe{serveProc: serveProc{cmd: cmd, url: url}, t: t, logText: logText}
 }
 
 // stop interrupts the server and waits for it to exit.
 func (p *loggedServe) stop() { stopProc(p.t, p.cmd, os.Interrupt) }
-
-func (p *loggedServe) logText() string {
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return string(b)
-}
 
 // copyFile copies src to dst.
 func copyFile(t *testing.T, src, dst string) {
@@ -144,14 +128,14 @@ func (y *yes) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationR
 // threshold, on either protocol generation; the out-of-band token from
 // approve does, once: not again after a restart of the gateway.
 func TestApprovalCannotBeForgedOrReused(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	state, key := filepath.Join(dir, "state"), filepath.Join(dir, "approval.key")
 	for _, proto := range protocols {
 		t.Run("always-yes client/"+proto, func(t *testing.T) {
 			y := &yes{}
-			tr := transport.NewStdio(binary, nil, "serve", "--sim", "--log-level", "warn", "--manifest", greenhouse,
-				"--state", filepath.Join(dir, "stdio-"+strings.ReplaceAll(proto, "-", "")))
-			s := connect(t, client.NewClient(tr, client.WithProtocolVersion(proto), client.WithElicitationHandler(y)))
+			s := commandSession(t, proto, binary, simServe("--manifest", greenhouse,
+				"--state", filepath.Join(dir, "stdio-"+strings.ReplaceAll(proto, "-", ""))), client.WithElicitationHandler(y))
 			r, _ := s.call("do_set_fan_speed", map[string]any{"value": 48, "idempotency_key": "purge-1"})
 			if r["status"] != "failed" || r["permission"] != "requires_human_approval" {
 				t.Fatalf("do_set_fan_speed(48) with an always-yes client = %v, want failed requires_human_approval", r)
@@ -347,8 +331,7 @@ func TestElicitationOptInAndOverride(t *testing.T) {
 		for _, proto := range protocols {
 			t.Run(strings.Join(tc.flags, " ")+"/"+proto, func(t *testing.T) {
 				y := &yes{}
-				tr := transport.NewStdio(binary, nil, append([]string{"serve", "--sim", "--log-level", "warn", "--manifest", manifest}, tc.flags...)...)
-				s := connect(t, client.NewClient(tr, client.WithProtocolVersion(proto), client.WithElicitationHandler(y)))
+				s := commandSession(t, proto, binary, simServe(append([]string{"--manifest", manifest}, tc.flags...)...), client.WithElicitationHandler(y))
 				r, _ := s.call("do_set_fan_speed", map[string]any{"value": 48, "idempotency_key": "purge-1"})
 				if r["status"] != tc.wantStatus || y.asked != tc.wantAsked {
 					t.Fatalf("do_set_fan_speed(48) = %v, asked %d times; want %s, asked %d", r, y.asked, tc.wantStatus, tc.wantAsked)

@@ -2,9 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/user"
 	"time"
@@ -19,46 +17,40 @@ import (
 // session. It refuses what the gateway would refuse anyway (a key file
 // that does not exist, a tool the manifest does not serve, a value outside
 // the tool's constraints), so that it never prints a token that cannot work.
-func cmdApprove(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("approve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	keyFile := fs.String("approval-key", "", "the gateway's approval key `FILE` (the one given to serve --approval-key; never created here)")
-	manifest := fs.String("manifest", "", "the gateway's manifest `FILE`, to check the tool and the value")
-	tool := fs.String("tool", "", "the do_* `TOOL` to approve")
-	value := fs.String("value", "", "the `JSON` value to approve, such as 95 or true")
-	key := fs.String("key", "", "the idempotency `KEY` the agent will use")
-	ttl := fs.Duration("ttl", 0, "how long the approval stays usable (default: the policy's approval ttl for the tool, else 10m; never longer than it)")
-	by := fs.String("by", "", "who approves (`NAME`, recorded in the audit log with the action; default: your login name)")
-	if err := fs.Parse(args); err != nil {
+func cmdApprove(c *cli) int {
+	keyFile := c.String("approval-key", "", "the gateway's approval key `FILE` (the one given to serve --approval-key; never created here)")
+	manifest := c.String("manifest", "", "the gateway's manifest `FILE`, to check the tool and the value")
+	tool := c.String("tool", "", "the do_* `TOOL` to approve")
+	value := c.String("value", "", "the `JSON` value to approve, such as 95 or true")
+	key := c.String("key", "", "the idempotency `KEY` the agent will use")
+	ttl := c.Duration("ttl", 0, "how long the approval stays usable (default: the policy's approval ttl for the tool, else 10m; never longer than it)")
+	by := c.String("by", "", "who approves (`NAME`, recorded in the audit log with the action; default: your login name)")
+	if !c.parse() {
 		return 2
 	}
-	if *keyFile == "" || *manifest == "" || *tool == "" || *value == "" || *key == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "promcp-device approve: --approval-key, --manifest, --tool, --value and --key are required")
-		return 2
+	if *keyFile == "" || *manifest == "" || *tool == "" || *value == "" || *key == "" || c.NArg() > 0 {
+		return c.usage("--approval-key, --manifest, --tool, --value and --key are required")
 	}
 	if *ttl < 0 {
-		fmt.Fprintln(stderr, "promcp-device approve: --ttl must be more than 0")
-		return 2
+		return c.usage("--ttl must be more than 0")
 	}
 	var v any
 	if err := json.Unmarshal([]byte(*value), &v); err != nil {
-		fmt.Fprintf(stderr, "promcp-device approve: --value %q is not JSON (numbers as 95, booleans as true, strings as '\"auto\"')\n", *value)
-		return 2
+		return c.usage("--value %q is not JSON (numbers as 95, booleans as true, strings as '\"auto\"')", *value)
 	}
 	until, err := approvable(*manifest, *tool, *value, v, *ttl)
 	if err != nil {
-		return exit(stderr, err)
+		return exit(c.stderr, err)
 	}
 	s, err := loadSigner(*keyFile)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device approve:", err)
-		return 1
+		return c.fail(err)
 	}
 	who := approver(*by)
 	now := time.Now()
 	exp := now.Add(until)
-	fmt.Fprintln(stdout, s.Issue(approval.Grant{Tool: *tool, Value: approval.Canonical(v), Key: *key, Expires: exp, By: who, Issued: now.UTC()}))
-	fmt.Fprintf(stderr, "approval by %s for %s value=%s key=%q, usable once until %s\n", who, *tool, *value, *key, exp.Format(time.RFC3339))
+	fmt.Fprintln(c.stdout, s.Issue(approval.Grant{Tool: *tool, Value: approval.Canonical(v), Key: *key, Expires: exp, By: who, Issued: now.UTC()}))
+	fmt.Fprintf(c.stderr, "approval by %s for %s value=%s key=%q, usable once until %s\n", who, *tool, *value, *key, exp.Format(time.RFC3339))
 	return 0
 }
 

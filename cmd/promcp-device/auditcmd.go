@@ -91,21 +91,21 @@ func openAuditLog(dir string, c *auditConfig, log *slog.Logger) (*audit.Log, err
 	return l, nil
 }
 
-func cmdAudit(args []string, stdout, stderr io.Writer) int {
+func cmdAudit(c *cli) int {
+	args, stdout, stderr := c.args, c.stdout, c.stderr
 	if len(args) == 0 || (args[0] != "verify" && args[0] != "tail" && args[0] != "checkpoint") {
 		fmt.Fprint(stderr, auditUsage)
 		return 2
 	}
-	fs := flag.NewFlagSet("audit "+args[0], flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := c.sub()
 	dir := fs.String("state", "", "the serve --state `DIR` holding audit.jsonl (required)")
 	n := fs.Int("n", 20, "tail: show the last `N` records (0 for all)")
 	keyFile := fs.String("audit-key", "", "verify, checkpoint: the chain's key `FILE` (default DIR/audit.key)")
 	cpFile := fs.String("checkpoint", "", "verify: fail unless the log still reaches the newest checkpoint in `FILE` (lines of audit checkpoint output)")
 	unkeyed := fs.Bool("unkeyed", false, "verify: the log is a plain SHA-256 chain (written before keyed chains, or moved aside as audit.jsonl.unkeyed-*)")
 	logFile := fs.String("log", "", "the log `FILE` instead of DIR/audit.jsonl (for instance an audit.jsonl.unkeyed-* kept aside, or a copy)")
-	fleetFlags := auditFleetFlags(fs)
-	if err := fs.Parse(args[1:]); err != nil {
+	fleetFlags := auditFleetFlags(fs.FlagSet)
+	if !fs.parse() {
 		return 2
 	}
 	if fleetFlags.fleet {

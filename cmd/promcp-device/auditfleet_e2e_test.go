@@ -15,6 +15,7 @@ import (
 // TestAuditTailFleet: the binary's audit tail --fleet reads a gateway's
 // forwarded records from the hub's FLEET_AUDIT, each led by its gateway.
 func TestAuditTailFleet(t *testing.T) {
+	t.Parallel()
 	hub := sharedtest.StartHub(t)
 	leaf := hub.StartLeaf("gw7")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -70,52 +69,47 @@ type ServerSample struct {
 	RSSAfterKiB int64   `json:"rss_kib"`
 }
 
-func cmdBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdBench(c *cli) int {
 	var f benchFlags
-	fs.StringVar(&f.url, "url", "", "the MCP server's streamable HTTP `URL` (loopback only), such as http://127.0.0.1:8080/mcp")
-	fs.StringVar(&f.serve, "serve", "", "instead of --url: start `promcp-device serve --sim --http 127.0.0.1:0 --manifest FILE` and load it")
-	fs.StringVar(&f.protocol, "protocol", "2025-11-25", "the protocol `VERSION` the sessions speak: 2025-11-25 (initialize handshake) or 2026-07-28 (server/discover, stateless)")
-	fs.IntVar(&f.sessions, "sessions", 8, "concurrent sessions (`N`), each calling one after another")
-	fs.DurationVar(&f.duration, "duration", 10*time.Second, "how long to measure")
-	fs.DurationVar(&f.warmup, "warmup", time.Second, "how long to call before measuring")
-	fs.Var(&f.calls, "call", "a call of the mix, `TOOL` or TOOL:{JSON arguments}; repeat for a mix (taken in turn); default: the first read_* tool, or the first tool")
-	fs.Var(&f.headers, "header", "an HTTP header `K:V` sent with every request (such as Authorization: Bearer ...)")
-	fs.IntVar(&f.pid, "pid", 0, "the server's process `ID`, for its CPU per call and peak RSS (from /proc); set by --serve")
-	fs.StringVar(&f.out, "json", "", "also write the report as JSON to `FILE` (- for stdout, instead of the text)")
-	if err := fs.Parse(args); err != nil {
+	c.StringVar(&f.url, "url", "", "the MCP server's streamable HTTP `URL` (loopback only), such as http://127.0.0.1:8080/mcp")
+	c.StringVar(&f.serve, "serve", "", "instead of --url: start `promcp-device serve --sim --http 127.0.0.1:0 --manifest FILE` and load it")
+	c.StringVar(&f.protocol, "protocol", "2025-11-25", "the protocol `VERSION` the sessions speak: 2025-11-25 (initialize handshake) or 2026-07-28 (server/discover, stateless)")
+	c.IntVar(&f.sessions, "sessions", 8, "concurrent sessions (`N`), each calling one after another")
+	c.DurationVar(&f.duration, "duration", 10*time.Second, "how long to measure")
+	c.DurationVar(&f.warmup, "warmup", time.Second, "how long to call before measuring")
+	c.Var(&f.calls, "call", "a call of the mix, `TOOL` or TOOL:{JSON arguments}; repeat for a mix (taken in turn); default: the first read_* tool, or the first tool")
+	c.Var(&f.headers, "header", "an HTTP header `K:V` sent with every request (such as Authorization: Bearer ...)")
+	c.IntVar(&f.pid, "pid", 0, "the server's process `ID`, for its CPU per call and peak RSS (from /proc); set by --serve")
+	c.StringVar(&f.out, "json", "", "also write the report as JSON to `FILE` (- for stdout, instead of the text)")
+	if !c.parse() {
 		return 2
 	}
-	if err := f.check(fs.NArg()); err != nil {
-		fmt.Fprintln(stderr, "promcp-device bench:", err)
+	if err := f.check(c.NArg()); err != nil {
+		fmt.Fprintln(c.stderr, "promcp-device bench:", err)
 		return 2
 	}
 	if f.serve != "" {
-		u, pid, stop, err := startBenchServer(ctx, f.serve, stderr)
+		u, pid, stop, err := startBenchServer(c.ctx, f.serve, c.stderr)
 		if err != nil {
-			fmt.Fprintln(stderr, "promcp-device bench:", err)
-			return 1
+			return c.fail(err)
 		}
 		defer stop()
 		f.url, f.pid = u, pid
 	}
-	rep, err := runBench(ctx, f)
+	rep, err := runBench(c.ctx, f)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device bench:", err)
-		return 1
+		return c.fail(err)
 	}
 	if f.out != "" {
 		b, _ := json.MarshalIndent(rep, "", "  ")
 		if f.out == "-" {
-			fmt.Fprintln(stdout, string(b))
+			fmt.Fprintln(c.stdout, string(b))
 		} else if err := os.WriteFile(f.out, append(b, '\n'), 0o644); err != nil {
-			fmt.Fprintln(stderr, "promcp-device bench:", err)
-			return 1
+			return c.fail(err)
 		}
 	}
 	if f.out != "-" {
-		printBench(stdout, rep)
+		printBench(c.stdout, rep)
 	}
 	if rep.Errors > 0 {
 		return 1

@@ -7,7 +7,6 @@ package main
 // (or the simulator with --sim) and close them when done.
 
 import (
-	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -48,30 +47,32 @@ type commissionFlags struct {
 	simulate, asJSON   bool
 }
 
-func (c *commissionFlags) add(fs *flag.FlagSet) {
-	fs.StringVar(&c.manifest, "manifest", "", "manifest `FILE` (required)")
-	fs.BoolVar(&c.simulate, "sim", false, "use the built-in simulator instead of the hardware")
-	fs.BoolVar(&c.asJSON, "json", false, "print JSON instead of a table")
-	fs.StringVar(&c.logLevel, "log-level", "warn", "log `LEVEL` on stderr: debug, info, warn, error")
+// parse adds the shared flags to the command's own and parses its command
+// line, flags and positional arguments in any order; it returns the
+// positional ones, and false when the line does not parse.
+func (cf *commissionFlags) parse(c *cli) ([]string, bool) {
+	c.StringVar(&cf.manifest, "manifest", "", "manifest `FILE` (required)")
+	c.BoolVar(&cf.simulate, "sim", false, "use the built-in simulator instead of the hardware")
+	c.BoolVar(&cf.asJSON, "json", false, "print JSON instead of a table")
+	c.StringVar(&cf.logLevel, "log-level", "warn", "log `LEVEL` on stderr: debug, info, warn, error")
+	pos, err := parseInterleaved(c.FlagSet, c.args)
+	return pos, err == nil
 }
 
 // open loads the manifest and opens its buses (or the simulator).
-func (c *commissionFlags) open(ctx context.Context, cmd string, opts gatewayOptions, stderr io.Writer) (*openedGateway, int) {
-	log, err := newLoggerFormat(stderr, c.logLevel, "text")
+func (cf *commissionFlags) open(c *cli, opts gatewayOptions) (*openedGateway, int) {
+	log, err := newLoggerFormat(c.stderr, cf.logLevel, "text")
 	if err != nil {
-		fmt.Fprintf(stderr, "promcp-device %s: %v\n", cmd, err)
-		return nil, 2
+		return nil, c.usage("%v", err)
 	}
-	m, err := manifests.Load(c.manifest)
-	if err != nil {
-		fmt.Fprintln(stderr, commandErr(cmd, err))
+	m := c.load(cf.manifest)
+	if m == nil {
 		return nil, 1
 	}
-	opts.simulate = c.simulate
-	gw, err := openGateway(ctx, m, opts, log)
+	opts.simulate = cf.simulate
+	gw, err := openGateway(c.ctx, m, opts, log)
 	if err != nil {
-		fmt.Fprintf(stderr, "promcp-device %s: %v\n", cmd, err)
-		return nil, 1
+		return nil, c.fail(err)
 	}
 	return gw, 0
 }
@@ -86,43 +87,48 @@ type readingJSON struct {
 	Reason     string    `json:"reason,omitempty"`
 	Timestamp  time.Time `json:"timestamp"`
 	Error      string    `json:"error,omitempty"`
-	Device     string    `json:"device"`
-	Bus        string    `json:"bus"`
-	Address    string    `json:"address"`
-	Register   string    `json:"register"`
-	LatencyMS  float64   `json:"latency_ms"`
+	sourceJSON
+	LatencyMS float64 `json:"latency_ms"`
 }
 
-func cmdRead(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("read", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// sourceJSON is where a value is read or written: the device, its bus,
+// its address on the bus and the register.
+type sourceJSON struct {
+	Device   string `json:"device"`
+	Bus      string `json:"bus"`
+	Address  string `json:"address"`
+	Register string `json:"register"`
+}
+
+func source(b capabilities.Binding) sourceJSON {
+	return sourceJSON{Device: b.Device, Bus: b.Bus, Address: b.Address, Register: b.Register}
+}
+
+func cmdRead(c *cli) int {
 	var cf commissionFlags
-	cf.add(fs)
-	names, err := parseInterleaved(fs, args)
-	if err != nil {
+	names, ok := cf.parse(c)
+	if !ok {
 		return 2
 	}
 	if cf.manifest == "" {
-		fmt.Fprintln(stderr, "promcp-device read: --manifest FILE is required")
-		return 2
+		return c.usage("--manifest FILE is required")
 	}
-	gw, code := cf.open(ctx, "read", gatewayOptions{}, stderr)
+	gw, code := cf.open(c, gatewayOptions{})
 	if gw == nil {
 		return code
 	}
 	defer gw.Close()
 	caps, err := pick(gw.set, names)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device read:", err)
-		return 2
+		return c.usage("%v", err)
 	}
+	ctx, stdout := c.ctx, c.stdout
 	var out []readingJSON
 	failed := 0
 	for _, c := range caps {
 		r := c.ReadWithin(ctx, 0) // a new transaction, never the cache
 		rj := readingJSON{Capability: c.Name, Tool: c.ReadTool(), Value: r.Value, Unit: c.Unit, Quality: string(r.Quality),
-			Reason: r.Reason, Timestamp: r.Time, Device: c.Binding.Device, Bus: c.Binding.Bus, Address: c.Binding.Address,
-			Register: c.Binding.Register, LatencyMS: float64(r.Grounds.Latency.Microseconds()) / 1000}
+			Reason: r.Reason, Timestamp: r.Time, sourceJSON: source(c.Binding), LatencyMS: float64(r.Grounds.Latency.Microseconds()) / 1000}
 		if r.Err != nil {
 			rj.Error = r.Err.Error()
 		}
@@ -140,8 +146,7 @@ func cmdRead(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		printReadings(stdout, out)
 	}
 	if failed > 0 {
-		fmt.Fprintf(stderr, "promcp-device read: %d of %d capabilities could not be read\n", failed, len(out))
-		return 1
+		return c.fail(fmt.Errorf("%d of %d capabilities could not be read", failed, len(out)))
 	}
 	return 0
 }
@@ -197,72 +202,61 @@ type dryRunJSON struct {
 	Clamped    bool   `json:"clamped"`
 	Current    any    `json:"current"`
 	CurrentQ   string `json:"current_quality"`
-	Device     string `json:"device"`
-	Bus        string `json:"bus"`
-	Address    string `json:"address"`
-	Register   string `json:"register"`
+	sourceJSON
 	Conversion string `json:"conversion"`
 }
 
-func cmdDo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("do", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdDo(c *cli) int {
 	var cf commissionFlags
-	cf.add(fs)
-	dry := fs.Bool("dry-run", false, "evaluate the policy and print what would be written where; write nothing (required: do actuates only through serve)")
-	role := fs.String("role", "operator", "evaluate as a caller with `ROLE`")
-	policyFile := fs.String("policy", "", "policy `FILE`, instead of the one the manifest names")
-	pos, err := parseInterleaved(fs, args)
-	if err != nil {
+	dry := c.Bool("dry-run", false, "evaluate the policy and print what would be written where; write nothing (required: do actuates only through serve)")
+	role := c.String("role", "operator", "evaluate as a caller with `ROLE`")
+	policyFile := c.String("policy", "", "policy `FILE`, instead of the one the manifest names")
+	pos, ok := cf.parse(c)
+	if !ok {
 		return 2
 	}
 	if !*dry || cf.manifest == "" || len(pos) != 2 {
-		fmt.Fprintln(stderr, "usage: promcp-device do --dry-run --manifest FILE [--sim] [--role ROLE] [--json] TOOL VALUE\n"+
+		fmt.Fprintln(c.stderr, "usage: promcp-device do --dry-run --manifest FILE [--sim] [--role ROLE] [--json] TOOL VALUE\n"+
 			"  (do takes --dry-run only: actions run through serve, with their idempotency key and audit record)")
 		return 2
 	}
 	tool, raw := pos[0], pos[1]
 	var v any
 	if err := json.Unmarshal([]byte(raw), &v); err != nil {
-		fmt.Fprintf(stderr, "promcp-device do: VALUE %q is not JSON (numbers as 95, booleans as true, strings as '\"auto\"')\n", raw)
-		return 2
+		return c.usage("VALUE %q is not JSON (numbers as 95, booleans as true, strings as '\"auto\"')", raw)
 	}
-	m, err := manifests.Load(cf.manifest)
-	if err != nil {
-		fmt.Fprintln(stderr, commandErr("do", err))
+	m := c.load(cf.manifest)
+	if m == nil {
 		return 1
 	}
 	pc, err := resolvePolicy(cf.manifest, *policyFile, m)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device do:", err)
-		return 1
+		return c.fail(err)
 	}
 	if pc.policy == nil {
-		fmt.Fprintf(stdout, "%s value=%s: serve would refuse it: no policy is loaded (%s); serve --allow-no-policy applies the manifest's constraints only\n", tool, raw, pc.none)
+		fmt.Fprintf(c.stdout, "%s value=%s: serve would refuse it: no policy is loaded (%s); serve --allow-no-policy applies the manifest's constraints only\n", tool, raw, pc.none)
 		return 1
 	}
 	if !slices.Contains(pc.policy.Roles, *role) {
-		fmt.Fprintf(stderr, "promcp-device do: --role %q is not declared (want %s)\n", *role, strings.Join(pc.policy.Roles, ", "))
-		return 2
+		return c.usage("--role %q is not declared (want %s)", *role, strings.Join(pc.policy.Roles, ", "))
 	}
-	gw, code := cf.open(ctx, "do", gatewayOptions{policy: pc.policy}, stderr)
+	gw, code := cf.open(c, gatewayOptions{policy: pc.policy})
 	if gw == nil {
 		return code
 	}
 	defer gw.Close()
-	dr, err := gw.gateway.DryRun(server.WithCaller(ctx, server.Caller{Name: "dry-run", Role: *role}), tool, v)
+	dr, err := gw.gateway.DryRun(server.WithCaller(c.ctx, server.Caller{Name: "dry-run", Role: *role}), tool, v)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device do:", err)
-		return 2
+		return c.usage("%v", err)
 	}
-	return printDryRun(stdout, dr, raw, v, *role, cf.asJSON)
+	return printDryRun(c.stdout, dr, raw, v, *role, cf.asJSON)
 }
 
 func printDryRun(w io.Writer, dr gateway.DryRun, raw string, v any, role string, asJSON bool) int {
 	d := dr.Decision
 	out := dryRunJSON{Tool: dr.Tool, Value: v, Role: role, Permission: string(d.Permission), Reason: d.Reason, Details: d.Details,
 		Clamped: d.Clamped, Current: dr.Current.Value, CurrentQ: string(dr.Current.Quality),
-		Device: dr.Binding.Device, Bus: dr.Binding.Bus, Address: dr.Binding.Address, Register: dr.Binding.Register, Conversion: dr.Binding.Conversion}
+		sourceJSON: source(dr.Binding), Conversion: dr.Binding.Conversion}
 	if d.Allowed() {
 		out.WouldWrite = d.Value
 	}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -36,11 +35,13 @@ func startConsoleSite(t *testing.T, extra ...string) *consoleSite {
 	copyFile(t, greenhouse, manifest)
 	copyFile(t, strings.TrimSuffix(greenhouse, ".yml")+".policy.yml", filepath.Join(dir, "greenhouse.policy.yml"))
 	scenario := filepath.Join(dir, "meter.yml")
-	// The meter reports 1 MW for 10 s every 20 s from 12 s on: whenever
-	// the browser logs in, the value changes within 20 s.
+	// The meter reports 1 MW for 5 s every 10 s from 6 s on: whenever the
+	// browser logs in, the value changes within 10 s, and each phase
+	// outlasts what the page can lag behind it (the read's 1 s TTL, the
+	// console's 1 s snapshot, the page's 2 s refresh).
 	sc := "version: 1\nscenario: meter\nmanifest: greenhouse.yml\nfaults:\n"
-	for k := range 15 {
-		sc += fmt.Sprintf("  - {at: %ds, device: energy_meter, fault: implausible, value: 1000000, for: 10s}\n", 12+20*k)
+	for k := range 30 {
+		sc += fmt.Sprintf("  - {at: %ds, device: energy_meter, fault: implausible, value: 1000000, for: 5s}\n", 6+10*k)
 	}
 	if err := os.WriteFile(scenario, []byte(sc), 0o644); err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func startConsoleSite(t *testing.T, extra ...string) *consoleSite {
 // agentSession is the agent's own MCP client, with its token.
 func (s *consoleSite) agentSession(t *testing.T) *session {
 	t.Helper()
-	c := mcpClient(t, s.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + s.agent}))
+	c := mcpClient(t, s.url, s.agent)
 	t.Cleanup(func() { c.Close() })
 	return &session{t: t, c: c}
 }
@@ -145,6 +146,7 @@ func waitJS(t *testing.T, ctx context.Context, what, js string) {
 // can_do's answer), approves it there, and the agent's call completes,
 // recorded in the audit log as approved by her.
 func TestConsoleInChromium(t *testing.T) {
+	t.Parallel()
 	ctx := browser(t)
 	site := startConsoleSite(t)
 
@@ -265,16 +267,26 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 	}
 	id := m[1]
 
-	login := func(token string) (*http.Client, string) {
-		jar, _ := cookiejar.New(nil)
-		c := &http.Client{Jar: jar}
-		req, _ := http.NewRequest("POST", site.base+"/console/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	// post posts a form to the console as its page does, with the header
+	// fields given (an empty one is left out).
+	post := func(c *http.Client, path string, form url.Values, header map[string]string) *http.Response {
+		req, _ := http.NewRequest("POST", site.base+path, strings.NewReader(form.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", site.base)
+		for k, v := range header {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
 		resp, err := c.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
+		return resp
+	}
+	login := func(token string) (*http.Client, string) {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		resp := post(c, "/console/login", url.Values{"token": {token}}, map[string]string{"Origin": site.base})
 		defer resp.Body.Close()
 		page := readAll(t, resp)
 		csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
@@ -284,17 +296,9 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 		return c, csrf[1]
 	}
 	decide := func(c *http.Client, origin, csrf string) int {
-		req, _ := http.NewRequest("POST", site.base+"/console/decide", strings.NewReader(url.Values{"id": {id}, "decision": {"approve"}, "csrf": {csrf}}.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Accept", "application/json")
-		if origin != "" {
-			req.Header.Set("Origin", origin)
-		}
 		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-		resp, err := c.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
+		resp := post(c, "/console/decide", url.Values{"id": {id}, "decision": {"approve"}, "csrf": {csrf}},
+			map[string]string{"Accept": "application/json", "Origin": origin})
 		resp.Body.Close()
 		return resp.StatusCode
 	}
@@ -318,7 +322,7 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 	}
 
 	// Sue asks herself (over MCP) and may not approve her own request.
-	sc := mcpClient(t, site.url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + site.supervisor}))
+	sc := mcpClient(t, site.url, site.supervisor)
 	t.Cleanup(func() { sc.Close() })
 	own := &session{t: t, c: sc}
 	r2, _ := own.rawCall("do_set_fan_speed", map[string]any{"value": 48.0, "idempotency_key": "sue-1"})

@@ -2,9 +2,7 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,50 +14,38 @@ import (
 // it) in this gateway's format: NAME.yml and NAME.policy.yml in --out.
 // The files written load into the same Manifest and Policy that serve
 // builds from the PhysMCP files directly.
-func cmdConvert(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	out := fs.String("out", ".", "directory to write NAME.yml and NAME.policy.yml into")
-	name := fs.String("name", "", "NAME of the files written (default: the PhysMCP device id)")
-	policyFlag := fs.String("policy", "", "the PhysMCP policy (default: physmcp.policy.yml beside the manifest, if there is one)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: promcp-device convert [--out DIR] [--name NAME] [--policy FILE] physmcp.manifest.yml")
-		fs.PrintDefaults()
+func cmdConvert(c *cli) int {
+	out := c.String("out", ".", "directory to write NAME.yml and NAME.policy.yml into")
+	name := c.String("name", "", "NAME of the files written (default: the PhysMCP device id)")
+	policyFlag := c.String("policy", "", "the PhysMCP policy (default: physmcp.policy.yml beside the manifest, if there is one)")
+	c.Usage = func() {
+		fmt.Fprintln(c.stderr, "usage: promcp-device convert [--out DIR] [--name NAME] [--policy FILE] physmcp.manifest.yml")
+		c.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if !c.parse() {
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
+	if c.NArg() != 1 {
+		c.Usage()
 		return 2
 	}
-	path := fs.Arg(0)
+	path := c.Arg(0)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device convert:", err)
-		return 1
+		return c.fail(err)
 	}
 	if !manifests.IsPhysMCP(data) {
-		fmt.Fprintf(stderr, "promcp-device convert: %s is not a PhysMCP manifest (want physmcp_version, device and capabilities)\n", path)
-		return 1
+		return c.fail(fmt.Errorf("%s is not a PhysMCP manifest (want physmcp_version, device and capabilities)", path))
 	}
-	polPath := *policyFlag
-	if polPath == "" {
-		polPath = filepath.Join(filepath.Dir(path), manifests.PhysMCPPolicyName)
-	}
-	var pol []byte
-	if pol, err = os.ReadFile(polPath); err != nil {
-		if *policyFlag != "" || !errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintln(stderr, "promcp-device convert:", err)
-			return 1
-		}
-		pol = nil
+	polPath, pol, err := physMCPPolicy(path, *policyFlag)
+	if err != nil {
+		return c.fail(err)
 	}
 	base := *name
 	if base == "" {
 		m, err := manifests.Parse(path, data)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
+			fmt.Fprintln(c.stderr, err)
 			return 1
 		}
 		base = m.Gateway
@@ -67,7 +53,7 @@ func cmdConvert(args []string, stdout, stderr io.Writer) int {
 	policyName := base + ".policy.yml"
 	man, polOut, err := manifests.ConvertPhysMCP(path, data, polPath, pol, policyName)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(c.stderr, err)
 		return 1
 	}
 	header := "# Converted from the PhysMCP files " + path
@@ -76,24 +62,56 @@ func cmdConvert(args []string, stdout, stderr io.Writer) int {
 	}
 	header += " by promcp-device convert.\n"
 	if !strings.Contains(string(man), "policy: "+manifests.PolicyNone) && polOut == nil {
-		fmt.Fprintf(stderr, "promcp-device convert: warning: the manifest has do_* capabilities and there is no %s: serve will refuse every do_* until %s exists\n", polPath, policyName)
+		fmt.Fprintf(c.stderr, "promcp-device convert: warning: the manifest has do_* capabilities and there is no %s: serve will refuse every do_* until %s exists\n", polPath, policyName)
 	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
-		fmt.Fprintln(stderr, "promcp-device convert:", err)
-		return 1
-	}
-	written := []string{filepath.Join(*out, base+".yml")}
-	if err := os.WriteFile(written[0], append([]byte(header), man...), 0o644); err != nil {
-		fmt.Fprintln(stderr, "promcp-device convert:", err)
-		return 1
-	}
+	files := []convertedFile{{filepath.Join(*out, base+".yml"), man}}
 	if polOut != nil {
-		written = append(written, filepath.Join(*out, policyName))
-		if err := os.WriteFile(written[1], append([]byte(header), polOut...), 0o644); err != nil {
-			fmt.Fprintln(stderr, "promcp-device convert:", err)
-			return 1
-		}
+		files = append(files, convertedFile{filepath.Join(*out, policyName), polOut})
 	}
-	fmt.Fprintln(stdout, "wrote", strings.Join(written, " and "))
+	written, err := writeConverted(*out, header, files)
+	if err != nil {
+		return c.fail(err)
+	}
+	fmt.Fprintln(c.stdout, "wrote", strings.Join(written, " and "))
 	return 0
+}
+
+// physMCPPolicy reads the PhysMCP policy of the manifest at path: the one
+// named by --policy (which must exist), else physmcp.policy.yml beside the
+// manifest if there is one (nil bytes when there is none).
+func physMCPPolicy(path, named string) (string, []byte, error) {
+	polPath := named
+	if polPath == "" {
+		polPath = filepath.Join(filepath.Dir(path), manifests.PhysMCPPolicyName)
+	}
+	pol, err := os.ReadFile(polPath)
+	switch {
+	case err == nil:
+		return polPath, pol, nil
+	case named == "" && errors.Is(err, os.ErrNotExist):
+		return polPath, nil, nil
+	}
+	return polPath, nil, err
+}
+
+// convertedFile is one file convert writes.
+type convertedFile struct {
+	path string
+	data []byte
+}
+
+// writeConverted writes files into dir (created if needed), each after
+// header, and returns their paths, in order, up to the first that failed.
+func writeConverted(dir, header string, files []convertedFile) ([]string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	var written []string
+	for _, f := range files {
+		if err := os.WriteFile(f.path, append([]byte(header), f.data...), 0o644); err != nil {
+			return written, err
+		}
+		written = append(written, f.path)
+	}
+	return written, nil
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -24,58 +23,52 @@ import (
 // then tries the unsafe shortcuts an agent might take and shows how the
 // server refuses each. Simulated time is driven by the demo, so the run is
 // the same every time.
-func cmdDemo(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	manifest := fs.String("manifest", "manifests/examples/greenhouse.yml", "the manifest `FILE` (its policy is loaded): the greenhouse gets the full script, any other a can_do → read → do → read session on its first actuator")
-	start := fs.String("start", "2026-11-30T12:00:00+01:00", "the simulated clock's start `TIME` (RFC 3339)")
-	if err := fs.Parse(args); err != nil {
+func cmdDemo(c *cli) int {
+	manifest := c.String("manifest", "manifests/examples/greenhouse.yml", "the manifest `FILE` (its policy is loaded): the greenhouse gets the full script, any other a can_do → read → do → read session on its first actuator")
+	start := c.String("start", "2026-11-30T12:00:00+01:00", "the simulated clock's start `TIME` (RFC 3339)")
+	if !c.parse() {
 		return 2
 	}
 	t0, err := time.Parse(time.RFC3339, *start)
 	if err != nil {
-		fmt.Fprintf(stderr, "promcp-device demo: --start %q: want RFC 3339\n", *start)
-		return 2
+		return c.usage("--start %q: want RFC 3339", *start)
 	}
-	m, err := manifests.Load(*manifest)
-	if err != nil {
-		fmt.Fprintln(stderr, commandErr("demo", err))
+	m := c.load(*manifest)
+	if m == nil {
 		return 1
 	}
 	if !hasGreenhouseTools(m) {
-		return demoSession(ctx, m, *manifest, t0, stdout, stderr)
+		return demoSession(c, m, *manifest, t0)
 	}
 	pc, err := resolvePolicy(*manifest, "", m)
 	pol := pc.policy
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(c.stderr, err)
 		return 1
 	}
 	clk := sim.NewManualClock(t0)
-	gw, err := openGateway(ctx, m, gatewayOptions{simulate: true, clock: clk, policy: pol}, slog.New(slog.DiscardHandler))
+	gw, err := openGateway(c.ctx, m, gatewayOptions{simulate: true, clock: clk, policy: pol}, slog.New(slog.DiscardHandler))
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device demo:", err)
-		return 1
+		return c.fail(err)
 	}
 	defer gw.Close()
-	c, err := client.NewInProcessClient(gw.srv.MCP())
+	ctx, stdout := c.ctx, c.stdout
+	mc, err := client.NewInProcessClient(gw.srv.MCP())
 	if err == nil {
-		err = c.Start(ctx)
+		err = mc.Start(ctx)
 	}
 	if err == nil {
-		_, err = c.Initialize(ctx, mcp.InitializeRequest{})
+		_, err = mc.Initialize(ctx, mcp.InitializeRequest{})
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device demo:", err)
-		return 1
+		return c.fail(err)
 	}
-	defer c.Close()
+	defer mc.Close()
 
-	d := &demo{ctx: ctx, c: c, clk: clk, out: stdout, tools: map[string]bool{}}
-	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	d := &demo{ctx: ctx, c: mc, clk: clk, out: stdout, tools: map[string]bool{}}
+	list, err := mc.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device demo:", err)
-		return 1
+		return c.fail(err)
 	}
 	var names []string
 	for _, t := range list.Tools {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/promcp/promcp-device/manifests"
@@ -27,14 +25,13 @@ func hasGreenhouseTools(m *manifests.Manifest) bool {
 // sitetest.Session picks for m (can_do → read → do → read on its first
 // actuator) and prints it. It exits 1 only when a call is not answered: a
 // refusal is an answer worth showing.
-func demoSession(ctx context.Context, m *manifests.Manifest, path string, start time.Time, stdout, stderr io.Writer) int {
+func demoSession(c *cli, m *manifests.Manifest, path string, start time.Time) int {
 	t := sitetest.Session(m, path, start)
-	fmt.Fprintf(stdout, "promcp-device demo: %s on the simulator, %s: the proMCP pattern on its first actuator\n\n", m.Gateway, start.Format("Mon 2006-01-02 15:04 -07:00"))
-	r := sitetest.Run(ctx, t, openSiteTest)
-	sitetest.Report(stdout, []*sitetest.Result{r})
+	fmt.Fprintf(c.stdout, "promcp-device demo: %s on the simulator, %s: the proMCP pattern on its first actuator\n\n", m.Gateway, start.Format("Mon 2006-01-02 15:04 -07:00"))
+	r := sitetest.Run(c.ctx, t, openSiteTest)
+	sitetest.Report(c.stdout, []*sitetest.Result{r})
 	if r.Err != nil {
-		fmt.Fprintln(stderr, "promcp-device demo:", r.Err)
-		return 1
+		return c.fail(r.Err)
 	}
 	if r.Failed() > 0 {
 		return 1

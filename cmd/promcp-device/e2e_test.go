@@ -7,6 +7,7 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,12 +19,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
 )
 
 var binary string // built by TestMain
@@ -53,6 +51,15 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "building the binary:", err)
 		os.Exit(1)
 	}
+	// The tests mostly wait (on the binary, simulated time, loopback), not
+	// compute: unless -parallel says otherwise, four parallel tests run at
+	// once, not GOMAXPROCS of them.
+	flag.Parse()
+	parallelSet := false
+	flag.Visit(func(f *flag.Flag) { parallelSet = parallelSet || f.Name == "test.parallel" })
+	if !parallelSet {
+		flag.Set("test.parallel", "4")
+	}
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -64,124 +71,6 @@ const (
 )
 
 var protocols = []string{mcp.LATEST_PROTOCOL_VERSION, "2025-11-25"}
-
-// session is a connected client plus the output schemas it was given.
-type session struct {
-	t       *testing.T
-	c       *client.Client
-	schemas *promcp.Validator
-	tools   []mcp.Tool
-}
-
-func connect(t *testing.T, c *client.Client) *session {
-	t.Helper()
-	ctx := t.Context()
-	if err := c.Start(ctx); err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "promcp-e2e", Version: "1"}}}); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	list, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-	if err != nil {
-		t.Fatalf("tools/list: %v", err)
-	}
-	v, err := promcp.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tool := range list.Tools {
-		if len(tool.RawOutputSchema) == 0 && tool.OutputSchema.Type == "" {
-			t.Fatalf("tool %s has no outputSchema", tool.Name)
-		}
-		schema, _ := json.Marshal(tool.OutputSchema)
-		if len(tool.RawOutputSchema) > 0 {
-			schema = tool.RawOutputSchema
-		}
-		if _, err := v.Compile(tool.Name, schema); err != nil {
-			t.Fatalf("tool %s outputSchema does not compile: %v", tool.Name, err)
-		}
-	}
-	return &session{t: t, c: c, schemas: v, tools: list.Tools}
-}
-
-// call calls a tool and checks the result against the tool's declared
-// schema and its kind's base schema; it returns the structured body.
-func (s *session) call(name string, args map[string]any) (map[string]any, bool) {
-	s.t.Helper()
-	res, err := s.c.CallTool(s.t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
-	if err != nil {
-		s.t.Fatalf("%s(%v): %v", name, args, err)
-	}
-	b, err := json.Marshal(res.StructuredContent)
-	if err != nil || res.StructuredContent == nil {
-		s.t.Fatalf("%s(%v): no structuredContent (%v)", name, args, err)
-	}
-	if err := s.schemas.Validate(name, b); err != nil {
-		s.t.Fatalf("%s(%v) = %s: breaks its outputSchema: %v", name, args, b, err)
-	}
-	kind, _ := promcp.KindOf(name)
-	if err := s.schemas.Validate(string(kind), b); err != nil {
-		s.t.Fatalf("%s(%v) = %s: breaks the proMCP %s schema: %v", name, args, b, kind, err)
-	}
-	if len(res.Content) == 0 {
-		s.t.Fatalf("%s: no text copy of the result for older clients", name)
-	}
-	// Every result is stamped with where it came from and how it was checked.
-	var prov map[string]any
-	if res.Meta != nil {
-		prov, _ = res.Meta.AdditionalFields[server.ProvenanceKey].(map[string]any)
-	}
-	if prov["tool"] != name || prov["kind"] != string(kind) || prov["checked"] == nil || prov["contract"] != "proMCP v0.2" {
-		s.t.Fatalf("%s: _meta provenance = %v, want the tool, its kind, the contract and how the body was checked", name, prov)
-	}
-	if kind != promcp.KindCanDo && prov["source"] == nil {
-		s.t.Fatalf("%s: _meta provenance = %v, want the source", name, prov)
-	}
-	var body map[string]any
-	if err := json.Unmarshal(b, &body); err != nil {
-		s.t.Fatal(err)
-	}
-	return body, res.IsError
-}
-
-func stdioSession(t *testing.T, protocol string, args ...string) *session {
-	t.Helper()
-	tr := transport.NewStdio(binary, nil, append([]string{"serve", "--sim", "--log-level", "warn"}, args...)...)
-	return connect(t, client.NewClient(tr, client.WithProtocolVersion(protocol)))
-}
-
-// startHTTP starts `serve --http 127.0.0.1:0` and returns the URL it prints.
-func startHTTP(t *testing.T, args ...string) string {
-	t.Helper()
-	return startPrinting(t, `on (http://\S+/mcp)`,
-		append([]string{"serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
-}
-
-// startPrinting runs the binary with args until the test ends (then
-// interrupts it) and returns the first submatch of pattern in what it
-// prints: the address it chose.
-func startPrinting(t *testing.T, pattern string, args ...string) string {
-	t.Helper()
-	_, url := launch(t, os.Interrupt, nil, binary, pattern, args...)
-	if url == "" {
-		t.Fatalf("%s printed nothing matching %s", strings.Join(args, " "), pattern)
-	}
-	return url
-}
-
-func httpSession(t *testing.T, url, protocol string) *session {
-	t.Helper()
-	c, err := client.NewStreamableHttpClient(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// NewStreamableHttpClient takes transport options only; pin the
-	// protocol on a client over the same transport.
-	return connect(t, client.NewClient(c.GetTransport(), client.WithProtocolVersion(protocol)))
-}
 
 var greenhouseTools = []string{"can_do", "do_set_fan_speed", "do_set_heater", "do_set_vent", "read_fan_running",
 	"read_fan_speed", "read_fan_speed_setpoint", "read_heater", "read_humidity_zone1", "read_humidity_zone2",

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -275,68 +274,62 @@ func bearerOK(tokens *server.Tokens) func(*http.Request) bool {
 // cmdHub runs one member of the hub cluster: the NATS server with
 // JetStream (domain hub) that holds the fleet's replicated buckets, the
 // leaf listener the edge gateways dial, and the fleet endpoint.
-func cmdHub(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("hub", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	file := fs.String("fleet", "", "the hub member's fleet `FILE` (role: hub; required)")
-	replicas := fs.Int("replicas", 3, "copies of the fleet's buckets (`N`): 3 for a three-member hub, 1 for a lone trial hub")
-	tokensFile := fs.String("tokens", "", "require bearer tokens listed in `FILE` on the fleet endpoint (see promcp-device token add)")
-	role := fs.String("role", "operator", "without --tokens: the `ROLE` of every call on the fleet endpoint (each gateway's policy decides)")
-	logLevel := fs.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
-	if err := fs.Parse(args); err != nil {
+func cmdHub(c *cli) int {
+	file := c.String("fleet", "", "the hub member's fleet `FILE` (role: hub; required)")
+	replicas := c.Int("replicas", 3, "copies of the fleet's buckets (`N`): 3 for a three-member hub, 1 for a lone trial hub")
+	tokensFile := c.String("tokens", "", "require bearer tokens listed in `FILE` on the fleet endpoint (see promcp-device token add)")
+	role := c.String("role", "operator", "without --tokens: the `ROLE` of every call on the fleet endpoint (each gateway's policy decides)")
+	logLevel := c.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	if !c.parse() {
 		return 2
 	}
-	if *file == "" || fs.NArg() > 0 || *replicas < 1 || *replicas > 5 {
-		fmt.Fprintln(stderr, "promcp-device hub: --fleet FILE is required (and --replicas is 1 to 5)")
-		return 2
+	if *file == "" || c.NArg() > 0 || *replicas < 1 || *replicas > 5 {
+		return c.usage("--fleet FILE is required (and --replicas is 1 to 5)")
 	}
-	log, err := newLoggerFormat(stderr, *logLevel, "text")
+	log, err := newLoggerFormat(c.stderr, *logLevel, "text")
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device hub:", err)
+		fmt.Fprintln(c.stderr, "promcp-device hub:", err)
 		return 2
 	}
 	fl, err := manifests.LoadFleet(*file)
 	if err != nil {
-		fmt.Fprintln(stderr, err)
+		fmt.Fprintln(c.stderr, err)
 		return 1
 	}
 	if fl.Role != manifests.RoleHub {
-		fmt.Fprintf(stderr, "promcp-device hub: %s has role %s; hub runs role hub (a gateway joins with serve --fleet)\n", *file, fl.Role)
+		fmt.Fprintf(c.stderr, "promcp-device hub: %s has role %s; hub runs role hub (a gateway joins with serve --fleet)\n", *file, fl.Role)
 		return 2
 	}
 	var tokens *server.Tokens
 	if *tokensFile != "" {
 		if tokens, err = server.LoadTokens(*tokensFile); err != nil {
-			fmt.Fprintln(stderr, "promcp-device hub:", err)
-			return 1
+			return c.fail(err)
 		}
 	}
 	n, _, err := connectFleet(fl, log)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device hub:", err)
-		return 1
+		return c.fail(err)
 	}
 	defer n.Close()
-	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	sctx, cancel := context.WithTimeout(c.ctx, 60*time.Second)
 	err = fleet.SetupHub(sctx, n.nc, *replicas)
 	cancel()
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device hub: the hub's JetStream did not come up (are the other members running?):", err)
+		fmt.Fprintln(c.stderr, "promcp-device hub: the hub's JetStream did not come up (are the other members running?):", err)
 		return 1
 	}
 	// The shared policy state's buckets and streams, with this hub's
 	// replica count (a gateway would create them with 3).
-	if err := openHubShared(ctx, n.nc, shared.Config{Gateway: fl.Gateway, Replicas: *replicas, Log: log}); err != nil {
-		fmt.Fprintln(stderr, "promcp-device hub: the fleet's shared state:", err)
+	if err := openHubShared(c.ctx, n.nc, shared.Config{Gateway: fl.Gateway, Replicas: *replicas, Log: log}); err != nil {
+		fmt.Fprintln(c.stderr, "promcp-device hub: the fleet's shared state:", err)
 		return 1
 	}
 	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, Log: log})
-	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: *role}, stdout, log); err != nil {
-		fmt.Fprintln(stderr, "promcp-device hub:", err)
-		return 1
+	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: *role}, c.stdout, log); err != nil {
+		return c.fail(err)
 	}
 	log.Info("hub member running", "name", fl.Gateway, "client", fl.Listen.Client, "leaf", fl.Listen.Leaf, "cluster", fl.Listen.Cluster)
-	<-ctx.Done()
+	<-c.ctx.Done()
 	log.Info("hub member stopping")
 	return 0
 }

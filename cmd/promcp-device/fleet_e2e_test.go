@@ -25,6 +25,7 @@ import (
 // methods. (The hub runs in the test process: the binary the tests build
 // has no embedded server; hub and edge need -tags natsserver.)
 func TestFleetThroughTheBinary(t *testing.T) {
+	t.Parallel()
 	// The hub accepts only its own user and the two gateways' (the
 	// credentials every fleet file needs unless it says insecure: true).
 	hubUser := manifests.FleetUser{User: "hub1", Password: "hub1-test-secret"}

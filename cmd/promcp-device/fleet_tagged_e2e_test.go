@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +30,9 @@ func TestFleetTaggedThroughTheBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: builds the binary with -tags natsserver and runs a six-process fleet (~1-2 min)")
 	}
+	// Its build and the fleet's start-up (the hub electing its JetStream
+	// leaders) are mostly waiting: it runs beside the other parallel tests.
+	t.Parallel()
 	f := &taggedFleet{bin: buildTagged(t), dir: t.TempDir(), start: time.Now()}
 	f.writeFiles(t)
 	f.startAll(t)
@@ -198,14 +200,10 @@ func (f *taggedFleet) sharedRace(t *testing.T) {
 	if got["success"] != 1 || got["cooldown_active"] != 1 {
 		t.Errorf("do_set_fan_speed raced on gw1's endpoint and routed to gw2: %v; want one success, one cooldown_active", got)
 	}
-	r, err := f.own["gw3"].c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "do_set_fan_speed",
-		Arguments: map[string]any{"value": 30.0}}})
+	body, err := callTool(t, f.own["gw3"].c, "do_set_fan_speed", map[string]any{"value": 30.0})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var body map[string]any
-	b, _ := json.Marshal(r.StructuredContent)
-	json.Unmarshal(b, &body)
 	if body["permission"] != "cooldown_active" {
 		t.Errorf("gw3's do_set_fan_speed after the race: %v; want cooldown_active (one record for the site's fans)", body)
 	}
@@ -416,14 +414,11 @@ func raceTwo(t *testing.T, a *session, toolA string, b *session, toolB string, v
 		tool string
 	}{{a, toolA}, {b, toolB}} {
 		wg.Go(func() {
-			r, err := c.s.c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: c.tool, Arguments: map[string]any{"value": value}}})
+			body, err := callTool(t, c.s.c, c.tool, map[string]any{"value": value})
 			if err != nil {
 				res[i] = "error: " + err.Error()
 				return
 			}
-			var body map[string]any
-			b, _ := json.Marshal(r.StructuredContent)
-			json.Unmarshal(b, &body)
 			if body["status"] == "success" {
 				res[i] = "success"
 			} else {

@@ -39,6 +39,7 @@ func load(t *testing.T, file string) *manifests.Manifest {
 // finding at all, every read_* and can_do answer checked) and serves
 // exactly the group's tools (--manifest --group: no drift).
 func TestGroupsLintStrictLive(t *testing.T) {
+	t.Parallel()
 	for _, file := range []string{greenhouse, labBench, irrigation} {
 		m := load(t, file)
 		if len(m.Groups) == 0 {

@@ -25,8 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/server"
@@ -119,9 +117,8 @@ func hostileLoad(t *testing.T, bin string) loadResult {
 	pid, url := startBinary(t, bin, "serve", "--sim", "--manifest", labBench, "--tokens", file,
 		"--http", "127.0.0.1:0", "--log-level", "error")
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
-	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
 
-	legit := mcpClient(t, url, transport.WithHTTPHeaders(bearer(operator)))
+	legit := mcpClient(t, url, operator)
 	if _, err := callDo(legit, t, "warm-up", 10); err != nil {
 		t.Fatalf("before the load: %v", err)
 	}
@@ -181,7 +178,7 @@ func hostileLoad(t *testing.T, bin string) loadResult {
 			default:
 			}
 			if i == 3 {
-				c2, err := newClient(url, bearer(operator))
+				c2, err := dialHTTP(url, "", operator)
 				if err != nil {
 					res.legitErrors = append(res.legitErrors, "a new session under the load: "+err.Error())
 					return
@@ -333,25 +330,6 @@ func getAttack(ctx context.Context, url, token string) (n404, open, other int) {
 	return int(c404.Load()), int(cOpen.Load()), int(cOther.Load())
 }
 
-// newClient is an initialized mcp-go client over HTTP with header.
-func newClient(url string, header map[string]string) (*client.Client, error) {
-	c, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(header))
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := c.Start(context.Background()); err != nil {
-		return nil, err
-	}
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "promcp-e2e", Version: "1"}}}); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
-}
-
 func isTimeout(err error) bool {
 	ne, ok := err.(net.Error)
 	return ok && ne.Timeout()
@@ -428,10 +406,7 @@ func TestHTTPStartUpTruths(t *testing.T) {
 		addr string
 		warn bool
 	}{{"0.0.0.0:0", true}, {"127.0.0.1:0", false}} {
-		log, err := os.CreateTemp(t.TempDir(), "stderr")
-		if err != nil {
-			t.Fatal(err)
-		}
+		log, logged := logFile(t)
 		cmd := exec.Command(binary, "serve", "--sim", "--manifest", labBench, "--tokens", file, "--http", tc.addr)
 		t.Cleanup(func() { stopProc(t, cmd, os.Kill) })
 		cmd.Stderr = log
@@ -442,9 +417,8 @@ func TestHTTPStartUpTruths(t *testing.T) {
 		lines := bufio.NewScanner(out)
 		lines.Scan() // the "serving" line: everything logged before it is in the file
 		stopProc(t, cmd, os.Kill)
-		logged, _ := os.ReadFile(log.Name())
-		if warned := strings.Contains(string(logged), "clear text"); warned != tc.warn || !strings.Contains(lines.Text(), "serving") {
-			t.Errorf("serve --tokens --http %s: printed %q, warned %v (%s); want serving, and a warning %v", tc.addr, lines.Text(), warned, logged, tc.warn)
+		if warned := strings.Contains(logged(), "clear text"); warned != tc.warn || !strings.Contains(lines.Text(), "serving") {
+			t.Errorf("serve --tokens --http %s: printed %q, warned %v (%s); want serving, and a warning %v", tc.addr, lines.Text(), warned, logged(), tc.warn)
 		}
 	}
 }

@@ -185,6 +185,7 @@ func TestIrrigationWindow(t *testing.T) {
 // error; the stuck flow meter's rate falls to 0 and its total stops. All
 // are good again after the faults.
 func TestIrrigationScenario(t *testing.T) {
+	t.Parallel()
 	s := stdioSession(t, protocols[1], "--manifest", irrigation, "--scenario", irrigationFaults, "--time-scale", "20")
 	type sign struct {
 		tool, what string

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -61,6 +60,7 @@ func jobState(want string) func(map[string]any) bool {
 // time; a second job cancelled half-way closes it at once; a retry with
 // the same key replays the first answer.
 func TestJobHoldPollAndCancel(t *testing.T) {
+	t.Parallel()
 	s := jobsSession(t, "10")
 	r, _ := s.call("start_water", map[string]any{"idempotency_key": "water-1"})
 	id, _ := r["job_id"].(string)
@@ -205,8 +205,9 @@ func TestJobKilledMidJob(t *testing.T) {
 // time, 15 s of job), tasks/result gives the job's final do_* body;
 // tasks/cancel of a second task cancels its job and closes the valve.
 func TestJobAsTask(t *testing.T) {
-	tr := transport.NewStdio(binary, nil, "serve", "--sim", "--log-level", "warn", "--manifest", jobsBench, "--time-scale", "10")
-	c := client.NewClient(tr, client.WithProtocolVersion("2025-11-25"))
+	t.Parallel()
+	s := stdioSession(t, "2025-11-25", "--manifest", jobsBench, "--time-scale", "10")
+	c := s.c
 	var mu sync.Mutex
 	var progress []float64
 	c.OnNotification(func(n mcp.JSONRPCNotification) {
@@ -217,7 +218,6 @@ func TestJobAsTask(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	s := connect(t, c)
 	for _, tool := range s.tools {
 		if tool.Name == "start_water" && (tool.Execution == nil || tool.Execution.TaskSupport != mcp.TaskSupportOptional) {
 			t.Fatalf("start_water execution = %+v, want taskSupport optional", tool.Execution)
@@ -276,6 +276,7 @@ func TestJobAsTask(t *testing.T) {
 // away; the gateway reverts the heater on its own clock and audits it.
 // A revert due while the server was down happens as it starts.
 func TestDeadManRevertsWithNoClient(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	_, url := httpJobs(t, "--state", dir, "--time-scale", "10")
 	s := httpSession(t, url, protocols[1])

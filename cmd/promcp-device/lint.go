@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,28 +13,26 @@ import (
 	"github.com/promcp/promcp-device/lint"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/server"
 )
 
-func cmdLint(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("lint", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	lf, args := addLintFlags(fs, args)
-	if err := fs.Parse(args); err != nil {
+func cmdLint(c *cli) int {
+	lf := addLintFlags(c)
+	if !c.parse() {
 		return 2
 	}
-	if lf.surface(fs.Args()) {
-		return lintSurface(ctx, lf, fs.Args(), stdout, stderr)
+	if lf.surface(c.Args()) {
+		return lintSurface(c.ctx, lf, c.Args(), c.stdout, c.stderr)
 	}
-	if fs.NArg() == 0 {
-		fmt.Fprintln(stderr, "promcp-device lint: name at least one manifest or scenario FILE, a tool list FILE.json, --url URL or -- COMMAND ARGS...")
-		return 2
+	if c.NArg() == 0 {
+		return c.usage("name at least one manifest or scenario FILE, a tool list FILE.json, --url URL or -- COMMAND ARGS...")
 	}
 	code := 0
 	// A manifest's lint checks its policy: linting both files reports an
 	// error of the policy once, not once per file.
-	stdout = &onceLines{w: stdout, seen: map[string]bool{}}
-	for _, path := range fs.Args() {
-		if !lintFile(path, stdout) {
+	c.stdout = &onceLines{w: c.stdout, seen: map[string]bool{}}
+	for _, path := range c.Args() {
+		if !lintFile(path, c.stdout) {
 			code = 1
 		}
 	}
@@ -156,56 +153,57 @@ type toolJSON struct {
 	Annotations    any             `json:"annotations"`
 }
 
-func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tools", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	manifest := fs.String("manifest", "", "manifest `FILE` (required)")
-	asJSON := fs.Bool("json", false, "print the tools as JSON")
-	group := fs.String("group", "", "list (or --check) the tools of the manifest's tool group `NAME`, served at /mcp/NAME")
-	served := toolsServeFlags(fs)
-	check := fs.String("check", "", "instead of listing, check the tools a running server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp) serves against the manifest: exit 1 on drift (the drift part of lint --manifest FILE --url URL)")
-	if err := fs.Parse(args); err != nil {
+func cmdTools(c *cli) int {
+	manifest := c.String("manifest", "", "manifest `FILE` (required)")
+	asJSON := c.Bool("json", false, "print the tools as JSON")
+	group := c.String("group", "", "list (or --check) the tools of the manifest's tool group `NAME`, served at /mcp/NAME")
+	served := toolsServeFlags(c.FlagSet)
+	check := c.String("check", "", "instead of listing, check the tools a running server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp) serves against the manifest: exit 1 on drift (the drift part of lint --manifest FILE --url URL)")
+	if !c.parse() {
 		return 2
 	}
 	if *manifest == "" {
-		fmt.Fprintln(stderr, "promcp-device tools: --manifest FILE is required")
-		return 2
+		return c.usage("--manifest FILE is required")
 	}
-	m, err := manifests.Load(*manifest)
-	if err != nil {
-		fmt.Fprintln(stderr, commandErr("tools", err))
+	m := c.load(*manifest)
+	if m == nil {
 		return 1
 	}
 	expected, err := expectedTools(m, *group)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device tools:", err)
-		return 2
+		return c.usage("%v", err)
 	}
 	if *check != "" {
-		return checkServer(ctx, expected, *check, stdout, stderr)
+		return checkServer(c.ctx, expected, *check, c.stdout, c.stderr)
 	}
 	// The tool surface depends only on the manifest: build it on the
 	// simulator so that listing never touches hardware.
 	opts, err := served.options(*manifest, m)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device tools:", err)
-		return 2
+		return c.usage("%v", err)
 	}
-	gw, err := openGateway(ctx, m, opts, slog.New(slog.DiscardHandler))
+	gw, err := openGateway(c.ctx, m, opts, slog.New(slog.DiscardHandler))
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device tools:", err)
-		return 1
+		return c.fail(err)
 	}
 	defer gw.Close()
 	srv := gw.srv
 	if *group != "" {
 		groups, err := openGroups(gw)
 		if err != nil {
-			fmt.Fprintln(stderr, "promcp-device tools:", err)
-			return 1
+			return c.fail(err)
 		}
 		srv = groups[*group]
 	}
+	if err := printTools(c.stdout, srv, *asJSON); err != nil {
+		return c.fail(err)
+	}
+	return 0
+}
+
+// printTools prints the tools srv serves: a line each, or with asJSON as
+// a JSON list.
+func printTools(w io.Writer, srv *server.Server, asJSON bool) error {
 	var out []toolJSON
 	for _, t := range srv.Tools() {
 		out = append(out, toolJSON{
@@ -214,19 +212,15 @@ func cmdTools(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			ResponseSchema: t.MCP.RawOutputSchema, Annotations: t.MCP.Annotations,
 		})
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
+	if asJSON {
+		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(out); err != nil {
-			fmt.Fprintln(stderr, "promcp-device tools:", err)
-			return 1
-		}
-		return 0
+		return enc.Encode(out)
 	}
 	for _, t := range out {
-		fmt.Fprintf(stdout, "%-8s %-28s %s\n", t.Kind, t.Name, firstLine(t.Description))
+		fmt.Fprintf(w, "%-8s %-28s %s\n", t.Kind, t.Name, firstLine(t.Description))
 	}
-	return 0
+	return nil
 }
 
 func firstLine(s string) string {

@@ -51,6 +51,7 @@ func lintJSON(t *testing.T, args ...string) (int, []string) {
 // density warnings S004/S005 (more than 8 tools, more than 5 do_*), so
 // they pass without --strict and fail with it.
 func TestLintExamplesLive(t *testing.T) {
+	t.Parallel()
 	if lint.ProvenanceKey != server.ProvenanceKey {
 		t.Fatalf("lint checks the stamp under %q, the server writes %q", lint.ProvenanceKey, server.ProvenanceKey)
 	}

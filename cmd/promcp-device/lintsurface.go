@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -39,15 +38,15 @@ func (h headerFlags) Set(s string) error {
 	return nil
 }
 
-// addLintFlags declares the surface flags on fs and splits off the server
-// command that follows "--" in args; it returns the flags and the args to
-// parse.
-func addLintFlags(fs *flag.FlagSet, args []string) (*lintFlags, []string) {
+// addLintFlags declares the surface flags on c and splits off the server
+// command that follows "--" in its arguments, leaving those to parse.
+func addLintFlags(c *cli) *lintFlags {
 	lf := &lintFlags{headers: headerFlags{}}
-	if i := slices.Index(args, "--"); i >= 0 {
-		lf.command = args[i+1:]
-		args = args[:i]
+	if i := slices.Index(c.args, "--"); i >= 0 {
+		lf.command = c.args[i+1:]
+		c.args = c.args[:i]
 	}
+	fs := c.FlagSet
 	fs.StringVar(&lf.url, "url", "", "lint the live server at `URL` (streamable HTTP, such as http://127.0.0.1:8080/mcp)")
 	fs.Var(lf.headers, "header", "HTTP header `NAME:VALUE` sent with --url (repeatable), such as \"Authorization: Bearer TOKEN\"")
 	fs.StringVar(&lf.manifest, "manifest", "", "also check the served tools against the manifest `FILE` (drift: X001, X002)")
@@ -55,7 +54,7 @@ func addLintFlags(fs *flag.FlagSet, args []string) (*lintFlags, []string) {
 	fs.BoolVar(&lf.asJSON, "json", false, "print the findings as JSON")
 	fs.BoolVar(&lf.strict, "strict", false, "warnings fail too")
 	fs.BoolVar(&lf.callReads, "call-reads", false, "call every read_* and can_do (never a do_*) and check the answers")
-	return lf, args
+	return lf
 }
 
 // surface reports whether this lint is of a tool surface (a tool-list JSON

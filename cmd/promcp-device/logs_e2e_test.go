@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -16,45 +15,27 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// lockedBuffer collects a child's stderr while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestLogFormatJSONAndNoFirstReadNoise: with --log-format json every line
 // serve logs is one JSON object with time, level and msg; reading every
 // capability once logs nothing at INFO (the first good reading is DEBUG).
 func TestLogFormatJSONAndNoFirstReadNoise(t *testing.T) {
-	var stderr lockedBuffer
+	f, stderr := logFile(t)
 	tr := transport.NewStdioWithOptions(binary, nil, []string{"serve", "--sim", "--manifest", greenhouse, "--log-format", "json"},
 		transport.WithCommandFunc(func(ctx context.Context, command string, env []string, args []string) (*exec.Cmd, error) {
 			cmd := exec.CommandContext(ctx, command, args...)
 			cmd.Env = append(os.Environ(), env...)
-			cmd.Stderr = &stderr
+			cmd.Stderr = f
 			return cmd, nil
 		}))
 	s := connect(t, client.NewClient(tr, client.WithProtocolVersion(mcp.LATEST_PROTOCOL_VERSION)))
-	before := stderr.String()
+	before := stderr()
 	for _, tool := range s.tools {
 		if strings.HasPrefix(tool.Name, "read_") {
 			s.call(tool.Name, map[string]any{})
 		}
 	}
 	s.c.Close()
-	all := stderr.String()
+	all := stderr()
 	if !strings.Contains(before, `"msg":"serving over stdio"`) {
 		t.Fatalf("--log-format json: stderr %q; want the start-up line as JSON", before)
 	}
@@ -82,11 +63,14 @@ func TestLogFormatRefusesUnknown(t *testing.T) {
 
 // TestVersionFromBuildInfo builds the binary from a clone of this
 // checkout, as a user or scripts/release does (VCS stamping on, the
-// version given with -ldflags -X), and checks that `version` prints the
+// version given with -ldflags -X, -trimpath as the release builds, which
+// also lets the build reuse the cache whatever the clone's directory),
+// and checks that `version` prints the
 // version, the commit it was built from (Go's build info: vcs.revision)
 // and its date (vcs.time). A git worktree gets no VCS stamp from Go,
 // hence the clone.
 func TestVersionFromBuildInfo(t *testing.T) {
+	t.Parallel() // a build: it runs beside the tests that wait on simulated time
 	rev, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
 		t.Skipf("not in a git checkout (git rev-parse HEAD: %v): no commit to compare with", err)
@@ -102,7 +86,7 @@ func TestVersionFromBuildInfo(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "promcp-device")
 	// A build, not a process under test: it may take minutes on a loaded
 	// machine, so it gets the test's deadline, not exitTimeout.
-	build := exec.CommandContext(t.Context(), "go", "build", "-buildvcs=true", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, "./cmd/promcp-device")
+	build := exec.CommandContext(t.Context(), "go", "build", "-trimpath", "-buildvcs=true", "-ldflags", "-X main.version=v9.8.7-test", "-o", bin, "./cmd/promcp-device")
 	build.Dir, build.Stderr = clone, os.Stderr
 	if err := build.Run(); err != nil {
 		t.Fatalf("go build: %v", err)

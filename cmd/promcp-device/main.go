@@ -79,6 +79,16 @@ Usage:
 Run "promcp-device COMMAND -h" for a command's flags.
 `
 
+// commands are the subcommands by name.
+func commands() map[string]func(*cli) int {
+	return map[string]func(*cli) int{
+		"serve": cmdServe, "hub": cmdHub, "audit": cmdAudit, "token": cmdToken, "lint": cmdLint, "tools": cmdTools,
+		"convert": cmdConvert, "approve": cmdApprove, "demo": cmdDemo, "test": cmdTest, "sim": cmdSim, "ports": cmdPorts,
+		"scan": cmdScan, "bench": cmdBench, "read": cmdRead, "do": cmdDo,
+		"version": cmdVersion, "--version": cmdVersion, "-version": cmdVersion,
+	}
+}
+
 // run is the whole program; it returns the exit code: 0 success, 1 the
 // work failed (bad manifest, bus unavailable), 2 bad usage.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -87,44 +97,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return 2
 	}
 	switch args[0] {
-	case "serve":
-		return cmdServe(ctx, args[1:], stdin, stdout, stderr)
-	case "hub":
-		return cmdHub(ctx, args[1:], stdout, stderr)
-	case "audit":
-		return cmdAudit(args[1:], stdout, stderr)
-	case "token":
-		return cmdToken(args[1:], stdin, stdout, stderr)
-	case "lint":
-		return cmdLint(ctx, args[1:], stdout, stderr)
-	case "tools":
-		return cmdTools(ctx, args[1:], stdout, stderr)
-	case "convert":
-		return cmdConvert(args[1:], stdout, stderr)
-	case "approve":
-		return cmdApprove(args[1:], stdout, stderr)
-	case "demo":
-		return cmdDemo(ctx, args[1:], stdout, stderr)
-	case "test":
-		return cmdTest(ctx, args[1:], stdout, stderr)
-	case "sim":
-		return cmdSim(ctx, args[1:], stdout, stderr)
-	case "ports":
-		return cmdPorts(args[1:], stdout, stderr)
-	case "scan":
-		return cmdScan(ctx, args[1:], stdout, stderr)
-	case "bench":
-		return cmdBench(ctx, args[1:], stdout, stderr)
-	case "read":
-		return cmdRead(ctx, args[1:], stdout, stderr)
-	case "do":
-		return cmdDo(ctx, args[1:], stdout, stderr)
-	case "version", "--version", "-version":
-		return cmdVersion(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "promcp-device: unknown command %q\n\n%s", args[0], usage)
-	return 2
+	cmd, ok := commands()[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "promcp-device: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	return cmd(newCLI(ctx, args[0], args[1:], stdin, stdout, stderr))
 }

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -121,19 +119,11 @@ func TestMetricsAndHealth(t *testing.T) {
 
 	// The 2025-11-25 protocol keeps a session (the newer one is
 	// sessionless): promcp_mcp_sessions counts it.
-	hc, err := client.NewStreamableHttpClient(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + operator}))
+	c, err := dialHTTP(url, "2025-11-25", operator)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := client.NewClient(hc.GetTransport(), client.WithProtocolVersion("2025-11-25"))
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
 	defer c.Close()
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: "2025-11-25", ClientInfo: mcp.Implementation{Name: "metrics-e2e", Version: "1"}}}); err != nil {
-		t.Fatal(err)
-	}
 	call := func(name string, args map[string]any) {
 		t.Helper()
 		res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
@@ -192,11 +182,12 @@ func TestMetricsFlag(t *testing.T) {
 // timeouts in promcp_bus_errors_total and, once the breaker opens, as
 // promcp_breaker_open 1; its reads as quality other than good.
 func TestMetricsBreakerOpens(t *testing.T) {
+	t.Parallel()
 	sc := filepath.Join(t.TempDir(), "dead-meter.yml")
 	os.WriteFile(sc, []byte("version: 1\nscenario: dead_meter\nfaults:\n  - {at: 0s, device: energy_meter, fault: timeout, for: 1h}\n"), 0o644)
 	url := startServe(t, "--manifest", greenhouse, "--scenario", sc).url
 	base := strings.TrimSuffix(url, "/mcp")
-	c := mcpClient(t, url)
+	c := mcpClient(t, url, "")
 	var open float64
 	for i := 0; i < 8 && open == 0; i++ {
 		if _, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "read_site_power",

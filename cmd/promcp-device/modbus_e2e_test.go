@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	mb "github.com/goburrow/modbus"
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // startSim runs `sim --modbus-tcp 127.0.0.1:0` on the greenhouse and returns
@@ -22,11 +20,11 @@ func startSim(t *testing.T) string {
 	return startPrinting(t, `on (127\.0\.0\.1:\d+) \(Modbus TCP\)`, "sim", "--manifest", greenhouse, "--modbus-tcp", "127.0.0.1:0")
 }
 
-// TestGatewayOnSimulatedNetworkDevices: a gateway without --sim, pointed at
-// `sim --modbus-tcp`, serves the values a raw Modbus client reads there,
-// and its writes land in the simulated device.
-func TestGatewayOnSimulatedNetworkDevices(t *testing.T) {
-	addr := startSim(t)
+// modbusGateway writes the manifest of a gateway (no --sim) whose Modbus
+// TCP device is at addr (testdata/gateway-modbus-tcp.yml) and returns its
+// path.
+func modbusGateway(t *testing.T, addr string) string {
+	t.Helper()
 	tmpl, err := os.ReadFile("testdata/gateway-modbus-tcp.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -35,8 +33,16 @@ func TestGatewayOnSimulatedNetworkDevices(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(string(tmpl), "SIM_ADDRESS", addr)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tr := transport.NewStdio(binary, nil, "serve", "--manifest", manifest, "--allow-no-policy", "--log-level", "warn")
-	s := connect(t, client.NewClient(tr, client.WithProtocolVersion(protocols[1])))
+	return manifest
+}
+
+// TestGatewayOnSimulatedNetworkDevices: a gateway without --sim, pointed at
+// `sim --modbus-tcp`, serves the values a raw Modbus client reads there,
+// and its writes land in the simulated device.
+func TestGatewayOnSimulatedNetworkDevices(t *testing.T) {
+	addr := startSim(t)
+	manifest := modbusGateway(t, addr)
+	s := commandSession(t, protocols[1], binary, []string{"serve", "--manifest", manifest, "--allow-no-policy", "--log-level", "warn"})
 
 	raw := func(unit byte) mb.Client {
 		h := mb.NewTCPClientHandler(addr)

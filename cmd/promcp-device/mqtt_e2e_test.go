@@ -56,6 +56,7 @@ func TestMQTTHomeServedOnSim(t *testing.T) {
 // the door's dropout (its Last Will) makes its reads error, saying it is
 // offline, and they are good again once the fault ends.
 func TestMQTTHomeScenario(t *testing.T) {
+	t.Parallel()
 	s := stdioSession(t, mcp.ProtocolVersion20251125, "--manifest", mqttHome,
 		"--scenario", "../../manifests/examples/mqtt-home-faults.yml", "--time-scale", "20")
 	until := func(what string, ok func(map[string]any) bool) map[string]any {
@@ -86,6 +87,7 @@ func TestMQTTHomeScenario(t *testing.T) {
 // gateway's reads still come good from the devices' messages and its
 // commands reach the plug.
 func TestMQTT311BrokerServedOnSim(t *testing.T) {
+	t.Parallel()
 	src, err := os.ReadFile(mqttHome)
 	if err != nil {
 		t.Fatal(err)

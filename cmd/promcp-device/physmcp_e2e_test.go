@@ -62,6 +62,7 @@ func TestServePhysMCPManifest(t *testing.T) {
 // through the embedded broker), the PWM duty and the MQTT relay actuate
 // and read back, and the policy's range guard refuses 90 %.
 func TestServePhysMCPBusBindings(t *testing.T) {
+	t.Parallel()
 	s := stdioSession(t, protocols[0], "--manifest", physmcpBuses)
 	for _, tool := range []string{"read_fan_duty", "read_bed1_probe", "read_bed2_probe", "read_tank_probe", "read_pump_speed", "read_valve"} {
 		if r, isErr := s.call(tool, map[string]any{}); isErr || r["quality"] != "good" {

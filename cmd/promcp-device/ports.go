@@ -1,9 +1,7 @@
 package main
 
 import (
-	"flag"
 	"fmt"
-	"io"
 	"text/tabwriter"
 
 	"go.bug.st/serial/enumerator"
@@ -11,16 +9,14 @@ import (
 
 // cmdPorts lists the serial ports with their USB vendor and product ids, so
 // that an integrator can tell which /dev/ttyUSB* is the RS-485 adapter.
-func cmdPorts(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("ports", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
+func cmdPorts(c *cli) int {
+	if !c.parse() {
 		return 2
 	}
+	stdout := c.stdout
 	ports, err := enumerator.GetDetailedPortsList()
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device ports:", err)
-		return 1
+		return c.fail(err)
 	}
 	if len(ports) == 0 {
 		fmt.Fprintln(stdout, "no serial ports found")

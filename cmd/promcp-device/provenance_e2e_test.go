@@ -4,16 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/promcp"
@@ -236,24 +232,10 @@ func TestProvenanceEnvelope(t *testing.T) {
 // reached answers read_* with quality error and do_* failed, each with its
 // envelope complete: the grounds name the device, the qualifier the error.
 func TestProvenanceOnADeadDevice(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close() // nothing listens there now: every connection is refused
-	tmpl, err := os.ReadFile("testdata/gateway-modbus-tcp.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	manifest := filepath.Join(t.TempDir(), "gateway.yml")
-	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(string(tmpl), "SIM_ADDRESS", dead)), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	manifest := modbusGateway(t, freeTCP(t)) // nothing listens there: every connection is refused
 	for _, placement := range []string{"meta", "inline"} {
 		t.Run(placement, func(t *testing.T) {
-			tr := transport.NewStdio(binary, nil, "serve", "--manifest", manifest, "--allow-no-policy", "--log-level", "error", "--provenance", placement)
-			s := connect(t, client.NewClient(tr, client.WithProtocolVersion(protocols[0])))
+			s := commandSession(t, protocols[0], binary, []string{"serve", "--manifest", manifest, "--allow-no-policy", "--log-level", "error", "--provenance", placement})
 			body, env, _ := stamped(t, s, placement, "read_site_power", map[string]any{})
 			_, g, w, q, tags, _ := argument(env)
 			if body["quality"] != "error" || q["quality"] != "error" || q["reason"] == "" || g["device"] != "energy_meter" ||
@@ -274,6 +256,7 @@ func TestProvenanceOnADeadDevice(t *testing.T) {
 // (C006) and every answer valid against its declared output schema (C003)
 // when the envelope is inline, as it does in _meta.
 func TestLintCallReadsInline(t *testing.T) {
+	t.Parallel()
 	for _, placement := range []string{"meta", "inline"} {
 		code, codes := lintJSON(t, "--call-reads", "--manifest", greenhouse, "--", binary, "serve", "--sim", "--manifest", greenhouse,
 			"--log-level", "error", "--provenance", placement)

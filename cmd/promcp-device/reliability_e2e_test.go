@@ -10,6 +10,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -26,57 +27,14 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/audit"
 )
 
 var crashTrials = flag.Int("crash.trials", 20, "TestCrashRecovery: SIGKILL trials")
 
-// server is a running `serve --http` process.
-type serveProc struct {
-	cmd *exec.Cmd
-	url string
-}
-
-// startServe starts the binary with `serve --sim --http 127.0.0.1:0` and
-// the given arguments and waits for the URL it prints.
-func startServe(t *testing.T, args ...string) *serveProc {
-	t.Helper()
-	cmd, url := launch(t, os.Kill, nil, binary, `on (https?://\S+/mcp)`, append([]string{"serve", "--sim", "--http", "127.0.0.1:0", "--log-level", "warn"}, args...)...)
-	if url == "" {
-		t.Fatalf("serve %v printed no URL", args)
-	}
-	return &serveProc{cmd: cmd, url: url}
-}
-
-func mcpClient(t *testing.T, url string, opts ...transport.StreamableHTTPCOption) *client.Client {
-	t.Helper()
-	c, err := client.NewStreamableHttpClient(url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "promcp-e2e", Version: "1"}}}); err != nil {
-		t.Fatalf("initialize: %v", err)
-	}
-	t.Cleanup(func() { c.Close() })
-	return c
-}
-
 func callDo(c *client.Client, t *testing.T, key string, value float64) (map[string]any, error) {
-	res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "do_set_light_level",
-		Arguments: map[string]any{"value": value, "idempotency_key": key}}})
-	if err != nil {
-		return nil, err
-	}
-	var body map[string]any
-	b, _ := json.Marshal(res.StructuredContent)
-	return body, json.Unmarshal(b, &body)
+	return callTool(t, c, "do_set_light_level", map[string]any{"value": value, "idempotency_key": key})
 }
 
 func auditRecords(t *testing.T, dir string) []audit.Record {
@@ -195,21 +153,16 @@ func TestCrashRecovery(t *testing.T) {
 	var cutOff, missed, missedInRow int                // keys cut off mid-attempt; kills that landed between attempts
 	for trial := 0; trial < *crashTrials; {
 		p := startServe(t, "--manifest", labBench, "--state", dir)
-		c := mcpClient(t, p.url)
+		c := mcpClient(t, p.url, "")
 		watch := watchAudit(t, dir)
 		var mu sync.Mutex
 		bodies := map[string]map[string]any{}
 		keys := map[string]float64{}
-		stop := make(chan struct{})
+		working, stop := context.WithCancel(t.Context()) // the workers call until stop
 		var wg sync.WaitGroup
 		for w := range 8 {
 			wg.Go(func() {
-				for i := 0; ; i++ {
-					select {
-					case <-stop:
-						return
-					default:
-					}
+				for i := 0; working.Err() == nil; i++ {
 					key := fmt.Sprintf("t%d-m%d-w%d-%d", trial, missed, w, i)
 					value := float64(1+(i*7+w)%190) * 0.5
 					mu.Lock()
@@ -231,12 +184,12 @@ func TestCrashRecovery(t *testing.T) {
 		waitExit(t, p.cmd)
 		watch.poll() // what the process wrote before it died
 		cut := maps.Clone(watch.open)
-		close(stop)
+		stop()
 		wg.Wait()
 		c.Close()
 
 		p = startServe(t, "--manifest", labBench, "--state", dir)
-		c = mcpClient(t, p.url)
+		c = mcpClient(t, p.url, "")
 		retries := make(chan string)
 		for range 8 {
 			wg.Go(func() {
@@ -292,7 +245,7 @@ func TestCrashRecovery(t *testing.T) {
 		// audit verify in process: the CLI's own code, without a process
 		// per trial (TestAuditCLI runs the binary's).
 		var out strings.Builder
-		if code := cmdAudit([]string{"verify", "--state", dir}, &out, &out); code != 0 {
+		if code := cmdAudit(newCLI(t.Context(), "audit", []string{"verify", "--state", dir}, nil, &out, &out)); code != 0 {
 			t.Fatalf("trial %d: audit verify: exit %d: %s", trial, code, out.String())
 		}
 		if len(cut) == 0 {
@@ -328,7 +281,7 @@ func TestCrashRecovery(t *testing.T) {
 func TestSIGTERMFinishesCallsInFlight(t *testing.T) {
 	dir := t.TempDir()
 	p := startServe(t, "--manifest", labBench, "--state", dir)
-	c := mcpClient(t, p.url)
+	c := mcpClient(t, p.url, "")
 	watch := watchAudit(t, dir)
 	var wg sync.WaitGroup
 	for w := range 4 {

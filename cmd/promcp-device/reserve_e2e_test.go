@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,19 +10,7 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
-
-func callTool(t *testing.T, c *client.Client, name string, args map[string]any) (map[string]any, error) {
-	res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
-	if err != nil {
-		return nil, err
-	}
-	var body map[string]any
-	b, _ := json.Marshal(res.StructuredContent)
-	return body, json.Unmarshal(b, &body)
-}
 
 // TestOverlappingCallsOneWritePerCooldown: the greenhouse binary over HTTP
 // with --state; 8 MCP clients call do_set_fan_speed at once with distinct
@@ -38,7 +25,7 @@ func TestOverlappingCallsOneWritePerCooldown(t *testing.T) {
 	p := startServe(t, "--manifest", greenhouse, "--state", dir)
 	clients := make([]*client.Client, callers)
 	for i := range clients {
-		clients[i] = mcpClient(t, p.url)
+		clients[i] = mcpClient(t, p.url, "")
 	}
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -118,8 +105,8 @@ func syncsOf(t *testing.T, strace string, values []float64, args ...string) int 
 	out := filepath.Join(t.TempDir(), "strace.txt")
 	cmd := append([]string{"-f", "-qq", "-e", "trace=fsync,fdatasync", "-o", out, binary,
 		"serve", "--sim", "--log-level", "error", "--manifest", greenhouse, "--state", t.TempDir()}, args...)
-	c := client.NewClient(transport.NewStdio(strace, nil, cmd...))
-	s := connect(t, c)
+	s := commandSession(t, "", strace, cmd)
+	c := s.c
 	for i, v := range values {
 		r, _ := s.call("do_set_fan_speed", map[string]any{"value": v, "idempotency_key": fmt.Sprintf("k%d", i)})
 		if st := r["status"]; st != "success" && r["permission"] != "cooldown_active" {

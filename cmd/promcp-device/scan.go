@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -16,22 +15,20 @@ import (
 
 // cmdScan probes a Modbus line for responding unit ids and readable
 // register ranges, gently and read-only.
-func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("scan", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	tcp := fs.String("tcp", "", "scan a Modbus TCP device or gateway at `ADDR` (host:port)")
-	rtuTCP := fs.String("rtu-tcp", "", "scan RTU over TCP (a serial device server) at `ADDR`")
-	port := fs.String("port", "", "scan a Modbus RTU line on serial `PORT` (/dev/ttyUSB0)")
-	baud := fs.Int("baud", manifests.DefaultBaud, "with --port: bits per second")
-	parity := fs.String("parity", "none", "with --port: none, even or odd")
-	stopBits := fs.Int("stop-bits", 1, "with --port: 1 or 2")
-	unitsFlag := fs.String("units", "1-247", "unit ids to probe: `LIST` such as 1-10,17")
-	first := fs.Uint("first", 0, "first 0-based address probed in each table")
-	count := fs.Uint("count", 16, "addresses probed in each table")
-	timeout := fs.Duration("timeout", 200*time.Millisecond, "how long to wait for each answer")
-	pause := fs.Duration("pause", 20*time.Millisecond, "silence between probes")
-	values := fs.Bool("values", false, "read and print the values found in each readable range (registers as unsigned 16-bit numbers and hex, coils and inputs as 0/1)")
-	if err := fs.Parse(args); err != nil {
+func cmdScan(c *cli) int {
+	tcp := c.String("tcp", "", "scan a Modbus TCP device or gateway at `ADDR` (host:port)")
+	rtuTCP := c.String("rtu-tcp", "", "scan RTU over TCP (a serial device server) at `ADDR`")
+	port := c.String("port", "", "scan a Modbus RTU line on serial `PORT` (/dev/ttyUSB0)")
+	baud := c.Int("baud", manifests.DefaultBaud, "with --port: bits per second")
+	parity := c.String("parity", "none", "with --port: none, even or odd")
+	stopBits := c.Int("stop-bits", 1, "with --port: 1 or 2")
+	unitsFlag := c.String("units", "1-247", "unit ids to probe: `LIST` such as 1-10,17")
+	first := c.Uint("first", 0, "first 0-based address probed in each table")
+	count := c.Uint("count", 16, "addresses probed in each table")
+	timeout := c.Duration("timeout", 200*time.Millisecond, "how long to wait for each answer")
+	pause := c.Duration("pause", 20*time.Millisecond, "silence between probes")
+	values := c.Bool("values", false, "read and print the values found in each readable range (registers as unsigned 16-bit numbers and hex, coils and inputs as 0/1)")
+	if !c.parse() {
 		return 2
 	}
 	given := 0
@@ -42,16 +39,16 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	units, err := parseUnits(*unitsFlag)
 	if given != 1 || err != nil || *count == 0 || *first+*count > 65536 {
-		fmt.Fprintln(stderr, "promcp-device scan: give exactly one of --tcp, --rtu-tcp or --port, a valid --units list and --first/--count within 0..65535")
+		fmt.Fprintln(c.stderr, "promcp-device scan: give exactly one of --tcp, --rtu-tcp or --port, a valid --units list and --first/--count within 0..65535")
 		if err != nil {
-			fmt.Fprintln(stderr, err)
+			fmt.Fprintln(c.stderr, err)
 		}
 		return 2
 	}
 	cfg := modbus.Config{Name: "scan", Timeout: *timeout, Retries: 0, BreakerThreshold: 1 << 30}
 	if addr := *tcp + *rtuTCP; addr != "" {
-		if err := reachable(ctx, addr, *timeout); err != nil {
-			fmt.Fprintf(stderr, "promcp-device scan: cannot reach %s: %v\n", addr, err)
+		if err := reachable(c.ctx, addr, *timeout); err != nil {
+			fmt.Fprintf(c.stderr, "promcp-device scan: cannot reach %s: %v\n", addr, err)
 			return 1
 		}
 	}
@@ -64,17 +61,16 @@ func cmdScan(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		line, what = modbus.NewRTUOverTCP(cfg, modbus.DialerTCP(*rtuTCP), nil), "RTU over TCP "+*rtuTCP
 	default:
 		s := modbus.SerialConfig{Port: *port, Baud: *baud, DataBits: 8, Parity: modbus.Parity(*parity), StopBits: *stopBits}
-		p, err := modbus.OpenPort(ctx, s)
+		p, err := modbus.OpenPort(c.ctx, s)
 		if err != nil {
-			fmt.Fprintln(stderr, "promcp-device scan:", err)
-			return 1
+			return c.fail(err)
 		}
 		line, what = modbus.NewRTU(cfg, p, modbus.FrameGap(*baud), false, nil), fmt.Sprintf("RTU %s at %d baud", *port, *baud)
 	}
 	defer line.Close()
-	fmt.Fprintf(stdout, "scanning %s: %d unit ids, addresses %d..%d of each table, read-only\n", what, len(units), *first, *first+*count-1)
-	found, err := line.Scan(ctx, modbus.ScanConfig{Units: units, First: uint16(*first), Count: uint16(*count), Pause: *pause})
-	return reportScan(ctx, stdout, stderr, line, found, err, *values, what, *unitsFlag)
+	fmt.Fprintf(c.stdout, "scanning %s: %d unit ids, addresses %d..%d of each table, read-only\n", what, len(units), *first, *first+*count-1)
+	found, err := line.Scan(c.ctx, modbus.ScanConfig{Units: units, First: uint16(*first), Count: uint16(*count), Pause: *pause})
+	return reportScan(c.ctx, c.stdout, c.stderr, line, found, err, *values, what, *unitsFlag)
 }
 
 // reportScan prints what a scan found (with values, the values of each

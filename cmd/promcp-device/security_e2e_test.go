@@ -21,7 +21,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
@@ -100,7 +99,7 @@ func TestHTTPSecurity(t *testing.T) {
 	}
 
 	t.Run("viewer on do_* is refused in the typed body", func(t *testing.T) {
-		c := mcpClient(t, url, transport.WithHTTPHeaders(bearer(viewer)))
+		c := mcpClient(t, url, viewer)
 		body, err := callDo(c, t, "v-1", 50)
 		if err != nil || body["status"] != "failed" || body["permission"] != "permission_insufficient" {
 			t.Fatalf("viewer do_set_light_level = %v, %v; want failed permission_insufficient", body, err)
@@ -111,7 +110,7 @@ func TestHTTPSecurity(t *testing.T) {
 		}
 	})
 	t.Run("operator on do_* acts, and the audit names the caller", func(t *testing.T) {
-		c := mcpClient(t, url, transport.WithHTTPHeaders(bearer(operator)))
+		c := mcpClient(t, url, operator)
 		body, err := callDo(c, t, "o-1", 50)
 		if err != nil || body["status"] != "success" {
 			t.Fatalf("operator do_set_light_level = %v, %v; want success", body, err)
@@ -144,7 +143,7 @@ func TestHTTPRefusesNonLoopbackWithoutTokens(t *testing.T) {
 
 func TestHTTPReadOnly(t *testing.T) {
 	url := startServe(t, "--manifest", labBench, "--read-only").url
-	c := mcpClient(t, url)
+	c := mcpClient(t, url, "")
 	list, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
 	if err != nil {
 		t.Fatal(err)

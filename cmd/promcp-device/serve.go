@@ -6,7 +6,6 @@ import (
 	"crypto/tls"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -66,10 +65,9 @@ type serveFlags struct {
 
 // parseServeFlags reads serve's command line; nil (with a usage message
 // on stderr) when it does not parse.
-func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
+func parseServeFlags(c *cli) *serveFlags {
 	f := &serveFlags{}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := c.FlagSet
 	fs.StringVar(&f.manifest, "manifest", "", "manifest `FILE` to serve (required)")
 	fs.BoolVar(&f.simulate, "sim", false, "serve on the built-in simulator instead of hardware")
 	fs.Float64Var(&f.timeScale, "time-scale", 0, "with --sim: simulated seconds per real second (overrides the manifest's sim.time_scale)")
@@ -101,7 +99,7 @@ func parseServeFlags(args []string, stderr io.Writer) *serveFlags {
 	f.audit = auditFlags(fs)
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
 	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console and --tokens: the `ROLES` (comma-separated) that approve or deny waiting do_* calls in the console")
-	if err := fs.Parse(args); err != nil {
+	if !c.parse() {
 		return nil
 	}
 	f.extraArgs = fs.NArg()
@@ -142,60 +140,86 @@ func exit(stderr io.Writer, err error) int {
 	return 1
 }
 
-func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	f := parseServeFlags(args, stderr)
+func cmdServe(c *cli) int {
+	f := parseServeFlags(c)
 	if f == nil {
 		return 2
 	}
 	if f.extraArgs > 0 {
-		fmt.Fprintln(stderr, extraArgMessage(f.extraArg, f.manifest))
+		fmt.Fprintln(c.stderr, extraArgMessage(f.extraArg, f.manifest))
 		return 2
 	}
-	if f.manifest == "" || f.extraArgs > 0 {
-		fmt.Fprintln(stderr, "promcp-device serve: --manifest FILE is required (and takes no other arguments)")
-		return 2
+	if f.manifest == "" {
+		return c.usage("--manifest FILE is required (and takes no other arguments)")
 	}
-	log, err := newLoggerFormat(stderr, f.logLevel, f.logFormat)
+	log, err := newLoggerFormat(c.stderr, f.logLevel, f.logFormat)
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device serve:", err)
-		return 2
+		return c.usage("%v", err)
 	}
 	tokens, err := f.check(log)
 	if err != nil {
-		return exit(stderr, err)
+		return exit(c.stderr, err)
 	}
 	m, sc, err := f.load()
 	if err != nil {
-		return exit(stderr, err)
+		return exit(c.stderr, err)
 	}
 	opts, err := f.gatewayOptions(log, m, tokens)
 	if err != nil {
-		return exit(stderr, err)
+		return exit(c.stderr, err)
 	}
 	var node *fleetNode
 	if f.fleetFile != "" {
-		if node, err = f.connectFleet(ctx, m, &opts, log); err != nil {
-			return exit(stderr, err)
+		if node, err = f.connectFleet(c.ctx, m, &opts, log); err != nil {
+			return exit(c.stderr, err)
 		}
 		defer node.Close()
 	}
 	ops, err := f.opsEndpoints(&opts)
 	if err != nil {
-		return exit(stderr, err)
+		return exit(c.stderr, err)
 	}
 	st, err := openState(f.stateDir, f.keyTTL, f.audit, log)
 	if err != nil {
-		return exit(stderr, failErr(err, false))
+		return exit(c.stderr, failErr(err, false))
 	}
 	defer st.Close()
 	f.withState(&opts, st, log)
 	if node != nil {
 		node.fleetStore(&opts, st, f.keyTTL)
 	}
+	f.observe(ops, &opts, st)
+	gw, err := openGateway(c.ctx, m, opts, log)
+	if err != nil {
+		return exit(c.stderr, failErr(err, false))
+	}
+	defer gw.Close()
+	if ops != nil {
+		ops.metrics.Capabilities(gw.set)
+		ops.opened.Store(true)
+		gw.ops = ops
+	}
+	if sc != nil {
+		if err := gw.world.Play(sc); err != nil {
+			return exit(c.stderr, failErr(err, false))
+		}
+		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
+	}
+	if node != nil {
+		if err := f.joinFleet(c.ctx, node, gw, tokens, c.stdout, log); err != nil {
+			return exit(c.stderr, err)
+		}
+	}
+	return f.serve(c.ctx, gw, tokens, c.stdin, c.stdout, c.stderr, log)
+}
+
+// observe has the ops endpoints (nil without them) count the audit
+// records of st and, with --console, the calls waiting for a supervisor.
+func (f *serveFlags) observe(ops *opsEndpoints, opts *gatewayOptions, st *state) {
 	if ops != nil && st.audit != nil {
 		opts.server = append(opts.server, server.WithAuditor(ops.auditor(st.audit)))
 	}
-	if ops != nil && f.desk != nil { // --console: the calls waiting for a supervisor
+	if ops != nil && f.desk != nil {
 		ops.metrics.ApprovalsPending(func() int {
 			n := 0
 			for _, r := range f.desk.Requests() {
@@ -206,28 +230,6 @@ func cmdServe(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return n
 		})
 	}
-	gw, err := openGateway(ctx, m, opts, log)
-	if err != nil {
-		return exit(stderr, failErr(err, false))
-	}
-	defer gw.Close()
-	if ops != nil {
-		ops.metrics.Capabilities(gw.set)
-		ops.opened.Store(true)
-		gw.ops = ops
-	}
-	if sc != nil {
-		if err := gw.world.Play(sc); err != nil {
-			return exit(stderr, failErr(err, false))
-		}
-		log.Info("playing fault scenario", "scenario", sc.Name, "faults", len(sc.Faults))
-	}
-	if node != nil {
-		if err := f.joinFleet(ctx, node, gw, tokens, stdout, log); err != nil {
-			return exit(stderr, err)
-		}
-	}
-	return f.serve(ctx, gw, tokens, stdin, stdout, stderr, log)
 }
 
 // check refuses flags that do not go together or would serve unsafely,
@@ -601,68 +603,12 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 	var hw capabilities.Hardware
 	var clk sim.Clock = clock.System{}
 	if o.simulate {
-		scale := o.timeScale
-		if scale <= 0 && m.Sim != nil {
-			scale = m.Sim.TimeScale
-		}
-		var sc sim.Clock = sim.NewScaledClock(scale)
-		switch {
-		case o.clock != nil:
-			sc = o.clock
-		case !o.simStart.IsZero():
-			sc = sim.NewScaledClockAt(o.simStart, scale)
-		}
-		clk = sc
-		w, err := sim.New(m, sc)
-		if err != nil {
-			return nil, fmt.Errorf("simulator: %w", err)
-		}
-		g.world = w
-		ep, err := w.StartLines()
-		if err != nil {
-			return nil, fmt.Errorf("simulator: %w", err)
-		}
-		g.modbus = ep
-		hw = capabilities.HardwareFuncs{
-			I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return w.I2C(ctx, b.Name) },
-			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return w.Pin(ctx, d.Pin) },
-			TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) {
-				addr, ok := ep.Address(b.Name)
-				if !ok {
-					return nil, fmt.Errorf("sim bus %s: %w: not a simulated TCP bus", b.Name, drivers.ErrUnavailable)
-				}
-				return modbus.DialerTCP(addr)(ctx)
-			},
-			Serial: ep.OpenPort,
-			Sysfs: func(ctx context.Context, b manifests.Bus) (sysfs.FS, error) {
-				if g.sysfsDir == "" {
-					dir, err := makeSimFilesDir()
-					if err != nil {
-						return nil, fmt.Errorf("simulator: %w", err)
-					}
-					g.sysfsDir = dir
-				}
-				dir := filepath.Join(g.sysfsDir, b.Name)
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return nil, fmt.Errorf("simulator: %w", err)
-				}
-				log.Debug("simulated kernel files", "bus", b.Name, "dir", dir)
-				return w.Sysfs(ctx, b, dir)
-			},
-			SPI: func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return w.SPI(ctx, b.Name) },
+		var err error
+		if hw, clk, err = g.simHardware(m, o, log); err != nil {
+			return nil, err
 		}
 	} else {
-		h := host.New(log)
-		hw = capabilities.HardwareFuncs{
-			I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return h.I2C(ctx, b.Device) },
-			Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
-			TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) { return modbus.DialerTCP(b.Address)(ctx) },
-			Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
-				return modbus.OpenPort(ctx, driverconf.Serial(b.Serial))
-			},
-			Sysfs: capabilities.HostSysfs,
-			SPI:   func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return h.SPI(ctx, b.Device) },
-		}
+		hw = hostHardware(log)
 	}
 	set, err := capabilities.Open(ctx, m, hw, capabilities.Options{Log: log, Clock: clk, StateDir: o.stateDir, Observer: o.ops.readObserver()})
 	if err != nil {
@@ -670,20 +616,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		return nil, err
 	}
 	g.set = set
-	sopts := []server.Option{
-		server.WithLogger(log),
-		server.WithClock(clk),
-		server.WithInstructions(instructions(m)),
-		server.WithResources(),
-	}
-	if o.approvals != nil {
-		sopts = append(sopts, server.WithApprovals(o.approvals))
-	}
-	sopts = append(sopts, o.server...)
-	if len(m.Jobs) > 0 {
-		sopts = append(sopts, server.WithTasks())
-	}
-	srv, err := server.New("promcp-device/"+m.Gateway, version, sopts...)
+	srv, err := server.New("promcp-device/"+m.Gateway, version, o.serverOptions(m, clk, log)...)
 	if err != nil {
 		set.Close()
 		return nil, err
@@ -707,6 +640,95 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 	g.srv = srv
 	g.policy = o.policy
 	return g, nil
+}
+
+// serverOptions are the proMCP server's options for m on clk.
+func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk sim.Clock, log *slog.Logger) []server.Option {
+	sopts := []server.Option{
+		server.WithLogger(log),
+		server.WithClock(clk),
+		server.WithInstructions(instructions(m)),
+		server.WithResources(),
+	}
+	if o.approvals != nil {
+		sopts = append(sopts, server.WithApprovals(o.approvals))
+	}
+	sopts = append(sopts, o.server...)
+	if len(m.Jobs) > 0 {
+		sopts = append(sopts, server.WithTasks())
+	}
+	return sopts
+}
+
+// simHardware starts the simulated world of m (its Modbus lines
+// listening on loopback) and returns its buses and pins, and the clock
+// that drives it: the demo's, else a scaled real clock (from --sim-start
+// if given) at o.timeScale, else the manifest's sim.time_scale.
+func (g *openedGateway) simHardware(m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (capabilities.Hardware, sim.Clock, error) {
+	scale := o.timeScale
+	if scale <= 0 && m.Sim != nil {
+		scale = m.Sim.TimeScale
+	}
+	var sc sim.Clock = sim.NewScaledClock(scale)
+	switch {
+	case o.clock != nil:
+		sc = o.clock
+	case !o.simStart.IsZero():
+		sc = sim.NewScaledClockAt(o.simStart, scale)
+	}
+	w, err := sim.New(m, sc)
+	if err != nil {
+		return nil, nil, fmt.Errorf("simulator: %w", err)
+	}
+	g.world = w
+	ep, err := w.StartLines()
+	if err != nil {
+		return nil, nil, fmt.Errorf("simulator: %w", err)
+	}
+	g.modbus = ep
+	return capabilities.HardwareFuncs{
+		I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return w.I2C(ctx, b.Name) },
+		Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return w.Pin(ctx, d.Pin) },
+		TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) {
+			addr, ok := ep.Address(b.Name)
+			if !ok {
+				return nil, fmt.Errorf("sim bus %s: %w: not a simulated TCP bus", b.Name, drivers.ErrUnavailable)
+			}
+			return modbus.DialerTCP(addr)(ctx)
+		},
+		Serial: ep.OpenPort,
+		Sysfs: func(ctx context.Context, b manifests.Bus) (sysfs.FS, error) {
+			if g.sysfsDir == "" {
+				dir, err := makeSimFilesDir()
+				if err != nil {
+					return nil, fmt.Errorf("simulator: %w", err)
+				}
+				g.sysfsDir = dir
+			}
+			dir := filepath.Join(g.sysfsDir, b.Name)
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("simulator: %w", err)
+			}
+			log.Debug("simulated kernel files", "bus", b.Name, "dir", dir)
+			return w.Sysfs(ctx, b, dir)
+		},
+		SPI: func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return w.SPI(ctx, b.Name) },
+	}, sc, nil
+}
+
+// hostHardware is the host's buses and pins.
+func hostHardware(log *slog.Logger) capabilities.Hardware {
+	h := host.New(log)
+	return capabilities.HardwareFuncs{
+		I2C: func(ctx context.Context, b manifests.Bus) (i2cBusCloser, error) { return h.I2C(ctx, b.Device) },
+		Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
+		TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) { return modbus.DialerTCP(b.Address)(ctx) },
+		Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
+			return modbus.OpenPort(ctx, driverconf.Serial(b.Serial))
+		},
+		Sysfs: capabilities.HostSysfs,
+		SPI:   func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return h.SPI(ctx, b.Device) },
+	}
 }
 
 // policyChoice is the policy a gateway runs under, and how it was found.

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"strings"
@@ -16,26 +13,22 @@ import (
 // cmdSim serves the manifest's simulated Modbus devices as standalone
 // network devices, so that a gateway elsewhere (or mbpoll) talks to them as
 // if they were real.
-func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	manifest := fs.String("manifest", "", "manifest `FILE` whose simulated devices to serve (required)")
-	tcpAddr := fs.String("modbus-tcp", "", "serve every modbus device of the manifest over Modbus TCP on `ADDR` (host:port; a bare :port binds loopback)")
-	timeScale := fs.Float64("time-scale", 0, "simulated seconds per real second (overrides the manifest's sim.time_scale)")
-	if err := fs.Parse(args); err != nil {
+func cmdSim(c *cli) int {
+	manifest := c.String("manifest", "", "manifest `FILE` whose simulated devices to serve (required)")
+	tcpAddr := c.String("modbus-tcp", "", "serve every modbus device of the manifest over Modbus TCP on `ADDR` (host:port; a bare :port binds loopback)")
+	timeScale := c.Float64("time-scale", 0, "simulated seconds per real second (overrides the manifest's sim.time_scale)")
+	if !c.parse() {
 		return 2
 	}
-	if *manifest == "" || *tcpAddr == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "promcp-device sim: --manifest FILE and --modbus-tcp ADDR are required")
-		return 2
+	if *manifest == "" || *tcpAddr == "" || c.NArg() > 0 {
+		return c.usage("--manifest FILE and --modbus-tcp ADDR are required")
 	}
-	m, err := manifests.Load(*manifest)
-	if err != nil {
-		fmt.Fprintln(stderr, commandErr("sim", err))
+	m := c.load(*manifest)
+	if m == nil {
 		return 1
 	}
 	if !slices.ContainsFunc(m.Devices, func(d manifests.Device) bool { return d.Model == manifests.ModelModbus }) {
-		fmt.Fprintf(stderr, "promcp-device sim: %s has no Modbus devices (model: modbus) to serve over --modbus-tcp; its other devices are simulated by serve --sim\n", *manifest)
+		fmt.Fprintf(c.stderr, "promcp-device sim: %s has no Modbus devices (model: modbus) to serve over --modbus-tcp; its other devices are simulated by serve --sim\n", *manifest)
 		return 1
 	}
 	scale := *timeScale
@@ -44,13 +37,11 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	w, err := sim.New(m, sim.NewScaledClock(scale))
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device sim:", err)
-		return 1
+		return c.fail(err)
 	}
 	srv, err := w.AllModbus()
 	if err != nil {
-		fmt.Fprintln(stderr, "promcp-device sim:", err)
-		return 1
+		return c.fail(err)
 	}
 	addr := *tcpAddr
 	if strings.HasPrefix(addr, ":") {
@@ -58,7 +49,7 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		fmt.Fprintf(stderr, "promcp-device sim: --modbus-tcp %s: %v\n", addr, err)
+		fmt.Fprintf(c.stderr, "promcp-device sim: --modbus-tcp %s: %v\n", addr, err)
 		return 1
 	}
 	var units []string
@@ -68,14 +59,13 @@ func cmdSim(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	slices.Sort(units)
-	fmt.Fprintf(stdout, "promcp-device: simulating %d Modbus devices (%s) on %s (Modbus TCP)\n", len(units), strings.Join(units, ", "), ln.Addr())
+	fmt.Fprintf(c.stdout, "promcp-device: simulating %d Modbus devices (%s) on %s (Modbus TCP)\n", len(units), strings.Join(units, ", "), ln.Addr())
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTCP(ln) }()
 	select {
 	case err := <-errc:
-		fmt.Fprintln(stderr, "promcp-device sim:", err)
-		return 1
-	case <-ctx.Done():
+		return c.fail(err)
+	case <-c.ctx.Done():
 	}
 	srv.Close()
 	return 0

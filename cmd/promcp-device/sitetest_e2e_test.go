@@ -11,6 +11,7 @@ import (
 // TestSiteTestExamples runs every example site test through the binary:
 // all pass (exit 0), and the JUnit file counts every step of every test.
 func TestSiteTestExamples(t *testing.T) {
+	t.Parallel()
 	files, _ := filepath.Glob("../../manifests/examples/site-tests/*.yml")
 	if len(files) < 6 {
 		t.Fatalf("want a site test per example manifest, found %v", files)
@@ -134,6 +135,7 @@ func TestSiteTestUpdate(t *testing.T) {
 // greenhouse runs the can_do → read → do → read session on its first
 // actuator, each call answered.
 func TestDemoManifests(t *testing.T) {
+	t.Parallel()
 	for name, act := range map[string]string{"lab-bench": "do_set_light_level", "pi-sensors": "do_set_valve_1", "pi-outdoor": "do_set_fan_speed",
 		"mqtt-home": "do_set_dehumidifier", "irrigation": "do_set_valve_main"} {
 		out, stderr, code := runCLI(t, "demo", "--manifest", "../../manifests/examples/"+name+".yml")

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -21,26 +20,23 @@ import (
 // cmdTest runs site tests: each file's steps through the real MCP server
 // in process, on the simulator and a driven clock. Exit 0 when every test
 // passes, 1 when a step fails, 2 when a file cannot be loaded or run.
-func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	junit := fs.String("junit", "", "also write the results as JUnit XML to `FILE`")
-	update := fs.Bool("update", false, "write the values observed at the paths of each step's record: list into the file, as its expect")
+func cmdTest(c *cli) int {
+	junit := c.String("junit", "", "also write the results as JUnit XML to `FILE`")
+	update := c.Bool("update", false, "write the values observed at the paths of each step's record: list into the file, as its expect")
 	// Flags may come after the files too (test site-tests/*.yml --junit F).
 	var files []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if !c.parse() {
 			return 2
 		}
-		if fs.NArg() == 0 {
+		if c.NArg() == 0 {
 			break
 		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+		files = append(files, c.Arg(0))
+		c.args = c.Args()[1:]
 	}
 	if len(files) == 0 {
-		fmt.Fprintln(stderr, "promcp-device test: name one or more site test files (promcp-device test site-tests/*.yml)")
-		return 2
+		return c.usage("name one or more site test files (promcp-device test site-tests/*.yml)")
 	}
 	started := time.Now()
 	code := 0
@@ -48,11 +44,11 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, path := range files {
 		t, err := sitetest.Load(path)
 		if err != nil {
-			fmt.Fprintln(stderr, err)
+			fmt.Fprintln(c.stderr, err)
 			code = 2
 			continue
 		}
-		r := sitetest.Run(ctx, t, openSiteTest)
+		r := sitetest.Run(c.ctx, t, openSiteTest)
 		results = append(results, r)
 		switch {
 		case r.Err != nil:
@@ -61,16 +57,16 @@ func cmdTest(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			code = max(code, 1)
 		}
 		if *update && r.Err == nil {
-			if err := writeUpdate(t, r, stdout); err != nil {
-				fmt.Fprintln(stderr, "promcp-device test --update:", err)
+			if err := writeUpdate(t, r, c.stdout); err != nil {
+				fmt.Fprintln(c.stderr, "promcp-device test --update:", err)
 				code = 2
 			}
 		}
 	}
-	sitetest.Report(stdout, results)
+	sitetest.Report(c.stdout, results)
 	if *junit != "" {
 		if err := writeJUnit(*junit, results, started); err != nil {
-			fmt.Fprintln(stderr, "promcp-device test: --junit:", err)
+			fmt.Fprintln(c.stderr, "promcp-device test: --junit:", err)
 			return 2
 		}
 	}

@@ -47,33 +47,22 @@ func openState(dir string, ttl time.Duration, ac *auditConfig, log *slog.Logger)
 	if err != nil {
 		return nil, fmt.Errorf("--state %s: %w (is another promcp-device serving this directory?)", dir, err)
 	}
-	al, err := openAuditLog(dir, ac, log)
-	if err != nil {
-		st.Close()
-		return nil, fmt.Errorf("--state %s: %w", dir, err)
+	// Each file opens once the ones before it have; a failure closes
+	// those already open.
+	s := &state{store: st}
+	at := func(file string) string { return filepath.Join(dir, file) }
+	for _, open := range []func() error{
+		func() (err error) { s.audit, err = openAuditLog(dir, ac, log); return err },
+		func() (err error) { s.history, err = boltstate.OpenBoltState(at(policyFile), log); return err },
+		func() (err error) { s.ledger, err = boltledger.OpenBoltLedger(at(ledgerFile)); return err },
+		func() (err error) { s.jobs, err = jobs.OpenBolt(at(jobsFile)); return err },
+	} {
+		if err := open(); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("--state %s: %w", dir, err)
+		}
 	}
-	h, err := boltstate.OpenBoltState(filepath.Join(dir, policyFile), log)
-	if err != nil {
-		al.Close()
-		st.Close()
-		return nil, fmt.Errorf("--state %s: %w", dir, err)
-	}
-	l, err := boltledger.OpenBoltLedger(filepath.Join(dir, ledgerFile))
-	if err != nil {
-		h.Close()
-		al.Close()
-		st.Close()
-		return nil, fmt.Errorf("--state %s: %w", dir, err)
-	}
-	jb, err := jobs.OpenBolt(filepath.Join(dir, jobsFile))
-	if err != nil {
-		l.Close()
-		h.Close()
-		al.Close()
-		st.Close()
-		return nil, fmt.Errorf("--state %s: %w", dir, err)
-	}
-	return &state{store: st, audit: al, history: h, ledger: l, jobs: jb}, nil
+	return s, nil
 }
 
 // Close flushes and closes the audit log and the store.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,26 +32,25 @@ type tokenCmd struct {
 	stdout, stderr                              io.Writer
 }
 
-func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 || !slices.Contains([]string{"add", "hash", "list", "revoke"}, args[0]) {
-		fmt.Fprint(stderr, tokenUsage)
+func cmdToken(cl *cli) int {
+	if len(cl.args) == 0 || !slices.Contains([]string{"add", "hash", "list", "revoke"}, cl.args[0]) {
+		fmt.Fprint(cl.stderr, tokenUsage)
 		return 2
 	}
-	c := &tokenCmd{sub: args[0], stdout: stdout, stderr: stderr}
-	fs := flag.NewFlagSet("token "+c.sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	c := &tokenCmd{sub: cl.args[0], stdout: cl.stdout, stderr: cl.stderr}
+	fs := cl.sub()
 	fs.StringVar(&c.file, "tokens", "", "the tokens `FILE` (add: created 0600 if needed)")
 	fs.StringVar(&c.name, "name", "", "who the token identifies (`NAME`, recorded in the audit log)")
 	fs.StringVar(&c.role, "role", server.RoleOperator, "add, hash: the token's `ROLE`")
 	fs.StringVar(&c.manifest, "manifest", "", "add, hash: check the role against the roles of this manifest's policy (`FILE`)")
 	fs.StringVar(&c.hashPrefix, "hash", "", "revoke: only the token whose hash starts with `PREFIX` (as token list shows it)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if !fs.parse() {
 		return 2
 	}
 	needFile := c.sub != "hash"
 	needName := c.sub != "list"
 	if fs.NArg() > 0 || (needFile && c.file == "") || (needName && c.name == "") {
-		fmt.Fprint(stderr, tokenUsage)
+		fmt.Fprint(c.stderr, tokenUsage)
 		return 2
 	}
 	switch c.sub {
@@ -69,7 +67,7 @@ func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return c.fail(2, fmt.Sprintf("--role %q is not a role %s (want %s)", c.role, from, strings.Join(known, ", ")))
 	}
 	if c.sub == "hash" {
-		return c.hash(stdin)
+		return c.hash(cl.stdin)
 	}
 	return c.add()
 }

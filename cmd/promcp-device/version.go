@@ -73,12 +73,12 @@ func (b buildInfo) String() string {
 	return fmt.Sprintf("promcp-device %s (commit %s, built %s, %s)", b.Version, commit, date, b.GoVersion)
 }
 
-func cmdVersion(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		fmt.Fprintf(stderr, "promcp-device version: takes no arguments (got %q)\n", args[0])
+func cmdVersion(c *cli) int {
+	if len(c.args) > 0 {
+		fmt.Fprintf(c.stderr, "promcp-device version: takes no arguments (got %q)\n", c.args[0])
 		return 2
 	}
-	fmt.Fprintln(stdout, readBuildInfo())
+	fmt.Fprintln(c.stdout, readBuildInfo())
 	return 0
 }
 

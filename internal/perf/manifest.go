@@ -32,54 +32,37 @@ func Manifest(n int) string {
 	}
 	b.WriteString("capabilities:\n")
 	written := 0
-	add := func(s string) bool {
-		if written == n {
-			return false
-		}
-		b.WriteString(s)
-		written++
-		return true
-	}
 	for i := range zones {
-		z := fmt.Sprintf("z%d", i)
-		_ = add(fmt.Sprintf(`  - name: temperature_%[1]s
-    type: number
-    unit: "°C"
-    ttl: 2s
-    location: %[1]s
-    tags: [temperature, air, climate]
-    read: {device: climate_%[1]s, channel: temperature}
-    health: {plausible: {min: -10, max: 60}, max_stale: 30s}
-`, z)) && add(fmt.Sprintf(`  - name: humidity_%[1]s
-    type: number
-    unit: "%%"
-    ttl: 2s
-    location: %[1]s
-    tags: [humidity, air, climate]
-    read: {device: climate_%[1]s, channel: humidity}
-`, z)) && add(fmt.Sprintf(`  - name: heater_%[1]s
-    type: boolean
-    location: %[1]s
-    tags: [heater, heating, warm, temperature, relay]
-    read: {device: heater_%[1]s}
-    do: {tool: do_set_heater_%[1]s, side_effects: [air temperature rises in %[1]s], compensable: true, depends_on: [temperature_%[1]s], safe_value: false}
-`, z)) && add(fmt.Sprintf(`  - name: vent_%[1]s
-    type: boolean
-    location: %[1]s
-    tags: [vent, ventilation, cooling, cool, temperature, humidity]
-    read: {device: vent_%[1]s}
-    do: {tool: do_set_vent_%[1]s, side_effects: [air temperature falls in %[1]s], compensable: true, depends_on: [temperature_%[1]s, humidity_%[1]s]}
-`, z)) && add(fmt.Sprintf(`  - name: lamp_%[1]s
-    type: boolean
-    location: %[1]s
-    tags: [lamp, light, relay]
-    read: {device: lamp_%[1]s}
-    do: {tool: do_set_lamp_%[1]s, side_effects: [light in %[1]s], compensable: true}
-`, z))
+		for _, c := range zoneCapabilities(fmt.Sprintf("z%d", i)) {
+			if written < n {
+				b.WriteString(c)
+				written++
+			}
+		}
 	}
 	b.WriteString("sim:\n  zones:\n")
 	for i := range zones {
 		fmt.Fprintf(&b, "    - {name: z%d, temperature: 20, humidity: 50, outside: 10, noise: 0.05, sensors: [climate_z%d]}\n", i, i)
 	}
 	return b.String()
+}
+
+// zoneCapabilities are the five capabilities of zone z: its two climate
+// sensors and its three relays.
+func zoneCapabilities(z string) []string {
+	sensor := func(what, unit, tags, more string) string {
+		return fmt.Sprintf("  - name: %[2]s_%[1]s\n    type: number\n    unit: %[3]q\n    ttl: 2s\n    location: %[1]s\n"+
+			"    tags: [%[4]s]\n    read: {device: climate_%[1]s, channel: %[2]s}\n%[5]s", z, what, unit, tags, more)
+	}
+	relay := func(what, tags, effect, more string) string {
+		return fmt.Sprintf("  - name: %[2]s_%[1]s\n    type: boolean\n    location: %[1]s\n    tags: [%[3]s]\n    read: {device: %[2]s_%[1]s}\n"+
+			"    do: {tool: do_set_%[2]s_%[1]s, side_effects: [%[4]s], compensable: true%[5]s}\n", z, what, tags, effect, more)
+	}
+	return []string{
+		sensor("temperature", "°C", "temperature, air, climate", "    health: {plausible: {min: -10, max: 60}, max_stale: 30s}\n"),
+		sensor("humidity", "%", "humidity, air, climate", ""),
+		relay("heater", "heater, heating, warm, temperature, relay", "air temperature rises in "+z, ", depends_on: [temperature_"+z+"], safe_value: false"),
+		relay("vent", "vent, ventilation, cooling, cool, temperature, humidity", "air temperature falls in "+z, ", depends_on: [temperature_"+z+", humidity_"+z+"]"),
+		relay("lamp", "lamp, light, relay", "light in "+z, ""),
+	}
 }

@@ -324,21 +324,32 @@ func (c config) canDoRep(ctx context.Context, sv servers, r ratios, rep int) err
 
 func (c config) print(r ratios, base bool) {
 	sess := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.sessions)), " / "), "[]")
-	fmt.Printf("\n| measure | measured | goal |\n| --- | --- | --- |\n")
-	fmt.Printf("| cached `read_*` over HTTP, calls/s vs the bare mcp-go floor (%s sessions, 2025-11-25) | %s | ≥ 0.95 |\n", sess, r.triple("calls"))
-	fmt.Printf("| server CPU per call vs the floor | %s | ≤ 1.1 |\n", r.triple("cpu"))
-	fmt.Printf("| the same on 2026-07-28 (calls/s) | %s | ≥ 0.95 |\n", r.triple("calls2026"))
-	fmt.Printf("| the same on 2026-07-28 (CPU per call) | %s | ≤ 1.1 |\n", r.triple("cpu2026"))
-	fmt.Printf("| server CPU per call vs the TypeScript SDK | %s | ≤ 0.2 |\n", r.triple("cpuTS"))
-	fmt.Printf("| calls/s vs the TypeScript SDK | %s | |\n", r.triple("callsTS"))
-	fmt.Printf("| `can_do` (greenhouse) CPU per call vs a cached read (8 sessions) | %s | ≤ 1.5 |\n", r.triple("candoCPU"))
+	rows := [][3]string{ // measure, ratio, goal
+		{"cached `read_*` over HTTP, calls/s vs the bare mcp-go floor (" + sess + " sessions, 2025-11-25)", "calls", "≥ 0.95"},
+		{"server CPU per call vs the floor", "cpu", "≤ 1.1"},
+		{"the same on 2026-07-28 (calls/s)", "calls2026", "≥ 0.95"},
+		{"the same on 2026-07-28 (CPU per call)", "cpu2026", "≤ 1.1"},
+		{"server CPU per call vs the TypeScript SDK", "cpuTS", "≤ 0.2"},
+		{"calls/s vs the TypeScript SDK", "callsTS", ""},
+		{"`can_do` (greenhouse) CPU per call vs a cached read (8 sessions)", "candoCPU", "≤ 1.5"},
+	}
 	if base {
-		fmt.Printf("| before (-base): calls/s vs the floor, 2025-11-25 | %s | |\n", r.triple("calls0"))
-		fmt.Printf("| before (-base): server CPU per call vs the floor | %s | |\n", r.triple("cpu0"))
-		fmt.Printf("| before (-base): `can_do` CPU per call vs a cached read | %s | |\n", r.triple("candoCPU0"))
-		fmt.Printf("| after/before: calls/s | %s | |\n", r.triple("callsBase"))
-		fmt.Printf("| after/before: server CPU per call | %s | |\n", r.triple("cpuBase"))
-		fmt.Printf("| after/before: `can_do` CPU per call | %s | |\n", r.triple("candoBase"))
+		rows = append(rows, [][3]string{
+			{"before (-base): calls/s vs the floor, 2025-11-25", "calls0"},
+			{"before (-base): server CPU per call vs the floor", "cpu0"},
+			{"before (-base): `can_do` CPU per call vs a cached read", "candoCPU0"},
+			{"after/before: calls/s", "callsBase"},
+			{"after/before: server CPU per call", "cpuBase"},
+			{"after/before: `can_do` CPU per call", "candoBase"},
+		}...)
+	}
+	fmt.Printf("\n| measure | measured | goal |\n| --- | --- | --- |\n")
+	for _, row := range rows {
+		goal := row[2]
+		if goal != "" {
+			goal += " "
+		}
+		fmt.Printf("| %s | %s | %s|\n", row[0], r.triple(row[1]), goal)
 	}
 }
 
