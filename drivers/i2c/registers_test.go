@@ -5,17 +5,18 @@ import (
 	"math"
 	"testing"
 
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 	"periph.io/x/conn/v3/i2c/i2ctest"
 )
 
 // growLight is the register map of manifests/examples/lab-bench.yml, plus a
 // float32 and an offset register.
 var growLight = []Register{
-	{Name: "dimmer", Address: 0x01, Type: RegUint8, Scale: 0.5, Writable: true},
-	{Name: "lux", Address: 0x02, Type: RegUint16, ByteOrder: BigEndian},
-	{Name: "driver_temperature", Address: 0x04, Type: RegInt16, ByteOrder: LittleEndian, Scale: 0.01},
-	{Name: "setpoint", Address: 0x10, Type: RegFloat32, ByteOrder: LittleEndian, Writable: true},
-	{Name: "offset", Address: 0x20, Type: RegInt32, Scale: 2, Offset: -100, Writable: true},
+	{Name: "dimmer", Address: 0x01, Type: i2cconf.RegUint8, Scale: 0.5, Writable: true},
+	{Name: "lux", Address: 0x02, Type: i2cconf.RegUint16, ByteOrder: i2cconf.BigEndian},
+	{Name: "driver_temperature", Address: 0x04, Type: i2cconf.RegInt16, ByteOrder: i2cconf.LittleEndian, Scale: 0.01},
+	{Name: "setpoint", Address: 0x10, Type: i2cconf.RegFloat32, ByteOrder: i2cconf.LittleEndian, Writable: true},
+	{Name: "offset", Address: 0x20, Type: i2cconf.RegInt32, Scale: 2, Offset: -100, Writable: true},
 }
 
 func TestRegistersRead(t *testing.T) {

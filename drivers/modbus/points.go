@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 // Point is one named value of a device's register map, bound to the span
@@ -106,13 +108,13 @@ func (p *Point) Write(ctx context.Context, v any) error {
 		return fmt.Errorf("modbus unit %d register %s is not writable", p.unit.id, p.reg.Name)
 	}
 	switch p.reg.Table {
-	case TableCoil:
+	case modbusconf.TableCoil:
 		on, ok := v.(bool)
 		if !ok {
 			return fmt.Errorf("modbus unit %d coil %s: %w: %v (%T), want a bool", p.unit.id, p.reg.Name, ErrOutOfRange, v, v)
 		}
 		return p.unit.WriteCoil(ctx, p.reg.Address, on)
-	case TableHolding:
+	case modbusconf.TableHolding:
 		raw, err := p.codec.Raw(v, p.reg.Scale, p.reg.Offset)
 		if err != nil {
 			return fmt.Errorf("modbus unit %d register %s: %w", p.unit.id, p.reg.Name, err)

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
@@ -46,7 +45,7 @@ func TestReadWriteEveryCodec(t *testing.T) {
 			line, _ := serve(t, w, k, modbus.Config{})
 			slave, _ := w.ModbusSlave("dev1")
 			unit := line.Unit(1)
-			points := unit.Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), m.Devices[0].MaxSpan)
+			points := unit.Points(m.Devices[0].ModbusRegisters, m.Devices[0].MaxSpan)
 			ctx := t.Context()
 			for _, typ := range dataTypes {
 				for _, o := range orders {
@@ -116,7 +115,7 @@ func TestFaults(t *testing.T) {
 			w, m := world(t, k)
 			line, _ := serve(t, w, k, modbus.Config{Retries: 1, BreakerThreshold: 100})
 			slave, _ := w.ModbusSlave("dev1")
-			points := line.Unit(1).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), 1)
+			points := line.Unit(1).Points(m.Devices[0].ModbusRegisters, 1)
 			p := points["uint16_ABCD"]
 			ctx := t.Context()
 			for _, tc := range []struct {
@@ -141,7 +140,7 @@ func TestFaults(t *testing.T) {
 			slave.SetException(0)
 
 			line2, _ := serve(t, w, k, modbus.Config{Retries: 0, Timeout: 50 * time.Millisecond, BreakerThreshold: 100})
-			p2 := line2.Unit(1).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), 1)["uint16_ABCD"]
+			p2 := line2.Unit(1).Points(m.Devices[0].ModbusRegisters, 1)["uint16_ABCD"]
 			slave.SetSilent(true)
 			if _, err := p2.Read(ctx); !errors.Is(err, drivers.ErrTimeout) {
 				t.Errorf("silent slave: Read error = %v, want ErrTimeout", err)
@@ -165,7 +164,7 @@ func TestFaults(t *testing.T) {
 				// A connection the peer dropped while idle is redialled
 				// within the same transaction, even with no retries.
 				line0, srv0 := serve(t, w, k, modbus.Config{Retries: 0})
-				q := line0.Unit(1).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), 1)["uint16_ABCD"]
+				q := line0.Unit(1).Points(m.Devices[0].ModbusRegisters, 1)["uint16_ABCD"]
 				if _, err := q.Read(ctx); err != nil {
 					t.Fatal(err)
 				}

@@ -9,6 +9,7 @@ import (
 	mb "github.com/goburrow/modbus"
 
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/internal/flight"
 )
 
@@ -113,13 +114,13 @@ func (u *Unit) errorf(what string, err error) error {
 // address (function 1, 2, 3 or 4), or nil for an unknown table.
 func readOp(table Table, address, count uint16) func(mb.Client) ([]byte, error) {
 	switch table {
-	case TableCoil:
+	case modbusconf.TableCoil:
 		return func(c mb.Client) ([]byte, error) { return c.ReadCoils(address, count) }
-	case TableDiscrete:
+	case modbusconf.TableDiscrete:
 		return func(c mb.Client) ([]byte, error) { return c.ReadDiscreteInputs(address, count) }
-	case TableHolding:
+	case modbusconf.TableHolding:
 		return func(c mb.Client) ([]byte, error) { return c.ReadHoldingRegisters(address, count) }
-	case TableInput:
+	case modbusconf.TableInput:
 		return func(c mb.Client) ([]byte, error) { return c.ReadInputRegisters(address, count) }
 	}
 	return nil
