@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/drivers/serial"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -14,16 +16,16 @@ import (
 // value. Should manifests declare a copy of one of them again, its
 // assignment here stops compiling.
 var (
-	_ i2c.Register            = manifests.Register{}
-	_ i2c.RegType             = manifests.RegInt16
-	_ i2c.ByteOrder           = manifests.LittleEndian
-	_ modbus.Register         = manifests.ModbusRegister{}
-	_ modbus.Table            = manifests.TableInput
-	_ modbus.DataType         = manifests.DataString
-	_ modbus.WordOrder        = manifests.OrderBADC
-	_ modbus.SerialConfig     = manifests.SerialSettings{}
-	_ modbus.Parity           = manifests.ParityEven
-	_ modbus.RS485            = manifests.RS485RTS
+	_ i2cconf.Register        = manifests.Register{}
+	_ i2cconf.RegType         = manifests.RegInt16
+	_ i2cconf.ByteOrder       = manifests.LittleEndian
+	_ modbusconf.Register     = manifests.ModbusRegister{}
+	_ modbusconf.Table        = manifests.TableInput
+	_ modbusconf.DataType     = manifests.DataString
+	_ modbusconf.WordOrder    = manifests.OrderBADC
+	_ modbusconf.SerialConfig = manifests.SerialSettings{}
+	_ modbusconf.Parity       = manifests.ParityEven
+	_ modbusconf.RS485        = manifests.RS485RTS
 	_ serial.InstrumentConfig = manifests.LineInstrument{}
 )
 

@@ -11,7 +11,7 @@ import (
 // Decode decodes a raw register value of type t sent in byte order o (""
 // means big endian). len(b) must be t.Size(). The result is the raw value,
 // before scale and offset.
-func Decode(t RegType, o ByteOrder, b []byte) (float64, error) {
+func Decode(t i2cconf.RegType, o i2cconf.ByteOrder, b []byte) (float64, error) {
 	ord, err := byteOrder(o)
 	if err != nil {
 		return 0, err
@@ -50,7 +50,7 @@ func Decode(t RegType, o ByteOrder, b []byte) (float64, error) {
 // takes any finite value within ±math.MaxFloat32, rounded to the nearest
 // float32. Anything else, NaN and infinities included, is refused with an
 // error wrapping [ErrOutOfRange].
-func Encode(t RegType, o ByteOrder, v float64) ([]byte, error) {
+func Encode(t i2cconf.RegType, o i2cconf.ByteOrder, v float64) ([]byte, error) {
 	ord, err := byteOrder(o)
 	if err != nil {
 		return nil, err
@@ -86,7 +86,7 @@ func Encode(t RegType, o ByteOrder, v float64) ([]byte, error) {
 
 // DecodeRegister decodes b, read from register reg, into its engineering
 // value raw*Scale + Offset (a zero Scale counts as 1).
-func DecodeRegister(reg Register, b []byte) (float64, error) {
+func DecodeRegister(reg i2cconf.Register, b []byte) (float64, error) {
 	raw, err := Decode(reg.Type, reg.ByteOrder, b)
 	if err != nil {
 		return 0, err
@@ -98,7 +98,7 @@ func DecodeRegister(reg Register, b []byte) (float64, error) {
 // (v-Offset)/Scale, rounded to the nearest whole number for integer types,
 // then [Encode]. A value that does not fit yields an error wrapping
 // [ErrOutOfRange] that states the register's range in engineering units.
-func EncodeRegister(reg Register, v float64) ([]byte, error) {
+func EncodeRegister(reg i2cconf.Register, v float64) ([]byte, error) {
 	raw := ToRaw(reg, v)
 	if reg.Type != i2cconf.RegFloat32 {
 		raw = math.Round(raw)
@@ -120,7 +120,7 @@ func EncodeRegister(reg Register, v float64) ([]byte, error) {
 // ToEngineering returns raw*Scale + Offset for reg (a zero Scale counts as
 // 1). A decimal scale such as 0.01 is applied as a division by 100, so that
 // raw 3151 gives 31.51 rather than 31.509999999999998.
-func ToEngineering(reg Register, raw float64) float64 {
+func ToEngineering(reg i2cconf.Register, raw float64) float64 {
 	if inv, ok := inverseScale(reg.Scale); ok {
 		return raw/inv + reg.Offset
 	}
@@ -129,14 +129,14 @@ func ToEngineering(reg Register, raw float64) float64 {
 
 // ToRaw returns (v - Offset)/Scale for reg (a zero Scale counts as 1),
 // unrounded.
-func ToRaw(reg Register, v float64) float64 {
+func ToRaw(reg i2cconf.Register, v float64) float64 {
 	if inv, ok := inverseScale(reg.Scale); ok {
 		return (v - reg.Offset) * inv
 	}
 	return (v - reg.Offset) / scaleOf(reg)
 }
 
-func scaleOf(reg Register) float64 {
+func scaleOf(reg i2cconf.Register) float64 {
 	if reg.Scale == 0 {
 		return 1
 	}
@@ -164,7 +164,7 @@ type order interface {
 }
 
 // byteOrder resolves a manifest byte order; "" means big endian.
-func byteOrder(o ByteOrder) (order, error) {
+func byteOrder(o i2cconf.ByteOrder) (order, error) {
 	switch o {
 	case i2cconf.BigEndian, "":
 		return binary.BigEndian, nil

@@ -10,17 +10,17 @@ import (
 )
 
 var (
-	allTypes = []RegType{
+	allTypes = []i2cconf.RegType{
 		i2cconf.RegUint8, i2cconf.RegInt8, i2cconf.RegUint16, i2cconf.RegInt16,
 		i2cconf.RegUint32, i2cconf.RegInt32, i2cconf.RegFloat32,
 	}
-	allOrders = []ByteOrder{i2cconf.BigEndian, i2cconf.LittleEndian, ""}
+	allOrders = []i2cconf.ByteOrder{i2cconf.BigEndian, i2cconf.LittleEndian, ""}
 )
 
 func TestCodec(t *testing.T) {
 	tests := []struct {
-		t RegType
-		o ByteOrder
+		t i2cconf.RegType
+		o i2cconf.ByteOrder
 		v float64
 		b []byte
 	}{
@@ -51,8 +51,8 @@ func TestCodec(t *testing.T) {
 func TestCodecErrors(t *testing.T) {
 	encode := []struct {
 		name string
-		t    RegType
-		o    ByteOrder
+		t    i2cconf.RegType
+		o    i2cconf.ByteOrder
 		v    float64
 		want error // nil: any error
 	}{
@@ -74,8 +74,8 @@ func TestCodecErrors(t *testing.T) {
 	}
 	decode := []struct {
 		name string
-		t    RegType
-		o    ByteOrder
+		t    i2cconf.RegType
+		o    i2cconf.ByteOrder
 		b    []byte
 	}{
 		{"short", i2cconf.RegUint16, "", []byte{1}},
@@ -152,7 +152,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 }
 
 func TestScaleDecimal(t *testing.T) {
-	reg := Register{Name: "t", Type: i2cconf.RegInt16, Scale: 0.01}
+	reg := i2cconf.Register{Name: "t", Type: i2cconf.RegInt16, Scale: 0.01}
 	for raw := -32768; raw <= 32767; raw++ {
 		v := ToEngineering(reg, float64(raw))
 		if back := math.Round(ToRaw(reg, v)); back != float64(raw) {
@@ -162,7 +162,7 @@ func TestScaleDecimal(t *testing.T) {
 	if got := ToEngineering(reg, 3151); got != 31.51 {
 		t.Errorf("ToEngineering(3151, scale 0.01) = %v, want 31.51", got)
 	}
-	if got := ToEngineering(Register{Type: i2cconf.RegUint8}, 7); got != 7 {
+	if got := ToEngineering(i2cconf.Register{Type: i2cconf.RegUint8}, 7); got != 7 {
 		t.Errorf("ToEngineering(7, scale 0) = %v, want 7", got)
 	}
 }

@@ -68,7 +68,7 @@ func ExampleRegisters() {
 	}
 	defer raw.Close()
 
-	light := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, []i2c.Register{
+	light := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, []i2cconf.Register{
 		{Name: "dimmer", Address: 0x01, Type: i2cconf.RegUint8, Scale: 0.5, Writable: true},
 	})
 	before, _ := light.Read(ctx, "dimmer")

@@ -11,7 +11,7 @@ import (
 
 // growLight is the register map of manifests/examples/lab-bench.yml, plus a
 // float32 and an offset register.
-var growLight = []Register{
+var growLight = []i2cconf.Register{
 	{Name: "dimmer", Address: 0x01, Type: i2cconf.RegUint8, Scale: 0.5, Writable: true},
 	{Name: "lux", Address: 0x02, Type: i2cconf.RegUint16, ByteOrder: i2cconf.BigEndian},
 	{Name: "driver_temperature", Address: 0x04, Type: i2cconf.RegInt16, ByteOrder: i2cconf.LittleEndian, Scale: 0.01},

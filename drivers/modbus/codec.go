@@ -23,8 +23,8 @@ var ErrOutOfRange = errors.New("value does not fit the register")
 // uint16/uint32/uint64, float64 for float32/float64 (a float32 widened),
 // bool for bool and string for string.
 type Codec struct {
-	Type  DataType
-	Order WordOrder // "" means ABCD
+	Type  modbusconf.DataType
+	Order modbusconf.WordOrder // "" means ABCD
 	// Bit selects one bit of a register for a bool; -1 (or a coil or
 	// discrete input) means the value is the whole register or bit.
 	Bit int
@@ -33,7 +33,7 @@ type Codec struct {
 }
 
 // CodecOf returns the codec of a manifest register.
-func CodecOf(r Register) Codec {
+func CodecOf(r modbusconf.Register) Codec {
 	bit := r.Bit
 	if r.Table.IsBits() {
 		bit = -1
@@ -46,7 +46,7 @@ func (c Codec) Words() int { return c.Type.Words(c.Length) }
 
 // normalize reorders wire bytes into big-endian order, or back: every word
 // order is its own inverse. b is changed in place.
-func normalize(b []byte, o WordOrder) {
+func normalize(b []byte, o modbusconf.WordOrder) {
 	switch o {
 	case modbusconf.OrderDCBA:
 		for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {

@@ -78,10 +78,10 @@ func TestCodecRefusesWhatDoesNotFit(t *testing.T) {
 	}
 }
 
-var fuzzTypes = []DataType{modbusconf.DataInt16, modbusconf.DataUint16, modbusconf.DataInt32, modbusconf.DataUint32,
+var fuzzTypes = []modbusconf.DataType{modbusconf.DataInt16, modbusconf.DataUint16, modbusconf.DataInt32, modbusconf.DataUint32,
 	modbusconf.DataInt64, modbusconf.DataUint64, modbusconf.DataFloat32, modbusconf.DataFloat64, modbusconf.DataBool, modbusconf.DataString}
 
-var fuzzOrders = []WordOrder{modbusconf.OrderABCD, modbusconf.OrderDCBA, modbusconf.OrderBADC, modbusconf.OrderCDAB}
+var fuzzOrders = []modbusconf.WordOrder{modbusconf.OrderABCD, modbusconf.OrderDCBA, modbusconf.OrderBADC, modbusconf.OrderCDAB}
 
 // FuzzCodecRoundTrip: for every type and order, decode(encode(v)) == v for
 // any value the type holds, and decoding any bytes never panics and

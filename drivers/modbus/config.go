@@ -9,24 +9,19 @@ import (
 // DefaultTimeout bounds a transaction on a line configured with no timeout.
 const DefaultTimeout = 100 * time.Millisecond
 
-// The configuration types are package modbusconf's, which imports no
-// hardware module; their values are modbusconf's constants
-// (modbusconf.TableHolding, modbusconf.DataFloat32, ...).
+// The driver's configuration (tables, value types, word orders, register
+// maps, serial settings) is package modbusconf, which imports no hardware
+// module. These are modbusconf's, under the names that callers outside the
+// drivers still use.
+//
+// Deprecated: use modbusconf.SerialConfig, modbusconf.Parity,
+// modbusconf.TableHolding, modbusconf.TableInput and modbusconf.DataBool.
 type (
-	Table        = modbusconf.Table
-	DataType     = modbusconf.DataType
-	WordOrder    = modbusconf.WordOrder
-	Register     = modbusconf.Register
-	Parity       = modbusconf.Parity
-	RS485        = modbusconf.RS485
 	SerialConfig = modbusconf.SerialConfig
+	Parity       = modbusconf.Parity
 )
 
-// TableHolding, TableInput and DataBool are modbusconf's, under the names
-// that callers outside the drivers still use.
-//
-// Deprecated: use modbusconf.TableHolding, modbusconf.TableInput and
-// modbusconf.DataBool.
+// Deprecated: see SerialConfig.
 const (
 	TableHolding = modbusconf.TableHolding
 	TableInput   = modbusconf.TableInput

@@ -14,14 +14,14 @@ import (
 // share it.
 type Point struct {
 	unit  *Unit
-	reg   Register
+	reg   modbusconf.Register
 	codec Codec
 	span  span
 }
 
 // span is a run of registers (or bits) of one table read together.
 type span struct {
-	table        Table
+	table        modbusconf.Table
 	start, count uint16
 }
 
@@ -29,15 +29,15 @@ type span struct {
 // are contiguous or overlap are read together as long as the run stays
 // within maxSpan registers (bits, for coil and discrete); maxSpan <= 1
 // reads each register alone. It returns the points by register name.
-func (u *Unit) Points(regs []Register, maxSpan int) map[string]*Point {
+func (u *Unit) Points(regs []modbusconf.Register, maxSpan int) map[string]*Point {
 	points := make(map[string]*Point, len(regs))
-	byTable := map[Table][]Register{}
+	byTable := map[modbusconf.Table][]modbusconf.Register{}
 	for _, r := range regs {
 		byTable[r.Table] = append(byTable[r.Table], r)
 	}
 	for table, rs := range byTable {
-		slices.SortStableFunc(rs, func(a, b Register) int { return int(a.Address) - int(b.Address) })
-		var cur []Register
+		slices.SortStableFunc(rs, func(a, b modbusconf.Register) int { return int(a.Address) - int(b.Address) })
+		var cur []modbusconf.Register
 		var s span
 		flush := func() {
 			for _, r := range cur {
@@ -62,7 +62,7 @@ func (u *Unit) Points(regs []Register, maxSpan int) map[string]*Point {
 	return points
 }
 
-func words(r Register) int {
+func words(r modbusconf.Register) int {
 	if r.Table.IsBits() {
 		return 1
 	}
@@ -70,7 +70,7 @@ func words(r Register) int {
 }
 
 // Register returns the point's manifest register.
-func (p *Point) Register() Register { return p.reg }
+func (p *Point) Register() modbusconf.Register { return p.reg }
 
 // Span returns the first address and the count of the registers (or bits)
 // read to get this point.

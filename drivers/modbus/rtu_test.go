@@ -102,7 +102,7 @@ func TestFrameGap(t *testing.T) {
 // TestKernelRS485NeedsAUART: asking a pseudo-terminal (no UART) for kernel
 // RS-485 mode fails cleanly with ErrUnavailable, naming the port.
 func TestKernelRS485NeedsAUART(t *testing.T) {
-	_, err := OpenPort(context.Background(), SerialConfig{Port: "/dev/ptmx", Baud: 9600, DataBits: 8, Parity: modbusconf.ParityNone, StopBits: 1, RS485: modbusconf.RS485Kernel})
+	_, err := OpenPort(context.Background(), modbusconf.SerialConfig{Port: "/dev/ptmx", Baud: 9600, DataBits: 8, Parity: modbusconf.ParityNone, StopBits: 1, RS485: modbusconf.RS485Kernel})
 	if !errors.Is(err, drivers.ErrUnavailable) {
 		t.Fatalf("kernel RS-485 on /dev/ptmx: %v, want ErrUnavailable", err)
 	}

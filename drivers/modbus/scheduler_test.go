@@ -110,7 +110,7 @@ func TestCoalescedReads(t *testing.T) {
 // TestSpanBatching: points in one span are read in one transaction, and
 // concurrent reads of different points of the span share it.
 func TestSpanBatching(t *testing.T) {
-	regs := []Register{
+	regs := []modbusconf.Register{
 		{Name: "a", Table: modbusconf.TableInput, Address: 10, Type: modbusconf.DataUint16, Bit: -1, Scale: 1},
 		{Name: "b", Table: modbusconf.TableInput, Address: 11, Type: modbusconf.DataFloat32, Bit: -1, Scale: 1},
 		{Name: "c", Table: modbusconf.TableInput, Address: 13, Type: modbusconf.DataUint16, Bit: -1, Scale: 1},

@@ -14,7 +14,7 @@ import (
 // settings, and switches on the kernel's RS-485 mode when the manifest asks
 // for it. The caller closes the port (or hands it to NewRTU, which then
 // owns it). Errors wrap drivers.ErrUnavailable.
-func OpenPort(ctx context.Context, s SerialConfig) (serial.Port, error) {
+func OpenPort(ctx context.Context, s modbusconf.SerialConfig) (serial.Port, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
