@@ -18,20 +18,28 @@ var (
 	bmeCalib1 = []byte{0x10, 0x6e, 0x6c, 0x66, 0x32, 0x0, 0x5d, 0x95, 0xb8, 0xd5, 0xd0, 0xb, 0x77, 0x1e, 0x9d, 0xff, 0xf9, 0xff, 0xac, 0x26, 0xa, 0xd8, 0xbd, 0x10, 0x0, 0x4b}
 	bmeCalib2 = []byte{0x6e, 0x1, 0x0, 0x13, 0x5, 0x0, 0x1e}
 	bmeData   = []byte{0x4a, 0x52, 0xc0, 0x80, 0x96, 0xc0, 0x7a, 0x76}
+	// bmeForced sets ctrl_hum ×1, config (filter off), ctrl_meas osrs_t
+	// ×1, osrs_p ×1 and starts a forced measurement.
+	bmeForced = i2ctest.IO{Addr: 0x76, W: []byte{0xF2, 0x01, 0xF5, 0x00, 0xF4, 0x25}}
 )
 
+// bmeMeasurements returns a BME280's frames at 0x76: its chip id and
+// calibration once, then a forced measurement reading each of data.
+func bmeMeasurements(data ...[]byte) []i2ctest.IO {
+	ops := []i2ctest.IO{
+		{Addr: 0x76, W: []byte{0xD0}, R: []byte{0x60}},
+		{Addr: 0x76, W: []byte{0x88}, R: bmeCalib1},
+		{Addr: 0x76, W: []byte{0xE1}, R: bmeCalib2},
+	}
+	for _, d := range data {
+		ops = append(ops, bmeForced, i2ctest.IO{Addr: 0x76, W: []byte{0xF7}, R: d})
+	}
+	return ops
+}
+
 func TestBME280KnownFrame(t *testing.T) {
-	pb := playback(t,
-		i2ctest.IO{Addr: 0x76, W: []byte{0xD0}, R: []byte{0x60}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0x88}, R: bmeCalib1},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xE1}, R: bmeCalib2},
-		// ctrl_hum ×1, config (filter off), ctrl_meas osrs_t ×1, osrs_p ×1, forced.
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF2, 0x01, 0xF5, 0x00, 0xF4, 0x25}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF7}, R: bmeData},
-		// The calibration is kept: the second measurement reads no NVM.
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF2, 0x01, 0xF5, 0x00, 0xF4, 0x25}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF7}, R: bmeData},
-	)
+	// The calibration is kept: the second measurement reads no NVM.
+	pb := playback(t, bmeMeasurements(bmeData, bmeData)...)
 	d := NewBME280(NewBus("1", pb, 0, nil), 0x76, true, noWait)
 	for range 2 {
 		s, err := d.Sense(context.Background())
@@ -87,13 +95,7 @@ func TestBMECalibrationLayout(t *testing.T) {
 }
 
 func TestBME280SkippedAndWrongChip(t *testing.T) {
-	pb := playback(t,
-		i2ctest.IO{Addr: 0x76, W: []byte{0xD0}, R: []byte{0x60}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0x88}, R: bmeCalib1},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xE1}, R: bmeCalib2},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF2, 0x01, 0xF5, 0x00, 0xF4, 0x25}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF7}, R: []byte{0x80, 0, 0, 0x80, 0, 0, 0x80, 0}},
-	)
+	pb := playback(t, bmeMeasurements([]byte{0x80, 0, 0, 0x80, 0, 0, 0x80, 0})...)
 	_, err := NewBME280(NewBus("1", pb, 0, nil), 0x76, true, noWait).Sense(context.Background())
 	if !errors.Is(err, ErrBMESkipped) {
 		t.Fatalf("reset values: %v, want ErrBMESkipped", err)
