@@ -141,24 +141,9 @@ func TestFaults(t *testing.T) {
 
 			line2, _ := serve(t, w, k, modbus.Config{Retries: 0, Timeout: 50 * time.Millisecond, BreakerThreshold: 100})
 			p2 := line2.Unit(1).Points(m.Devices[0].ModbusRegisters, 1)["uint16_ABCD"]
-			slave.SetSilent(true)
-			if _, err := p2.Read(ctx); !errors.Is(err, drivers.ErrTimeout) {
-				t.Errorf("silent slave: Read error = %v, want ErrTimeout", err)
-			}
-			slave.SetSilent(false)
-			if _, err := p2.Read(ctx); err != nil {
-				t.Errorf("after the slave answers again: %v", err)
-			}
-
+			faultThenRecovery(t, p2, slave.SetSilent, drivers.ErrTimeout, "a silent slave")
 			if k != manifests.BusModbusTCP {
-				slave.SetGarbleCRC(true)
-				if _, err := p.Read(ctx); !errors.Is(err, drivers.ErrCRC) {
-					t.Errorf("garbled CRC: Read error = %v, want ErrCRC", err)
-				}
-				slave.SetGarbleCRC(false)
-				if _, err := p.Read(ctx); err != nil {
-					t.Errorf("after a garbled frame: %v", err)
-				}
+				faultThenRecovery(t, p, slave.SetGarbleCRC, drivers.ErrCRC, "a garbled CRC")
 			}
 			if k != manifests.BusModbusRTU {
 				// A connection the peer dropped while idle is redialled
@@ -178,5 +163,19 @@ func TestFaults(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// faultThenRecovery switches a fault of the slave on, expects p's read to
+// fail with want, switches it off and expects the next read to succeed.
+func faultThenRecovery(t *testing.T, p *modbus.Point, fault func(bool), want error, what string) {
+	t.Helper()
+	fault(true)
+	if _, err := p.Read(t.Context()); !errors.Is(err, want) {
+		t.Errorf("%s: Read error = %v, want %v", what, err, want)
+	}
+	fault(false)
+	if _, err := p.Read(t.Context()); err != nil {
+		t.Errorf("after %s: %v", what, err)
 	}
 }
