@@ -51,16 +51,20 @@ func TestDriversStayApartFromManifestsAndHost(t *testing.T) {
 	}
 }
 
-// The manifest schema compiles into the drivers' configuration packages,
-// which stay free of hardware modules, so that loading or checking a
-// manifest (promcp-device check, the fleet hub) pulls in no periph,
-// Modbus or serial port library.
+// The manifest schema compiles into the drivers' configuration packages
+// (drivers/i2c/i2cconf, drivers/modbus/modbusconf), which stay free of
+// hardware modules, and imports no driver itself, so that loading or
+// checking a manifest (promcp-device check, the fleet hub) pulls in no
+// periph, Modbus or serial port library.
 func TestManifestsStayHardwareFree(t *testing.T) {
 	for dep := range importsWithin(t, module+"manifests") {
 		for _, hw := range []string{"periph.io/", "github.com/goburrow/", "go.bug.st/serial"} {
 			if strings.HasPrefix(dep, hw) {
 				t.Errorf("manifests imports %s", dep)
 			}
+		}
+		if strings.HasPrefix(dep, module+"drivers") && !strings.HasSuffix(dep, "conf") {
+			t.Errorf("manifests imports %s (only the drivers' configuration packages may be)", dep)
 		}
 	}
 }

@@ -4,11 +4,12 @@
 // drivers/modbus, drivers/serial, drivers/mqtt), so that no driver depends
 // on the YAML schema.
 //
-// The register maps, serial settings and line instruments of a manifest
-// are the drivers' own types (manifests declares them as aliases of
-// i2cconf, modbusconf and serial's), so they need no compiling: their
-// functions here return their argument. The rest (an input's pull, an mqtt
-// bus with its files) is converted.
+// The register maps and serial settings of a manifest are the drivers' own
+// types (manifests declares them as aliases of the drivers' hardware-free
+// configuration packages, i2cconf and modbusconf), so they need no
+// compiling: their functions here return their argument. The rest (an
+// input's pull, a line instrument, an mqtt bus with its files) is
+// converted.
 package driverconf
 
 import (
@@ -49,7 +50,6 @@ func ModbusRegisters(rs []manifests.ModbusRegister) []modbusconf.Register { retu
 func Serial(s manifests.SerialSettings) modbusconf.SerialConfig { return s }
 
 // Instrument returns the driver's form of a line instrument.
-//
-// Deprecated: a manifests.LineInstrument is a serial.InstrumentConfig; use it
-// as it is.
-func Instrument(li manifests.LineInstrument) serial.InstrumentConfig { return li }
+func Instrument(li manifests.LineInstrument) serial.InstrumentConfig {
+	return serial.InstrumentConfig{Request: li.Request, Terminator: li.Terminator, Response: li.Response}
+}

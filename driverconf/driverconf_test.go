@@ -11,8 +11,8 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 )
 
-// One definition: the manifest's register maps, serial settings and line
-// instruments are the drivers' own types, so a manifest value is a driver
+// One definition: the manifest's register maps and serial settings are the
+// drivers' own types, so a manifest value is a driver
 // value. Should manifests declare a copy of one of them again, its
 // assignment here stops compiling.
 var (
@@ -26,7 +26,6 @@ var (
 	_ modbusconf.SerialConfig = manifests.SerialSettings{}
 	_ modbusconf.Parity       = manifests.ParityEven
 	_ modbusconf.RS485        = manifests.RS485RTS
-	_ serial.InstrumentConfig = manifests.LineInstrument{}
 )
 
 // The manifest's default timeout (a bus that declares none) is the one each
@@ -44,5 +43,12 @@ func TestDefaultTimeoutsAgree(t *testing.T) {
 		if d.value != manifests.DefaultTimeout {
 			t.Errorf("%s default timeout %v, manifest %v", d.driver, d.value, manifests.DefaultTimeout)
 		}
+	}
+}
+
+func TestInstrumentCarriesEveryField(t *testing.T) {
+	li := manifests.LineInstrument{Request: "W?", Terminator: "\n", Response: `(?P<w>\d+)`}
+	if got := Instrument(li); got != (serial.InstrumentConfig{Request: "W?", Terminator: "\n", Response: `(?P<w>\d+)`}) {
+		t.Errorf("Instrument = %+v", got)
 	}
 }

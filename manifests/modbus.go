@@ -1,9 +1,6 @@
 package manifests
 
-import (
-	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
-	"github.com/promcp/promcp-device/drivers/serial"
-)
+import "github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 
 // Modbus and serial-line parts of the manifest: bus settings for RS-485 and
 // TCP lines, the modbus and serial_line device models, and their register
@@ -110,8 +107,15 @@ const (
 	MaxReadBits      = 2000
 )
 
-// LineInstrument is a serial_line device: the request it sends (escape
-// sequences such as "\x02" come from YAML's double-quoted strings) and how
-// a value is found in its answer, whose named groups are the device's
-// channels. It is the serial driver's own configuration.
-type LineInstrument = serial.InstrumentConfig
+// LineInstrument is a serial_line device: the request it sends and how a
+// value is found in its answer.
+type LineInstrument struct {
+	// Request is the text sent, terminator excluded (escape sequences such
+	// as "\x02" come from YAML's double-quoted strings).
+	Request string
+	// Terminator ends the request and the response; default "\r\n".
+	Terminator string
+	// Response is a regular expression matched against the response line
+	// (terminator removed); its named groups are the device's channels.
+	Response string
+}
