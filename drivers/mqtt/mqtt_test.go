@@ -79,8 +79,11 @@ func TestRetainedAndLiveState(t *testing.T) {
 	for _, b := range brokerProtocols(t) {
 		t.Run(b.name, func(t *testing.T) {
 			dev := newFakeDevice(t, b.addr, "plug", nil, nil)
-			dev.publish(t, "zigbee2mqtt/door", `{"contact":true,"battery":91}`, true)
 			dev.publish(t, "stat/plug/POWER", "ON", false) // nobody listens yet: lost
+			// A broker may acknowledge a QoS 1 publish before it routes it
+			// (mochi does), but handles one connection's packets in order:
+			// once the next publish is acknowledged, ON has gone to nobody.
+			dev.publish(t, "zigbee2mqtt/door", `{"contact":true,"battery":91}`, true)
 
 			c := newClient(t, mqtt.Config{Broker: b.url(), Protocol: b.protocol})
 			next := c.Next("zigbee2mqtt/door")
