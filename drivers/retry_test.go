@@ -98,3 +98,27 @@ func TestTurnIsOneAtATimeAndCanBeGivenUp(t *testing.T) {
 		}
 	})
 }
+
+// Wait is Take without the wording: giving up yields ctx's error, only
+// classified, for the device to name what it waited for; a turn once given
+// back is free again.
+func TestTurnWaitReturnsCtxErrorClassified(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		turn := NewTurn()
+		release, err := turn.Wait(t.Context())
+		if err != nil {
+			t.Fatalf("Wait on a free turn = %v", err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err = turn.Wait(ctx)
+		if want := "timeout: context deadline exceeded"; !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || err.Error() != want {
+			t.Fatalf("Wait on a held turn until the deadline = %v, want %q", err, want)
+		}
+		release()
+		if release, err = turn.Wait(t.Context()); err != nil {
+			t.Fatalf("Wait after release = %v", err)
+		}
+		release()
+	})
+}
