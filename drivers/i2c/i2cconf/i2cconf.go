@@ -2,7 +2,7 @@
 // register-map device: register types, byte orders and register maps. It
 // imports no hardware module (not even periph's interfaces), so that the
 // manifest schema can compile into it without pulling in the driver;
-// package i2c uses these types as its own.
+// package i2c takes and returns these types.
 package i2cconf
 
 import "math"

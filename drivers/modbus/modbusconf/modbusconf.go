@@ -2,7 +2,7 @@
 // data tables, value types, word orders, register maps and serial port
 // settings. It imports no hardware module (no goburrow, no serial port
 // library), so that the manifest schema can compile into it without
-// pulling in the driver; package modbus uses these types as its own.
+// pulling in the driver; package modbus takes and returns these types.
 package modbusconf
 
 import "time"
@@ -116,7 +116,8 @@ type RS485 string
 
 // RS485 modes; the empty RS485 is none.
 const (
-	// RS485None leaves direction control to the adapter.
+	// RS485None leaves direction control to the adapter (most USB
+	// adapters switch by themselves).
 	RS485None RS485 = "none"
 	// RS485Kernel enables the kernel's RS-485 mode (TIOCSRS485), which
 	// raises RTS while the UART sends.
