@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -235,24 +236,27 @@ func TestINA219Sense(t *testing.T) {
 }
 
 func TestMCP23017SetupKeepsOutputsAndReadsBack(t *testing.T) {
-	pb := playback(t,
-		// First read: directions read (all inputs after reset), latch
-		// read; the new outputs (A0, A1) start at their off level (high:
-		// active-low relays), then become outputs; B7 gets its pull-up.
-		i2ctest.IO{Addr: 0x20, W: []byte{0x00}, R: []byte{0xFF, 0xFF}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x14}, R: []byte{0x00, 0x00}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x14, 0x03, 0x00}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x00, 0xFC, 0xFF}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x0C, 0x00, 0x80}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x12}, R: []byte{0x03, 0x80}},
+	// One operation of an MCP23017 at 0x20 with outputs A0 and A1 and a
+	// pull-up on B7: IODIR and OLAT read, the latch written (before the
+	// directions, so that a new output starts at its level), IODIR and
+	// GPPU written, GPIO read back.
+	op := func(iodir, olat []byte, latch byte, gpio []byte) []i2ctest.IO {
+		return []i2ctest.IO{
+			{Addr: 0x20, W: []byte{0x00}, R: iodir},
+			{Addr: 0x20, W: []byte{0x14}, R: olat},
+			{Addr: 0x20, W: []byte{0x14, latch, 0x00}},
+			{Addr: 0x20, W: []byte{0x00, 0xFC, 0xFF}},
+			{Addr: 0x20, W: []byte{0x0C, 0x00, 0x80}},
+			{Addr: 0x20, W: []byte{0x12}, R: gpio},
+		}
+	}
+	pb := playback(t, slices.Concat(
+		// First read: all inputs after reset, latch 0; the new outputs
+		// start at their off level (high: active-low relays).
+		op([]byte{0xFF, 0xFF}, []byte{0x00, 0x00}, 0x03, []byte{0x03, 0x80}),
 		// Set A0 low (relay on): A1 keeps its level, already an output.
-		i2ctest.IO{Addr: 0x20, W: []byte{0x00}, R: []byte{0xFC, 0xFF}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x14}, R: []byte{0x03, 0x00}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x14, 0x02, 0x00}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x00, 0xFC, 0xFF}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x0C, 0x00, 0x80}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x12}, R: []byte{0x02, 0x80}},
-	)
+		op([]byte{0xFC, 0xFF}, []byte{0x03, 0x00}, 0x02, []byte{0x02, 0x80}),
+	)...)
 	e := NewMCP23017(NewBus("1", pb, 0, nil), 0x20, 0x0003, 0x8000, 0x0003)
 	lv, raw, err := e.Levels(context.Background())
 	if err != nil || lv != 0x8003 || len(raw) != 2 {
