@@ -70,18 +70,30 @@ type Turn chan struct{}
 // NewTurn returns a free Turn.
 func NewTurn() Turn { return make(Turn, 1) }
 
-// Take waits for the line or for ctx to end. On success the caller owns the
-// line until it calls release; otherwise the error, classified, says the
-// caller gave up waiting.
-func (t Turn) Take(ctx context.Context) (release func(), err error) {
+// Wait waits for the turn or for ctx to end, whichever comes first. On
+// success the caller holds the turn until it calls release; otherwise err
+// is ctx's error, classified, for the caller to say what it waited for.
+func (t Turn) Wait(ctx context.Context) (release func(), err error) {
 	select {
 	case t <- struct{}{}:
+		return func() { <-t }, nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the line: %w", Classify(ctx.Err()))
+		return nil, Classify(ctx.Err())
 	}
-	if err := ctx.Err(); err != nil {
-		<-t
-		return nil, fmt.Errorf("waiting for the line: %w", Classify(err))
+}
+
+// Take waits for the line or for ctx to end. On success the caller owns the
+// line until it calls release; otherwise the error, classified, says the
+// caller gave up waiting. Unlike Wait, it also gives the line back when ctx
+// ended just as the line came free.
+func (t Turn) Take(ctx context.Context) (release func(), err error) {
+	release, err = t.Wait(ctx)
+	if err == nil && ctx.Err() != nil {
+		release()
+		err = Classify(ctx.Err())
 	}
-	return func() { <-t }, nil
+	if err != nil {
+		return nil, fmt.Errorf("waiting for the line: %w", err)
+	}
+	return release, nil
 }

@@ -66,35 +66,49 @@ func TestRetryStopsWhenTheCallerGivesUp(t *testing.T) {
 	})
 }
 
+// Take and Wait hold the turn one caller at a time, and a caller gives up
+// at its deadline with a timeout: Take says it waited for the line, Wait
+// leaves that to the device, returning ctx's error only classified.
 func TestTurnIsOneAtATimeAndCanBeGivenUp(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		turn := NewTurn()
-		release, err := turn.Take(t.Context())
-		if err != nil {
-			t.Fatalf("Take on a free line = %v", err)
-		}
-		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		defer cancel()
-		if _, err := turn.Take(ctx); !errors.Is(err, ErrTimeout) {
-			t.Fatalf("Take on a busy line until the deadline = %v, want ErrTimeout", err)
-		}
-		got := make(chan error, 1)
-		go func() {
-			r, err := turn.Take(t.Context())
-			if err == nil {
-				r()
-			}
-			got <- err
-		}()
-		synctest.Wait()
-		select {
-		case err := <-got:
-			t.Fatalf("a second caller took the busy line: %v", err)
-		default:
-		}
-		release()
-		if err := <-got; err != nil {
-			t.Fatalf("Take after release = %v", err)
-		}
-	})
+	for _, tc := range []struct {
+		name   string
+		take   func(Turn, context.Context) (func(), error)
+		gaveUp string
+	}{
+		{"Take", Turn.Take, "waiting for the line: timeout: context deadline exceeded"},
+		{"Wait", Turn.Wait, "timeout: context deadline exceeded"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				turn := NewTurn()
+				release, err := tc.take(turn, t.Context())
+				if err != nil {
+					t.Fatalf("%s on a free line = %v", tc.name, err)
+				}
+				ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+				defer cancel()
+				if _, err := tc.take(turn, ctx); !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) || err.Error() != tc.gaveUp {
+					t.Fatalf("%s on a busy line until the deadline = %v, want %q", tc.name, err, tc.gaveUp)
+				}
+				got := make(chan error, 1)
+				go func() {
+					r, err := tc.take(turn, t.Context())
+					if err == nil {
+						r()
+					}
+					got <- err
+				}()
+				synctest.Wait()
+				select {
+				case err := <-got:
+					t.Fatalf("a second caller took the busy line: %v", err)
+				default:
+				}
+				release()
+				if err := <-got; err != nil {
+					t.Fatalf("%s after release = %v", tc.name, err)
+				}
+			})
+		})
+	}
 }

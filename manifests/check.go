@@ -308,23 +308,10 @@ func registerNames(dev Device) []string              { return namesOf(dev.Regist
 
 // rawRange is the range of a register type's raw value.
 func rawRange(t RegType) (lo, hi float64, ok bool) {
-	switch t {
-	case RegUint8:
-		return 0, math.MaxUint8, true
-	case RegInt8:
-		return math.MinInt8, math.MaxInt8, true
-	case RegUint16:
-		return 0, math.MaxUint16, true
-	case RegInt16:
-		return math.MinInt16, math.MaxInt16, true
-	case RegUint32:
-		return 0, math.MaxUint32, true
-	case RegInt32:
-		return math.MinInt32, math.MaxInt32, true
-	case RegFloat32:
+	if t == RegFloat32 {
 		return -math.MaxFloat32, math.MaxFloat32, true
 	}
-	return 0, 0, false
+	return t.IntRange()
 }
 
 func hex(a int64) string {

@@ -1,6 +1,10 @@
 package manifests
 
-import "time"
+import (
+	"time"
+
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
+)
 
 // Manifest is a validated device manifest: the buses of one gateway, the
 // devices on them, and the capabilities bound to those devices. A Manifest
@@ -173,54 +177,33 @@ const (
 	PullDown Pull = "down"
 )
 
-// RegType is the encoding of a register's value.
-type RegType string
-
-// Register types of the generic I2C register-map device.
-const (
-	RegUint8   RegType = "uint8"
-	RegInt8    RegType = "int8"
-	RegUint16  RegType = "uint16"
-	RegInt16   RegType = "int16"
-	RegUint32  RegType = "uint32"
-	RegInt32   RegType = "int32"
-	RegFloat32 RegType = "float32"
+// The register map of the registers model is the i2c driver's own
+// configuration (package i2cconf, which imports no hardware module). Load
+// fills a Register's ByteOrder (big) and Scale (1), so they are never empty
+// or zero after Load.
+type (
+	// RegType is the encoding of a register's value.
+	RegType = i2cconf.RegType
+	// ByteOrder is the order of a multi-byte register's bytes on the wire.
+	ByteOrder = i2cconf.ByteOrder
+	// Register is one named value in a register-map device. The
+	// engineering value is raw*Scale + Offset.
+	Register = i2cconf.Register
 )
 
-// Size returns the register's width in bytes.
-func (t RegType) Size() int {
-	switch t {
-	case RegUint8, RegInt8:
-		return 1
-	case RegUint16, RegInt16:
-		return 2
-	case RegUint32, RegInt32, RegFloat32:
-		return 4
-	}
-	return 0
-}
-
-// ByteOrder is the order of a multi-byte register's bytes on the wire.
-type ByteOrder string
-
-// Byte orders of an I2C register.
+// The manifest's words for the driver's register types and byte orders.
 const (
-	BigEndian    ByteOrder = "big"
-	LittleEndian ByteOrder = "little"
-)
+	RegUint8   = i2cconf.RegUint8
+	RegInt8    = i2cconf.RegInt8
+	RegUint16  = i2cconf.RegUint16
+	RegInt16   = i2cconf.RegInt16
+	RegUint32  = i2cconf.RegUint32
+	RegInt32   = i2cconf.RegInt32
+	RegFloat32 = i2cconf.RegFloat32
 
-// Register is one named value in a register-map device. The engineering
-// value is raw*Scale + Offset.
-type Register struct {
-	Name string
-	// Address is the register pointer written before reading or writing.
-	Address   uint8
-	Type      RegType
-	ByteOrder ByteOrder // default big; Load fills it, so it is never empty
-	Scale     float64   // default 1; Load fills it, so it is never 0
-	Offset    float64
-	Writable  bool
-}
+	BigEndian    = i2cconf.BigEndian
+	LittleEndian = i2cconf.LittleEndian
+)
 
 // ValueType is the JSON type of a capability's value.
 type ValueType string

@@ -1,6 +1,6 @@
 package manifests
 
-import "time"
+import "github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 
 // Modbus and serial-line parts of the manifest: bus settings for RS-485 and
 // TCP lines, the modbus and serial_line device models, and their register
@@ -32,143 +32,74 @@ func (k BusKind) IsSerialPort() bool { return k == BusModbusRTU || k == BusSeria
 // IsNetwork reports whether k is reached through a TCP address.
 func (k BusKind) IsNetwork() bool { return k == BusModbusTCP || k == BusModbusRTUTCP }
 
-// Parity is a serial line's parity bit.
-type Parity string
-
-// Parity values.
-const (
-	ParityNone Parity = "none"
-	ParityEven Parity = "even"
-	ParityOdd  Parity = "odd"
+// The serial port settings, Modbus tables, value types, word orders and
+// register maps are the modbus driver's own configuration (package
+// modbusconf, which imports no hardware module): a manifest compiles into
+// them, and Load fills their defaults, so that after Load a SerialSettings
+// has no zero field and a ModbusRegister has its ByteOrder (ABCD), its Bit
+// (-1 when absent) and a non-zero Scale (1 when absent).
+type (
+	// Parity is a serial line's parity bit.
+	Parity = modbusconf.Parity
+	// RS485 is how the driver switches an RS-485 transceiver between
+	// sending and receiving.
+	RS485 = modbusconf.RS485
+	// SerialSettings are the settings of a serial port (modbus_rtu and
+	// serial buses).
+	SerialSettings = modbusconf.SerialConfig
+	// Table is one of the four Modbus data tables.
+	Table = modbusconf.Table
+	// DataType is the encoding of a Modbus value.
+	DataType = modbusconf.DataType
+	// WordOrder is the order of a multi-byte Modbus value's bytes on the
+	// wire.
+	WordOrder = modbusconf.WordOrder
+	// ModbusRegister is one named value of a modbus device. Its
+	// engineering value is raw*Scale + Offset.
+	ModbusRegister = modbusconf.Register
 )
 
-// RS485 is how the driver switches an RS-485 transceiver between sending and
-// receiving.
-type RS485 string
-
-// RS485 modes.
+// The manifest's words for the driver's values.
 const (
-	// RS485None leaves direction control to the adapter (most USB adapters
-	// switch by themselves).
-	RS485None RS485 = "none"
-	// RS485Kernel enables the kernel's RS-485 mode (TIOCSRS485), which
-	// raises RTS while the UART sends.
-	RS485Kernel RS485 = "kernel"
-	// RS485RTS has the driver raise RTS before sending and lower it once the
-	// frame has left the UART.
-	RS485RTS RS485 = "rts"
+	ParityNone = modbusconf.ParityNone
+	ParityEven = modbusconf.ParityEven
+	ParityOdd  = modbusconf.ParityOdd
+
+	RS485None   = modbusconf.RS485None
+	RS485Kernel = modbusconf.RS485Kernel
+	RS485RTS    = modbusconf.RS485RTS
+
+	TableCoil     = modbusconf.TableCoil
+	TableDiscrete = modbusconf.TableDiscrete
+	TableHolding  = modbusconf.TableHolding
+	TableInput    = modbusconf.TableInput
+
+	DataBool    = modbusconf.DataBool
+	DataInt16   = modbusconf.DataInt16
+	DataUint16  = modbusconf.DataUint16
+	DataInt32   = modbusconf.DataInt32
+	DataUint32  = modbusconf.DataUint32
+	DataInt64   = modbusconf.DataInt64
+	DataUint64  = modbusconf.DataUint64
+	DataFloat32 = modbusconf.DataFloat32
+	DataFloat64 = modbusconf.DataFloat64
+	DataString  = modbusconf.DataString
+
+	OrderABCD = modbusconf.OrderABCD
+	OrderDCBA = modbusconf.OrderDCBA
+	OrderBADC = modbusconf.OrderBADC
+	OrderCDAB = modbusconf.OrderCDAB
 )
 
 // Serial line defaults.
 const (
-	DefaultBaud     = 9600
-	DefaultDataBits = 8
+	DefaultBaud     = modbusconf.DefaultBaud
+	DefaultDataBits = modbusconf.DefaultDataBits
 	DefaultStopBits = 1
 	// DefaultRetries is how often a failed Modbus or serial transaction is
 	// retried when the bus declares no retries.
 	DefaultRetries = 2
 )
-
-// SerialSettings are the settings of a serial port (modbus_rtu and serial
-// buses). Load fills the defaults, so the fields are never zero there.
-type SerialSettings struct {
-	// Port is the host's device, "/dev/ttyUSB0" or "COM3".
-	Port     string
-	Baud     int    // bits per second; default 9600
-	DataBits int    // 7 or 8; default 8
-	Parity   Parity // default none
-	StopBits int    // 1 or 2; default 1
-	RS485    RS485  // default none
-	// FrameGap is the silence kept between frames. Zero means the Modbus
-	// rule: 3.5 character times, fixed at 1.75 ms above 19200 baud.
-	FrameGap time.Duration
-}
-
-// Table is one of the four Modbus data tables.
-type Table string
-
-// Tables.
-const (
-	TableCoil     Table = "coil"     // read/write bits, FC 1, 5, 15
-	TableDiscrete Table = "discrete" // read-only bits, FC 2
-	TableHolding  Table = "holding"  // read/write 16-bit registers, FC 3, 6, 16
-	TableInput    Table = "input"    // read-only 16-bit registers, FC 4
-)
-
-// IsBits reports whether the table holds single bits.
-func (t Table) IsBits() bool { return t == TableCoil || t == TableDiscrete }
-
-// DataType is the encoding of a Modbus value.
-type DataType string
-
-// Modbus data types.
-const (
-	DataBool    DataType = "bool"
-	DataInt16   DataType = "int16"
-	DataUint16  DataType = "uint16"
-	DataInt32   DataType = "int32"
-	DataUint32  DataType = "uint32"
-	DataInt64   DataType = "int64"
-	DataUint64  DataType = "uint64"
-	DataFloat32 DataType = "float32"
-	DataFloat64 DataType = "float64"
-	DataString  DataType = "string"
-)
-
-// Words returns how many 16-bit registers a value of type t occupies
-// (length is the register count of a string); 1 for bool.
-func (t DataType) Words(length int) int {
-	switch t {
-	case DataBool, DataInt16, DataUint16:
-		return 1
-	case DataInt32, DataUint32, DataFloat32:
-		return 2
-	case DataInt64, DataUint64, DataFloat64:
-		return 4
-	case DataString:
-		return length
-	}
-	return 0
-}
-
-// WordOrder is the order of a multi-byte Modbus value's bytes on the wire,
-// named by where the most significant byte A lands: ABCD is big endian,
-// DCBA little endian, BADC big endian with the bytes of each register
-// swapped, CDAB little-endian register order with big-endian registers.
-type WordOrder string
-
-// Word orders.
-const (
-	OrderABCD WordOrder = "ABCD"
-	OrderDCBA WordOrder = "DCBA"
-	OrderBADC WordOrder = "BADC"
-	OrderCDAB WordOrder = "CDAB"
-)
-
-// ModbusRegister is one named value of a modbus device. Its engineering
-// value is raw*Scale + Offset.
-type ModbusRegister struct {
-	Name  string
-	Table Table
-	// Address is the 0-based PDU address (register 40001 is holding 0).
-	Address uint16
-	Type    DataType
-	// ByteOrder is the word order; Load fills ABCD when absent.
-	ByteOrder WordOrder
-	// Bit selects one bit (0 = least significant) of a holding or input
-	// register for a bool; -1 when the value is the whole register or a
-	// coil/discrete input. Load fills -1 when absent.
-	Bit int
-	// Length is a string's size in registers (two characters each).
-	Length   int
-	Scale    float64 // default 1; never 0 after Load
-	Offset   float64
-	Writable bool
-}
-
-// Words returns how many registers (or bits, for coil and discrete) the
-// value occupies.
-func (r ModbusRegister) Words() int { return r.Type.Words(r.Length) }
 
 // MaxReadRegisters and MaxReadBits are the most one Modbus read may carry.
 const (

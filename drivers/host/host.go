@@ -55,6 +55,18 @@ func (h *Host) init() error {
 	return h.initErr
 }
 
+// ready is what opening anything needs first: ctx not done, and periph's
+// host drivers initialized. Its errors start with what ("i2c bus \"1\"").
+func (h *Host) ready(ctx context.Context, what string) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := h.init(); err != nil {
+		return fmt.Errorf("%s: %w: periph host init: %w", what, drivers.ErrUnavailable, err)
+	}
+	return nil
+}
+
 // I2C opens the I²C bus the host calls name: a periph bus name, alias or
 // number ("1", "/dev/i2c-1", "I2C1"); "" opens the first bus found. This is
 // the manifest bus's Device field.
@@ -62,11 +74,8 @@ func (h *Host) init() error {
 // The caller owns the returned bus and closes it. A bus that cannot be opened
 // yields an error that wraps [drivers.ErrUnavailable] and names the bus.
 func (h *Host) I2C(ctx context.Context, name string) (i2c.BusCloser, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("i2c bus %q: %w", name, err)
-	}
-	if err := h.init(); err != nil {
-		return nil, fmt.Errorf("i2c bus %q: %w: periph host init: %w", name, drivers.ErrUnavailable, err)
+	if err := h.ready(ctx, fmt.Sprintf("i2c bus %q", name)); err != nil {
+		return nil, err
 	}
 	all := i2creg.All()
 	if len(all) == 0 {
@@ -91,11 +100,8 @@ func (h *Host) I2C(ctx context.Context, name string) (i2c.BusCloser, error) {
 // An unknown pin yields an error that wraps [drivers.ErrUnavailable] and names the
 // pin.
 func (h *Host) Pin(ctx context.Context, name string) (gpio.PinIO, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("gpio pin %q: %w", name, err)
-	}
-	if err := h.init(); err != nil {
-		return nil, fmt.Errorf("gpio pin %q: %w: periph host init: %w", name, drivers.ErrUnavailable, err)
+	if err := h.ready(ctx, fmt.Sprintf("gpio pin %q", name)); err != nil {
+		return nil, err
 	}
 	p := gpioreg.ByName(name)
 	if p == nil {
@@ -108,11 +114,8 @@ func (h *Host) Pin(ctx context.Context, name string) (gpio.PinIO, error) {
 // name ("/dev/spidev0.0", "SPI0.0"); "" opens the first found. This is
 // the manifest bus's Device field. The caller closes it.
 func (h *Host) SPI(ctx context.Context, name string) (spi.PortCloser, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("spi port %q: %w", name, err)
-	}
-	if err := h.init(); err != nil {
-		return nil, fmt.Errorf("spi port %q: %w: periph host init: %w", name, drivers.ErrUnavailable, err)
+	if err := h.ready(ctx, fmt.Sprintf("spi port %q", name)); err != nil {
+		return nil, err
 	}
 	if len(spireg.All()) == 0 {
 		return nil, fmt.Errorf("spi port %q: %w: no port found (is SPI enabled? dtparam=spi=on)", name, drivers.ErrUnavailable)

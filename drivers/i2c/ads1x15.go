@@ -125,7 +125,7 @@ type ADS1x15 struct {
 	addr      uint16
 	twelveBit bool
 	sleep     SleepFunc
-	turn      chan struct{}
+	turn      drivers.Turn
 }
 
 // NewADS1x15 returns the converter at addr (0x48..0x4B) on bus; twelveBit
@@ -134,7 +134,7 @@ func NewADS1x15(bus *Bus, addr uint16, twelveBit bool, sleep SleepFunc) *ADS1x15
 	if sleep == nil {
 		sleep = Sleep
 	}
-	return &ADS1x15{bus: bus, addr: addr, twelveBit: twelveBit, sleep: sleep, turn: make(chan struct{}, 1)}
+	return &ADS1x15{bus: bus, addr: addr, twelveBit: twelveBit, sleep: sleep, turn: drivers.NewTurn()}
 }
 
 func (d *ADS1x15) name() string {
@@ -149,12 +149,11 @@ func (d *ADS1x15) name() string {
 // drivers.ErrTimeout, ErrADSBusy or ctx's error.
 func (d *ADS1x15) Read(ctx context.Context, in ADSInput, pga uint8) (float64, [2]byte, error) {
 	var raw [2]byte
-	select {
-	case d.turn <- struct{}{}:
-	case <-ctx.Done():
-		return 0, raw, fmt.Errorf("%s convert: %w", d.name(), drivers.Classify(ctx.Err()))
+	release, err := d.turn.Wait(ctx)
+	if err != nil {
+		return 0, raw, fmt.Errorf("%s convert: %w", d.name(), err)
 	}
-	defer func() { <-d.turn }()
+	defer release()
 	cfg := ADSConfig(in, pga)
 	if err := d.bus.Tx(ctx, d.addr, []byte{ADSRegConfig, byte(cfg >> 8), byte(cfg)}, nil); err != nil {
 		return 0, raw, fmt.Errorf("%s start conversion: %w", d.name(), err)

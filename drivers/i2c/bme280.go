@@ -159,7 +159,7 @@ type BME280 struct {
 	addr     uint16
 	humidity bool // BME280: true; BMP280: false
 	sleep    SleepFunc
-	turn     chan struct{}
+	turn     drivers.Turn
 	cal      *BMECalibration // nil until read; guarded by turn
 }
 
@@ -170,7 +170,7 @@ func NewBME280(bus *Bus, addr uint16, humidity bool, sleep SleepFunc) *BME280 {
 	if sleep == nil {
 		sleep = Sleep
 	}
-	return &BME280{bus: bus, addr: addr, humidity: humidity, sleep: sleep, turn: make(chan struct{}, 1)}
+	return &BME280{bus: bus, addr: addr, humidity: humidity, sleep: sleep, turn: drivers.NewTurn()}
 }
 
 func (d *BME280) name() string {
@@ -184,12 +184,11 @@ func (d *BME280) name() string {
 // it. Errors wrap drivers.ErrNACK, drivers.ErrTimeout, ErrBMESkipped or
 // ctx's error.
 func (d *BME280) Sense(ctx context.Context) (EnvSample, error) {
-	select {
-	case d.turn <- struct{}{}:
-	case <-ctx.Done():
-		return EnvSample{}, fmt.Errorf("%s measure: %w", d.name(), drivers.Classify(ctx.Err()))
+	release, err := d.turn.Wait(ctx)
+	if err != nil {
+		return EnvSample{}, fmt.Errorf("%s measure: %w", d.name(), err)
 	}
-	defer func() { <-d.turn }()
+	defer release()
 	if d.cal == nil {
 		cal, err := d.calibrate(ctx)
 		if err != nil {

@@ -123,43 +123,49 @@ func TestBusTxStuck(t *testing.T) {
 	})
 }
 
-// The caller's deadline bounds a transaction when it is shorter than the bus
-// timeout.
-func TestBusTxContextDeadline(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		sb := newStuckBus()
-		defer close(sb.release)
-		b := NewBus("i2c1", sb, time.Second, nil)
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Millisecond)
-		defer cancel()
-		start := time.Now()
-		err := b.Tx(ctx, 0x44, nil, make([]byte, 1))
-		if !errors.Is(err, drivers.ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
-			t.Fatalf("Tx() = %v, want ErrTimeout wrapping DeadlineExceeded", err)
-		}
-		if d := time.Since(start); d != 10*time.Millisecond {
-			t.Errorf("Tx() returned after %v, want 10ms", d)
-		}
-	})
-}
-
-// Cancelling the caller's context abandons the transaction without calling it
-// a timeout.
-func TestBusTxCancelledDuringTx(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		sb := newStuckBus()
-		defer close(sb.release)
-		b := NewBus("i2c1", sb, time.Second, nil)
-		ctx, cancel := context.WithCancel(t.Context())
-		go func() {
-			<-sb.entered
-			cancel()
-		}()
-		err := b.Tx(ctx, 0x44, nil, nil)
-		if !errors.Is(err, context.Canceled) || errors.Is(err, drivers.ErrTimeout) {
-			t.Fatalf("Tx() = %v, want context.Canceled and not ErrTimeout", err)
-		}
-	})
+// The caller's context ends a transaction on a stuck bus before the bus
+// timeout (1s) does: its deadline is a timeout, ended at that deadline; its
+// cancellation ends the transaction at once and is not a timeout.
+func TestBusTxCallerContext(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// ctx derives the caller's context; sb.entered tells when the
+		// transaction is on the bus.
+		ctx     func(ctx context.Context, sb *stuckBus) (context.Context, context.CancelFunc)
+		want    error
+		timeout bool // whether the error wraps drivers.ErrTimeout
+		after   time.Duration
+	}{
+		{"deadline", func(ctx context.Context, _ *stuckBus) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(ctx, 10*time.Millisecond)
+		}, context.DeadlineExceeded, true, 10 * time.Millisecond},
+		{"cancelled during Tx", func(ctx context.Context, sb *stuckBus) (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(ctx)
+			go func() {
+				<-sb.entered
+				cancel()
+			}()
+			return ctx, cancel
+		}, context.Canceled, false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				sb := newStuckBus()
+				defer close(sb.release)
+				b := NewBus("i2c1", sb, time.Second, nil)
+				ctx, cancel := tc.ctx(t.Context(), sb)
+				defer cancel()
+				start := time.Now()
+				err := b.Tx(ctx, 0x44, nil, make([]byte, 1))
+				if !errors.Is(err, tc.want) || errors.Is(err, drivers.ErrTimeout) != tc.timeout {
+					t.Fatalf("Tx() = %v, want %v (ErrTimeout: %v)", err, tc.want, tc.timeout)
+				}
+				if d := time.Since(start); d != tc.after {
+					t.Errorf("Tx() returned after %v, want %v", d, tc.after)
+				}
+			})
+		})
+	}
 }
 
 // Transactions on one bus never overlap.

@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 )
 
 // Decode decodes a raw register value of type t sent in byte order o (""
 // means big endian). len(b) must be t.Size(). The result is the raw value,
 // before scale and offset.
-func Decode(t RegType, o ByteOrder, b []byte) (float64, error) {
+func Decode(t i2cconf.RegType, o i2cconf.ByteOrder, b []byte) (float64, error) {
 	ord, err := byteOrder(o)
 	if err != nil {
 		return 0, err
@@ -22,19 +24,19 @@ func Decode(t RegType, o ByteOrder, b []byte) (float64, error) {
 		return 0, fmt.Errorf("decode %s: got %d bytes, want %d", t, len(b), size)
 	}
 	switch t {
-	case RegUint8:
+	case i2cconf.RegUint8:
 		return float64(b[0]), nil
-	case RegInt8:
+	case i2cconf.RegInt8:
 		return float64(int8(b[0])), nil
-	case RegUint16:
+	case i2cconf.RegUint16:
 		return float64(ord.Uint16(b)), nil
-	case RegInt16:
+	case i2cconf.RegInt16:
 		return float64(int16(ord.Uint16(b))), nil
-	case RegUint32:
+	case i2cconf.RegUint32:
 		return float64(ord.Uint32(b)), nil
-	case RegInt32:
+	case i2cconf.RegInt32:
 		return float64(int32(ord.Uint32(b))), nil
-	case RegFloat32:
+	case i2cconf.RegFloat32:
 		return float64(math.Float32frombits(ord.Uint32(b))), nil
 	}
 	return 0, fmt.Errorf("decode: unknown register type %q", t)
@@ -48,7 +50,7 @@ func Decode(t RegType, o ByteOrder, b []byte) (float64, error) {
 // takes any finite value within ±math.MaxFloat32, rounded to the nearest
 // float32. Anything else, NaN and infinities included, is refused with an
 // error wrapping [ErrOutOfRange].
-func Encode(t RegType, o ByteOrder, v float64) ([]byte, error) {
+func Encode(t i2cconf.RegType, o i2cconf.ByteOrder, v float64) ([]byte, error) {
 	ord, err := byteOrder(o)
 	if err != nil {
 		return nil, err
@@ -56,13 +58,13 @@ func Encode(t RegType, o ByteOrder, v float64) ([]byte, error) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return nil, fmt.Errorf("encode %s: %w: %v", t, ErrOutOfRange, v)
 	}
-	if t == RegFloat32 {
+	if t == i2cconf.RegFloat32 {
 		if math.Abs(v) > math.MaxFloat32 {
 			return nil, fmt.Errorf("encode %s: %w: %v exceeds ±%v", t, ErrOutOfRange, v, math.MaxFloat32)
 		}
 		return ord.AppendUint32(nil, math.Float32bits(float32(v))), nil
 	}
-	lo, hi, ok := intRange(t)
+	lo, hi, ok := t.IntRange()
 	if !ok {
 		return nil, fmt.Errorf("encode: unknown register type %q", t)
 	}
@@ -84,7 +86,7 @@ func Encode(t RegType, o ByteOrder, v float64) ([]byte, error) {
 
 // DecodeRegister decodes b, read from register reg, into its engineering
 // value raw*Scale + Offset (a zero Scale counts as 1).
-func DecodeRegister(reg Register, b []byte) (float64, error) {
+func DecodeRegister(reg i2cconf.Register, b []byte) (float64, error) {
 	raw, err := Decode(reg.Type, reg.ByteOrder, b)
 	if err != nil {
 		return 0, err
@@ -96,14 +98,14 @@ func DecodeRegister(reg Register, b []byte) (float64, error) {
 // (v-Offset)/Scale, rounded to the nearest whole number for integer types,
 // then [Encode]. A value that does not fit yields an error wrapping
 // [ErrOutOfRange] that states the register's range in engineering units.
-func EncodeRegister(reg Register, v float64) ([]byte, error) {
+func EncodeRegister(reg i2cconf.Register, v float64) ([]byte, error) {
 	raw := ToRaw(reg, v)
-	if reg.Type != RegFloat32 {
+	if reg.Type != i2cconf.RegFloat32 {
 		raw = math.Round(raw)
 	}
 	b, err := Encode(reg.Type, reg.ByteOrder, raw)
 	if err != nil {
-		if lo, hi, ok := intRange(reg.Type); ok {
+		if lo, hi, ok := reg.Type.IntRange(); ok {
 			lo, hi = ToEngineering(reg, lo), ToEngineering(reg, hi)
 			if lo > hi {
 				lo, hi = hi, lo
@@ -118,7 +120,7 @@ func EncodeRegister(reg Register, v float64) ([]byte, error) {
 // ToEngineering returns raw*Scale + Offset for reg (a zero Scale counts as
 // 1). A decimal scale such as 0.01 is applied as a division by 100, so that
 // raw 3151 gives 31.51 rather than 31.509999999999998.
-func ToEngineering(reg Register, raw float64) float64 {
+func ToEngineering(reg i2cconf.Register, raw float64) float64 {
 	if inv, ok := inverseScale(reg.Scale); ok {
 		return raw/inv + reg.Offset
 	}
@@ -127,14 +129,14 @@ func ToEngineering(reg Register, raw float64) float64 {
 
 // ToRaw returns (v - Offset)/Scale for reg (a zero Scale counts as 1),
 // unrounded.
-func ToRaw(reg Register, v float64) float64 {
+func ToRaw(reg i2cconf.Register, v float64) float64 {
 	if inv, ok := inverseScale(reg.Scale); ok {
 		return (v - reg.Offset) * inv
 	}
 	return (v - reg.Offset) / scaleOf(reg)
 }
 
-func scaleOf(reg Register) float64 {
+func scaleOf(reg i2cconf.Register) float64 {
 	if reg.Scale == 0 {
 		return 1
 	}
@@ -155,25 +157,6 @@ func inverseScale(scale float64) (float64, bool) {
 	return r, true
 }
 
-// intRange returns the range of an integer register type.
-func intRange(t RegType) (lo, hi float64, ok bool) {
-	switch t {
-	case RegUint8:
-		return 0, math.MaxUint8, true
-	case RegInt8:
-		return math.MinInt8, math.MaxInt8, true
-	case RegUint16:
-		return 0, math.MaxUint16, true
-	case RegInt16:
-		return math.MinInt16, math.MaxInt16, true
-	case RegUint32:
-		return 0, math.MaxUint32, true
-	case RegInt32:
-		return math.MinInt32, math.MaxInt32, true
-	}
-	return 0, 0, false
-}
-
 // order is what encoding/binary's BigEndian and LittleEndian both provide.
 type order interface {
 	binary.ByteOrder
@@ -181,11 +164,11 @@ type order interface {
 }
 
 // byteOrder resolves a manifest byte order; "" means big endian.
-func byteOrder(o ByteOrder) (order, error) {
+func byteOrder(o i2cconf.ByteOrder) (order, error) {
 	switch o {
-	case BigEndian, "":
+	case i2cconf.BigEndian, "":
 		return binary.BigEndian, nil
-	case LittleEndian:
+	case i2cconf.LittleEndian:
 		return binary.LittleEndian, nil
 	}
 	return nil, fmt.Errorf("unknown byte order %q (want big or little)", o)

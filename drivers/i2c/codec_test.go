@@ -5,34 +5,36 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 )
 
 var (
-	allTypes = []RegType{
-		RegUint8, RegInt8, RegUint16, RegInt16,
-		RegUint32, RegInt32, RegFloat32,
+	allTypes = []i2cconf.RegType{
+		i2cconf.RegUint8, i2cconf.RegInt8, i2cconf.RegUint16, i2cconf.RegInt16,
+		i2cconf.RegUint32, i2cconf.RegInt32, i2cconf.RegFloat32,
 	}
-	allOrders = []ByteOrder{BigEndian, LittleEndian, ""}
+	allOrders = []i2cconf.ByteOrder{i2cconf.BigEndian, i2cconf.LittleEndian, ""}
 )
 
 func TestCodec(t *testing.T) {
 	tests := []struct {
-		t RegType
-		o ByteOrder
+		t i2cconf.RegType
+		o i2cconf.ByteOrder
 		v float64
 		b []byte
 	}{
-		{RegUint8, "", 200, []byte{0xC8}},
-		{RegInt8, "", -2, []byte{0xFE}},
-		{RegUint16, BigEndian, 0x1234, []byte{0x12, 0x34}},
-		{RegUint16, LittleEndian, 0x1234, []byte{0x34, 0x12}},
-		{RegInt16, BigEndian, -2, []byte{0xFF, 0xFE}},
-		{RegInt16, LittleEndian, -32768, []byte{0x00, 0x80}},
-		{RegUint32, BigEndian, 0xDEADBEEF, []byte{0xDE, 0xAD, 0xBE, 0xEF}},
-		{RegUint32, LittleEndian, 0xDEADBEEF, []byte{0xEF, 0xBE, 0xAD, 0xDE}},
-		{RegInt32, BigEndian, -1, []byte{0xFF, 0xFF, 0xFF, 0xFF}},
-		{RegFloat32, BigEndian, 21.5, []byte{0x41, 0xAC, 0x00, 0x00}},
-		{RegFloat32, "", -0.25, []byte{0xBE, 0x80, 0x00, 0x00}},
+		{i2cconf.RegUint8, "", 200, []byte{0xC8}},
+		{i2cconf.RegInt8, "", -2, []byte{0xFE}},
+		{i2cconf.RegUint16, i2cconf.BigEndian, 0x1234, []byte{0x12, 0x34}},
+		{i2cconf.RegUint16, i2cconf.LittleEndian, 0x1234, []byte{0x34, 0x12}},
+		{i2cconf.RegInt16, i2cconf.BigEndian, -2, []byte{0xFF, 0xFE}},
+		{i2cconf.RegInt16, i2cconf.LittleEndian, -32768, []byte{0x00, 0x80}},
+		{i2cconf.RegUint32, i2cconf.BigEndian, 0xDEADBEEF, []byte{0xDE, 0xAD, 0xBE, 0xEF}},
+		{i2cconf.RegUint32, i2cconf.LittleEndian, 0xDEADBEEF, []byte{0xEF, 0xBE, 0xAD, 0xDE}},
+		{i2cconf.RegInt32, i2cconf.BigEndian, -1, []byte{0xFF, 0xFF, 0xFF, 0xFF}},
+		{i2cconf.RegFloat32, i2cconf.BigEndian, 21.5, []byte{0x41, 0xAC, 0x00, 0x00}},
+		{i2cconf.RegFloat32, "", -0.25, []byte{0xBE, 0x80, 0x00, 0x00}},
 	}
 	for _, tc := range tests {
 		got, err := Encode(tc.t, tc.o, tc.v)
@@ -49,18 +51,18 @@ func TestCodec(t *testing.T) {
 func TestCodecErrors(t *testing.T) {
 	encode := []struct {
 		name string
-		t    RegType
-		o    ByteOrder
+		t    i2cconf.RegType
+		o    i2cconf.ByteOrder
 		v    float64
 		want error // nil: any error
 	}{
-		{"uint8 overflow", RegUint8, "", 256, ErrOutOfRange},
-		{"int8 underflow", RegInt8, "", -129, ErrOutOfRange},
-		{"fraction", RegInt16, "", 1.5, ErrOutOfRange},
-		{"uint32 overflow", RegUint32, "", 1 << 32, ErrOutOfRange},
-		{"NaN", RegFloat32, "", math.NaN(), ErrOutOfRange},
+		{"uint8 overflow", i2cconf.RegUint8, "", 256, ErrOutOfRange},
+		{"int8 underflow", i2cconf.RegInt8, "", -129, ErrOutOfRange},
+		{"fraction", i2cconf.RegInt16, "", 1.5, ErrOutOfRange},
+		{"uint32 overflow", i2cconf.RegUint32, "", 1 << 32, ErrOutOfRange},
+		{"NaN", i2cconf.RegFloat32, "", math.NaN(), ErrOutOfRange},
 		{"unknown type", "uint64", "", 1, nil},
-		{"unknown order", RegUint16, "middle", 1, nil},
+		{"unknown order", i2cconf.RegUint16, "middle", 1, nil},
 	}
 	for _, tc := range encode {
 		t.Run("encode "+tc.name, func(t *testing.T) {
@@ -72,14 +74,14 @@ func TestCodecErrors(t *testing.T) {
 	}
 	decode := []struct {
 		name string
-		t    RegType
-		o    ByteOrder
+		t    i2cconf.RegType
+		o    i2cconf.ByteOrder
 		b    []byte
 	}{
-		{"short", RegUint16, "", []byte{1}},
-		{"long", RegUint8, "", []byte{1, 2}},
+		{"short", i2cconf.RegUint16, "", []byte{1}},
+		{"long", i2cconf.RegUint8, "", []byte{1, 2}},
 		{"unknown type", "uint64", "", make([]byte, 8)},
-		{"unknown order", RegUint16, "middle", []byte{1, 2}},
+		{"unknown order", i2cconf.RegUint16, "middle", []byte{1, 2}},
 	}
 	for _, tc := range decode {
 		t.Run("decode "+tc.name, func(t *testing.T) {
@@ -106,7 +108,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 				// A value that fits.
 				v := float32(x)
 				fits := float64(v)
-				if lo, hi, ok := intRange(typ); ok {
+				if lo, hi, ok := typ.IntRange(); ok {
 					fits = lo + float64(uint64(n)%uint64(hi-lo+1))
 				}
 				if !math.IsNaN(fits) && !math.IsInf(fits, 0) {
@@ -141,7 +143,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 					if !errors.Is(err, ErrOutOfRange) {
 						t.Fatalf("Encode(%s, %q, %v) = %v, want ErrOutOfRange", typ, o, x, err)
 					}
-				} else if got, _ := Decode(typ, o, enc); typ != RegFloat32 && got != x {
+				} else if got, _ := Decode(typ, o, enc); typ != i2cconf.RegFloat32 && got != x {
 					t.Fatalf("Decode(Encode(%s, %q, %v)) = %v", typ, o, x, got)
 				}
 			}
@@ -150,7 +152,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 }
 
 func TestScaleDecimal(t *testing.T) {
-	reg := Register{Name: "t", Type: RegInt16, Scale: 0.01}
+	reg := i2cconf.Register{Name: "t", Type: i2cconf.RegInt16, Scale: 0.01}
 	for raw := -32768; raw <= 32767; raw++ {
 		v := ToEngineering(reg, float64(raw))
 		if back := math.Round(ToRaw(reg, v)); back != float64(raw) {
@@ -160,7 +162,7 @@ func TestScaleDecimal(t *testing.T) {
 	if got := ToEngineering(reg, 3151); got != 31.51 {
 		t.Errorf("ToEngineering(3151, scale 0.01) = %v, want 31.51", got)
 	}
-	if got := ToEngineering(Register{Type: RegUint8}, 7); got != 7 {
+	if got := ToEngineering(i2cconf.Register{Type: i2cconf.RegUint8}, 7); got != 7 {
 		t.Errorf("ToEngineering(7, scale 0) = %v, want 7", got)
 	}
 }

@@ -1,55 +1,18 @@
 package i2c
 
-import "time"
+import (
+	"time"
+
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
+)
 
 // DefaultTimeout bounds a transaction on a bus created with no timeout.
 const DefaultTimeout = 100 * time.Millisecond
 
-// RegType is the encoding of a register's value.
-type RegType string
-
-// Register types of the generic register-map device.
-const (
-	RegUint8   RegType = "uint8"
-	RegInt8    RegType = "int8"
-	RegUint16  RegType = "uint16"
-	RegInt16   RegType = "int16"
-	RegUint32  RegType = "uint32"
-	RegInt32   RegType = "int32"
-	RegFloat32 RegType = "float32"
-)
-
-// Size returns the register's width in bytes, 0 for an unknown type.
-func (t RegType) Size() int {
-	switch t {
-	case RegUint8, RegInt8:
-		return 1
-	case RegUint16, RegInt16:
-		return 2
-	case RegUint32, RegInt32, RegFloat32:
-		return 4
-	}
-	return 0
-}
-
-// ByteOrder is the order of a multi-byte register's bytes on the wire.
-type ByteOrder string
-
-// Byte orders; the empty ByteOrder is big endian.
-const (
-	BigEndian    ByteOrder = "big"
-	LittleEndian ByteOrder = "little"
-)
-
-// Register is one named value of a register-map device. Its engineering
-// value is raw*Scale + Offset (a zero Scale counts as 1).
-type Register struct {
-	Name string
-	// Address is the register pointer written before reading or writing.
-	Address   uint8
-	Type      RegType
-	ByteOrder ByteOrder // "" means big endian
-	Scale     float64
-	Offset    float64
-	Writable  bool
-}
+// BigEndian is package i2cconf's, which holds the register map's types
+// (i2cconf.Register, i2cconf.RegType, i2cconf.ByteOrder) and imports no
+// hardware module, under the name that callers outside the drivers still
+// use.
+//
+// Deprecated: use i2cconf.BigEndian.
+const BigEndian = i2cconf.BigEndian

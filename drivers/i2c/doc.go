@@ -1,7 +1,8 @@
 // Package i2c drives devices on an I²C bus: a per-bus transaction scheduler
 // ([Bus]), the Sensirion SHT3x temperature and humidity sensor ([SHT3x]) and a
 // generic register-map device ([Registers]) with its codec ([Decode],
-// [Encode]).
+// [Encode]). The register map's types are package i2cconf
+// (drivers/i2c/i2cconf), which imports no hardware module.
 //
 // Drivers consume periph.io's i2c.Bus (imported here as pi2c). They never own
 // the bus: whoever opened the pi2c.BusCloser (host.Host or the simulator)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -67,8 +68,8 @@ func ExampleRegisters() {
 	}
 	defer raw.Close()
 
-	light := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, []i2c.Register{
-		{Name: "dimmer", Address: 0x01, Type: i2c.RegUint8, Scale: 0.5, Writable: true},
+	light := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, []i2cconf.Register{
+		{Name: "dimmer", Address: 0x01, Type: i2cconf.RegUint8, Scale: 0.5, Writable: true},
 	})
 	before, _ := light.Read(ctx, "dimmer")
 	if err := light.Write(ctx, "dimmer", 72.5); err != nil {

@@ -31,7 +31,7 @@ type Expander struct {
 	off     uint16 // MCP23017 only: each output's off level
 	// configured: the MCP23017's directions have been written.
 	configured bool
-	turn       chan struct{}
+	turn       drivers.Turn
 	// PCF8574 only: the latch as last written; valid once known.
 	latch      uint8
 	latchKnown bool
@@ -42,14 +42,14 @@ type Expander struct {
 // directions are written at the first read and before every write, so a
 // chip that lost them to a brown-out is set up again (its outputs off).
 func NewMCP23017(bus *Bus, addr uint16, outputs, pullUps, off uint16) *Expander {
-	return &Expander{bus: bus, addr: addr, mcp: true, outputs: outputs, pullUps: pullUps, off: off & outputs, turn: make(chan struct{}, 1)}
+	return &Expander{bus: bus, addr: addr, mcp: true, outputs: outputs, pullUps: pullUps, off: off & outputs, turn: drivers.NewTurn()}
 }
 
 // NewPCF8574 returns the expander at addr (0x20..0x27; PCF8574A 0x38..0x3F)
 // with outputs as a bit mask. It does no I/O. Input pins are kept high
 // (the weak pull-up on), as the datasheet requires for reading them.
 func NewPCF8574(bus *Bus, addr uint16, outputs uint8) *Expander {
-	return &Expander{bus: bus, addr: addr, outputs: uint16(outputs), turn: make(chan struct{}, 1)}
+	return &Expander{bus: bus, addr: addr, outputs: uint16(outputs), turn: drivers.NewTurn()}
 }
 
 func (e *Expander) name() string {
@@ -59,22 +59,23 @@ func (e *Expander) name() string {
 	return "pcf8574"
 }
 
-func (e *Expander) lock(ctx context.Context, op string) error {
-	select {
-	case e.turn <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("%s %s: %w", e.name(), op, drivers.Classify(ctx.Err()))
+// lock waits for the expander's turn for op ("read", "write").
+func (e *Expander) lock(ctx context.Context, op string) (release func(), err error) {
+	release, err = e.turn.Wait(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", e.name(), op, err)
 	}
+	return release, nil
 }
 
 // Levels reads every pin's level (bit n is pin n) and the bytes read: the
 // GPIOA and GPIOB registers of an MCP23017, the port of a PCF8574.
 func (e *Expander) Levels(ctx context.Context) (uint16, []byte, error) {
-	if err := e.lock(ctx, "read"); err != nil {
+	release, err := e.lock(ctx, "read")
+	if err != nil {
 		return 0, nil, err
 	}
-	defer func() { <-e.turn }()
+	defer release()
 	if e.mcp && !e.configured {
 		if err := e.setup(ctx, -1, false); err != nil {
 			return 0, nil, err
@@ -104,10 +105,11 @@ func (e *Expander) Set(ctx context.Context, pin int, high bool) (uint16, error) 
 	if pin < 0 || pin > 15 || e.outputs&(1<<pin) == 0 {
 		return 0, fmt.Errorf("%s: pin %d is not an output", e.name(), pin)
 	}
-	if err := e.lock(ctx, "write"); err != nil {
+	release, err := e.lock(ctx, "write")
+	if err != nil {
 		return 0, err
 	}
-	defer func() { <-e.turn }()
+	defer release()
 	if e.mcp {
 		if err := e.setup(ctx, pin, high); err != nil {
 			return 0, err

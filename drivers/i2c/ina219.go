@@ -84,23 +84,22 @@ type INA219 struct {
 	bus  *Bus
 	addr uint16
 	cal  INACalibration
-	turn chan struct{}
+	turn drivers.Turn
 }
 
 // NewINA219 returns the monitor at addr (0x40..0x4F) on bus. It does no I/O.
 func NewINA219(bus *Bus, addr uint16, cal INACalibration) *INA219 {
-	return &INA219{bus: bus, addr: addr, cal: cal, turn: make(chan struct{}, 1)}
+	return &INA219{bus: bus, addr: addr, cal: cal, turn: drivers.NewTurn()}
 }
 
 // Sense reads the shunt, bus, power and current registers. Errors wrap
 // drivers.ErrNACK, drivers.ErrTimeout, ErrINAOverflow or ctx's error.
 func (d *INA219) Sense(ctx context.Context) (PowerReading, error) {
-	select {
-	case d.turn <- struct{}{}:
-	case <-ctx.Done():
-		return PowerReading{}, fmt.Errorf("ina219 read: %w", drivers.Classify(ctx.Err()))
+	release, err := d.turn.Wait(ctx)
+	if err != nil {
+		return PowerReading{}, fmt.Errorf("ina219 read: %w", err)
 	}
-	defer func() { <-d.turn }()
+	defer release()
 	if err := d.bus.Tx(ctx, d.addr, []byte{INARegCalibration, byte(d.cal.Cal >> 8), byte(d.cal.Cal)}, nil); err != nil {
 		return PowerReading{}, fmt.Errorf("ina219 calibrate: %w", err)
 	}

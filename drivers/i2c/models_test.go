@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -18,20 +19,28 @@ var (
 	bmeCalib1 = []byte{0x10, 0x6e, 0x6c, 0x66, 0x32, 0x0, 0x5d, 0x95, 0xb8, 0xd5, 0xd0, 0xb, 0x77, 0x1e, 0x9d, 0xff, 0xf9, 0xff, 0xac, 0x26, 0xa, 0xd8, 0xbd, 0x10, 0x0, 0x4b}
 	bmeCalib2 = []byte{0x6e, 0x1, 0x0, 0x13, 0x5, 0x0, 0x1e}
 	bmeData   = []byte{0x4a, 0x52, 0xc0, 0x80, 0x96, 0xc0, 0x7a, 0x76}
+	// bmeForced sets ctrl_hum ×1, config (filter off), ctrl_meas osrs_t
+	// ×1, osrs_p ×1 and starts a forced measurement.
+	bmeForced = i2ctest.IO{Addr: 0x76, W: []byte{0xF2, 0x01, 0xF5, 0x00, 0xF4, 0x25}}
 )
 
+// bmeMeasurements returns a BME280's frames at 0x76: its chip id and
+// calibration once, then a forced measurement reading each of data.
+func bmeMeasurements(data ...[]byte) []i2ctest.IO {
+	ops := []i2ctest.IO{
+		{Addr: 0x76, W: []byte{0xD0}, R: []byte{0x60}},
+		{Addr: 0x76, W: []byte{0x88}, R: bmeCalib1},
+		{Addr: 0x76, W: []byte{0xE1}, R: bmeCalib2},
+	}
+	for _, d := range data {
+		ops = append(ops, bmeForced, i2ctest.IO{Addr: 0x76, W: []byte{0xF7}, R: d})
+	}
+	return ops
+}
+
 func TestBME280KnownFrame(t *testing.T) {
-	pb := playback(t,
-		i2ctest.IO{Addr: 0x76, W: []byte{0xD0}, R: []byte{0x60}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0x88}, R: bmeCalib1},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xE1}, R: bmeCalib2},
-		// ctrl_hum ×1, config (filter off), ctrl_meas osrs_t ×1, osrs_p ×1, forced.
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF2, 0x01, 0xF5, 0x00, 0xF4, 0x25}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF7}, R: bmeData},
-		// The calibration is kept: the second measurement reads no NVM.
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF2, 0x01, 0xF5, 0x00, 0xF4, 0x25}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF7}, R: bmeData},
-	)
+	// The calibration is kept: the second measurement reads no NVM.
+	pb := playback(t, bmeMeasurements(bmeData, bmeData)...)
 	d := NewBME280(NewBus("1", pb, 0, nil), 0x76, true, noWait)
 	for range 2 {
 		s, err := d.Sense(context.Background())
@@ -87,13 +96,7 @@ func TestBMECalibrationLayout(t *testing.T) {
 }
 
 func TestBME280SkippedAndWrongChip(t *testing.T) {
-	pb := playback(t,
-		i2ctest.IO{Addr: 0x76, W: []byte{0xD0}, R: []byte{0x60}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0x88}, R: bmeCalib1},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xE1}, R: bmeCalib2},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF2, 0x01, 0xF5, 0x00, 0xF4, 0x25}},
-		i2ctest.IO{Addr: 0x76, W: []byte{0xF7}, R: []byte{0x80, 0, 0, 0x80, 0, 0, 0x80, 0}},
-	)
+	pb := playback(t, bmeMeasurements([]byte{0x80, 0, 0, 0x80, 0, 0, 0x80, 0})...)
 	_, err := NewBME280(NewBus("1", pb, 0, nil), 0x76, true, noWait).Sense(context.Background())
 	if !errors.Is(err, ErrBMESkipped) {
 		t.Fatalf("reset values: %v, want ErrBMESkipped", err)
@@ -233,24 +236,27 @@ func TestINA219Sense(t *testing.T) {
 }
 
 func TestMCP23017SetupKeepsOutputsAndReadsBack(t *testing.T) {
-	pb := playback(t,
-		// First read: directions read (all inputs after reset), latch
-		// read; the new outputs (A0, A1) start at their off level (high:
-		// active-low relays), then become outputs; B7 gets its pull-up.
-		i2ctest.IO{Addr: 0x20, W: []byte{0x00}, R: []byte{0xFF, 0xFF}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x14}, R: []byte{0x00, 0x00}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x14, 0x03, 0x00}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x00, 0xFC, 0xFF}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x0C, 0x00, 0x80}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x12}, R: []byte{0x03, 0x80}},
+	// One operation of an MCP23017 at 0x20 with outputs A0 and A1 and a
+	// pull-up on B7: IODIR and OLAT read, the latch written (before the
+	// directions, so that a new output starts at its level), IODIR and
+	// GPPU written, GPIO read back.
+	op := func(iodir, olat []byte, latch byte, gpio []byte) []i2ctest.IO {
+		return []i2ctest.IO{
+			{Addr: 0x20, W: []byte{0x00}, R: iodir},
+			{Addr: 0x20, W: []byte{0x14}, R: olat},
+			{Addr: 0x20, W: []byte{0x14, latch, 0x00}},
+			{Addr: 0x20, W: []byte{0x00, 0xFC, 0xFF}},
+			{Addr: 0x20, W: []byte{0x0C, 0x00, 0x80}},
+			{Addr: 0x20, W: []byte{0x12}, R: gpio},
+		}
+	}
+	pb := playback(t, slices.Concat(
+		// First read: all inputs after reset, latch 0; the new outputs
+		// start at their off level (high: active-low relays).
+		op([]byte{0xFF, 0xFF}, []byte{0x00, 0x00}, 0x03, []byte{0x03, 0x80}),
 		// Set A0 low (relay on): A1 keeps its level, already an output.
-		i2ctest.IO{Addr: 0x20, W: []byte{0x00}, R: []byte{0xFC, 0xFF}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x14}, R: []byte{0x03, 0x00}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x14, 0x02, 0x00}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x00, 0xFC, 0xFF}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x0C, 0x00, 0x80}},
-		i2ctest.IO{Addr: 0x20, W: []byte{0x12}, R: []byte{0x02, 0x80}},
-	)
+		op([]byte{0xFC, 0xFF}, []byte{0x03, 0x00}, 0x02, []byte{0x02, 0x80}),
+	)...)
 	e := NewMCP23017(NewBus("1", pb, 0, nil), 0x20, 0x0003, 0x8000, 0x0003)
 	lv, raw, err := e.Levels(context.Background())
 	if err != nil || lv != 0x8003 || len(raw) != 2 {

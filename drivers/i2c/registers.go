@@ -3,6 +3,8 @@ package i2c
 import (
 	"context"
 	"fmt"
+
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 )
 
 // Registers is a generic register-map device: each named register is read by
@@ -15,14 +17,14 @@ import (
 type Registers struct {
 	bus  *Bus
 	addr uint16
-	regs map[string]Register
+	regs map[string]i2cconf.Register
 }
 
 // NewRegisters returns the device at addr on bus with the register map regs
 // (names are unique in a validated manifest; a later duplicate wins). It does
 // no I/O.
-func NewRegisters(bus *Bus, addr uint16, regs []Register) *Registers {
-	m := make(map[string]Register, len(regs))
+func NewRegisters(bus *Bus, addr uint16, regs []i2cconf.Register) *Registers {
+	m := make(map[string]i2cconf.Register, len(regs))
 	for _, r := range regs {
 		m[r.Name] = r
 	}
@@ -30,7 +32,7 @@ func NewRegisters(bus *Bus, addr uint16, regs []Register) *Registers {
 }
 
 // Register returns the definition of the register called name.
-func (d *Registers) Register(name string) (Register, bool) {
+func (d *Registers) Register(name string) (i2cconf.Register, bool) {
 	r, ok := d.regs[name]
 	return r, ok
 }
@@ -83,10 +85,10 @@ func (d *Registers) Write(ctx context.Context, name string, v float64) error {
 	return nil
 }
 
-func (d *Registers) lookup(op, name string) (Register, error) {
+func (d *Registers) lookup(op, name string) (i2cconf.Register, error) {
 	reg, ok := d.regs[name]
 	if !ok {
-		return Register{}, d.errorf(op, name, "%w", ErrUnknownRegister)
+		return i2cconf.Register{}, d.errorf(op, name, "%w", ErrUnknownRegister)
 	}
 	return reg, nil
 }

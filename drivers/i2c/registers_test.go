@@ -6,16 +6,25 @@ import (
 	"testing"
 
 	"periph.io/x/conn/v3/i2c/i2ctest"
+
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 )
 
 // growLight is the register map of manifests/examples/lab-bench.yml, plus a
 // float32 and an offset register.
-var growLight = []Register{
-	{Name: "dimmer", Address: 0x01, Type: RegUint8, Scale: 0.5, Writable: true},
-	{Name: "lux", Address: 0x02, Type: RegUint16, ByteOrder: BigEndian},
-	{Name: "driver_temperature", Address: 0x04, Type: RegInt16, ByteOrder: LittleEndian, Scale: 0.01},
-	{Name: "setpoint", Address: 0x10, Type: RegFloat32, ByteOrder: LittleEndian, Writable: true},
-	{Name: "offset", Address: 0x20, Type: RegInt32, Scale: 2, Offset: -100, Writable: true},
+var growLight = []i2cconf.Register{
+	{Name: "dimmer", Address: 0x01, Type: i2cconf.RegUint8, Scale: 0.5, Writable: true},
+	{Name: "lux", Address: 0x02, Type: i2cconf.RegUint16, ByteOrder: i2cconf.BigEndian},
+	{Name: "driver_temperature", Address: 0x04, Type: i2cconf.RegInt16, ByteOrder: i2cconf.LittleEndian, Scale: 0.01},
+	{Name: "setpoint", Address: 0x10, Type: i2cconf.RegFloat32, ByteOrder: i2cconf.LittleEndian, Writable: true},
+	{Name: "offset", Address: 0x20, Type: i2cconf.RegInt32, Scale: 2, Offset: -100, Writable: true},
+}
+
+// growLightOn returns the growLight device at 0x20 on bus "1" and its
+// playback: the test fails unless its transactions are exactly ops.
+func growLightOn(t *testing.T, ops ...i2ctest.IO) (*Registers, *i2ctest.Playback) {
+	pb := playback(t, ops...)
+	return NewRegisters(NewBus("1", pb, 0, nil), 0x20, growLight), pb
 }
 
 func TestRegistersRead(t *testing.T) {
@@ -34,8 +43,7 @@ func TestRegistersRead(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback(t, tc.io)
-			d := NewRegisters(NewBus("1", pb, 0, nil), 0x20, growLight)
+			d, _ := growLightOn(t, tc.io)
 			got, err := d.Read(t.Context(), tc.reg)
 			if err != nil {
 				t.Fatalf("Read(%q) = %v", tc.reg, err)
@@ -62,8 +70,7 @@ func TestRegistersWrite(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback(t, i2ctest.IO{Addr: 0x20, W: tc.w})
-			d := NewRegisters(NewBus("1", pb, 0, nil), 0x20, growLight)
+			d, _ := growLightOn(t, i2ctest.IO{Addr: 0x20, W: tc.w})
 			if err := d.Write(t.Context(), tc.reg, tc.v); err != nil {
 				t.Fatalf("Write(%q, %v) = %v", tc.reg, tc.v, err)
 			}
@@ -89,8 +96,7 @@ func TestRegistersWriteRefused(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback(t)
-			d := NewRegisters(NewBus("1", pb, 0, nil), 0x20, growLight)
+			d, pb := growLightOn(t)
 			err := d.Write(t.Context(), tc.reg, tc.v)
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Write(%q, %v) = %v, want %v", tc.reg, tc.v, err, tc.want)
@@ -103,7 +109,7 @@ func TestRegistersWriteRefused(t *testing.T) {
 }
 
 func TestRegistersWriteRangeMessage(t *testing.T) {
-	d := NewRegisters(NewBus("1", playback(t), 0, nil), 0x20, growLight)
+	d, _ := growLightOn(t)
 	err := d.Write(t.Context(), "dimmer", 200)
 	const want = "register dimmer write: i2c 1 addr 0x20: 200 does not fit (range 0..127.5): encode uint8: value out of range: 400 is outside 0..255"
 	if err == nil || err.Error() != want {
@@ -112,8 +118,7 @@ func TestRegistersWriteRangeMessage(t *testing.T) {
 }
 
 func TestRegistersReadUnknown(t *testing.T) {
-	pb := playback(t)
-	d := NewRegisters(NewBus("1", pb, 0, nil), 0x20, growLight)
+	d, pb := growLightOn(t)
 	if _, err := d.Read(t.Context(), "nope"); !errors.Is(err, ErrUnknownRegister) {
 		t.Fatalf("Read(nope) = %v, want ErrUnknownRegister", err)
 	}

@@ -60,13 +60,13 @@ type SHT3x struct {
 	sleep SleepFunc
 	// turn serializes operations: a second command during a measurement
 	// would be NACKed by the chip.
-	turn chan struct{}
+	turn drivers.Turn
 }
 
 // NewSHT3x returns the sensor at addr (0x44, or 0x45 with ADDR high) on bus.
 // It does no I/O.
 func NewSHT3x(bus *Bus, addr uint16, opts ...SHT3xOption) *SHT3x {
-	d := &SHT3x{bus: bus, addr: addr, sleep: Sleep, turn: make(chan struct{}, 1)}
+	d := &SHT3x{bus: bus, addr: addr, sleep: Sleep, turn: drivers.NewTurn()}
 	for _, o := range opts {
 		o(d)
 	}
@@ -80,10 +80,11 @@ func NewSHT3x(bus *Bus, addr uint16, opts ...SHT3xOption) *SHT3x {
 // drivers.ErrCRC, or ctx's error.
 func (d *SHT3x) Sense(ctx context.Context) (Sample, error) {
 	const op = "measure"
-	if err := d.lock(ctx, op); err != nil {
+	release, err := d.lock(ctx, op)
+	if err != nil {
 		return Sample{}, err
 	}
-	defer d.unlock()
+	defer release()
 	if err := d.bus.Tx(ctx, d.addr, cmdMeasureHigh, nil); err != nil {
 		return Sample{}, fmt.Errorf("sht3x %s: %w", op, err)
 	}
@@ -122,10 +123,11 @@ const (
 // ReadStatus reads the status register (command 0xF32D).
 func (d *SHT3x) ReadStatus(ctx context.Context) (Status, error) {
 	const op = "read status"
-	if err := d.lock(ctx, op); err != nil {
+	release, err := d.lock(ctx, op)
+	if err != nil {
 		return 0, err
 	}
-	defer d.unlock()
+	defer release()
 	if err := d.bus.Tx(ctx, d.addr, cmdReadStatus, nil); err != nil {
 		return 0, fmt.Errorf("sht3x %s: %w", op, err)
 	}
@@ -141,10 +143,11 @@ func (d *SHT3x) ReadStatus(ctx context.Context) (Status, error) {
 // for it to come back.
 func (d *SHT3x) SoftReset(ctx context.Context) error {
 	const op = "soft reset"
-	if err := d.lock(ctx, op); err != nil {
+	release, err := d.lock(ctx, op)
+	if err != nil {
 		return err
 	}
-	defer d.unlock()
+	defer release()
 	if err := d.bus.Tx(ctx, d.addr, cmdSoftReset, nil); err != nil {
 		return fmt.Errorf("sht3x %s: %w", op, err)
 	}
@@ -154,16 +157,14 @@ func (d *SHT3x) SoftReset(ctx context.Context) error {
 	return nil
 }
 
-func (d *SHT3x) lock(ctx context.Context, op string) error {
-	select {
-	case d.turn <- struct{}{}:
-		return nil
-	case <-ctx.Done():
-		return d.errorf(op, "waiting for the sensor: %w", drivers.Classify(ctx.Err()))
+// lock waits for the sensor's turn for op.
+func (d *SHT3x) lock(ctx context.Context, op string) (release func(), err error) {
+	release, err = d.turn.Wait(ctx)
+	if err != nil {
+		return nil, d.errorf(op, "waiting for the sensor: %w", err)
 	}
+	return release, nil
 }
-
-func (d *SHT3x) unlock() { <-d.turn }
 
 // word checks and returns a big-endian word followed by its CRC.
 func (d *SHT3x) word(op, what string, b []byte) (uint16, error) {

@@ -26,6 +26,15 @@ var (
 	celsius = func(c int64) physic.Temperature { return physic.ZeroCelsius + physic.Temperature(c)*physic.Kelvin }
 )
 
+// senseOnce has an SHT3x at 0x44 on bus "1" measure once, the sensor
+// answering r; it returns what Sense returns and the waits it asked for.
+func senseOnce(t *testing.T, r []byte) (Sample, sleeps, error) {
+	var s sleeps
+	d := NewSHT3x(NewBus("1", playback(t, measure, i2ctest.IO{Addr: 0x44, R: r}), 0, nil), 0x44, WithSleep(s.sleep))
+	got, err := d.Sense(t.Context())
+	return got, s, err
+}
+
 func TestSHT3xSense(t *testing.T) {
 	tests := []struct {
 		name string
@@ -38,10 +47,7 @@ func TestSHT3xSense(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback(t, measure, i2ctest.IO{Addr: 0x44, R: tc.r})
-			var s sleeps
-			d := NewSHT3x(NewBus("1", pb, 0, nil), 0x44, WithSleep(s.sleep))
-			got, err := d.Sense(t.Context())
+			got, s, err := senseOnce(t, tc.r)
 			if err != nil {
 				t.Fatalf("Sense() = %v", err)
 			}
@@ -68,10 +74,7 @@ func TestSHT3xSenseCRC(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			pb := playback(t, measure, i2ctest.IO{Addr: 0x44, R: tc.r})
-			var s sleeps
-			d := NewSHT3x(NewBus("1", pb, 0, nil), 0x44, WithSleep(s.sleep))
-			_, err := d.Sense(t.Context())
+			_, _, err := senseOnce(t, tc.r)
 			if !errors.Is(err, drivers.ErrCRC) {
 				t.Fatalf("Sense() = %v, want ErrCRC", err)
 			}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 // ErrOutOfRange is returned by the encoders for a value that the register
@@ -21,8 +23,8 @@ var ErrOutOfRange = errors.New("value does not fit the register")
 // uint16/uint32/uint64, float64 for float32/float64 (a float32 widened),
 // bool for bool and string for string.
 type Codec struct {
-	Type  DataType
-	Order WordOrder // "" means ABCD
+	Type  modbusconf.DataType
+	Order modbusconf.WordOrder // "" means ABCD
 	// Bit selects one bit of a register for a bool; -1 (or a coil or
 	// discrete input) means the value is the whole register or bit.
 	Bit int
@@ -31,7 +33,7 @@ type Codec struct {
 }
 
 // CodecOf returns the codec of a manifest register.
-func CodecOf(r Register) Codec {
+func CodecOf(r modbusconf.Register) Codec {
 	bit := r.Bit
 	if r.Table.IsBits() {
 		bit = -1
@@ -44,17 +46,17 @@ func (c Codec) Words() int { return c.Type.Words(c.Length) }
 
 // normalize reorders wire bytes into big-endian order, or back: every word
 // order is its own inverse. b is changed in place.
-func normalize(b []byte, o WordOrder) {
+func normalize(b []byte, o modbusconf.WordOrder) {
 	switch o {
-	case OrderDCBA:
+	case modbusconf.OrderDCBA:
 		for i, j := 0, len(b)-1; i < j; i, j = i+1, j-1 {
 			b[i], b[j] = b[j], b[i]
 		}
-	case OrderBADC:
+	case modbusconf.OrderBADC:
 		for i := 0; i+1 < len(b); i += 2 {
 			b[i], b[i+1] = b[i+1], b[i]
 		}
-	case OrderCDAB:
+	case modbusconf.OrderCDAB:
 		for i, j := 0, len(b)-2; i < j; i, j = i+2, j-2 {
 			b[i], b[j] = b[j], b[i]
 			b[i+1], b[j+1] = b[j+1], b[i+1]
@@ -73,35 +75,35 @@ func (c Codec) Decode(wire []byte) (any, error) {
 		return nil, fmt.Errorf("decode %s: got %d bytes, want %d", c.Type, len(wire), n)
 	}
 	b := append([]byte(nil), wire...)
-	if c.Type != DataString {
+	if c.Type != modbusconf.DataString {
 		normalize(b, c.Order)
-	} else if c.Order == OrderBADC || c.Order == OrderDCBA {
-		normalize(b, OrderBADC) // strings swap bytes within registers at most
+	} else if c.Order == modbusconf.OrderBADC || c.Order == modbusconf.OrderDCBA {
+		normalize(b, modbusconf.OrderBADC) // strings swap bytes within registers at most
 	}
 	switch c.Type {
-	case DataBool:
+	case modbusconf.DataBool:
 		v := binary.BigEndian.Uint16(b)
 		if c.Bit >= 0 {
 			return v&(1<<c.Bit) != 0, nil
 		}
 		return v != 0, nil
-	case DataInt16:
+	case modbusconf.DataInt16:
 		return int64(int16(binary.BigEndian.Uint16(b))), nil
-	case DataUint16:
+	case modbusconf.DataUint16:
 		return uint64(binary.BigEndian.Uint16(b)), nil
-	case DataInt32:
+	case modbusconf.DataInt32:
 		return int64(int32(binary.BigEndian.Uint32(b))), nil
-	case DataUint32:
+	case modbusconf.DataUint32:
 		return uint64(binary.BigEndian.Uint32(b)), nil
-	case DataInt64:
+	case modbusconf.DataInt64:
 		return int64(binary.BigEndian.Uint64(b)), nil
-	case DataUint64:
+	case modbusconf.DataUint64:
 		return binary.BigEndian.Uint64(b), nil
-	case DataFloat32:
+	case modbusconf.DataFloat32:
 		return float64(math.Float32frombits(binary.BigEndian.Uint32(b))), nil
-	case DataFloat64:
+	case modbusconf.DataFloat64:
 		return math.Float64frombits(binary.BigEndian.Uint64(b)), nil
-	case DataString:
+	case modbusconf.DataString:
 		return strings.TrimRight(string(b), "\x00 "), nil
 	}
 	return nil, fmt.Errorf("decode: unknown type %q", c.Type)
@@ -120,7 +122,7 @@ func (c Codec) Encode(v any) ([]byte, error) {
 		return nil, fmt.Errorf("encode %s: %w: %v (%T)", c.Type, ErrOutOfRange, v, v)
 	}
 	switch c.Type {
-	case DataBool:
+	case modbusconf.DataBool:
 		on, ok := v.(bool)
 		if !ok {
 			return bad()
@@ -132,40 +134,40 @@ func (c Codec) Encode(v any) ([]byte, error) {
 			w = 1
 		}
 		binary.BigEndian.PutUint16(b, w)
-	case DataInt16, DataInt32, DataInt64:
+	case modbusconf.DataInt16, modbusconf.DataInt32, modbusconf.DataInt64:
 		i, ok := v.(int64)
 		bits := 16 * c.Words()
 		if !ok || bits < 64 && (i < -1<<(bits-1) || i >= 1<<(bits-1)) {
 			return bad()
 		}
 		putUint(b, uint64(i))
-	case DataUint16, DataUint32, DataUint64:
+	case modbusconf.DataUint16, modbusconf.DataUint32, modbusconf.DataUint64:
 		u, ok := v.(uint64)
 		bits := 16 * c.Words()
 		if !ok || bits < 64 && u >= 1<<bits {
 			return bad()
 		}
 		putUint(b, u)
-	case DataFloat32:
+	case modbusconf.DataFloat32:
 		f, ok := v.(float64)
 		if !ok || math.IsNaN(f) || math.IsInf(f, 0) || math.Abs(f) > math.MaxFloat32 {
 			return bad()
 		}
 		binary.BigEndian.PutUint32(b, math.Float32bits(float32(f)))
-	case DataFloat64:
+	case modbusconf.DataFloat64:
 		f, ok := v.(float64)
 		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
 			return bad()
 		}
 		binary.BigEndian.PutUint64(b, math.Float64bits(f))
-	case DataString:
+	case modbusconf.DataString:
 		s, ok := v.(string)
 		if !ok || len(s) > len(b) || strings.ContainsRune(s, 0) {
 			return bad()
 		}
 		copy(b, s)
-		if c.Order == OrderBADC || c.Order == OrderDCBA {
-			normalize(b, OrderBADC)
+		if c.Order == modbusconf.OrderBADC || c.Order == modbusconf.OrderDCBA {
+			normalize(b, modbusconf.OrderBADC)
 		}
 		return b, nil
 	default:
@@ -208,7 +210,7 @@ func (c Codec) Raw(v any, scale, offset float64) (any, error) {
 	if scale == 0 {
 		scale = 1
 	}
-	if c.Type == DataBool || c.Type == DataString {
+	if c.Type == modbusconf.DataBool || c.Type == modbusconf.DataString {
 		return v, nil
 	}
 	f, ok := v.(float64)
@@ -217,9 +219,9 @@ func (c Codec) Raw(v any, scale, offset float64) (any, error) {
 	}
 	raw := (f - offset) / scale
 	switch c.Type {
-	case DataFloat32, DataFloat64:
+	case modbusconf.DataFloat32, modbusconf.DataFloat64:
 		return raw, nil
-	case DataInt16, DataInt32, DataInt64:
+	case modbusconf.DataInt16, modbusconf.DataInt32, modbusconf.DataInt64:
 		r := math.Round(raw)
 		if r < -9.223372036854775e18 || r >= 9.223372036854775e18 || math.IsNaN(r) {
 			return nil, fmt.Errorf("encode %s: %w: %v", c.Type, ErrOutOfRange, v)

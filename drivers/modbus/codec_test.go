@@ -5,6 +5,8 @@ import (
 	"errors"
 	"math"
 	"testing"
+
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 // TestCodecKnownFrames pins the byte orders to frames as devices send them.
@@ -15,22 +17,22 @@ func TestCodecKnownFrames(t *testing.T) {
 		wire  []byte
 		value any
 	}{
-		{"uint16 ABCD", Codec{Type: DataUint16, Order: OrderABCD, Bit: -1}, []byte{0x12, 0x34}, uint64(0x1234)},
-		{"uint16 DCBA", Codec{Type: DataUint16, Order: OrderDCBA, Bit: -1}, []byte{0x34, 0x12}, uint64(0x1234)},
-		{"int16 negative", Codec{Type: DataInt16, Bit: -1}, []byte{0xFF, 0xFE}, int64(-2)},
-		{"uint32 ABCD", Codec{Type: DataUint32, Order: OrderABCD, Bit: -1}, []byte{0x11, 0x22, 0x33, 0x44}, uint64(0x11223344)},
-		{"uint32 DCBA", Codec{Type: DataUint32, Order: OrderDCBA, Bit: -1}, []byte{0x44, 0x33, 0x22, 0x11}, uint64(0x11223344)},
-		{"uint32 BADC", Codec{Type: DataUint32, Order: OrderBADC, Bit: -1}, []byte{0x22, 0x11, 0x44, 0x33}, uint64(0x11223344)},
-		{"uint32 CDAB", Codec{Type: DataUint32, Order: OrderCDAB, Bit: -1}, []byte{0x33, 0x44, 0x11, 0x22}, uint64(0x11223344)},
+		{"uint16 ABCD", Codec{Type: modbusconf.DataUint16, Order: modbusconf.OrderABCD, Bit: -1}, []byte{0x12, 0x34}, uint64(0x1234)},
+		{"uint16 DCBA", Codec{Type: modbusconf.DataUint16, Order: modbusconf.OrderDCBA, Bit: -1}, []byte{0x34, 0x12}, uint64(0x1234)},
+		{"int16 negative", Codec{Type: modbusconf.DataInt16, Bit: -1}, []byte{0xFF, 0xFE}, int64(-2)},
+		{"uint32 ABCD", Codec{Type: modbusconf.DataUint32, Order: modbusconf.OrderABCD, Bit: -1}, []byte{0x11, 0x22, 0x33, 0x44}, uint64(0x11223344)},
+		{"uint32 DCBA", Codec{Type: modbusconf.DataUint32, Order: modbusconf.OrderDCBA, Bit: -1}, []byte{0x44, 0x33, 0x22, 0x11}, uint64(0x11223344)},
+		{"uint32 BADC", Codec{Type: modbusconf.DataUint32, Order: modbusconf.OrderBADC, Bit: -1}, []byte{0x22, 0x11, 0x44, 0x33}, uint64(0x11223344)},
+		{"uint32 CDAB", Codec{Type: modbusconf.DataUint32, Order: modbusconf.OrderCDAB, Bit: -1}, []byte{0x33, 0x44, 0x11, 0x22}, uint64(0x11223344)},
 		// 230.5 W as an energy meter sends it, low word first.
-		{"float32 CDAB", Codec{Type: DataFloat32, Order: OrderCDAB, Bit: -1}, []byte{0x80, 0x00, 0x43, 0x66}, 230.5},
-		{"int64 CDAB", Codec{Type: DataInt64, Order: OrderCDAB, Bit: -1},
+		{"float32 CDAB", Codec{Type: modbusconf.DataFloat32, Order: modbusconf.OrderCDAB, Bit: -1}, []byte{0x80, 0x00, 0x43, 0x66}, 230.5},
+		{"int64 CDAB", Codec{Type: modbusconf.DataInt64, Order: modbusconf.OrderCDAB, Bit: -1},
 			[]byte{0x77, 0x88, 0x55, 0x66, 0x33, 0x44, 0x11, 0x22}, int64(0x1122334455667788)},
-		{"float64 ABCD", Codec{Type: DataFloat64, Bit: -1}, []byte{0x40, 0x09, 0x21, 0xFB, 0x54, 0x44, 0x2D, 0x18}, math.Pi},
-		{"bool bit 3", Codec{Type: DataBool, Bit: 3}, []byte{0x00, 0x08}, true},
-		{"bool bit 9", Codec{Type: DataBool, Bit: 9}, []byte{0x02, 0x00}, true},
-		{"string", Codec{Type: DataString, Length: 3, Bit: -1}, []byte("FAN-1\x00"), "FAN-1"},
-		{"string BADC", Codec{Type: DataString, Order: OrderBADC, Length: 2, Bit: -1}, []byte("AF1N"), "FAN1"},
+		{"float64 ABCD", Codec{Type: modbusconf.DataFloat64, Bit: -1}, []byte{0x40, 0x09, 0x21, 0xFB, 0x54, 0x44, 0x2D, 0x18}, math.Pi},
+		{"bool bit 3", Codec{Type: modbusconf.DataBool, Bit: 3}, []byte{0x00, 0x08}, true},
+		{"bool bit 9", Codec{Type: modbusconf.DataBool, Bit: 9}, []byte{0x02, 0x00}, true},
+		{"string", Codec{Type: modbusconf.DataString, Length: 3, Bit: -1}, []byte("FAN-1\x00"), "FAN-1"},
+		{"string BADC", Codec{Type: modbusconf.DataString, Order: modbusconf.OrderBADC, Length: 2, Bit: -1}, []byte("AF1N"), "FAN1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := tc.c.Decode(tc.wire)
@@ -51,13 +53,13 @@ func TestCodecRefusesWhatDoesNotFit(t *testing.T) {
 		c    Codec
 		v    any
 	}{
-		{"int16 too big", Codec{Type: DataInt16, Bit: -1}, int64(40000)},
-		{"uint16 negative wrapped", Codec{Type: DataUint16, Bit: -1}, uint64(70000)},
-		{"float32 NaN", Codec{Type: DataFloat32, Bit: -1}, math.NaN()},
-		{"float32 overflow", Codec{Type: DataFloat32, Bit: -1}, 1e39},
-		{"float64 inf", Codec{Type: DataFloat64, Bit: -1}, math.Inf(1)},
-		{"string too long", Codec{Type: DataString, Length: 1, Bit: -1}, "abc"},
-		{"wrong Go type", Codec{Type: DataInt32, Bit: -1}, 1.5},
+		{"int16 too big", Codec{Type: modbusconf.DataInt16, Bit: -1}, int64(40000)},
+		{"uint16 negative wrapped", Codec{Type: modbusconf.DataUint16, Bit: -1}, uint64(70000)},
+		{"float32 NaN", Codec{Type: modbusconf.DataFloat32, Bit: -1}, math.NaN()},
+		{"float32 overflow", Codec{Type: modbusconf.DataFloat32, Bit: -1}, 1e39},
+		{"float64 inf", Codec{Type: modbusconf.DataFloat64, Bit: -1}, math.Inf(1)},
+		{"string too long", Codec{Type: modbusconf.DataString, Length: 1, Bit: -1}, "abc"},
+		{"wrong Go type", Codec{Type: modbusconf.DataInt32, Bit: -1}, 1.5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := tc.c.Encode(tc.v); !errors.Is(err, ErrOutOfRange) {
@@ -66,7 +68,7 @@ func TestCodecRefusesWhatDoesNotFit(t *testing.T) {
 		})
 	}
 	// A scaled setpoint lands on the right register value.
-	c := Codec{Type: DataInt16, Bit: -1}
+	c := Codec{Type: modbusconf.DataInt16, Bit: -1}
 	raw, err := c.Raw(21.5, 0.1, -40)
 	if err != nil || raw != int64(615) {
 		t.Fatalf("Raw(21.5, scale 0.1, offset -40) = %v, %v; want 615", raw, err)
@@ -76,10 +78,10 @@ func TestCodecRefusesWhatDoesNotFit(t *testing.T) {
 	}
 }
 
-var fuzzTypes = []DataType{DataInt16, DataUint16, DataInt32, DataUint32,
-	DataInt64, DataUint64, DataFloat32, DataFloat64, DataBool, DataString}
+var fuzzTypes = []modbusconf.DataType{modbusconf.DataInt16, modbusconf.DataUint16, modbusconf.DataInt32, modbusconf.DataUint32,
+	modbusconf.DataInt64, modbusconf.DataUint64, modbusconf.DataFloat32, modbusconf.DataFloat64, modbusconf.DataBool, modbusconf.DataString}
 
-var fuzzOrders = []WordOrder{OrderABCD, OrderDCBA, OrderBADC, OrderCDAB}
+var fuzzOrders = []modbusconf.WordOrder{modbusconf.OrderABCD, modbusconf.OrderDCBA, modbusconf.OrderBADC, modbusconf.OrderCDAB}
 
 // FuzzCodecRoundTrip: for every type and order, decode(encode(v)) == v for
 // any value the type holds, and decoding any bytes never panics and
@@ -93,38 +95,38 @@ func FuzzCodecRoundTrip(f *testing.F) {
 		c := Codec{Type: fuzzTypes[int(ti)%len(fuzzTypes)], Order: fuzzOrders[int(oi)%len(fuzzOrders)], Bit: -1, Length: 4}
 		var v any
 		switch c.Type {
-		case DataInt16:
+		case modbusconf.DataInt16:
 			v = int64(int16(bits))
-		case DataInt32:
+		case modbusconf.DataInt32:
 			v = int64(int32(bits))
-		case DataInt64:
+		case modbusconf.DataInt64:
 			v = int64(bits)
-		case DataUint16:
+		case modbusconf.DataUint16:
 			v = uint64(uint16(bits))
-		case DataUint32:
+		case modbusconf.DataUint32:
 			v = uint64(uint32(bits))
-		case DataUint64:
+		case modbusconf.DataUint64:
 			v = bits
-		case DataFloat32:
+		case modbusconf.DataFloat32:
 			f := float64(math.Float32frombits(uint32(bits)))
 			if math.IsNaN(f) || math.IsInf(f, 0) {
 				return
 			}
 			v = f
-		case DataFloat64:
+		case modbusconf.DataFloat64:
 			f := math.Float64frombits(bits)
 			if math.IsNaN(f) || math.IsInf(f, 0) {
 				return
 			}
 			v = f
-		case DataBool:
+		case modbusconf.DataBool:
 			c.Bit = int(bit%17) - 1
 			v = bits&1 == 1
-		case DataString:
+		case modbusconf.DataString:
 			v = s
 		}
 		wire, err := c.Encode(v)
-		if c.Type == DataString && (len(s) > 8 || bytes.ContainsRune([]byte(s), 0)) {
+		if c.Type == modbusconf.DataString && (len(s) > 8 || bytes.ContainsRune([]byte(s), 0)) {
 			if !errors.Is(err, ErrOutOfRange) {
 				t.Fatalf("Encode(%q) into 4 registers: %v, want ErrOutOfRange", s, err)
 			}
@@ -135,7 +137,7 @@ func FuzzCodecRoundTrip(f *testing.F) {
 		}
 		got, err := c.Decode(wire)
 		want := v
-		if c.Type == DataString {
+		if c.Type == modbusconf.DataString {
 			want = string(bytes.TrimRight([]byte(s), " "))
 		}
 		if err != nil || got != want {

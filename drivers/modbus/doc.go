@@ -11,11 +11,18 @@
 // Specifications: Modbus Application Protocol V1.1b3 and Modbus over Serial
 // Line V1.02, https://modbus.org/specs.php.
 //
+// # Configuration
+//
+// The register maps, tables, value types, word orders and serial settings
+// are package modbusconf (drivers/modbus/modbusconf), which imports no
+// hardware module, so that a manifest or a tool can describe a device
+// without linking this driver.
+//
 // # Units and addresses
 //
 // Addresses are 0-based PDU addresses (holding register 40001 is holding 0).
 // Registers are 16 bits, sent big endian; multi-register values follow a
-// WordOrder. [Codec] converts between registers and raw values as
+// modbusconf.WordOrder. [Codec] converts between registers and raw values as
 // pure functions; [Engineering] and [Codec.Raw] apply scale and offset.
 //
 // # Errors

@@ -6,8 +6,8 @@ import (
 	"net"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -39,7 +39,7 @@ devices:
 
 	line := modbus.NewTCP(modbus.Config{Name: "lan", Timeout: time.Second}, modbus.DialerTCP(ln.Addr().String()), nil)
 	defer line.Close()
-	points := line.Unit(7).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), m.Devices[0].MaxSpan)
+	points := line.Unit(7).Points(m.Devices[0].ModbusRegisters, m.Devices[0].MaxSpan)
 	ctx := context.Background()
 
 	power, _ := points["power"].Read(ctx)
@@ -50,7 +50,7 @@ devices:
 	}
 	ratio, _ := points["ct_ratio"].Read(ctx)
 	fmt.Println("ct ratio", ratio)
-	_, err := line.Unit(7).ReadRegisters(ctx, modbus.TableHolding, 99, 1)
+	_, err := line.Unit(7).ReadRegisters(ctx, modbusconf.TableHolding, 99, 1)
 	fmt.Println(err)
 	// Output:
 	// power 150 W (read with energy: input 0+4)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -78,7 +79,7 @@ func serve(t testing.TB, w *sim.World, k manifests.BusKind, cfg modbus.Config) (
 		}
 		t.Cleanup(func() { p.Close() })
 		go srv.ServeRTU(p.Master())
-		port, err := modbus.OpenPort(context.Background(), modbus.SerialConfig{Port: p.SlavePath, Baud: 115200, DataBits: 8, Parity: modbus.ParityNone, StopBits: 1})
+		port, err := modbus.OpenPort(context.Background(), modbusconf.SerialConfig{Port: p.SlavePath, Baud: 115200, DataBits: 8, Parity: modbusconf.ParityNone, StopBits: 1})
 		if err != nil {
 			t.Fatal(err)
 		}

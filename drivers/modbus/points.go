@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 // Point is one named value of a device's register map, bound to the span
@@ -12,14 +14,14 @@ import (
 // share it.
 type Point struct {
 	unit  *Unit
-	reg   Register
+	reg   modbusconf.Register
 	codec Codec
 	span  span
 }
 
 // span is a run of registers (or bits) of one table read together.
 type span struct {
-	table        Table
+	table        modbusconf.Table
 	start, count uint16
 }
 
@@ -27,15 +29,15 @@ type span struct {
 // are contiguous or overlap are read together as long as the run stays
 // within maxSpan registers (bits, for coil and discrete); maxSpan <= 1
 // reads each register alone. It returns the points by register name.
-func (u *Unit) Points(regs []Register, maxSpan int) map[string]*Point {
+func (u *Unit) Points(regs []modbusconf.Register, maxSpan int) map[string]*Point {
 	points := make(map[string]*Point, len(regs))
-	byTable := map[Table][]Register{}
+	byTable := map[modbusconf.Table][]modbusconf.Register{}
 	for _, r := range regs {
 		byTable[r.Table] = append(byTable[r.Table], r)
 	}
 	for table, rs := range byTable {
-		slices.SortStableFunc(rs, func(a, b Register) int { return int(a.Address) - int(b.Address) })
-		var cur []Register
+		slices.SortStableFunc(rs, func(a, b modbusconf.Register) int { return int(a.Address) - int(b.Address) })
+		var cur []modbusconf.Register
 		var s span
 		flush := func() {
 			for _, r := range cur {
@@ -60,7 +62,7 @@ func (u *Unit) Points(regs []Register, maxSpan int) map[string]*Point {
 	return points
 }
 
-func words(r Register) int {
+func words(r modbusconf.Register) int {
 	if r.Table.IsBits() {
 		return 1
 	}
@@ -68,7 +70,7 @@ func words(r Register) int {
 }
 
 // Register returns the point's manifest register.
-func (p *Point) Register() Register { return p.reg }
+func (p *Point) Register() modbusconf.Register { return p.reg }
 
 // Span returns the first address and the count of the registers (or bits)
 // read to get this point.
@@ -106,13 +108,13 @@ func (p *Point) Write(ctx context.Context, v any) error {
 		return fmt.Errorf("modbus unit %d register %s is not writable", p.unit.id, p.reg.Name)
 	}
 	switch p.reg.Table {
-	case TableCoil:
+	case modbusconf.TableCoil:
 		on, ok := v.(bool)
 		if !ok {
 			return fmt.Errorf("modbus unit %d coil %s: %w: %v (%T), want a bool", p.unit.id, p.reg.Name, ErrOutOfRange, v, v)
 		}
 		return p.unit.WriteCoil(ctx, p.reg.Address, on)
-	case TableHolding:
+	case modbusconf.TableHolding:
 		raw, err := p.codec.Raw(v, p.reg.Scale, p.reg.Offset)
 		if err != nil {
 			return fmt.Errorf("modbus unit %d register %s: %w", p.unit.id, p.reg.Name, err)

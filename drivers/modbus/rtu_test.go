@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 // recordingPort is a serial port that records direction control and
@@ -58,7 +59,7 @@ func TestRTUFramesAndRTSDirection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &recordingPort{reply: AppendCRC([]byte{1, 3, 2, 0, 7})}
 			line := NewRTU(Config{Name: "rs485", Timeout: 50 * time.Millisecond}, p, 0, tc.rts, nil)
-			b, err := line.Unit(1).ReadRegisters(context.Background(), TableHolding, 0, 1)
+			b, err := line.Unit(1).ReadRegisters(context.Background(), modbusconf.TableHolding, 0, 1)
 			if err != nil || !bytes.Equal(b, []byte{0, 7}) {
 				t.Fatalf("ReadRegisters = % x, %v", b, err)
 			}
@@ -73,7 +74,7 @@ func TestRTUFramesAndRTSDirection(t *testing.T) {
 	// A silent device times out, and the stale input is flushed afterwards.
 	p := &recordingPort{}
 	line := NewRTU(Config{Name: "rs485", Timeout: 20 * time.Millisecond}, p, 0, false, nil)
-	if _, err := line.Unit(1).ReadRegisters(context.Background(), TableHolding, 0, 1); !errors.Is(err, drivers.ErrTimeout) {
+	if _, err := line.Unit(1).ReadRegisters(context.Background(), modbusconf.TableHolding, 0, 1); !errors.Is(err, drivers.ErrTimeout) {
 		t.Fatalf("silent device: %v, want ErrTimeout", err)
 	}
 	if !slices.Contains(p.events, "flush") {
@@ -101,7 +102,7 @@ func TestFrameGap(t *testing.T) {
 // TestKernelRS485NeedsAUART: asking a pseudo-terminal (no UART) for kernel
 // RS-485 mode fails cleanly with ErrUnavailable, naming the port.
 func TestKernelRS485NeedsAUART(t *testing.T) {
-	_, err := OpenPort(context.Background(), SerialConfig{Port: "/dev/ptmx", Baud: 9600, DataBits: 8, Parity: ParityNone, StopBits: 1, RS485: RS485Kernel})
+	_, err := OpenPort(context.Background(), modbusconf.SerialConfig{Port: "/dev/ptmx", Baud: 9600, DataBits: 8, Parity: modbusconf.ParityNone, StopBits: 1, RS485: modbusconf.RS485Kernel})
 	if !errors.Is(err, drivers.ErrUnavailable) {
 		t.Fatalf("kernel RS-485 on /dev/ptmx: %v, want ErrUnavailable", err)
 	}

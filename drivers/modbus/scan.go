@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/clock"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 // ScanConfig bounds a scan. Zero values mean the documented defaults.
@@ -23,7 +24,7 @@ type ScanConfig struct {
 
 // Range is a run of readable addresses in one table.
 type Range struct {
-	Table       Table
+	Table       modbusconf.Table
 	First, Last uint16
 }
 
@@ -66,7 +67,7 @@ func (l *Line) Scan(ctx context.Context, cfg ScanConfig) ([]UnitReport, error) {
 		u := l.Unit(id)
 		alive := false
 		var ranges []Range
-		for _, table := range []Table{TableHolding, TableInput, TableCoil, TableDiscrete} {
+		for _, table := range []modbusconf.Table{modbusconf.TableHolding, modbusconf.TableInput, modbusconf.TableCoil, modbusconf.TableDiscrete} {
 			var cur *Range
 		probe:
 			for i := range int(cfg.Count) {

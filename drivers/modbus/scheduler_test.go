@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 // fakeTransport answers MBAP requests in memory: units in dead never answer
@@ -83,7 +84,7 @@ func TestCoalescedReads(t *testing.T) {
 		errs := make(chan error, n)
 		for range n {
 			wg.Go(func() {
-				b, err := u.ReadRegisters(t.Context(), TableHolding, 7, 2)
+				b, err := u.ReadRegisters(t.Context(), modbusconf.TableHolding, 7, 2)
 				if err == nil && (binary.BigEndian.Uint16(b) != 7 || binary.BigEndian.Uint16(b[2:]) != 8) {
 					err = fmt.Errorf("got % x, want registers 7 and 8", b)
 				}
@@ -100,7 +101,7 @@ func TestCoalescedReads(t *testing.T) {
 		if got := f.count(1); got != 1 {
 			t.Fatalf("%d concurrent identical reads made %d transactions, want 1", n, got)
 		}
-		if _, err := u.ReadRegisters(t.Context(), TableHolding, 7, 2); err != nil || f.count(1) != 2 {
+		if _, err := u.ReadRegisters(t.Context(), modbusconf.TableHolding, 7, 2); err != nil || f.count(1) != 2 {
 			t.Fatalf("a later read: %v, %d transactions; want a new transaction (no caching here)", err, f.count(1))
 		}
 	})
@@ -109,12 +110,12 @@ func TestCoalescedReads(t *testing.T) {
 // TestSpanBatching: points in one span are read in one transaction, and
 // concurrent reads of different points of the span share it.
 func TestSpanBatching(t *testing.T) {
-	regs := []Register{
-		{Name: "a", Table: TableInput, Address: 10, Type: DataUint16, Bit: -1, Scale: 1},
-		{Name: "b", Table: TableInput, Address: 11, Type: DataFloat32, Bit: -1, Scale: 1},
-		{Name: "c", Table: TableInput, Address: 13, Type: DataUint16, Bit: -1, Scale: 1},
-		{Name: "far", Table: TableInput, Address: 40, Type: DataUint16, Bit: -1, Scale: 1},
-		{Name: "h", Table: TableHolding, Address: 12, Type: DataUint16, Bit: -1, Scale: 1},
+	regs := []modbusconf.Register{
+		{Name: "a", Table: modbusconf.TableInput, Address: 10, Type: modbusconf.DataUint16, Bit: -1, Scale: 1},
+		{Name: "b", Table: modbusconf.TableInput, Address: 11, Type: modbusconf.DataFloat32, Bit: -1, Scale: 1},
+		{Name: "c", Table: modbusconf.TableInput, Address: 13, Type: modbusconf.DataUint16, Bit: -1, Scale: 1},
+		{Name: "far", Table: modbusconf.TableInput, Address: 40, Type: modbusconf.DataUint16, Bit: -1, Scale: 1},
+		{Name: "h", Table: modbusconf.TableHolding, Address: 12, Type: modbusconf.DataUint16, Bit: -1, Scale: 1},
 	}
 	for _, tc := range []struct {
 		name    string
@@ -174,13 +175,13 @@ func TestFailingDeviceDoesNotStarveHealthyOne(t *testing.T) {
 
 		deadErr := make(chan error, 1)
 		go func() {
-			_, err := dead.ReadRegisters(ctx, TableHolding, 0, 1)
+			_, err := dead.ReadRegisters(ctx, modbusconf.TableHolding, 0, 1)
 			deadErr <- err
 		}()
 		synctest.Wait() // the dead unit's first attempt holds the line
 		for i := range 5 {
 			start := time.Now()
-			if _, err := healthy.ReadRegisters(ctx, TableHolding, uint16(i), 1); err != nil {
+			if _, err := healthy.ReadRegisters(ctx, modbusconf.TableHolding, uint16(i), 1); err != nil {
 				t.Fatal(err)
 			}
 			if d := time.Since(start); d > timeout+f.latency {
@@ -195,16 +196,16 @@ func TestFailingDeviceDoesNotStarveHealthyOne(t *testing.T) {
 		}
 
 		// A second failed call opens the breaker: the next is refused at once.
-		dead.ReadRegisters(ctx, TableHolding, 0, 1)
+		dead.ReadRegisters(ctx, modbusconf.TableHolding, 0, 1)
 		sent := f.count(2)
 		start := time.Now()
-		_, err := dead.ReadRegisters(ctx, TableHolding, 0, 1)
+		_, err := dead.ReadRegisters(ctx, modbusconf.TableHolding, 0, 1)
 		if !errors.Is(err, ErrCircuitOpen) || !errors.Is(err, drivers.ErrUnavailable) || time.Since(start) != 0 || f.count(2) != sent {
 			t.Fatalf("after 2 failed calls: %v after %v, %d new attempts; want ErrCircuitOpen at once, none sent", err, time.Since(start), f.count(2)-sent)
 		}
 		// After the cool-down one trial goes through.
 		time.Sleep(5 * time.Second)
-		dead.ReadRegisters(ctx, TableHolding, 0, 1)
+		dead.ReadRegisters(ctx, modbusconf.TableHolding, 0, 1)
 		if f.count(2) == sent {
 			t.Fatal("after the cool-down no trial reached the line")
 		}
@@ -220,13 +221,13 @@ func TestWaitingForTheLineHonoursContext(t *testing.T) {
 		defer func() { <-done }()
 		go func() {
 			defer close(done)
-			line.Unit(2).ReadRegisters(t.Context(), TableHolding, 0, 1)
+			line.Unit(2).ReadRegisters(t.Context(), modbusconf.TableHolding, 0, 1)
 		}()
 		synctest.Wait()
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, err := line.Unit(1).ReadRegisters(ctx, TableHolding, 0, 1)
+		_, err := line.Unit(1).ReadRegisters(ctx, modbusconf.TableHolding, 0, 1)
 		if !errors.Is(err, drivers.ErrTimeout) || time.Since(start) != 30*time.Millisecond {
 			t.Fatalf("waiting behind a 1s transaction with a 30ms deadline: %v after %v", err, time.Since(start))
 		}
@@ -242,11 +243,11 @@ func TestPerDeviceTimeout(t *testing.T) {
 		done := make(chan error, 1)
 		start := time.Now()
 		go func() {
-			_, err := dead.ReadRegisters(t.Context(), TableHolding, 0, 1)
+			_, err := dead.ReadRegisters(t.Context(), modbusconf.TableHolding, 0, 1)
 			done <- err
 		}()
 		synctest.Wait()
-		if _, err := line.Unit(1).ReadRegisters(t.Context(), TableHolding, 0, 1); err != nil {
+		if _, err := line.Unit(1).ReadRegisters(t.Context(), modbusconf.TableHolding, 0, 1); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d != 20*time.Millisecond+f.latency {
@@ -265,7 +266,7 @@ func TestAbandonedCallsDoNotResetTheBreaker(t *testing.T) {
 		line, f := fakeLine(Config{Timeout: 100 * time.Millisecond, BreakerThreshold: 2}, 2)
 		dead := line.Unit(2)
 		read := func(ctx context.Context) error {
-			_, err := dead.ReadRegisters(ctx, TableHolding, 0, 1)
+			_, err := dead.ReadRegisters(ctx, modbusconf.TableHolding, 0, 1)
 			return err
 		}
 		read(t.Context())
@@ -291,11 +292,11 @@ func TestImpatientCallerDoesNotFailOthers(t *testing.T) {
 		defer cancel()
 		first := make(chan error, 1)
 		go func() {
-			_, err := u.ReadRegisters(ctx, TableHolding, 0, 1)
+			_, err := u.ReadRegisters(ctx, modbusconf.TableHolding, 0, 1)
 			first <- err
 		}()
 		synctest.Wait()
-		b, err := u.ReadRegisters(t.Context(), TableHolding, 0, 1)
+		b, err := u.ReadRegisters(t.Context(), modbusconf.TableHolding, 0, 1)
 		if err != nil || len(b) != 2 {
 			t.Fatalf("patient caller: % x, %v; want the shared answer", b, err)
 		}
@@ -319,12 +320,12 @@ func TestFairTurns(t *testing.T) {
 		go func() {
 			defer close(done)
 			for i := range 20 {
-				busy.ReadRegisters(t.Context(), TableHolding, uint16(i), 1)
+				busy.ReadRegisters(t.Context(), modbusconf.TableHolding, uint16(i), 1)
 			}
 		}()
 		synctest.Wait()
 		start := time.Now()
-		if _, err := other.ReadRegisters(t.Context(), TableHolding, 0, 1); err != nil {
+		if _, err := other.ReadRegisters(t.Context(), modbusconf.TableHolding, 0, 1); err != nil {
 			t.Fatal(err)
 		}
 		if d := time.Since(start); d > 2*f.latency {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
@@ -46,7 +45,7 @@ func TestReadWriteEveryCodec(t *testing.T) {
 			line, _ := serve(t, w, k, modbus.Config{})
 			slave, _ := w.ModbusSlave("dev1")
 			unit := line.Unit(1)
-			points := unit.Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), m.Devices[0].MaxSpan)
+			points := unit.Points(m.Devices[0].ModbusRegisters, m.Devices[0].MaxSpan)
 			ctx := t.Context()
 			for _, typ := range dataTypes {
 				for _, o := range orders {
@@ -116,7 +115,7 @@ func TestFaults(t *testing.T) {
 			w, m := world(t, k)
 			line, _ := serve(t, w, k, modbus.Config{Retries: 1, BreakerThreshold: 100})
 			slave, _ := w.ModbusSlave("dev1")
-			points := line.Unit(1).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), 1)
+			points := line.Unit(1).Points(m.Devices[0].ModbusRegisters, 1)
 			p := points["uint16_ABCD"]
 			ctx := t.Context()
 			for _, tc := range []struct {
@@ -141,31 +140,16 @@ func TestFaults(t *testing.T) {
 			slave.SetException(0)
 
 			line2, _ := serve(t, w, k, modbus.Config{Retries: 0, Timeout: 50 * time.Millisecond, BreakerThreshold: 100})
-			p2 := line2.Unit(1).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), 1)["uint16_ABCD"]
-			slave.SetSilent(true)
-			if _, err := p2.Read(ctx); !errors.Is(err, drivers.ErrTimeout) {
-				t.Errorf("silent slave: Read error = %v, want ErrTimeout", err)
-			}
-			slave.SetSilent(false)
-			if _, err := p2.Read(ctx); err != nil {
-				t.Errorf("after the slave answers again: %v", err)
-			}
-
+			p2 := line2.Unit(1).Points(m.Devices[0].ModbusRegisters, 1)["uint16_ABCD"]
+			faultThenRecovery(t, p2, slave.SetSilent, drivers.ErrTimeout, "a silent slave")
 			if k != manifests.BusModbusTCP {
-				slave.SetGarbleCRC(true)
-				if _, err := p.Read(ctx); !errors.Is(err, drivers.ErrCRC) {
-					t.Errorf("garbled CRC: Read error = %v, want ErrCRC", err)
-				}
-				slave.SetGarbleCRC(false)
-				if _, err := p.Read(ctx); err != nil {
-					t.Errorf("after a garbled frame: %v", err)
-				}
+				faultThenRecovery(t, p, slave.SetGarbleCRC, drivers.ErrCRC, "a garbled CRC")
 			}
 			if k != manifests.BusModbusRTU {
 				// A connection the peer dropped while idle is redialled
 				// within the same transaction, even with no retries.
 				line0, srv0 := serve(t, w, k, modbus.Config{Retries: 0})
-				q := line0.Unit(1).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), 1)["uint16_ABCD"]
+				q := line0.Unit(1).Points(m.Devices[0].ModbusRegisters, 1)["uint16_ABCD"]
 				if _, err := q.Read(ctx); err != nil {
 					t.Fatal(err)
 				}
@@ -179,5 +163,19 @@ func TestFaults(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// faultThenRecovery switches a fault of the slave on, expects p's read to
+// fail with want, switches it off and expects the next read to succeed.
+func faultThenRecovery(t *testing.T, p *modbus.Point, fault func(bool), want error, what string) {
+	t.Helper()
+	fault(true)
+	if _, err := p.Read(t.Context()); !errors.Is(err, want) {
+		t.Errorf("%s: Read error = %v, want %v", what, err, want)
+	}
+	fault(false)
+	if _, err := p.Read(t.Context()); err != nil {
+		t.Errorf("after %s: %v", what, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	mb "github.com/goburrow/modbus"
 
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/internal/flight"
 )
 
@@ -111,15 +112,15 @@ func (u *Unit) errorf(what string, err error) error {
 
 // readOp returns the request that reads count values of table from
 // address (function 1, 2, 3 or 4), or nil for an unknown table.
-func readOp(table Table, address, count uint16) func(mb.Client) ([]byte, error) {
+func readOp(table modbusconf.Table, address, count uint16) func(mb.Client) ([]byte, error) {
 	switch table {
-	case TableCoil:
+	case modbusconf.TableCoil:
 		return func(c mb.Client) ([]byte, error) { return c.ReadCoils(address, count) }
-	case TableDiscrete:
+	case modbusconf.TableDiscrete:
 		return func(c mb.Client) ([]byte, error) { return c.ReadDiscreteInputs(address, count) }
-	case TableHolding:
+	case modbusconf.TableHolding:
 		return func(c mb.Client) ([]byte, error) { return c.ReadHoldingRegisters(address, count) }
-	case TableInput:
+	case modbusconf.TableInput:
 		return func(c mb.Client) ([]byte, error) { return c.ReadInputRegisters(address, count) }
 	}
 	return nil
@@ -128,7 +129,7 @@ func readOp(table Table, address, count uint16) func(mb.Client) ([]byte, error) 
 // ReadRegisters reads count holding or input registers from address (0-based)
 // and returns their 2*count bytes as sent (each register big endian).
 // Identical concurrent reads share one transaction.
-func (u *Unit) ReadRegisters(ctx context.Context, table Table, address, count uint16) ([]byte, error) {
+func (u *Unit) ReadRegisters(ctx context.Context, table modbusconf.Table, address, count uint16) ([]byte, error) {
 	what := fmt.Sprintf("%s %d+%d", table, address, count)
 	op := readOp(table, address, count)
 	if op == nil || table.IsBits() {
@@ -145,7 +146,7 @@ func (u *Unit) ReadRegisters(ctx context.Context, table Table, address, count ui
 
 // ReadBits reads count coils or discrete inputs from address (0-based).
 // Identical concurrent reads share one transaction.
-func (u *Unit) ReadBits(ctx context.Context, table Table, address, count uint16) ([]bool, error) {
+func (u *Unit) ReadBits(ctx context.Context, table modbusconf.Table, address, count uint16) ([]bool, error) {
 	what := fmt.Sprintf("%s %d+%d", table, address, count)
 	op := readOp(table, address, count)
 	if op == nil || !table.IsBits() {
