@@ -59,34 +59,36 @@ type HardwareFuncs struct {
 
 // DialTCP implements Hardware.
 func (h HardwareFuncs) DialTCP(ctx context.Context, bus manifests.Bus) (net.Conn, error) {
-	return orUnavailable(ctx, h.TCP, bus, "TCP dialer")
+	return orUnavailable(ctx, h.TCP, bus, "bus "+bus.Name, "TCP dialer")
 }
 
 // OpenSerial implements Hardware.
 func (h HardwareFuncs) OpenSerial(ctx context.Context, bus manifests.Bus) (modbus.Port, error) {
-	return orUnavailable(ctx, h.Serial, bus, "serial ports")
+	return orUnavailable(ctx, h.Serial, bus, "bus "+bus.Name, "serial ports")
 }
 
-// OpenI2C implements Hardware.
+// OpenI2C implements Hardware; a nil I2C fails with
+// drivers.ErrUnavailable.
 func (h HardwareFuncs) OpenI2C(ctx context.Context, bus manifests.Bus) (pi2c.BusCloser, error) {
-	return h.I2C(ctx, bus)
+	return orUnavailable(ctx, h.I2C, bus, "bus "+bus.Name, "I2C buses")
 }
 
-// OpenPin implements Hardware.
+// OpenPin implements Hardware; a nil Pin fails with
+// drivers.ErrUnavailable.
 func (h HardwareFuncs) OpenPin(ctx context.Context, dev manifests.Device) (pgpio.PinIO, error) {
-	return h.Pin(ctx, dev)
+	return orUnavailable(ctx, h.Pin, dev, "device "+dev.Name, "GPIO pins")
 }
 
 // OpenSysfs implements SysfsHardware; a nil Sysfs fails with
 // drivers.ErrUnavailable.
 func (h HardwareFuncs) OpenSysfs(ctx context.Context, b manifests.Bus) (sysfs.FS, error) {
-	return orUnavailable(ctx, h.Sysfs, b, kernelFiles)
+	return orUnavailable(ctx, h.Sysfs, b, "bus "+b.Name, kernelFiles)
 }
 
 // OpenSPI implements SPIHardware; a nil SPI fails with
 // drivers.ErrUnavailable.
 func (h HardwareFuncs) OpenSPI(ctx context.Context, b manifests.Bus) (pspi.PortCloser, error) {
-	return orUnavailable(ctx, h.SPI, b, spiPorts)
+	return orUnavailable(ctx, h.SPI, b, "bus "+b.Name, spiPorts)
 }
 
 // What a HardwareFuncs or a Hardware without an extension lacks, in errors.
@@ -95,15 +97,15 @@ const (
 	spiPorts    = "spi ports"
 )
 
-// orUnavailable opens bus b with open, or fails with
-// drivers.ErrUnavailable, saying the hardware has no what, when open is
-// nil.
-func orUnavailable[T any](ctx context.Context, open func(context.Context, manifests.Bus) (T, error), b manifests.Bus, what string) (T, error) {
+// orUnavailable opens a (a bus or a device, named where in errors) with
+// open, or fails with drivers.ErrUnavailable, saying the hardware has no
+// what, when open is nil.
+func orUnavailable[A, T any](ctx context.Context, open func(context.Context, A) (T, error), a A, where, what string) (T, error) {
 	if open == nil {
 		var zero T
-		return zero, fmt.Errorf("bus %s: %w: no %s", b.Name, drivers.ErrUnavailable, what)
+		return zero, fmt.Errorf("%s: %w: no %s", where, drivers.ErrUnavailable, what)
 	}
-	return open(ctx, b)
+	return open(ctx, a)
 }
 
 // openExtension opens what the bus of device d offers through the

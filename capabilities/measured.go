@@ -66,16 +66,4 @@ func i2cBinding(d manifests.Device, channel, rawForm, conversion string) Binding
 }
 
 // oneOfChannels lists channels as "a, b or c".
-func oneOfChannels(chans []string) string {
-	switch len(chans) {
-	case 0:
-		return "none declared"
-	case 1:
-		return chans[0]
-	}
-	s := chans[0]
-	for _, c := range chans[1 : len(chans)-1] {
-		s += ", " + c
-	}
-	return s + " or " + chans[len(chans)-1]
-}
+func oneOfChannels(chans []string) string { return manifests.OneOf(chans, "none declared") }

@@ -34,14 +34,8 @@ func openDS18B20(ctx context.Context, d manifests.Device, e env) (*device, error
 	}
 	return &device{
 		model: d.Model,
-		source: perChannel(e.clock, func(string, manifests.ValueType) readFunc {
-			return func(ctx context.Context) (any, []byte, error) {
-				s, err := sensor.Sense(ctx)
-				if err != nil {
-					return nil, nil, err
-				}
-				return s.Celsius, s.Scratchpad, nil
-			}
+		source: perChannelOf(e.clock, sensor.Sense, func(s w1.Sample, _ string, _ manifests.ValueType) (any, []byte, error) {
+			return s.Celsius, s.Scratchpad, nil
 		}),
 		writer:        noWriter(d.Model),
 		onDeviceError: manifests.DeviceErrorIsDegraded,

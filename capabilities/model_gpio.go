@@ -48,14 +48,8 @@ func levelDevice(d manifests.Device, e env, get func(context.Context) (bool, err
 	}
 	return &device{
 		model: d.Model,
-		source: perChannel(e.clock, func(string, manifests.ValueType) readFunc {
-			return func(ctx context.Context) (any, []byte, error) {
-				on, err := get(ctx)
-				if err != nil {
-					return nil, nil, err
-				}
-				return on, level(on != d.ActiveLow), nil
-			}
+		source: perChannelOf(e.clock, get, func(on bool, _ string, _ manifests.ValueType) (any, []byte, error) {
+			return on, level(on != d.ActiveLow), nil
 		}),
 		writer: writer,
 		bind: func(string) Binding {

@@ -32,18 +32,12 @@ func openPWM(ctx context.Context, d manifests.Device, e env) (*device, error) {
 	dir := root + "/pwm" + strconv.Itoa(d.Channel)
 	return &device{
 		model: d.Model,
-		source: perChannel(e.clock, func(channel string, t manifests.ValueType) readFunc {
-			return func(ctx context.Context) (any, []byte, error) {
-				s, err := ch.State(ctx)
-				if err != nil {
-					return nil, nil, err
-				}
-				raw := fmt.Appendf(nil, "period=%d duty_cycle=%d enable=%d", s.Period, s.Duty, b2i(s.Enabled))
-				if channel == "frequency" {
-					return numeric(round(s.Frequency(), 3), t), raw, nil
-				}
-				return numeric(round(s.DutyPercent(), 2), t), raw, nil
+		source: perChannelOf(e.clock, ch.State, func(s pwm.State, channel string, t manifests.ValueType) (any, []byte, error) {
+			raw := fmt.Appendf(nil, "period=%d duty_cycle=%d enable=%d", s.Period, s.Duty, b2i(s.Enabled))
+			if channel == "frequency" {
+				return numeric(round(s.Frequency(), 3), t), raw, nil
 			}
+			return numeric(round(s.DutyPercent(), 2), t), raw, nil
 		}),
 		writer: func(channel string, _ manifests.ValueType) (func(context.Context, any) error, error) {
 			return func(ctx context.Context, v any) error {

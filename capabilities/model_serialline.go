@@ -1,7 +1,6 @@
 package capabilities
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/promcp/promcp-device/driverconf"
@@ -21,19 +20,13 @@ func openSerialLine(line *serial.Line, d manifests.Device, e env) (*device, erro
 		model: d.Model,
 		// Each channel has its own sampler; the instrument coalesces
 		// concurrent reads of the line into one transaction.
-		source: perChannel(e.clock, func(channel string, t manifests.ValueType) readFunc {
-			return func(ctx context.Context) (any, []byte, error) {
-				vals, err := in.Read(ctx)
-				if err != nil {
-					return nil, nil, err
-				}
-				f, ok := vals[channel]
-				if !ok {
-					return nil, nil, fmt.Errorf("serial device %s: no value %q in its response", d.Name, channel)
-				}
-				// The driver hands out the parsed fields, not the line.
-				return numeric(round(f, 9), t), nil, nil
+		source: perChannelOf(e.clock, in.Read, func(vals map[string]float64, channel string, t manifests.ValueType) (any, []byte, error) {
+			f, ok := vals[channel]
+			if !ok {
+				return nil, nil, fmt.Errorf("serial device %s: no value %q in its response", d.Name, channel)
 			}
+			// The driver hands out the parsed fields, not the line.
+			return numeric(round(f, 9), t), nil, nil
 		}),
 		writer: noWriter(d.Model),
 		bind: func(channel string) Binding {

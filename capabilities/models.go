@@ -146,6 +146,21 @@ func perChannel(clk clock.Clock, read func(channel string, t manifests.ValueType
 	}
 }
 
+// perChannelOf is perChannel for a device read whole: each channel's
+// sampler reads the device with read and, when that succeeds, picks the
+// channel's value (of type t) and raw bytes from the sample with pick.
+func perChannelOf[S any](clk clock.Clock, read func(context.Context) (S, error), pick func(s S, channel string, t manifests.ValueType) (any, []byte, error)) func(string, manifests.ValueType) (*sampler, func(any) any, error) {
+	return perChannel(clk, func(channel string, t manifests.ValueType) readFunc {
+		return func(ctx context.Context) (any, []byte, error) {
+			s, err := read(ctx)
+			if err != nil {
+				return nil, nil, err
+			}
+			return pick(s, channel, t)
+		}
+	})
+}
+
 func noWriter(model manifests.Model) func(string, manifests.ValueType) (func(context.Context, any) error, error) {
 	return func(string, manifests.ValueType) (func(context.Context, any) error, error) {
 		return nil, fmt.Errorf("model %s is read-only", model)

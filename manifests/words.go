@@ -63,11 +63,15 @@ func suggestion(s string) string {
 	return ""
 }
 
-// oneOf lists words as "a", "a or b", "a, b or c".
-func oneOf(words []string) string {
+// oneOf lists words as OneOf does, an empty list as "nothing".
+func oneOf(words []string) string { return OneOf(words, "nothing") }
+
+// OneOf lists words as "a", "a or b", "a, b or c", for the "want …" part
+// of an error; an empty list reads none.
+func OneOf(words []string, none string) string {
 	switch len(words) {
 	case 0:
-		return "nothing"
+		return none
 	case 1:
 		return words[0]
 	}

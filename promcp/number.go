@@ -13,6 +13,12 @@ func Number(v any) (f float64, ok bool) {
 		return float64(x), true
 	case int64:
 		return float64(x), true
+	case int32:
+		return float64(x), true
+	case uint16:
+		return float64(x), true
+	case uint32:
+		return float64(x), true
 	case uint64:
 		return float64(x), true
 	}

@@ -8,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/promcp/promcptest"
 )
 
 // PhysMCP's response fields are optional extensions of the proMCP schemas:
 // a body with them validates, one with them malformed does not.
 func TestPhysMCPFieldsInSchemas(t *testing.T) {
-	v := validator(t)
+	v := promcptest.Validator(t)
 	rep := validReport()
 	rep.Candidates[0].DeviceID = "node_001"
 	rep.Candidates[0].MatchReasons = []string{"tag_overlap: cooling", "currently_online"}

@@ -9,19 +9,10 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/promcp/promcptest"
 )
 
 var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-
-// validator is the JSON Schema validator of the proMCP bodies.
-func validator(t testing.TB) *promcp.Validator {
-	t.Helper()
-	v, err := promcp.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 func validDo() promcp.DoResult {
 	return promcp.DoResult{
@@ -104,7 +95,7 @@ func TestValidate(t *testing.T) {
 // embedded JSON Schemas accept too, and that the schemas catch the
 // violations a client can see.
 func TestSchemasAgreeWithValidate(t *testing.T) {
-	v := validator(t)
+	v := promcptest.Validator(t)
 	ok := []struct {
 		kind promcp.Kind
 		v    any

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/promcp/promcptest"
 )
 
 // BenchmarkValidate: a response checked against its kind's output schema,
@@ -17,7 +18,7 @@ import (
 //
 //	go test ./promcp -run '^$' -bench Validate -benchmem
 func BenchmarkValidate(b *testing.B) {
-	v := validator(b)
+	v := promcptest.Validator(b)
 	read := promcp.ReadResult{Value: 21.5, Unit: "°C", Timestamp: t0, Quality: promcp.QualityGood}
 	report := func(n int) promcp.CapabilityReport {
 		r := validReport()
@@ -70,7 +71,7 @@ func BenchmarkValidate(b *testing.B) {
 // not 3,000), a different text gets its own, and a failed check still
 // names the tool's schema it was asked for.
 func TestCompileSharesIdenticalSchemas(t *testing.T) {
-	v := validator(t)
+	v := promcptest.Validator(t)
 	num := []byte(`{"type":"object","required":["value"],"properties":{"value":{"type":"number"}}}`)
 	str := []byte(`{"type":"object","required":["value"],"properties":{"value":{"type":"string"}}}`)
 	a, err := v.Compile("out:read_a", num)

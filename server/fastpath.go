@@ -51,10 +51,6 @@ func jsonType(v any, want string) bool {
 		_, ok := v.(string)
 		return ok
 	case "number", "integer":
-		switch v.(type) {
-		case int32, uint16, uint32: // integers promcp.Number does not take
-			return true
-		}
 		f, ok := promcp.Number(v)
 		return ok && (want == "number" || f == math.Trunc(f))
 	}
