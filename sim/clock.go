@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"sync"
 	"time"
 
 	"github.com/promcp/promcp-device/clock"
@@ -10,73 +9,11 @@ import (
 // Clock tells the simulated time and waits on it.
 type Clock = clock.Clock
 
-// ManualClock is a Clock that moves only when told to: channels from After
-// fire when Advance reaches their instant. It is safe for concurrent use.
-type ManualClock struct {
-	mu      sync.Mutex
-	now     time.Time
-	waiters []waiter
-}
-
-type waiter struct {
-	at time.Time
-	ch chan time.Time
-}
+// ManualClock is the clock that moves only when told to: [clock.Manual].
+type ManualClock = clock.Manual
 
 // NewManualClock returns a ManualClock reading start.
-func NewManualClock(start time.Time) *ManualClock {
-	return &ManualClock{now: start}
-}
-
-// Now returns the clock's current time.
-func (c *ManualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// After returns a channel that receives the clock's time once Advance has
-// moved it d past now; d <= 0 fires at once.
-func (c *ManualClock) After(d time.Duration) <-chan time.Time {
-	ch := make(chan time.Time, 1)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.waiters = append(c.waiters, waiter{at: c.now.Add(d), ch: ch})
-	return ch
-}
-
-// Waiting returns how many After channels have not fired yet, so that a
-// test can advance the clock once the code under test waits on it.
-func (c *ManualClock) Waiting() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.waiters)
-}
-
-// Advance moves the clock forward by d, firing the After channels it
-// reaches; a negative d is ignored.
-func (c *ManualClock) Advance(d time.Duration) {
-	if d <= 0 {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	kept := c.waiters[:0]
-	for _, w := range c.waiters {
-		if w.at.After(c.now) {
-			kept = append(kept, w)
-			continue
-		}
-		w.ch <- c.now
-	}
-	clear(c.waiters[len(kept):])
-	c.waiters = kept
-}
+func NewManualClock(start time.Time) *ManualClock { return clock.NewManual(start) }
 
 // ScaledClock is a Clock that runs scale times faster than real time,
 // starting at the real instant it was created. It is safe for concurrent use.

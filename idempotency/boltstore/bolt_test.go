@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
 	"github.com/promcp/promcp-device/idempotency/storetest"
@@ -29,7 +30,7 @@ var counting = storetest.Counting
 // TestBolt: the bbolt store passes the shared suite; what only a durable
 // store does is tested below.
 func TestBolt(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, clk *storetest.Clock) idempotency.Store {
+	storetest.Run(t, func(t *testing.T, clk *clock.Manual) idempotency.Store {
 		b, err := boltstore.OpenBolt(filepath.Join(t.TempDir(), "state.db"), time.Second, boltstore.BoltOptions{TTL: storetest.TTL, Clock: clk})
 		if err != nil {
 			t.Fatal(err)
