@@ -17,23 +17,13 @@ import (
 
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/audit/audittest"
+	"github.com/promcp/promcp-device/clock"
 )
 
 var testKey = bytes.Repeat([]byte{0x5a}, 32)
 
-// clock is a manual clock for rate limits, rotation and retention.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)} }
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); c.t = c.t.Add(d); c.mu.Unlock() }
+// newClock is a manual clock for rate limits, rotation and retention.
+func newClock() *clock.Manual { return clock.NewManual(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)) }
 
 func writeKeyed(t *testing.T, path string, o audit.Options, n int, caller string) {
 	t.Helper()

@@ -1,7 +1,8 @@
 // Package clock is the one clock interface of promcp-device: responses,
 // readings, idempotency TTLs, bus back-offs, breaker cool-downs and
-// inter-frame silences all take a [Clock], so tests can pass the simulator's
-// manual clock or run under testing/synctest with [System].
+// inter-frame silences all take a [Clock]. [System] is the real clock (also
+// under testing/synctest), [Manual] moves only when a test or a site test
+// advances it, and [Scaled] runs a simulation faster than real time.
 package clock
 
 import (

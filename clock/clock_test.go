@@ -3,6 +3,7 @@ package clock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -47,5 +48,107 @@ func TestOrDefaultsToSystem(t *testing.T) {
 	var c clock.Clock = clock.System{}
 	if clock.Or(c) != c {
 		t.Fatal("Or(c) is not c")
+	}
+}
+
+func TestScaled(t *testing.T) {
+	for _, tc := range []struct {
+		scale float64
+		want  time.Duration
+	}{
+		{60, time.Minute},
+		{1, time.Second},
+		{0, time.Second},
+		{-5, time.Second},
+		{0.5, 500 * time.Millisecond},
+	} {
+		synctest.Test(t, func(t *testing.T) {
+			c := clock.NewScaled(tc.scale)
+			start := c.Now()
+			<-time.After(time.Second)
+			if got := c.Now().Sub(start); got != tc.want {
+				t.Errorf("NewScaled(%v): %v after 1s, want %v", tc.scale, got, tc.want)
+			}
+		})
+	}
+}
+
+var t0 = time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+
+func TestManual(t *testing.T) {
+	c := clock.NewManual(t0)
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			c.Advance(time.Second)
+			_ = c.Now()
+		})
+	}
+	wg.Wait()
+	c.Advance(-time.Hour) // ignored
+	if got := c.Now().Sub(t0); got != 10*time.Second {
+		t.Errorf("after 10 × Advance(1s): %v elapsed, want 10s", got)
+	}
+}
+
+func TestManualAfterFiresOnAdvance(t *testing.T) {
+	c := clock.NewManual(t0)
+	ch := c.After(time.Minute)
+	if c.Waiting() != 1 {
+		t.Fatalf("Waiting() = %d after one After, want 1", c.Waiting())
+	}
+	if at, ok := c.NextWake(); !ok || !at.Equal(t0.Add(time.Minute)) {
+		t.Fatalf("NextWake() = %v, %v, want %v, true", at, ok, t0.Add(time.Minute))
+	}
+	c.Advance(59 * time.Second)
+	select {
+	case <-ch:
+		t.Fatal("After(1m) fired after 59s")
+	default:
+	}
+	c.Advance(time.Second)
+	select {
+	case got := <-ch:
+		if !got.Equal(t0.Add(time.Minute)) {
+			t.Fatalf("After(1m) sent %v, want %v", got, t0.Add(time.Minute))
+		}
+	default:
+		t.Fatal("After(1m) did not fire once the clock reached it")
+	}
+	if c.Waiting() != 0 {
+		t.Fatalf("Waiting() = %d after the wait fired, want 0", c.Waiting())
+	}
+	if _, ok := c.NextWake(); ok {
+		t.Fatal("NextWake() reports a wait after the only one fired")
+	}
+	select {
+	case <-c.After(0):
+	default:
+		t.Fatal("After(0) did not fire at once")
+	}
+}
+
+// WaitFor returns once n waits started, and ends with its context when
+// they do not.
+func TestManualWaitFor(t *testing.T) {
+	c := clock.NewManual(t0)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	go func() {
+		<-c.After(time.Second)
+		<-c.After(time.Second)
+	}()
+	if err := c.WaitFor(ctx, 1); err != nil {
+		t.Fatalf("WaitFor(1) = %v, want nil once a goroutine waits", err)
+	}
+	c.Advance(time.Second)
+	if err := c.WaitFor(ctx, 1); err != nil {
+		t.Fatalf("WaitFor(1) = %v, want nil once the second wait starts", err)
+	}
+
+	short, stop := context.WithTimeout(t.Context(), time.Millisecond)
+	defer stop()
+	if err := c.WaitFor(short, 2); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("WaitFor(2) with one waiter = %v, want the context's deadline", err)
 	}
 }

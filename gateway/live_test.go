@@ -21,6 +21,7 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -492,19 +493,7 @@ func TestSubscriptionsConcurrentWithSampling(t *testing.T) {
 			c, _ := b.client()
 			clients = append(clients, c)
 		}
-		done := make(chan struct{})
-		var clockRuns sync.WaitGroup
-		clockRuns.Go(func() {
-			for {
-				select {
-				case <-done:
-					return
-				default:
-					b.clk.Advance(100 * time.Millisecond)
-					time.Sleep(time.Millisecond) // yield: a synctest bubble's time
-				}
-			}
-		})
+		stopClock := servertest.Meanwhile(func() { b.clk.Advance(100 * time.Millisecond) })
 		var wg sync.WaitGroup
 		for _, c := range clients {
 			wg.Go(func() {
@@ -521,8 +510,7 @@ func TestSubscriptionsConcurrentWithSampling(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		close(done)
-		clockRuns.Wait()
+		stopClock()
 		b.expectIdle("after the last session left")
 	})
 }

@@ -1,8 +1,8 @@
 package gateway_test
 
 import (
+	"context"
 	"reflect"
-	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -63,8 +63,10 @@ func TestPhysMCPCanDoQuery(t *testing.T) {
 	go func() {
 		done <- callInto(ctx, c, "do_fan_0", map[string]any{"value": true, "idempotency_key": "k1"}, &res)
 	}()
-	for clk.Waiting() == 0 {
-		runtime.Gosched()
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := clk.WaitFor(wait, 1); err != nil {
+		t.Fatalf("do_fan_0 does not wait its settle time: %v", err)
 	}
 	clk.Advance(200 * time.Millisecond)
 	if err := <-done; err != nil {

@@ -2,9 +2,7 @@ package gateway_test
 
 import (
 	"context"
-	"slices"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -235,7 +233,7 @@ func TestApprovalByElicitation(t *testing.T) {
 		for _, proto := range protocols {
 			t.Run(tc.name+"/"+proto, func(t *testing.T) {
 				h := tc.answer
-				rec := &recorder{}
+				rec := &audit.Recorder{}
 				b := newPolicyBenchFrom(t, "testdata/policy/bench-elicit.policy.yml", []server.Option{server.WithAuditor(rec)},
 					client.WithElicitationHandler(&h), client.WithProtocolVersion(proto))
 				r := b.body("do_set_light_level", map[string]any{"value": 95.0, "idempotency_key": "k-" + tc.name})
@@ -252,7 +250,7 @@ func TestApprovalByElicitation(t *testing.T) {
 					t.Fatalf("light level after %s = %v, want %v", tc.name, got, tc.wantLevel)
 				}
 				var approvals []*audit.Approval
-				for _, r := range rec.records() {
+				for _, r := range rec.Records() {
 					if r.Event == audit.EventResult {
 						approvals = append(approvals, r.Approval)
 					}
@@ -272,25 +270,6 @@ func TestApprovalByElicitation(t *testing.T) {
 // inside the call (multi round-trip) and as a server-to-client request.
 var protocols = []string{mcp.LATEST_PROTOCOL_VERSION, "2025-11-25"}
 
-// recorder keeps the audit records a server appends.
-type recorder struct {
-	mu   sync.Mutex
-	recs []audit.Record
-}
-
-func (r *recorder) Append(_ context.Context, rec audit.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.recs = append(r.recs, rec)
-	return nil
-}
-
-func (r *recorder) records() []audit.Record {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.recs)
-}
-
 // By default (approval above a threshold, no via), a client whose
 // elicitation handler always says yes gets nothing above the threshold
 // through, on either protocol generation: it is not even asked, and the
@@ -300,7 +279,7 @@ func TestAlwaysAcceptingClientCannotApprove(t *testing.T) {
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			signer, _ := approval.NewSigner([]byte("a key shared with the operator"))
-			rec := &recorder{}
+			rec := &audit.Recorder{}
 			h := confirmer{action: mcp.ElicitationResponseActionAccept, yes: true}
 			b := newPolicyBenchFrom(t, "testdata/policy/bench.policy.yml",
 				[]server.Option{server.WithApprovals(signer), server.WithAuditor(rec)},
@@ -331,7 +310,7 @@ func TestAlwaysAcceptingClientCannotApprove(t *testing.T) {
 				t.Fatalf("with an approve token: %v, want success", r)
 			}
 			var approved []audit.Record
-			for _, r := range rec.records() {
+			for _, r := range rec.Records() {
 				if r.Approval != nil {
 					approved = append(approved, r)
 				}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
@@ -276,16 +276,18 @@ func TestSettleWaitsBeforeReadback(t *testing.T) {
 // The settle wait runs on the server's clock: under a manual clock the call
 // completes only once the clock has moved the manifest's 50ms on.
 func TestSettleRunsOnTheServerClock(t *testing.T) {
-	clk := sim.NewManualClock(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
+	clk := clock.NewManual(time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC))
 	b := newDimmerBench(t, server.WithClock(clk))
 	done := make(chan map[string]any, 1)
 	go func() { done <- b.callAs(t.Context(), t, "do_set_light_level", map[string]any{"value": 20}) }()
-	for clk.Waiting() == 0 {
+	wait, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := clk.WaitFor(wait, 1); err != nil {
 		select {
 		case r := <-done:
 			t.Fatalf("do_set_light_level returned before settling: %v", r)
 		default:
-			runtime.Gosched()
+			t.Fatal(err)
 		}
 	}
 	clk.Advance(49 * time.Millisecond)

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
 )
@@ -56,7 +55,7 @@ func BenchmarkMemory(b *testing.B) {
 		return []byte(`{"status":"success"}`), true, nil
 	}
 	b.Run("new-key", func(b *testing.B) {
-		st := idempotency.NewMemory(time.Hour, clock.System{})
+		st := idempotency.NewMemory(time.Hour, nil) // the system clock
 		var n atomic.Int64
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
@@ -67,7 +66,7 @@ func BenchmarkMemory(b *testing.B) {
 		})
 	})
 	b.Run("replay", func(b *testing.B) {
-		st := idempotency.NewMemory(time.Hour, clock.System{})
+		st := idempotency.NewMemory(time.Hour, nil) // the system clock
 		if _, _, err := st.Do(context.Background(), "k", "fp", act); err != nil {
 			b.Fatal(err)
 		}

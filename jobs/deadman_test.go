@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/jobs"
-	"github.com/promcp/promcp-device/sim"
 )
 
 type reverts struct {
@@ -31,7 +31,7 @@ func (r *reverts) revert(_ context.Context, t jobs.Timer) error {
 }
 
 func TestDeadManRevertsUnlessRenewed(t *testing.T) {
-	clk := sim.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	r := &reverts{done: make(chan struct{}, 4)}
 	d, err := jobs.NewDeadMan(jobs.DeadManOptions{Clock: clk, Revert: r.revert})
 	if err != nil {
@@ -87,7 +87,7 @@ func TestDeadManDueAtStartAndRetried(t *testing.T) {
 	}
 	defer b.Close()
 	b.PutTimer(jobs.Timer{Tool: "do_heater", To: false, At: t0.Add(-time.Minute)})
-	clk := sim.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	r := &reverts{done: make(chan struct{}, 4), fail: true}
 	d, err := jobs.NewDeadMan(jobs.DeadManOptions{Clock: clk, Store: b, Revert: r.revert, Retry: 5 * time.Second})
 	if err != nil {

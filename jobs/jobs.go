@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/clock"
+	"github.com/promcp/promcp-device/internal/waitgroup"
 )
 
 // State is where a job is in its life.
@@ -543,12 +544,8 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.closed = true
 	e.mu.Unlock()
 	e.stop()
-	done := make(chan struct{})
-	go func() { e.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for jobs to stop: %w", ctx.Err())
+	if err := waitgroup.Wait(ctx, &e.wg); err != nil {
+		return fmt.Errorf("waiting for jobs to stop: %w", err)
 	}
+	return nil
 }

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/jobs"
-	"github.com/promcp/promcp-device/sim"
 )
 
 var t0 = time.Date(2026, 7, 1, 6, 0, 0, 0, time.UTC)
@@ -78,15 +78,13 @@ func hold(c string, v, prev any, d time.Duration) jobs.Job {
 	}}
 }
 
-// waiting waits (in real time, yielding) until n goroutines wait on clk.
-func waiting(t *testing.T, clk *sim.ManualClock, n int) {
+// waiting waits until n goroutines wait on clk, for 10 s at most.
+func waiting(t *testing.T, clk *clock.Manual, n int) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for clk.Waiting() < n {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d waiting on the clock, want %d", clk.Waiting(), n)
-		}
-		runtime.Gosched()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := clk.WaitFor(ctx, n); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -105,7 +103,7 @@ func waitDone(t *testing.T, e *jobs.Engine, id string) jobs.Job {
 }
 
 func TestHoldRunsOnTheClockThenRestores(t *testing.T) {
-	clk, p := sim.NewManualClock(t0), newPlant()
+	clk, p := clock.NewManual(t0), newPlant()
 	e := jobs.New(jobs.Options{Clock: clk, Act: p.act})
 	defer e.Close(context.Background())
 	j, err := e.Start(context.Background(), hold("valve", true, false, 15*time.Minute))
@@ -132,7 +130,7 @@ func TestHoldRunsOnTheClockThenRestores(t *testing.T) {
 }
 
 func TestCancelRunsCompensation(t *testing.T) {
-	clk, p := sim.NewManualClock(t0), newPlant()
+	clk, p := clock.NewManual(t0), newPlant()
 	e := jobs.New(jobs.Options{Clock: clk, Act: p.act})
 	defer e.Close(context.Background())
 	j, _ := e.Start(context.Background(), hold("valve", true, false, time.Minute))
@@ -154,7 +152,7 @@ func TestCancelRunsCompensation(t *testing.T) {
 // A sequence whose third step is refused compensates the two applied
 // steps, newest first.
 func TestFailedStepCompensatesNewestFirst(t *testing.T) {
-	clk, p := sim.NewManualClock(t0), newPlant()
+	clk, p := clock.NewManual(t0), newPlant()
 	p.fail["pump"] = true
 	e := jobs.New(jobs.Options{Clock: clk, Act: p.act})
 	defer e.Close(context.Background())
@@ -177,7 +175,7 @@ func TestFailedStepCompensatesNewestFirst(t *testing.T) {
 // each ends once, in the state its caller caused, and every actuator ends
 // at its restore value.
 func TestConcurrentJobs(t *testing.T) {
-	clk, p := sim.NewManualClock(t0), newPlant()
+	clk, p := clock.NewManual(t0), newPlant()
 	e := jobs.New(jobs.Options{Clock: clk, Act: p.act, Store: &memStore{}})
 	defer e.Close(context.Background())
 	const n = 24
@@ -233,7 +231,7 @@ func TestConcurrentJobs(t *testing.T) {
 // After a restart a job either resumes where it was on the clock or is
 // compensated at once; none stays running unseen.
 func TestRecoverResumesOrCompensates(t *testing.T) {
-	clk, p, st := sim.NewManualClock(t0), newPlant(), &memStore{}
+	clk, p, st := clock.NewManual(t0), newPlant(), &memStore{}
 	var mu sync.Mutex
 	var events []string
 	note := func(_ context.Context, ev string, j jobs.Job) {

@@ -12,15 +12,16 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 )
 
 // deskServer serves do_set_pump_speed, which needs a human's approval
 // above 80, with a desk; writes counts the actuations.
-func deskServer(t *testing.T) (*server.Server, *server.Desk, *manualClock, *int) {
+func deskServer(t *testing.T) (*server.Server, *server.Desk, *clock.Manual, *int) {
 	t.Helper()
-	clk := &manualClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}
+	clk := clock.NewManual(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	desk := server.NewDesk(nil, 0)
 	srv, err := server.New("pump", "1", server.WithClock(clk), server.WithDesk(desk))
 	if err != nil {
@@ -131,7 +132,7 @@ func TestDeskDeniesExpiresAndIsBounded(t *testing.T) {
 	if r := doAs(t, srv, agent, 90, "k1"); r.Status != promcp.StatusFailed || !strings.Contains(r.Reason, "sue denied this request") || *writes != 0 {
 		t.Fatalf("after the denial = %+v (writes %d), want refused saying sue denied it", r, *writes)
 	}
-	clk.add(11 * time.Minute)
+	clk.Advance(11 * time.Minute)
 	if n := len(desk.Requests()); n != 0 {
 		t.Fatalf("%d requests 11 minutes later, want none (they lapse after 10 minutes)", n)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/internal/waitgroup"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -57,14 +58,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("waiting for do_* calls in flight: %w", ctx.Err())
+	if err := waitgroup.Wait(ctx, &s.inflight); err != nil {
+		return fmt.Errorf("waiting for do_* calls in flight: %w", err)
 	}
+	return nil
 }
 
 // enter counts a do_* call in flight, unless the server is shutting down.

@@ -206,7 +206,7 @@ func TestGroupSessionIdleExpiry(t *testing.T) {
 	if code, _ := f.do(http.MethodPost, f.alice, "", initJSON); code != http.StatusTooManyRequests {
 		t.Fatalf("alice's second session, on /mcp (per-token cap 1 over all endpoints): status %d, want 429", code)
 	}
-	f.clk.add(ttl)
+	f.clk.Advance(ttl)
 	f.open(f.bob) // any request sweeps
 	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid+" endpoint=/mcp/zone1") {
 		t.Fatalf("no log of the idle session %s ending at /mcp/zone1; logs:\n%s", sid, f.logs)

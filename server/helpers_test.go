@@ -2,9 +2,7 @@ package server_test
 
 import (
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/promcp/promcp-device/server"
 )
@@ -30,22 +28,4 @@ func operatorToken(t *testing.T, caller string) (string, *server.Tokens) {
 		t.Fatal(err)
 	}
 	return token, tokens
-}
-
-// manualClock is a clock the test moves.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-func (c *manualClock) After(d time.Duration) <-chan time.Time { return make(chan time.Time) }
-func (c *manualClock) add(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/server/servertest"
 )
@@ -33,7 +34,7 @@ type limitsFixture struct {
 	url        string
 	alice, bob string
 	logs       *servertest.LogBuffer
-	clk        *manualClock
+	clk        *clock.Manual
 }
 
 func newLimitsFixture(t *testing.T, cfg server.HTTPConfig) *limitsFixture {
@@ -41,7 +42,7 @@ func newLimitsFixture(t *testing.T, cfg server.HTTPConfig) *limitsFixture {
 	logs := &servertest.LogBuffer{}
 	srv := newServer(t, "limits", server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	f := &limitsFixture{t: t, logs: logs, alice: server.NewToken(), bob: server.NewToken(),
-		clk: &manualClock{now: time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)}}
+		clk: clock.NewManual(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
 	tokens, err := server.ParseTokens("tokens", strings.NewReader(
 		server.TokenLine("alice", "operator", f.alice)+"\n"+server.TokenLine("bob", "viewer", f.bob)))
 	if err != nil {
@@ -121,15 +122,15 @@ func TestHTTPSessionIdleExpiry(t *testing.T) {
 	const ttl = 10 * time.Minute
 	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl}})
 	sid := f.open(f.alice)
-	f.clk.add(ttl - time.Second)
+	f.clk.Advance(ttl - time.Second)
 	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
 		t.Fatalf("a session used within its idle time: status %d, want 200", code)
 	}
-	f.clk.add(ttl - time.Second) // used a moment ago: still alive
+	f.clk.Advance(ttl - time.Second) // used a moment ago: still alive
 	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
 		t.Fatalf("a session used again within its idle time: status %d, want 200", code)
 	}
-	f.clk.add(ttl)
+	f.clk.Advance(ttl)
 	f.open(f.bob) // any request sweeps: the idle session is ended, in mcp-go too
 	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid) {
 		t.Fatalf("no log of the idle session %s ending; logs:\n%s", sid, f.logs)

@@ -74,19 +74,7 @@ func TestSubscriptionsUnderConcurrency(t *testing.T) {
 			}
 			clients = append(clients, c)
 		}
-		stop := make(chan struct{})
-		var notifier sync.WaitGroup
-		notifier.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-					s.Notify(uri, map[string]any{"value": 2})
-					time.Sleep(time.Millisecond)
-				}
-			}
-		})
+		stopNotifying := servertest.Meanwhile(func() { s.Notify(uri, map[string]any{"value": 2}) })
 		var wg sync.WaitGroup
 		for i, c := range clients {
 			wg.Go(func() {
@@ -111,8 +99,7 @@ func TestSubscriptionsUnderConcurrency(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		close(stop)
-		notifier.Wait()
+		stopNotifying()
 		synctest.Wait()
 		if n := s.Subscribers(uri); n != 0 {
 			t.Errorf("subscribers = %d, want 0", n)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/promcp/promcp-device/internal/positive"
 )
 
 // SessionLimits bound the MCP sessions an HTTP server keeps. A session
@@ -37,15 +38,9 @@ const (
 )
 
 func (l SessionLimits) withDefaults() SessionLimits {
-	if l.Total <= 0 {
-		l.Total = DefaultMaxSessions
-	}
-	if l.PerCaller <= 0 {
-		l.PerCaller = DefaultMaxSessionsPerCaller
-	}
-	if l.IdleTTL <= 0 {
-		l.IdleTTL = DefaultSessionIdleTTL
-	}
+	l.Total = positive.Or(l.Total, DefaultMaxSessions)
+	l.PerCaller = positive.Or(l.PerCaller, DefaultMaxSessionsPerCaller)
+	l.IdleTTL = positive.Or(l.IdleTTL, DefaultSessionIdleTTL)
 	return l
 }
 

@@ -11,6 +11,7 @@ import (
 	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -59,7 +60,7 @@ type ZoneState struct {
 }
 
 // New builds the simulated world of m on the clock clk (nil means real
-// time, [NewScaledClock](1)). m.Sim may be nil: then there are no zones, and
+// time, [clock.NewScaled](1)). m.Sim may be nil: then there are no zones, and
 // every SHT3x reads a constant [DefaultTemperature] and [DefaultHumidity].
 //
 // New fails when m refers to something it does not define (a zone's device,
@@ -67,7 +68,7 @@ type ZoneState struct {
 // manifest that passed validation builds.
 func New(m *manifests.Manifest, clk Clock) (*World, error) {
 	if clk == nil {
-		clk = NewScaledClock(1)
+		clk = clock.NewScaled(1)
 	}
 	w := &World{
 		clk:         clk,

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/promcp/promcp-device/internal/positive"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -43,15 +44,9 @@ type zone struct {
 }
 
 func newZone(cfg manifests.Zone, now time.Time, rng *rand.Rand) *zone {
-	if cfg.LeakTimeConstant <= 0 {
-		cfg.LeakTimeConstant = defaultLeak
-	}
-	if cfg.VentTimeConstant <= 0 {
-		cfg.VentTimeConstant = defaultVent
-	}
-	if cfg.FanTimeConstant <= 0 {
-		cfg.FanTimeConstant = defaultFan
-	}
+	cfg.LeakTimeConstant = positive.Or(cfg.LeakTimeConstant, defaultLeak)
+	cfg.VentTimeConstant = positive.Or(cfg.VentTimeConstant, defaultVent)
+	cfg.FanTimeConstant = positive.Or(cfg.FanTimeConstant, defaultFan)
 	if cfg.HeaterRate == 0 {
 		cfg.HeaterRate = defaultHeaterRate
 	}

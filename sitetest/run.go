@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -81,27 +80,6 @@ type Check struct {
 	Fail            string // "" when it held; else why not
 }
 
-// Recorder is an in-memory audit log: the server appends its do_*
-// records, and audit expectations look at those of their step.
-type Recorder struct {
-	mu   sync.Mutex
-	list []audit.Record
-}
-
-// Append records r.
-func (a *Recorder) Append(_ context.Context, r audit.Record) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.list = append(a.list, r)
-	return nil
-}
-
-func (a *Recorder) since(n int) ([]audit.Record, int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return append([]audit.Record(nil), a.list[min(n, len(a.list)):]...), len(a.list)
-}
-
 // runner holds one test's run.
 type runner struct {
 	ctx   context.Context
@@ -109,7 +87,7 @@ type runner struct {
 	c     *client.Client
 	clk   *sim.ManualClock
 	world *sim.World
-	aud   *Recorder
+	aud   *audit.Recorder
 	seen  int
 	vars  map[string]any
 }
@@ -122,7 +100,7 @@ func Run(ctx context.Context, t *Test, open Opener) *Result {
 	res := &Result{Test: t}
 	defer func() { res.Duration = time.Since(began) }()
 	clk := sim.NewManualClock(t.Start)
-	aud := &Recorder{}
+	aud := &audit.Recorder{}
 	env, err := open(ctx, t, clk, aud)
 	if err != nil {
 		res.Err = err
@@ -222,7 +200,7 @@ func (r *runner) call(st *Step, sr *StepResult) {
 		sr.Checks = append(sr.Checks, Check{What: "captures", Want: "${" + missing[0] + "} captured by an earlier step", Got: "not captured", Fail: "missing"})
 		return
 	}
-	_, r.seen = r.aud.since(r.seen)
+	r.seen = len(r.aud.Records())
 	ctx := server.WithCaller(r.ctx, server.Caller{Name: who.Name, Role: who.Role})
 	res, err := r.callTool(ctx, st.Call, args)
 	if err != nil {
@@ -232,8 +210,9 @@ func (r *runner) call(st *Step, sr *StepResult) {
 	body, isErr := bodyOf(res)
 	sr.Body = body
 	sr.Got = summary(st.Call, body, isErr, r.clk.Now().Location())
-	var records []audit.Record
-	records, r.seen = r.aud.since(r.seen)
+	all := r.aud.Records()
+	records := all[r.seen:] // this step's
+	r.seen = len(all)
 	if st.Expect != nil {
 		sr.Checks = r.expect(st.Expect, body, isErr, records)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/promcp/promcp-device/internal/positive"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -186,14 +187,8 @@ func leafAddr(ns *server.Server) string {
 }
 
 func ping(opts *server.Options, p manifests.FleetPing) {
-	opts.PingInterval = p.Interval
-	if opts.PingInterval <= 0 {
-		opts.PingInterval = manifests.DefaultLeafPingInterval
-	}
-	opts.MaxPingsOut = p.MaxMissed
-	if opts.MaxPingsOut <= 0 {
-		opts.MaxPingsOut = manifests.DefaultLeafPingMaxOut
-	}
+	opts.PingInterval = positive.Or(p.Interval, manifests.DefaultLeafPingInterval)
+	opts.MaxPingsOut = positive.Or(p.MaxMissed, manifests.DefaultLeafPingMaxOut)
 }
 
 func start(opts *server.Options, log *slog.Logger) (*server.Server, error) {

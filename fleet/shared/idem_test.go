@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/fleet/shared"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/storetest"
@@ -73,7 +74,7 @@ func testStoreConformance(t *testing.T, f *fleet) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	storetest.Run(t, func(t *testing.T, clk *storetest.Clock) idempotency.Store {
+	storetest.Run(t, func(t *testing.T, clk *clock.Manual) idempotency.Store {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		st, err := js.Stream(ctx, "KV_"+shared.IdemBucket)

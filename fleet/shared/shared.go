@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/internal/positive"
 )
 
 // Names of the fleet's buckets and streams in the hub domain.
@@ -83,18 +84,12 @@ func (c *Config) fill() error {
 	if c.IdemTTL < 24*time.Hour {
 		c.IdemTTL = 24 * time.Hour
 	}
-	if c.RateMaxAge <= 0 {
-		c.RateMaxAge = 24 * time.Hour
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = 2 * time.Second
-	}
+	c.RateMaxAge = positive.Or(c.RateMaxAge, 24*time.Hour)
+	c.Timeout = positive.Or(c.Timeout, 2*time.Second)
 	if c.LocalDomain != "" && !idRE.MatchString(c.LocalDomain) {
 		return fmt.Errorf("fleet shared state: local domain %q: want letters, digits, '-' or '_'", c.LocalDomain)
 	}
-	if c.LinkGrace <= 0 {
-		c.LinkGrace = 3 * time.Second
-	}
+	c.LinkGrace = positive.Or(c.LinkGrace, 3*time.Second)
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
 )
@@ -98,57 +99,41 @@ func (b *Bench) Connect(opts ...client.ClientOption) *client.Client {
 // one of its surfaces) made with opts, closed when the test ends.
 func Connect(tb testing.TB, srv *server.Server, opts ...client.ClientOption) *client.Client {
 	tb.Helper()
-	c, err := client.NewInProcessClientWithOptions(srv.MCP(), opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { c.Close() })
-	if err := c.Start(tb.Context()); err != nil {
-		tb.Fatal(err)
-	}
-	if _, err := c.Initialize(tb.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}}); err != nil {
-		tb.Fatal(err)
-	}
-	return c
+	return servertest.Client(tb, srv, mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}, opts...)
 }
 
 // Manifest loads the manifest file at path.
 func Manifest(tb testing.TB, path string) *manifests.Manifest {
 	tb.Helper()
-	m, err := manifests.Load(path)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return m
+	return must(manifests.Load(path))(tb)
 }
 
 // ManifestText parses the manifest text (named name in errors).
 func ManifestText(tb testing.TB, name, text string) *manifests.Manifest {
 	tb.Helper()
-	m, err := manifests.Parse(name, []byte(text))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return m
+	return must(manifests.Parse(name, []byte(text)))(tb)
 }
 
 // Policy loads the policy file at path for m.
 func Policy(tb testing.TB, path string, m *manifests.Manifest) *manifests.Policy {
 	tb.Helper()
-	p, err := manifests.LoadPolicy(path, m)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return p
+	return must(manifests.LoadPolicy(path, m))(tb)
 }
 
 // PolicyText parses the policy text (named name in errors) for m.
 func PolicyText(tb testing.TB, name, text string, m *manifests.Manifest) *manifests.Policy {
 	tb.Helper()
-	p, err := manifests.ParsePolicy(name, []byte(text), m)
-	if err != nil {
-		tb.Fatal(err)
+	return must(manifests.ParsePolicy(name, []byte(text), m))(tb)
+}
+
+// must returns a loader's result, failing the test with its error:
+// must(manifests.Load(path))(tb).
+func must[T any](v T, err error) func(testing.TB) T {
+	return func(tb testing.TB) T {
+		tb.Helper()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return v
 	}
-	return p
 }

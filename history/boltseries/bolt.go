@@ -6,7 +6,6 @@ package boltseries
 
 import (
 	"bytes"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -57,12 +56,6 @@ type record struct {
 	Q promcp.Quality `json:"q"`
 }
 
-func key(t time.Time) []byte {
-	var k [8]byte
-	binary.BigEndian.PutUint64(k[:], uint64(t.UnixNano()))
-	return k[:]
-}
-
 // Append implements history.Store. Every pruneEvery appends to a series,
 // the samples older than its retention, and the oldest beyond MaxSamples,
 // are deleted.
@@ -84,7 +77,7 @@ func (s *Store) Append(name string, x history.Sample) error {
 		if err != nil {
 			return err
 		}
-		if err := b.Put(key(x.Time), v); err != nil {
+		if err := b.Put(boltdb.TimeKey(x.Time), v); err != nil {
 			return err
 		}
 		if prune {
@@ -101,13 +94,10 @@ func (s *Store) Append(name string, x history.Sample) error {
 // prune deletes the samples of b older than the retention, then the
 // oldest beyond the maximum count.
 func (s *Store) prune(b *bolt.Bucket, name string) error {
-	cut := key(s.now().Add(-s.retention(name)))
-	c := b.Cursor()
-	for k, _ := c.First(); k != nil && bytes.Compare(k, cut) < 0; k, _ = c.First() {
-		if err := c.Delete(); err != nil {
-			return err
-		}
+	if err := boltdb.DeleteBefore(b, s.now().Add(-s.retention(name))); err != nil {
+		return err
 	}
+	c := b.Cursor()
 	for n := b.Stats().KeyN; n > s.max; n-- {
 		if k, _ := c.First(); k == nil {
 			break
@@ -122,19 +112,12 @@ func (s *Store) prune(b *bolt.Bucket, name string) error {
 // Since implements history.Store.
 func (s *Store) Since(name string, t time.Time) ([]history.Sample, error) {
 	var out []history.Sample
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(name))
-		if b == nil {
-			return nil
+	err := boltdb.Since(s.db, name, t, func(at time.Time, v []byte) error {
+		x, err := decode(at, v)
+		if err != nil {
+			return err
 		}
-		c := b.Cursor()
-		for k, v := c.Seek(key(t)); k != nil; k, v = c.Next() {
-			x, err := decode(k, v)
-			if err != nil {
-				return err
-			}
-			out = append(out, x)
-		}
+		out = append(out, x)
 		return nil
 	})
 	if err != nil {
@@ -143,14 +126,14 @@ func (s *Store) Since(name string, t time.Time) ([]history.Sample, error) {
 	return out, nil
 }
 
-func decode(k, v []byte) (history.Sample, error) {
+func decode(at time.Time, v []byte) (history.Sample, error) {
 	var r record
 	d := json.NewDecoder(bytes.NewReader(v))
 	d.UseNumber()
 	if err := d.Decode(&r); err != nil {
 		return history.Sample{}, err
 	}
-	x := history.Sample{Time: time.Unix(0, int64(binary.BigEndian.Uint64(k))).UTC(), Quality: r.Q, Value: r.V}
+	x := history.Sample{Time: at.UTC(), Quality: r.Q, Value: r.V}
 	if n, ok := r.V.(json.Number); ok {
 		if r.I {
 			i, err := n.Int64()

@@ -20,6 +20,7 @@ import (
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/internal/boltdb"
+	"github.com/promcp/promcp-device/internal/positive"
 )
 
 // ErrClosed is returned by Do once the store is closed.
@@ -103,16 +104,12 @@ type flight struct {
 // timeout for another process to release the file; it sweeps expired
 // records.
 func OpenBolt(path string, timeout time.Duration, opts BoltOptions) (*Bolt, error) {
-	if opts.TTL <= 0 {
-		opts.TTL = idempotency.DefaultTTL
-	}
+	opts.TTL = positive.Or(opts.TTL, idempotency.DefaultTTL)
 	opts.Clock = clock.Or(opts.Clock)
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	if opts.MaxBatchDelay <= 0 {
-		opts.MaxBatchDelay = 2 * time.Millisecond
-	}
+	opts.MaxBatchDelay = positive.Or(opts.MaxBatchDelay, 2*time.Millisecond)
 	db, err := boltdb.Open(path, "idempotency store", timeout, keysBucket)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
 	"github.com/promcp/promcp-device/idempotency/storetest"
@@ -15,9 +16,11 @@ import (
 
 var _ idempotency.Store = (*boltstore.Bolt)(nil)
 
-func openBolt(t *testing.T, path string) *boltstore.Bolt {
+// openBolt opens the store at path, keeping outcomes for storetest.TTL by
+// clk (nil: the system clock).
+func openBolt(t *testing.T, path string, clk clock.Clock) *boltstore.Bolt {
 	t.Helper()
-	b, err := boltstore.OpenBolt(path, time.Second, boltstore.BoltOptions{TTL: time.Hour})
+	b, err := boltstore.OpenBolt(path, time.Second, boltstore.BoltOptions{TTL: storetest.TTL, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +32,8 @@ var counting = storetest.Counting
 // TestBolt: the bbolt store passes the shared suite; what only a durable
 // store does is tested below.
 func TestBolt(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, clk *storetest.Clock) idempotency.Store {
-		b, err := boltstore.OpenBolt(filepath.Join(t.TempDir(), "state.db"), time.Second, boltstore.BoltOptions{TTL: storetest.TTL, Clock: clk})
-		if err != nil {
-			t.Fatal(err)
-		}
+	storetest.Run(t, func(t *testing.T, clk *clock.Manual) idempotency.Store {
+		b := openBolt(t, filepath.Join(t.TempDir(), "state.db"), clk)
 		t.Cleanup(func() { b.Close() })
 		return b
 	})
@@ -42,14 +42,14 @@ func TestBolt(t *testing.T) {
 func TestBoltReplaysAcrossReopen(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	var runs atomic.Int32
-	b := openBolt(t, path)
+	b := openBolt(t, path, nil)
 	if out, replayed, err := b.Do(t.Context(), "k", "fp", counting(&runs, "first", true)); err != nil || replayed || string(out) != "first" {
 		t.Fatalf("first Do = %q, %t, %v", out, replayed, err)
 	}
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b = openBolt(t, path)
+	b = openBolt(t, path, nil)
 	defer b.Close()
 	out, replayed, err := b.Do(t.Context(), "k", "fp", counting(&runs, "second", true))
 	if err != nil || !replayed || string(out) != "first" {
@@ -65,12 +65,12 @@ func TestBoltReplaysAcrossReopen(t *testing.T) {
 
 func TestBoltRecoversAnAttemptLeftInFlight(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	b := openBolt(t, path)
+	b := openBolt(t, path, nil)
 	if err := boltstore.LeaveInFlight(b, "k", "fp"); err != nil {
 		t.Fatal(err)
 	}
 	b.Close()
-	b = openBolt(t, path)
+	b = openBolt(t, path, nil)
 	defer b.Close()
 	if _, _, err := b.Do(t.Context(), "k", "other", counting(new(atomic.Int32), "x", true)); !errors.Is(err, idempotency.ErrConflict) {
 		t.Fatalf("recovering with another fingerprint = %v, want ErrConflict", err)
@@ -94,7 +94,7 @@ func TestBoltRecoversAnAttemptLeftInFlight(t *testing.T) {
 }
 
 func TestBoltClosed(t *testing.T) {
-	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"))
+	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"), nil)
 	b.Close()
 	if _, _, err := b.Do(t.Context(), "k", "a", counting(new(atomic.Int32), "x", true)); !errors.Is(err, boltstore.ErrClosed) {
 		t.Fatalf("Do after Close = %v, want ErrClosed", err)
@@ -107,7 +107,7 @@ func TestBoltClosed(t *testing.T) {
 // keeps nothing is forgotten.
 func TestBoltBeginsWhenTheActionSaysSo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	b := openBolt(t, path)
+	b := openBolt(t, path, nil)
 	defer b.Close()
 	n := func() int {
 		k, err := b.Len()

@@ -23,7 +23,7 @@ import (
 // after a restart answers alike.
 func TestBoltUnrecordedOutcomeIsReplayedAlike(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	b := openBolt(t, path)
+	b := openBolt(t, path, nil)
 	var runs atomic.Int32
 	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
 		runs.Add(1)
@@ -54,7 +54,7 @@ func TestBoltUnrecordedOutcomeIsReplayedAlike(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	b = openBolt(t, path)
+	b = openBolt(t, path, nil)
 	defer b.Close()
 	out, replayed, err = b.Do(t.Context(), "k", "fp", act)
 	if !errors.Is(err, idempotency.ErrNotRecorded) || !replayed || string(out) != "moved" {
@@ -70,7 +70,7 @@ func TestBoltUnrecordedOutcomeIsReplayedAlike(t *testing.T) {
 // next call recovers it instead of actuating again.
 func TestBoltUnrecordedOutcomeLostByRestartIsRecovered(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	b := openBolt(t, path)
+	b := openBolt(t, path, nil)
 	_, _, err := b.Do(t.Context(), "k", "fp", func(ctx context.Context, at idempotency.Attempt) ([]byte, bool, error) {
 		if err := at.Begin(ctx); err != nil { // in flight, durably, before it acts
 			return nil, false, err
@@ -82,7 +82,7 @@ func TestBoltUnrecordedOutcomeLostByRestartIsRecovered(t *testing.T) {
 		t.Fatalf("Do = %v, want ErrNotRecorded", err)
 	}
 	b.Close()
-	b = openBolt(t, path)
+	b = openBolt(t, path, nil)
 	defer b.Close()
 	var recovering bool
 	out, _, err := b.Do(t.Context(), "k", "fp", func(_ context.Context, at idempotency.Attempt) ([]byte, bool, error) {
@@ -98,7 +98,7 @@ func TestBoltUnrecordedOutcomeLostByRestartIsRecovered(t *testing.T) {
 // the disk is too full to delete its in-flight record, a retry must still
 // be evaluated afresh, not recovered as if something had moved.
 func TestBoltUnforgettableRefusalIsForgotten(t *testing.T) {
-	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"))
+	b := openBolt(t, filepath.Join(t.TempDir(), "state.db"), nil)
 	defer b.Close()
 	var attempts []idempotency.Attempt
 	act := func(_ context.Context, at idempotency.Attempt) ([]byte, bool, error) {

@@ -19,43 +19,22 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 )
 
 // TTL is how long the store under test must keep an outcome.
 const TTL = time.Hour
 
-// Clock is a manual clock; it satisfies idempotency.Clock.
-type Clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-// NewClock returns a clock stopped at t.
-func NewClock(t time.Time) *Clock { return &Clock{t: t} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-
-// After never fires: the stores only tell the time.
-func (c *Clock) After(time.Duration) <-chan time.Time { return nil }
-
-// Advance moves the clock on by d.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // Open returns an empty store that keeps outcomes for [TTL] by clk and is
 // closed when the test ends.
-type Open func(t *testing.T, clk *Clock) idempotency.Store
+type Open func(t *testing.T, clk *clock.Manual) idempotency.Store
 
 // Run runs the suite on stores that open returns.
 func Run(t *testing.T, open Open) {
 	for _, tc := range []struct {
 		name string
-		test func(*testing.T, idempotency.Store, *Clock)
+		test func(*testing.T, idempotency.Store, *clock.Manual)
 	}{
 		{"ReplaysKeptOutcome", replaysKeptOutcome},
 		{"Conflict", conflict},
@@ -66,7 +45,7 @@ func Run(t *testing.T, open Open) {
 		{"WaiterHonoursContext", waiterHonoursContext},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clk := NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+			clk := clock.NewManual(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 			tc.test(t, open(t, clk), clk)
 		})
 	}
@@ -81,7 +60,7 @@ func Counting(runs *atomic.Int32, out string, keep bool) idempotency.Action {
 	}
 }
 
-func replaysKeptOutcome(t *testing.T, s idempotency.Store, _ *Clock) {
+func replaysKeptOutcome(t *testing.T, s idempotency.Store, _ *clock.Manual) {
 	var runs atomic.Int32
 	out, replayed, err := s.Do(t.Context(), "k", "fp", Counting(&runs, `{"n":1}`, true))
 	if err != nil || replayed || string(out) != `{"n":1}` {
@@ -96,7 +75,7 @@ func replaysKeptOutcome(t *testing.T, s idempotency.Store, _ *Clock) {
 	}
 }
 
-func conflict(t *testing.T, s idempotency.Store, _ *Clock) {
+func conflict(t *testing.T, s idempotency.Store, _ *clock.Manual) {
 	var runs atomic.Int32
 	if _, _, err := s.Do(t.Context(), "k", "a", Counting(&runs, "x", true)); err != nil {
 		t.Fatal(err)
@@ -106,7 +85,7 @@ func conflict(t *testing.T, s idempotency.Store, _ *Clock) {
 	}
 }
 
-func doesNotKeepRefusals(t *testing.T, s idempotency.Store, _ *Clock) {
+func doesNotKeepRefusals(t *testing.T, s idempotency.Store, _ *clock.Manual) {
 	var runs atomic.Int32
 	for range 2 {
 		if out, replayed, err := s.Do(t.Context(), "k", "a", Counting(&runs, "refused", false)); err != nil || replayed || string(out) != "refused" {
@@ -122,7 +101,7 @@ func doesNotKeepRefusals(t *testing.T, s idempotency.Store, _ *Clock) {
 	}
 }
 
-func errorKeepsNothing(t *testing.T, s idempotency.Store, _ *Clock) {
+func errorKeepsNothing(t *testing.T, s idempotency.Store, _ *clock.Manual) {
 	boom := errors.New("bus fault")
 	if _, _, err := s.Do(t.Context(), "k", "a", func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
 		return nil, true, boom
@@ -135,7 +114,7 @@ func errorKeepsNothing(t *testing.T, s idempotency.Store, _ *Clock) {
 	}
 }
 
-func expires(t *testing.T, s idempotency.Store, clk *Clock) {
+func expires(t *testing.T, s idempotency.Store, clk *clock.Manual) {
 	var runs atomic.Int32
 	s.Do(t.Context(), "k", "a", Counting(&runs, "x", true))
 	clk.Advance(TTL - time.Minute)
@@ -154,7 +133,7 @@ func expires(t *testing.T, s idempotency.Store, clk *Clock) {
 // concurrentDuplicatesRunOnce: 20 keys, each called 10 times at once while
 // its first action is held, run once each, and every caller of a key gets
 // its one outcome.
-func concurrentDuplicatesRunOnce(t *testing.T, s idempotency.Store, _ *Clock) {
+func concurrentDuplicatesRunOnce(t *testing.T, s idempotency.Store, _ *clock.Manual) {
 	const keys, dup = 20, 10
 	var runs atomic.Int32
 	release := make(chan struct{})
@@ -196,7 +175,7 @@ func concurrentDuplicatesRunOnce(t *testing.T, s idempotency.Store, _ *Clock) {
 
 // waiterHonoursContext: a call that waits for another caller's action on
 // the same key returns when its own context ends.
-func waiterHonoursContext(t *testing.T, s idempotency.Store, _ *Clock) {
+func waiterHonoursContext(t *testing.T, s idempotency.Store, _ *clock.Manual) {
 	held, block := make(chan struct{}), make(chan struct{})
 	done := make(chan struct{})
 	go func() {

@@ -4,7 +4,6 @@
 package boltstate
 
 import (
-	"encoding/binary"
 	"log/slog"
 	"slices"
 	"time"
@@ -44,27 +43,13 @@ func OpenBoltState(path string, log *slog.Logger) (*BoltState, error) {
 // Close closes the file.
 func (s *BoltState) Close() error { return s.db.Close() }
 
-func stamp(t time.Time) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], uint64(t.UnixNano()))
-	return b[:]
-}
-
 // History implements State: the history on disk and what this process
 // recorded, each actuation once.
 func (s *BoltState) History(action string, since time.Time) []time.Time {
 	out := s.mem.History(action, since)
-	err := s.db.View(func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(action))
-		if b == nil {
-			return nil
-		}
-		c := b.Cursor()
-		for k, _ := c.Seek(stamp(since)); k != nil; k, _ = c.Next() {
-			t := time.Unix(0, int64(binary.BigEndian.Uint64(k)))
-			if !slices.ContainsFunc(out, t.Equal) {
-				out = append(out, t)
-			}
+	err := boltdb.Since(s.db, action, since, func(t time.Time, _ []byte) error {
+		if !slices.ContainsFunc(out, t.Equal) {
+			out = append(out, t)
 		}
 		return nil
 	})
@@ -90,16 +75,9 @@ func (s *BoltState) write(action string, t time.Time) error {
 		if err != nil {
 			return err
 		}
-		if err := b.Put(stamp(t), nil); err != nil {
+		if err := b.Put(boltdb.TimeKey(t), nil); err != nil {
 			return err
 		}
-		c := b.Cursor()
-		cut := stamp(t.Add(-24 * time.Hour))
-		for k, _ := c.First(); k != nil && string(k) < string(cut); k, _ = c.First() {
-			if err := c.Delete(); err != nil {
-				return err
-			}
-		}
-		return nil
+		return boltdb.DeleteBefore(b, t.Add(-24*time.Hour))
 	})
 }

@@ -1,7 +1,8 @@
 // Package servertest helps test servers built with package server (the
 // library's own tests, the gateway's, the binary's): an MCP client of a
-// [server.Server] in process, and a buffer to collect logs in. Like the
-// server, it pulls in no hardware package.
+// [server.Server] in process, a buffer to collect logs in, and a loop to
+// run beside concurrent calls. Like the server, it pulls in no hardware
+// package.
 package servertest
 
 import (
