@@ -41,7 +41,7 @@ func TestExampleManifests(t *testing.T) {
 						t.Errorf("%s: Sense() = %v", d.Name, err)
 					}
 				case manifests.ModelRegisters:
-					r := i2c.NewRegisters(buses[d.Bus], d.Address, driverconf.I2CRegisters(d.Registers))
+					r := i2c.NewRegisters(buses[d.Bus], d.Address, d.Registers)
 					for _, reg := range d.Registers {
 						got, err := r.Read(t.Context(), reg.Name)
 						if err != nil {

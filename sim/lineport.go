@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
@@ -24,7 +23,7 @@ func (e *ModbusEndpoints) OpenPort(ctx context.Context, b manifests.Bus) (modbus
 		s := b.Serial
 		s.Port = path
 		s.RS485 = manifests.RS485None // a pty has no transceiver
-		return modbus.OpenPort(ctx, driverconf.Serial(s))
+		return modbus.OpenPort(ctx, s)
 	}
 	addr, ok := e.loop[b.Name]
 	if !ok {

@@ -50,7 +50,7 @@ func TestSerialLinesWithoutPTY(t *testing.T) {
 		}
 		line := modbus.NewRTU(modbus.Config{Name: "rs485", Timeout: time.Second}, rtu, modbus.FrameGap(19200), false, nil)
 		defer line.Close()
-		v, err := line.Unit(5).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), 0)["speed_setpoint"].Read(t.Context())
+		v, err := line.Unit(5).Points(m.Devices[0].ModbusRegisters, 0)["speed_setpoint"].Read(t.Context())
 		if err != nil || v != 321.0 {
 			t.Fatalf("noPTY=%t: RTU read = %v, %v; want 321", noPTY, v, err)
 		}

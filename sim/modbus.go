@@ -6,7 +6,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -169,7 +168,7 @@ func (s *ModbusSlave) getLocked(name string) (any, error) {
 	for i := range r.Words() {
 		binary.BigEndian.PutUint16(wire[2*i:], tab[r.Address+uint16(i)])
 	}
-	raw, err := modbus.CodecOf(driverconf.ModbusRegister(r)).Decode(wire)
+	raw, err := modbus.CodecOf(r).Decode(wire)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +193,7 @@ func (s *ModbusSlave) setLocked(name string, v any) error {
 		}
 		return nil
 	}
-	c := modbus.CodecOf(driverconf.ModbusRegister(r))
+	c := modbus.CodecOf(r)
 	tab := s.table(r.Table)
 	var wire []byte
 	if r.Type == manifests.DataBool && r.Bit >= 0 {

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -84,7 +83,7 @@ func (s *ModbusSlave) distort(fs *faultState, req, res []byte) {
 	if reg == nil {
 		return
 	}
-	c := modbus.CodecOf(driverconf.ModbusRegister(*reg))
+	c := modbus.CodecOf(*reg)
 	words := uint16(c.Words())
 	if reg.Address < start || reg.Address+words > start+n || len(res) < 2+2*int(n) {
 		return
