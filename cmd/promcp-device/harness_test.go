@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/promcp/promcptest"
 	"github.com/promcp/promcp-device/server"
 )
 
@@ -44,10 +45,7 @@ func connect(t *testing.T, c *client.Client) *session {
 	if err != nil {
 		t.Fatalf("tools/list: %v", err)
 	}
-	v, err := promcp.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := promcptest.Validator(t)
 	for _, tool := range list.Tools {
 		if len(tool.RawOutputSchema) == 0 && tool.OutputSchema.Type == "" {
 			t.Fatalf("tool %s has no outputSchema", tool.Name)
