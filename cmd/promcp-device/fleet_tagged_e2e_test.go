@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/promcp/promcp-device/internal/testnet"
 )
 
 // The README's three-gateway fleet, run by the real binary built with
@@ -74,7 +75,7 @@ func (f *taggedFleet) write(t *testing.T, name, body string) string {
 func (f *taggedFleet) writeFiles(t *testing.T) {
 	var client, cluster, leaf [3]string
 	for i := range 3 {
-		client[i], cluster[i], leaf[i] = freeTCP(t), freeTCP(t), freeTCP(t)
+		client[i], cluster[i], leaf[i] = testnet.FreeAddr(t), testnet.FreeAddr(t), testnet.FreeAddr(t)
 	}
 	// The fleet's shared secret: every link authenticates with it (mode
 	// 0600, as the loader insists).
@@ -276,17 +277,6 @@ func buildTagged(t *testing.T) string {
 		t.Fatalf("go %s: %v\n%s", strings.Join(flags, " "), err, out)
 	}
 	return bin
-}
-
-// freeTCP returns a loopback address no one listens on now.
-func freeTCP(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // fleetProc is a process of the fleet and the address it printed.

@@ -4,11 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/promcp/promcp-device/internal/testnet"
 )
 
 // TestServeExtraArgument: a positional argument is reported as such, not
@@ -44,7 +45,7 @@ func TestLoadErrorsNameTheCommand(t *testing.T) {
 
 // TestScanUnreachable: nothing listening is an error (exit 1), said as such.
 func TestScanUnreachable(t *testing.T) {
-	addr := closedPort(t)
+	addr := testnet.FreeAddr(t)
 	out, stderr, code := runCLI(t, "scan", "--tcp", addr, "--units", "1-2", "--pause", "1ms")
 	if code != 1 || !strings.Contains(stderr, "cannot reach "+addr) || strings.Contains(out, "unit 1:") {
 		t.Fatalf("scan of a closed port: exit %d, stdout %q, stderr %q; want exit 1, cannot reach", code, out, stderr)
@@ -144,19 +145,6 @@ func TestReadOnlyCanDoAsTheREADMESays(t *testing.T) {
 	if b["capability"] != "do_set_heater" || b["permission"] != "policy_denied" || b["reason"] != "this gateway serves read-only: do_set_heater is not available" {
 		t.Fatalf("blocked = %v; want do_set_heater policy_denied, the README's reason", b)
 	}
-}
-
-// closedPort returns a loopback address nothing listens on (it was just
-// closed).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // wireTools runs the binary with args (a stdio serve) and returns the
