@@ -10,6 +10,7 @@ import (
 
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -22,7 +23,7 @@ func (e *ModbusEndpoints) OpenPort(ctx context.Context, b manifests.Bus) (modbus
 	if path, ok := e.port[b.Name]; ok {
 		s := b.Serial
 		s.Port = path
-		s.RS485 = manifests.RS485None // a pty has no transceiver
+		s.RS485 = modbusconf.RS485None // a pty has no transceiver
 		return modbus.OpenPort(ctx, s)
 	}
 	addr, ok := e.loop[b.Name]

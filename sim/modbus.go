@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -63,7 +64,7 @@ func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, 
 		w: w, name: d.Name, unit: d.UnitID, regs: map[string]manifests.ModbusRegister{},
 		coils: map[uint16]bool{}, discrete: map[uint16]bool{},
 		holding: map[uint16]uint16{}, input: map[uint16]uint16{},
-		writable: map[manifests.Table]map[uint16]bool{manifests.TableCoil: {}, manifests.TableHolding: {}},
+		writable: map[manifests.Table]map[uint16]bool{modbusconf.TableCoil: {}, modbusconf.TableHolding: {}},
 		last:     now,
 	}
 	for _, r := range d.ModbusRegisters {
@@ -71,13 +72,13 @@ func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, 
 		for i := range max(1, r.Words()) {
 			a := r.Address + uint16(i)
 			switch r.Table {
-			case manifests.TableCoil:
+			case modbusconf.TableCoil:
 				s.coils[a] = false
-			case manifests.TableDiscrete:
+			case modbusconf.TableDiscrete:
 				s.discrete[a] = false
-			case manifests.TableHolding:
+			case modbusconf.TableHolding:
 				s.holding[a] = 0
-			case manifests.TableInput:
+			case modbusconf.TableInput:
 				s.input[a] = 0
 			}
 			if r.Writable {
@@ -93,7 +94,7 @@ func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, 
 				return nil, fmt.Errorf("sim: device %s: initial value for unknown register %q", d.Name, name)
 			}
 			var val any = v
-			if r.Type == manifests.DataBool {
+			if r.Type == modbusconf.DataBool {
 				val = v != 0
 			}
 			if err := s.setLocked(name, val); err != nil {
@@ -158,9 +159,9 @@ func (s *ModbusSlave) getLocked(name string) (any, error) {
 		return nil, fmt.Errorf("sim: device %s has no register %q", s.name, name)
 	}
 	switch r.Table {
-	case manifests.TableCoil:
+	case modbusconf.TableCoil:
 		return s.coils[r.Address], nil
-	case manifests.TableDiscrete:
+	case modbusconf.TableDiscrete:
 		return s.discrete[r.Address], nil
 	}
 	tab := s.table(r.Table)
@@ -181,12 +182,12 @@ func (s *ModbusSlave) setLocked(name string, v any) error {
 		return fmt.Errorf("sim: device %s has no register %q", s.name, name)
 	}
 	switch r.Table {
-	case manifests.TableCoil, manifests.TableDiscrete:
+	case modbusconf.TableCoil, modbusconf.TableDiscrete:
 		on, ok := v.(bool)
 		if !ok {
 			return fmt.Errorf("sim: register %s takes a bool, not %T", name, v)
 		}
-		if r.Table == manifests.TableCoil {
+		if r.Table == modbusconf.TableCoil {
 			s.coils[r.Address] = on
 		} else {
 			s.discrete[r.Address] = on
@@ -196,7 +197,7 @@ func (s *ModbusSlave) setLocked(name string, v any) error {
 	c := modbus.CodecOf(r)
 	tab := s.table(r.Table)
 	var wire []byte
-	if r.Type == manifests.DataBool && r.Bit >= 0 {
+	if r.Type == modbusconf.DataBool && r.Bit >= 0 {
 		on, ok := v.(bool)
 		if !ok {
 			return fmt.Errorf("sim: register %s takes a bool, not %T", name, v)
@@ -222,7 +223,7 @@ func (s *ModbusSlave) setLocked(name string, v any) error {
 }
 
 func (s *ModbusSlave) table(t manifests.Table) map[uint16]uint16 {
-	if t == manifests.TableHolding {
+	if t == modbusconf.TableHolding {
 		return s.holding
 	}
 	return s.input
