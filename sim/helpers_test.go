@@ -72,26 +72,6 @@ func labBench() *manifests.Manifest {
 	}
 }
 
-// parse parses the manifest src, called name in its errors.
-func parse(t *testing.T, name, src string) *manifests.Manifest {
-	t.Helper()
-	m, err := manifests.Parse(name, []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// load loads the manifest file.
-func load(t *testing.T, file string) *manifests.Manifest {
-	t.Helper()
-	m, err := manifests.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // newWorld builds m on a manual clock.
 func newWorld(t *testing.T, m *manifests.Manifest) (*sim.World, *sim.ManualClock) {
 	t.Helper()

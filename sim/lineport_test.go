@@ -7,7 +7,7 @@ import (
 	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/serial"
-	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 )
 
 const serialLines = `
@@ -31,10 +31,7 @@ devices:
 // and text lines, so serve --sim still runs them through the real drivers.
 func TestSerialLinesWithoutPTY(t *testing.T) {
 	for _, noPTY := range []bool{false, true} {
-		m, err := manifests.Parse("lines.yml", []byte(serialLines))
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := manifesttest.Parse(t, "lines.yml", serialLines)
 		w, err := New(m, NewManualClock(time.Unix(0, 0)))
 		if err != nil {
 			t.Fatal(err)

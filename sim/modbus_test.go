@@ -12,6 +12,7 @@ import (
 
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -48,7 +49,7 @@ sim:
 
 func plantWorld(t *testing.T) (*sim.World, *sim.ManualClock) {
 	t.Helper()
-	return newWorld(t, parse(t, "plant.yml", plant))
+	return newWorld(t, manifesttest.Parse(t, "plant.yml", plant))
 }
 
 // TestVFDRampsCoolsAndMeters: the VFD's speed follows its setpoint at
