@@ -3,7 +3,6 @@ package modbus_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -85,16 +84,14 @@ func serve(t testing.TB, w *sim.World, k manifests.BusKind, cfg modbus.Config) (
 		}
 		line = modbus.NewRTU(cfg, port, modbus.FrameGap(115200), false, nil)
 	default:
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		addr, err := srv.ServeLoopback(k)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if k == manifests.BusModbusTCP {
-			go srv.ServeTCP(ln)
-			line = modbus.NewTCP(cfg, modbus.DialerTCP(ln.Addr().String()), nil)
+			line = modbus.NewTCP(cfg, modbus.DialerTCP(addr), nil)
 		} else {
-			go srv.ServeRTUOverTCP(ln)
-			line = modbus.NewRTUOverTCP(cfg, modbus.DialerTCP(ln.Addr().String()), nil)
+			line = modbus.NewRTUOverTCP(cfg, modbus.DialerTCP(addr), nil)
 		}
 	}
 	t.Cleanup(func() { line.Close() })
