@@ -205,10 +205,7 @@ func TestStdioGroup(t *testing.T) {
 // gets a warning with groups to declare; pasted into the manifest, they
 // validate and each is within the limits.
 func TestLintSuggestsGroups(t *testing.T) {
-	data, err := os.ReadFile(greenhouse)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := readFile(t, greenhouse)
 	text := string(data)
 	start, end := strings.Index(text, "\ngroups:\n"), strings.Index(text, "\nsim:\n")
 	if start < 0 || end < start {

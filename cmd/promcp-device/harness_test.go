@@ -120,6 +120,16 @@ func startPrinting(t *testing.T, pattern string, args ...string) string {
 	return url
 }
 
+// readFile returns the content of the file at path; an error fails t.
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // logFile is a file for a child's stderr (its log), closed when the test
 // ends, and a function that reads what the file holds so far.
 func logFile(t *testing.T) (*os.File, func() string) {
@@ -130,11 +140,7 @@ func logFile(t *testing.T) (*os.File, func() string) {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f, func() string {
-		b, err := os.ReadFile(f.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+		return string(readFile(t, f.Name()))
 	}
 }
 

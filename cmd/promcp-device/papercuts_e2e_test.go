@@ -126,10 +126,7 @@ func jsonEqual(t *testing.T, a, b json.RawMessage) bool {
 // TestReadOnlyCanDoAsTheREADMESays: the README's --read-only row says what
 // can_do answers on a read-only gateway.
 func TestReadOnlyCanDoAsTheREADMESays(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readFile(t, "../../README.md")
 	const says = "`can_do` lists the actions that match the intent as blocked `policy_denied`, reason \"this gateway serves read-only: do_X is not available\", and no candidate"
 	if !strings.Contains(string(readme), says) {
 		t.Fatalf("README no longer says %q", says)
