@@ -45,7 +45,7 @@ type ModbusSlave struct {
 
 	coils, discrete map[uint16]bool
 	holding, input  map[uint16]uint16
-	writable        map[manifests.Table]map[uint16]bool
+	writable        map[modbusconf.Table]map[uint16]bool
 
 	profile  manifests.SimProfile
 	speed    float64 // vfd: actual speed, Hz
@@ -64,7 +64,7 @@ func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, 
 		w: w, name: d.Name, unit: d.UnitID, regs: map[string]manifests.ModbusRegister{},
 		coils: map[uint16]bool{}, discrete: map[uint16]bool{},
 		holding: map[uint16]uint16{}, input: map[uint16]uint16{},
-		writable: map[manifests.Table]map[uint16]bool{modbusconf.TableCoil: {}, modbusconf.TableHolding: {}},
+		writable: map[modbusconf.Table]map[uint16]bool{modbusconf.TableCoil: {}, modbusconf.TableHolding: {}},
 		last:     now,
 	}
 	for _, r := range d.ModbusRegisters {
@@ -222,7 +222,7 @@ func (s *ModbusSlave) setLocked(name string, v any) error {
 	return nil
 }
 
-func (s *ModbusSlave) table(t manifests.Table) map[uint16]uint16 {
+func (s *ModbusSlave) table(t modbusconf.Table) map[uint16]uint16 {
 	if t == modbusconf.TableHolding {
 		return s.holding
 	}
