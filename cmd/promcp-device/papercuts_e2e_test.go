@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -99,7 +100,7 @@ func TestToolsJSONMatchesServer(t *testing.T) {
 			if !ok {
 				t.Fatalf("%v: %s listed offline, not served", extra, o.Name)
 			}
-			if !jsonEqual(t, o.InputSchema, s.InputSchema) || !jsonEqual(t, o.OutputSchema, s.OutputSchema) || o.Description != s.Description {
+			if !jsonEqual(o.InputSchema, s.InputSchema) || !jsonEqual(o.OutputSchema, s.OutputSchema) || o.Description != s.Description {
 				t.Errorf("%v: %s: offline schemas differ from the served ones:\n%s\n%s", extra, o.Name, o.InputSchema, s.InputSchema)
 			}
 			if strings.Contains(string(o.InputSchema), `"approval"`) {
@@ -112,15 +113,11 @@ func TestToolsJSONMatchesServer(t *testing.T) {
 	}
 }
 
-func jsonEqual(t *testing.T, a, b json.RawMessage) bool {
-	t.Helper()
+// jsonEqual reports whether a and b are the same JSON value, whatever the
+// order of their keys and their spacing.
+func jsonEqual(a, b json.RawMessage) bool {
 	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return string(ja) == string(jb)
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // TestReadOnlyCanDoAsTheREADMESays: the README's --read-only row says what
