@@ -7,6 +7,7 @@ import (
 	"net"
 
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/drivers/serial"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -50,7 +51,7 @@ func openLines(ctx context.Context, m *manifests.Manifest, hw Hardware, log *slo
 			if gap <= 0 {
 				gap = modbus.FrameGap(b.Serial.Baud)
 			}
-			l := modbus.NewRTU(cfg, port, gap, b.Serial.RS485 == manifests.RS485RTS, log)
+			l := modbus.NewRTU(cfg, port, gap, b.Serial.RS485 == modbusconf.RS485RTS, log)
 			ls.modbus[b.Name] = l
 			s.closers = append(s.closers, l.Close)
 		}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -16,7 +16,7 @@ import (
 // as they came off the wire (two bytes each, big endian), or its bit.
 func openModbus(line *modbus.Line, d manifests.Device, e env) (*device, error) {
 	unit := line.Unit(d.UnitID, modbus.WithTimeout(d.Timeout))
-	points := unit.Points(driverconf.ModbusRegisters(d.ModbusRegisters), d.MaxSpan)
+	points := unit.Points(d.ModbusRegisters, d.MaxSpan)
 	return &device{
 		model: d.Model,
 		source: func(channel string, t manifests.ValueType) (*sampler, func(any) any, error) {
@@ -69,7 +69,7 @@ func openModbus(line *modbus.Line, d manifests.Device, e env) (*device, error) {
 			}
 			b.RawForm = fmt.Sprintf("%d register word(s) as read, big endian", p.Register().Words())
 			b.Conversion = fmt.Sprintf("%s word order %s × %v + %v", reg.Type, order, scale(reg.Scale), reg.Offset)
-			if reg.Bit >= 0 && reg.Type == modbus.DataBool {
+			if reg.Bit >= 0 && reg.Type == modbusconf.DataBool {
 				b.Conversion = fmt.Sprintf("bit %d of the register: 1 is true", reg.Bit)
 			}
 			return b

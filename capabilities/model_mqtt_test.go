@@ -11,6 +11,7 @@ import (
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -63,10 +64,7 @@ func openMQTT(t *testing.T, clk *sim.ManualClock) (*capabilities.Set, *sim.World
 
 func openMQTTManifest(t *testing.T, clk *sim.ManualClock, text string) (*capabilities.Set, *sim.World, *sim.Broker) {
 	t.Helper()
-	m, err := manifests.Parse("mqtt.yml", []byte(text))
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := manifesttest.Parse(t, "mqtt.yml", text)
 	w, err := sim.New(m, clk)
 	if err != nil {
 		t.Fatal(err)
@@ -205,10 +203,7 @@ func TestMQTTCredentialsFile(t *testing.T) {
 	man := strings.Replace(mqttManifest, `mqtt: {broker: "mqtt://127.0.0.1:1883"}`, `mqtt: {broker: "mqtt://`+b.Addr()+`", credentials: mqtt.credentials}`, 1)
 	path := filepath.Join(dir, "m.yml")
 	os.WriteFile(path, []byte(man), 0o600)
-	m, err := manifests.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := manifesttest.Load(t, path)
 	hw := capabilities.HardwareFuncs{TCP: func(ctx context.Context, bus manifests.Bus) (net.Conn, error) {
 		var d net.Dialer
 		return d.DialContext(ctx, "tcp", bus.Address)

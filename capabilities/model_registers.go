@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -14,7 +14,7 @@ import (
 // Simulated by sim's register file. The grounds of a reading are the
 // register's bytes as read.
 func openRegisters(bus *i2c.Bus, d manifests.Device, e env) (*device, error) {
-	regs := i2c.NewRegisters(bus, d.Address, driverconf.I2CRegisters(d.Registers))
+	regs := i2c.NewRegisters(bus, d.Address, d.Registers)
 	return &device{
 		model: d.Model,
 		source: perChannel(e.clock, func(channel string, t manifests.ValueType) readFunc {
@@ -51,7 +51,7 @@ func openRegisters(bus *i2c.Bus, d manifests.Device, e env) (*device, error) {
 			if reg, ok := regs.Register(channel); ok {
 				order := reg.ByteOrder
 				if order == "" {
-					order = i2c.BigEndian
+					order = i2cconf.BigEndian
 				}
 				b.Register = fmt.Sprintf("%s (0x%02x)", channel, reg.Address)
 				b.Conversion = fmt.Sprintf("%s %s-endian × %v + %v", reg.Type, order, scale(reg.Scale), reg.Offset)

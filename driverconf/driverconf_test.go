@@ -17,15 +17,15 @@ import (
 // assignment here stops compiling.
 var (
 	_ i2cconf.Register        = manifests.Register{}
-	_ i2cconf.RegType         = manifests.RegInt16
-	_ i2cconf.ByteOrder       = manifests.LittleEndian
+	_ manifests.RegType       = i2cconf.RegInt16
+	_ manifests.ByteOrder     = i2cconf.LittleEndian
 	_ modbusconf.Register     = manifests.ModbusRegister{}
-	_ modbusconf.Table        = manifests.TableInput
-	_ modbusconf.DataType     = manifests.DataString
-	_ modbusconf.WordOrder    = manifests.OrderBADC
+	_ manifests.Table         = modbusconf.TableInput
+	_ manifests.DataType      = modbusconf.DataString
+	_ manifests.WordOrder     = modbusconf.OrderBADC
 	_ modbusconf.SerialConfig = manifests.SerialSettings{}
-	_ modbusconf.Parity       = manifests.ParityEven
-	_ modbusconf.RS485        = manifests.RS485RTS
+	_ manifests.Parity        = modbusconf.ParityEven
+	_ manifests.RS485         = modbusconf.RS485RTS
 )
 
 // The manifest's default timeout (a bus that declares none) is the one each

@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 )
 
 // checker finds the problems that span several keys: uniqueness,
@@ -308,7 +310,7 @@ func registerNames(dev Device) []string              { return namesOf(dev.Regist
 
 // rawRange is the range of a register type's raw value.
 func rawRange(t RegType) (lo, hi float64, ok bool) {
-	if t == RegFloat32 {
+	if t == i2cconf.RegFloat32 {
 		return -math.MaxFloat32, math.MaxFloat32, true
 	}
 	return t.IntRange()

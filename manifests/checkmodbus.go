@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 func isLine(m Model) bool { return m == ModelModbus || m == ModelSerialLine }
@@ -124,22 +126,22 @@ func (c *checker) modbusRegister(r ModbusRegister, path string, seen map[string]
 		return // missing or unknown: reported
 	}
 	if r.Table.IsBits() {
-		if r.Type != DataBool {
+		if r.Type != modbusconf.DataBool {
 			c.d.add(field("type"), ErrNotAllowed, "in the %s table: %s (a %s is one bit: want bool)", r.Table, r.Type, r.Table)
 		}
 		c.notAllowed(path, []string{"bit", "byte_order", "length", "scale", "offset"}, "in the %s table (a %s is one bit)", r.Table, r.Table)
 	} else {
 		switch {
-		case r.Type == DataBool && !c.d.has(field("bit")):
+		case r.Type == modbusconf.DataBool && !c.d.has(field("bit")):
 			c.d.add(field("bit"), ErrMissing, "bit (a bool in a %s register is one of its bits: want 0..15)", r.Table)
-		case r.Type != DataBool && c.d.has(field("bit")):
+		case r.Type != modbusconf.DataBool && c.d.has(field("bit")):
 			c.d.add(field("bit"), ErrNotAllowed, "for type %s (only a bool takes one bit of a register)", r.Type)
 		}
-		if r.Type == DataBool && r.Writable && r.Table == TableHolding {
+		if r.Type == modbusconf.DataBool && r.Writable && r.Table == modbusconf.TableHolding {
 			c.d.add(field("writable"), ErrNotAllowed, "for a bit of a holding register (a read-modify-write would race other masters; use a coil)")
 		}
 	}
-	if r.Type == DataString {
+	if r.Type == modbusconf.DataString {
 		if !c.d.has(field("length")) {
 			c.d.add(field("length"), ErrMissing, "length (want the string's size in registers, two characters each)")
 		}
@@ -149,7 +151,7 @@ func (c *checker) modbusRegister(r ModbusRegister, path string, seen map[string]
 	} else if c.d.has(field("length")) {
 		c.d.add(field("length"), ErrNotAllowed, "for type %s (only a string has a length)", r.Type)
 	}
-	if r.Writable && (r.Table == TableDiscrete || r.Table == TableInput) {
+	if r.Writable && (r.Table == modbusconf.TableDiscrete || r.Table == modbusconf.TableInput) {
 		c.d.add(field("writable"), ErrNotAllowed, "in the %s table (it is read-only; want coil or holding)", r.Table)
 	}
 	if end := int(r.Address) + r.Words(); r.Words() > 0 && end > 65536 {
@@ -171,9 +173,9 @@ func (c *checker) modbusChannel(cp *Capability, dev *Device, path string) {
 	}
 	var want []ValueType
 	switch r.Type {
-	case DataBool:
+	case modbusconf.DataBool:
 		want = []ValueType{TypeBoolean}
-	case DataString:
+	case modbusconf.DataString:
 		c.d.add(chp, ErrNotAllowed, ": register %q is a string (no capability type carries text yet)", r.Name)
 		return
 	case "":
@@ -200,7 +202,7 @@ func (c *checker) modbusSim(dev Device, path string) {
 		name  string
 		table Table
 	}{
-		ProfileVFD:         {{"speed_setpoint", TableHolding}, {"speed", ""}},
+		ProfileVFD:         {{"speed_setpoint", modbusconf.TableHolding}, {"speed", ""}},
 		ProfileEnergyMeter: {{"power", ""}, {"energy", ""}},
 	}[dev.Sim.Profile]
 	for _, n := range need {

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/goccy/go-yaml/ast"
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 // The keys of each mapping, in the order the documentation lists them.
@@ -33,15 +35,15 @@ var (
 var (
 	busKinds   = words(BusI2C, BusGPIO, BusModbusTCP, BusModbusRTU, BusModbusRTUTCP, BusSerial, BusMQTT, BusOneWire, BusPWM, BusSPI)
 	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelMQTT, ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219, ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter)
-	parities   = words(ParityNone, ParityEven, ParityOdd)
-	rs485Modes = words(RS485None, RS485Kernel, RS485RTS)
-	tables     = words(TableCoil, TableDiscrete, TableHolding, TableInput)
-	dataTypes  = words(DataBool, DataInt16, DataUint16, DataInt32, DataUint32, DataInt64, DataUint64, DataFloat32, DataFloat64, DataString)
-	wordOrders = words(OrderABCD, OrderDCBA, OrderBADC, OrderCDAB)
+	parities   = words(modbusconf.ParityNone, modbusconf.ParityEven, modbusconf.ParityOdd)
+	rs485Modes = words(modbusconf.RS485None, modbusconf.RS485Kernel, modbusconf.RS485RTS)
+	tables     = words(modbusconf.TableCoil, modbusconf.TableDiscrete, modbusconf.TableHolding, modbusconf.TableInput)
+	dataTypes  = words(modbusconf.DataBool, modbusconf.DataInt16, modbusconf.DataUint16, modbusconf.DataInt32, modbusconf.DataUint32, modbusconf.DataInt64, modbusconf.DataUint64, modbusconf.DataFloat32, modbusconf.DataFloat64, modbusconf.DataString)
+	wordOrders = words(modbusconf.OrderABCD, modbusconf.OrderDCBA, modbusconf.OrderBADC, modbusconf.OrderCDAB)
 	profiles   = words(ProfileVFD, ProfileEnergyMeter)
 	pulls      = words(PullNone, PullUp, PullDown)
-	regTypes   = words(RegUint8, RegInt8, RegUint16, RegInt16, RegUint32, RegInt32, RegFloat32)
-	byteOrders = words(BigEndian, LittleEndian)
+	regTypes   = words(i2cconf.RegUint8, i2cconf.RegInt8, i2cconf.RegUint16, i2cconf.RegInt16, i2cconf.RegUint32, i2cconf.RegInt32, i2cconf.RegFloat32)
+	byteOrders = words(i2cconf.BigEndian, i2cconf.LittleEndian)
 	valueTypes = words(TypeNumber, TypeInteger, TypeBoolean, TypeEnum)
 	deviceErrs = words(DeviceErrorIsError, DeviceErrorIsDegraded)
 )
@@ -101,7 +103,7 @@ func (o obj) bus(b *Bus) {
 	sp.Port = o.str("port")
 	if b.Kind.IsSerialPort() {
 		sp.Baud, sp.DataBits, sp.StopBits = DefaultBaud, DefaultDataBits, DefaultStopBits
-		sp.Parity, sp.RS485 = ParityNone, RS485None
+		sp.Parity, sp.RS485 = modbusconf.ParityNone, modbusconf.RS485None
 	}
 	intIn(o, "baud", &sp.Baud, 300, 4000000, ": %d (want 300..4000000 bits per second)")
 	intIn(o, "data_bits", &sp.DataBits, 7, 8, ": %d (want 7 or 8)")
@@ -186,7 +188,7 @@ func LineChannels(l LineInstrument) []string {
 }
 
 func (o obj) register(r *Register) {
-	*r = Register{ByteOrder: BigEndian, Scale: 1}
+	*r = Register{ByteOrder: i2cconf.BigEndian, Scale: 1}
 	r.Name = o.name()
 	intIn(o, "address", &r.Address, 0, math.MaxUint8, ": %x (want a register address, 0x00..0xff)")
 	o.require("address", "the register address, 0x00..0xff")
@@ -196,7 +198,7 @@ func (o obj) register(r *Register) {
 }
 
 func (o obj) modbusRegister(r *ModbusRegister) {
-	*r = ModbusRegister{ByteOrder: OrderABCD, Bit: -1, Scale: 1}
+	*r = ModbusRegister{ByteOrder: modbusconf.OrderABCD, Bit: -1, Scale: 1}
 	r.Name = o.name()
 	enum(o, "table", &r.Table, tables, true)
 	intIn(o, "address", &r.Address, 0, math.MaxUint16, ": %d (want a 0-based PDU address, 0..65535)")

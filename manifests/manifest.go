@@ -178,7 +178,8 @@ const (
 )
 
 // The register map of the registers model is the i2c driver's own
-// configuration (package i2cconf, which imports no hardware module). Load
+// configuration (package i2cconf, which imports no hardware module, and
+// whose constants such as i2cconf.RegUint16 are the manifest's words). Load
 // fills a Register's ByteOrder (big) and Scale (1), so they are never empty
 // or zero after Load.
 type (
@@ -189,20 +190,6 @@ type (
 	// Register is one named value in a register-map device. The
 	// engineering value is raw*Scale + Offset.
 	Register = i2cconf.Register
-)
-
-// The manifest's words for the driver's register types and byte orders.
-const (
-	RegUint8   = i2cconf.RegUint8
-	RegInt8    = i2cconf.RegInt8
-	RegUint16  = i2cconf.RegUint16
-	RegInt16   = i2cconf.RegInt16
-	RegUint32  = i2cconf.RegUint32
-	RegInt32   = i2cconf.RegInt32
-	RegFloat32 = i2cconf.RegFloat32
-
-	BigEndian    = i2cconf.BigEndian
-	LittleEndian = i2cconf.LittleEndian
 )
 
 // ValueType is the JSON type of a capability's value.

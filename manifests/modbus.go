@@ -34,8 +34,9 @@ func (k BusKind) IsNetwork() bool { return k == BusModbusTCP || k == BusModbusRT
 
 // The serial port settings, Modbus tables, value types, word orders and
 // register maps are the modbus driver's own configuration (package
-// modbusconf, which imports no hardware module): a manifest compiles into
-// them, and Load fills their defaults, so that after Load a SerialSettings
+// modbusconf, which imports no hardware module, and whose constants such as
+// modbusconf.TableHolding are the manifest's words): a manifest compiles
+// into them, and Load fills their defaults, so that after Load a SerialSettings
 // has no zero field and a ModbusRegister has its ByteOrder (ABCD), its Bit
 // (-1 when absent) and a non-zero Scale (1 when absent).
 type (
@@ -57,38 +58,6 @@ type (
 	// ModbusRegister is one named value of a modbus device. Its
 	// engineering value is raw*Scale + Offset.
 	ModbusRegister = modbusconf.Register
-)
-
-// The manifest's words for the driver's values.
-const (
-	ParityNone = modbusconf.ParityNone
-	ParityEven = modbusconf.ParityEven
-	ParityOdd  = modbusconf.ParityOdd
-
-	RS485None   = modbusconf.RS485None
-	RS485Kernel = modbusconf.RS485Kernel
-	RS485RTS    = modbusconf.RS485RTS
-
-	TableCoil     = modbusconf.TableCoil
-	TableDiscrete = modbusconf.TableDiscrete
-	TableHolding  = modbusconf.TableHolding
-	TableInput    = modbusconf.TableInput
-
-	DataBool    = modbusconf.DataBool
-	DataInt16   = modbusconf.DataInt16
-	DataUint16  = modbusconf.DataUint16
-	DataInt32   = modbusconf.DataInt32
-	DataUint32  = modbusconf.DataUint32
-	DataInt64   = modbusconf.DataInt64
-	DataUint64  = modbusconf.DataUint64
-	DataFloat32 = modbusconf.DataFloat32
-	DataFloat64 = modbusconf.DataFloat64
-	DataString  = modbusconf.DataString
-
-	OrderABCD = modbusconf.OrderABCD
-	OrderDCBA = modbusconf.OrderDCBA
-	OrderBADC = modbusconf.OrderBADC
-	OrderCDAB = modbusconf.OrderCDAB
 )
 
 // Serial line defaults.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 )
 
 func TestPositionString(t *testing.T) {
@@ -99,7 +101,7 @@ func TestParseBase(t *testing.T) {
 			{Name: "climate", Bus: "i2c1", Model: ModelSHT3x, Address: 0x44},
 			{Name: "relay", Bus: "gpio", Model: ModelGPIOOut, Pin: "GPIO17", ActiveLow: true},
 			{Name: "panel", Bus: "i2c1", Model: ModelRegisters, Address: 0x20, Registers: []Register{
-				{Name: "level", Address: 1, Type: RegUint8, ByteOrder: BigEndian, Scale: 0.5, Writable: true},
+				{Name: "level", Address: 1, Type: i2cconf.RegUint8, ByteOrder: i2cconf.BigEndian, Scale: 0.5, Writable: true},
 			}},
 		},
 		Capabilities: []Capability{
@@ -124,7 +126,7 @@ func TestParseAnchors(t *testing.T) {
 	if b.Name != "light_b" || b.Address != 0x21 || b.Bus != "i2c1" || !reflect.DeepEqual(a.Registers, b.Registers) {
 		t.Errorf("merged device = %+v, want light_a's fields with name light_b and address 0x21", b)
 	}
-	if r := a.Registers[1]; r.ByteOrder != LittleEndian || r.Scale != 0.01 {
+	if r := a.Registers[1]; r.ByteOrder != i2cconf.LittleEndian || r.Scale != 0.01 {
 		t.Errorf("register %+v, want little endian, scale 0.01", r)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
 
 func loadPhysMCP(t *testing.T, dir string) (*Manifest, *Policy) {
@@ -39,7 +42,7 @@ func TestPhysMCPSpecExamples(t *testing.T) {
 		t.Fatalf("§5.2 capability: %+v", c)
 	}
 	dev := m.Devices[0]
-	if dev.Model != ModelRegisters || dev.Address != 0x48 || dev.Registers[0].Address != 0 || dev.Registers[0].Type != RegInt16 {
+	if dev.Model != ModelRegisters || dev.Address != 0x48 || dev.Registers[0].Address != 0 || dev.Registers[0].Type != i2cconf.RegInt16 {
 		t.Fatalf("§5.2 device: %+v", dev)
 	}
 
@@ -68,7 +71,7 @@ func TestPhysMCPSpecExamples(t *testing.T) {
 	for _, r := range modbus.ModbusRegisters {
 		regs[r.Name] = r
 	}
-	if r := regs["setpoint_0"]; r.Table != TableHolding || r.Address != 0 || !r.Writable {
+	if r := regs["setpoint_0"]; r.Table != modbusconf.TableHolding || r.Address != 0 || !r.Writable {
 		t.Errorf("40001 is holding 0: %+v", r)
 	}
 	if r := regs["fan_mode_0"]; r.Address != 9 {
@@ -236,14 +239,14 @@ func TestPhysMCPModbusAddress(t *testing.T) {
 		table Table
 		reg   uint16
 	}{
-		{"slave=1:reg=40001", TableHolding, 0},
-		{"slave=1:reg=40001:type=holding", TableHolding, 0},
-		{"slave=1:reg=30005", TableInput, 4},
-		{"slave=1:reg=10003", TableDiscrete, 2},
-		{"slave=1:reg=7", TableCoil, 6},
-		{"slave=1:reg=7:type=coil", TableCoil, 7},
-		{"slave=1:reg=7:type=holding", TableHolding, 7},
-		{"slave=2:reg=0x10:type=input", TableInput, 16},
+		{"slave=1:reg=40001", modbusconf.TableHolding, 0},
+		{"slave=1:reg=40001:type=holding", modbusconf.TableHolding, 0},
+		{"slave=1:reg=30005", modbusconf.TableInput, 4},
+		{"slave=1:reg=10003", modbusconf.TableDiscrete, 2},
+		{"slave=1:reg=7", modbusconf.TableCoil, 6},
+		{"slave=1:reg=7:type=coil", modbusconf.TableCoil, 7},
+		{"slave=1:reg=7:type=holding", modbusconf.TableHolding, 7},
+		{"slave=2:reg=0x10:type=input", modbusconf.TableInput, 16},
 	} {
 		y := "physmcp_version: \"0.1\"\ndevice: {id: d, type: t, location: {zone: z}}\ncapabilities:\n" +
 			"  - {name: c, kind: read, description: d, data_type: int, unit: x, semantic_tags: [x], binding: {type: modbus, address: \"" + tc.addr + "\"}}\n"

@@ -6,16 +6,14 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/promcp/promcptest"
 )
 
 // TestTypedReadCheckAgreesWithSchema: the typed check that replaces the
 // JSON Schema validation of read results accepts exactly what the tool's
 // output schema accepts.
 func TestTypedReadCheckAgreesWithSchema(t *testing.T) {
-	v, err := promcp.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := promcptest.Validator(t)
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tools := []ReadTool{
 		{Name: "read_t", Unit: "°C", Value: map[string]any{"type": "number", "description": "In °C."}},
@@ -24,7 +22,7 @@ func TestTypedReadCheckAgreesWithSchema(t *testing.T) {
 		{Name: "read_s", Value: map[string]any{"type": "string"}},
 		{Name: "read_any"},
 	}
-	values := []any{21.5, 3.0, int64(7), true, "auto", nil}
+	values := []any{21.5, 3.0, int64(7), int32(-5), uint16(7), uint32(9), true, "auto", nil}
 	units := []promcp.Unit{"°C", "%", ""}
 	for _, tool := range tools {
 		check := typedReadCheck(tool)

@@ -10,6 +10,7 @@ import (
 	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 )
 
 const chipsManifest = `version: 1
@@ -53,7 +54,7 @@ devices:
 
 func chipBus(t *testing.T) pi2c.BusCloser {
 	t.Helper()
-	w, _ := newWorld(t, parse(t, "chips.yml", chipsManifest))
+	w, _ := newWorld(t, manifesttest.Parse(t, "chips.yml", chipsManifest))
 	return openBus(t, w, "i2c1")
 }
 
@@ -212,7 +213,7 @@ func TestSimExpanderRegisters(t *testing.T) {
 // interleaved with another's config write), and every caller reads the
 // value the chip was given.
 func TestSimChipsAgainstDriversConcurrently(t *testing.T) {
-	w, clk := newWorld(t, parse(t, "chips.yml", chipsManifest))
+	w, clk := newWorld(t, manifesttest.Parse(t, "chips.yml", chipsManifest))
 	bus := i2c.NewBus("i2c1", openBus(t, w, "i2c1"), 0, nil)
 	sleep := sleepOn(clk)
 	env := i2c.NewBME280(bus, 0x76, true, sleep)

@@ -9,6 +9,7 @@ import (
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 )
 
 // Every example manifest builds a world on which the real drivers read every
@@ -26,7 +27,7 @@ func TestExampleManifests(t *testing.T) {
 			continue // a scenario, see TestExampleScenario
 		}
 		t.Run(filepath.Base(file), func(t *testing.T) {
-			m := load(t, file)
+			m := manifesttest.Load(t, file)
 			w, clk := newWorld(t, m)
 			buses := make(map[string]*i2c.Bus)
 			for _, b := range m.Buses {
@@ -41,7 +42,7 @@ func TestExampleManifests(t *testing.T) {
 						t.Errorf("%s: Sense() = %v", d.Name, err)
 					}
 				case manifests.ModelRegisters:
-					r := i2c.NewRegisters(buses[d.Bus], d.Address, driverconf.I2CRegisters(d.Registers))
+					r := i2c.NewRegisters(buses[d.Bus], d.Address, d.Registers)
 					for _, reg := range d.Registers {
 						got, err := r.Read(t.Context(), reg.Name)
 						if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -20,7 +21,7 @@ import (
 // take no time.
 func TestExampleScenario(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m := load(t, "../manifests/examples/greenhouse.yml")
+		m := manifesttest.Load(t, "../manifests/examples/greenhouse.yml")
 		sc, err := manifests.LoadScenario("../manifests/examples/greenhouse-faults.yml", m)
 		if err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -59,9 +60,9 @@ func labBench() *manifests.Manifest {
 			{
 				Name: "grow_light", Bus: "i2c1", Model: manifests.ModelRegisters, Address: 0x20,
 				Registers: []manifests.Register{
-					{Name: "dimmer", Address: 0x01, Type: manifests.RegUint8, Scale: 0.5, Writable: true},
-					{Name: "lux", Address: 0x02, Type: manifests.RegUint16, ByteOrder: manifests.BigEndian},
-					{Name: "driver_temperature", Address: 0x04, Type: manifests.RegInt16, ByteOrder: manifests.LittleEndian, Scale: 0.01},
+					{Name: "dimmer", Address: 0x01, Type: i2cconf.RegUint8, Scale: 0.5, Writable: true},
+					{Name: "lux", Address: 0x02, Type: i2cconf.RegUint16, ByteOrder: i2cconf.BigEndian},
+					{Name: "driver_temperature", Address: 0x04, Type: i2cconf.RegInt16, ByteOrder: i2cconf.LittleEndian, Scale: 0.01},
 				},
 				Sim: &manifests.DeviceSim{Values: map[string]float64{"dimmer": 40, "lux": 12000, "driver_temperature": 31.5}},
 			},
@@ -69,26 +70,6 @@ func labBench() *manifests.Manifest {
 			{Name: "pump_relay", Bus: "gpio", Model: manifests.ModelGPIOOut, Pin: "GPIO23"},
 		},
 	}
-}
-
-// parse parses the manifest src, called name in its errors.
-func parse(t *testing.T, name, src string) *manifests.Manifest {
-	t.Helper()
-	m, err := manifests.Parse(name, []byte(src))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
-// load loads the manifest file.
-func load(t *testing.T, file string) *manifests.Manifest {
-	t.Helper()
-	m, err := manifests.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
 }
 
 // newWorld builds m on a manual clock.

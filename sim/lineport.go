@@ -8,9 +8,9 @@ import (
 	"os"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -23,8 +23,8 @@ func (e *ModbusEndpoints) OpenPort(ctx context.Context, b manifests.Bus) (modbus
 	if path, ok := e.port[b.Name]; ok {
 		s := b.Serial
 		s.Port = path
-		s.RS485 = manifests.RS485None // a pty has no transceiver
-		return modbus.OpenPort(ctx, driverconf.Serial(s))
+		s.RS485 = modbusconf.RS485None // a pty has no transceiver
+		return modbus.OpenPort(ctx, s)
 	}
 	addr, ok := e.loop[b.Name]
 	if !ok {

@@ -7,7 +7,7 @@ import (
 	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/serial"
-	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 )
 
 const serialLines = `
@@ -31,10 +31,7 @@ devices:
 // and text lines, so serve --sim still runs them through the real drivers.
 func TestSerialLinesWithoutPTY(t *testing.T) {
 	for _, noPTY := range []bool{false, true} {
-		m, err := manifests.Parse("lines.yml", []byte(serialLines))
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := manifesttest.Parse(t, "lines.yml", serialLines)
 		w, err := New(m, NewManualClock(time.Unix(0, 0)))
 		if err != nil {
 			t.Fatal(err)
@@ -50,7 +47,7 @@ func TestSerialLinesWithoutPTY(t *testing.T) {
 		}
 		line := modbus.NewRTU(modbus.Config{Name: "rs485", Timeout: time.Second}, rtu, modbus.FrameGap(19200), false, nil)
 		defer line.Close()
-		v, err := line.Unit(5).Points(driverconf.ModbusRegisters(m.Devices[0].ModbusRegisters), 0)["speed_setpoint"].Read(t.Context())
+		v, err := line.Unit(5).Points(m.Devices[0].ModbusRegisters, 0)["speed_setpoint"].Read(t.Context())
 		if err != nil || v != 321.0 {
 			t.Fatalf("noPTY=%t: RTU read = %v, %v; want 321", noPTY, v, err)
 		}

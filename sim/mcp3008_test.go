@@ -8,6 +8,7 @@ import (
 
 	"github.com/promcp/promcp-device/drivers/adc"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -28,7 +29,7 @@ capabilities:
 
 func adcConn(t *testing.T) (*sim.World, spi.Conn) {
 	t.Helper()
-	w, _ := newWorld(t, parse(t, "adc.yml", adcManifest))
+	w, _ := newWorld(t, manifesttest.Parse(t, "adc.yml", adcManifest))
 	p, err := w.SPI(t.Context(), "spi0")
 	if err != nil {
 		t.Fatal(err)

@@ -6,8 +6,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -45,7 +45,7 @@ type ModbusSlave struct {
 
 	coils, discrete map[uint16]bool
 	holding, input  map[uint16]uint16
-	writable        map[manifests.Table]map[uint16]bool
+	writable        map[modbusconf.Table]map[uint16]bool
 
 	profile  manifests.SimProfile
 	speed    float64 // vfd: actual speed, Hz
@@ -64,7 +64,7 @@ func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, 
 		w: w, name: d.Name, unit: d.UnitID, regs: map[string]manifests.ModbusRegister{},
 		coils: map[uint16]bool{}, discrete: map[uint16]bool{},
 		holding: map[uint16]uint16{}, input: map[uint16]uint16{},
-		writable: map[manifests.Table]map[uint16]bool{manifests.TableCoil: {}, manifests.TableHolding: {}},
+		writable: map[modbusconf.Table]map[uint16]bool{modbusconf.TableCoil: {}, modbusconf.TableHolding: {}},
 		last:     now,
 	}
 	for _, r := range d.ModbusRegisters {
@@ -72,13 +72,13 @@ func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, 
 		for i := range max(1, r.Words()) {
 			a := r.Address + uint16(i)
 			switch r.Table {
-			case manifests.TableCoil:
+			case modbusconf.TableCoil:
 				s.coils[a] = false
-			case manifests.TableDiscrete:
+			case modbusconf.TableDiscrete:
 				s.discrete[a] = false
-			case manifests.TableHolding:
+			case modbusconf.TableHolding:
 				s.holding[a] = 0
-			case manifests.TableInput:
+			case modbusconf.TableInput:
 				s.input[a] = 0
 			}
 			if r.Writable {
@@ -94,7 +94,7 @@ func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, 
 				return nil, fmt.Errorf("sim: device %s: initial value for unknown register %q", d.Name, name)
 			}
 			var val any = v
-			if r.Type == manifests.DataBool {
+			if r.Type == modbusconf.DataBool {
 				val = v != 0
 			}
 			if err := s.setLocked(name, val); err != nil {
@@ -159,9 +159,9 @@ func (s *ModbusSlave) getLocked(name string) (any, error) {
 		return nil, fmt.Errorf("sim: device %s has no register %q", s.name, name)
 	}
 	switch r.Table {
-	case manifests.TableCoil:
+	case modbusconf.TableCoil:
 		return s.coils[r.Address], nil
-	case manifests.TableDiscrete:
+	case modbusconf.TableDiscrete:
 		return s.discrete[r.Address], nil
 	}
 	tab := s.table(r.Table)
@@ -169,7 +169,7 @@ func (s *ModbusSlave) getLocked(name string) (any, error) {
 	for i := range r.Words() {
 		binary.BigEndian.PutUint16(wire[2*i:], tab[r.Address+uint16(i)])
 	}
-	raw, err := modbus.CodecOf(driverconf.ModbusRegister(r)).Decode(wire)
+	raw, err := modbus.CodecOf(r).Decode(wire)
 	if err != nil {
 		return nil, err
 	}
@@ -182,22 +182,22 @@ func (s *ModbusSlave) setLocked(name string, v any) error {
 		return fmt.Errorf("sim: device %s has no register %q", s.name, name)
 	}
 	switch r.Table {
-	case manifests.TableCoil, manifests.TableDiscrete:
+	case modbusconf.TableCoil, modbusconf.TableDiscrete:
 		on, ok := v.(bool)
 		if !ok {
 			return fmt.Errorf("sim: register %s takes a bool, not %T", name, v)
 		}
-		if r.Table == manifests.TableCoil {
+		if r.Table == modbusconf.TableCoil {
 			s.coils[r.Address] = on
 		} else {
 			s.discrete[r.Address] = on
 		}
 		return nil
 	}
-	c := modbus.CodecOf(driverconf.ModbusRegister(r))
+	c := modbus.CodecOf(r)
 	tab := s.table(r.Table)
 	var wire []byte
-	if r.Type == manifests.DataBool && r.Bit >= 0 {
+	if r.Type == modbusconf.DataBool && r.Bit >= 0 {
 		on, ok := v.(bool)
 		if !ok {
 			return fmt.Errorf("sim: register %s takes a bool, not %T", name, v)
@@ -222,8 +222,8 @@ func (s *ModbusSlave) setLocked(name string, v any) error {
 	return nil
 }
 
-func (s *ModbusSlave) table(t manifests.Table) map[uint16]uint16 {
-	if t == manifests.TableHolding {
+func (s *ModbusSlave) table(t modbusconf.Table) map[uint16]uint16 {
+	if t == modbusconf.TableHolding {
 		return s.holding
 	}
 	return s.input

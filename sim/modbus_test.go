@@ -12,6 +12,7 @@ import (
 
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -48,7 +49,7 @@ sim:
 
 func plantWorld(t *testing.T) (*sim.World, *sim.ManualClock) {
 	t.Helper()
-	return newWorld(t, parse(t, "plant.yml", plant))
+	return newWorld(t, manifesttest.Parse(t, "plant.yml", plant))
 }
 
 // TestVFDRampsCoolsAndMeters: the VFD's speed follows its setpoint at
@@ -93,18 +94,17 @@ func TestMbpollAgrees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr, err := srv.ServeLoopback(manifests.BusModbusTCP)
 	if err != nil {
 		t.Fatal(err)
 	}
-	go srv.ServeTCP(ln)
 	t.Cleanup(func() { srv.Close() })
-	port := ln.Addr().(*net.TCPAddr).Port
+	_, port, _ := net.SplitHostPort(addr)
 	// mbpoll OPTIONS host [VALUES to write]
 	mbpoll := func(args ...string) string {
 		t.Helper()
 		opts, vals, _ := strings.Cut(strings.Join(args, " "), " -- ")
-		all := append([]string{"-m", "tcp", "-p", itoa(port), "-0", "-1"}, strings.Fields(opts)...)
+		all := append([]string{"-m", "tcp", "-p", port, "-0", "-1"}, strings.Fields(opts)...)
 		all = append(append(all, "127.0.0.1"), strings.Fields(vals)...)
 		out, err := exec.CommandContext(t.Context(), "mbpoll", all...).CombinedOutput()
 		if err != nil {
@@ -142,7 +142,7 @@ func TestMbpollAgrees(t *testing.T) {
 		t.Errorf("mbpoll holding 0 = %s, want 456", got)
 	}
 	// An undeclared address is an exception, as on a real device.
-	out, _ := exec.CommandContext(t.Context(), "mbpoll", "-m", "tcp", "-p", itoa(port), "-0", "-1", "-a", "1", "-t", "4", "-r", "9", "127.0.0.1").CombinedOutput()
+	out, _ := exec.CommandContext(t.Context(), "mbpoll", "-m", "tcp", "-p", port, "-0", "-1", "-a", "1", "-t", "4", "-r", "9", "127.0.0.1").CombinedOutput()
 	if !bytes.Contains(bytes.ToLower(out), []byte("illegal data address")) {
 		t.Errorf("mbpoll holding 9 (undeclared): %s, want an illegal data address exception", out)
 	}

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -64,14 +64,14 @@ func (s *ModbusSlave) distort(fs *faultState, req, res []byte) {
 	if len(req) != 5 || len(res) < 2 || res[0] != req[0] || (req[0] != 3 && req[0] != 4) {
 		return
 	}
-	table := manifests.TableHolding
+	table := modbusconf.TableHolding
 	if req[0] == 4 {
-		table = manifests.TableInput
+		table = modbusconf.TableInput
 	}
 	start, n := binary.BigEndian.Uint16(req[1:]), binary.BigEndian.Uint16(req[3:])
 	var reg *manifests.ModbusRegister
 	for _, r := range s.regs {
-		if r.Table != table || r.Type == manifests.DataBool || r.Type == manifests.DataString {
+		if r.Table != table || r.Type == modbusconf.DataBool || r.Type == modbusconf.DataString {
 			continue
 		}
 		if fs.f.Channel != "" && r.Name != fs.f.Channel {
@@ -84,7 +84,7 @@ func (s *ModbusSlave) distort(fs *faultState, req, res []byte) {
 	if reg == nil {
 		return
 	}
-	c := modbus.CodecOf(driverconf.ModbusRegister(*reg))
+	c := modbus.CodecOf(*reg)
 	words := uint16(c.Words())
 	if reg.Address < start || reg.Address+words > start+n || len(res) < 2+2*int(n) {
 		return
@@ -119,17 +119,17 @@ func (s *ModbusSlave) distort(fs *faultState, req, res []byte) {
 func railed(r manifests.ModbusRegister) float64 {
 	var raw float64
 	switch r.Type {
-	case manifests.DataFloat32:
+	case modbusconf.DataFloat32:
 		raw = math.MaxFloat32
-	case manifests.DataFloat64:
+	case modbusconf.DataFloat64:
 		raw = math.MaxFloat32 // JSON carries it; MaxFloat64 scaled may not
-	case manifests.DataInt16:
+	case modbusconf.DataInt16:
 		raw = math.MaxInt16
-	case manifests.DataInt32:
+	case modbusconf.DataInt32:
 		raw = math.MaxInt32
-	case manifests.DataUint16:
+	case modbusconf.DataUint16:
 		raw = math.MaxUint16
-	case manifests.DataUint32:
+	case modbusconf.DataUint32:
 		raw = math.MaxUint32
 	default:
 		raw = math.MaxInt32

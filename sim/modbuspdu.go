@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -98,7 +99,7 @@ func (s *ModbusSlave) writeCoil(fc byte, d []byte) ([]byte, byte) {
 	if v != 0xFF00 && v != 0 {
 		return nil, modbus.ExceptionIllegalValue
 	}
-	if !s.writable[manifests.TableCoil][addr] {
+	if !s.writable[modbusconf.TableCoil][addr] {
 		return nil, modbus.ExceptionIllegalAddress
 	}
 	s.coils[addr] = v == 0xFF00
@@ -111,7 +112,7 @@ func (s *ModbusSlave) writeRegister(fc byte, d []byte) ([]byte, byte) {
 		return nil, modbus.ExceptionIllegalValue
 	}
 	addr := u16(d, 0)
-	if !s.writable[manifests.TableHolding][addr] {
+	if !s.writable[modbusconf.TableHolding][addr] {
 		return nil, modbus.ExceptionIllegalAddress
 	}
 	s.holding[addr] = u16(d, 2)
@@ -133,9 +134,9 @@ func (s *ModbusSlave) writeMultiple(fc byte, d []byte) ([]byte, byte) {
 	if n < 1 || nb != want || len(data) != nb || (fc == 16 && n > 123) || (fc == 15 && n > 1968) {
 		return nil, modbus.ExceptionIllegalValue
 	}
-	table := manifests.TableHolding
+	table := modbusconf.TableHolding
 	if fc == 15 {
-		table = manifests.TableCoil
+		table = modbusconf.TableCoil
 	}
 	for i := range n {
 		if !s.writable[table][addr+uint16(i)] || int(addr)+i > 0xFFFF {

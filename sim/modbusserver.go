@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/manifests"
 )
 
 // ModbusServer answers Modbus requests for a set of simulated slaves, over
@@ -44,6 +45,27 @@ func (s *ModbusServer) ServeTCP(ln net.Listener) error { return s.serve(ln, s.mb
 
 // ServeRTUOverTCP accepts connections on ln that carry RTU frames.
 func (s *ModbusServer) ServeRTUOverTCP(ln net.Listener) error { return s.serve(ln, s.ServeRTU) }
+
+// ServeLoopback listens on a free loopback port and serves it as a bus of
+// kind does until Close: Modbus TCP for modbus_tcp, RTU frames for
+// modbus_rtu_tcp. It returns the address ("127.0.0.1:port").
+func (s *ModbusServer) ServeLoopback(kind manifests.BusKind) (string, error) {
+	var serve func(net.Listener) error
+	switch kind {
+	case manifests.BusModbusTCP:
+		serve = s.ServeTCP
+	case manifests.BusModbusRTUTCP:
+		serve = s.ServeRTUOverTCP
+	default:
+		return "", fmt.Errorf("sim: a %s bus is not served on TCP", kind)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go serve(ln)
+	return ln.Addr().String(), nil
+}
 
 func (s *ModbusServer) serve(ln net.Listener, handle func(io.ReadWriter) error) error {
 	if !s.track(ln) {

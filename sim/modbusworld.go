@@ -117,16 +117,11 @@ func (w *World) startLines(noPTY bool) (_ *ModbusEndpoints, err error) {
 		e.servers = append(e.servers, srv)
 		switch b.Kind {
 		case manifests.BusModbusTCP, manifests.BusModbusRTUTCP:
-			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			addr, err := srv.ServeLoopback(b.Kind)
 			if err != nil {
 				return nil, fmt.Errorf("sim: bus %s: %w", name, err)
 			}
-			e.addr[name] = ln.Addr().String()
-			if b.Kind == manifests.BusModbusTCP {
-				go srv.ServeTCP(ln)
-			} else {
-				go srv.ServeRTUOverTCP(ln)
-			}
+			e.addr[name] = addr
 		case manifests.BusModbusRTU:
 			if err := e.serveSerial(name, srv.ServeRTU); err != nil {
 				return nil, err

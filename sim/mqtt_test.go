@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -27,7 +28,7 @@ capabilities:
 // the end of the test.
 func mqttWorld(t *testing.T) (*sim.World, *sim.ModbusEndpoints) {
 	t.Helper()
-	w, _ := newWorld(t, parse(t, "site.yml", mqttSite))
+	w, _ := newWorld(t, manifesttest.Parse(t, "site.yml", mqttSite))
 	ep, err := w.StartLines()
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -39,7 +38,7 @@ func newRegisters(d manifests.Device) (*registers, error) {
 		if !ok {
 			return nil, fmt.Errorf("sim: device %s: initial value for unknown register %q", d.Name, name)
 		}
-		b, err := i2c.EncodeRegister(driverconf.I2CRegister(reg), v)
+		b, err := i2c.EncodeRegister(reg, v)
 		if err != nil {
 			return nil, fmt.Errorf("sim: device %s: initial value of register %s: %w", d.Name, name, err)
 		}
@@ -96,7 +95,7 @@ func (d *registers) distort(fs *faultState, start uint8, r []byte) {
 	if reg.Address != start || len(r) < n {
 		return
 	}
-	v, err := i2c.DecodeRegister(driverconf.I2CRegister(reg), r[:n])
+	v, err := i2c.DecodeRegister(reg, r[:n])
 	if err != nil {
 		return
 	}
@@ -107,7 +106,7 @@ func (d *registers) distort(fs *faultState, start uint8, r []byte) {
 		}
 		return
 	}
-	if b, err := i2c.EncodeRegister(driverconf.I2CRegister(reg), v); err == nil {
+	if b, err := i2c.EncodeRegister(reg, v); err == nil {
 		copy(r, b)
 	} else {
 		for i := range n {

@@ -9,7 +9,6 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
@@ -146,7 +145,7 @@ func TestRegistersDriverOnSim(t *testing.T) {
 	m := labBench()
 	w, _ := newWorld(t, m)
 	raw := openBus(t, w, "i2c1")
-	d := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, driverconf.I2CRegisters(m.Devices[0].Registers))
+	d := i2c.NewRegisters(i2c.NewBus("i2c1", raw, 0, nil), 0x20, m.Devices[0].Registers)
 	for name, want := range map[string]float64{"dimmer": 40, "lux": 12000, "driver_temperature": 31.5} {
 		if got, err := d.Read(t.Context(), name); err != nil || got != want {
 			t.Errorf("Read(%q) = %v, %v, want %v", name, got, err, want)

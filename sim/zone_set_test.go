@@ -3,12 +3,14 @@ package sim_test
 import (
 	"testing"
 	"time"
+
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 )
 
 // TestSetZone: a zone set to a temperature reads it, then drifts toward
 // the outside temperature set, on the clock.
 func TestSetZone(t *testing.T) {
-	w, clk := newWorld(t, load(t, "../manifests/examples/greenhouse.yml"))
+	w, clk := newWorld(t, manifesttest.Load(t, "../manifests/examples/greenhouse.yml"))
 	if err := w.SetZoneTemperature("zone1", 30); err != nil {
 		t.Fatal(err)
 	}

@@ -41,10 +41,7 @@ func (p *loggedServe) stop() { stopProc(p.t, p.cmd, os.Interrupt) }
 // copyFile copies src to dst.
 func copyFile(t *testing.T, src, dst string) {
 	t.Helper()
-	b, err := os.ReadFile(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, src)
 	if err := os.WriteFile(dst, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -167,10 +164,7 @@ func TestApprovalCannotBeForgedOrReused(t *testing.T) {
 		t.Fatalf("with the approve token: %v, want success", r)
 	}
 	p.stop()
-	logged, err := os.ReadFile(filepath.Join(state, auditFile))
-	if err != nil {
-		t.Fatal(err)
-	}
+	logged := readFile(t, filepath.Join(state, auditFile))
 	// Both records name the token that was spent, by its id.
 	if n := len(approvedBy.FindAllString(string(logged), -1)); n != 2 {
 		t.Errorf("audit log after an approved action: %d records carry the approval with its token id, want 2 (attempt and result):\n%s", n, logged)
@@ -312,10 +306,7 @@ func TestElicitationOptInAndOverride(t *testing.T) {
 	dir := t.TempDir()
 	manifest := filepath.Join(dir, "greenhouse.yml")
 	copyFile(t, greenhouse, manifest)
-	pol, err := os.ReadFile(strings.TrimSuffix(greenhouse, ".yml") + ".policy.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := readFile(t, strings.TrimSuffix(greenhouse, ".yml")+".policy.yml")
 	optIn := strings.Replace(string(pol), "approval: {above: 45}", "approval: {above: 45, via: elicitation}", 1)
 	if optIn == string(pol) {
 		t.Fatal("the example policy no longer has approval: {above: 45}")

@@ -53,7 +53,7 @@ func TestAuditKeyedCLI(t *testing.T) {
 
 	// Cut the last record off: alone it looks fine, the checkpoint says not.
 	active := filepath.Join(dir, auditFile)
-	lines := strings.SplitAfter(auditFileText(t, active), "\n")
+	lines := strings.SplitAfter(string(readFile(t, active)), "\n")
 	os.WriteFile(active, []byte(strings.Join(lines[:len(lines)-2], "")), 0o600)
 	if out, _, code = runCLI(t, "audit", "verify", "--state", dir); code != 0 {
 		t.Fatalf("audit verify of a log cut short, without a checkpoint: exit %d, %q; want ok (undetectable alone)", code, out)
@@ -83,7 +83,7 @@ func TestAuditRewriteCLI(t *testing.T) {
 	}
 	s.c.Close()
 	path := filepath.Join(dir, auditFile)
-	lines := strings.Split(strings.TrimSuffix(auditFileText(t, path), "\n"), "\n")
+	lines := strings.Split(strings.TrimSuffix(string(readFile(t, path)), "\n"), "\n")
 	prev := audit.Genesis
 	for i, line := range lines {
 		var r audit.Record
@@ -107,13 +107,4 @@ func TestAuditRewriteCLI(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "line 1 (record 1)") || !strings.Contains(out, "MAC") {
 		t.Fatalf("audit verify of the rewritten chain: exit %d, %q; want exit 1 at line 1, MAC mismatch", code, out)
 	}
-}
-
-func auditFileText(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

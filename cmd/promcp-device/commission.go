@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
@@ -297,7 +298,7 @@ func printDryRun(w io.Writer, dr gateway.DryRun, raw string, v any, role string,
 
 // modicon are the 5-digit Modicon reference ranges (1-based, the table in
 // the first digit) of the tables whose first digit is not ambiguous.
-var modicon = map[manifests.Table]uint16{manifests.TableDiscrete: 10001, manifests.TableInput: 30001, manifests.TableHolding: 40001}
+var modicon = map[modbusconf.Table]uint16{modbusconf.TableDiscrete: 10001, modbusconf.TableInput: 30001, modbusconf.TableHolding: 40001}
 
 // lintModiconAddresses warns of a Modbus register address that looks like
 // a Modicon reference (40001 for holding register 0): the manifest takes

@@ -359,10 +359,7 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 	if page := readAll(t, resp); !strings.Contains(page, `id="r-`+id+`"`) || !strings.Contains(page, "used by <b>sue</b>") {
 		t.Errorf("sue's console does not show the request as used by her approval")
 	}
-	audit, err := os.ReadFile(filepath.Join(site.state, "audit.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	audit := readFile(t, filepath.Join(site.state, "audit.jsonl"))
 	if !strings.Contains(string(audit), `"approval":{"by":"sue","method":"out_of_band"`) {
 		t.Errorf("audit log does not record sue's approval:\n%s", audit)
 	}

@@ -1,15 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +13,8 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/promcp/promcp-device/internal/testnet"
 )
 
 // The README's three-gateway fleet, run by the real binary built with
@@ -51,8 +49,8 @@ type taggedFleet struct {
 	start         time.Time
 	hubFiles      [3]string
 	gwFiles       map[string]string
-	hubs          [3]*fleetProc
-	gws           map[string]*fleetProc
+	hubs          [3]*proc
+	gws           map[string]*proc
 	gwURL         map[string]string
 	own           map[string]*session // each gateway's own endpoint
 	fleetURL      string              // hub1's fleet endpoint
@@ -74,7 +72,7 @@ func (f *taggedFleet) write(t *testing.T, name, body string) string {
 func (f *taggedFleet) writeFiles(t *testing.T) {
 	var client, cluster, leaf [3]string
 	for i := range 3 {
-		client[i], cluster[i], leaf[i] = freeTCP(t), freeTCP(t), freeTCP(t)
+		client[i], cluster[i], leaf[i] = testnet.FreeAddr(t), testnet.FreeAddr(t), testnet.FreeAddr(t)
 	}
 	// The fleet's shared secret: every link authenticates with it (mode
 	// 0600, as the loader insists).
@@ -137,16 +135,16 @@ func (f *taggedFleet) gwArgs(gw string) []string {
 // others' JetStream), then the gateways.
 func (f *taggedFleet) startAll(t *testing.T) {
 	for i := range 3 {
-		f.hubs[i] = startProc(t, f.bin, `fleet endpoint .* on (http://\S+/mcp)`, "hub", "--fleet", f.hubFiles[i], "--log-level", "error")
+		f.hubs[i] = startProc(t, os.Interrupt, nil, f.bin, `fleet endpoint .* on (http://\S+/mcp)`, "hub", "--fleet", f.hubFiles[i], "--log-level", "error")
 	}
 	for i := range 3 {
 		if u := f.hubs[i].addr(t, 90*time.Second); i == 0 {
 			f.fleetURL = u
 		}
 	}
-	f.gws, f.gwURL, f.own = map[string]*fleetProc{}, map[string]string{}, map[string]*session{}
+	f.gws, f.gwURL, f.own = map[string]*proc{}, map[string]string{}, map[string]*session{}
 	for _, gw := range []string{"gw1", "gw2", "gw3"} {
-		f.gws[gw] = startProc(t, f.bin, `on (http://\S+/mcp)`, f.gwArgs(gw)...)
+		f.gws[gw] = startProc(t, os.Interrupt, nil, f.bin, `on (http://\S+/mcp)`, f.gwArgs(gw)...)
 	}
 	for _, gw := range []string{"gw1", "gw2", "gw3"} {
 		f.gwURL[gw] = f.gws[gw].addr(t, 60*time.Second)
@@ -220,7 +218,7 @@ func (f *taggedFleet) edgeLoss(t *testing.T, root *session) {
 	if m := rep["metadata"].(map[string]any); m["partition_state"] != "suspected_partition" {
 		t.Errorf("can_do with gw2 gone: partition_state = %v", m["partition_state"])
 	}
-	f.gws["gw2"] = startProc(t, f.bin, `on (http://\S+/mcp)`, f.gwArgs("gw2")...)
+	f.gws["gw2"] = startProc(t, os.Interrupt, nil, f.bin, `on (http://\S+/mcp)`, f.gwArgs("gw2")...)
 	f.gws["gw2"].addr(t, 60*time.Second)
 	restarted := time.Now()
 	waitCanDo(t, root, heaterOff, "gw2 back", func(r map[string]any) bool {
@@ -277,70 +275,6 @@ func buildTagged(t *testing.T) string {
 	}
 	return bin
 }
-
-// freeTCP returns a loopback address no one listens on now.
-func freeTCP(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// fleetProc is a process of the fleet and the address it printed.
-type fleetProc struct {
-	cmd  *exec.Cmd
-	args []string
-	got  chan string
-}
-
-// startProc starts bin without waiting for it; addr waits for the first
-// submatch of pattern on its stdout. It is interrupted when the test ends.
-func startProc(t *testing.T, bin, pattern string, args ...string) *fleetProc {
-	t.Helper()
-	p := &fleetProc{cmd: exec.Command(bin, args...), args: args, got: make(chan string, 1)}
-	out, err := p.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p.cmd.Stderr = os.Stderr
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stopProc(t, p.cmd, os.Interrupt) })
-	re := regexp.MustCompile(pattern)
-	go func() {
-		lines := bufio.NewScanner(out)
-		for lines.Scan() {
-			if m := re.FindStringSubmatch(lines.Text()); m != nil {
-				p.got <- m[1]
-				break
-			}
-		}
-		close(p.got)
-		io.Copy(io.Discard, out)
-	}()
-	return p
-}
-
-func (p *fleetProc) addr(t *testing.T, within time.Duration) string {
-	t.Helper()
-	select {
-	case a, ok := <-p.got:
-		if !ok {
-			t.Fatalf("%v exited without printing its address", p.args)
-		}
-		return a
-	case <-time.After(within):
-		t.Fatalf("%v printed no address within %v", p.args, within)
-	}
-	return ""
-}
-
-// kill ends the process at once (SIGKILL), as a crash or a power cut.
-func (p *fleetProc) kill(t *testing.T) { t.Helper(); stopProc(t, p.cmd, os.Kill) }
 
 // waitCanDo asks can_do until ok holds, for at most 60 s, and returns the
 // last answer; each answer comes within the fleet's budget.

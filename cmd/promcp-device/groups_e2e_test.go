@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -25,15 +26,6 @@ func groupTools(t *testing.T, m *manifests.Manifest, g string) []string {
 	return names
 }
 
-func load(t *testing.T, file string) *manifests.Manifest {
-	t.Helper()
-	m, err := manifests.Load(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // TestGroupsLintStrictLive: every group of every example, served by the
 // real binary at /mcp/<group>, passes lint --strict --call-reads (no
 // finding at all, every read_* and can_do answer checked) and serves
@@ -41,7 +33,7 @@ func load(t *testing.T, file string) *manifests.Manifest {
 func TestGroupsLintStrictLive(t *testing.T) {
 	t.Parallel()
 	for _, file := range []string{greenhouse, labBench, irrigation} {
-		m := load(t, file)
+		m := manifesttest.Load(t, file)
 		if len(m.Groups) == 0 {
 			t.Fatalf("%s declares no groups", file)
 		}
@@ -117,7 +109,7 @@ func checkNames(t *testing.T, group, what, text string, own []string) {
 }
 
 func TestGroupCanDoScoped(t *testing.T) {
-	m := load(t, greenhouse)
+	m := manifesttest.Load(t, greenhouse)
 	url := startHTTP(t, "--manifest", greenhouse)
 	intents := []map[string]any{
 		{"action": "open the vent"}, {"action": "do_set_fan_speed", "value": 20}, {"semantic_tags": []any{"temperature"}},
@@ -174,7 +166,7 @@ func TestGroupCanDoScoped(t *testing.T) {
 // TestStdioGroup: serve --group NAME over stdio serves that group only; an
 // unknown group is refused before anything opens, naming the groups.
 func TestStdioGroup(t *testing.T) {
-	m := load(t, greenhouse)
+	m := manifesttest.Load(t, greenhouse)
 	s := stdioSession(t, protocols[1], "--manifest", greenhouse, "--group", "zone1")
 	var listed []string
 	for _, tl := range s.tools {
@@ -213,10 +205,7 @@ func TestStdioGroup(t *testing.T) {
 // gets a warning with groups to declare; pasted into the manifest, they
 // validate and each is within the limits.
 func TestLintSuggestsGroups(t *testing.T) {
-	data, err := os.ReadFile(greenhouse)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := readFile(t, greenhouse)
 	text := string(data)
 	start, end := strings.Index(text, "\ngroups:\n"), strings.Index(text, "\nsim:\n")
 	if start < 0 || end < start {

@@ -18,6 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/promcp"
+	"github.com/promcp/promcp-device/promcp/promcptest"
 	"github.com/promcp/promcp-device/server"
 )
 
@@ -44,10 +45,7 @@ func connect(t *testing.T, c *client.Client) *session {
 	if err != nil {
 		t.Fatalf("tools/list: %v", err)
 	}
-	v, err := promcp.NewValidator()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := promcptest.Validator(t)
 	for _, tool := range list.Tools {
 		if len(tool.RawOutputSchema) == 0 && tool.OutputSchema.Type == "" {
 			t.Fatalf("tool %s has no outputSchema", tool.Name)
@@ -122,6 +120,16 @@ func startPrinting(t *testing.T, pattern string, args ...string) string {
 	return url
 }
 
+// readFile returns the content of the file at path; an error fails t.
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // logFile is a file for a child's stderr (its log), closed when the test
 // ends, and a function that reads what the file holds so far.
 func logFile(t *testing.T) (*os.File, func() string) {
@@ -132,11 +140,7 @@ func logFile(t *testing.T) (*os.File, func() string) {
 	}
 	t.Cleanup(func() { f.Close() })
 	return f, func() string {
-		b, err := os.ReadFile(f.Name())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return string(b)
+		return string(readFile(t, f.Name()))
 	}
 }
 

@@ -25,10 +25,7 @@ func startSim(t *testing.T) string {
 // path.
 func modbusGateway(t *testing.T, addr string) string {
 	t.Helper()
-	tmpl, err := os.ReadFile("testdata/gateway-modbus-tcp.yml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	tmpl := readFile(t, "testdata/gateway-modbus-tcp.yml")
 	manifest := filepath.Join(t.TempDir(), "gateway.yml")
 	if err := os.WriteFile(manifest, []byte(strings.ReplaceAll(string(tmpl), "SIM_ADDRESS", addr)), 0o644); err != nil {
 		t.Fatal(err)

@@ -88,10 +88,7 @@ func TestMQTTHomeScenario(t *testing.T) {
 // commands reach the plug.
 func TestMQTT311BrokerServedOnSim(t *testing.T) {
 	t.Parallel()
-	src, err := os.ReadFile(mqttHome)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src := readFile(t, mqttHome)
 	const broker = "      broker: mqtt://127.0.0.1:1883\n"
 	if !strings.Contains(string(src), broker) {
 		t.Fatalf("%s no longer declares %q", mqttHome, broker)
@@ -101,10 +98,7 @@ func TestMQTT311BrokerServedOnSim(t *testing.T) {
 	if err := os.WriteFile(manifest, []byte(strings.Replace(string(src), broker, broker+"      protocol: 4\n", 1)), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	pol, err := os.ReadFile(filepath.Join(filepath.Dir(mqttHome), "mqtt-home.policy.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	pol := readFile(t, filepath.Join(filepath.Dir(mqttHome), "mqtt-home.policy.yml"))
 	if err := os.WriteFile(filepath.Join(dir, "mqtt-home.policy.yml"), pol, 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/promcp/promcp-device/internal/testnet"
 )
 
 // TestServeExtraArgument: a positional argument is reported as such, not
@@ -44,7 +46,7 @@ func TestLoadErrorsNameTheCommand(t *testing.T) {
 
 // TestScanUnreachable: nothing listening is an error (exit 1), said as such.
 func TestScanUnreachable(t *testing.T) {
-	addr := closedPort(t)
+	addr := testnet.FreeAddr(t)
 	out, stderr, code := runCLI(t, "scan", "--tcp", addr, "--units", "1-2", "--pause", "1ms")
 	if code != 1 || !strings.Contains(stderr, "cannot reach "+addr) || strings.Contains(out, "unit 1:") {
 		t.Fatalf("scan of a closed port: exit %d, stdout %q, stderr %q; want exit 1, cannot reach", code, out, stderr)
@@ -98,7 +100,7 @@ func TestToolsJSONMatchesServer(t *testing.T) {
 			if !ok {
 				t.Fatalf("%v: %s listed offline, not served", extra, o.Name)
 			}
-			if !jsonEqual(t, o.InputSchema, s.InputSchema) || !jsonEqual(t, o.OutputSchema, s.OutputSchema) || o.Description != s.Description {
+			if !jsonEqual(o.InputSchema, s.InputSchema) || !jsonEqual(o.OutputSchema, s.OutputSchema) || o.Description != s.Description {
 				t.Errorf("%v: %s: offline schemas differ from the served ones:\n%s\n%s", extra, o.Name, o.InputSchema, s.InputSchema)
 			}
 			if strings.Contains(string(o.InputSchema), `"approval"`) {
@@ -111,24 +113,17 @@ func TestToolsJSONMatchesServer(t *testing.T) {
 	}
 }
 
-func jsonEqual(t *testing.T, a, b json.RawMessage) bool {
-	t.Helper()
+// jsonEqual reports whether a and b are the same JSON value, whatever the
+// order of their keys and their spacing.
+func jsonEqual(a, b json.RawMessage) bool {
 	var x, y any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
-		return false
-	}
-	ja, _ := json.Marshal(x)
-	jb, _ := json.Marshal(y)
-	return string(ja) == string(jb)
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // TestReadOnlyCanDoAsTheREADMESays: the README's --read-only row says what
 // can_do answers on a read-only gateway.
 func TestReadOnlyCanDoAsTheREADMESays(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	readme := readFile(t, "../../README.md")
 	const says = "`can_do` lists the actions that match the intent as blocked `policy_denied`, reason \"this gateway serves read-only: do_X is not available\", and no candidate"
 	if !strings.Contains(string(readme), says) {
 		t.Fatalf("README no longer says %q", says)
@@ -144,19 +139,6 @@ func TestReadOnlyCanDoAsTheREADMESays(t *testing.T) {
 	if b["capability"] != "do_set_heater" || b["permission"] != "policy_denied" || b["reason"] != "this gateway serves read-only: do_set_heater is not available" {
 		t.Fatalf("blocked = %v; want do_set_heater policy_denied, the README's reason", b)
 	}
-}
-
-// closedPort returns a loopback address nothing listens on (it was just
-// closed).
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
 }
 
 // wireTools runs the binary with args (a stdio serve) and returns the

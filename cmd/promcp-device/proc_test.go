@@ -64,27 +64,70 @@ func command(t testing.TB, name string, args ...string) *exec.Cmd {
 // stopped). When the test ends it is sent stop and waited for.
 func launch(t testing.TB, stop os.Signal, stderr io.Writer, bin, pattern string, args ...string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(bin, args...)
-	out, err := cmd.StdoutPipe()
+	p := startProc(t, stop, stderr, bin, pattern, args...)
+	if a, ok := <-p.got; ok {
+		return p.cmd, a
+	}
+	stopProc(t, p.cmd, os.Kill)
+	return p.cmd, ""
+}
+
+// proc is a process a test started and the address it printed.
+type proc struct {
+	cmd  *exec.Cmd
+	args []string
+	got  chan string // the first submatch of the pattern; closed unsent when none came
+}
+
+// startProc starts bin with args, its stderr to stderr (os.Stderr when
+// nil), without waiting for it: launch and addr wait for the first
+// submatch of pattern on its stdout. When the test ends it is sent stop
+// and waited for.
+func startProc(t testing.TB, stop os.Signal, stderr io.Writer, bin, pattern string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(bin, args...), args: args, got: make(chan string, 1)}
+	out, err := p.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = stderr
+	p.cmd.Stderr = stderr
 	if stderr == nil {
-		cmd.Stderr = os.Stderr
+		p.cmd.Stderr = os.Stderr
 	}
-	if err := cmd.Start(); err != nil {
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stopProc(t, cmd, stop) })
-	lines := bufio.NewScanner(out)
+	t.Cleanup(func() { stopProc(t, p.cmd, stop) })
 	re := regexp.MustCompile(pattern)
-	for lines.Scan() {
-		if m := re.FindStringSubmatch(lines.Text()); m != nil {
-			go io.Copy(io.Discard, out)
-			return cmd, m[1]
+	go func() {
+		lines := bufio.NewScanner(out)
+		for lines.Scan() {
+			if m := re.FindStringSubmatch(lines.Text()); m != nil {
+				p.got <- m[1]
+				break
+			}
 		}
-	}
-	stopProc(t, cmd, os.Kill)
-	return cmd, ""
+		close(p.got)
+		io.Copy(io.Discard, out)
+	}()
+	return p
 }
+
+// addr waits at most within for the address p prints, failing the test
+// when p exits without it or takes longer.
+func (p *proc) addr(t testing.TB, within time.Duration) string {
+	t.Helper()
+	select {
+	case a, ok := <-p.got:
+		if !ok {
+			t.Fatalf("%v exited without printing its address", p.args)
+		}
+		return a
+	case <-time.After(within):
+		t.Fatalf("%v printed no address within %v", p.args, within)
+	}
+	return ""
+}
+
+// kill ends the process at once (SIGKILL), as a crash or a power cut.
+func (p *proc) kill(t testing.TB) { t.Helper(); stopProc(t, p.cmd, os.Kill) }

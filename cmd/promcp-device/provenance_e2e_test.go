@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/internal/testnet"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 )
@@ -81,10 +81,7 @@ func keysOf(m map[string]any) []string {
 
 func fileDigest(t *testing.T, path string) string {
 	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, path)
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
@@ -232,7 +229,7 @@ func TestProvenanceEnvelope(t *testing.T) {
 // reached answers read_* with quality error and do_* failed, each with its
 // envelope complete: the grounds name the device, the qualifier the error.
 func TestProvenanceOnADeadDevice(t *testing.T) {
-	manifest := modbusGateway(t, freeTCP(t)) // nothing listens there: every connection is refused
+	manifest := modbusGateway(t, testnet.FreeAddr(t)) // nothing listens there: every connection is refused
 	for _, placement := range []string{"meta", "inline"} {
 		t.Run(placement, func(t *testing.T) {
 			s := commandSession(t, protocols[0], binary, []string{"serve", "--manifest", manifest, "--allow-no-policy", "--log-level", "error", "--provenance", placement})

@@ -118,10 +118,7 @@ func syncsOf(t *testing.T, strace string, values []float64, args ...string) int 
 	if err := c.Close(); err != nil {
 		t.Fatalf("closing: %v", err)
 	}
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := readFile(t, out)
 	return strings.Count(string(data), "sync(")
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -60,7 +61,7 @@ func cmdScan(c *cli) int {
 	case *rtuTCP != "":
 		line, what = modbus.NewRTUOverTCP(cfg, modbus.DialerTCP(*rtuTCP), nil), "RTU over TCP "+*rtuTCP
 	default:
-		s := modbus.SerialConfig{Port: *port, Baud: *baud, DataBits: 8, Parity: modbus.Parity(*parity), StopBits: *stopBits}
+		s := modbusconf.SerialConfig{Port: *port, Baud: *baud, DataBits: 8, Parity: modbusconf.Parity(*parity), StopBits: *stopBits}
 		p, err := modbus.OpenPort(c.ctx, s)
 		if err != nil {
 			return c.fail(err)
@@ -140,7 +141,7 @@ func printValues(ctx context.Context, w io.Writer, u *modbus.Unit, ranges []modb
 		for first := int(r.First); first <= int(r.Last); {
 			n := min(int(r.Last)-first+1, 125)
 			switch r.Table {
-			case modbus.TableHolding, modbus.TableInput:
+			case modbusconf.TableHolding, modbusconf.TableInput:
 				b, err := u.ReadRegisters(ctx, r.Table, uint16(first), uint16(n))
 				if err != nil {
 					vals = append(vals, "error: "+err.Error())

@@ -21,7 +21,6 @@ import (
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/console"
-	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
@@ -724,7 +723,7 @@ func hostHardware(log *slog.Logger) capabilities.Hardware {
 		Pin: func(ctx context.Context, d manifests.Device) (pinIO, error) { return h.Pin(ctx, d.Pin) },
 		TCP: func(ctx context.Context, b manifests.Bus) (net.Conn, error) { return modbus.DialerTCP(b.Address)(ctx) },
 		Serial: func(ctx context.Context, b manifests.Bus) (modbus.Port, error) {
-			return modbus.OpenPort(ctx, driverconf.Serial(b.Serial))
+			return modbus.OpenPort(ctx, b.Serial)
 		},
 		Sysfs: capabilities.HostSysfs,
 		SPI:   func(ctx context.Context, b manifests.Bus) (spiPortCloser, error) { return h.SPI(ctx, b.Device) },

@@ -34,10 +34,7 @@ func TestSiteTestExamples(t *testing.T) {
 			} `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
-	b, err := os.ReadFile(junit)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, junit)
 	if err := xml.Unmarshal(b, &doc); err != nil {
 		t.Fatalf("junit: %v", err)
 	}
@@ -154,10 +151,7 @@ func TestDemoManifests(t *testing.T) {
 // TestSiteTestREADMEExample runs the site test the README shows, so that
 // the example stays one that passes.
 func TestSiteTestREADMEExample(t *testing.T) {
-	b, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := readFile(t, "../../README.md")
 	_, sec, ok := strings.Cut(string(b), "\n## Test your site in CI\n")
 	_, block, ok2 := strings.Cut(sec, "```yaml\n")
 	block, _, ok3 := strings.Cut(block, "```\n")

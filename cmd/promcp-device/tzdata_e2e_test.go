@@ -16,10 +16,7 @@ func TestZonesLoadWithoutSystemZoneData(t *testing.T) {
 	dir := t.TempDir()
 	empty := t.TempDir()
 	for _, f := range []string{"greenhouse.yml", "greenhouse.policy.yml"} {
-		data, err := os.ReadFile(filepath.Join("../../manifests/examples", f))
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := readFile(t, filepath.Join("../../manifests/examples", f))
 		if f == "greenhouse.policy.yml" {
 			if !strings.Contains(string(data), "timezone: Europe/Amsterdam") {
 				t.Fatal("the greenhouse policy no longer names Europe/Amsterdam; update this test")

@@ -50,7 +50,7 @@ func ExampleSHT3x_Sense() {
 // A register-map device: the grow light of manifests/examples/lab-bench.yml.
 func ExampleRegisters() {
 	ctx := context.Background()
-	dimmer := manifests.Register{Name: "dimmer", Address: 0x01, Type: manifests.RegUint8, Scale: 0.5, Writable: true}
+	dimmer := manifests.Register{Name: "dimmer", Address: 0x01, Type: i2cconf.RegUint8, Scale: 0.5, Writable: true}
 	m := &manifests.Manifest{
 		Buses: []manifests.Bus{{Name: "i2c1", Kind: manifests.BusI2C}},
 		Devices: []manifests.Device{{

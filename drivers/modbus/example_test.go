@@ -3,7 +3,6 @@ package modbus_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/promcp/promcp-device/drivers/modbus"
@@ -33,11 +32,10 @@ devices:
 `))
 	w, _ := sim.New(m, sim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	srv, _ := w.ModbusServer("lan")
-	ln, _ := net.Listen("tcp", "127.0.0.1:0")
-	go srv.ServeTCP(ln)
+	addr, _ := srv.ServeLoopback(manifests.BusModbusTCP)
 	defer srv.Close()
 
-	line := modbus.NewTCP(modbus.Config{Name: "lan", Timeout: time.Second}, modbus.DialerTCP(ln.Addr().String()), nil)
+	line := modbus.NewTCP(modbus.Config{Name: "lan", Timeout: time.Second}, modbus.DialerTCP(addr), nil)
 	defer line.Close()
 	points := line.Unit(7).Points(m.Devices[0].ModbusRegisters, m.Devices[0].MaxSpan)
 	ctx := context.Background()

@@ -3,7 +3,6 @@ package modbus_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 	"time"
 
@@ -14,9 +13,9 @@ import (
 )
 
 var (
-	dataTypes = []manifests.DataType{manifests.DataInt16, manifests.DataUint16, manifests.DataInt32, manifests.DataUint32,
-		manifests.DataInt64, manifests.DataUint64, manifests.DataFloat32, manifests.DataFloat64}
-	orders = []manifests.WordOrder{manifests.OrderABCD, manifests.OrderDCBA, manifests.OrderBADC, manifests.OrderCDAB}
+	dataTypes = []modbusconf.DataType{modbusconf.DataInt16, modbusconf.DataUint16, modbusconf.DataInt32, modbusconf.DataUint32,
+		modbusconf.DataInt64, modbusconf.DataUint64, modbusconf.DataFloat32, modbusconf.DataFloat64}
+	orders = []modbusconf.WordOrder{modbusconf.OrderABCD, modbusconf.OrderDCBA, modbusconf.OrderBADC, modbusconf.OrderCDAB}
 )
 
 // codecDevice is a modbus device with one holding register per numeric
@@ -28,17 +27,17 @@ func codecDevice(unit uint8) manifests.Device {
 	for _, t := range dataTypes {
 		for _, o := range orders {
 			d.ModbusRegisters = append(d.ModbusRegisters, manifests.ModbusRegister{
-				Name: fmt.Sprintf("%s_%s", t, o), Table: manifests.TableHolding, Address: addr, Type: t,
+				Name: fmt.Sprintf("%s_%s", t, o), Table: modbusconf.TableHolding, Address: addr, Type: t,
 				ByteOrder: o, Bit: -1, Scale: 1, Writable: true})
 			addr += 4
 		}
 	}
 	d.ModbusRegisters = append(d.ModbusRegisters,
-		manifests.ModbusRegister{Name: "label", Table: manifests.TableHolding, Address: addr, Type: manifests.DataString, Length: 4, ByteOrder: manifests.OrderABCD, Bit: -1, Scale: 1},
-		manifests.ModbusRegister{Name: "scaled", Table: manifests.TableHolding, Address: addr + 4, Type: manifests.DataInt16, ByteOrder: manifests.OrderABCD, Bit: -1, Scale: 0.1, Offset: -40, Writable: true},
-		manifests.ModbusRegister{Name: "status_bit3", Table: manifests.TableInput, Address: 0, Type: manifests.DataBool, Bit: 3, ByteOrder: manifests.OrderABCD, Scale: 1},
-		manifests.ModbusRegister{Name: "relay", Table: manifests.TableCoil, Address: 0, Type: manifests.DataBool, Bit: -1, Scale: 1, Writable: true},
-		manifests.ModbusRegister{Name: "door", Table: manifests.TableDiscrete, Address: 0, Type: manifests.DataBool, Bit: -1, Scale: 1},
+		manifests.ModbusRegister{Name: "label", Table: modbusconf.TableHolding, Address: addr, Type: modbusconf.DataString, Length: 4, ByteOrder: modbusconf.OrderABCD, Bit: -1, Scale: 1},
+		manifests.ModbusRegister{Name: "scaled", Table: modbusconf.TableHolding, Address: addr + 4, Type: modbusconf.DataInt16, ByteOrder: modbusconf.OrderABCD, Bit: -1, Scale: 0.1, Offset: -40, Writable: true},
+		manifests.ModbusRegister{Name: "status_bit3", Table: modbusconf.TableInput, Address: 0, Type: modbusconf.DataBool, Bit: 3, ByteOrder: modbusconf.OrderABCD, Scale: 1},
+		manifests.ModbusRegister{Name: "relay", Table: modbusconf.TableCoil, Address: 0, Type: modbusconf.DataBool, Bit: -1, Scale: 1, Writable: true},
+		manifests.ModbusRegister{Name: "door", Table: modbusconf.TableDiscrete, Address: 0, Type: modbusconf.DataBool, Bit: -1, Scale: 1},
 	)
 	return d
 }
@@ -85,16 +84,14 @@ func serve(t testing.TB, w *sim.World, k manifests.BusKind, cfg modbus.Config) (
 		}
 		line = modbus.NewRTU(cfg, port, modbus.FrameGap(115200), false, nil)
 	default:
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		addr, err := srv.ServeLoopback(k)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if k == manifests.BusModbusTCP {
-			go srv.ServeTCP(ln)
-			line = modbus.NewTCP(cfg, modbus.DialerTCP(ln.Addr().String()), nil)
+			line = modbus.NewTCP(cfg, modbus.DialerTCP(addr), nil)
 		} else {
-			go srv.ServeRTUOverTCP(ln)
-			line = modbus.NewRTUOverTCP(cfg, modbus.DialerTCP(ln.Addr().String()), nil)
+			line = modbus.NewRTUOverTCP(cfg, modbus.DialerTCP(addr), nil)
 		}
 	}
 	t.Cleanup(func() { line.Close() })

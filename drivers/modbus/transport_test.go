@@ -9,27 +9,28 @@ import (
 
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
+	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
 )
 
 var kinds = []manifests.BusKind{manifests.BusModbusTCP, manifests.BusModbusRTUTCP, manifests.BusModbusRTU}
 
 // sample returns a test value of type t that survives the type exactly.
-func sample(t manifests.DataType) float64 {
+func sample(t modbusconf.DataType) float64 {
 	switch t {
-	case manifests.DataInt16:
+	case modbusconf.DataInt16:
 		return -12345
-	case manifests.DataUint16:
+	case modbusconf.DataUint16:
 		return 54321
-	case manifests.DataInt32:
+	case modbusconf.DataInt32:
 		return -123456789
-	case manifests.DataUint32:
+	case modbusconf.DataUint32:
 		return 3456789012
-	case manifests.DataInt64:
+	case modbusconf.DataInt64:
 		return -1234567890123
-	case manifests.DataUint64:
+	case modbusconf.DataUint64:
 		return 9876543210987
-	case manifests.DataFloat32:
+	case modbusconf.DataFloat32:
 		return float64(float32(123.456))
 	}
 	return math.Pi * 1e10

@@ -15,6 +15,7 @@ import (
 	"github.com/eclipse/paho.golang/paho"
 	pahov3 "github.com/eclipse/paho.mqtt.golang"
 
+	"github.com/promcp/promcp-device/internal/testnet"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -61,16 +62,6 @@ func mochiBroker(t *testing.T, o sim.BrokerOptions) *testBroker {
 	return tb
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // mosquitto starts Debian's mosquitto on a free loopback port with a
 // config of the test's own, or returns nil (skipping only that part)
 // when it is not installed and CI does not require it.
@@ -84,7 +75,7 @@ func mosquitto(t *testing.T) *testBroker {
 		t.Log("mosquitto not installed: testing against the embedded broker only")
 		return nil
 	}
-	addr := freePort(t)
+	addr := testnet.FreeAddr(t)
 	_, port, _ := net.SplitHostPort(addr)
 	conf := filepath.Join(t.TempDir(), "mosquitto.conf")
 	os.WriteFile(conf, []byte(fmt.Sprintf("listener %s 127.0.0.1\nallow_anonymous true\npersistence false\n", port)), 0o600)

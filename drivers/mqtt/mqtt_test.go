@@ -21,6 +21,7 @@ import (
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/mqtt"
+	"github.com/promcp/promcp-device/internal/testnet"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -182,7 +183,7 @@ func TestReconnectRestoresSubscriptions(t *testing.T) {
 
 func TestPublishWithoutBrokerFailsAtOnce(t *testing.T) {
 	for _, p := range []int{5, 4} {
-		c := newClient(t, mqtt.Config{Broker: "mqtt://" + freePort(t), Protocol: p})
+		c := newClient(t, mqtt.Config{Broker: "mqtt://" + testnet.FreeAddr(t), Protocol: p})
 		err := c.Publish(t.Context(), "cmnd/plug/POWER", []byte("ON"), false)
 		if !errors.Is(err, drivers.ErrUnavailable) {
 			t.Fatalf("protocol %d: publish without a broker: %v, want ErrUnavailable", p, err)

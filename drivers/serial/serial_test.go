@@ -42,7 +42,7 @@ func instrument(t *testing.T, answers map[string]string) (*serial.Line, *int) {
 			}
 		}
 	}()
-	port, err := modbus.OpenPort(context.Background(), modbus.SerialConfig{Port: p.SlavePath, Baud: 9600, DataBits: 8, Parity: modbusconf.ParityNone, StopBits: 1})
+	port, err := modbus.OpenPort(context.Background(), modbusconf.SerialConfig{Port: p.SlavePath, Baud: 9600, DataBits: 8, Parity: modbusconf.ParityNone, StopBits: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
