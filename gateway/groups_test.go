@@ -8,6 +8,7 @@ import (
 
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -17,9 +18,9 @@ import (
 // on the door interlock (outside the group) but names only the group's
 // tools, while the full surface's can_do observes the door.
 func TestServeGroup(t *testing.T) {
-	m := gatewaytest.Manifest(t, "testdata/policy/bench.yml")
+	m := manifesttest.Load(t, "testdata/policy/bench.yml")
 	b := gatewaytest.Serve(t, m, gatewaytest.Options{Clock: sim.NewManualClock(monday10),
-		Gateway: gateway.GatewayOptions{Policy: gatewaytest.Policy(t, "testdata/policy/bench.policy.yml", m)}})
+		Gateway: gateway.GatewayOptions{Policy: manifesttest.LoadPolicy(t, "testdata/policy/bench.policy.yml", m)}})
 	srv, g := b.Server, b.Gateway
 	grp, err := srv.Surface("bench/pumps", "")
 	if err != nil {

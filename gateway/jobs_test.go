@@ -7,6 +7,7 @@ import (
 
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -45,8 +46,8 @@ actions:
 
 func newJobsBench(t *testing.T) *bench {
 	t.Helper()
-	m := gatewaytest.ManifestText(t, "jobs.yml", jobsManifest)
-	pol := gatewaytest.PolicyText(t, "jobs.policy.yml", jobsPolicy, m)
+	m := manifesttest.Parse(t, "jobs.yml", jobsManifest)
+	pol := manifesttest.ParsePolicy(t, "jobs.policy.yml", jobsPolicy, m)
 	return serveAt(t, m, time.Date(2026, 7, 1, 6, 0, 0, 0, time.UTC), gatewaytest.Options{Gateway: gateway.GatewayOptions{Policy: pol, Jobs: m.Jobs}})
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -27,11 +28,11 @@ type outdoorBench struct {
 
 func newOutdoorBench(t *testing.T, edit ...func(*manifests.Manifest)) *outdoorBench {
 	t.Helper()
-	m := gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml")
+	m := manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml")
 	for _, e := range edit {
 		e(m)
 	}
-	p := gatewaytest.Policy(t, "../manifests/examples/pi-outdoor.policy.yml", m)
+	p := manifesttest.LoadPolicy(t, "../manifests/examples/pi-outdoor.policy.yml", m)
 	dir := t.TempDir()
 	b := serveAt(t, m, epoch, gatewaytest.Options{Hardware: kernelFiles(dir), Gateway: gateway.GatewayOptions{Policy: p}})
 	return &outdoorBench{bench: b, dir: dir}
@@ -194,7 +195,7 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 // good and every duty cycle written is one of those asked for (the race
 // detector watches the simulated files and the drivers' state).
 func TestKernelFilesUnderOverlap(t *testing.T) {
-	_, set := gatewaytest.Open(t, gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{
+	_, set := gatewaytest.Open(t, manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{
 		Clock: sim.NewManualClock(epoch), Hardware: kernelFiles(t.TempDir())})
 	fan, _ := set.Get("fan_speed")
 	done := make(chan error, 16)

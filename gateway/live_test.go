@@ -19,6 +19,7 @@ import (
 	"github.com/promcp/promcp-device/history"
 	"github.com/promcp/promcp-device/history/boltseries"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/server/servertest"
@@ -45,7 +46,7 @@ func newLiveBench(t *testing.T, edit ...func(*manifests.Manifest)) *liveBench {
 
 func newLiveBenchWith(t *testing.T, opts gateway.LiveOptions, edit ...func(*manifests.Manifest)) *liveBench {
 	t.Helper()
-	m := gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml")
+	m := manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml")
 	for i := range m.Capabilities {
 		if c := &m.Capabilities[i]; c.Name == "soil_moisture_probe" {
 			c.Observe = manifests.Observe{Deadband: 0.2, MaxRate: &manifests.RateLimit{Max: 1, Per: 10 * time.Second}, Every: time.Second}

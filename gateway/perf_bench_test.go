@@ -12,6 +12,7 @@ import (
 
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/internal/perf"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -20,7 +21,7 @@ import (
 // (perf.Manifest) on the simulator, on a clock that stands still.
 func perfBench(tb testing.TB, n int) *gatewaytest.Bench {
 	tb.Helper()
-	m := gatewaytest.ManifestText(tb, "perf.yml", perf.Manifest(n))
+	m := manifesttest.Parse(tb, "perf.yml", perf.Manifest(n))
 	return gatewaytest.Serve(tb, m, gatewaytest.Options{Clock: sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))})
 }
 

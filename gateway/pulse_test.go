@@ -9,6 +9,7 @@ import (
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
@@ -67,7 +68,7 @@ func TestPulseCounterThroughServer(t *testing.T) {
 // Under a state directory the total goes on from where it was after a
 // restart.
 func TestPulseTotalKeptAcrossRestarts(t *testing.T) {
-	m := gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml")
+	m := manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml")
 	state := t.TempDir()
 	open := func(t *testing.T, clk *sim.ManualClock) (*capabilities.Set, *sim.World) {
 		w := simtest.World(t, m, clk)
@@ -114,7 +115,7 @@ func TestPulseTotalKeptAcrossRestarts(t *testing.T) {
 func TestFastPulsesCountedApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// The real clock: synctest's fake time.
-		w, set := gatewaytest.Open(t, gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{Hardware: kernelFiles(t.TempDir())})
+		w, set := gatewaytest.Open(t, manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{Hardware: kernelFiles(t.TempDir())})
 		if err := w.SetPulseRate("rain_gauge", 12); err != nil {
 			t.Fatal(err)
 		}

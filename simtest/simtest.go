@@ -31,6 +31,7 @@ import (
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -44,11 +45,7 @@ func Manifest(tb testing.TB, name string) *manifests.Manifest {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m, err := manifests.Parse(name, b)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return m
+	return manifesttest.Parse(tb, name, string(b))
 }
 
 // World simulates m's devices on clk.
