@@ -6,10 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests/manifesttest"
-	"github.com/promcp/promcp-device/sim"
 )
 
 // TestServeGroup: a group surface serves its capabilities' tools in
@@ -19,7 +19,7 @@ import (
 // tools, while the full surface's can_do observes the door.
 func TestServeGroup(t *testing.T) {
 	m := manifesttest.Load(t, "testdata/policy/bench.yml")
-	b := gatewaytest.Serve(t, m, gatewaytest.Options{Clock: sim.NewManualClock(monday10),
+	b := gatewaytest.Serve(t, m, gatewaytest.Options{Clock: clock.NewManual(monday10),
 		Gateway: gateway.GatewayOptions{Policy: manifesttest.LoadPolicy(t, "testdata/policy/bench.policy.yml", m)}})
 	srv, g := b.Server, b.Gateway
 	grp, err := srv.Surface("bench/pumps", "")

@@ -5,10 +5,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests/manifesttest"
-	"github.com/promcp/promcp-device/sim"
 )
 
 const jobsManifest = `version: 1
@@ -53,7 +53,7 @@ func newJobsBench(t *testing.T) *bench {
 
 // waitOn lets the bubble's goroutines run until they all wait, and checks
 // that n of them wait on clk.
-func waitOn(t *testing.T, clk *sim.ManualClock, n int) {
+func waitOn(t *testing.T, clk *clock.Manual, n int) {
 	t.Helper()
 	synctest.Wait()
 	if got := clk.Waiting(); got < n {

@@ -10,12 +10,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/sim"
 )
 
 // outdoorBench serves manifests/examples/pi-outdoor.yml (DS18B20s on 1-Wire, a
@@ -196,7 +196,7 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 // detector watches the simulated files and the drivers' state).
 func TestKernelFilesUnderOverlap(t *testing.T) {
 	_, set := gatewaytest.Open(t, manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{
-		Clock: sim.NewManualClock(epoch), Hardware: kernelFiles(t.TempDir())})
+		Clock: clock.NewManual(epoch), Hardware: kernelFiles(t.TempDir())})
 	fan, _ := set.Get("fan_speed")
 	done := make(chan error, 16)
 	for g := range 8 {

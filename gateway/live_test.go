@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/history"
@@ -34,7 +35,7 @@ const probeURI = "promcp://pi-outdoor/capabilities/soil_moisture_probe"
 type liveBench struct {
 	t   *testing.T
 	w   *sim.World
-	clk *sim.ManualClock
+	clk *clock.Manual
 	srv *server.Server
 	gw  *gateway.Gateway
 }
@@ -55,7 +56,7 @@ func newLiveBenchWith(t *testing.T, opts gateway.LiveOptions, edit ...func(*mani
 	for _, e := range edit {
 		e(m)
 	}
-	clk := sim.NewManualClock(epoch)
+	clk := clock.NewManual(epoch)
 	g := gatewaytest.Serve(t, m, gatewaytest.Options{Clock: clk, Hardware: kernelFiles(t.TempDir()), Server: []server.Option{server.WithResources()}})
 	if err := g.Gateway.ServeLive(opts); err != nil {
 		t.Fatal(err)

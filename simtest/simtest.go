@@ -28,6 +28,7 @@ import (
 	pspi "periph.io/x/conn/v3/spi"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/manifests"
@@ -49,7 +50,7 @@ func Manifest(tb testing.TB, name string) *manifests.Manifest {
 }
 
 // World simulates m's devices on clk.
-func World(tb testing.TB, m *manifests.Manifest, clk sim.Clock) *sim.World {
+func World(tb testing.TB, m *manifests.Manifest, clk clock.Clock) *sim.World {
 	tb.Helper()
 	w, err := sim.New(m, clk)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/manifests/manifesttest"
@@ -31,7 +32,7 @@ import (
 type Options struct {
 	// Clock runs the simulated world, the capability set and the server
 	// (server.WithClock). Nil: the world's default, real time.
-	Clock sim.Clock
+	Clock clock.Clock
 	// Hardware is how the capability set reaches the world's devices.
 	// Nil: simtest.Hardware.
 	Hardware func(w *sim.World) capabilities.HardwareFuncs
