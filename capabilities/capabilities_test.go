@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/sim"
@@ -18,10 +19,10 @@ var epoch = time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC)
 // open builds the bench on a simulated world with a manual clock. Call it
 // inside a synctest bubble: the drivers' real-time waits (the SHT3x
 // measurement time, bus timeouts, slow faults) then take no time.
-func open(tb testing.TB) (*capabilities.Set, *sim.World, *sim.ManualClock) {
+func open(tb testing.TB) (*capabilities.Set, *sim.World, *clock.Manual) {
 	tb.Helper()
 	m := simtest.Manifest(tb, "i2c-bench.yml")
-	clk := sim.NewManualClock(epoch)
+	clk := clock.NewManual(epoch)
 	w := simtest.World(tb, m, clk)
 	return simtest.Open(tb, m, simtest.Hardware(w), capabilities.Options{Clock: clk}), w, clk
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/promcp"
@@ -17,7 +18,7 @@ import (
 func openDrive(t *testing.T) (*capabilities.Set, *sim.ModbusSlave) {
 	t.Helper()
 	m := simtest.Manifest(t, "drive.yml")
-	w := simtest.World(t, m, sim.NewManualClock(time.Unix(0, 0)))
+	w := simtest.World(t, m, clock.NewManual(time.Unix(0, 0)))
 	set := simtest.Open(t, m, simtest.Lines(t, w, capabilities.HardwareFuncs{}), capabilities.Options{})
 	slave, _ := w.ModbusSlave("vfd")
 	return set, slave

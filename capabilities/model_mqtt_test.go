@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
@@ -58,11 +59,11 @@ capabilities:
 
 // openMQTT opens the manifest's capabilities against the simulator's
 // embedded broker and simulated devices, on clk.
-func openMQTT(t *testing.T, clk *sim.ManualClock) (*capabilities.Set, *sim.World, *sim.Broker) {
+func openMQTT(t *testing.T, clk *clock.Manual) (*capabilities.Set, *sim.World, *sim.Broker) {
 	return openMQTTManifest(t, clk, mqttManifest)
 }
 
-func openMQTTManifest(t *testing.T, clk *sim.ManualClock, text string) (*capabilities.Set, *sim.World, *sim.Broker) {
+func openMQTTManifest(t *testing.T, clk *clock.Manual, text string) (*capabilities.Set, *sim.World, *sim.Broker) {
 	t.Helper()
 	m := manifesttest.Parse(t, "mqtt.yml", text)
 	w, err := sim.New(m, clk)
@@ -110,7 +111,7 @@ func eventually(t *testing.T, c *capabilities.Capability, what string, want func
 // availability topic) makes it error at once, and its return good again.
 func TestMQTTMessageAgeAndLastWillFeedQuality(t *testing.T) {
 	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	clk := sim.NewManualClock(start)
+	clk := clock.NewManual(start)
 	set, w, broker := openMQTT(t, clk)
 	battery := get(t, set, "door_battery")
 	r := eventually(t, battery, "a good reading", func(r capabilities.Reading) bool { return r.Quality == promcp.QualityGood })
@@ -173,7 +174,7 @@ func TestMQTTMessageAgeAndLastWillFeedQuality(t *testing.T) {
 // A write publishes the command; the simulated Tasmota switches and
 // publishes stat/<t>/POWER, which the readback sees.
 func TestMQTTWritePublishesTheCommand(t *testing.T) {
-	clk := sim.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clk := clock.NewManual(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	set, _, _ := openMQTT(t, clk)
 	plug := get(t, set, "plug")
 	eventually(t, plug, "on", func(r capabilities.Reading) bool { return r.Value == true })
@@ -225,7 +226,7 @@ func TestMQTTCredentialsFile(t *testing.T) {
 // One message read many times is one sample: a stuck check counts
 // messages, not reads.
 func TestMQTTRereadIsNotStuck(t *testing.T) {
-	clk := sim.NewManualClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	clk := clock.NewManual(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	text := strings.Replace(mqttManifest, "health: {max_stale: 1m}", "health: {max_stale: 1m, stuck_samples: 2}", 1)
 	set, w, broker := openMQTTManifest(t, clk, text)
 	battery := get(t, set, "door_battery")

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -22,6 +21,7 @@ import (
 	"github.com/promcp/promcp-device/fleet/natsembed"
 	"github.com/promcp/promcp-device/fleet/shared/sharedtest"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
+	"github.com/promcp/promcp-device/internal/testnet"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
@@ -42,7 +42,7 @@ func startHub(t testing.TB, noAdvertise bool) *testHub {
 	h := &testHub{}
 	var clientURLs, routes, clusters []string
 	for range 3 {
-		a := freeAddr(t)
+		a := testnet.FreeAddr(t)
 		clusters = append(clusters, a)
 		routes = append(routes, "nats://"+a)
 	}
@@ -275,16 +275,6 @@ func canDo(t testing.TB, c *client.Client, intent map[string]any) promcp.Capabil
 		t.Fatalf("can_do failed: %+v", rep.Error)
 	}
 	return rep
-}
-
-// freeAddr is a loopback address with a port free a moment ago.
-func freeAddr(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 // localCall calls tool on g's own gateway, not through the fleet, as an

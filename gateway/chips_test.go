@@ -6,8 +6,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -19,7 +19,7 @@ const piSensors = "../manifests/examples/pi-sensors.yml"
 // conversion, the drivers decode with it.
 func TestChipsReadThroughServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t, gatewaytest.Manifest(t, piSensors))
+		b := newBench(t, manifesttest.Load(t, piSensors))
 		for _, tc := range []struct {
 			tool      string
 			want, tol float64
@@ -53,7 +53,7 @@ func TestChipsReadThroughServer(t *testing.T) {
 // the other relay on the same chip keeps its state.
 func TestExpanderRelaysThroughServer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t, gatewaytest.Manifest(t, piSensors))
+		b := newBench(t, manifesttest.Load(t, piSensors))
 		for _, tool := range []string{"do_set_valve_1", "do_set_lamp"} {
 			var do promcp.DoResult
 			b.call(tool, map[string]any{"value": true}, &do)
@@ -97,7 +97,7 @@ func TestChipFaultsThroughServer(t *testing.T) {
 		{"read_lid_open", "relays_b", manifests.Fault{Kind: manifests.FaultDropout}, 1, promcp.QualityError, "read failed (nack)"},
 		{"read_lid_open", "relays_b", manifests.Fault{Kind: manifests.FaultSlow, Delay: 50 * time.Millisecond}, 1, promcp.QualityGood, ""},
 	}
-	runFaultCases(t, cases, manifests.DefaultTTL, true, func(t *testing.T) *bench { return newBench(t, gatewaytest.Manifest(t, piSensors)) })
+	runFaultCases(t, cases, manifests.DefaultTTL, true, func(t *testing.T) *bench { return newBench(t, manifesttest.Load(t, piSensors)) })
 }
 
 // A stuck chip answers the same bytes while the world changes: the stuck
@@ -105,7 +105,7 @@ func TestChipFaultsThroughServer(t *testing.T) {
 // are refused.
 func TestChipStuckAndRefusedFaults(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		b := newBench(t, gatewaytest.Manifest(t, piSensors))
+		b := newBench(t, manifesttest.Load(t, piSensors))
 		for _, dev := range []string{"weather", "adc", "supply", "relays_a", "relays_b"} {
 			if err := b.w.Inject(dev, manifests.Fault{Kind: manifests.FaultCRC}); err == nil {
 				t.Errorf("crc on %s accepted; the chip has no checksum", dev)

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
-	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 )
 
 // TestServeGroup: a group surface serves its capabilities' tools in
@@ -17,9 +18,9 @@ import (
 // on the door interlock (outside the group) but names only the group's
 // tools, while the full surface's can_do observes the door.
 func TestServeGroup(t *testing.T) {
-	m := gatewaytest.Manifest(t, "testdata/policy/bench.yml")
-	b := gatewaytest.Serve(t, m, gatewaytest.Options{Clock: sim.NewManualClock(monday10),
-		Gateway: gateway.GatewayOptions{Policy: gatewaytest.Policy(t, "testdata/policy/bench.policy.yml", m)}})
+	m := manifesttest.Load(t, "testdata/policy/bench.yml")
+	b := gatewaytest.Serve(t, m, gatewaytest.Options{Clock: clock.NewManual(monday10),
+		Gateway: gateway.GatewayOptions{Policy: manifesttest.LoadPolicy(t, "testdata/policy/bench.policy.yml", m)}})
 	srv, g := b.Server, b.Gateway
 	grp, err := srv.Surface("bench/pumps", "")
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	pi2c "periph.io/x/conn/v3/i2c"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
@@ -35,7 +36,7 @@ type bench struct {
 	*gatewaytest.Bench
 	t   *testing.T
 	w   *sim.World
-	clk *sim.ManualClock
+	clk *clock.Manual
 	c   *client.Client
 }
 
@@ -51,7 +52,7 @@ func newBench(t *testing.T, m *manifests.Manifest) *bench {
 // (o's Clock), with a client made with copts.
 func serveAt(t *testing.T, m *manifests.Manifest, start time.Time, o gatewaytest.Options, copts ...client.ClientOption) *bench {
 	t.Helper()
-	clk := sim.NewManualClock(start)
+	clk := clock.NewManual(start)
 	o.Clock = clk
 	b := serveReal(t, m, o, copts...)
 	b.clk = clk

@@ -5,9 +5,10 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
-	"github.com/promcp/promcp-device/sim"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 )
 
 const jobsManifest = `version: 1
@@ -45,14 +46,14 @@ actions:
 
 func newJobsBench(t *testing.T) *bench {
 	t.Helper()
-	m := gatewaytest.ManifestText(t, "jobs.yml", jobsManifest)
-	pol := gatewaytest.PolicyText(t, "jobs.policy.yml", jobsPolicy, m)
+	m := manifesttest.Parse(t, "jobs.yml", jobsManifest)
+	pol := manifesttest.ParsePolicy(t, "jobs.policy.yml", jobsPolicy, m)
 	return serveAt(t, m, time.Date(2026, 7, 1, 6, 0, 0, 0, time.UTC), gatewaytest.Options{Gateway: gateway.GatewayOptions{Policy: pol, Jobs: m.Jobs}})
 }
 
 // waitOn lets the bubble's goroutines run until they all wait, and checks
 // that n of them wait on clk.
-func waitOn(t *testing.T, clk *sim.ManualClock, n int) {
+func waitOn(t *testing.T, clk *clock.Manual, n int) {
 	t.Helper()
 	synctest.Wait()
 	if got := clk.Waiting(); got < n {

@@ -10,11 +10,12 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/sim"
 )
 
 // outdoorBench serves manifests/examples/pi-outdoor.yml (DS18B20s on 1-Wire, a
@@ -27,11 +28,11 @@ type outdoorBench struct {
 
 func newOutdoorBench(t *testing.T, edit ...func(*manifests.Manifest)) *outdoorBench {
 	t.Helper()
-	m := gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml")
+	m := manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml")
 	for _, e := range edit {
 		e(m)
 	}
-	p := gatewaytest.Policy(t, "../manifests/examples/pi-outdoor.policy.yml", m)
+	p := manifesttest.LoadPolicy(t, "../manifests/examples/pi-outdoor.policy.yml", m)
 	dir := t.TempDir()
 	b := serveAt(t, m, epoch, gatewaytest.Options{Hardware: kernelFiles(dir), Gateway: gateway.GatewayOptions{Policy: p}})
 	return &outdoorBench{bench: b, dir: dir}
@@ -194,8 +195,8 @@ func TestKernelBusFaultsThroughServer(t *testing.T) {
 // good and every duty cycle written is one of those asked for (the race
 // detector watches the simulated files and the drivers' state).
 func TestKernelFilesUnderOverlap(t *testing.T) {
-	_, set := gatewaytest.Open(t, gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{
-		Clock: sim.NewManualClock(epoch), Hardware: kernelFiles(t.TempDir())})
+	_, set := gatewaytest.Open(t, manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{
+		Clock: clock.NewManual(epoch), Hardware: kernelFiles(t.TempDir())})
 	fan, _ := set.Get("fan_speed")
 	done := make(chan error, 16)
 	for g := range 8 {

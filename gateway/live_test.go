@@ -14,11 +14,13 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/history"
 	"github.com/promcp/promcp-device/history/boltseries"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/server/servertest"
@@ -33,7 +35,7 @@ const probeURI = "promcp://pi-outdoor/capabilities/soil_moisture_probe"
 type liveBench struct {
 	t   *testing.T
 	w   *sim.World
-	clk *sim.ManualClock
+	clk *clock.Manual
 	srv *server.Server
 	gw  *gateway.Gateway
 }
@@ -45,7 +47,7 @@ func newLiveBench(t *testing.T, edit ...func(*manifests.Manifest)) *liveBench {
 
 func newLiveBenchWith(t *testing.T, opts gateway.LiveOptions, edit ...func(*manifests.Manifest)) *liveBench {
 	t.Helper()
-	m := gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml")
+	m := manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml")
 	for i := range m.Capabilities {
 		if c := &m.Capabilities[i]; c.Name == "soil_moisture_probe" {
 			c.Observe = manifests.Observe{Deadband: 0.2, MaxRate: &manifests.RateLimit{Max: 1, Per: 10 * time.Second}, Every: time.Second}
@@ -54,7 +56,7 @@ func newLiveBenchWith(t *testing.T, opts gateway.LiveOptions, edit ...func(*mani
 	for _, e := range edit {
 		e(m)
 	}
-	clk := sim.NewManualClock(epoch)
+	clk := clock.NewManual(epoch)
 	g := gatewaytest.Serve(t, m, gatewaytest.Options{Clock: clk, Hardware: kernelFiles(t.TempDir()), Server: []server.Option{server.WithResources()}})
 	if err := g.Gateway.ServeLive(opts); err != nil {
 		t.Fatal(err)

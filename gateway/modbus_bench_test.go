@@ -29,13 +29,10 @@ func meterBench(b *testing.B) (string, mcpserver.ToolHandlerFunc, *capabilities.
 		if err != nil {
 			b.Fatal(err)
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
+		b.Cleanup(func() { srv.Close() })
+		if addr, err = srv.ServeLoopback(manifests.BusModbusTCP); err != nil {
 			b.Fatal(err)
 		}
-		go srv.ServeTCP(ln)
-		b.Cleanup(func() { srv.Close() })
-		addr = ln.Addr().String()
 		return capabilities.HardwareFuncs{
 			TCP: func(ctx context.Context, _ manifests.Bus) (net.Conn, error) { return modbus.DialerTCP(addr)(ctx) },
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -16,8 +17,8 @@ import (
 // Tasmota plug follows and partial when it does not; can_do's candidates
 // name the Lite device adopted over MQTT as their source.
 func TestMQTTDoReadsBackTheStateTopic(t *testing.T) {
-	m := gatewaytest.Manifest(t, "../manifests/examples/mqtt-home.yml")
-	pol := gatewaytest.PolicyText(t, "open.policy.yml", "version: 1\n", m)
+	m := manifesttest.Load(t, "../manifests/examples/mqtt-home.yml")
+	pol := manifesttest.ParsePolicy(t, "open.policy.yml", "version: 1\n", m)
 	b := serveReal(t, m, gatewaytest.Options{Hardware: lines(t), Gateway: gateway.GatewayOptions{Policy: pol}})
 	plug, _ := b.Set.Get("dehumidifier")
 	// The gateway's first reads wait for the retained and republished

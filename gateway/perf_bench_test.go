@@ -10,18 +10,19 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/internal/perf"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
 )
 
 // perfBench serves a generated greenhouse of n capabilities
 // (perf.Manifest) on the simulator, on a clock that stands still.
 func perfBench(tb testing.TB, n int) *gatewaytest.Bench {
 	tb.Helper()
-	m := gatewaytest.ManifestText(tb, "perf.yml", perf.Manifest(n))
-	return gatewaytest.Serve(tb, m, gatewaytest.Options{Clock: sim.NewManualClock(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))})
+	m := manifesttest.Parse(tb, "perf.yml", perf.Manifest(n))
+	return gatewaytest.Serve(tb, m, gatewaytest.Options{Clock: clock.NewManual(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))})
 }
 
 // perfGateway serves a generated greenhouse of n capabilities (see

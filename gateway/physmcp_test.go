@@ -9,6 +9,7 @@ import (
 
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -17,8 +18,8 @@ import (
 // proMCP's, and its do_* says success; every body passes the server's
 // output schema check on the way out.
 func TestPhysMCPCanDoQuery(t *testing.T) {
-	m := gatewaytest.Manifest(t, "testdata/physmcp/physmcp.manifest.yml")
-	b := serveAt(t, m, monday10, gatewaytest.Options{Gateway: gateway.GatewayOptions{Policy: gatewaytest.Policy(t, m.PolicyFile(), m)}})
+	m := manifesttest.Load(t, "testdata/physmcp/physmcp.manifest.yml")
+	b := serveAt(t, m, monday10, gatewaytest.Options{Gateway: gateway.GatewayOptions{Policy: manifesttest.LoadPolicy(t, m.PolicyFile(), m)}})
 	c, clk := b.c, b.clk
 	ctx := t.Context()
 

@@ -18,6 +18,7 @@ import (
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
@@ -52,7 +53,7 @@ func newPolicyBenchWith(t *testing.T, signer *approval.Signer, opts ...client.Cl
 // policyFile, with more server options.
 func newPolicyBenchFrom(t *testing.T, policyFile string, more []server.Option, opts ...client.ClientOption) *bench {
 	t.Helper()
-	m := gatewaytest.Manifest(t, "testdata/policy/bench.yml")
+	m := manifesttest.Load(t, "testdata/policy/bench.yml")
 	hw := func(w *sim.World) capabilities.HardwareFuncs {
 		hw := simtest.Hardware(w)
 		i2c := hw.I2C
@@ -65,7 +66,7 @@ func newPolicyBenchFrom(t *testing.T, policyFile string, more []server.Option, o
 		return hw
 	}
 	return serveAt(t, m, monday10, gatewaytest.Options{Hardware: hw, Server: more,
-		Gateway: gateway.GatewayOptions{Policy: gatewaytest.Policy(t, policyFile, m)}}, opts...)
+		Gateway: gateway.GatewayOptions{Policy: manifesttest.LoadPolicy(t, policyFile, m)}}, opts...)
 }
 
 // canDo returns the permission can_do gives tool with value, and the

@@ -7,8 +7,10 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
@@ -17,7 +19,7 @@ import (
 // step advances the simulated clock by d in steps of one second, letting
 // the counting goroutine take the edges each step makes (its waits are on
 // synctest's fake time).
-func step(clk *sim.ManualClock, d time.Duration) {
+func step(clk *clock.Manual, d time.Duration) {
 	for range int(d / time.Second) {
 		clk.Advance(time.Second)
 		time.Sleep(200 * time.Millisecond) // fake time: the counter's poll runs
@@ -67,9 +69,9 @@ func TestPulseCounterThroughServer(t *testing.T) {
 // Under a state directory the total goes on from where it was after a
 // restart.
 func TestPulseTotalKeptAcrossRestarts(t *testing.T) {
-	m := gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml")
+	m := manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml")
 	state := t.TempDir()
-	open := func(t *testing.T, clk *sim.ManualClock) (*capabilities.Set, *sim.World) {
+	open := func(t *testing.T, clk *clock.Manual) (*capabilities.Set, *sim.World) {
 		w := simtest.World(t, m, clk)
 		set, err := capabilities.Open(t.Context(), m, kernelFiles(t.TempDir())(w), capabilities.Options{Clock: clk, StateDir: state})
 		if err != nil {
@@ -82,7 +84,7 @@ func TestPulseTotalKeptAcrossRestarts(t *testing.T) {
 		return c.ReadWithin(t.Context(), 0).Value
 	}
 	synctest.Test(t, func(t *testing.T) {
-		clk := sim.NewManualClock(epoch)
+		clk := clock.NewManual(epoch)
 		set, _ := open(t, clk)
 		step(clk, time.Minute+10*time.Second) // 3 tips
 		if v := read(t, set); !near(v, 3*0.2794) {
@@ -91,7 +93,7 @@ func TestPulseTotalKeptAcrossRestarts(t *testing.T) {
 		if err := set.Close(); err != nil {
 			t.Fatal(err)
 		}
-		clk2 := sim.NewManualClock(epoch.Add(time.Hour))
+		clk2 := clock.NewManual(epoch.Add(time.Hour))
 		set2, w2 := open(t, clk2)
 		defer set2.Close()
 		if v := read(t, set2); !near(v, 3*0.2794) {
@@ -114,7 +116,7 @@ func TestPulseTotalKeptAcrossRestarts(t *testing.T) {
 func TestFastPulsesCountedApart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// The real clock: synctest's fake time.
-		w, set := gatewaytest.Open(t, gatewaytest.Manifest(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{Hardware: kernelFiles(t.TempDir())})
+		w, set := gatewaytest.Open(t, manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{Hardware: kernelFiles(t.TempDir())})
 		if err := w.SetPulseRate("rain_gauge", 12); err != nil {
 			t.Fatal(err)
 		}

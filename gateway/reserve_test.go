@@ -16,6 +16,7 @@ import (
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/sim"
@@ -50,8 +51,8 @@ type raceBench struct {
 // clock at monday10, as o says.
 func serveRace(t *testing.T, o gatewaytest.Options) *bench {
 	t.Helper()
-	m := gatewaytest.Manifest(t, "testdata/race/race.yml")
-	o.Gateway.Policy = gatewaytest.Policy(t, "testdata/race/race.policy.yml", m)
+	m := manifesttest.Load(t, "testdata/race/race.yml")
+	o.Gateway.Policy = manifesttest.LoadPolicy(t, "testdata/race/race.policy.yml", m)
 	return serveAt(t, m, monday10, o)
 }
 

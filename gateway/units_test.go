@@ -6,14 +6,15 @@ import (
 
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 )
 
 // TestUnits: actuators are reserved together when an interlock of either
 // reads the other (directly, or through another capability of its device)
 // or when they share a device; ties are transitive; the rest stand alone.
 func TestUnits(t *testing.T) {
-	m := gatewaytest.Manifest(t, "testdata/race/race.yml")
-	pol := gatewaytest.PolicyText(t, "units.policy.yml", `version: 1
+	m := manifesttest.Load(t, "testdata/race/race.yml")
+	pol := manifesttest.ParsePolicy(t, "units.policy.yml", `version: 1
 actions:
   do_set_heater:
     interlocks: [{read: read_vent, equals: true}]

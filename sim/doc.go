@@ -49,11 +49,11 @@
 // clamped to 5..100 %. Heaters and vents are gpio_out devices; "on" is their
 // logical level (active_low applied).
 //
-// State is integrated lazily on the injected [Clock]: whenever a sensor is
+// State is integrated lazily on the injected [clock.Clock]: whenever a sensor is
 // read, a zone observed or a pin changed, the zones advance from their last
 // update to Clock.Now() in steps of at most one simulated second (at most
 // 100000 steps per advance), and a pin change is applied only after that
-// advance, so heater on-time is accounted exactly. With a [ManualClock] the
+// advance, so heater on-time is accounted exactly. With a [clock.Manual] the
 // world is deterministic; noise comes from a PCG generator per zone seeded
 // from the manifest's seed.
 //
@@ -65,7 +65,7 @@
 // and [World.Clear] drive them from Go; [World.Play] runs a scenario (a
 // timeline parsed by manifests.ParseScenario) on the world's clock. A
 // scenario is applied lazily: each transaction looks up the fault active on
-// its device at Clock.Now(), so a ManualClock drives a timeline exactly and
+// its device at Clock.Now(), so a clock.Manual drives a timeline exactly and
 // no goroutine runs it. An injected fault takes precedence over the
 // scenario's; among overlapping scenario faults the later listed wins.
 //

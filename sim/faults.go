@@ -59,7 +59,7 @@ func (w *World) Clear(device string) {
 
 // Play starts scenario sc on the world's clock now: each fault is active
 // from now+At to now+At+For. Faults apply lazily, at the first transaction
-// that sees them due, so a ManualClock drives them exactly. Play replaces
+// that sees them due, so a clock.Manual drives them exactly. Play replaces
 // any scenario played before; it fails, wrapping ErrFault, when a fault
 // does not fit the world (ParseScenario with the same manifest has checked
 // that already).

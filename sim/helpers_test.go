@@ -8,6 +8,7 @@ import (
 	pgpio "periph.io/x/conn/v3/gpio"
 	pi2c "periph.io/x/conn/v3/i2c"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
@@ -73,9 +74,9 @@ func labBench() *manifests.Manifest {
 }
 
 // newWorld builds m on a manual clock.
-func newWorld(t *testing.T, m *manifests.Manifest) (*sim.World, *sim.ManualClock) {
+func newWorld(t *testing.T, m *manifests.Manifest) (*sim.World, *clock.Manual) {
 	t.Helper()
-	clk := sim.NewManualClock(epoch)
+	clk := clock.NewManual(epoch)
 	w, err := sim.New(m, clk)
 	if err != nil {
 		t.Fatalf("New() = %v", err)
@@ -118,7 +119,7 @@ func switchOn(t *testing.T, w *sim.World, pin string, activeLow bool) {
 
 // sleepOn is an SHT3x sleep that advances the manual clock instead of
 // waiting.
-func sleepOn(clk *sim.ManualClock) i2c.SleepFunc {
+func sleepOn(clk *clock.Manual) i2c.SleepFunc {
 	return func(ctx context.Context, d time.Duration) error {
 		clk.Advance(d)
 		return ctx.Err()
@@ -128,6 +129,6 @@ func sleepOn(clk *sim.ManualClock) i2c.SleepFunc {
 var (
 	_ pi2c.BusCloser = (*sim.I2CBus)(nil)
 	_ pgpio.PinIO    = (*sim.Pin)(nil)
-	_ sim.Clock      = (*sim.ManualClock)(nil)
-	_ sim.Clock      = (*sim.ScaledClock)(nil)
+	_ clock.Clock    = (*clock.Manual)(nil)
+	_ clock.Clock    = (*clock.Scaled)(nil)
 )

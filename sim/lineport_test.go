@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/driverconf"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/serial"
@@ -32,7 +33,7 @@ devices:
 func TestSerialLinesWithoutPTY(t *testing.T) {
 	for _, noPTY := range []bool{false, true} {
 		m := manifesttest.Parse(t, "lines.yml", serialLines)
-		w, err := New(m, NewManualClock(time.Unix(0, 0)))
+		w, err := New(m, clock.NewManual(time.Unix(0, 0)))
 		if err != nil {
 			t.Fatal(err)
 		}

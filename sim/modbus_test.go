@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/manifests/manifesttest"
@@ -47,7 +48,7 @@ sim:
     - {name: hall, temperature: 30, outside: 10, fans: [vfd], heaters: [heater], leak_time_constant: 100h}
 `
 
-func plantWorld(t *testing.T) (*sim.World, *sim.ManualClock) {
+func plantWorld(t *testing.T) (*sim.World, *clock.Manual) {
 	t.Helper()
 	return newWorld(t, manifesttest.Parse(t, "plant.yml", plant))
 }
@@ -170,7 +171,7 @@ func FuzzRTURequest(f *testing.F) {
 	f.Add([]byte{1, 99, 0, 0})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		m, _ := manifests.Parse("plant.yml", []byte(plant))
-		w, _ := sim.New(m, sim.NewManualClock(time.Unix(0, 0)))
+		w, _ := sim.New(m, clock.NewManual(time.Unix(0, 0)))
 		srv, _ := w.AllModbus()
 		var out bytes.Buffer
 		srv.ServeRTU(struct {

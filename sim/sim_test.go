@@ -9,6 +9,7 @@ import (
 
 	pgpio "periph.io/x/conn/v3/gpio"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/gpio"
 	"github.com/promcp/promcp-device/drivers/i2c"
@@ -324,7 +325,7 @@ func TestNewRejectsBadReferences(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			m := greenhouse(0)
 			tc.modify(m)
-			if _, err := sim.New(m, sim.NewManualClock(epoch)); err == nil {
+			if _, err := sim.New(m, clock.NewManual(epoch)); err == nil {
 				t.Error("New() = nil error")
 			}
 		})

@@ -27,7 +27,7 @@ const (
 //
 // Create one with [New]. A World is safe for concurrent use.
 type World struct {
-	clk Clock
+	clk clock.Clock
 
 	mu    sync.Mutex // guards everything below and all device and zone state
 	zones []*zone
@@ -66,7 +66,7 @@ type ZoneState struct {
 // New fails when m refers to something it does not define (a zone's device,
 // a register in Sim.Values) or a register's initial value does not fit; a
 // manifest that passed validation builds.
-func New(m *manifests.Manifest, clk Clock) (*World, error) {
+func New(m *manifests.Manifest, clk clock.Clock) (*World, error) {
 	if clk == nil {
 		clk = clock.NewScaled(1)
 	}
@@ -181,7 +181,7 @@ func (w *World) addZones(sc *manifests.Sim, bl *build) error {
 }
 
 // Clock returns the world's clock.
-func (w *World) Clock() Clock { return w.clk }
+func (w *World) Clock() clock.Clock { return w.clk }
 
 // I2C opens the simulated I²C bus that the manifest calls name (the Bus's
 // Name, not its Device). Each call returns a new handle on the same bus; the

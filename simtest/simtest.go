@@ -28,9 +28,11 @@ import (
 	pspi "periph.io/x/conn/v3/spi"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/sim"
 )
 
@@ -44,15 +46,11 @@ func Manifest(tb testing.TB, name string) *manifests.Manifest {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	m, err := manifests.Parse(name, b)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return m
+	return manifesttest.Parse(tb, name, string(b))
 }
 
 // World simulates m's devices on clk.
-func World(tb testing.TB, m *manifests.Manifest, clk sim.Clock) *sim.World {
+func World(tb testing.TB, m *manifests.Manifest, clk clock.Clock) *sim.World {
 	tb.Helper()
 	w, err := sim.New(m, clk)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/audit"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -28,7 +29,7 @@ type Env struct {
 
 // Opener opens t's manifest on the simulator on clk, with its policy,
 // recording do_* audit records in aud, the way `serve --sim` does.
-type Opener func(ctx context.Context, t *Test, clk *sim.ManualClock, aud server.Auditor) (*Env, error)
+type Opener func(ctx context.Context, t *Test, clk *clock.Manual, aud server.Auditor) (*Env, error)
 
 // Result is what running one test gave.
 type Result struct {
@@ -85,7 +86,7 @@ type runner struct {
 	ctx   context.Context
 	t     *Test
 	c     *client.Client
-	clk   *sim.ManualClock
+	clk   *clock.Manual
 	world *sim.World
 	aud   *audit.Recorder
 	seen  int
@@ -99,7 +100,7 @@ func Run(ctx context.Context, t *Test, open Opener) *Result {
 	began := time.Now()
 	res := &Result{Test: t}
 	defer func() { res.Duration = time.Since(began) }()
-	clk := sim.NewManualClock(t.Start)
+	clk := clock.NewManual(t.Start)
 	aud := &audit.Recorder{}
 	env, err := open(ctx, t, clk, aud)
 	if err != nil {

@@ -4,7 +4,6 @@
 package boltledger
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -47,15 +46,13 @@ func (l *BoltLedger) Use(g approval.Grant, now time.Time) error {
 		if v := b.Get([]byte(g.ID)); v != nil {
 			return approval.ErrUsed
 		}
-		var exp [8]byte
-		binary.BigEndian.PutUint64(exp[:], uint64(g.Expires.UnixNano()))
-		if err := b.Put([]byte(g.ID), exp[:]); err != nil {
+		if err := b.Put([]byte(g.ID), boltdb.TimeKey(g.Expires)); err != nil {
 			return err
 		}
 		var stale [][]byte
 		c := b.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
-			if len(v) == 8 && now.After(time.Unix(0, int64(binary.BigEndian.Uint64(v)))) {
+			if len(v) == 8 && now.After(boltdb.KeyTime(v)) {
 				stale = append(stale, append([]byte(nil), k...))
 			}
 		}
@@ -78,7 +75,7 @@ func (l *BoltLedger) Used(g approval.Grant, now time.Time) bool {
 	used := true
 	_ = l.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(usedBucket).Get([]byte(g.ID))
-		used = v != nil && len(v) == 8 && !now.After(time.Unix(0, int64(binary.BigEndian.Uint64(v))))
+		used = v != nil && len(v) == 8 && !now.After(boltdb.KeyTime(v))
 		return nil
 	})
 	return used

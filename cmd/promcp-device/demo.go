@@ -13,9 +13,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
 )
 
 // cmdDemo walks the proMCP orchestration pattern (plan, observe, act,
@@ -46,7 +46,7 @@ func cmdDemo(c *cli) int {
 		fmt.Fprintln(c.stderr, err)
 		return 1
 	}
-	clk := sim.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	gw, err := openGateway(c.ctx, m, gatewayOptions{simulate: true, clock: clk, policy: pol}, slog.New(slog.DiscardHandler))
 	if err != nil {
 		return c.fail(err)
@@ -95,7 +95,7 @@ func policyName(p *manifests.Policy) string {
 type demo struct {
 	ctx    context.Context
 	c      *client.Client
-	clk    *sim.ManualClock
+	clk    *clock.Manual
 	out    io.Writer
 	tools  map[string]bool
 	failed bool

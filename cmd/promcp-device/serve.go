@@ -574,9 +574,9 @@ func (g *openedGateway) Close() error {
 // gatewayOptions says how to open a gateway.
 type gatewayOptions struct {
 	simulate  bool
-	timeScale float64   // with simulate: simulated seconds per real second (0: the manifest's)
-	simStart  time.Time // with simulate: the simulated clock's start (zero: now)
-	clock     sim.Clock // with simulate: drives the simulation instead of a scaled real clock (the demo's manual clock)
+	timeScale float64     // with simulate: simulated seconds per real second (0: the manifest's)
+	simStart  time.Time   // with simulate: the simulated clock's start (zero: now)
+	clock     clock.Clock // with simulate: drives the simulation instead of a scaled real clock (the demo's manual clock)
 	policy    *manifests.Policy
 	approvals *approval.Signer
 	server    []server.Option // more server options: store, auditor, read-only
@@ -600,7 +600,7 @@ type gatewayOptions struct {
 func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (*openedGateway, error) {
 	g := &openedGateway{manifest: m}
 	var hw capabilities.Hardware
-	var clk sim.Clock = clock.System{}
+	var clk clock.Clock = clock.System{}
 	if o.simulate {
 		var err error
 		if hw, clk, err = g.simHardware(m, o, log); err != nil {
@@ -642,7 +642,7 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 }
 
 // serverOptions are the proMCP server's options for m on clk.
-func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk sim.Clock, log *slog.Logger) []server.Option {
+func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk clock.Clock, log *slog.Logger) []server.Option {
 	sopts := []server.Option{
 		server.WithLogger(log),
 		server.WithClock(clk),
@@ -663,17 +663,17 @@ func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk sim.Clock, log 
 // listening on loopback) and returns its buses and pins, and the clock
 // that drives it: the demo's, else a scaled real clock (from --sim-start
 // if given) at o.timeScale, else the manifest's sim.time_scale.
-func (g *openedGateway) simHardware(m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (capabilities.Hardware, sim.Clock, error) {
+func (g *openedGateway) simHardware(m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (capabilities.Hardware, clock.Clock, error) {
 	scale := o.timeScale
 	if scale <= 0 && m.Sim != nil {
 		scale = m.Sim.TimeScale
 	}
-	var sc sim.Clock = sim.NewScaledClock(scale)
+	var sc clock.Clock = clock.NewScaled(scale)
 	switch {
 	case o.clock != nil:
 		sc = o.clock
 	case !o.simStart.IsZero():
-		sc = sim.NewScaledClockAt(o.simStart, scale)
+		sc = clock.NewScaledAt(o.simStart, scale)
 	}
 	w, err := sim.New(m, sc)
 	if err != nil {

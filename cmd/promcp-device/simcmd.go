@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
 )
@@ -35,7 +36,7 @@ func cmdSim(c *cli) int {
 	if scale <= 0 && m.Sim != nil {
 		scale = m.Sim.TimeScale
 	}
-	w, err := sim.New(m, sim.NewScaledClock(scale))
+	w, err := sim.New(m, clock.NewScaled(scale))
 	if err != nil {
 		return c.fail(err)
 	}

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
-	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/sitetest"
 )
 
@@ -104,7 +104,7 @@ func writeJUnit(path string, results []*sitetest.Result, started time.Time) erro
 // openSiteTest opens a site test's manifest as `serve --sim` does (the
 // same openGateway), with its policy, on the test's manual clock, with an
 // in-memory idempotency store on that clock and aud as the audit log.
-func openSiteTest(ctx context.Context, t *sitetest.Test, clk *sim.ManualClock, aud server.Auditor) (*sitetest.Env, error) {
+func openSiteTest(ctx context.Context, t *sitetest.Test, clk *clock.Manual, aud server.Auditor) (*sitetest.Env, error) {
 	pc, err := resolvePolicy(t.Manifest, t.Policy, t.Loaded)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"log"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/drivers/i2c/i2cconf"
 	"github.com/promcp/promcp-device/manifests"
@@ -23,7 +24,7 @@ func ExampleSHT3x_Sense() {
 			{Name: "zone1", Temperature: 16, Humidity: 70, Outside: 6, Sensors: []string{"zone1_climate"}},
 		}},
 	}
-	clk := sim.NewManualClock(time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC))
+	clk := clock.NewManual(time.Date(2026, 3, 1, 6, 0, 0, 0, time.UTC))
 	world, err := sim.New(m, clk)
 	if err != nil {
 		log.Fatal(err)
@@ -58,7 +59,7 @@ func ExampleRegisters() {
 			Sim: &manifests.DeviceSim{Values: map[string]float64{"dimmer": 40}},
 		}},
 	}
-	world, err := sim.New(m, sim.NewManualClock(time.Time{}))
+	world, err := sim.New(m, clock.NewManual(time.Time{}))
 	if err != nil {
 		log.Fatal(err)
 	}

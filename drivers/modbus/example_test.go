@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
@@ -30,7 +31,7 @@ devices:
       - {name: ct_ratio, table: holding, address: 10, type: uint16, writable: true}
     sim: {profile: energy_meter}
 `))
-	w, _ := sim.New(m, sim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	w, _ := sim.New(m, clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	srv, _ := w.ModbusServer("lan")
 	addr, _ := srv.ServeLoopback(manifests.BusModbusTCP)
 	defer srv.Close()

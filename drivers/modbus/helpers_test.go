@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 	"github.com/promcp/promcp-device/manifests"
@@ -49,7 +50,7 @@ func world(t testing.TB, k manifests.BusKind) (*sim.World, *manifests.Manifest) 
 	m := &manifests.Manifest{Gateway: "t",
 		Buses:   []manifests.Bus{{Name: "line", Kind: k}},
 		Devices: []manifests.Device{codecDevice(1), codecDevice(2)}}
-	w, err := sim.New(m, sim.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	w, err := sim.New(m, clock.NewManual(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	if err != nil {
 		t.Fatal(err)
 	}

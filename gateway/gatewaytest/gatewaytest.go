@@ -16,8 +16,10 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/server/servertest"
 	"github.com/promcp/promcp-device/sim"
@@ -30,7 +32,7 @@ import (
 type Options struct {
 	// Clock runs the simulated world, the capability set and the server
 	// (server.WithClock). Nil: the world's default, real time.
-	Clock sim.Clock
+	Clock clock.Clock
 	// Hardware is how the capability set reaches the world's devices.
 	// Nil: simtest.Hardware.
 	Hardware func(w *sim.World) capabilities.HardwareFuncs
@@ -102,38 +104,9 @@ func Connect(tb testing.TB, srv *server.Server, opts ...client.ClientOption) *cl
 	return servertest.Client(tb, srv, mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}, opts...)
 }
 
-// Manifest loads the manifest file at path.
+// Manifest loads the manifest file at path: manifesttest.Load, kept for
+// the callers that have not moved to it yet.
 func Manifest(tb testing.TB, path string) *manifests.Manifest {
 	tb.Helper()
-	return must(manifests.Load(path))(tb)
-}
-
-// ManifestText parses the manifest text (named name in errors).
-func ManifestText(tb testing.TB, name, text string) *manifests.Manifest {
-	tb.Helper()
-	return must(manifests.Parse(name, []byte(text)))(tb)
-}
-
-// Policy loads the policy file at path for m.
-func Policy(tb testing.TB, path string, m *manifests.Manifest) *manifests.Policy {
-	tb.Helper()
-	return must(manifests.LoadPolicy(path, m))(tb)
-}
-
-// PolicyText parses the policy text (named name in errors) for m.
-func PolicyText(tb testing.TB, name, text string, m *manifests.Manifest) *manifests.Policy {
-	tb.Helper()
-	return must(manifests.ParsePolicy(name, []byte(text), m))(tb)
-}
-
-// must returns a loader's result, failing the test with its error:
-// must(manifests.Load(path))(tb).
-func must[T any](v T, err error) func(testing.TB) T {
-	return func(tb testing.TB) T {
-		tb.Helper()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		return v
-	}
+	return manifesttest.Load(tb, path)
 }

@@ -4,6 +4,7 @@ package testnet
 
 import (
 	"net"
+	"strconv"
 	"testing"
 )
 
@@ -13,10 +14,17 @@ import (
 // to listen fails tb.
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(tb)))
+}
+
+// FreePort is FreeAddr's port, for configurations that take the host and
+// the port apart.
+func FreePort(tb testing.TB) int {
+	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatalf("listen on loopback: %v", err)
 	}
 	defer ln.Close()
-	return ln.Addr().String()
+	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/internal/testnet"
 )
 
 // Hub is a clustered nats-server of three nodes.
@@ -27,17 +28,6 @@ type Hub struct {
 	opts  []*server.Options
 }
 
-// freePort returns a loopback port free at the time of the call.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // StartHub starts three clustered servers with JetStream (domain "hub")
 // and a leaf listener each, and waits until JetStream answers.
 func StartHub(t testing.TB) *Hub {
@@ -46,14 +36,14 @@ func StartHub(t testing.TB) *Hub {
 	const n = 3
 	cports := make([]int, n)
 	for i := range cports {
-		cports[i] = freePort(t)
+		cports[i] = testnet.FreePort(t)
 	}
 	for i := range n {
 		o := &server.Options{
 			ServerName: fmt.Sprintf("hub-%d", i), Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
 			JetStream: true, JetStreamDomain: "hub", StoreDir: t.TempDir(),
 			Cluster:  server.ClusterOpts{Name: "hub", Host: "127.0.0.1", Port: cports[i]},
-			LeafNode: server.LeafNodeOpts{Host: "127.0.0.1", Port: freePort(t), NoAdvertise: true},
+			LeafNode: server.LeafNodeOpts{Host: "127.0.0.1", Port: testnet.FreePort(t), NoAdvertise: true},
 		}
 		for j := range n {
 			if j != i {
