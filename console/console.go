@@ -13,8 +13,9 @@
 //
 // With bearer tokens, a person logs in with their token; the console keeps
 // it server-side behind a random session cookie (HttpOnly, SameSite=Strict,
-// Secure over HTTPS) and looks it up again at every request, so a revoked
-// token ends its sessions. Every POST must come from the console's own
+// Secure over HTTPS or with Config.SecureCookie) and looks it up again at
+// every request, so a revoked token ends its sessions. A remote address
+// gets 5 login attempts a minute without success, then 429. Every POST must come from the console's own
 // origin and carry the session's CSRF token. Without tokens (a loopback
 // gateway), every visitor is the serve --role caller and nobody can
 // approve: the console could not tell a person from the agent.
@@ -64,7 +65,13 @@ type Config struct {
 	Policy *manifests.Policy
 	// Gateway names the gateway in the page title.
 	Gateway string
-	// Now is the clock (sessions, "remaining" times); nil means time.Now.
+	// SecureCookie marks the session cookie Secure even when the request
+	// came over plain HTTP: for a gateway behind a reverse proxy that
+	// terminates TLS. Without it the cookie is Secure over HTTPS only;
+	// X-Forwarded-Proto is never trusted.
+	SecureCookie bool
+	// Now is the clock (sessions, "remaining" times, the login limit);
+	// nil means time.Now.
 	Now func() time.Time
 	Log *slog.Logger
 }
@@ -90,6 +97,8 @@ type Console struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+
+	logins *loginLimiter // failed logins per remote address
 
 	snap snapshotCache
 }
@@ -118,7 +127,8 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, pages: t, sessions: map[string]*session{}}
+	c := &Console{cfg: cfg, pages: t, sessions: map[string]*session{},
+		logins: newLoginLimiter(loginFailures, loginWindow, loginAddrs)}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /console/{$}", c.page)
 	mux.HandleFunc("GET /console/live", c.live)

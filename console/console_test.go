@@ -22,6 +22,7 @@ import (
 
 type site struct {
 	srv    *httptest.Server
+	h      http.Handler // the console, for requests from chosen addresses
 	reads  *atomic.Int64
 	now    func() time.Time
 	step   func(time.Duration)
@@ -29,8 +30,9 @@ type site struct {
 }
 
 // newSite serves a console over a server with one read_* tool that counts
-// its calls (its bus transactions), behind the tokens of sue (supervisor).
-func newSite(t *testing.T, sueToken string) *site {
+// its calls (its bus transactions), behind the tokens of sue (supervisor);
+// each of with adjusts the console's configuration.
+func newSite(t *testing.T, sueToken string, with ...func(*console.Config)) *site {
 	t.Helper()
 	var mu sync.Mutex
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -56,13 +58,17 @@ func newSite(t *testing.T, sueToken string) *site {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := console.New(console.Config{Server: srv, Tokens: tokens, Desk: server.NewDesk(now, 0), Gateway: "pump", Now: now})
+	cfg := console.Config{Server: srv, Tokens: tokens, Desk: server.NewDesk(now, 0), Gateway: "pump", Now: now}
+	for _, f := range with {
+		f(&cfg)
+	}
+	c, err := console.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := httptest.NewServer(c)
 	t.Cleanup(hs.Close)
-	return &site{srv: hs, reads: reads, now: now, step: step, tokens: file}
+	return &site{srv: hs, h: c, reads: reads, now: now, step: step, tokens: file}
 }
 
 func (s *site) login(t *testing.T, token, origin string) (*http.Client, *http.Response) {

@@ -7,9 +7,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/promcp/promcp-device/server"
@@ -100,6 +102,19 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a login comes from the console's own page", http.StatusForbidden)
 		return
 	}
+	now := c.cfg.Now()
+	ip := remoteIP(r.RemoteAddr)
+	if ok, retry, first := c.logins.begin(ip, now); !ok {
+		secs := int((retry + time.Second - 1) / time.Second)
+		if first {
+			c.cfg.Log.Warn("console: login attempts limited", "remote", ip, "failures", loginFailures,
+				"window", loginWindow, "retry_after_s", secs)
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		http.Error(w, fmt.Sprintf("too many failed logins from %s: at most %d a minute; try again in %d s", ip, loginFailures, secs),
+			http.StatusTooManyRequests)
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
 	tok := r.PostFormValue("token")
 	caller, ok := c.cfg.Tokens.Lookup(tok)
@@ -108,18 +123,25 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/console/login?bad=1", http.StatusSeeOther)
 		return
 	}
+	c.logins.succeeded(ip)
 	id, csrf := randomString(), randomString()
-	now := c.cfg.Now()
 	c.mu.Lock()
 	if len(c.sessions) >= maxSessions {
 		c.dropOldestLocked()
 	}
 	c.sessions[id] = &session{token: tok, csrf: csrf, expires: now.Add(sessionTTL)}
 	c.mu.Unlock()
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: id, Path: "/console", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: int(sessionTTL.Seconds())})
+	http.SetCookie(w, c.cookie(r, id, int(sessionTTL.Seconds())))
 	c.cfg.Log.Info("console: logged in", "caller", caller.Name, "role", caller.Role, "remote", r.RemoteAddr)
 	http.Redirect(w, r, Path, http.StatusSeeOther)
+}
+
+// cookie is the session cookie holding id for maxAge seconds (-1 deletes
+// it): HttpOnly, SameSite=Strict, and Secure over HTTPS or, with
+// Config.SecureCookie, always (behind a proxy that terminates TLS).
+func (c *Console) cookie(r *http.Request, id string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: sessionCookie, Value: id, Path: "/console", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: c.cfg.SecureCookie || r.TLS != nil, MaxAge: maxAge}
 }
 
 func (c *Console) dropOldestLocked() {
@@ -144,7 +166,7 @@ func (c *Console) logout(w http.ResponseWriter, r *http.Request) {
 			c.mu.Unlock()
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "", Path: "/console", HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: -1})
+	http.SetCookie(w, c.cookie(r, "", -1))
 	http.Redirect(w, r, "/console/login", http.StatusSeeOther)
 }
 
