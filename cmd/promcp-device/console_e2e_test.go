@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -389,6 +390,43 @@ func (s *session) rawCall(name string, args map[string]any) (map[string]any, boo
 	return body, res.IsError
 }
 
+// Over real HTTP through the binary: with --console-secure-cookie the
+// session cookie is Secure although the listener is plain HTTP (TLS ends at
+// a proxy in front); after 5 failed logins from an address the 6th, and
+// even a good token, get 429 with Retry-After.
+func TestConsoleLoginLimitAndSecureCookie(t *testing.T) {
+	t.Parallel()
+	site := startConsoleSite(t, "--console-secure-cookie")
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	login := func(token string) *http.Response {
+		req, _ := http.NewRequest("POST", site.base+"/console/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", site.base)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	resp := login(site.supervisor)
+	if ck := resp.Cookies(); resp.StatusCode != http.StatusSeeOther || len(ck) != 1 || !ck[0].Secure || !ck[0].HttpOnly {
+		t.Fatalf("login with --console-secure-cookie over http: %d, cookies %+v; want 303 and one Secure HttpOnly cookie", resp.StatusCode, ck)
+	}
+	for i := range 5 {
+		if resp := login("guess"); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/console/login?bad=1" {
+			t.Fatalf("failed login %d: %d %v, want 303 back to the form", i+1, resp.StatusCode, resp.Header)
+		}
+	}
+	for _, tok := range []string{"guess", site.supervisor} {
+		resp := login(tok)
+		if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != http.StatusTooManyRequests || err != nil || ra < 1 || ra > 60 || len(resp.Cookies()) != 0 {
+			t.Fatalf("login after 5 failures: %d, Retry-After %q, cookies %v; want 429, Retry-After 1..60 s, no session",
+				resp.StatusCode, resp.Header.Get("Retry-After"), resp.Cookies())
+		}
+	}
+}
+
 // --console is for --http, and its approvers must be declared roles.
 func TestConsoleFlags(t *testing.T) {
 	_, stderr, code := runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--console")
@@ -398,5 +436,9 @@ func TestConsoleFlags(t *testing.T) {
 	_, stderr, code = runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--console", "--console-approvers", "supervsor")
 	if code != 2 || !strings.Contains(stderr, `--console-approvers: role "supervsor" is not declared`) {
 		t.Errorf("serve --console-approvers supervsor: exit %d, %q; want exit 2 naming the undeclared role", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--console-secure-cookie")
+	if code != 2 || !strings.Contains(stderr, "--console-secure-cookie needs --console") {
+		t.Errorf("serve --console-secure-cookie without --console: exit %d, %q; want exit 2 saying it needs --console", code, stderr)
 	}
 }

@@ -17,7 +17,7 @@ import (
 // waiting for approval on f.desk.
 func (f *serveFlags) newConsole(gw *openedGateway, tokens *server.Tokens, caller server.Caller, log *slog.Logger) (http.Handler, error) {
 	cfg := console.Config{Server: gw.srv, Tokens: tokens, Caller: caller, Desk: f.desk, Policy: gw.policy,
-		Gateway: gw.manifest.Gateway, Now: gw.srv.Clock().Now, Log: log.With("part", "console")}
+		Gateway: gw.manifest.Gateway, Now: gw.srv.Clock().Now, SecureCookie: f.consoleSecureCookie, Log: log.With("part", "console")}
 	if f.stateDir != "" {
 		cfg.AuditFile = filepath.Join(f.stateDir, auditFile)
 	}

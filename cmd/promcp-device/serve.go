@@ -58,6 +58,7 @@ type serveFlags struct {
 	provenance                                           string // where the provenance envelope goes: meta or inline
 	console                                              bool   // serve the operator console at /console
 	consoleApprovers                                     string // the roles that approve in the console
+	consoleSecureCookie                                  bool   // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
 	desk                                                 *server.Desk
 	fleetFile                                            string // --fleet: join the fleet this file describes
 }
@@ -97,6 +98,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.StringVar(&f.fleetFile, "fleet", "", "join the fleet the fleet `FILE` describes (role edge or thin-edge): register, answer the fleet's can_do and routed calls, serve its fleet endpoint if the file gives http")
 	f.audit = auditFlags(fs)
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
+	fs.BoolVar(&f.consoleSecureCookie, "console-secure-cookie", false, "with --console: mark the session cookie Secure even over plain HTTP, for a gateway behind a reverse proxy that terminates TLS (X-Forwarded-Proto is never trusted)")
 	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console and --tokens: the `ROLES` (comma-separated) that approve or deny waiting do_* calls in the console")
 	if !c.parse() {
 		return nil
@@ -277,6 +279,9 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 	}
 	if f.console && f.httpAddr == "" {
 		return nil, usageErr("--console needs --http (the console is served on the same listener)")
+	}
+	if f.consoleSecureCookie && !f.console {
+		return nil, usageErr("--console-secure-cookie needs --console")
 	}
 	return tokens, nil
 }
