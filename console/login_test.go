@@ -38,6 +38,17 @@ func (s *site) loginFrom(remote, token string) (int, *http.Response) {
 	return resp.StatusCode, resp
 }
 
+// fail makes n logins with a wrong token from remote, each of which must
+// be refused back to the form (303), not limited.
+func (s *site) fail(t *testing.T, remote string, n int) {
+	t.Helper()
+	for i := range n {
+		if code, resp := s.loginFrom(remote, "guess"); code != http.StatusSeeOther || resp.Header.Get("Location") != "/console/login?bad=1" {
+			t.Fatalf("failed login %d of %d from %s: %d %v, want 303 back to the form", i+1, n, remote, code, resp.Header)
+		}
+	}
+}
+
 // logTo makes the console log to the returned buffer.
 func logTo(b *syncBuffer) func(*console.Config) {
 	return func(c *console.Config) { c.Log = slog.New(slog.NewTextHandler(b, nil)) }
@@ -70,9 +81,7 @@ func TestConsoleLoginLimitedPerAddress(t *testing.T) {
 	s := newSite(t, tok, logTo(&logs))
 	attacker := func(port int) string { return fmt.Sprintf("192.0.2.7:%d", 40000+port) }
 	for i := range 5 {
-		if code, resp := s.loginFrom(attacker(i), "guess"); code != http.StatusSeeOther || resp.Header.Get("Location") != "/console/login?bad=1" {
-			t.Fatalf("failed login %d: %d %v, want 303 back to the form", i+1, code, resp.Header)
-		}
+		s.fail(t, attacker(i), 1)
 	}
 	for i, try := range []string{"guess", tok, "guess"} {
 		code, resp := s.loginFrom(attacker(10+i), try)
@@ -92,12 +101,7 @@ func TestConsoleLoginLimitedPerAddress(t *testing.T) {
 		t.Fatalf("30 s later: %d, Retry-After %q; want 429, Retry-After 30", code, resp.Header.Get("Retry-After"))
 	}
 	s.step(30 * time.Second)
-	if code, resp := s.loginFrom(attacker(21), "guess"); code != http.StatusSeeOther || resp.Header.Get("Location") != "/console/login?bad=1" {
-		t.Fatalf("a minute after the first failure: %d %v, want the address to be heard again (303 back to the form)", code, resp.Header)
-	}
-	for i := range 4 {
-		s.loginFrom(attacker(30+i), "guess")
-	}
+	s.fail(t, attacker(21), 5) // a minute after the first failure, the address is heard again
 	if code, _ := s.loginFrom(attacker(40), "guess"); code != http.StatusTooManyRequests {
 		t.Fatalf("5 more failures in the new window: %d, want 429", code)
 	}
@@ -111,17 +115,11 @@ func TestConsoleLoginLimitedPerAddress(t *testing.T) {
 func TestConsoleLoginSuccessResetsAddress(t *testing.T) {
 	tok := "sue-token-0123456789"
 	s := newSite(t, tok)
-	for range 4 {
-		s.loginFrom("198.51.100.3:1000", "typo")
-	}
+	s.fail(t, "198.51.100.3:1000", 4)
 	if code, _ := s.loginFrom("198.51.100.3:1001", tok); code != http.StatusSeeOther {
 		t.Fatalf("5th attempt, with the right token: %d, want 303", code)
 	}
-	for i := range 5 {
-		if code, _ := s.loginFrom("198.51.100.3:1002", "typo"); code != http.StatusSeeOther {
-			t.Fatalf("failure %d after a success: %d, want 303 (the count starts again)", i+1, code)
-		}
-	}
+	s.fail(t, "198.51.100.3:1002", 5) // the count starts again
 }
 
 // Concurrent attempts from one address cannot overrun the limit: of 40 at
@@ -152,9 +150,7 @@ func TestConsoleLoginLimitUnderOverlap(t *testing.T) {
 func TestConsoleLoginLimitUnderSpray(t *testing.T) {
 	tok := "sue-token-0123456789"
 	s := newSite(t, tok)
-	for range 5 {
-		s.loginFrom("192.0.2.7:1", "guess")
-	}
+	s.fail(t, "192.0.2.7:1", 5)
 	for i := range 10000 {
 		s.loginFrom(fmt.Sprintf("10.%d.%d.%d:1", i>>16, i>>8&255, i&255), "guess")
 	}
