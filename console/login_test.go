@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/console"
+	"github.com/promcp/promcp-device/server/servertest"
 )
 
 // post sends a form to the console's handler as if from remote (ip:port),
@@ -50,25 +50,8 @@ func (s *site) fail(t *testing.T, remote string, n int) {
 }
 
 // logTo makes the console log to the returned buffer.
-func logTo(b *syncBuffer) func(*console.Config) {
+func logTo(b *servertest.LogBuffer) func(*console.Config) {
 	return func(c *console.Config) { c.Log = slog.New(slog.NewTextHandler(b, nil)) }
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) count(s string) int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return strings.Count(b.b.String(), s)
 }
 
 // An address gets 5 failed logins a minute (whatever its source port),
@@ -77,7 +60,7 @@ func (b *syncBuffer) count(s string) int {
 // address may try again.
 func TestConsoleLoginLimitedPerAddress(t *testing.T) {
 	tok := "sue-token-0123456789"
-	var logs syncBuffer
+	var logs servertest.LogBuffer
 	s := newSite(t, tok, logTo(&logs))
 	attacker := func(port int) string { return fmt.Sprintf("192.0.2.7:%d", 40000+port) }
 	for i := range 5 {
@@ -90,7 +73,7 @@ func TestConsoleLoginLimitedPerAddress(t *testing.T) {
 				6+i, code, resp.Header.Get("Retry-After"), resp.Cookies())
 		}
 	}
-	if n := logs.count("login attempts limited"); n != 1 {
+	if n := strings.Count(logs.String(), "login attempts limited"); n != 1 {
 		t.Errorf("3 refused attempts logged the limit %d times, want once per window", n)
 	}
 	if code, resp := s.loginFrom("192.0.2.8:50000", tok); code != http.StatusSeeOther || len(resp.Cookies()) != 1 {
@@ -105,7 +88,7 @@ func TestConsoleLoginLimitedPerAddress(t *testing.T) {
 	if code, _ := s.loginFrom(attacker(40), "guess"); code != http.StatusTooManyRequests {
 		t.Fatalf("5 more failures in the new window: %d, want 429", code)
 	}
-	if n := logs.count("login attempts limited"); n != 2 {
+	if n := strings.Count(logs.String(), "login attempts limited"); n != 2 {
 		t.Errorf("two limited windows logged the limit %d times, want 2", n)
 	}
 }
