@@ -42,6 +42,23 @@ const (
 	PhysMCPVersion = "0.1"
 )
 
+// Liveness of a registry entry. A gateway rewrites its entry every
+// heartbeat; the hub's registry bucket drops an entry RegistryTTL after its
+// last write (bucket max age, judged by the hub's own clock, so gateway
+// clocks do not matter) and leaves a delete marker that every watcher
+// sees. A gateway that stops without leaving (crash, power loss, a link
+// that black-holes) thus leaves the fleet's tool lists within RegistryTTL
+// plus the watch's delivery; until then its calls fail as
+// source_unreachable. A clean Close deletes the entry at once.
+const (
+	// HeartbeatInterval is how often a gateway rewrites its registry entry
+	// (MemberConfig.Upkeep's default).
+	HeartbeatInterval = 2 * time.Second
+	// RegistryTTL is how long a registry entry outlives its last heartbeat:
+	// five missed heartbeats, PhysMCP's "dead" (three make it suspected).
+	RegistryTTL = 5 * HeartbeatInterval
+)
+
 // Partition states, as PhysMCP's metadata.partition_state reports them.
 const (
 	// StateHealthy: the hub and every registered gateway answer.

@@ -1,7 +1,6 @@
 package fleet
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -77,8 +76,10 @@ type MemberConfig struct {
 	// Locations and Vocabulary (capability locations, names and tags)
 	// let a coordinator skip this gateway when an intent cannot match it.
 	Locations, Vocabulary []string
-	// Upkeep is how often the registry entry is checked and restored
-	// (after the hub lost it, or the gateway was cut off); 0 means 2 s.
+	// Upkeep is the heartbeat: how often the registry entry is rewritten
+	// (which keeps it alive in the hub's bucket and restores it after the
+	// hub lost it or the gateway was cut off); 0 means HeartbeatInterval.
+	// It is shortened to a third of the bucket's TTL when longer.
 	Upkeep time.Duration
 	Log    *slog.Logger
 }
@@ -95,6 +96,7 @@ type Member struct {
 	mu   sync.Mutex
 	info Info
 
+	kv      jetstream.KeyValue // the registry, once opened (upkeep's goroutine only)
 	refresh chan struct{}
 	stop    context.CancelFunc
 	done    chan struct{}
@@ -112,7 +114,7 @@ func Join(ctx context.Context, nc *nats.Conn, cfg MemberConfig, local Local) (*M
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Upkeep <= 0 {
-		cfg.Upkeep = 2 * time.Second
+		cfg.Upkeep = HeartbeatInterval
 	}
 	m := &Member{cfg: cfg, nc: nc, local: local, sem: make(chan struct{}, maxInFlight),
 		refresh: make(chan struct{}, 1), done: make(chan struct{})}
@@ -182,17 +184,24 @@ func (m *Member) Refresh(ctx context.Context) error {
 }
 
 // upkeep keeps the registry entry in the hub's bucket: written at start,
-// on Refresh, and restored whenever it is found missing or outdated.
+// on Refresh and at every heartbeat, so that it lives while the gateway
+// does and comes back on its own after the hub lost it.
 func (m *Member) upkeep(ctx context.Context) {
 	defer close(m.done)
-	t := time.NewTicker(m.cfg.Upkeep)
+	every := m.cfg.Upkeep
+	t := time.NewTicker(every)
 	defer t.Stop()
 	logged := false
 	for {
-		err := m.register(ctx)
+		ttl, err := m.register(ctx)
 		switch {
 		case err == nil:
 			logged = false
+			if ttl > 0 && every > ttl/3 {
+				every = ttl / 3
+				t.Reset(every)
+				m.cfg.Log.Info("fleet: heartbeat shortened to a third of the registry's TTL", "every", every, "ttl", ttl)
+			}
 		case ctx.Err() == nil && !logged:
 			m.cfg.Log.Warn("fleet: cannot register with the hub yet (this gateway keeps serving its own endpoint)", "err", err)
 			logged = true
@@ -206,36 +215,32 @@ func (m *Member) upkeep(ctx context.Context) {
 	}
 }
 
-func (m *Member) register(ctx context.Context) error {
+// register writes the registry entry (a heartbeat) and returns the
+// bucket's TTL, read when the bucket is opened.
+func (m *Member) register(ctx context.Context) (ttl time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	kv, err := registry(ctx, m.nc)
-	if err != nil {
-		return err
+	if m.kv == nil {
+		kv, err := registry(ctx, m.nc)
+		if err != nil {
+			return 0, err
+		}
+		st, err := kv.Status(ctx)
+		if err != nil {
+			return 0, err
+		}
+		m.kv, ttl = kv, st.TTL()
 	}
 	info := m.Info()
 	b, err := json.Marshal(info)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	if e, err := kv.Get(ctx, registryKey(info.GatewayID)); err == nil && sameEntry(e.Value(), info) {
-		return nil
+	if _, err := m.kv.Put(ctx, registryKey(info.GatewayID), b); err != nil {
+		m.kv = nil // reopen: the bucket may have been recreated
+		return 0, err
 	}
-	_, err = kv.Put(ctx, registryKey(info.GatewayID), b)
-	return err
-}
-
-// sameEntry reports whether a stored entry is this gateway's current one
-// (the registration time aside).
-func sameEntry(stored []byte, info Info) bool {
-	var old Info
-	if json.Unmarshal(stored, &old) != nil {
-		return false
-	}
-	old.Registered = info.Registered
-	a, _ := json.Marshal(old)
-	b, _ := json.Marshal(info)
-	return bytes.Equal(a, b)
+	return ttl, nil
 }
 
 // registry opens the hub's registry bucket through conn.
@@ -248,7 +253,8 @@ func registry(ctx context.Context, nc *nats.Conn) (jetstream.KeyValue, error) {
 }
 
 // Close leaves the fleet: the service stops answering and the registry
-// entry is removed (best effort, within a second).
+// entry is removed (best effort, within a second; failing that, the hub
+// drops it when its TTL runs out).
 func (m *Member) Close() error {
 	m.stop()
 	<-m.done
@@ -257,7 +263,7 @@ func (m *Member) Close() error {
 	defer cancel()
 	if kv, kerr := registry(ctx, m.nc); kerr == nil {
 		if derr := kv.Delete(ctx, registryKey(m.cfg.GatewayID)); derr != nil {
-			m.cfg.Log.Warn("fleet: could not remove the registry entry (the fleet reports this gateway unreachable)", "err", derr)
+			m.cfg.Log.Warn("fleet: could not remove the registry entry (the fleet reports this gateway unreachable until the entry expires)", "err", derr)
 		}
 	}
 	return err
