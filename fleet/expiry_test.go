@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/manifests"
@@ -124,4 +125,86 @@ func interest(h *testHub, subj string) int {
 		n += ns.GlobalAccount().Interest(subj)
 	}
 	return n
+}
+
+// A hub whose registry was made before entries expired (no TTL) gets the
+// TTL and its markers when SetupHub runs at its next start; the entries
+// already there stay.
+func TestFleetRegistryGetsTTLOnUpgrade(t *testing.T) {
+	h := startHub(t, false)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	js, err := jetstream.NewWithDomain(h.nc, fleet.HubDomain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.DeleteKeyValue(ctx, fleet.RegistryBucket); err != nil {
+		t.Fatal(err)
+	}
+	old, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: fleet.RegistryBucket, Replicas: 3, History: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := old.Put(ctx, "gw.old", []byte(`{"gateway_id":"old"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := fleet.SetupHub(ctx, h.nc, 3); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(ctx, fleet.RegistryBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.TTL() != fleet.RegistryTTL || st.LimitMarkerTTL() != fleet.RegistryTTL {
+		t.Errorf("registry after SetupHub: TTL %s, marker TTL %s; want %s", st.TTL(), st.LimitMarkerTTL(), fleet.RegistryTTL)
+	}
+	if _, err := kv.Get(ctx, "gw.old"); err != nil {
+		t.Errorf("the entry made before the upgrade: %v", err)
+	}
+	if err := fleet.SetupRegistry(ctx, h.nc, 3, 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "at least 1s") {
+		t.Errorf("a TTL under 1 s = %v, want refused", err)
+	}
+}
+
+// A gateway whose heartbeat is longer than the registry's TTL allows
+// heartbeats at a third of the TTL instead, so it does not expire while
+// alive.
+func TestFleetHeartbeatFollowsRegistryTTL(t *testing.T) {
+	h := startHub(t, false)
+	setRegistryTTL(t, h, testTTL)
+	g := startGateway(t, "gw1", "north", h.leafURLs[0], false)
+	m, err := fleet.Join(t.Context(), g.nc, fleet.MemberConfig{GatewayID: "gw9", Zone: "north", Profile: "full", Upkeep: time.Hour}, g.local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	js, err := jetstream.NewWithDomain(h.nc, fleet.HubDomain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), fleet.RegistryBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revision := func() uint64 {
+		e, err := kv.Get(t.Context(), "gw.gw9")
+		if err != nil {
+			return 0
+		}
+		return e.Revision()
+	}
+	first := uint64(0)
+	eventually(t, 30*time.Second, "gw9 registered", func() bool { first = revision(); return first > 0 })
+	// Rewritten twice more, well before the hour: every TTL/3.
+	seen := map[uint64]bool{first: true}
+	eventually(t, 4*testTTL, "gw9 heartbeats twice", func() bool {
+		if r := revision(); r > 0 {
+			seen[r] = true
+		}
+		return len(seen) >= 3
+	})
 }
