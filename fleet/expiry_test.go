@@ -127,45 +127,26 @@ func interest(h *testHub, subj string) int {
 	return n
 }
 
-// A hub whose registry was made before entries expired (no TTL) gets the
-// TTL and its markers when SetupHub runs at its next start; the entries
-// already there stay.
-func TestFleetRegistryGetsTTLOnUpgrade(t *testing.T) {
+// SetupHub makes the heartbeat bucket with the documented TTL, and
+// refuses a TTL NATS cannot keep.
+func TestFleetAliveBucketTTL(t *testing.T) {
 	h := startHub(t, false)
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
 	js, err := jetstream.NewWithDomain(h.nc, fleet.HubDomain)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := js.DeleteKeyValue(ctx, fleet.RegistryBucket); err != nil {
-		t.Fatal(err)
-	}
-	old, err := js.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: fleet.RegistryBucket, Replicas: 3, History: 1})
+	kv, err := js.KeyValue(t.Context(), fleet.AliveBucket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := old.Put(ctx, "gw.old", []byte(`{"gateway_id":"old"}`)); err != nil {
-		t.Fatal(err)
-	}
-	if err := fleet.SetupHub(ctx, h.nc, 3); err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(ctx, fleet.RegistryBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := kv.Status(ctx)
+	st, err := kv.Status(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
 	if st.TTL() != fleet.RegistryTTL || st.LimitMarkerTTL() != fleet.RegistryTTL {
-		t.Errorf("registry after SetupHub: TTL %s, marker TTL %s; want %s", st.TTL(), st.LimitMarkerTTL(), fleet.RegistryTTL)
+		t.Errorf("alive bucket: TTL %s, marker TTL %s; want %s", st.TTL(), st.LimitMarkerTTL(), fleet.RegistryTTL)
 	}
-	if _, err := kv.Get(ctx, "gw.old"); err != nil {
-		t.Errorf("the entry made before the upgrade: %v", err)
-	}
-	if err := fleet.SetupRegistry(ctx, h.nc, 3, 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "at least 1s") {
+	if err := fleet.SetupRegistry(t.Context(), h.nc, 3, 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "at least 1s") {
 		t.Errorf("a TTL under 1 s = %v, want refused", err)
 	}
 }
@@ -186,7 +167,7 @@ func TestFleetHeartbeatFollowsRegistryTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kv, err := js.KeyValue(t.Context(), fleet.RegistryBucket)
+	kv, err := js.KeyValue(t.Context(), fleet.AliveBucket)
 	if err != nil {
 		t.Fatal(err)
 	}

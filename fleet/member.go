@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -76,10 +77,11 @@ type MemberConfig struct {
 	// Locations and Vocabulary (capability locations, names and tags)
 	// let a coordinator skip this gateway when an intent cannot match it.
 	Locations, Vocabulary []string
-	// Upkeep is the heartbeat: how often the registry entry is rewritten
-	// (which keeps it alive in the hub's bucket and restores it after the
-	// hub lost it or the gateway was cut off); 0 means HeartbeatInterval.
-	// It is shortened to a third of the bucket's TTL when longer.
+	// Upkeep is the heartbeat: how often the gateway's key in the alive
+	// bucket is rewritten and its registry entry checked and restored
+	// (after the hub lost it, or the gateway was cut off); 0 means
+	// HeartbeatInterval. It is shortened to a third of the alive bucket's
+	// TTL when longer.
 	Upkeep time.Duration
 	Log    *slog.Logger
 }
@@ -96,10 +98,11 @@ type Member struct {
 	mu   sync.Mutex
 	info Info
 
-	kv      jetstream.KeyValue // the registry, once opened (upkeep's goroutine only)
-	refresh chan struct{}
-	stop    context.CancelFunc
-	done    chan struct{}
+	// The registry and alive buckets, once opened (upkeep's goroutine only).
+	reg, alive jetstream.KeyValue
+	refresh    chan struct{}
+	stop       context.CancelFunc
+	done       chan struct{}
 }
 
 // maxInFlight bounds the fleet requests one gateway serves at once; more
@@ -183,9 +186,11 @@ func (m *Member) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// upkeep keeps the registry entry in the hub's bucket: written at start,
-// on Refresh and at every heartbeat, so that it lives while the gateway
-// does and comes back on its own after the hub lost it.
+// upkeep keeps the registry entry in the hub's bucket (written at start,
+// on Refresh, and restored whenever it is found missing or outdated) and
+// beats the gateway's heartbeat in the alive bucket, so that the gateway
+// stays in the fleet while it lives and comes back on its own after the
+// hub lost it.
 func (m *Member) upkeep(ctx context.Context) {
 	defer close(m.done)
 	every := m.cfg.Upkeep
@@ -215,32 +220,55 @@ func (m *Member) upkeep(ctx context.Context) {
 	}
 }
 
-// register writes the registry entry (a heartbeat) and returns the
-// bucket's TTL, read when the bucket is opened.
+// register keeps the manifest in the registry (written when missing or
+// outdated) and beats the heartbeat in the alive bucket. It returns the
+// alive bucket's TTL when it has just opened the buckets.
 func (m *Member) register(ctx context.Context) (ttl time.Duration, err error) {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if m.kv == nil {
-		kv, err := registry(ctx, m.nc)
-		if err != nil {
+	if m.reg == nil {
+		if m.reg, err = registry(ctx, m.nc); err != nil {
 			return 0, err
 		}
-		st, err := kv.Status(ctx)
-		if err != nil {
+		if m.alive, ttl, err = aliveBucket(ctx, m.nc); err != nil {
+			m.reg = nil
 			return 0, err
 		}
-		m.kv, ttl = kv, st.TTL()
 	}
-	info := m.Info()
-	b, err := json.Marshal(info)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := m.kv.Put(ctx, registryKey(info.GatewayID), b); err != nil {
-		m.kv = nil // reopen: the bucket may have been recreated
+	if err := m.beat(ctx); err != nil {
+		m.reg = nil // reopen: the buckets may have been recreated
 		return 0, err
 	}
 	return ttl, nil
+}
+
+func (m *Member) beat(ctx context.Context) error {
+	info := m.Info()
+	b, err := json.Marshal(info)
+	if err != nil {
+		return err
+	}
+	key := registryKey(info.GatewayID)
+	if e, err := m.reg.Get(ctx, key); err != nil || !sameEntry(e.Value(), info) {
+		if _, err := m.reg.Put(ctx, key, b); err != nil {
+			return err
+		}
+	}
+	_, err = m.alive.Put(ctx, key, []byte(info.ManifestHash))
+	return err
+}
+
+// sameEntry reports whether a stored entry is this gateway's current one
+// (the registration time aside).
+func sameEntry(stored []byte, info Info) bool {
+	var old Info
+	if json.Unmarshal(stored, &old) != nil {
+		return false
+	}
+	old.Registered = info.Registered
+	a, _ := json.Marshal(old)
+	b, _ := json.Marshal(info)
+	return bytes.Equal(a, b)
 }
 
 // registry opens the hub's registry bucket through conn.
@@ -252,6 +280,24 @@ func registry(ctx context.Context, nc *nats.Conn) (jetstream.KeyValue, error) {
 	return js.KeyValue(ctx, RegistryBucket)
 }
 
+// aliveBucket opens the hub's alive bucket through conn and returns its
+// TTL.
+func aliveBucket(ctx context.Context, nc *nats.Conn) (jetstream.KeyValue, time.Duration, error) {
+	js, err := jetstream.NewWithDomain(nc, HubDomain)
+	if err != nil {
+		return nil, 0, err
+	}
+	kv, err := js.KeyValue(ctx, AliveBucket)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open %s: %w", AliveBucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return kv, st.TTL(), nil
+}
+
 // Close leaves the fleet: the service stops answering and the registry
 // entry is removed (best effort, within a second; failing that, the hub
 // drops it when its TTL runs out).
@@ -261,6 +307,9 @@ func (m *Member) Close() error {
 	err := m.svc.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	if kv, _, kerr := aliveBucket(ctx, m.nc); kerr == nil {
+		_ = kv.Delete(ctx, registryKey(m.cfg.GatewayID)) // the registry's delete below says whether the hub heard
+	}
 	if kv, kerr := registry(ctx, m.nc); kerr == nil {
 		if derr := kv.Delete(ctx, registryKey(m.cfg.GatewayID)); derr != nil {
 			m.cfg.Log.Warn("fleet: could not remove the registry entry (the fleet reports this gateway unreachable until the entry expires)", "err", derr)
