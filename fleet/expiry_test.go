@@ -128,7 +128,7 @@ func interest(h *testHub, subj string) int {
 }
 
 // SetupHub makes the heartbeat bucket with the documented TTL, and
-// refuses a TTL NATS cannot keep.
+// refuses a TTL NATS cannot keep; stray keys in the buckets are ignored.
 func TestFleetAliveBucketTTL(t *testing.T) {
 	h := startHub(t, false)
 	js, err := jetstream.NewWithDomain(h.nc, fleet.HubDomain)
@@ -148,6 +148,27 @@ func TestFleetAliveBucketTTL(t *testing.T) {
 	}
 	if err := fleet.SetupRegistry(t.Context(), h.nc, 3, 500*time.Millisecond); err == nil || !strings.Contains(err.Error(), "at least 1s") {
 		t.Errorf("a TTL under 1 s = %v, want refused", err)
+	}
+	// Keys that name no gateway, written by anyone with access to the hub,
+	// are ignored by the nodes watching.
+	reg, err := js.KeyValue(t.Context(), fleet.RegistryBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []jetstream.KeyValue{reg, kv} {
+		if _, err := b.Put(t.Context(), "gw", []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	v := fleet.Watch(h.nc, fleet.ViewConfig{Node: "hub1", Role: manifests.RoleHub})
+	t.Cleanup(v.Close)
+	select {
+	case <-v.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the view never read the registry")
+	}
+	if gws := v.Gateways(); len(gws) != 0 {
+		t.Errorf("gateways from keys that name none: %+v", gws)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -158,8 +159,8 @@ func (v *View) watchOnce(ctx context.Context) error {
 		return err
 	}
 	defer aw.Stop()
-	r := &followed{bucket: RegistryBucket, w: rw, initial: true}
-	a := &followed{bucket: AliveBucket, w: aw, initial: true}
+	r := &followed{bucket: RegistryBucket, initial: true}
+	a := &followed{bucket: AliveBucket, initial: true}
 	seen := map[string]Info{}
 	beating := map[string]bool{}
 	check := time.NewTicker(3 * time.Second)
@@ -180,7 +181,9 @@ func (v *View) watchOnce(ctx context.Context) error {
 				return errors.New("alive watch closed")
 			}
 			if a.next(e) {
-				beating[e.Key()[len("gw."):]] = e.Operation() == jetstream.KeyValuePut
+				if id, ok := strings.CutPrefix(e.Key(), "gw."); ok {
+					beating[id] = e.Operation() == jetstream.KeyValuePut
+				}
 			}
 		case <-check.C:
 			// A watch can stall when the hub member serving it goes away:
@@ -201,7 +204,6 @@ func (v *View) watchOnce(ctx context.Context) error {
 // followed is one bucket's watch: where it stands.
 type followed struct {
 	bucket  string
-	w       jetstream.KeyWatcher
 	initial bool   // the current values are not all in yet
 	last    uint64 // the bucket revision the watch has reached
 	want    uint64 // the bucket's last revision at the previous check
@@ -255,7 +257,11 @@ func live(seen map[string]Info, beating map[string]bool) map[string]Info {
 
 // apply records one registry change in seen.
 func (v *View) apply(seen map[string]Info, e jetstream.KeyValueEntry) {
-	id := e.Key()[len("gw."):]
+	id, ok := strings.CutPrefix(e.Key(), "gw.")
+	if !ok {
+		v.cfg.Log.Warn("fleet: ignoring a registry key that names no gateway", "key", e.Key())
+		return
+	}
 	switch e.Operation() {
 	case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
 		delete(seen, id)
