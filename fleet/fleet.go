@@ -31,6 +31,9 @@ const (
 	ServiceVersion = "0.1.0"
 	// RegistryBucket holds each gateway's Info under "gw.<id>".
 	RegistryBucket = "fleet_registry"
+	// AliveBucket holds each live gateway's heartbeat under "gw.<id>" (its
+	// manifest hash); entries expire RegistryTTL after their last write.
+	AliveBucket = "fleet_alive"
 	// CanDoSubject is the fan-out subject of a fleet can_do; every gateway
 	// answers it (no queue group).
 	CanDoSubject = "promcp.cando"
@@ -40,6 +43,25 @@ const (
 	// gateway reports.
 	PromcpVersion  = "0.2"
 	PhysMCPVersion = "0.1"
+)
+
+// Liveness. A gateway rewrites its key in the alive bucket every
+// heartbeat (a few bytes; its manifest stays in the registry, written only
+// when it changes); the hub drops a key RegistryTTL after its last write
+// (the bucket's max age, judged by the hub's own clock, so gateway clocks
+// do not matter) and leaves a delete marker every watcher sees. The fleet
+// is the registered gateways whose heartbeat is alive: one that stops
+// without leaving (crash, power loss, a link that black-holes) leaves the
+// fleet's tool lists within RegistryTTL plus the watch's delivery, and
+// until then its calls fail as source_unreachable. A clean Close deletes
+// both keys at once.
+const (
+	// HeartbeatInterval is how often a gateway rewrites its registry entry
+	// (MemberConfig.Upkeep's default).
+	HeartbeatInterval = 2 * time.Second
+	// RegistryTTL is how long a heartbeat lives:
+	// five missed heartbeats, PhysMCP's "dead" (three make it suspected).
+	RegistryTTL = 5 * HeartbeatInterval
 )
 
 // Partition states, as PhysMCP's metadata.partition_state reports them.

@@ -77,8 +77,11 @@ type MemberConfig struct {
 	// Locations and Vocabulary (capability locations, names and tags)
 	// let a coordinator skip this gateway when an intent cannot match it.
 	Locations, Vocabulary []string
-	// Upkeep is how often the registry entry is checked and restored
-	// (after the hub lost it, or the gateway was cut off); 0 means 2 s.
+	// Upkeep is the heartbeat: how often the gateway's key in the alive
+	// bucket is rewritten and its registry entry checked and restored
+	// (after the hub lost it, or the gateway was cut off); 0 means
+	// HeartbeatInterval. It is shortened to a third of the alive bucket's
+	// TTL when longer.
 	Upkeep time.Duration
 	Log    *slog.Logger
 }
@@ -95,9 +98,11 @@ type Member struct {
 	mu   sync.Mutex
 	info Info
 
-	refresh chan struct{}
-	stop    context.CancelFunc
-	done    chan struct{}
+	// The registry and alive buckets, once opened (upkeep's goroutine only).
+	reg, alive jetstream.KeyValue
+	refresh    chan struct{}
+	stop       context.CancelFunc
+	done       chan struct{}
 }
 
 // maxInFlight bounds the fleet requests one gateway serves at once; more
@@ -112,7 +117,7 @@ func Join(ctx context.Context, nc *nats.Conn, cfg MemberConfig, local Local) (*M
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Upkeep <= 0 {
-		cfg.Upkeep = 2 * time.Second
+		cfg.Upkeep = HeartbeatInterval
 	}
 	m := &Member{cfg: cfg, nc: nc, local: local, sem: make(chan struct{}, maxInFlight),
 		refresh: make(chan struct{}, 1), done: make(chan struct{})}
@@ -181,18 +186,27 @@ func (m *Member) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// upkeep keeps the registry entry in the hub's bucket: written at start,
-// on Refresh, and restored whenever it is found missing or outdated.
+// upkeep keeps the registry entry in the hub's bucket (written at start,
+// on Refresh, and restored whenever it is found missing or outdated) and
+// beats the gateway's heartbeat in the alive bucket, so that the gateway
+// stays in the fleet while it lives and comes back on its own after the
+// hub lost it.
 func (m *Member) upkeep(ctx context.Context) {
 	defer close(m.done)
-	t := time.NewTicker(m.cfg.Upkeep)
+	every := m.cfg.Upkeep
+	t := time.NewTicker(every)
 	defer t.Stop()
 	logged := false
 	for {
-		err := m.register(ctx)
+		ttl, err := m.register(ctx)
 		switch {
 		case err == nil:
 			logged = false
+			if ttl > 0 && every > ttl/3 {
+				every = ttl / 3
+				t.Reset(every)
+				m.cfg.Log.Info("fleet: heartbeat shortened to a third of the registry's TTL", "every", every, "ttl", ttl)
+			}
 		case ctx.Err() == nil && !logged:
 			m.cfg.Log.Warn("fleet: cannot register with the hub yet (this gateway keeps serving its own endpoint)", "err", err)
 			logged = true
@@ -206,22 +220,41 @@ func (m *Member) upkeep(ctx context.Context) {
 	}
 }
 
-func (m *Member) register(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Second)
+// register keeps the manifest in the registry (written when missing or
+// outdated) and beats the heartbeat in the alive bucket. It returns the
+// alive bucket's TTL when it has just opened the buckets.
+func (m *Member) register(ctx context.Context) (ttl time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	kv, err := registry(ctx, m.nc)
-	if err != nil {
-		return err
+	if m.reg == nil {
+		if m.reg, err = registry(ctx, m.nc); err != nil {
+			return 0, err
+		}
+		if m.alive, ttl, err = aliveBucket(ctx, m.nc); err != nil {
+			m.reg = nil
+			return 0, err
+		}
 	}
+	if err := m.beat(ctx); err != nil {
+		m.reg = nil // reopen: the buckets may have been recreated
+		return 0, err
+	}
+	return ttl, nil
+}
+
+func (m *Member) beat(ctx context.Context) error {
 	info := m.Info()
 	b, err := json.Marshal(info)
 	if err != nil {
 		return err
 	}
-	if e, err := kv.Get(ctx, registryKey(info.GatewayID)); err == nil && sameEntry(e.Value(), info) {
-		return nil
+	key := registryKey(info.GatewayID)
+	if e, err := m.reg.Get(ctx, key); err != nil || !sameEntry(e.Value(), info) {
+		if _, err := m.reg.Put(ctx, key, b); err != nil {
+			return err
+		}
 	}
-	_, err = kv.Put(ctx, registryKey(info.GatewayID), b)
+	_, err = m.alive.Put(ctx, key, []byte(info.ManifestHash))
 	return err
 }
 
@@ -247,17 +280,39 @@ func registry(ctx context.Context, nc *nats.Conn) (jetstream.KeyValue, error) {
 	return js.KeyValue(ctx, RegistryBucket)
 }
 
+// aliveBucket opens the hub's alive bucket through conn and returns its
+// TTL.
+func aliveBucket(ctx context.Context, nc *nats.Conn) (jetstream.KeyValue, time.Duration, error) {
+	js, err := jetstream.NewWithDomain(nc, HubDomain)
+	if err != nil {
+		return nil, 0, err
+	}
+	kv, err := js.KeyValue(ctx, AliveBucket)
+	if err != nil {
+		return nil, 0, fmt.Errorf("open %s: %w", AliveBucket, err)
+	}
+	st, err := kv.Status(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
+	return kv, st.TTL(), nil
+}
+
 // Close leaves the fleet: the service stops answering and the registry
-// entry is removed (best effort, within a second).
+// entry is removed (best effort, within a second; failing that, the hub
+// drops it when its TTL runs out).
 func (m *Member) Close() error {
 	m.stop()
 	<-m.done
 	err := m.svc.Stop()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	if kv, _, kerr := aliveBucket(ctx, m.nc); kerr == nil {
+		_ = kv.Delete(ctx, registryKey(m.cfg.GatewayID)) // the registry's delete below says whether the hub heard
+	}
 	if kv, kerr := registry(ctx, m.nc); kerr == nil {
 		if derr := kv.Delete(ctx, registryKey(m.cfg.GatewayID)); derr != nil {
-			m.cfg.Log.Warn("fleet: could not remove the registry entry (the fleet reports this gateway unreachable)", "err", derr)
+			m.cfg.Log.Warn("fleet: could not remove the registry entry (the fleet reports this gateway unreachable until the entry expires)", "err", derr)
 		}
 	}
 	return err

@@ -20,6 +20,9 @@ import (
 func TestFleetPartitionAndHeal(t *testing.T) {
 	// No advertising: the only path from gw1 to the hub is the proxy.
 	h := startHub(t, true)
+	// This test looks at the fleet while gw1 is cut but still registered:
+	// its entry must outlive the cut phase (slow under -race).
+	setRegistryTTL(t, h, time.Minute)
 	cut := startGateway(t, "gw1", "north", h.leafURLs[0], true)
 	startGateway(t, "gw2", "north", h.leafURLs[1], false)
 	startGateway(t, "gw3", "north", h.leafURLs[2], false)

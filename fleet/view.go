@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -134,68 +135,133 @@ func (v *View) watch(ctx context.Context) {
 	}
 }
 
+// watchOnce follows the registry (manifests) and the alive bucket
+// (heartbeats, headers only): the fleet is the registered gateways whose
+// heartbeat is alive.
 func (v *View) watchOnce(ctx context.Context) error {
 	octx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	kv, err := registry(octx, v.nc)
+	reg, err := registry(octx, v.nc)
+	var alive jetstream.KeyValue
+	if err == nil {
+		alive, _, err = aliveBucket(octx, v.nc)
+	}
 	cancel()
 	if err != nil {
 		return err
 	}
-	w, err := kv.WatchAll(ctx)
+	rw, err := reg.WatchAll(ctx)
 	if err != nil {
 		return err
 	}
-	defer w.Stop()
+	defer rw.Stop()
+	aw, err := alive.WatchAll(ctx, jetstream.MetaOnly())
+	if err != nil {
+		return err
+	}
+	defer aw.Stop()
+	r := &followed{bucket: RegistryBucket, initial: true}
+	a := &followed{bucket: AliveBucket, initial: true}
 	seen := map[string]Info{}
-	initial := true
-	var last uint64 // the bucket revision the watch has reached
+	beating := map[string]bool{}
 	check := time.NewTicker(3 * time.Second)
 	defer check.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case e, ok := <-w.Updates():
+		case e, ok := <-rw.Updates():
 			if !ok {
-				return errors.New("watch closed")
+				return errors.New("registry watch closed")
 			}
-			if e == nil { // the current values are all in
-				initial = false
-				v.replace(seen)
-				v.readyOne.Do(func() { close(v.ready) })
-				continue
+			if r.next(e) {
+				v.apply(seen, e)
 			}
-			last = max(last, e.Revision())
-			v.apply(seen, e, !initial)
+		case e, ok := <-aw.Updates():
+			if !ok {
+				return errors.New("alive watch closed")
+			}
+			if a.next(e) {
+				if id, ok := strings.CutPrefix(e.Key(), "gw."); ok {
+					beating[id] = e.Operation() == jetstream.KeyValuePut
+				}
+			}
 		case <-check.C:
-			// A watch can stall when the hub member serving it goes away;
-			// the bucket's last revision says whether it missed anything.
-			if !initial && v.behind(ctx, last) {
+			// A watch can stall when the hub member serving it goes away:
+			// what the bucket held at the last check must have come since.
+			if r.stalled(ctx, v.nc) || a.stalled(ctx, v.nc) {
 				return errors.New("watch fell behind the bucket; reopening")
 			}
+			continue
 		}
+		if r.initial || a.initial {
+			continue // the current values are not all in yet
+		}
+		v.replace(live(seen, beating))
+		v.readyOne.Do(func() { close(v.ready) })
 	}
 }
 
-// behind reports whether the registry bucket has revisions after last.
-func (v *View) behind(ctx context.Context, last uint64) bool {
+// followed is one bucket's watch: where it stands.
+type followed struct {
+	bucket  string
+	initial bool   // the current values are not all in yet
+	last    uint64 // the bucket revision the watch has reached
+	want    uint64 // the bucket's last revision at the previous check
+}
+
+// next records entry e (nil: the current values are all in) and says
+// whether it is an entry.
+func (f *followed) next(e jetstream.KeyValueEntry) bool {
+	if e == nil {
+		f.initial = false
+		return false
+	}
+	f.last = max(f.last, e.Revision())
+	return true
+}
+
+// stalled reports whether the watch has not reached the revision the
+// bucket had at the previous check (a revision written since may still be
+// on its way), and notes the bucket's last revision now.
+func (f *followed) stalled(ctx context.Context, nc *nats.Conn) bool {
+	if f.initial {
+		return false
+	}
+	if f.want > f.last {
+		return true
+	}
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	js, err := jetstream.NewWithDomain(v.nc, HubDomain)
+	js, err := jetstream.NewWithDomain(nc, HubDomain)
 	if err != nil {
 		return false
 	}
-	st, err := js.Stream(ctx, "KV_"+RegistryBucket)
+	st, err := js.Stream(ctx, "KV_"+f.bucket)
 	if err != nil {
 		return false
 	}
-	return st.CachedInfo().State.LastSeq > last
+	f.want = st.CachedInfo().State.LastSeq
+	return false
 }
 
-// apply records one registry change in seen; once the watch is live it
-// goes to the view at once.
-func (v *View) apply(seen map[string]Info, e jetstream.KeyValueEntry, live bool) {
-	id := e.Key()[len("gw."):]
+// live is the registered gateways whose heartbeat is alive.
+func live(seen map[string]Info, beating map[string]bool) map[string]Info {
+	out := make(map[string]Info, len(seen))
+	for id, in := range seen {
+		if beating[id] {
+			out[id] = in
+		}
+	}
+	return out
+}
+
+// apply records one registry change in seen.
+func (v *View) apply(seen map[string]Info, e jetstream.KeyValueEntry) {
+	id, ok := strings.CutPrefix(e.Key(), "gw.")
+	if !ok {
+		v.cfg.Log.Warn("fleet: ignoring a registry key that names no gateway", "key", e.Key())
+		return
+	}
 	switch e.Operation() {
 	case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
 		delete(seen, id)
@@ -206,9 +272,6 @@ func (v *View) apply(seen map[string]Info, e jetstream.KeyValueEntry, live bool)
 			return
 		}
 		seen[id] = in
-	}
-	if live {
-		v.replace(seen)
 	}
 }
 
