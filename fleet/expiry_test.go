@@ -131,14 +131,7 @@ func interest(h *testHub, subj string) int {
 // refuses a TTL NATS cannot keep; stray keys in the buckets are ignored.
 func TestFleetAliveBucketTTL(t *testing.T) {
 	h := startHub(t, false)
-	js, err := jetstream.NewWithDomain(h.nc, fleet.HubDomain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(t.Context(), fleet.AliveBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := hubBucket(t, h, fleet.AliveBucket)
 	st, err := kv.Status(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -151,11 +144,7 @@ func TestFleetAliveBucketTTL(t *testing.T) {
 	}
 	// Keys that name no gateway, written by anyone with access to the hub,
 	// are ignored by the nodes watching.
-	reg, err := js.KeyValue(t.Context(), fleet.RegistryBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range []jetstream.KeyValue{reg, kv} {
+	for _, b := range []jetstream.KeyValue{hubBucket(t, h, fleet.RegistryBucket), kv} {
 		if _, err := b.Put(t.Context(), "gw", []byte("x")); err != nil {
 			t.Fatal(err)
 		}
@@ -184,14 +173,7 @@ func TestFleetHeartbeatFollowsRegistryTTL(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { m.Close() })
-	js, err := jetstream.NewWithDomain(h.nc, fleet.HubDomain)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kv, err := js.KeyValue(t.Context(), fleet.AliveBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kv := hubBucket(t, h, fleet.AliveBucket)
 	revision := func() uint64 {
 		e, err := kv.Get(t.Context(), "gw.gw9")
 		if err != nil {
@@ -209,4 +191,18 @@ func TestFleetHeartbeatFollowsRegistryTTL(t *testing.T) {
 		}
 		return len(seen) >= 3
 	})
+}
+
+// hubBucket opens the fleet's key-value bucket name on hub h.
+func hubBucket(t *testing.T, h *testHub, name string) jetstream.KeyValue {
+	t.Helper()
+	js, err := jetstream.NewWithDomain(h.nc, fleet.HubDomain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv, err := js.KeyValue(t.Context(), name)
+	if err != nil {
+		t.Fatalf("open the hub's %s bucket: %v", name, err)
+	}
+	return kv
 }
