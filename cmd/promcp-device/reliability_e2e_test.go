@@ -123,13 +123,15 @@ func (w *auditWatch) until(what string, cond func() bool) {
 // do_* calls from 8 clients, kills it with SIGKILL while an attempt is in
 // flight, restarts it on the same directory and retries every key it sent.
 //
-// The kill is aimed, not hoped for: the test follows the audit log and
-// sends SIGKILL once some calls have finished (a random number, 1 to 12)
-// and an attempt has no result; once the process is gone it reads the
-// log to its end, and the kill counts only when an attempt is still
-// without its result there: the process died between the device write
-// and its record. A trial whose kill missed is run again, up to 10 times;
-// a trial that never lands one fails the test. It checks, over all trials:
+// The kill is aimed, not hoped for: the test follows the audit log until
+// some calls have finished (a random number, 1 to 12) and an attempt has
+// no result, then freezes the process (SIGSTOP, until every thread has
+// stopped) and reads the log to its end. If an attempt is still without
+// its result there, SIGKILL lands on exactly that state: the process dies
+// between the attempt record and the result. If the attempt finished
+// before the freeze, the process is resumed (SIGCONT) and the test follows
+// the log again, so every trial's kill lands mid-attempt however slowly
+// this machine runs the test beside the server. It checks, over all trials:
 //
 //   - every key cut off mid-attempt is answered recovered on retry (read
 //     back, not written again), with the value it observed;
@@ -150,7 +152,7 @@ func TestCrashRecovery(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	var sent, answered, replayed, recovered, fresh int // retries after restarts, by how they were answered
-	var cutOff, missed, missedInRow int                // keys cut off mid-attempt; kills that landed between attempts
+	var cutOff, missed int                             // keys cut off mid-attempt; freezes that landed between attempts
 	for trial := 0; trial < *crashTrials; {
 		p := startServe(t, "--manifest", labBench, "--state", dir)
 		c := mcpClient(t, p.url, "")
@@ -163,7 +165,7 @@ func TestCrashRecovery(t *testing.T) {
 		for w := range 8 {
 			wg.Go(func() {
 				for i := 0; working.Err() == nil; i++ {
-					key := fmt.Sprintf("t%d-m%d-w%d-%d", trial, missed, w, i)
+					key := fmt.Sprintf("t%d-w%d-%d", trial, w, i)
 					value := float64(1+(i*7+w)%190) * 0.5
 					mu.Lock()
 					keys[key] = value
@@ -179,10 +181,22 @@ func TestCrashRecovery(t *testing.T) {
 			})
 		}
 		after := 1 + rand.IntN(12)
-		watch.until("attempt in flight", func() bool { return watch.results >= after && len(watch.open) > 0 })
+		inFlight := func() bool { return watch.results >= after && len(watch.open) > 0 }
+		for resumed := 0; ; resumed++ {
+			watch.until("attempt in flight", inFlight)
+			freeze(t, p.cmd.Process.Pid)
+			if watch.poll(); inFlight() { // what the log holds when the kill lands
+				break
+			}
+			if resumed == 100 {
+				t.Fatalf("trial %d: 100 freezes in a row landed between attempts, none mid-attempt", trial)
+			}
+			missed++
+			p.cmd.Process.Signal(syscall.SIGCONT)
+		}
 		p.cmd.Process.Signal(syscall.SIGKILL)
 		waitExit(t, p.cmd)
-		watch.poll() // what the process wrote before it died
+		watch.poll() // a frozen process wrote nothing more
 		cut := maps.Clone(watch.open)
 		stop()
 		wg.Wait()
@@ -249,15 +263,8 @@ func TestCrashRecovery(t *testing.T) {
 			t.Fatalf("trial %d: audit verify: exit %d: %s", trial, code, out.String())
 		}
 		if len(cut) == 0 {
-			// Every attempt in flight when SIGKILL was sent finished before
-			// the process died: the kill landed between attempts.
-			missed++
-			if missedInRow++; missedInRow == 10 {
-				t.Fatalf("trial %d: 10 kills in a row landed between attempts, none mid-attempt", trial)
-			}
-			continue
+			t.Fatalf("trial %d: the log of the frozen process had an attempt in flight, but none once it was killed", trial)
 		}
-		missedInRow = 0
 		cutOff += len(cut)
 		trial++
 	}
@@ -272,8 +279,52 @@ func TestCrashRecovery(t *testing.T) {
 			t.Errorf("key %s has %d attempt records: it may have actuated %d times", k, n, n)
 		}
 	}
-	t.Logf("crash recovery: %d SIGKILL trials, each landing mid-attempt (%d more kills landed between attempts and were run again), %d keys retried after restart: %d cut off mid-attempt, %d recovered by readback, %d answered before the kill and replayed identically, %d done but the answer lost (replayed), %d never reached the store and actuated on retry; %d keys with an attempt record, none with two; audit verify ok after every restart",
+	t.Logf("crash recovery: %d SIGKILL trials, each landing mid-attempt (%d more freezes landed between attempts and were resumed), %d keys retried after restart: %d cut off mid-attempt, %d recovered by readback, %d answered before the kill and replayed identically, %d done but the answer lost (replayed), %d never reached the store and actuated on retry; %d keys with an attempt record, none with two; audit verify ok after every restart",
 		*crashTrials, missed, sent, cutOff, recovered, answered, replayed, fresh, len(attempts))
+}
+
+// freeze stops process pid with SIGSTOP and waits until every thread of
+// it has stopped, so that what it has written is all it writes until it
+// is resumed or killed.
+func freeze(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatalf("SIGSTOP %d: %v", pid, err)
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(exitTimeout)
+	for !stopped(t, pid) {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("process %d not stopped %s after SIGSTOP", pid, exitTimeout)
+		}
+	}
+}
+
+// stopped reports whether every thread of process pid is stopped (state
+// T in /proc/pid/task/*/stat) or gone.
+func stopped(t *testing.T, pid int) bool {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
+		t.Fatalf("threads of process %d: %v", pid, err)
+	}
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // the thread ended
+		}
+		// The state follows the command name, which is in parentheses.
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 || i+2 >= len(b) {
+			t.Fatalf("%s: %q", f, b)
+		}
+		if st := b[i+2]; st != 'T' && st != 't' && st != 'Z' && st != 'X' {
+			return false
+		}
+	}
+	return true
 }
 
 // TestSIGTERMFinishesCallsInFlight: SIGTERM during a stream of do_* calls
