@@ -150,11 +150,12 @@ func (w *auditWatch) until(what string, cond func() bool) {
 //     go test ./cmd/promcp-device -run TestCrashRecovery -v -crash.trials 100
 func TestCrashRecovery(t *testing.T) {
 	t.Parallel()
+	bench := patientLabBench(t)
 	dir := t.TempDir()
 	var sent, answered, replayed, recovered, fresh int // retries after restarts, by how they were answered
 	var cutOff, missed int                             // keys cut off mid-attempt; freezes that landed between attempts
 	for trial := 0; trial < *crashTrials; {
-		p := startServe(t, "--manifest", labBench, "--state", dir)
+		p := startServe(t, "--manifest", bench, "--state", dir)
 		c := mcpClient(t, p.url, "")
 		watch := watchAudit(t, dir)
 		var mu sync.Mutex
@@ -202,7 +203,7 @@ func TestCrashRecovery(t *testing.T) {
 		wg.Wait()
 		c.Close()
 
-		p = startServe(t, "--manifest", labBench, "--state", dir)
+		p = startServe(t, "--manifest", bench, "--state", dir)
 		c = mcpClient(t, p.url, "")
 		retries := make(chan string)
 		for range 8 {
@@ -281,6 +282,39 @@ func TestCrashRecovery(t *testing.T) {
 	}
 	t.Logf("crash recovery: %d SIGKILL trials, each landing mid-attempt (%d more freezes landed between attempts and were resumed), %d keys retried after restart: %d cut off mid-attempt, %d recovered by readback, %d answered before the kill and replayed identically, %d done but the answer lost (replayed), %d never reached the store and actuated on retry; %d keys with an attempt record, none with two; audit verify ok after every restart",
 		*crashTrials, missed, sent, cutOff, recovered, answered, replayed, fresh, len(attempts))
+}
+
+// patientLabBench writes lab-bench.yml (and its policy) to a temporary
+// directory with a 10 s transaction timeout on the dimmer's I2C bus
+// instead of the default 100 ms, and returns its path. Eight clients call
+// the one simulated dimmer at once, so a transaction queues behind the
+// others; under the race detector on a loaded machine that queue outlasts
+// 100 ms, and a read that times out makes a call fail (source_unreachable)
+// for the machine's load, not for anything the crash did.
+func patientLabBench(t *testing.T) string {
+	t.Helper()
+	src, err := os.ReadFile(labBench)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bus = "  - name: i2c1\n    kind: i2c\n    device: \"1\"\n"
+	if !strings.Contains(string(src), bus) {
+		t.Fatalf("%s no longer declares %q", labBench, bus)
+	}
+	dir := t.TempDir()
+	manifest := filepath.Join(dir, filepath.Base(labBench))
+	if err := os.WriteFile(manifest, []byte(strings.Replace(string(src), bus, bus+"    timeout: 10s\n", 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	policy := "lab-bench.policy.yml"
+	pol, err := os.ReadFile(filepath.Join(filepath.Dir(labBench), policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, policy), pol, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return manifest
 }
 
 // freeze stops process pid with SIGSTOP and waits until every thread of
