@@ -407,16 +407,16 @@ func TestScenarioQuality(t *testing.T) {
 		return r
 	}
 	polled := []string{"read_temperature_zone1", "read_temperature_zone2", "read_site_power"}
-	// Zone 1 is stale from about 12 s to 38 s (its last good value 30 s
-	// old), dead from 1m10s to 2m10s; the scenario is over at 2m10s.
+	// Zone 1 is stale for about 26 s (until its last good value is 30 s
+	// old), dead for a minute; the scenario is over at 2m10s.
 	pace := paceScenario(t, protocols[0], []string{"--manifest", greenhouse}, 10,
-		scenarioPhases{first: 35 * time.Second, shortest: 25 * time.Second, length: 130 * time.Second},
+		scenarioPhases{shortest: 25 * time.Second, length: 130 * time.Second},
 		func(s *session) {
 			for _, tool := range polled {
 				read(s, tool)
 			}
 		})
-	s := stdioSession(t, protocols[0], "--manifest", greenhouse, "--time-scale", pace.timeScale(), "--scenario", greenhouseFaults)
+	s := stdioSession(t, protocols[0], "--manifest", greenhouse, "--time-scale", pace.timeScale(), "--scenario", pace.scenario(t, greenhouseFaults))
 	deadline := pace.deadline
 	heater := func() map[string]any {
 		r, _ := s.call("can_do", map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": true}})

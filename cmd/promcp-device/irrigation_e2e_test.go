@@ -231,7 +231,7 @@ func TestIrrigationScenario(t *testing.T) {
 	// The faults start at 1m (the meter flows before), the soil probe is
 	// stale for about 25 s, every fault ends at 3m.
 	pace := paceScenario(t, protocols[1], []string{"--manifest", irrigation}, 20,
-		scenarioPhases{first: 50 * time.Second, shortest: 25 * time.Second, length: 180 * time.Second},
+		scenarioPhases{shortest: 25 * time.Second, length: 180 * time.Second},
 		func(s *session) {
 			for _, sg := range signs {
 				poll(s, sg.tool)
@@ -239,7 +239,7 @@ func TestIrrigationScenario(t *testing.T) {
 			poll(s, "read_bed2_moisture")
 			time.Sleep(50 * time.Millisecond) // as the loop below does
 		})
-	s := stdioSession(t, protocols[1], "--manifest", irrigation, "--scenario", irrigationFaults, "--time-scale", pace.timeScale())
+	s := stdioSession(t, protocols[1], "--manifest", irrigation, "--scenario", pace.scenario(t, irrigationFaults), "--time-scale", pace.timeScale())
 	var stuckTotal any
 	deadline := pace.deadline
 	for slices.Contains(seen, false) {
