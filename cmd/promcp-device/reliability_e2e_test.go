@@ -287,10 +287,11 @@ func TestCrashRecovery(t *testing.T) {
 // patientLabBench writes lab-bench.yml (and its policy) to a temporary
 // directory with a 10 s transaction timeout on the dimmer's I2C bus
 // instead of the default 100 ms, and returns its path. Eight clients call
-// the one simulated dimmer at once, so a transaction queues behind the
+// the one simulated dimmer at once (TestCrashRecovery), or beside an
+// attack (TestHTTPHostileLoad), so a transaction queues behind the
 // others; under the race detector on a loaded machine that queue outlasts
 // 100 ms, and a read that times out makes a call fail (source_unreachable)
-// for the machine's load, not for anything the crash did.
+// for the machine's load, not for anything the test is about.
 func patientLabBench(t *testing.T) string {
 	t.Helper()
 	src, err := os.ReadFile(labBench)
