@@ -110,11 +110,19 @@ func openAudit(t *testing.T, dir string) *audit.Log {
 // and the audit log actuate exactly once per key, and every caller of a key
 // gets the same response.
 //
+// The server's clock is a manual one that moves on to a wait's instant as
+// soon as the wait starts: every actuation's settle time (50 ms on the
+// dimmer, the actuations one after the other) passes at once instead of
+// on the wall clock, so the test's length is its work, not minutes of
+// waits that grow with the machine's load.
+//
 //	go test ./gateway -run TestRetryStorm -v -storm.keys 1000 -storm.dups 10
 func TestRetryStorm(t *testing.T) {
 	dir := t.TempDir()
 	st := openStore(t, dir)
-	b := newDimmerBench(t, server.WithStore(st, st.TTL()), server.WithAuditor(openAudit(t, dir)))
+	clk := clock.NewManual(time.Now())
+	go settleAtOnce(t.Context(), clk)
+	b := newDimmerBench(t, server.WithStore(st, st.TTL()), server.WithAuditor(openAudit(t, dir)), server.WithClock(clk))
 	keys, dups := *stormKeys, *stormDups
 	bodies := make([][]string, keys)
 	var wg sync.WaitGroup
@@ -155,6 +163,16 @@ func TestRetryStorm(t *testing.T) {
 	n, _ := st.Len()
 	t.Logf("retry storm: %d keys × %d concurrent calls = %d calls in %s (%.0f calls/s): %d actuations, %d stored outcomes, responses identical per key",
 		keys, dups, keys*dups, elapsed.Round(time.Millisecond), float64(keys*dups)/elapsed.Seconds(), b.writes.Load(), n)
+}
+
+// settleAtOnce advances clk to each wait's instant as soon as it waits,
+// until ctx ends.
+func settleAtOnce(ctx context.Context, clk *clock.Manual) {
+	for clk.WaitFor(ctx, 1) == nil {
+		if at, ok := clk.NextWake(); ok {
+			clk.Advance(at.Sub(clk.Now()))
+		}
+	}
 }
 
 // recoveringStore hands every action a recovering attempt, as the durable

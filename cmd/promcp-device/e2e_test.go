@@ -394,19 +394,30 @@ func TestToolsCheck(t *testing.T) {
 const greenhouseFaults = "../../manifests/examples/greenhouse-faults.yml"
 
 // TestScenarioQuality plays greenhouse-faults.yml on the real binary, with
-// simulated time 10x: zone 1's sensor times out (stale: the last good value
-// at its own sample time), then dies (error, with the reason), zone 2's
-// freezes (degraded: stuck), can_do blocks the heater that depends on the
-// dead sensor, and everything is good again once the scenario clears the
-// faults. The test waits for conditions under a deadline; it times nothing.
+// simulated time up to 10x (as fast as this machine polls every phase):
+// zone 1's sensor times out (stale: the last good value at its own sample
+// time), then dies (error, with the reason), zone 2's freezes (degraded:
+// stuck), can_do blocks the heater that depends on the dead sensor, and
+// everything is good again once the scenario clears the faults. The test
+// waits for conditions under a deadline; it times nothing.
 func TestScenarioQuality(t *testing.T) {
 	t.Parallel() // it waits on simulated time: overlap it with the crash trials
-	s := stdioSession(t, protocols[0], "--manifest", greenhouse, "--time-scale", "10", "--scenario", greenhouseFaults)
-	deadline := time.Now().Add(60 * time.Second)
-	read := func(tool string) map[string]any {
+	read := func(s *session, tool string) map[string]any {
 		r, _ := s.call(tool, map[string]any{})
 		return r
 	}
+	polled := []string{"read_temperature_zone1", "read_temperature_zone2", "read_site_power"}
+	// Zone 1 is stale for about 26 s (until its last good value is 30 s
+	// old), dead for a minute; the scenario is over at 2m10s.
+	pace := paceScenario(t, protocols[0], []string{"--manifest", greenhouse}, 10,
+		scenarioPhases{shortest: 25 * time.Second, length: 130 * time.Second},
+		func(s *session) {
+			for _, tool := range polled {
+				read(s, tool)
+			}
+		})
+	s := stdioSession(t, protocols[0], "--manifest", greenhouse, "--time-scale", pace.timeScale(), "--scenario", pace.scenario(t, greenhouseFaults))
+	deadline := pace.deadline
 	heater := func() map[string]any {
 		r, _ := s.call("can_do", map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": true}})
 		return r
@@ -423,7 +434,7 @@ func TestScenarioQuality(t *testing.T) {
 	var good, stale, dead, stuck, implausible map[string]any
 	waitFor("zone 1 stale, then dead, and zone 2 stuck", func() bool {
 		if dead == nil {
-			switch r := read("read_temperature_zone1"); r["quality"] {
+			switch r := read(s, "read_temperature_zone1"); r["quality"] {
 			case "good":
 				good = r
 			case "stale":
@@ -436,10 +447,10 @@ func TestScenarioQuality(t *testing.T) {
 				}
 			}
 		}
-		if r := read("read_temperature_zone2"); r["quality"] == "degraded" {
+		if r := read(s, "read_temperature_zone2"); r["quality"] == "degraded" {
 			stuck = r
 		}
-		if r := read("read_site_power"); r["quality"] == "degraded" {
+		if r := read(s, "read_site_power"); r["quality"] == "degraded" {
 			implausible = r
 		}
 		return dead != nil && stuck != nil && implausible != nil
@@ -485,7 +496,7 @@ func TestScenarioQuality(t *testing.T) {
 
 	waitFor("every reading good again after the scenario clears", func() bool {
 		for _, tool := range []string{"read_temperature_zone1", "read_humidity_zone1", "read_temperature_zone2", "read_humidity_zone2", "read_site_power"} {
-			if read(tool)["quality"] != "good" {
+			if read(s, tool)["quality"] != "good" {
 				return false
 			}
 		}

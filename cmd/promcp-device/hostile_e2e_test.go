@@ -32,12 +32,22 @@ import (
 
 // The load, and what the server may use under it.
 const (
-	slowBodies    = 300     // connections without a token, each sending all but the last bytes of a body
-	slowBodySize  = 1 << 20 // the body each announces
-	sessionFlood  = 2000    // initialize requests with a token, sessions never deleted
-	getFlood      = 1000    // GET streams with a token and made-up session ids, held open
-	attackWindow  = 10 * time.Second
+	slowBodies    = 300      // connections without a token, each sending all but the last bytes of a body
+	slowBodySize  = 1 << 20  // the body each announces
+	sessionFlood  = 2000     // initialize requests with a token, sessions never deleted
+	getFlood      = 1000     // GET streams with a token and made-up session ids, held open
 	rssBoundBytes = 64 << 20 // the server's peak RSS under all of it (a Raspberry Pi's headroom)
+
+	// The attacks end once the server has answered every request, however
+	// long a loaded machine takes; attackBound only bounds a server that
+	// never answers, and a legitimate call waits at most callBound.
+	attackBound = 5 * time.Minute
+	callBound   = time.Minute
+	// slowHold: a slow body not answered and closed this long after it was
+	// sent is held open. The server refuses a body without a token on its
+	// headers; one that waited for the body would hold it until its read
+	// timeout (server.DefaultReadTimeout, 30 s), past slowHold.
+	slowHold = server.DefaultReadTimeout * 2 / 3
 )
 
 // buildPlain builds the binary without the race detector, whose shadow
@@ -114,7 +124,10 @@ func TestHTTPHostileLoad(t *testing.T) {
 func hostileLoad(t *testing.T, bin string) loadResult {
 	t.Helper()
 	file, operator, viewer := tokensFile(t)
-	pid, url := startBinary(t, bin, "serve", "--sim", "--manifest", labBench, "--tokens", file,
+	// The attacks and the machine's load hold the simulated dimmer's
+	// transactions up: patientLabBench, so that a legitimate call fails
+	// for what the server does, not for the CPU it is given.
+	pid, url := startBinary(t, bin, "serve", "--sim", "--manifest", patientLabBench(t), "--tokens", file,
 		"--http", "127.0.0.1:0", "--log-level", "error")
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
 
@@ -126,7 +139,7 @@ func hostileLoad(t *testing.T, bin string) loadResult {
 	res.rssIdle = rss(t, pid)
 	start := time.Now()
 
-	ctx, cancel := context.WithTimeout(t.Context(), attackWindow)
+	ctx, cancel := context.WithTimeout(t.Context(), attackBound)
 	defer cancel()
 	var peak atomic.Int64
 	sampled := make(chan struct{})
@@ -186,7 +199,7 @@ func hostileLoad(t *testing.T, bin string) loadResult {
 				defer c2.Close()
 				c = c2
 			}
-			cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+			cctx, ccancel := context.WithTimeout(context.Background(), callBound)
 			r, err := c.CallTool(cctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "do_set_light_level",
 				Arguments: map[string]any{"value": float64(i % 100), "idempotency_key": "load-" + strconv.Itoa(i)}}})
 			ccancel()
@@ -211,11 +224,10 @@ func hostileLoad(t *testing.T, bin string) loadResult {
 // slowBodyAttack opens slowBodies connections without a token; each sends
 // the headers of a slowBodySize body and all of it but the last 16 bytes,
 // then waits. It counts the connections answered and closed, and those
-// still open when ctx ends.
+// still open slowHold after they were sent.
 func slowBodyAttack(ctx context.Context, addr string) (refused, held int) {
 	var wg sync.WaitGroup
 	var nRefused, nHeld atomic.Int64
-	deadline, _ := ctx.Deadline()
 	body := make([]byte, slowBodySize-16)
 	for range slowBodies {
 		wg.Go(func() {
@@ -225,7 +237,7 @@ func slowBodyAttack(ctx context.Context, addr string) (refused, held int) {
 				return
 			}
 			defer conn.Close()
-			conn.SetDeadline(deadline)
+			conn.SetDeadline(time.Now().Add(slowHold))
 			fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, slowBodySize)
 			conn.Write(body) // fails if the server closes first
 			br := bufio.NewReader(conn)
@@ -296,11 +308,16 @@ func sessionAttack(ctx context.Context, url, token string) (opened, refused int)
 }
 
 // getAttack opens getFlood GET streams with token and made-up session ids,
-// holding open the ones the server accepts until ctx ends.
+// holding open the ones the server accepts until it has answered them all
+// (or ctx ends).
 func getAttack(ctx context.Context, url, token string) (n404, open, other int) {
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	var c404, cOpen, cOther atomic.Int64
-	var wg sync.WaitGroup
+	var wg, answered sync.WaitGroup
+	hold, release := context.WithCancel(ctx)
+	defer release()
+	answered.Add(getFlood)
+	go func() { answered.Wait(); release() }()
 	for range getFlood {
 		wg.Go(func() {
 			var id [16]byte
@@ -310,19 +327,20 @@ func getAttack(ctx context.Context, url, token string) (n404, open, other int) {
 			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("Mcp-Session-Id", "mcp-session-"+hex.EncodeToString(id[:]))
 			res, err := hc.Do(req)
-			if err != nil {
+			switch {
+			case err != nil:
 				cOther.Add(1)
-				return
-			}
-			defer res.Body.Close()
-			switch res.StatusCode {
-			case http.StatusNotFound:
+			case res.StatusCode == http.StatusNotFound:
 				c404.Add(1)
-			case http.StatusOK:
+			case res.StatusCode == http.StatusOK:
 				cOpen.Add(1)
-				<-ctx.Done() // hold the stream
 			default:
 				cOther.Add(1)
+			}
+			answered.Done()
+			if err == nil {
+				<-hold.Done() // hold the stream (an accepted one) until all are answered
+				res.Body.Close()
 			}
 		})
 	}

@@ -27,7 +27,12 @@ func irrigationAt(t *testing.T, hhmm string, args ...string) *session {
 // accepts its body, or fails after 30 s of real time.
 func readUntil(t *testing.T, s *session, tool, what string, ok func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	return readBy(t, s, time.Now().Add(30*time.Second), tool, what, ok)
+}
+
+// readBy is readUntil failing at deadline.
+func readBy(t *testing.T, s *session, deadline time.Time, tool, what string, ok func(map[string]any) bool) map[string]any {
+	t.Helper()
 	for {
 		body, _ := s.call(tool, map[string]any{"max_age_ms": 0})
 		if ok(body) {
@@ -176,8 +181,8 @@ func TestIrrigationWindow(t *testing.T) {
 	}
 }
 
-// TestIrrigationScenario plays irrigation-faults.yml at 20× on the binary
-// and checks each fault shows as the scenario file documents: the soil
+// TestIrrigationScenario plays irrigation-faults.yml at up to 20× (as
+// fast as this machine polls every phase) on the binary and checks each fault shows as the scenario file documents: the soil
 // probe's CRC errors make its reading stale, then error; the air probe's
 // power-on 85 °C is degraded (its on_device_error), serving the last good
 // value; bed 1's railed ADC input is degraded as implausible while bed 2
@@ -186,7 +191,6 @@ func TestIrrigationWindow(t *testing.T) {
 // are good again after the faults.
 func TestIrrigationScenario(t *testing.T) {
 	t.Parallel()
-	s := stdioSession(t, protocols[1], "--manifest", irrigation, "--scenario", irrigationFaults, "--time-scale", "20")
 	type sign struct {
 		tool, what string
 		ok         func(map[string]any) bool
@@ -220,8 +224,24 @@ func TestIrrigationScenario(t *testing.T) {
 		return seen[5] && b["quality"] == "good" && near(b["value"], 0, 0)
 	}})
 	seen = make([]bool, len(signs))
+	poll := func(s *session, tool string) map[string]any {
+		body, _ := s.call(tool, map[string]any{"max_age_ms": 0})
+		return body
+	}
+	// The faults start at 1m (the meter flows before), the soil probe is
+	// stale for about 25 s, every fault ends at 3m.
+	pace := paceScenario(t, protocols[1], []string{"--manifest", irrigation}, 20,
+		scenarioPhases{shortest: 25 * time.Second, length: 180 * time.Second},
+		func(s *session) {
+			for _, sg := range signs {
+				poll(s, sg.tool)
+			}
+			poll(s, "read_bed2_moisture")
+			time.Sleep(50 * time.Millisecond) // as the loop below does
+		})
+	s := stdioSession(t, protocols[1], "--manifest", irrigation, "--scenario", pace.scenario(t, irrigationFaults), "--time-scale", pace.timeScale())
 	var stuckTotal any
-	deadline := time.Now().Add(40 * time.Second)
+	deadline := pace.deadline
 	for slices.Contains(seen, false) {
 		for i, sg := range signs {
 			body, _ := s.call(sg.tool, map[string]any{"max_age_ms": 0})
@@ -252,9 +272,9 @@ func TestIrrigationScenario(t *testing.T) {
 		t.Errorf("read_water_used while the meter is stuck = %v, was %v: want it unchanged", b["value"], stuckTotal)
 	}
 	for _, tool := range []string{"read_soil_temperature", "read_air_temperature", "read_bed1_moisture", "read_shed_door_closed"} {
-		readUntil(t, s, tool, "good again after the faults", quality("good"))
+		readBy(t, s, deadline, tool, "good again after the faults", quality("good"))
 	}
-	readUntil(t, s, "read_flow_rate", "flowing again after the fault", func(b map[string]any) bool {
+	readBy(t, s, deadline, "read_flow_rate", "flowing again after the fault", func(b map[string]any) bool {
 		f, _ := b["value"].(float64)
 		return b["quality"] == "good" && f > 0
 	})
