@@ -25,6 +25,7 @@ import (
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/idempotency/boltstore"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
@@ -71,7 +72,7 @@ func newDimmerBench(t *testing.T, opts ...server.Option) *dimmerBench {
 // newMangledBench is newDimmerBench with register writes changed by mangle.
 func newMangledBench(t *testing.T, mangle func([]byte) []byte, opts ...server.Option) *dimmerBench {
 	t.Helper()
-	m := gatewaytest.Manifest(t, "../manifests/examples/lab-bench.yml")
+	m := manifesttest.Load(t, "../manifests/examples/lab-bench.yml")
 	// Under -race thousands of concurrent calls queue on one simulated
 	// bus longer than the manifest's 100 ms transaction timeout allows.
 	for i := range m.Buses {

@@ -19,7 +19,6 @@ import (
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/manifests"
-	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/server/servertest"
 	"github.com/promcp/promcp-device/sim"
@@ -102,11 +101,4 @@ func (b *Bench) Connect(opts ...client.ClientOption) *client.Client {
 func Connect(tb testing.TB, srv *server.Server, opts ...client.ClientOption) *client.Client {
 	tb.Helper()
 	return servertest.Client(tb, srv, mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "test", Version: "1"}}, opts...)
-}
-
-// Manifest loads the manifest file at path: manifesttest.Load, kept for
-// the callers that have not moved to it yet.
-func Manifest(tb testing.TB, path string) *manifests.Manifest {
-	tb.Helper()
-	return manifesttest.Load(tb, path)
 }
