@@ -181,8 +181,14 @@ func (v *View) watchOnce(ctx context.Context) error {
 				return errors.New("alive watch closed")
 			}
 			if a.next(e) {
-				if id, ok := strings.CutPrefix(e.Key(), "gw."); ok {
-					beating[id] = e.Operation() == jetstream.KeyValuePut
+				id, ok := strings.CutPrefix(e.Key(), "gw.")
+				if !ok {
+					continue
+				}
+				was, now := beating[id], e.Operation() == jetstream.KeyValuePut
+				beating[id] = now
+				if was == now {
+					continue // a heartbeat of a gateway already live: the fleet is the same
 				}
 			}
 		case <-check.C:
