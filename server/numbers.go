@@ -145,7 +145,13 @@ func (g *guardLines) Read(p []byte) (int, error) {
 // bounded by the limits in front of it.
 func guardBodies(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+		if hb, ok := r.Body.(*heldBody); ok && r.Method == http.MethodPost {
+			// Read by the gate already: not copied again.
+			if body, changed := guardNumbers(hb.b); changed {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				r.ContentLength = int64(len(body))
+			}
+		} else if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
 				status := http.StatusBadRequest

@@ -45,6 +45,11 @@ func readOutputSchema(t ReadTool) (json.RawMessage, error) {
 	return json.Marshal(m)
 }
 
+// MaxKeyLength is the most characters an idempotency_key may have (the
+// input schema's maxLength); the HTTP transport refuses a longer one before
+// the body is decoded.
+const MaxKeyLength = 200
+
 func doInputSchema(value map[string]any) map[string]any {
 	if value == nil {
 		value = map[string]any{}
@@ -54,7 +59,7 @@ func doInputSchema(value map[string]any) map[string]any {
 		"properties": map[string]any{
 			"value": value,
 			"idempotency_key": map[string]any{
-				"type": "string", "minLength": 1, "maxLength": 200,
+				"type": "string", "minLength": 1, "maxLength": MaxKeyLength,
 				"description": "Names this action. Retrying with the same key and arguments returns the first result and actuates once; omit it and the server makes one (returned in the result).",
 			},
 		},

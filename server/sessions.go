@@ -27,20 +27,29 @@ type SessionLimits struct {
 	// IdleTTL ends a session nobody used for that long (a request on it,
 	// or a GET stream open on it, is use); 0 means DefaultSessionIdleTTL.
 	IdleTTL time.Duration
+	// FirstIdleTTL ends sooner a session that made no request after its
+	// initialize (a client that connected and went away); 0 means
+	// DefaultSessionFirstIdleTTL, and it is never longer than IdleTTL.
+	FirstIdleTTL time.Duration
 }
 
 // Session defaults, sized for a Raspberry Pi: a session is a few hundred
 // bytes here and in mcp-go, so the caps bound bookkeeping, not memory.
+// At a cap a new session takes the place of the least recently used idle
+// one (see sessionTable.reserve), so clients that never send DELETE do not
+// run out of sessions.
 const (
 	DefaultMaxSessions          = 256
 	DefaultMaxSessionsPerCaller = 32
 	DefaultSessionIdleTTL       = 30 * time.Minute
+	DefaultSessionFirstIdleTTL  = 2 * time.Minute
 )
 
 func (l SessionLimits) withDefaults() SessionLimits {
 	l.Total = positive.Or(l.Total, DefaultMaxSessions)
 	l.PerCaller = positive.Or(l.PerCaller, DefaultMaxSessionsPerCaller)
 	l.IdleTTL = positive.Or(l.IdleTTL, DefaultSessionIdleTTL)
+	l.FirstIdleTTL = min(positive.Or(l.FirstIdleTTL, DefaultSessionFirstIdleTTL), l.IdleTTL)
 	return l
 }
 
@@ -59,7 +68,7 @@ type sessionTable struct {
 	now    func() time.Time
 	// expire deletes an expired session in mcp-go, at the endpoint that
 	// opened it (called without mu).
-	expire func(id, endpoint string)
+	expire func(id, endpoint, why string)
 
 	mu        sync.Mutex
 	byID      map[string]*sessionEntry
@@ -73,7 +82,14 @@ type sessionEntry struct {
 	pending  bool   // reserved by an initialize request that has not minted it yet
 	last     time.Time
 	streams  map[*streamHandle]struct{}
+	requests int // requests made on it after its initialize
+	inflight int // requests on it not yet answered
 }
+
+// busy says the session is in use now: being opened, a request on it not
+// answered, or a GET stream open. A busy session is never evicted or
+// expired.
+func (e *sessionEntry) busy() bool { return e.pending || e.inflight > 0 || len(e.streams) > 0 }
 
 // streamHandle is one open GET stream; cancel ends it.
 type streamHandle struct{ cancel context.CancelFunc }
@@ -92,22 +108,83 @@ type reservation struct{ id string }
 
 type reservationKey struct{}
 
-// reserve takes a slot for a new session of caller at endpoint, or says
-// which cap is reached. The caps count every endpoint's sessions.
+// reserve takes a slot for a new session of caller at endpoint. At a cap
+// it first ends the least recently used idle session (of caller at the
+// per-caller cap; at the total cap, of the caller holding the most
+// sessions, so that one caller's flood ends its own sessions first); it
+// says which cap is reached only when every session there is busy. The
+// caps count every endpoint's sessions. Ended sessions are deleted in
+// mcp-go through expire, after the table's lock is let go.
 func (t *sessionTable) reserve(caller, endpoint string) (*reservation, error) {
 	t.sweep()
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.byID) >= t.limits.Total {
-		return nil, fmt.Errorf("%w (%d, --max-sessions)", errTooManySessions, t.limits.Total)
-	}
+	var evicted []evictedSession
+	defer func() {
+		t.mu.Unlock()
+		t.expireAll(evicted, "evicted: a new session needed its slot")
+	}()
 	if t.perCaller[caller] >= t.limits.PerCaller {
-		return nil, fmt.Errorf("%w (%d, --max-sessions-per-token)", errTooManyCallerSessions, t.limits.PerCaller)
+		id, e := t.lruIdleLocked(caller)
+		if e == nil {
+			return nil, fmt.Errorf("%w (%d, --max-sessions-per-token, all in use)", errTooManyCallerSessions, t.limits.PerCaller)
+		}
+		t.removeLocked(id, e)
+		evicted = append(evicted, evictedSession{id, e.endpoint})
+	}
+	if len(t.byID) >= t.limits.Total {
+		id, e := t.lruIdleLocked(t.largestCallerLocked())
+		if e == nil {
+			id, e = t.lruIdleLocked("")
+		}
+		if e == nil {
+			return nil, fmt.Errorf("%w (%d, --max-sessions, all in use)", errTooManySessions, t.limits.Total)
+		}
+		t.removeLocked(id, e)
+		evicted = append(evicted, evictedSession{id, e.endpoint})
 	}
 	id := newSessionID()
 	t.byID[id] = &sessionEntry{caller: caller, endpoint: endpoint, pending: true, last: t.now()}
 	t.perCaller[caller]++
 	return &reservation{id: id}, nil
+}
+
+type evictedSession struct{ id, endpoint string }
+
+// lruIdleLocked is the least recently used session that is not busy, of
+// caller ("" for anyone's); nil when there is none.
+func (t *sessionTable) lruIdleLocked(caller string) (string, *sessionEntry) {
+	var id string
+	var lru *sessionEntry
+	for k, e := range t.byID {
+		if e.busy() || (caller != "" && e.caller != caller) {
+			continue
+		}
+		if lru == nil || e.last.Before(lru.last) {
+			id, lru = k, e
+		}
+	}
+	return id, lru
+}
+
+// largestCallerLocked is the caller holding the most sessions.
+func (t *sessionTable) largestCallerLocked() string {
+	var name string
+	most := 0
+	for c, n := range t.perCaller {
+		if n > most || (n == most && c < name) {
+			name, most = c, n
+		}
+	}
+	return name
+}
+
+// expireAll deletes ended sessions in mcp-go (called without mu).
+func (t *sessionTable) expireAll(gone []evictedSession, why string) {
+	for _, g := range gone {
+		if t.expire != nil {
+			t.expire(g.id, g.endpoint, why)
+		}
+	}
 }
 
 // release gives back a reservation mcp-go did not turn into a session.
@@ -134,16 +211,51 @@ func (t *sessionTable) removeLocked(id string, e *sessionEntry) {
 func (t *sessionTable) lookup(id, caller, endpoint string) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.liveLocked(id, caller, endpoint) != nil
+}
+
+// liveLocked is the live session id of caller at endpoint, marked used;
+// nil when there is none.
+func (t *sessionTable) liveLocked(id, caller, endpoint string) *sessionEntry {
 	e, ok := t.byID[id]
 	if !ok || e.pending || e.caller != caller || e.endpoint != endpoint || t.expiredLocked(e, t.now()) {
-		return false
+		return nil
 	}
 	e.last = t.now()
-	return true
+	return e
+}
+
+// begin marks a request on session id of caller at endpoint as in flight,
+// so that the session is neither evicted nor expired while it runs; end
+// must be called when it is answered. A request that counts (anything but
+// the initialized notification) proves the session in use: it then idles
+// for IdleTTL, not FirstIdleTTL. It does nothing for a session that is not
+// live (mcp-go then answers 404).
+func (t *sessionTable) begin(id, caller, endpoint string, counts bool) (end func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.liveLocked(id, caller, endpoint)
+	if e == nil {
+		return func() {}
+	}
+	e.inflight++
+	if counts {
+		e.requests++
+	}
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		e.inflight--
+		e.last = t.now()
+	}
 }
 
 func (t *sessionTable) expiredLocked(e *sessionEntry, now time.Time) bool {
-	return !e.pending && len(e.streams) == 0 && now.Sub(e.last) >= t.limits.IdleTTL
+	ttl := t.limits.IdleTTL
+	if e.requests == 0 {
+		ttl = t.limits.FirstIdleTTL
+	}
+	return !e.busy() && now.Sub(e.last) >= ttl
 }
 
 // openStream registers a GET stream on a live session of caller at
@@ -197,26 +309,21 @@ func (t *sessionTable) terminate(id, caller, endpoint string, anyCaller bool) bo
 func (t *sessionTable) sweep() {
 	now := t.now()
 	t.mu.Lock()
-	every := min(max(t.limits.IdleTTL/8, time.Second), time.Minute)
+	every := min(max(t.limits.FirstIdleTTL/8, time.Second), time.Minute)
 	if now.Sub(t.lastSweep) < every {
 		t.mu.Unlock()
 		return
 	}
 	t.lastSweep = now
-	var gone []*sessionEntry
-	var ids []string
+	var gone []evictedSession
 	for id, e := range t.byID {
 		if t.expiredLocked(e, now) {
 			t.removeLocked(id, e)
-			gone, ids = append(gone, e), append(ids, id)
+			gone = append(gone, evictedSession{id, e.endpoint})
 		}
 	}
 	t.mu.Unlock()
-	for i, e := range gone {
-		if t.expire != nil {
-			t.expire(ids[i], e.endpoint)
-		}
-	}
+	t.expireAll(gone, "idle")
 }
 
 func newSessionID() string {

@@ -55,6 +55,14 @@ type HTTPConfig struct {
 	// here and the MCP layer's); 0 means DefaultMaxBufferedBytes. A body
 	// that does not fit gets 503 with Retry-After before it is read.
 	MaxBufferedBytes int64
+	// MaxBufferedBytesPerCaller is the share of MaxBufferedBytes one
+	// caller (one token) may hold at once, so that one token cannot take
+	// it all; 0 means a quarter of it with Tokens, all of it without
+	// (every call is then one caller's). Besides, each caller may always
+	// have SmallBodiesPerCaller bodies of at most SmallBodyBytes in flight
+	// (a do_* call, a safe stop), whatever other callers hold: a reserve
+	// of SmallBodiesPerCaller*2*SmallBodyBytes per token.
+	MaxBufferedBytesPerCaller int64
 	// Sessions caps the sessions and ends idle ones.
 	Sessions SessionLimits
 	// WriteTimeout bounds each write of a response, streams included (the
@@ -87,6 +95,13 @@ const (
 	DefaultReadTimeout       = 30 * time.Second
 	DefaultWriteTimeout      = 30 * time.Second
 	DefaultIdleTimeout       = 90 * time.Second
+
+	// SmallBodyBytes is the largest body (by its Content-Length) that the
+	// per-caller reserve admits; a tool call is a few hundred bytes.
+	SmallBodyBytes = 64 << 10
+	// SmallBodiesPerCaller is how many small bodies each caller may have
+	// in flight beyond its share of the shared budget.
+	SmallBodiesPerCaller = 4
 )
 
 // HTTPServer returns an http.Server for HTTPHandler(cfg) with every
@@ -141,7 +156,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		}
 		endpoints[path+"/"+name] = g.streamable(cfg, path+"/"+name, sessions)
 	}
-	sessions.expire = func(id, endpoint string) {
+	sessions.expire = func(id, endpoint, why string) {
 		h, ok := endpoints[endpoint]
 		if !ok {
 			return
@@ -154,7 +169,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		}
 		r.Header.Set(mcpserver.HeaderKeySessionID, id)
 		h.ServeHTTP(discardResponse{}, r)
-		s.log.Info("ended an idle session", "session", id, "endpoint", endpoint, "idle", sessions.limits.IdleTTL.String())
+		s.log.Info("ended a session", "session", id, "endpoint", endpoint, "why", why)
 	}
 	mux := http.NewServeMux()
 	for p, h := range endpoints {
@@ -165,7 +180,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		log:      s.log,
 		sessions: sessions,
 		maxBody:  cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes),
-		budget:   &byteBudget{max: cmp.Or(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes)},
+		budget:   newByteBudget(cfg),
 		write:    cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
 	}
 	var next http.Handler = g
@@ -286,46 +301,23 @@ func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case http.MethodPost:
-		if r.ContentLength > g.maxBody {
-			refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, g.maxBody))
+		h, ok := g.readBody(w, r, caller)
+		if !ok {
 			return
 		}
-		want := g.maxBody
-		if r.ContentLength >= 0 {
-			want = r.ContentLength
+		defer h.release()
+		if id := r.Header.Get(mcpserver.HeaderKeySessionID); id != "" {
+			defer g.sessions.begin(id, caller, r.URL.Path, !bytes.Contains(h.body, []byte(mcp.MethodNotificationInitialized)))()
 		}
-		held := 2 * want
-		if !g.budget.acquire(held) {
-			w.Header().Set("Retry-After", "1")
-			refuse(w, http.StatusServiceUnavailable, "the server holds as many request bodies as it may; retry shortly")
+		if refuseLongKey(w, h.body) {
 			return
 		}
-		defer func() { g.budget.release(held) }()
-		var buf bytes.Buffer
-		if r.ContentLength >= 0 {
-			buf.Grow(int(r.ContentLength) + bytes.MinRead) // read in place, never regrown
-		}
-		_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, g.maxBody))
-		body := buf.Bytes()
-		if err != nil {
-			if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-				refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", g.maxBody))
-				return
-			}
-			refuse(w, http.StatusBadRequest, "reading the request body: "+err.Error())
-			return
-		}
-		if n := 2 * int64(len(body)); n < held {
-			g.budget.release(held - n)
-			held = n
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if isInitialize(r, body) {
+		if isInitialize(r, h.body) {
 			res, err := g.sessions.reserve(caller, r.URL.Path)
 			if err != nil {
 				g.log.Warn("refused a new session", "caller", caller, "remote", r.RemoteAddr, "err", err)
 				w.Header().Set("Retry-After", "60")
-				jsonRPCError(w, http.StatusTooManyRequests, err.Error()+": delete sessions you no longer use (HTTP DELETE), or wait for idle ones to end")
+				jsonRPCError(w, http.StatusTooManyRequests, err.Error()+": delete sessions you no longer use (HTTP DELETE), or wait for calls to end")
 				return
 			}
 			defer g.sessions.release(res)
@@ -335,6 +327,74 @@ func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The body is read (or there is none): net/http lifts the read
 	// deadline itself and only watches for the client going away.
 	g.next.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, d: g.write}, r)
+}
+
+// refuseLongKey answers a body whose idempotency_key is certainly longer
+// than MaxKeyLength characters with an invalid-params error naming the
+// argument, before the body is decoded (a long key would be copied by
+// every decoding of it). It scans the raw bytes without allocating; a key
+// spelt with escapes in its name is left to the input schema.
+func refuseLongKey(w http.ResponseWriter, body []byte) bool {
+	n, long := longString(body, "idempotency_key", maxRawKeyBytes)
+	if !long {
+		return false
+	}
+	var msg struct {
+		ID json.RawMessage `json:"id"` // decoded alone: the rest is skipped, not copied
+	}
+	_ = json.Unmarshal(body, &msg)
+	id := json.RawMessage("null")
+	if len(msg.ID) > 0 && len(msg.ID) <= 256 {
+		id = msg.ID
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{
+		"code":    mcp.INVALID_PARAMS,
+		"message": fmt.Sprintf("argument idempotency_key is %d bytes long; it may be at most %d characters (the input schema's maxLength)", n, MaxKeyLength),
+		"data":    map[string]any{"field": "idempotency_key", "max_length": MaxKeyLength},
+	}})
+	return true
+}
+
+// maxRawKeyBytes is the JSON text of the longest valid key: a character
+// is at most 12 bytes of JSON (a surrogate pair of \u escapes).
+const maxRawKeyBytes = 12 * MaxKeyLength
+
+// longString finds a member name (spelt without escapes) whose value is
+// a string of more than limit bytes of JSON text, and says how long it is.
+func longString(body []byte, name string, limit int) (int, bool) {
+	needle := []byte(`"` + name + `"`)
+	for i := 0; ; {
+		j := bytes.Index(body[i:], needle)
+		if j < 0 {
+			return 0, false
+		}
+		k := skipSpace(body, i+j+len(needle))
+		i += j + len(needle)
+		if k >= len(body) || body[k] != ':' {
+			continue
+		}
+		k = skipSpace(body, k+1)
+		if k >= len(body) || body[k] != '"' {
+			continue
+		}
+		start := k + 1
+		for k = start; k < len(body) && body[k] != '"'; k++ {
+			if body[k] == '\\' {
+				k++
+			}
+		}
+		if n := k - start; n > limit {
+			return n, true
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // isInitialize tells an initialize request of the session-based protocol
@@ -354,26 +414,136 @@ func isInitialize(r *http.Request, body []byte) bool {
 	return json.Unmarshal(body, &msg) == nil && msg.Method == string(mcp.MethodInitialize)
 }
 
-// byteBudget is a count of bytes held, up to max.
-type byteBudget struct {
-	mu        sync.Mutex
-	used, max int64
-}
-
-func (b *byteBudget) acquire(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used+n > b.max {
-		return false
+// readBody reads the body of a POST within the limits: over the size
+// limit 413, over caller's part of the budget 503 (both before a byte is
+// read). The body is then r.Body, held until the hold is released.
+func (g *httpGate) readBody(w http.ResponseWriter, r *http.Request, caller string) (*bodyHold, bool) {
+	if r.ContentLength > g.maxBody {
+		refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body of %d bytes is over the limit of %d", r.ContentLength, g.maxBody))
+		return nil, false
 	}
-	b.used += n
-	return true
+	want := g.maxBody
+	if r.ContentLength >= 0 {
+		want = r.ContentLength
+	}
+	h := g.budget.acquire(caller, 2*want, r.ContentLength >= 0 && r.ContentLength <= SmallBodyBytes)
+	if h == nil {
+		w.Header().Set("Retry-After", "1")
+		refuse(w, http.StatusServiceUnavailable, "the server holds as many request bodies of this token as it may; retry shortly")
+		return nil, false
+	}
+	var buf bytes.Buffer
+	if r.ContentLength >= 0 {
+		buf.Grow(int(r.ContentLength) + bytes.MinRead) // read in place, never regrown
+	}
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, g.maxBody))
+	if err != nil {
+		h.release()
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			refuse(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body is over the limit of %d bytes", g.maxBody))
+			return nil, false
+		}
+		refuse(w, http.StatusBadRequest, "reading the request body: "+err.Error())
+		return nil, false
+	}
+	h.body = buf.Bytes()
+	h.shrink(2 * int64(len(h.body)))
+	r.Body = &heldBody{Reader: bytes.NewReader(h.body), b: h.body}
+	return h, true
 }
 
-func (b *byteBudget) release(n int64) {
+// heldBody is a request body read by the gate: guardBodies takes its
+// bytes as they are rather than copying them.
+type heldBody struct {
+	*bytes.Reader
+	b []byte
+}
+
+func (*heldBody) Close() error { return nil }
+
+// byteBudget is a count of the request bytes held, up to max in all and
+// perCaller for one caller; beyond them, each caller may hold
+// SmallBodiesPerCaller small bodies (see HTTPConfig).
+type byteBudget struct {
+	max, perCaller int64
+
+	mu       sync.Mutex
+	used     int64
+	byCaller map[string]int64
+	small    map[string]int
+}
+
+func newByteBudget(cfg HTTPConfig) *byteBudget {
+	b := &byteBudget{max: cmp.Or(cfg.MaxBufferedBytes, DefaultMaxBufferedBytes),
+		byCaller: map[string]int64{}, small: map[string]int{}}
+	b.perCaller = cfg.MaxBufferedBytesPerCaller
+	if b.perCaller <= 0 {
+		b.perCaller = b.max
+		if cfg.Tokens != nil {
+			b.perCaller = b.max / 4
+		}
+	}
+	return b
+}
+
+// bodyHold is a part of the budget held by one request.
+type bodyHold struct {
+	b      *byteBudget
+	caller string
+	n      int64
+	small  bool // held in the caller's reserve of small bodies
+	body   []byte
+	once   sync.Once
+}
+
+// acquire holds n bytes for caller, from the shared budget within the
+// caller's share, or else (for a small body) from the caller's reserve;
+// nil when neither has room.
+func (b *byteBudget) acquire(caller string, n int64, small bool) *bodyHold {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.used -= n
+	if b.used+n <= b.max && b.byCaller[caller]+n <= b.perCaller {
+		b.used += n
+		b.byCaller[caller] += n
+		return &bodyHold{b: b, caller: caller, n: n}
+	}
+	if small && b.small[caller] < SmallBodiesPerCaller {
+		b.small[caller]++
+		return &bodyHold{b: b, caller: caller, n: n, small: true}
+	}
+	return nil
+}
+
+// shrink gives back what the hold has over n (the body read was smaller
+// than announced).
+func (h *bodyHold) shrink(n int64) {
+	if h.small || n >= h.n {
+		return
+	}
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	h.b.used -= h.n - n
+	h.b.byCaller[h.caller] -= h.n - n
+	h.n = n
+}
+
+// release gives the hold back; it may be called more than once.
+func (h *bodyHold) release() {
+	h.once.Do(func() {
+		b := h.b
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if h.small {
+			if b.small[h.caller]--; b.small[h.caller] <= 0 {
+				delete(b.small, h.caller)
+			}
+			return
+		}
+		b.used -= h.n
+		if b.byCaller[h.caller] -= h.n; b.byCaller[h.caller] <= 0 {
+			delete(b.byCaller, h.caller)
+		}
+	})
 }
 
 // deadlineWriter moves the connection's write deadline d ahead of every
