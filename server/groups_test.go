@@ -198,22 +198,28 @@ func TestGroupSessionIdleExpiry(t *testing.T) {
 	const ttl = 10 * time.Minute
 	zone1 := newServer(t, "gw/zone1")
 	f := newLimitsFixture(t, server.HTTPConfig{Groups: map[string]*server.Server{"zone1": zone1},
-		Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl}})
+		Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl, FirstIdleTTL: ttl}})
 	base := f.url
 	f.url = base + "/zone1"
 	sid := f.open(f.alice)
 	f.url = base
-	if code, _ := f.do(http.MethodPost, f.alice, "", initJSON); code != http.StatusTooManyRequests {
-		t.Fatalf("alice's second session, on /mcp (per-token cap 1 over all endpoints): status %d, want 429", code)
-	}
 	f.clk.Advance(ttl)
 	f.open(f.bob) // any request sweeps
-	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid+" endpoint=/mcp/zone1") {
+	if !strings.Contains(f.logs.String(), `ended a session" session=`+sid+" endpoint=/mcp/zone1 why=idle") {
 		t.Fatalf("no log of the idle session %s ending at /mcp/zone1; logs:\n%s", sid, f.logs)
 	}
 	f.url = base + "/zone1"
 	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusNotFound {
 		t.Fatalf("the expired session at /mcp/zone1: status %d, want 404", code)
 	}
-	f.open(f.alice) // its slot is free
+	sid = f.open(f.alice) // its slot is free
+	f.url = base
+	f.open(f.alice) // at the per-token cap of 1, over all endpoints: the /mcp/zone1 session makes room
+	if !strings.Contains(f.logs.String(), `ended a session" session=`+sid+" endpoint=/mcp/zone1 why=\"evicted") {
+		t.Fatalf("no log of the session %s evicted at /mcp/zone1; logs:\n%s", sid, f.logs)
+	}
+	f.url = base + "/zone1"
+	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusNotFound {
+		t.Fatalf("the evicted session at /mcp/zone1: status %d, want 404", code)
+	}
 }

@@ -3,6 +3,7 @@ package server_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -95,32 +96,77 @@ func (f *limitsFixture) open(token string) string {
 const listJSON = `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`
 
 // TestHTTPSessionCaps: a token holds at most PerCaller sessions, all
-// tokens together at most Total; a deleted session frees its slot.
+// tokens together at most Total. At a cap a new session takes the place of
+// the least recently used idle one (which then gets 404, so that its
+// client initializes anew); only when every session is in use (here, a GET
+// stream open on it) is a new one refused with 429.
 func TestHTTPSessionCaps(t *testing.T) {
 	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{Total: 3, PerCaller: 2}})
 	a1 := f.open(f.alice)
-	f.open(f.alice)
-	if code, sid := f.do(http.MethodPost, f.alice, "", initJSON); code != http.StatusTooManyRequests || sid != "" {
-		t.Fatalf("alice's third session: status %d, session %q; want 429 and none", code, sid)
-	}
-	f.open(f.bob) // bob is not held back by alice's cap
-	if code, _ := f.do(http.MethodPost, f.bob, "", initJSON); code != http.StatusTooManyRequests {
-		t.Fatalf("a fourth session in all (total cap 3): status %d, want 429", code)
+	f.stream(f.alice, a1)
+	f.clk.Advance(time.Second)
+	a2 := f.open(f.alice)
+	f.clk.Advance(time.Second)
+	a3 := f.open(f.alice) // at alice's cap: a2 is idle, a1 is in use
+	if code, _ := f.do(http.MethodPost, f.alice, a2, listJSON); code != http.StatusNotFound {
+		t.Fatalf("alice's idle session after a third at her cap of 2: status %d, want 404", code)
 	}
 	if code, _ := f.do(http.MethodPost, f.alice, a1, listJSON); code != http.StatusOK {
-		t.Fatalf("tools/list on alice's open session at the cap: status %d, want 200", code)
+		t.Fatalf("alice's session in use after a third at her cap of 2: status %d, want 200", code)
 	}
-	if code, _ := f.do(http.MethodDelete, f.alice, a1, ""); code != http.StatusOK {
+	f.stream(f.alice, a3)
+	if code, sid := f.do(http.MethodPost, f.alice, "", initJSON); code != http.StatusTooManyRequests || sid != "" {
+		t.Fatalf("alice's third session, both of hers in use: status %d, session %q; want 429 and none", code, sid)
+	}
+	b1 := f.open(f.bob) // bob is not held back by alice's cap
+	f.clk.Advance(time.Second)
+	b2 := f.open(f.bob) // at the total cap: bob's idle session makes room, alice's in use do not
+	if code, _ := f.do(http.MethodPost, f.bob, b1, listJSON); code != http.StatusNotFound {
+		t.Fatalf("bob's evicted session: status %d, want 404", code)
+	}
+	if code, _ := f.do(http.MethodPost, f.bob, b2, listJSON); code != http.StatusOK {
+		t.Fatalf("bob's new session: status %d, want 200", code)
+	}
+	if code, _ := f.do(http.MethodDelete, f.alice, a3, ""); code != http.StatusOK {
 		t.Fatalf("DELETE of alice's session: status %d, want 200", code)
 	}
 	f.open(f.alice) // the deleted session's slot is free again
+}
+
+// TestHTTPSessionFloodEvictsItsOwn: at the total cap, the session that
+// makes room is the least recently used idle one of the caller holding
+// the most: a token flooding sessions ends its own, not another token's.
+func TestHTTPSessionFloodEvictsItsOwn(t *testing.T) {
+	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{Total: 4, PerCaller: 100}})
+	b := f.open(f.bob)
+	for range 20 {
+		f.clk.Advance(time.Second)
+		f.open(f.alice)
+	}
+	if code, _ := f.do(http.MethodPost, f.bob, b, listJSON); code != http.StatusOK {
+		t.Fatalf("bob's session, the oldest, after alice opened 20 at a total cap of 4: status %d, want 200", code)
+	}
+}
+
+// stream opens a GET stream on session sid, open until the test ends.
+func (f *limitsFixture) stream(token, sid string) {
+	f.t.Helper()
+	req, _ := http.NewRequestWithContext(f.t.Context(), http.MethodGet, f.url, nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil || res.StatusCode != http.StatusOK {
+		f.t.Fatalf("GET stream on %s: %v %v", sid, res, err)
+	}
+	f.t.Cleanup(func() { res.Body.Close() })
 }
 
 // TestHTTPSessionIdleExpiry: a session unused for the idle TTL ends: its
 // requests get 404 whatever the method, and its slot is free.
 func TestHTTPSessionIdleExpiry(t *testing.T) {
 	const ttl = 10 * time.Minute
-	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl}})
+	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{Total: 10, PerCaller: 1, IdleTTL: ttl, FirstIdleTTL: ttl}})
 	sid := f.open(f.alice)
 	f.clk.Advance(ttl - time.Second)
 	if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
@@ -132,7 +178,7 @@ func TestHTTPSessionIdleExpiry(t *testing.T) {
 	}
 	f.clk.Advance(ttl)
 	f.open(f.bob) // any request sweeps: the idle session is ended, in mcp-go too
-	if !strings.Contains(f.logs.String(), `ended an idle session" session=`+sid) {
+	if !strings.Contains(f.logs.String(), `ended a session" session=`+sid) {
 		t.Fatalf("no log of the idle session %s ending; logs:\n%s", sid, f.logs)
 	}
 	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
@@ -295,7 +341,7 @@ func (b *blockingBody) Read(p []byte) (int, error) {
 // fits again once the others are done.
 func TestHTTPBufferedBytesBudget(t *testing.T) {
 	srv := newServer(t, "limits")
-	h := srv.HTTPHandler(server.HTTPConfig{Caller: server.Caller{Name: "local", Role: "operator"}, MaxBodyBytes: 4 << 10, MaxBufferedBytes: 8 << 10})
+	h := srv.HTTPHandler(server.HTTPConfig{Caller: server.Caller{Name: "local", Role: "operator"}, MaxBodyBytes: 256 << 10, MaxBufferedBytes: 512 << 10})
 	req := func(body io.Reader, n int) *http.Request {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", body)
 		r.ContentLength = int64(n)
@@ -303,18 +349,19 @@ func TestHTTPBufferedBytesBudget(t *testing.T) {
 		r.Header.Set("Accept", "application/json, text/event-stream")
 		return r
 	}
-	slow := &blockingBody{started: make(chan struct{}), release: make(chan struct{}), r: strings.NewReader(initJSON + strings.Repeat(" ", 3000))}
+	pad := 150 << 10 // over server.SmallBodyBytes: not a small body
+	slow := &blockingBody{started: make(chan struct{}), release: make(chan struct{}), r: strings.NewReader(initJSON + strings.Repeat(" ", pad))}
 	done := make(chan int)
 	go func() {
 		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req(slow, len(initJSON)+3000))
+		h.ServeHTTP(w, req(slow, len(initJSON)+pad))
 		done <- w.Code
 	}()
-	<-slow.started // its ~3.1 KiB, counted twice, are held
+	<-slow.started // its ~150 KiB, counted twice, are held
 	second := &countingBody{}
-	second.n.Store(2000)
+	second.n.Store(int64(pad))
 	w := httptest.NewRecorder()
-	h.ServeHTTP(w, req(second, 2000))
+	h.ServeHTTP(w, req(second, pad))
 	if w.Code != http.StatusServiceUnavailable || w.Header().Get("Retry-After") == "" || second.read.Load() != 0 {
 		t.Fatalf("a body over the buffered-bytes budget: status %d, Retry-After %q, %d bytes read; want 503, Retry-After, none read",
 			w.Code, w.Header().Get("Retry-After"), second.read.Load())
@@ -327,6 +374,123 @@ func TestHTTPBufferedBytesBudget(t *testing.T) {
 	h.ServeHTTP(w, req(strings.NewReader(initJSON), len(initJSON)))
 	if w.Code != http.StatusOK {
 		t.Fatalf("after the budget is given back: status %d, want 200", w.Code)
+	}
+}
+
+// TestHTTPBodyBudgetPerToken: one token holds at most its share of the
+// buffered-bytes budget; and however much other tokens hold, a token's
+// small calls (a do_* call, a safe stop) still get in, from its reserve.
+func TestHTTPBodyBudgetPerToken(t *testing.T) {
+	const big = 100 << 10 // over server.SmallBodyBytes, counted twice: 200 KiB held
+	t.Run("share", func(t *testing.T) {
+		f := newLimitsFixture(t, server.HTTPConfig{MaxBodyBytes: 256 << 10, MaxBufferedBytes: 1 << 20}) // a share of 256 KiB
+		if code := f.slowBody(f.bob, big); code != http.StatusContinue {
+			t.Fatalf("bob's first slow body: status %d, want it read (100 Continue)", code)
+		}
+		if code := f.slowBody(f.bob, big); code != http.StatusServiceUnavailable {
+			t.Fatalf("bob's second slow body, over his share: status %d, want 503", code)
+		}
+		if code := f.slowBody(f.alice, big); code != http.StatusContinue {
+			t.Fatalf("alice's slow body while bob holds his share: status %d, want it read (100 Continue)", code)
+		}
+	})
+	t.Run("reserve", func(t *testing.T) {
+		f := newLimitsFixture(t, server.HTTPConfig{MaxBodyBytes: 256 << 10, MaxBufferedBytes: 1 << 20, MaxBufferedBytesPerCaller: 1 << 20})
+		sid := f.open(f.alice)
+		held := 0
+		for ; held < 10; held++ { // bob takes all the shared budget
+			if code := f.slowBody(f.bob, big); code != http.StatusContinue {
+				break
+			}
+		}
+		if held != 5 {
+			t.Fatalf("bob's slow bodies of %d bytes in a budget of 1 MiB: %d held, want 5", big, held)
+		}
+		if code := f.slowBody(f.alice, big); code != http.StatusServiceUnavailable {
+			t.Fatalf("alice's big body, the budget full: status %d, want 503", code)
+		}
+		for i := range server.SmallBodiesPerCaller + 1 {
+			if code, _ := f.do(http.MethodPost, f.alice, sid, listJSON); code != http.StatusOK {
+				t.Fatalf("alice's small call %d, the budget full of bob's bodies: status %d, want 200", i+1, code)
+			}
+		}
+	})
+}
+
+// slowBody sends the headers of a POST of n bytes with token and half its
+// body, asking for 100 Continue; it returns 100 once the server reads the
+// body (it holds a part of the budget then, until the test ends) or the
+// status it answered instead.
+func (f *limitsFixture) slowBody(token string, n int) int {
+	f.t.Helper()
+	addr := strings.TrimSuffix(strings.TrimPrefix(f.url, "http://"), "/mcp")
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\n"+
+		"Accept: application/json, text/event-stream\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", addr, token, n)
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		f.t.Fatalf("slow body: %v", err)
+	}
+	if res.StatusCode == http.StatusContinue {
+		conn.Write(make([]byte, n/2))
+	}
+	return res.StatusCode
+}
+
+// TestHTTPLongKeyRefusedBeforeDecoding: a tools/call whose idempotency_key
+// is far over the schema's maxLength is answered with an invalid-params
+// error naming the argument, by the transport, before any decoding.
+func TestHTTPLongKeyRefusedBeforeDecoding(t *testing.T) {
+	f := newLimitsFixture(t, server.HTTPConfig{})
+	sid := f.open(f.alice)
+	key := strings.Repeat("k", 1<<20-1024)
+	body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"do_set_heater","arguments":{"value":false,"idempotency_key" : "` + key + `"}}}`
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, f.url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+f.alice)
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	var msg struct {
+		ID    int `json:"id"`
+		Error struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(res.Body).Decode(&msg); err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || msg.ID != 7 || msg.Error.Code != mcp.INVALID_PARAMS ||
+		!strings.Contains(msg.Error.Message, "idempotency_key") || !strings.Contains(msg.Error.Message, "200 characters") {
+		t.Fatalf("a 1 MiB idempotency_key: status %d, %+v; want 200, id 7, invalid params naming idempotency_key and its maxLength", res.StatusCode, msg)
+	}
+}
+
+// TestHTTPFirstIdleTTL: a session that made no request after its
+// initialize ends after FirstIdleTTL; one in use lives on to IdleTTL.
+func TestHTTPFirstIdleTTL(t *testing.T) {
+	f := newLimitsFixture(t, server.HTTPConfig{Sessions: server.SessionLimits{IdleTTL: 30 * time.Minute, FirstIdleTTL: 2 * time.Minute}})
+	unused, used := f.open(f.alice), f.open(f.alice)
+	if code, _ := f.do(http.MethodPost, f.alice, used, listJSON); code != http.StatusOK {
+		t.Fatalf("tools/list: status %d", code)
+	}
+	f.clk.Advance(2 * time.Minute)
+	f.open(f.bob) // sweeps
+	if code, _ := f.do(http.MethodPost, f.alice, unused, listJSON); code != http.StatusNotFound {
+		t.Fatalf("a session never used after its initialize, %v later: status %d, want 404", 2*time.Minute, code)
+	}
+	if code, _ := f.do(http.MethodPost, f.alice, used, listJSON); code != http.StatusOK {
+		t.Fatalf("a session in use, %v later: status %d, want 200", 2*time.Minute, code)
 	}
 }
 
