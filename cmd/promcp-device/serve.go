@@ -27,6 +27,7 @@ import (
 	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/jobs"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
@@ -50,6 +51,7 @@ type serveFlags struct {
 	simulate, readOnly, allowNoPolicy, oobOnly           bool
 	timeScale                                            float64
 	keyTTL, sessionIdle                                  time.Duration
+	jobRetention                                         time.Duration // --job-retention: how long ended jobs are kept
 	maxConns, maxSessions, maxTokenSessions              int
 	extraArgs                                            int    // arguments after the flags: none are taken
 	extraArg                                             string // the first of them, to name it
@@ -77,6 +79,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.StringVar(&f.role, "role", "operator", "the caller's `ROLE` for every call over stdio, and over HTTP without --tokens")
 	fs.StringVar(&f.stateDir, "state", "", "keep the idempotency store and the audit log in `DIR` (created if needed); without it results are kept in memory and nothing is audited")
 	fs.DurationVar(&f.keyTTL, "key-ttl", idempotency.DefaultTTL, "how long a do_* result is kept for replay by its idempotency_key")
+	fs.DurationVar(&f.jobRetention, "job-retention", jobs.DefaultKeepEnded, "with --state: keep an ended job's record this `DURATION`, then delete it")
 	fs.StringVar(&f.tokensFile, "tokens", "", "with --http: require bearer tokens listed (hashed) in `FILE`; see promcp-device token add")
 	fs.StringVar(&f.tlsCert, "tls-cert", "", "with --http: serve HTTPS with the certificate in `FILE` (PEM; with --tls-key)")
 	fs.StringVar(&f.tlsKey, "tls-key", "", "with --http: the private key `FILE` (PEM) of --tls-cert")
@@ -180,7 +183,7 @@ func cmdServe(c *cli) int {
 	if err != nil {
 		return exit(c.stderr, err)
 	}
-	st, err := openState(f.stateDir, f.keyTTL, f.audit, log)
+	st, err := openState(f.stateDir, f.keyTTL, f.jobRetention, f.audit, log)
 	if err != nil {
 		return exit(c.stderr, failErr(err, false))
 	}
@@ -243,7 +246,7 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 		log.Warn("--key-ttl is under 24h: an agent retrying a day-old action after that would actuate again", "key_ttl", f.keyTTL.String())
 	}
 	for name, bad := range map[string]bool{"--max-conns": f.maxConns <= 0, "--max-sessions": f.maxSessions <= 0,
-		"--max-sessions-per-token": f.maxTokenSessions <= 0, "--session-idle": f.sessionIdle <= 0} {
+		"--max-sessions-per-token": f.maxTokenSessions <= 0, "--session-idle": f.sessionIdle <= 0, "--job-retention": f.jobRetention <= 0} {
 		if bad {
 			return nil, usageErr("%s must be more than 0", name)
 		}

@@ -35,7 +35,7 @@ type state struct {
 	jobs    *jobs.Bolt             // the jobs and dead-man timers
 }
 
-func openState(dir string, ttl time.Duration, ac *auditConfig, log *slog.Logger) (*state, error) {
+func openState(dir string, ttl, keepJobs time.Duration, ac *auditConfig, log *slog.Logger) (*state, error) {
 	if dir == "" {
 		return &state{}, nil
 	}
@@ -55,7 +55,7 @@ func openState(dir string, ttl time.Duration, ac *auditConfig, log *slog.Logger)
 		func() (err error) { s.audit, err = openAuditLog(dir, ac, log); return err },
 		func() (err error) { s.history, err = boltstate.OpenBoltState(at(policyFile), log); return err },
 		func() (err error) { s.ledger, err = boltledger.OpenBoltLedger(at(ledgerFile)); return err },
-		func() (err error) { s.jobs, err = jobs.OpenBolt(at(jobsFile)); return err },
+		func() (err error) { s.jobs, err = jobs.OpenBoltWith(at(jobsFile), jobs.BoltOptions{KeepEnded: keepJobs}); return err },
 	} {
 		if err := open(); err != nil {
 			s.Close()
