@@ -55,7 +55,10 @@ func openState(dir string, ttl, keepJobs time.Duration, ac *auditConfig, log *sl
 		func() (err error) { s.audit, err = openAuditLog(dir, ac, log); return err },
 		func() (err error) { s.history, err = boltstate.OpenBoltState(at(policyFile), log); return err },
 		func() (err error) { s.ledger, err = boltledger.OpenBoltLedger(at(ledgerFile)); return err },
-		func() (err error) { s.jobs, err = jobs.OpenBoltWith(at(jobsFile), jobs.BoltOptions{KeepEnded: keepJobs}); return err },
+		func() (err error) {
+			s.jobs, err = jobs.OpenBoltWith(at(jobsFile), jobs.BoltOptions{KeepEnded: keepJobs})
+			return err
+		},
 	} {
 		if err := open(); err != nil {
 			s.Close()
