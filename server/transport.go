@@ -429,7 +429,7 @@ func (g *httpGate) readBody(w http.ResponseWriter, r *http.Request, caller strin
 	h := g.budget.acquire(caller, 2*want, r.ContentLength >= 0 && r.ContentLength <= SmallBodyBytes)
 	if h == nil {
 		w.Header().Set("Retry-After", "1")
-		refuse(w, http.StatusServiceUnavailable, "the server holds as many request bodies of this token as it may; retry shortly")
+		refuse(w, http.StatusServiceUnavailable, "the server holds as many request bodies as it may (of this token, or in all); retry shortly")
 		return nil, false
 	}
 	var buf bytes.Buffer

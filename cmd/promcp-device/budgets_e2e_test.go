@@ -26,11 +26,12 @@ import (
 	"github.com/promcp/promcp-device/server"
 )
 
-// TestHTTPViewerCannotStarveStop: a viewer's token trickles 12 slow
-// bodies of 1 MiB (more than the whole buffered-bytes budget, counted
-// twice); while they are held, an operator's 20 do_set_heater(false)
-// calls, the safe stop, all succeed. Before budgets per caller the viewer
-// held the whole budget and every stop got 503.
+// TestHTTPViewerCannotStarveStop: four viewers' tokens each trickle 12
+// slow bodies of 1 MiB (each more than the whole buffered-bytes budget,
+// counted twice; together they fill it); while they are held, an
+// operator's 20 do_set_heater(false) calls, the safe stop, all succeed
+// (from the operator's reserve of small bodies). Before budgets per caller
+// the first viewer held the whole budget and every stop got 503.
 func TestHTTPViewerCannotStarveStop(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: slow bodies held while 20 calls run")
@@ -39,19 +40,33 @@ func TestHTTPViewerCannotStarveStop(t *testing.T) {
 	file, operator, viewer := tokensFile(t)
 	_, url := startBinary(t, binary, simServe("--manifest", greenhouse, "--tokens", file, "--http", "127.0.0.1:0")...)
 	addr := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/mcp")
+	c := mcpClient(t, url, operator) // connected before the load
 
-	var held []net.Conn
-	refused := map[int]int{}
-	for range slowN {
-		conn, code := heldBody(t, addr, viewer, 1<<20)
-		if conn != nil {
-			held = append(held, conn)
-		} else {
-			refused[code]++
+	viewers := []string{viewer}
+	for i := range 3 {
+		tok, _, code := runCLI(t, "token", "add", "--tokens", file, "--name", fmt.Sprintf("viewer%d", i+2), "--role", "viewer")
+		if code != 0 {
+			t.Fatalf("token add: exit %d", code)
 		}
+		viewers = append(viewers, strings.TrimSpace(tok))
+	}
+	var held []net.Conn
+	var heldBy []int
+	refused := map[int]int{}
+	for _, v := range viewers {
+		n := 0
+		for range slowN {
+			conn, code := heldBody(t, addr, v, 1<<20)
+			if conn != nil {
+				held = append(held, conn)
+				n++
+			} else {
+				refused[code]++
+			}
+		}
+		heldBy = append(heldBy, n)
 	}
 
-	c := mcpClient(t, url, operator)
 	var ok int
 	var failed []string
 	var lat []time.Duration
@@ -76,14 +91,14 @@ func TestHTTPViewerCannotStarveStop(t *testing.T) {
 		}
 	}
 	slices.Sort(lat)
-	t.Logf("viewer's slow 1 MiB bodies: %d held, refused %v, %d still held after the stops; operator's stops: %d of %d succeeded; "+
-		"latency min %v, median %v, max %v", len(held), refused, stillHeld, ok, stops,
+	t.Logf("%d viewers' slow 1 MiB bodies: %d held (by viewer %v), refused %v, %d still held after the stops; operator's stops: %d of %d succeeded; "+
+		"latency min %v, median %v, max %v", len(viewers), len(held), heldBy, refused, stillHeld, ok, stops,
 		lat[0].Round(time.Millisecond), lat[len(lat)/2].Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	if ok != stops {
 		t.Errorf("operator's safe stops while a viewer trickles slow bodies: %d of %d succeeded; failures %v", ok, stops, failed)
 	}
-	if share := int(server.DefaultMaxBufferedBytes / 4 / (2 << 20)); len(held) > share {
-		t.Errorf("the viewer holds %d bodies of 1 MiB at once, want at most its share of the budget (%d)", len(held), share)
+	if share := int(server.DefaultMaxBufferedBytes / 4 / (2 << 20)); slices.Max(heldBy) > share {
+		t.Errorf("viewers hold %v bodies of 1 MiB at once, want at most their share of the budget (%d each)", heldBy, share)
 	}
 }
 
