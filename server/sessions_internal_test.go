@@ -2,6 +2,7 @@ package server
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,5 +42,28 @@ func TestSessionWithCallInFlightIsNotEvicted(t *testing.T) {
 	}
 	if tab.lookup(id, "alice", "/mcp") || len(ended) != 1 || ended[0] != id+" evicted: a new session needed its slot" {
 		t.Fatalf("after the eviction: first session live %v, ended %q", tab.lookup(id, "alice", "/mcp"), ended)
+	}
+}
+
+// TestLongString: the scan for an over-long key finds it whatever the
+// spacing, skips escaped quotes, and passes keys within the limit and
+// other members of the same length.
+func TestLongString(t *testing.T) {
+	long := `"` + strings.Repeat("k", 50) + `"`
+	for _, tc := range []struct {
+		body string
+		want bool
+	}{
+		{`{"idempotency_key":` + long + `}`, true},
+		{`{"idempotency_key" :` + "\n\t" + long + `}`, true},
+		{`{"idempotency_key":"` + strings.Repeat(`\"`, 30) + `"}`, true}, // 60 bytes of JSON text
+		{`{"idempotency_key":"short","other":` + long + `}`, false},
+		{`{"note":"idempotency_key","x":` + long + `}`, false}, // the name as a value, not a member
+		{`{"idempotency_key":"` + strings.Repeat(`\"`, 20) + `"}`, false},
+		{`{"idempotency_key":"unterminated`, false},
+	} {
+		if _, got := longString([]byte(tc.body), "idempotency_key", 40); got != tc.want {
+			t.Errorf("longString(%.60s…) = %v, want %v", tc.body, got, tc.want)
+		}
 	}
 }

@@ -401,7 +401,7 @@ func TestHTTPLimitFlags(t *testing.T) {
 			t.Fatalf("initialize %d with --max-sessions-per-token 2: status %d, want %d", i+1, res.StatusCode, want)
 		}
 	}
-	for _, bad := range [][]string{{"--max-sessions", "0"}, {"--max-sessions-per-token", "-1"}, {"--max-conns", "0"}, {"--session-idle", "0s"}} {
+	for _, bad := range [][]string{{"--max-sessions", "0"}, {"--max-sessions-per-token", "-1"}, {"--max-conns", "0"}, {"--session-idle", "0s"}, {"--job-retention", "0s"}} {
 		_, stderr, code := runCLI(t, append([]string{"serve", "--sim", "--manifest", labBench, "--http", "127.0.0.1:0"}, bad...)...)
 		if code != 2 || !strings.Contains(stderr, bad[0]+" must be more than 0") {
 			t.Errorf("serve %v: exit %d, %q; want exit 2 naming the flag", bad, code, stderr)
