@@ -395,10 +395,19 @@ func startBinary(t *testing.T, bin string, args ...string) (int, string) {
 func TestHTTPLimitFlags(t *testing.T) {
 	file, operator, _ := tokensFile(t)
 	url := startServe(t, "--manifest", labBench, "--tokens", file, "--max-sessions-per-token", "2").url
-	auth := map[string]string{"Authorization": "Bearer " + operator}
-	for i, want := range []int{http.StatusOK, http.StatusOK, http.StatusTooManyRequests} {
-		if res := post(t, http.DefaultClient, url, auth, strings.NewReader(initBody)); res.StatusCode != want {
-			t.Fatalf("initialize %d with --max-sessions-per-token 2: status %d, want %d", i+1, res.StatusCode, want)
+	// The third session takes the place of the first, idle: its next
+	// request is 404 while the second's is served.
+	var sids []string
+	for range 3 {
+		sid, code := rawSession(t, url, operator)
+		if sid == "" {
+			t.Fatalf("initialize with --max-sessions-per-token 2: status %d, want 200", code)
+		}
+		sids = append(sids, sid)
+	}
+	for i, want := range []int{http.StatusNotFound, http.StatusOK} {
+		if code, text := rawPost(t, url, operator, sids[i], `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); code != want {
+			t.Fatalf("session %d of 3 with --max-sessions-per-token 2: status %d (%.100s), want %d", i+1, code, text, want)
 		}
 	}
 	for _, bad := range [][]string{{"--max-sessions", "0"}, {"--max-sessions-per-token", "-1"}, {"--max-conns", "0"}, {"--session-idle", "0s"}, {"--job-retention", "0s"}} {
