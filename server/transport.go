@@ -136,9 +136,13 @@ func (s *Server) HTTPServer(cfg HTTPConfig) *http.Server {
 // headers before a byte of the body is read; then, for GET and DELETE, the
 // session (404 unless it is a live session of the same caller, opened at
 // the same endpoint); then, for
-// POST, the body: over the size limit 413, over the buffered-bytes budget
-// 503, and an initialize over a session cap 429. Sessions idle for longer
-// than cfg.Sessions.IdleTTL are deleted here and in mcp-go.
+// POST, the body: over the size limit 413, over the caller's part of the
+// buffered-bytes budget 503, an idempotency_key far over its maxLength an
+// invalid-params error, and an initialize at a session cap where every
+// session is in use 429 (otherwise the least recently used idle one is
+// ended to make room). Sessions idle for longer than cfg.Sessions.IdleTTL
+// (FirstIdleTTL for one never used after its initialize) are deleted here
+// and in mcp-go.
 func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	path := cfg.Path
 	if path == "" {
