@@ -67,7 +67,7 @@ Usage:
   promcp-device scan (--tcp ADDR|--rtu-tcp ADDR|--port PORT) find Modbus units and readable registers (read-only)
   promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
   promcp-device test [--junit FILE] [--update] FILE...       run site tests on the simulator; exit 1 on failures, 2 if one cannot load
-  promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K
+  promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K [--gateway-id ID]
                                                              issue a one-time approval of one action
   promcp-device bench (--url URL|--serve FILE) [--sessions N] [--duration D] [--protocol V] [--call TOOL[:JSON]]
                                                              load an MCP server on loopback: calls/s, p50/p90/p99, server CPU per call, peak RSS

@@ -44,6 +44,7 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type serveFlags struct {
 	manifest, scenario, httpAddr, role, stateDir         string
 	tokensFile, tlsCert, tlsKey, policyFile, approvalKey string
+	gatewayID                                            string // --gateway-id: the gateway approval tokens are bound to
 	simStart, logLevel, group                            string
 	logFormat                                            string // --log-format: text or json
 	metricsMode                                          string // --metrics: auth, open or off
@@ -84,6 +85,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.StringVar(&f.policyFile, "policy", "", "policy `FILE`, instead of the one the manifest names (policy: FILE)")
 	fs.BoolVar(&f.allowNoPolicy, "allow-no-policy", false, "serve do_* even without a policy (only the manifest's constraints apply); without it a gateway with no policy refuses every do_*")
 	fs.StringVar(&f.approvalKey, "approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
+	fs.StringVar(&f.gatewayID, "gateway-id", "", "the `ID` approve tokens must name to be accepted here (default: the manifest's gateway: name); give each gateway that shares an approval key its own, and the same to approve --gateway-id")
 	fs.BoolVar(&f.oobOnly, "approval-out-of-band-only", false, "accept only approve tokens, never an answer through the MCP client, even where the policy says approval via: elicitation")
 	fs.StringVar(&f.simStart, "sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
 	fs.StringVar(&f.group, "group", "", "over stdio: serve only the tool group `NAME` of the manifest (groups:); over --http every group is served at /mcp/NAME")
@@ -357,12 +359,14 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 	}
 	if f.approvalKey != "" {
 		key, err := approval.LoadOrCreateKey(f.approvalKey)
+		var signer *approval.Signer
 		if err == nil {
-			opts.approvals, err = approval.NewSigner(key)
+			signer, err = approval.NewSigner(key)
 		}
 		if err != nil {
 			return opts, failErr(err, false)
 		}
+		opts.approvals = signer.For(gatewayID(f.gatewayID, m)) // a token for another gateway sharing the key is refused
 	}
 	return opts, nil
 }
