@@ -45,6 +45,7 @@ type serveFlags struct {
 	manifest, scenario, httpAddr, role, stateDir         string
 	tokensFile, tlsCert, tlsKey, policyFile, approvalKey string
 	gatewayID                                            string // --gateway-id: the gateway approval tokens are bound to
+	consoleUsers                                         string // --console-users: the console's operator accounts
 	simStart, logLevel, group                            string
 	logFormat                                            string // --log-format: text or json
 	metricsMode                                          string // --metrics: auth, open or off
@@ -60,6 +61,7 @@ type serveFlags struct {
 	console                                              bool   // serve the operator console at /console
 	consoleApprovers                                     string // the roles that approve in the console
 	consoleSecureCookie                                  bool   // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
+	users                                                *console.Users
 	desk                                                 *server.Desk
 	fleetFile                                            string // --fleet: join the fleet this file describes
 }
@@ -101,7 +103,8 @@ func parseServeFlags(c *cli) *serveFlags {
 	f.audit = auditFlags(fs)
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
 	fs.BoolVar(&f.consoleSecureCookie, "console-secure-cookie", false, "with --console: mark the session cookie Secure even over plain HTTP, for a gateway behind a reverse proxy that terminates TLS (X-Forwarded-Proto is never trusted)")
-	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console and --tokens: the `ROLES` (comma-separated) that approve or deny waiting do_* calls in the console")
+	fs.StringVar(&f.consoleUsers, "console-users", "", "with --console: the operator accounts `FILE` people sign in with (name, role, bcrypt hash; see promcp-device console-user add); required with --tokens: MCP tokens do not sign in")
+	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console-users: the `ROLES` (comma-separated) whose accounts approve or deny waiting do_* calls in the console")
 	if !c.parse() {
 		return nil
 	}
@@ -285,6 +288,9 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 	if f.consoleSecureCookie && !f.console {
 		return nil, usageErr("--console-secure-cookie needs --console")
 	}
+	if err := f.checkConsoleUsers(); err != nil {
+		return nil, err
+	}
 	return tokens, nil
 }
 
@@ -332,6 +338,9 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 		if err := tokens.CheckRoles(roles); err != nil {
 			return opts, failErr(err, false)
 		}
+	}
+	if err := f.loadConsoleUsers(roles); err != nil {
+		return opts, err
 	}
 	if f.provenance != string(server.ProvenanceMeta) && f.provenance != string(server.ProvenanceInline) {
 		return opts, usageErr("--provenance %q: want meta or inline", f.provenance)
@@ -435,7 +444,7 @@ func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *serve
 	cfg := server.HTTPConfig{AllowedOrigins: f.origins, Caller: caller, Tokens: tokens, Groups: groups,
 		Sessions: server.SessionLimits{Total: f.maxSessions, PerCaller: f.maxTokenSessions, IdleTTL: f.sessionIdle}}
 	if f.console {
-		if gw.console, err = f.newConsole(gw, tokens, caller, log); err != nil {
+		if gw.console, err = f.newConsole(gw, caller, log); err != nil {
 			return exit(stderr, err)
 		}
 	}
