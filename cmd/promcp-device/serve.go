@@ -383,10 +383,10 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 // approvalVia warns of approvals that can never be given, and with
 // --approval-out-of-band-only makes every approval of pol out-of-band.
 func (f *serveFlags) approvalVia(log *slog.Logger, pol *manifests.Policy) {
-	if pol != nil && f.approvalKey == "" && !f.readOnly && !f.console {
+	if pol != nil && f.approvalKey == "" && !f.readOnly && f.consoleUsers == "" { // nobody approves in the console without accounts
 		for tool, a := range pol.Actions {
 			if a.Approval != nil && a.Approval.Via != manifests.ViaElicitation {
-				log.Warn("the policy asks for out-of-band approval but serve has no --approval-key: this action can never be approved", "action", tool)
+				log.Warn("the policy asks for out-of-band approval but serve has no --approval-key nor --console-users: this action can never be approved", "action", tool)
 			}
 		}
 	}
