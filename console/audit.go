@@ -91,6 +91,8 @@ func (c *Console) audit(f auditFilter) []auditRow {
 // caller is who made the call (and so used the approval).
 func approvedText(a audit.Approval) string {
 	switch {
+	case a.Method == approval.ViaElicitation && strings.HasPrefix(a.By, "("):
+		return a.By + " (elicitation)" // no caller name: "(the caller's MCP client)"
 	case a.Method == approval.ViaElicitation:
 		return a.By + "'s MCP client (elicitation)"
 	case strings.HasPrefix(a.ID, server.DeskGrantPrefix):

@@ -5,6 +5,9 @@ import (
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/promcp/promcp-device/approval"
+	"github.com/promcp/promcp-device/audit"
 )
 
 // An unknown name is checked against a hash of the file's highest cost, so
@@ -23,5 +26,23 @@ func TestUnknownNameCostsAsMuch(t *testing.T) {
 	}
 	if _, ok, h := u.find("bea"); !ok || string(h) != high {
 		t.Fatalf("find(bea) = %v, %q; want her own hash", ok, h)
+	}
+}
+
+// The audit view says who approved and how; the record's caller column
+// says who made the call.
+func TestApprovedText(t *testing.T) {
+	for _, tc := range []struct {
+		a    audit.Approval
+		want string
+	}{
+		{audit.Approval{By: "maria", Method: approval.ViaOutOfBand, ID: "console-079D198F6222"}, "maria in the console"},
+		{audit.Approval{By: "maria", Method: approval.ViaOutOfBand, ID: "4f2a9c"}, "maria (approve token)"},
+		{audit.Approval{By: "agent", Method: approval.ViaElicitation}, "agent's MCP client (elicitation)"},
+		{audit.Approval{By: "(the caller's MCP client)", Method: approval.ViaElicitation}, "(the caller's MCP client) (elicitation)"},
+	} {
+		if got := approvedText(tc.a); got != tc.want {
+			t.Errorf("approvedText(%+v) = %q, want %q", tc.a, got, tc.want)
+		}
 	}
 }
