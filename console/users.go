@@ -25,9 +25,10 @@ import (
 var ErrUsersFile = errors.New("bad console users file")
 
 // Password hashing: bcrypt, at DefaultCost unless an account is added with
-// another (MinCost and MaxCost bound it). Cost 12 takes about 0.2 s on a
-// desktop core and about 1 s on a Raspberry Pi 4: slow enough against
-// guessing from a stolen file, fast enough for a person signing in.
+// another (MinCost and MaxCost bound it). Cost 12 took 0.22 s a check on
+// one core of a shared 2-core amd64 machine (more on a Pi's slower cores;
+// each step doubles it): slow against guessing from a stolen file, quick
+// enough for a person signing in.
 const (
 	DefaultCost = 12
 	MinCost     = bcrypt.MinCost
