@@ -1,8 +1,11 @@
 // Package approval issues and checks human approvals of do_* actions.
 //
-// An approval is a short-lived, one-time token bound to one action, one
-// value and one idempotency key, signed with HMAC-SHA256 under a key that
-// the gateway and the person approving share (a file only they can read).
+// An approval is a short-lived, one-time token bound to one gateway, one
+// action, one value and one idempotency key, signed with HMAC-SHA256 under
+// a key that the gateway and the person approving share (a file only they
+// can read). The gateway is part of what is signed (see [Signer.For]), so
+// two gateways that share an approval key do not accept each other's
+// tokens.
 // `promcp-device approve` issues one; the agent passes it to do_* as the
 // "approval" argument. The same signer signs the state that MCP elicitation
 // round-trips through the client, so that an answer cannot be moved to
@@ -38,6 +41,12 @@ var (
 	ErrExpired   = errors.New("approval has expired")
 	ErrMismatch  = errors.New("approval is for another action, value or idempotency key")
 	ErrUsed      = errors.New("approval was already used")
+	// ErrOtherGateway: the token was issued for another gateway (one
+	// that shares the approval key).
+	ErrOtherGateway = errors.New("approval is for another gateway")
+	// ErrOldFormat: the token comes from a version of `promcp-device
+	// approve` that did not bind it to a gateway.
+	ErrOldFormat = errors.New("approval token has an old format that names no gateway: issue a new one with this version's promcp-device approve")
 	// ErrNoKey is returned by LoadKey when the key file does not exist.
 	ErrNoKey = errors.New("approval key file does not exist")
 )
@@ -52,9 +61,18 @@ const (
 	ViaElicitation = "elicitation"
 )
 
+// Format is the token format Issue writes: Grant.Format. Tokens without it
+// (format 1) named no gateway and are refused with ErrOldFormat.
+const Format = 2
+
 // Grant is what an approval allows: one action with one value under one
-// idempotency key, until Expires.
+// idempotency key, on one gateway, until Expires.
 type Grant struct {
+	// Format is the token's format (Issue sets [Format]).
+	Format int `json:"v,omitempty"`
+	// Gateway is the gateway the grant is for; Issue sets the signer's
+	// (see [Signer.For]).
+	Gateway string          `json:"gw,omitempty"`
 	Tool    string          `json:"tool"`
 	Value   json.RawMessage `json:"value"`
 	Key     string          `json:"key"`
@@ -66,8 +84,11 @@ type Grant struct {
 	Issued time.Time `json:"iat,omitzero"`
 }
 
-// Signer signs and checks grants.
-type Signer struct{ key []byte }
+// Signer signs and checks grants, for one gateway (see [Signer.For]).
+type Signer struct {
+	key     []byte
+	gateway string
+}
 
 // NewSigner returns a Signer with key (at least 16 bytes).
 func NewSigner(key []byte) (*Signer, error) {
@@ -76,6 +97,16 @@ func NewSigner(key []byte) (*Signer, error) {
 	}
 	return &Signer{key: append([]byte(nil), key...)}, nil
 }
+
+// For returns a signer with the same key for the gateway id: its tokens
+// name that gateway, and it accepts only tokens that name it. The id is
+// the gateway's name (its manifest's gateway:, or serve --gateway-id).
+func (s *Signer) For(gateway string) *Signer {
+	return &Signer{key: s.key, gateway: gateway}
+}
+
+// Gateway is the gateway the signer issues and accepts tokens for.
+func (s *Signer) Gateway() string { return s.gateway }
 
 // NewRandomSigner returns a Signer with a fresh random key, for state that
 // only this process signs and checks (elicitation).
@@ -129,8 +160,10 @@ func Canonical(v any) json.RawMessage {
 	return b
 }
 
-// Issue returns a token for g; a missing ID is generated.
+// Issue returns a token for g on the signer's gateway; a missing ID is
+// generated.
 func (s *Signer) Issue(g Grant) string {
+	g.Format, g.Gateway = Format, s.gateway
 	if g.ID == "" {
 		var b [12]byte
 		_, _ = rand.Read(b[:])
@@ -162,11 +195,19 @@ func (s *Signer) Open(token string) (Grant, error) {
 	return g, nil
 }
 
-// Verify checks that token grants tool with value under key at now.
+// Verify checks that token grants tool with value under key at now, on
+// the signer's gateway.
 func (s *Signer) Verify(token, tool string, value any, key string, now time.Time) (Grant, error) {
 	g, err := s.Open(token)
 	if err != nil {
 		return Grant{}, err
+	}
+	if g.Format != Format {
+		return g, ErrOldFormat
+	}
+	if g.Gateway != s.gateway {
+		return g, fmt.Errorf("%w: it was issued for gateway %q, this is %q (issue one with promcp-device approve --manifest naming this gateway's manifest)",
+			ErrOtherGateway, g.Gateway, s.gateway)
 	}
 	if !now.Before(g.Expires) {
 		return g, fmt.Errorf("%w (at %s)", ErrExpired, g.Expires.UTC().Format(time.RFC3339))

@@ -1,6 +1,10 @@
 package approval_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -74,5 +78,56 @@ func TestLoadKeyRefusesMissingFile(t *testing.T) {
 	k2, err := approval.LoadKey(path)
 	if err != nil || string(k) != string(k2) {
 		t.Fatalf("LoadKey = %x, %v; want the key LoadOrCreateKey wrote", k2, err)
+	}
+}
+
+// A token names the gateway it was issued for: a gateway sharing the
+// approval key refuses it, saying for which gateway it was issued, and
+// the gateway it names accepts it.
+func TestVerifyBindsGateway(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	shared, err := approval.NewSigner([]byte("a key two gateways share"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := shared.For("greenhouse-a"), shared.For("greenhouse-b")
+	tok := a.Issue(approval.Grant{Tool: "do_set_fan_speed", Value: approval.Canonical(48), Key: "k1", Expires: now.Add(time.Minute)})
+	if _, err := b.Verify(tok, "do_set_fan_speed", 48.0, "k1", now); !errors.Is(err, approval.ErrOtherGateway) ||
+		!strings.Contains(err.Error(), `issued for gateway "greenhouse-a", this is "greenhouse-b"`) {
+		t.Fatalf("gateway B verifying A's token: %v, want ErrOtherGateway naming both", err)
+	}
+	if _, err := shared.Verify(tok, "do_set_fan_speed", 48.0, "k1", now); !errors.Is(err, approval.ErrOtherGateway) {
+		t.Fatalf("a signer for no gateway verifying A's token: %v, want ErrOtherGateway", err)
+	}
+	g, err := a.Verify(tok, "do_set_fan_speed", 48.0, "k1", now)
+	if err != nil || g.Gateway != "greenhouse-a" || g.Format != approval.Format {
+		t.Fatalf("gateway A verifying its own token: %+v, %v", g, err)
+	}
+}
+
+// A token of the old format (signed, valid, but naming no gateway) is
+// refused with a message that says to issue a new one, not taken for a
+// token of every gateway.
+func TestVerifyRefusesOldFormat(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	key := []byte("a key two gateways share")
+	s, err := approval.NewSigner(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As the previous version's Issue wrote it: the grant without v and gw.
+	payload, _ := json.Marshal(map[string]any{"tool": "do_set_fan_speed", "value": 48, "key": "k1",
+		"exp": now.Add(time.Minute), "id": "0123456789abcdef01234567", "by": "maria"})
+	h := hmac.New(sha256.New, key)
+	h.Write(payload)
+	old := base64.RawURLEncoding.EncodeToString(payload) + "." + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+	if _, err := s.Open(old); err != nil {
+		t.Fatalf("the old token's signature does not check (the test does not build it as the old version did): %v", err)
+	}
+	for _, v := range []*approval.Signer{s, s.For("greenhouse-a")} {
+		_, err := v.Verify(old, "do_set_fan_speed", 48.0, "k1", now)
+		if !errors.Is(err, approval.ErrOldFormat) || !strings.Contains(err.Error(), "issue a new one") {
+			t.Fatalf("an old-format token on gateway %q: %v, want ErrOldFormat saying to issue a new one", v.Gateway(), err)
+		}
 	}
 }

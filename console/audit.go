@@ -13,8 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/server"
 )
 
 // auditTail is how much of the end of the audit log the console reads, and
@@ -78,11 +80,27 @@ func (c *Console) audit(f auditFilter) []auditRow {
 		}
 		row := auditRow{Record: r}
 		if r.Approval != nil {
-			row.Approved = r.Approval.By + " (" + r.Approval.Method + ")"
+			row.Approved = approvedText(*r.Approval)
 		}
 		out = append(out, row)
 	}
 	return out
+}
+
+// approvedText says who approved an audited call, and how; the record's
+// caller is who made the call (and so used the approval).
+func approvedText(a audit.Approval) string {
+	switch {
+	case a.Method == approval.ViaElicitation && strings.HasPrefix(a.By, "("):
+		return a.By + " (elicitation)" // no caller name: "(the caller's MCP client)"
+	case a.Method == approval.ViaElicitation:
+		return a.By + "'s MCP client (elicitation)"
+	case strings.HasPrefix(a.ID, server.DeskGrantPrefix):
+		return a.By + " in the console"
+	case a.Method == approval.ViaOutOfBand:
+		return a.By + " (approve token)"
+	}
+	return a.By + " (" + a.Method + ")"
 }
 
 // tail returns the whole lines in the last n bytes of the file.

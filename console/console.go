@@ -11,17 +11,22 @@
 // console adds no bus transaction beyond one per TTL, however many browsers
 // watch.
 //
-// With bearer tokens, a person logs in with their token; the console keeps
-// it server-side behind a random session cookie (HttpOnly, SameSite=Strict,
-// Secure over HTTPS or with Config.SecureCookie) and looks it up again at
-// every request, so a revoked token ends its sessions. A remote address
-// gets 5 login attempts a minute without success, then 429. Every POST must come from the console's own
-// origin and carry the session's CSRF token. Without tokens (a loopback
-// gateway), every visitor is the serve --role caller and nobody can
+// People sign in with an operator account (Users: a name, a role and a
+// bcrypt password hash, in a file of their own), never with an MCP bearer
+// token, so that the agent, which holds a token, cannot approve whatever
+// its token's role. The console keeps the account server-side behind a
+// random session cookie (HttpOnly, SameSite=Strict, Secure over HTTPS or
+// with Config.SecureCookie) and looks it up again at every request, so a
+// removed account, or a changed password, ends its sessions. A remote
+// address gets 5 sign-in attempts a minute without success, then 429,
+// before any password is checked. Every POST must come from the console's
+// own origin and carry the session's CSRF token. Without accounts, every
+// visitor is Config.Caller (on a loopback host only) and nobody can
 // approve: the console could not tell a person from the agent.
 package console
 
 import (
+	"crypto/sha256"
 	"embed"
 	"errors"
 	"html/template"
@@ -48,16 +53,17 @@ type Config struct {
 	// Server is the gateway's proMCP server: its read_* and can_do tools
 	// give the values and the policy state.
 	Server *server.Server
-	// Tokens, when set, are required: a person logs in with one.
-	Tokens *server.Tokens
-	// Caller is every visitor when Tokens is nil.
+	// Users, when set, are the operator accounts people sign in with
+	// (LoadUsers); an MCP token never signs in.
+	Users *Users
+	// Caller is every visitor when Users is nil.
 	Caller server.Caller
 	// Desk holds the calls that wait for approval; nil shows none.
 	Desk *server.Desk
 	// AuditFile is the audit log (JSON lines) shown; "" when there is none.
 	AuditFile string
 	// Approvers are the roles that may approve or deny; nil means
-	// DefaultApprovers. Only with Tokens.
+	// DefaultApprovers. Only with Users.
 	Approvers []string
 	// Policy is the gateway's policy, whose rules (cooldown, rate limit,
 	// windows, interlocks, approval) the console states beside each
@@ -89,6 +95,10 @@ const (
 	maxSessions = 256
 )
 
+// passwordChecks bounds the password checks run at once: each is a slow
+// hash, so that sign-ins from many addresses take one core, not all.
+const passwordChecks = 1
+
 // Console is the console's HTTP handler.
 type Console struct {
 	cfg   Config
@@ -99,12 +109,14 @@ type Console struct {
 	sessions map[string]*session
 
 	logins *loginLimiter // failed logins per remote address
+	checks chan struct{} // password checks at once (each is a slow hash)
 
 	snap snapshotCache
 }
 
 type session struct {
-	token   string
+	user    string            // the account's name
+	pw      [sha256.Size]byte // a fingerprint of its password hash at sign-in
 	csrf    string
 	expires time.Time
 }
@@ -128,7 +140,10 @@ func New(cfg Config) (*Console, error) {
 		return nil, err
 	}
 	c := &Console{cfg: cfg, pages: t, sessions: map[string]*session{},
-		logins: newLoginLimiter(loginFailures, loginWindow, loginAddrs)}
+		logins: newLoginLimiter(loginFailures, loginWindow, loginAddrs), checks: make(chan struct{}, passwordChecks)}
+	if cfg.Users != nil {
+		cfg.Users.find("") // make the unknown-name hash now, not at the first sign-in
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /console/{$}", c.page)
 	mux.HandleFunc("GET /console/live", c.live)
@@ -152,11 +167,11 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
-	if c.cfg.Tokens == nil && !loopbackHost(r.Host) {
-		// Without tokens the gateway listens on loopback only; a page
-		// under another host name that resolves there (DNS rebinding)
-		// reads nothing.
-		http.Error(w, "without --tokens the console answers on a loopback address only (127.0.0.1, ::1, localhost)", http.StatusForbidden)
+	if c.cfg.Users == nil && !loopbackHost(r.Host) {
+		// Without accounts nobody signs in; the gateway listens on
+		// loopback only, and a page under another host name that resolves
+		// there (DNS rebinding) reads nothing.
+		http.Error(w, "without --console-users the console answers on a loopback address only (127.0.0.1, ::1, localhost)", http.StatusForbidden)
 		return
 	}
 	c.mux.ServeHTTP(w, r)
@@ -180,12 +195,12 @@ type viewer struct {
 	server.Caller
 	CSRF       string
 	CanApprove bool
-	LoggedIn   bool // with tokens; false without (no logout)
+	LoggedIn   bool // signed in to an account; false without accounts (no logout)
 }
 
 // who returns the request's viewer, or false when it must log in.
 func (c *Console) who(r *http.Request) (viewer, bool) {
-	if c.cfg.Tokens == nil {
+	if c.cfg.Users == nil {
 		return viewer{Caller: c.cfg.Caller}, true
 	}
 	ck, err := r.Cookie(sessionCookie)
@@ -202,8 +217,9 @@ func (c *Console) who(r *http.Request) (viewer, bool) {
 	if !ok {
 		return viewer{}, false
 	}
-	caller, ok := c.cfg.Tokens.Lookup(s.token) // a revoked token ends the session
-	if !ok {
+	// A removed account, or a changed password, ends the session.
+	caller, pw, ok := c.cfg.Users.account(s.user)
+	if !ok || pw != s.pw {
 		c.mu.Lock()
 		delete(c.sessions, ck.Value)
 		c.mu.Unlock()

@@ -7,7 +7,6 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,18 +20,19 @@ import (
 )
 
 type site struct {
-	srv    *httptest.Server
-	h      http.Handler // the console, for requests from chosen addresses
-	reads  *atomic.Int64
-	now    func() time.Time
-	step   func(time.Duration)
-	tokens string // the tokens file
+	srv   *httptest.Server
+	h     http.Handler // the console, for requests from chosen addresses
+	reads *atomic.Int64
+	now   func() time.Time
+	step  func(time.Duration)
+	users string // the console users file
 }
 
 // newSite serves a console over a server with one read_* tool that counts
-// its calls (its bus transactions), behind the tokens of sue (supervisor);
+// its calls (its bus transactions), with one account, sue (supervisor),
+// whose password is suePassword (hashed at the lowest cost, for speed);
 // each of with adjusts the console's configuration.
-func newSite(t *testing.T, sueToken string, with ...func(*console.Config)) *site {
+func newSite(t *testing.T, suePassword string, with ...func(*console.Config)) *site {
 	t.Helper()
 	var mu sync.Mutex
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -50,15 +50,13 @@ func newSite(t *testing.T, sueToken string, with ...func(*console.Config)) *site
 		}); err != nil {
 		t.Fatal(err)
 	}
-	file := filepath.Join(t.TempDir(), "tokens.txt")
-	if err := os.WriteFile(file, []byte(server.TokenLine("sue", "supervisor", sueToken)+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tokens, err := server.LoadTokens(file)
+	file := filepath.Join(t.TempDir(), "users.txt")
+	setUser(t, file, "sue", "supervisor", suePassword)
+	users, err := console.LoadUsers(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := console.Config{Server: srv, Tokens: tokens, Desk: server.NewDesk(now, 0), Gateway: "pump", Now: now}
+	cfg := console.Config{Server: srv, Users: users, Desk: server.NewDesk(now, 0), Gateway: "pump", Now: now}
 	for _, f := range with {
 		f(&cfg)
 	}
@@ -68,14 +66,34 @@ func newSite(t *testing.T, sueToken string, with ...func(*console.Config)) *site
 	}
 	hs := httptest.NewServer(c)
 	t.Cleanup(hs.Close)
-	return &site{srv: hs, h: c, reads: reads, now: now, step: step, tokens: file}
+	return &site{srv: hs, h: c, reads: reads, now: now, step: step, users: file}
 }
 
-func (s *site) login(t *testing.T, token, origin string) (*http.Client, *http.Response) {
+// setUser adds (or updates) an account in the users file, its password
+// hashed at the lowest cost (tests run many sign-ins under -race).
+func setUser(t *testing.T, file, name, role, password string) {
+	t.Helper()
+	h, err := console.HashPassword(password, console.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := console.SetUser(file, name, role, h); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// login signs in as sue with password, from origin ("" for none).
+func (s *site) login(t *testing.T, password, origin string) (*http.Client, *http.Response) {
+	t.Helper()
+	return s.signIn(t, url.Values{"name": {"sue"}, "password": {password}}, origin)
+}
+
+// signIn posts the sign-in form with the fields given.
+func (s *site) signIn(t *testing.T, form url.Values, origin string) (*http.Client, *http.Response) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
-	req, _ := http.NewRequest("POST", s.srv.URL+"/console/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	req, _ := http.NewRequest("POST", s.srv.URL+"/console/login", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if origin != "" {
 		req.Header.Set("Origin", origin)
@@ -105,8 +123,8 @@ func get(t *testing.T, c *http.Client, u string) (int, string) {
 // the console adds no bus load beyond that (and a read answers from the
 // capability's cache within its TTL).
 func TestConsolePollsShareOneSnapshot(t *testing.T) {
-	s := newSite(t, "sue-token-0123456789")
-	c, resp := s.login(t, "sue-token-0123456789", s.srv.URL)
+	s := newSite(t, "sue-passphrase-0123")
+	c, resp := s.login(t, "sue-passphrase-0123", s.srv.URL)
 	if resp.StatusCode != http.StatusSeeOther {
 		t.Fatalf("login: status %d, want 303", resp.StatusCode)
 	}
@@ -127,41 +145,51 @@ func TestConsolePollsShareOneSnapshot(t *testing.T) {
 	}
 }
 
-// The session cookie is HttpOnly and SameSite=Strict; a login from another
-// origin or with an unknown token opens none; a revoked token ends the
-// sessions it opened.
-func TestConsoleLoginAndRevocation(t *testing.T) {
-	tok := "sue-token-0123456789"
-	s := newSite(t, tok)
-	if _, resp := s.login(t, tok, "http://evil.example"); resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("login posted from another origin: status %d, want 403", resp.StatusCode)
+// The session cookie is HttpOnly and SameSite=Strict; a sign-in from
+// another origin or with a wrong password opens none; removing the account
+// ends the sessions it opened, and so does changing its password.
+func TestConsoleLoginAndAccountRemoval(t *testing.T) {
+	pw := "sue's long passphrase"
+	s := newSite(t, pw)
+	if _, resp := s.login(t, pw, "http://evil.example"); resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("sign-in posted from another origin: status %d, want 403", resp.StatusCode)
 	}
 	if _, resp := s.login(t, "wrong", s.srv.URL); resp.Header.Get("Location") != "/console/login?bad=1" || len(resp.Cookies()) != 0 {
-		t.Fatalf("login with an unknown token: %d %v, want back to the form, no cookie", resp.StatusCode, resp.Header)
+		t.Fatalf("sign-in with a wrong password: %d %v, want back to the form, no cookie", resp.StatusCode, resp.Header)
 	}
-	c, resp := s.login(t, tok, s.srv.URL)
+	c, resp := s.login(t, pw, s.srv.URL)
 	ck := resp.Cookies()
-	if len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || ck[0].Value == tok || strings.Contains(ck[0].Value, tok) {
-		t.Fatalf("session cookie %+v: want one HttpOnly SameSite=Strict cookie that is not the token", ck)
+	if len(ck) != 1 || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode || strings.Contains(ck[0].Value, "sue") {
+		t.Fatalf("session cookie %+v: want one HttpOnly SameSite=Strict cookie that is a random id", ck)
 	}
 	if code, body := get(t, c, s.srv.URL+"/console/"); code != 200 || !strings.Contains(body, "sue · supervisor · approves") {
-		t.Fatalf("console after login: %d\n%s", code, body)
+		t.Fatalf("console after sign-in: %d\n%s", code, body)
 	}
-	if n, err := server.RevokeTokens(s.tokens, "sue", ""); err != nil || n != 1 {
-		t.Fatalf("revoke: %d, %v", n, err)
+	if ok, err := console.RemoveUser(s.users, "sue"); err != nil || !ok {
+		t.Fatalf("remove: %v, %v", ok, err)
 	}
-	if code, body := get(t, c, s.srv.URL+"/console/"); code != 200 || !strings.Contains(body, `name="token"`) {
-		t.Fatalf("console after the token was revoked: %d, want the login form\n%s", code, body)
+	if code, body := get(t, c, s.srv.URL+"/console/"); code != 200 || !strings.Contains(body, `name="password"`) {
+		t.Fatalf("console after the account was removed: %d, want the sign-in form\n%s", code, body)
 	}
 	if code, _ := get(t, c, s.srv.URL+"/console/live"); code != http.StatusUnauthorized {
-		t.Fatalf("live after the token was revoked: %d, want 401", code)
+		t.Fatalf("live after the account was removed: %d, want 401", code)
+	}
+
+	setUser(t, s.users, "sue", "supervisor", pw)
+	c, _ = s.login(t, pw, s.srv.URL)
+	if code, _ := get(t, c, s.srv.URL+"/console/live"); code != 200 {
+		t.Fatalf("live after signing in again: %d, want 200", code)
+	}
+	setUser(t, s.users, "sue", "supervisor", "a new passphrase")
+	if code, _ := get(t, c, s.srv.URL+"/console/live"); code != http.StatusUnauthorized {
+		t.Fatalf("live after sue's password changed: %d, want 401 (the session ends)", code)
 	}
 }
 
-// Without tokens every visitor is the --role caller, nobody approves (not
+// Without accounts every visitor is the --role caller, nobody approves (not
 // even as supervisor: the console cannot tell a person from the agent),
 // and a host name other than a loopback one (DNS rebinding) is refused.
-func TestConsoleWithoutTokens(t *testing.T) {
+func TestConsoleWithoutAccounts(t *testing.T) {
 	srv, err := server.New("pump", "1")
 	if err != nil {
 		t.Fatal(err)
@@ -174,8 +202,8 @@ func TestConsoleWithoutTokens(t *testing.T) {
 	hs := httptest.NewServer(c)
 	defer hs.Close()
 	code, body := get(t, hs.Client(), hs.URL+"/console/")
-	if code != 200 || !strings.Contains(body, "without --tokens") || strings.Contains(body, "· approves") {
-		t.Fatalf("console without tokens: %d, want the page, saying nobody approves here\n%s", code, body)
+	if code != 200 || !strings.Contains(body, "no operator accounts") || strings.Contains(body, "· approves") {
+		t.Fatalf("console without accounts: %d, want the page, saying nobody approves here\n%s", code, body)
 	}
 	req, _ := http.NewRequest("GET", hs.URL+"/console/", nil)
 	req.Host = "rebound.example:8080"
@@ -185,7 +213,7 @@ func TestConsoleWithoutTokens(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("Host rebound.example without tokens: status %d, want 403", resp.StatusCode)
+		t.Fatalf("Host rebound.example without accounts: status %d, want 403", resp.StatusCode)
 	}
 	post, _ := http.NewRequest("POST", hs.URL+"/console/decide", strings.NewReader("id=X&decision=approve&csrf="))
 	post.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -196,6 +224,6 @@ func TestConsoleWithoutTokens(t *testing.T) {
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusForbidden {
-		t.Fatalf("a decision without tokens: status %d, want 403", resp.StatusCode)
+		t.Fatalf("a decision without accounts: status %d, want 403", resp.StatusCode)
 	}
 }

@@ -3,6 +3,7 @@ package console
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/promcp/promcp-device/server"
@@ -21,7 +23,7 @@ import (
 type pageData struct {
 	Gateway   string
 	Viewer    viewer
-	NoTokens  bool
+	NoUsers   bool
 	NoDesk    bool
 	NoAudit   bool
 	Snap      *snapshot
@@ -37,7 +39,7 @@ type pageData struct {
 
 func (c *Console) data(r *http.Request, v viewer) *pageData {
 	f := filterOf(r.URL.Query())
-	d := &pageData{Gateway: c.cfg.Gateway, Viewer: v, NoTokens: c.cfg.Tokens == nil, NoDesk: c.cfg.Desk == nil,
+	d := &pageData{Gateway: c.cfg.Gateway, Viewer: v, NoUsers: c.cfg.Users == nil, NoDesk: c.cfg.Desk == nil,
 		NoAudit: c.cfg.AuditFile == "", Filter: f, Now: c.cfg.Now(), Approvers: c.cfg.Approvers}
 	ctx := server.WithCaller(r.Context(), v.Caller)
 	d.Snap = c.snapshot(ctx)
@@ -84,17 +86,20 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) loginForm(w http.ResponseWriter, r *http.Request) {
-	if c.cfg.Tokens == nil {
+	if c.cfg.Users == nil {
 		http.Redirect(w, r, Path, http.StatusSeeOther)
 		return
 	}
 	c.render(w, "login.html", map[string]any{"Gateway": c.cfg.Gateway, "Bad": r.URL.Query().Get("bad") != ""})
 }
 
-// login takes a bearer token from the form and, when it is valid, opens a
-// session: the token stays on the server, the browser gets a random id.
+// login takes an account's name and password from the form and, when they
+// match, opens a session: the browser gets a random id. The address's
+// attempts are counted before the password is checked; an unknown name and
+// a wrong password take as long and answer the same. An MCP bearer token
+// never signs in.
 func (c *Console) login(w http.ResponseWriter, r *http.Request) {
-	if c.cfg.Tokens == nil {
+	if c.cfg.Users == nil {
 		http.Redirect(w, r, Path, http.StatusSeeOther)
 		return
 	}
@@ -116,10 +121,15 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-	tok := r.PostFormValue("token")
-	caller, ok := c.cfg.Tokens.Lookup(tok)
-	if tok == "" || !ok {
-		c.cfg.Log.Warn("console: login refused: unknown token", "remote", r.RemoteAddr)
+	name, password := strings.TrimSpace(r.PostFormValue("name")), r.PostFormValue("password")
+	caller, pw, ok := server.Caller{}, [sha256.Size]byte{}, false
+	if name != "" && password != "" { // a bare token (the old login) has neither
+		if caller, pw, ok = c.checkPassword(r, name, password); !ok && r.Context().Err() != nil {
+			return // the client went away while waiting for its turn
+		}
+	}
+	if !ok {
+		c.cfg.Log.Warn("console: sign-in refused: unknown name or wrong password", "name", name, "remote", r.RemoteAddr)
 		http.Redirect(w, r, "/console/login?bad=1", http.StatusSeeOther)
 		return
 	}
@@ -129,11 +139,23 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	if len(c.sessions) >= maxSessions {
 		c.dropOldestLocked()
 	}
-	c.sessions[id] = &session{token: tok, csrf: csrf, expires: now.Add(sessionTTL)}
+	c.sessions[id] = &session{user: caller.Name, pw: pw, csrf: csrf, expires: now.Add(sessionTTL)}
 	c.mu.Unlock()
 	http.SetCookie(w, c.cookie(r, id, int(sessionTTL.Seconds())))
 	c.cfg.Log.Info("console: logged in", "caller", caller.Name, "role", caller.Role, "remote", r.RemoteAddr)
 	http.Redirect(w, r, Path, http.StatusSeeOther)
+}
+
+// checkPassword checks an account's password, one check at a time (each
+// is a slow hash), waiting its turn while the client waits.
+func (c *Console) checkPassword(r *http.Request, name, password string) (server.Caller, [sha256.Size]byte, bool) {
+	select {
+	case c.checks <- struct{}{}:
+	case <-r.Context().Done():
+		return server.Caller{}, [sha256.Size]byte{}, false
+	}
+	defer func() { <-c.checks }()
+	return c.cfg.Users.check(name, password)
 }
 
 // cookie is the session cookie holding id for maxAge seconds (-1 deletes

@@ -31,15 +31,15 @@ func (s *site) post(path, remote string, form url.Values, cookie string) *http.R
 	return w.Result()
 }
 
-// loginFrom posts a login with token from remote and returns the status
-// and the response.
-func (s *site) loginFrom(remote, token string) (int, *http.Response) {
-	resp := s.post("/console/login", remote, url.Values{"token": {token}}, "")
+// loginFrom posts a sign-in as sue with password from remote and returns
+// the status and the response.
+func (s *site) loginFrom(remote, password string) (int, *http.Response) {
+	resp := s.post("/console/login", remote, url.Values{"name": {"sue"}, "password": {password}}, "")
 	return resp.StatusCode, resp
 }
 
-// fail makes n logins with a wrong token from remote, each of which must
-// be refused back to the form (303), not limited.
+// fail makes n sign-ins with a wrong password from remote, each of which
+// must be refused back to the form (303), not limited.
 func (s *site) fail(t *testing.T, remote string, n int) {
 	t.Helper()
 	for i := range n {
@@ -55,18 +55,18 @@ func logTo(b *servertest.LogBuffer) func(*console.Config) {
 }
 
 // An address gets 5 failed logins a minute (whatever its source port),
-// then 429 with Retry-After, even with a good token, logged once per
+// then 429 with Retry-After, even with a good password, logged once per
 // window; another address logs in meanwhile; when the minute is over the
 // address may try again.
 func TestConsoleLoginLimitedPerAddress(t *testing.T) {
-	tok := "sue-token-0123456789"
+	pw := "sue-passphrase-0123"
 	var logs servertest.LogBuffer
-	s := newSite(t, tok, logTo(&logs))
+	s := newSite(t, pw, logTo(&logs))
 	attacker := func(port int) string { return fmt.Sprintf("192.0.2.7:%d", 40000+port) }
 	for i := range 5 {
 		s.fail(t, attacker(i), 1)
 	}
-	for i, try := range []string{"guess", tok, "guess"} {
+	for i, try := range []string{"guess", pw, "guess"} {
 		code, resp := s.loginFrom(attacker(10+i), try)
 		if code != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "60" || len(resp.Cookies()) != 0 {
 			t.Fatalf("attempt %d after 5 failures: %d, Retry-After %q, cookies %v; want 429, Retry-After 60, no session",
@@ -76,11 +76,11 @@ func TestConsoleLoginLimitedPerAddress(t *testing.T) {
 	if n := strings.Count(logs.String(), "login attempts limited"); n != 1 {
 		t.Errorf("3 refused attempts logged the limit %d times, want once per window", n)
 	}
-	if code, resp := s.loginFrom("192.0.2.8:50000", tok); code != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+	if code, resp := s.loginFrom("192.0.2.8:50000", pw); code != http.StatusSeeOther || len(resp.Cookies()) != 1 {
 		t.Fatalf("sue's login from another address while 192.0.2.7 is limited: %d, cookies %v; want 303 with a session", code, resp.Cookies())
 	}
 	s.step(30 * time.Second)
-	if code, resp := s.loginFrom(attacker(20), tok); code != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "30" {
+	if code, resp := s.loginFrom(attacker(20), pw); code != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "30" {
 		t.Fatalf("30 s later: %d, Retry-After %q; want 429, Retry-After 30", code, resp.Header.Get("Retry-After"))
 	}
 	s.step(30 * time.Second)
@@ -96,19 +96,19 @@ func TestConsoleLoginLimitedPerAddress(t *testing.T) {
 // A success forgets the address's failures: a person who mistyped 4 times
 // and then logged in has 5 tries again.
 func TestConsoleLoginSuccessResetsAddress(t *testing.T) {
-	tok := "sue-token-0123456789"
-	s := newSite(t, tok)
+	pw := "sue-passphrase-0123"
+	s := newSite(t, pw)
 	s.fail(t, "198.51.100.3:1000", 4)
-	if code, _ := s.loginFrom("198.51.100.3:1001", tok); code != http.StatusSeeOther {
+	if code, _ := s.loginFrom("198.51.100.3:1001", pw); code != http.StatusSeeOther {
 		t.Fatalf("5th attempt, with the right token: %d, want 303", code)
 	}
 	s.fail(t, "198.51.100.3:1002", 5) // the count starts again
 }
 
 // Concurrent attempts from one address cannot overrun the limit: of 40 at
-// once, 5 reach the token check and 35 get 429.
+// once, 5 reach the password check and 35 get 429.
 func TestConsoleLoginLimitUnderOverlap(t *testing.T) {
-	s := newSite(t, "sue-token-0123456789")
+	s := newSite(t, "sue-passphrase-0123")
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[int]int{}
@@ -131,16 +131,18 @@ func TestConsoleLoginLimitUnderOverlap(t *testing.T) {
 // A spray of 10,000 source addresses neither lets a limited address in
 // again nor keeps another address from logging in.
 func TestConsoleLoginLimitUnderSpray(t *testing.T) {
-	tok := "sue-token-0123456789"
-	s := newSite(t, tok)
+	pw := "sue-passphrase-0123"
+	s := newSite(t, pw)
 	s.fail(t, "192.0.2.7:1", 5)
 	for i := range 10000 {
-		s.loginFrom(fmt.Sprintf("10.%d.%d.%d:1", i>>16, i>>8&255, i&255), "guess")
+		// An empty password is refused without a hash (it is counted all
+		// the same): 10,000 bcrypt checks would take minutes under -race.
+		s.loginFrom(fmt.Sprintf("10.%d.%d.%d:1", i>>16, i>>8&255, i&255), "")
 	}
-	if code, _ := s.loginFrom("192.0.2.7:2", tok); code != http.StatusTooManyRequests {
+	if code, _ := s.loginFrom("192.0.2.7:2", pw); code != http.StatusTooManyRequests {
 		t.Fatalf("the limited address after a spray of 10,000 others: %d, want still 429", code)
 	}
-	if code, resp := s.loginFrom("192.0.2.9:1", tok); code != http.StatusSeeOther || len(resp.Cookies()) != 1 {
+	if code, resp := s.loginFrom("192.0.2.9:1", pw); code != http.StatusSeeOther || len(resp.Cookies()) != 1 {
 		t.Fatalf("sue from a fresh address during the spray: %d, want 303 with a session", code)
 	}
 }
@@ -149,9 +151,9 @@ func TestConsoleLoginLimitUnderSpray(t *testing.T) {
 // at a proxy in front), and so is the cookie that logs out; without it, a
 // plain-HTTP cookie is not Secure, whatever X-Forwarded-Proto says.
 func TestConsoleSecureCookie(t *testing.T) {
-	tok := "sue-token-0123456789"
-	plain := newSite(t, tok)
-	req := httptest.NewRequest("POST", "http://gw.test/console/login", strings.NewReader(url.Values{"token": {tok}}.Encode()))
+	pw := "sue-passphrase-0123"
+	plain := newSite(t, pw)
+	req := httptest.NewRequest("POST", "http://gw.test/console/login", strings.NewReader(url.Values{"name": {"sue"}, "password": {pw}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Origin", "http://gw.test")
 	req.Header.Set("X-Forwarded-Proto", "https")
@@ -161,8 +163,8 @@ func TestConsoleSecureCookie(t *testing.T) {
 		t.Fatalf("plain HTTP without the option, X-Forwarded-Proto https: cookies %+v, want one, not Secure", ck)
 	}
 
-	s := newSite(t, tok, func(c *console.Config) { c.SecureCookie = true })
-	_, resp := s.loginFrom("192.0.2.8:1", tok)
+	s := newSite(t, pw, func(c *console.Config) { c.SecureCookie = true })
+	_, resp := s.loginFrom("192.0.2.8:1", pw)
 	ck := resp.Cookies()
 	if len(ck) != 1 || !ck[0].Secure || !ck[0].HttpOnly || ck[0].SameSite != http.SameSiteStrictMode {
 		t.Fatalf("login with SecureCookie over plain HTTP: cookies %+v, want one Secure HttpOnly SameSite=Strict", ck)

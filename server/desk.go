@@ -46,6 +46,11 @@ const (
 	DeskPerCaller = 20
 )
 
+// DeskGrantPrefix begins the id of an approval given on the desk (in the
+// operator console), as the audit log records it: "console-" and the
+// request's id.
+const DeskGrantPrefix = "console-"
+
 // Decisions of a Request.
 const (
 	Waiting  = "waiting"
@@ -75,9 +80,15 @@ type Request struct {
 	SideEffects []string
 	Compensable bool
 	State       string // Waiting, Approved, Denied or Used
-	DecidedBy   Caller
-	Decided     time.Time
-	Expires     time.Time // a waiting request, and an approval, lapse then
+	// DecidedBy is the person who approved or denied it in the console
+	// (a console account), at Decided.
+	DecidedBy Caller
+	Decided   time.Time
+	// UsedBy is the MCP caller whose call ran with the approval (the one
+	// who asked: the approval counts for no other), at Used; State Used.
+	UsedBy  Caller
+	Used    time.Time
+	Expires time.Time // a waiting request, and an approval, lapse then
 
 	fp    string
 	grant approval.Grant
@@ -140,7 +151,7 @@ func (d *Desk) Decide(id string, by Caller, approve bool) (Request, error) {
 		r.State = Approved
 		r.Expires = now.Add(d.ttl)
 		r.grant = approval.Grant{Tool: r.Tool, Value: approval.Canonical(r.Value), Key: r.Key, Expires: r.Expires,
-			ID: "console-" + r.ID, By: by.Name, Issued: now.UTC()}
+			ID: DeskGrantPrefix + r.ID, By: by.Name, Issued: now.UTC()}
 	}
 	return *r, nil
 }
@@ -200,13 +211,14 @@ func (d *Desk) granted(tool string, c Caller, key, fp string) (*audit.Approval, 
 	return &audit.Approval{By: r.DecidedBy.Name, Method: approval.ViaOutOfBand, At: r.Decided, ID: g.ID}, &g
 }
 
-// spent marks the request whose grant g was spent as used.
+// spent marks the request whose grant g was spent as used, by the caller
+// who asked for it (a grant from the desk counts for that caller only).
 func (d *Desk) spent(g approval.Grant) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for _, r := range d.all {
 		if r.State == Approved && r.grant.ID == g.ID {
-			r.State = Used
+			r.State, r.UsedBy, r.Used = Used, r.Caller, d.clock()
 		}
 	}
 }

@@ -12,18 +12,19 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 )
 
 // deskServer serves do_set_pump_speed, which needs a human's approval
-// above 80, with a desk; writes counts the actuations.
-func deskServer(t *testing.T) (*server.Server, *server.Desk, *clock.Manual, *int) {
+// above 80, with a desk (and opts); writes counts the actuations.
+func deskServer(t *testing.T, opts ...server.Option) (*server.Server, *server.Desk, *clock.Manual, *int) {
 	t.Helper()
 	clk := clock.NewManual(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	desk := server.NewDesk(nil, 0)
-	srv, err := server.New("pump", "1", server.WithClock(clk), server.WithDesk(desk))
+	srv, err := server.New("pump", "1", append([]server.Option{server.WithClock(clk), server.WithDesk(desk)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +118,49 @@ func TestDeskApprovesTheSameCallOnly(t *testing.T) {
 		if q.ID == id && q.State != server.Used {
 			t.Errorf("request after the call ran: %s, want used", q.State)
 		}
+	}
+}
+
+// "Approved by" and "used by" name the two parties: the person who
+// approved in the console, and the MCP caller whose call ran with the
+// approval; so do the audit records of that call (caller: the agent;
+// approval.by: the person).
+func TestDeskNamesApproverAndUser(t *testing.T) {
+	rec := &audit.Recorder{}
+	srv, desk, clk, _ := deskServer(t, server.WithAuditor(rec))
+	doAs(t, srv, agent, 90, "k1")
+	id := desk.Requests()[0].ID
+	clk.Advance(time.Minute)
+	if _, err := desk.Decide(id, sue, true); err != nil {
+		t.Fatal(err)
+	}
+	approvedAt := clk.Now()
+	if q := desk.Requests()[0]; q.State != server.Approved || q.DecidedBy != sue || q.UsedBy != (server.Caller{}) {
+		t.Fatalf("approved, not yet used: %+v, want approved by sue, used by nobody", q)
+	}
+	clk.Advance(time.Minute)
+	if r := doAs(t, srv, agent, 90, "k1"); r.Status != promcp.StatusSuccess {
+		t.Fatalf("the approved call = %+v, want success", r)
+	}
+	q := desk.Requests()[0]
+	if q.State != server.Used || q.DecidedBy != sue || !q.Decided.Equal(approvedAt) || q.UsedBy != agent || !q.Used.Equal(clk.Now()) {
+		t.Fatalf("after the call: %s, approved by %v at %v, used by %v at %v; want used, approved by sue at %v, used by the agent at %v",
+			q.State, q.DecidedBy, q.Decided, q.UsedBy, q.Used, approvedAt, clk.Now())
+	}
+	var results int
+	for _, r := range rec.Records() {
+		if r.Event != audit.EventResult && r.Event != audit.EventAttempt {
+			continue
+		}
+		if r.Approval != nil || r.Status == string(promcp.StatusSuccess) {
+			results++
+			if r.Caller != "agent" || r.Role != "operator" || r.Approval == nil || r.Approval.By != "sue" || r.Approval.ID != "console-"+id {
+				t.Errorf("audit %s record %+v (approval %+v): want caller agent (operator), approved by sue with the console request's id", r.Event, r, r.Approval)
+			}
+		}
+	}
+	if results != 2 {
+		t.Errorf("%d audit records of the approved call carry its approval, want 2 (attempt, result): %+v", results, rec.Records())
 	}
 }
 

@@ -13,8 +13,10 @@ import (
 )
 
 // cmdApprove issues a one-time approval for one action, value and
-// idempotency key: the human's answer, given outside the agent's MCP
-// session. It refuses what the gateway would refuse anyway (a key file
+// idempotency key on one gateway: the human's answer, given outside the
+// agent's MCP session. The token names the gateway (the manifest's
+// gateway:, or --gateway-id), so another gateway sharing the approval key
+// refuses it. It refuses what the gateway would refuse anyway (a key file
 // that does not exist, a tool the manifest does not serve, a value outside
 // the tool's constraints), so that it never prints a token that cannot work.
 func cmdApprove(c *cli) int {
@@ -25,6 +27,7 @@ func cmdApprove(c *cli) int {
 	key := c.String("key", "", "the idempotency `KEY` the agent will use")
 	ttl := c.Duration("ttl", 0, "how long the approval stays usable (default: the policy's approval ttl for the tool, else 10m; never longer than it)")
 	by := c.String("by", "", "who approves (`NAME`, recorded in the audit log with the action; default: your login name)")
+	gw := c.String("gateway-id", "", "the gateway `ID` the token is for, as serve --gateway-id gives it (default: the manifest's gateway: name)")
 	if !c.parse() {
 		return 2
 	}
@@ -38,7 +41,7 @@ func cmdApprove(c *cli) int {
 	if err := json.Unmarshal([]byte(*value), &v); err != nil {
 		return c.usage("--value %q is not JSON (numbers as 95, booleans as true, strings as '\"auto\"')", *value)
 	}
-	until, err := approvable(*manifest, *tool, *value, v, *ttl)
+	until, name, err := approvable(*manifest, *tool, *value, v, *ttl)
 	if err != nil {
 		return exit(c.stderr, err)
 	}
@@ -46,22 +49,26 @@ func cmdApprove(c *cli) int {
 	if err != nil {
 		return c.fail(err)
 	}
+	if *gw != "" {
+		name = *gw
+	}
+	s = s.For(name)
 	who := approver(*by)
 	now := time.Now()
 	exp := now.Add(until)
 	fmt.Fprintln(c.stdout, s.Issue(approval.Grant{Tool: *tool, Value: approval.Canonical(v), Key: *key, Expires: exp, By: who, Issued: now.UTC()}))
-	fmt.Fprintf(c.stderr, "approval by %s for %s value=%s key=%q, usable once until %s\n", who, *tool, *value, *key, exp.Format(time.RFC3339))
+	fmt.Fprintf(c.stderr, "approval by %s for %s value=%s key=%q on gateway %s, usable once until %s\n", who, *tool, *value, *key, name, exp.Format(time.RFC3339))
 	return 0
 }
 
 // approvable checks that the manifest at path has the do_* tool and would
 // accept value v (raw as given), and returns how long the approval stays
-// usable: ttl, else the policy's approval ttl for the tool, else 10
-// minutes; never longer than the policy's.
-func approvable(path, tool, raw string, v any, ttl time.Duration) (time.Duration, error) {
+// usable (ttl, else the policy's approval ttl for the tool, else 10
+// minutes; never longer than the policy's) and the manifest's gateway name.
+func approvable(path, tool, raw string, v any, ttl time.Duration) (time.Duration, string, error) {
 	m, err := manifests.Load(path)
 	if err != nil {
-		return 0, &exitError{1, commandErr("approve", err).Error()}
+		return 0, "", &exitError{1, commandErr("approve", err).Error()}
 	}
 	var act *manifests.Capability
 	var tools []string
@@ -74,14 +81,14 @@ func approvable(path, tool, raw string, v any, ttl time.Duration) (time.Duration
 		}
 	}
 	if act == nil {
-		return 0, &exitError{2, fmt.Sprintf("promcp-device approve: --tool %q is not a do_* tool of %s (want one of %v)", tool, path, tools)}
+		return 0, "", &exitError{2, fmt.Sprintf("promcp-device approve: --tool %q is not a do_* tool of %s (want one of %v)", tool, path, tools)}
 	}
 	if why := policy.CheckValue(act.Type, act.Do.Constraints, act.Unit, v); why != "" {
-		return 0, &exitError{2, fmt.Sprintf("promcp-device approve: --value %s for %s: %s; the gateway would refuse it", raw, tool, why)}
+		return 0, "", &exitError{2, fmt.Sprintf("promcp-device approve: --value %s for %s: %s; the gateway would refuse it", raw, tool, why)}
 	}
 	pc, err := resolvePolicy(path, "", m)
 	if err != nil {
-		return 0, &exitError{1, err.Error()}
+		return 0, "", &exitError{1, err.Error()}
 	}
 	var policyTTL time.Duration // the policy's approval ttl for the tool, if it sets one
 	if pc.policy != nil {
@@ -95,9 +102,9 @@ func approvable(path, tool, raw string, v any, ttl time.Duration) (time.Duration
 	case ttl == 0:
 		ttl = 10 * time.Minute
 	case policyTTL > 0 && ttl > policyTTL:
-		return 0, &exitError{2, fmt.Sprintf("promcp-device approve: --ttl %s is longer than the approval ttl %s that %s sets for %s", ttl, policyTTL, pc.file, tool)}
+		return 0, "", &exitError{2, fmt.Sprintf("promcp-device approve: --ttl %s is longer than the approval ttl %s that %s sets for %s", ttl, policyTTL, pc.file, tool)}
 	}
-	return ttl, nil
+	return ttl, m.Gateway, nil
 }
 
 // loadSigner signs with the key in file, which must exist.
@@ -107,6 +114,15 @@ func loadSigner(file string) (*approval.Signer, error) {
 		return nil, err
 	}
 	return approval.NewSigner(k)
+}
+
+// gatewayID is the gateway approval tokens are bound to: flag (serve
+// --gateway-id), else the manifest's gateway name.
+func gatewayID(flag string, m *manifests.Manifest) string {
+	if flag != "" {
+		return flag
+	}
+	return m.Gateway
 }
 
 // approver is who approves: by, else the login name.

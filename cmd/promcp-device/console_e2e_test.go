@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,13 +21,28 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// consoleSite is a greenhouse gateway served with --console and tokens:
-// an agent (operator), a supervisor and a viewer, and a fault scenario in
-// which the energy meter reports 1 MW (degraded) for 10 s every 20 s.
+// consoleSite is a greenhouse gateway served with --console, MCP tokens
+// for an agent (operator), a supervisor and a viewer, console accounts
+// for the two people (sue, supervisor; vic, viewer), and a fault scenario
+// in which the energy meter reports 1 MW (degraded) for 10 s every 20 s.
 type consoleSite struct {
 	url, base                 string // the MCP endpoint, and scheme://host
-	agent, supervisor, viewer string // their tokens
+	agent, supervisor, viewer string // their MCP tokens
+	suePW, vicPW              string // sue's and vic's console passwords
+	users                     string // the console users file
 	state                     string
+}
+
+// addConsoleUser runs `console-user add NAME --role ROLE --file FILE` with
+// the password on stdin, at the lowest bcrypt cost (sign-ins under -race
+// would take seconds each at the default cost).
+func addConsoleUser(t *testing.T, file, name, role, password string) {
+	t.Helper()
+	cmd := command(t, binary, "console-user", "add", name, "--role", role, "--file", file, "--cost", "4")
+	cmd.Stdin = strings.NewReader(password + "\n")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("console-user add %s: %v\n%s", name, err, out)
+	}
 }
 
 func startConsoleSite(t *testing.T, extra ...string) *consoleSite {
@@ -47,7 +63,10 @@ func startConsoleSite(t *testing.T, extra ...string) *consoleSite {
 	if err := os.WriteFile(scenario, []byte(sc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	s := &consoleSite{state: filepath.Join(dir, "state")}
+	s := &consoleSite{state: filepath.Join(dir, "state"), users: filepath.Join(dir, "console-users.txt"),
+		suePW: "sue's greenhouse passphrase", vicPW: "vic reads the values"}
+	addConsoleUser(t, s.users, "sue", "supervisor", s.suePW)
+	addConsoleUser(t, s.users, "vic", "viewer", s.vicPW)
 	tokens := filepath.Join(dir, "tokens.txt")
 	for _, who := range []struct {
 		name, role string
@@ -60,7 +79,7 @@ func startConsoleSite(t *testing.T, extra ...string) *consoleSite {
 		*who.tok = strings.TrimSpace(out)
 	}
 	s.url = startHTTP(t, append([]string{"--manifest", manifest, "--tokens", tokens, "--state", s.state,
-		"--console", "--scenario", scenario}, extra...)...)
+		"--console", "--console-users", s.users, "--scenario", scenario}, extra...)...)
 	s.base = strings.TrimSuffix(s.url, "/mcp")
 	return s
 }
@@ -141,8 +160,8 @@ func waitJS(t *testing.T, ctx context.Context, what, js string) {
 	}
 }
 
-// The operator console in a real browser: a supervisor logs in with her
-// token, sees a value change with its quality without reloading, sees the
+// The operator console in a real browser: a supervisor signs in with her
+// console account, sees a value change with its quality without reloading, sees the
 // agent's do_* call wait for approval (who, what, why, the side effects and
 // can_do's answer), approves it there, and the agent's call completes,
 // recorded in the audit log as approved by her.
@@ -154,8 +173,9 @@ func TestConsoleInChromium(t *testing.T) {
 	err := chromedp.Do(ctx,
 		chromedp.EmulateViewport(412, 1000), // a phone on site
 		chromedp.Navigate(site.base+"/console/"),
-		chromedp.WaitVisible(chromedp.CSS("#token")),
-		chromedp.SendKeys(chromedp.CSS("#token"), site.supervisor),
+		chromedp.WaitVisible(chromedp.CSS("#password")),
+		chromedp.SendKeys(chromedp.CSS("#name"), "sue"),
+		chromedp.SendKeys(chromedp.CSS("#password"), site.suePW),
 		chromedp.Click(chromedp.CSS("#login")),
 		chromedp.WaitVisible(chromedp.CSS("#values")),
 	)
@@ -220,7 +240,10 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("do_set_fan_speed 50 after approval = %v, want success 50", r)
 	}
 	waitJS(t, ctx, "the setpoint and the used approval to show", `document.querySelector("#v-read_fan_speed_setpoint .value").innerText.startsWith("50") && document.querySelector("`+req+`").className.includes("req-used")`)
-	waitJS(t, ctx, "the audit log to show the approved result", `[...document.querySelectorAll("#audit tr")].some(tr => tr.innerText.includes("do_set_fan_speed") && tr.innerText.includes("success") && tr.innerText.includes("approved by sue"))`)
+	if got := textOf(t, ctx, req+" .decided"); !regexp.MustCompile(`^approved by sue \(supervisor\) at \S+ · used by agent \(operator\) at \S+$`).MatchString(got) {
+		t.Errorf("the used request says %q, want approved by sue (supervisor), used by agent (operator)", got)
+	}
+	waitJS(t, ctx, "the audit log to show the approved result", `[...document.querySelectorAll("#audit tr")].some(tr => tr.innerText.includes("do_set_fan_speed") && tr.innerText.includes("agent") && tr.innerText.includes("success") && tr.innerText.includes("approved by sue in the console"))`)
 	if marker, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`window.promcpMarker || ""`)); marker != "same page" {
 		t.Errorf("the page reloaded while it updated (marker %q)", marker)
 	}
@@ -253,11 +276,14 @@ func shot(t *testing.T, ctx context.Context) {
 	t.Logf("console screenshot: %s (%d bytes)", path, len(png))
 }
 
-// The approval in the console is out of the agent's reach: its own token
-// (role operator) may read the console but not decide; a POST from
+// The approval in the console is out of the agent's reach: no MCP token
+// signs in to the console (the agent's, nor the supervisor's, whatever its
+// role, as the old form sent it or as a password), so the agent, which can
+// set an Origin header itself, has no session to approve with; a POST from
 // another origin, or without the session's CSRF token, is refused; a
 // supervisor does not approve her own request; a viewer sees no buttons.
-// Runs without a browser.
+// When sue approves, the page and the audit log name her as the approver
+// and the agent as the caller who used it. Runs without a browser.
 func TestConsoleApprovalCannotBeForged(t *testing.T) {
 	site := startConsoleSite(t)
 	agent := site.agentSession(t)
@@ -284,17 +310,21 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 		}
 		return resp
 	}
-	login := func(token string) (*http.Client, string) {
+	// signIn posts the sign-in form and returns the client with its
+	// session and the page's CSRF token ("" when it was refused).
+	signIn := func(form url.Values) (*http.Client, string) {
 		jar, _ := cookiejar.New(nil)
 		c := &http.Client{Jar: jar}
-		resp := post(c, "/console/login", url.Values{"token": {token}}, map[string]string{"Origin": site.base})
+		resp := post(c, "/console/login", form, map[string]string{"Origin": site.base})
 		defer resp.Body.Close()
 		page := readAll(t, resp)
-		csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
-		if csrf == nil {
-			t.Fatalf("no CSRF token on the page after login:\n%s", page)
+		if csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page); csrf != nil {
+			return c, csrf[1]
 		}
-		return c, csrf[1]
+		if !strings.Contains(page, "Unknown name or wrong password") {
+			t.Fatalf("sign-in with %v: neither a session nor the refusal:\n%s", form.Get("name"), page)
+		}
+		return c, ""
 	}
 	decide := func(c *http.Client, origin, csrf string) int {
 		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -304,11 +334,22 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 		return resp.StatusCode
 	}
 
-	agentWeb, agentCSRF := login(site.agent)
-	if got := decide(agentWeb, site.base, agentCSRF); got != http.StatusForbidden {
-		t.Errorf("the agent's own token approving in the console: status %d, want 403", got)
+	for _, form := range []url.Values{
+		{"token": {site.agent}}, {"token": {site.supervisor}}, // the old sign-in
+		{"name": {"agent"}, "password": {site.agent}}, {"name": {"sue"}, "password": {site.supervisor}},
+	} {
+		c, csrf := signIn(form)
+		if csrf != "" {
+			t.Fatalf("an MCP token signed in to the console (%v)", form)
+		}
+		if got := decide(c, site.base, "x"); got != http.StatusUnauthorized {
+			t.Errorf("approving after a refused sign-in with an MCP token: status %d, want 401", got)
+		}
 	}
-	sue, csrf := login(site.supervisor)
+	sue, csrf := signIn(url.Values{"name": {"sue"}, "password": {site.suePW}})
+	if csrf == "" {
+		t.Fatal("sue's own password does not sign in")
+	}
 	if got := decide(sue, "http://evil.example", csrf); got != http.StatusForbidden {
 		t.Errorf("a supervisor's session posting from another origin: status %d, want 403", got)
 	}
@@ -322,7 +363,8 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 		t.Fatalf("after the refused decisions the agent's call = %v, want still failed (waiting)", r)
 	}
 
-	// Sue asks herself (over MCP) and may not approve her own request.
+	// Sue asks herself (over MCP, with her token) and may not approve her
+	// own request in the console.
 	sc := mcpClient(t, site.url, site.supervisor)
 	t.Cleanup(func() { sc.Close() })
 	own := &session{t: t, c: sc}
@@ -335,7 +377,7 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 	}
 	id = saved
 
-	vic, _ := login(site.viewer)
+	vic, _ := signIn(url.Values{"name": {"vic"}, "password": {site.vicPW}})
 	resp, err := vic.Get(site.base + "/console/")
 	if err != nil {
 		t.Fatal(err)
@@ -353,16 +395,39 @@ func TestConsoleApprovalCannotBeForged(t *testing.T) {
 	if r, _ := agent.rawCall("do_set_fan_speed", map[string]any{"value": 50.0, "idempotency_key": "k1"}); r["status"] != "success" || r["replayed"] != true {
 		t.Fatalf("the agent's retry of the approved call = %v, want the same success, replayed (not actuated twice)", r)
 	}
-	resp, err = sue.Get(site.base + "/console/")
+	checkApprovedAndUsed(t, sue, site, id)
+}
+
+// checkApprovedAndUsed checks that request id, approved by sue and used by
+// the agent, is shown so, and audited with the agent as the caller and sue
+// as the approver.
+func checkApprovedAndUsed(t *testing.T, sue *http.Client, site *consoleSite, id string) {
+	t.Helper()
+	resp, err := sue.Get(site.base + "/console/")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if page := readAll(t, resp); !strings.Contains(page, `id="r-`+id+`"`) || !strings.Contains(page, "used by <b>sue</b>") {
-		t.Errorf("sue's console does not show the request as used by her approval")
+	page := readAll(t, resp)
+	card := regexp.MustCompile(`(?s)id="r-` + id + `".*?</div>\s*</div>`).FindString(page)
+	if !strings.Contains(card, `approved by <b class="approver">sue</b> (supervisor)`) || !strings.Contains(card, `used by <b class="user">agent</b> (operator)`) {
+		t.Errorf("the request as sue's console shows it, want approved by sue (supervisor), used by agent (operator):\n%s", card)
 	}
-	audit := readFile(t, filepath.Join(site.state, "audit.jsonl"))
-	if !strings.Contains(string(audit), `"approval":{"by":"sue","method":"out_of_band"`) {
-		t.Errorf("audit log does not record sue's approval:\n%s", audit)
+	var results int
+	for _, line := range strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(site.state, "audit.jsonl")))), "\n") {
+		var rec struct {
+			Event, Caller, Role, Tool, Status string
+			Approval                          *struct{ By, Method, ID string }
+		}
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Tool != "do_set_fan_speed" || rec.Approval == nil {
+			continue
+		}
+		results++
+		if rec.Caller != "agent" || rec.Role != "operator" || rec.Approval.By != "sue" || rec.Approval.Method != "out_of_band" || rec.Approval.ID != "console-"+id {
+			t.Errorf("audit record %s: %s", rec.Event, line)
+		}
+	}
+	if results != 2 {
+		t.Errorf("%d audit records carry the approval, want 2 (attempt and result) naming agent as the caller and sue as the approver", results)
 	}
 }
 
@@ -392,14 +457,14 @@ func (s *session) rawCall(name string, args map[string]any) (map[string]any, boo
 
 // Over real HTTP through the binary: with --console-secure-cookie the
 // session cookie is Secure although the listener is plain HTTP (TLS ends at
-// a proxy in front); after 5 failed logins from an address the 6th, and
-// even a good token, get 429 with Retry-After.
+// a proxy in front); after 5 failed sign-ins from an address the 6th, and
+// even a good password, get 429 with Retry-After.
 func TestConsoleLoginLimitAndSecureCookie(t *testing.T) {
 	t.Parallel()
 	site := startConsoleSite(t, "--console-secure-cookie")
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	login := func(token string) *http.Response {
-		req, _ := http.NewRequest("POST", site.base+"/console/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+	login := func(password string) *http.Response {
+		req, _ := http.NewRequest("POST", site.base+"/console/login", strings.NewReader(url.Values{"name": {"sue"}, "password": {password}}.Encode()))
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		req.Header.Set("Origin", site.base)
 		resp, err := c.Do(req)
@@ -409,7 +474,7 @@ func TestConsoleLoginLimitAndSecureCookie(t *testing.T) {
 		resp.Body.Close()
 		return resp
 	}
-	resp := login(site.supervisor)
+	resp := login(site.suePW)
 	if ck := resp.Cookies(); resp.StatusCode != http.StatusSeeOther || len(ck) != 1 || !ck[0].Secure || !ck[0].HttpOnly {
 		t.Fatalf("login with --console-secure-cookie over http: %d, cookies %+v; want 303 and one Secure HttpOnly cookie", resp.StatusCode, ck)
 	}
@@ -418,8 +483,8 @@ func TestConsoleLoginLimitAndSecureCookie(t *testing.T) {
 			t.Fatalf("failed login %d: %d %v, want 303 back to the form", i+1, resp.StatusCode, resp.Header)
 		}
 	}
-	for _, tok := range []string{"guess", site.supervisor} {
-		resp := login(tok)
+	for _, pw := range []string{"guess", site.suePW} {
+		resp := login(pw)
 		if ra, err := strconv.Atoi(resp.Header.Get("Retry-After")); resp.StatusCode != http.StatusTooManyRequests || err != nil || ra < 1 || ra > 60 || len(resp.Cookies()) != 0 {
 			t.Fatalf("login after 5 failures: %d, Retry-After %q, cookies %v; want 429, Retry-After 1..60 s, no session",
 				resp.StatusCode, resp.Header.Get("Retry-After"), resp.Cookies())
@@ -427,9 +492,23 @@ func TestConsoleLoginLimitAndSecureCookie(t *testing.T) {
 	}
 }
 
-// --console is for --http, and its approvers must be declared roles.
+// --console is for --http, and its approvers must be declared roles; with
+// --tokens it needs accounts of its own (--console-users), which need
+// --console.
 func TestConsoleFlags(t *testing.T) {
-	_, stderr, code := runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--console")
+	tokens := filepath.Join(t.TempDir(), "tokens.txt")
+	if _, stderr, code := runCLI(t, "token", "add", "--tokens", tokens, "--name", "sue", "--role", "supervisor"); code != 0 {
+		t.Fatalf("token add: %s", stderr)
+	}
+	_, stderr, code := runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--tokens", tokens, "--console")
+	if code != 2 || !strings.Contains(stderr, "--console with --tokens needs --console-users FILE") || !strings.Contains(stderr, "console-user add") {
+		t.Errorf("serve --console --tokens without accounts: exit %d, %q; want exit 2 saying it needs --console-users and how to make one", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--console-users", tokens)
+	if code != 2 || !strings.Contains(stderr, "--console-users needs --console") {
+		t.Errorf("serve --console-users without --console: exit %d, %q; want exit 2", code, stderr)
+	}
+	_, stderr, code = runCLI(t, "serve", "--sim", "--manifest", greenhouse, "--console")
 	if code != 2 || !strings.Contains(stderr, "--console needs --http") {
 		t.Errorf("serve --console over stdio: exit %d, %q; want exit 2 saying it needs --http", code, stderr)
 	}

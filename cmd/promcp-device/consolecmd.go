@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -12,11 +13,46 @@ import (
 	"github.com/promcp/promcp-device/server"
 )
 
+// checkConsoleUsers refuses --console-users without --console, and
+// --console with --tokens but without --console-users: people sign in to
+// the console with accounts of their own, never with an MCP token.
+func (f *serveFlags) checkConsoleUsers() error {
+	if f.consoleUsers != "" && !f.console {
+		return usageErr("--console-users needs --console")
+	}
+	if f.console && f.tokensFile != "" && f.consoleUsers == "" {
+		return usageErr("--console with --tokens needs --console-users FILE: people sign in to the console with operator accounts, " +
+			"not MCP tokens (an agent holds a token).\n" +
+			"  Create an account with: promcp-device console-user add NAME --role supervisor --file /etc/promcp/console-users.txt")
+	}
+	return nil
+}
+
+// loadConsoleUsers loads --console-users, whose roles must be declared.
+func (f *serveFlags) loadConsoleUsers(roles []string) error {
+	if f.consoleUsers == "" {
+		return nil
+	}
+	users, err := console.LoadUsers(f.consoleUsers)
+	if err != nil {
+		return failErr(err, false)
+	}
+	if users.Len() == 0 {
+		return &exitError{1, fmt.Sprintf("promcp-device serve: --console-users %s lists no account; add one with: promcp-device console-user add NAME --role supervisor --file %s",
+			f.consoleUsers, f.consoleUsers)}
+	}
+	if err := users.CheckRoles(roles); err != nil {
+		return failErr(err, false)
+	}
+	f.users = users
+	return nil
+}
+
 // newConsole returns the operator console of gw (serve --console): the
-// same tokens as the MCP endpoint, the audit log of --state, the calls
+// accounts of --console-users, the audit log of --state, the calls
 // waiting for approval on f.desk.
-func (f *serveFlags) newConsole(gw *openedGateway, tokens *server.Tokens, caller server.Caller, log *slog.Logger) (http.Handler, error) {
-	cfg := console.Config{Server: gw.srv, Tokens: tokens, Caller: caller, Desk: f.desk, Policy: gw.policy,
+func (f *serveFlags) newConsole(gw *openedGateway, caller server.Caller, log *slog.Logger) (http.Handler, error) {
+	cfg := console.Config{Server: gw.srv, Users: f.users, Caller: caller, Desk: f.desk, Policy: gw.policy,
 		Gateway: gw.manifest.Gateway, Now: gw.srv.Clock().Now, SecureCookie: f.consoleSecureCookie, Log: log.With("part", "console")}
 	if f.stateDir != "" {
 		cfg.AuditFile = filepath.Join(f.stateDir, auditFile)
@@ -37,8 +73,8 @@ func (f *serveFlags) newConsole(gw *openedGateway, tokens *server.Tokens, caller
 	if cfg.Approvers == nil {
 		cfg.Approvers = []string{} // nobody approves
 	}
-	if tokens == nil && f.desk != nil {
-		log.Warn("console: without --tokens nobody can approve in the console (it cannot tell a person from the agent); waiting calls are shown only")
+	if f.users == nil && f.desk != nil {
+		log.Warn("console: without --console-users nobody can approve in the console (it cannot tell a person from the agent); waiting calls are shown only")
 	}
 	return console.New(cfg)
 }

@@ -10,6 +10,7 @@
 //	promcp-device hub --fleet FILE [--replicas N] [--tokens FILE]
 //	promcp-device audit verify|checkpoint|tail --state DIR
 //	promcp-device token add|hash|list|revoke [--tokens FILE] [--name NAME] [--role ROLE]
+//	promcp-device console-user add|remove|list [NAME] --file FILE [--role ROLE]
 //	promcp-device lint FILE...
 //	promcp-device lint [--json] [--strict] [--call-reads] [--manifest FILE] (TOOLS.json | --url URL [--header K:V] | -- CMD ARGS...)
 //	promcp-device tools --manifest FILE [--json | --check URL]
@@ -57,6 +58,7 @@ Usage:
   promcp-device hub --fleet FILE                             run a hub member and the fleet endpoint (build with -tags natsserver)
   promcp-device audit verify|checkpoint|tail --state DIR     check, checkpoint or show the audit log
   promcp-device token add|hash|list|revoke                   make, list and revoke bearer tokens for --tokens
+  promcp-device console-user add|remove|list [NAME] --file F  the operator console's accounts (people, not MCP tokens)
   promcp-device lint FILE...                                 check manifests and fault scenarios; exit 1 on problems
   promcp-device lint [--strict] [--call-reads] (TOOLS.json | --url URL | -- CMD ARGS...)
                                                              check any MCP server's tools against proMCP; exit 1 on findings, 2 if unreachable
@@ -67,7 +69,7 @@ Usage:
   promcp-device scan (--tcp ADDR|--rtu-tcp ADDR|--port PORT) find Modbus units and readable registers (read-only)
   promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
   promcp-device test [--junit FILE] [--update] FILE...       run site tests on the simulator; exit 1 on failures, 2 if one cannot load
-  promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K
+  promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K [--gateway-id ID]
                                                              issue a one-time approval of one action
   promcp-device bench (--url URL|--serve FILE) [--sessions N] [--duration D] [--protocol V] [--call TOOL[:JSON]]
                                                              load an MCP server on loopback: calls/s, p50/p90/p99, server CPU per call, peak RSS
@@ -82,7 +84,7 @@ Run "promcp-device COMMAND -h" for a command's flags.
 // commands are the subcommands by name.
 func commands() map[string]func(*cli) int {
 	return map[string]func(*cli) int{
-		"serve": cmdServe, "hub": cmdHub, "audit": cmdAudit, "token": cmdToken, "lint": cmdLint, "tools": cmdTools,
+		"serve": cmdServe, "hub": cmdHub, "audit": cmdAudit, "token": cmdToken, "console-user": cmdConsoleUser, "lint": cmdLint, "tools": cmdTools,
 		"convert": cmdConvert, "approve": cmdApprove, "demo": cmdDemo, "test": cmdTest, "sim": cmdSim, "ports": cmdPorts,
 		"scan": cmdScan, "bench": cmdBench, "read": cmdRead, "do": cmdDo,
 		"version": cmdVersion, "--version": cmdVersion, "-version": cmdVersion,

@@ -45,6 +45,8 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 type serveFlags struct {
 	manifest, scenario, httpAddr, role, stateDir         string
 	tokensFile, tlsCert, tlsKey, policyFile, approvalKey string
+	gatewayID                                            string // --gateway-id: the gateway approval tokens are bound to
+	consoleUsers                                         string // --console-users: the console's operator accounts
 	simStart, logLevel, group                            string
 	logFormat                                            string // --log-format: text or json
 	metricsMode                                          string // --metrics: auth, open or off
@@ -61,6 +63,7 @@ type serveFlags struct {
 	console                                              bool   // serve the operator console at /console
 	consoleApprovers                                     string // the roles that approve in the console
 	consoleSecureCookie                                  bool   // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
+	users                                                *console.Users
 	desk                                                 *server.Desk
 	fleetFile                                            string // --fleet: join the fleet this file describes
 }
@@ -87,6 +90,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.StringVar(&f.policyFile, "policy", "", "policy `FILE`, instead of the one the manifest names (policy: FILE)")
 	fs.BoolVar(&f.allowNoPolicy, "allow-no-policy", false, "serve do_* even without a policy (only the manifest's constraints apply); without it a gateway with no policy refuses every do_*")
 	fs.StringVar(&f.approvalKey, "approval-key", "", "accept approvals from `promcp-device approve` signed with the key in `FILE` (created, mode 0600, when missing)")
+	fs.StringVar(&f.gatewayID, "gateway-id", "", "the `ID` approve tokens must name to be accepted here (default: the manifest's gateway: name); give each gateway that shares an approval key its own, and the same to approve --gateway-id")
 	fs.BoolVar(&f.oobOnly, "approval-out-of-band-only", false, "accept only approve tokens, never an answer through the MCP client, even where the policy says approval via: elicitation")
 	fs.StringVar(&f.simStart, "sim-start", "", "with --sim: the simulated clock's start `TIME` (RFC 3339), to simulate another time of day (default: now)")
 	fs.StringVar(&f.group, "group", "", "over stdio: serve only the tool group `NAME` of the manifest (groups:); over --http every group is served at /mcp/NAME")
@@ -102,7 +106,8 @@ func parseServeFlags(c *cli) *serveFlags {
 	f.audit = auditFlags(fs)
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
 	fs.BoolVar(&f.consoleSecureCookie, "console-secure-cookie", false, "with --console: mark the session cookie Secure even over plain HTTP, for a gateway behind a reverse proxy that terminates TLS (X-Forwarded-Proto is never trusted)")
-	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console and --tokens: the `ROLES` (comma-separated) that approve or deny waiting do_* calls in the console")
+	fs.StringVar(&f.consoleUsers, "console-users", "", "with --console: the operator accounts `FILE` people sign in with (name, role, bcrypt hash; see promcp-device console-user add); required with --tokens: MCP tokens do not sign in")
+	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console-users: the `ROLES` (comma-separated) whose accounts approve or deny waiting do_* calls in the console")
 	if !c.parse() {
 		return nil
 	}
@@ -286,6 +291,9 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 	if f.consoleSecureCookie && !f.console {
 		return nil, usageErr("--console-secure-cookie needs --console")
 	}
+	if err := f.checkConsoleUsers(); err != nil {
+		return nil, err
+	}
 	return tokens, nil
 }
 
@@ -334,6 +342,9 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 			return opts, failErr(err, false)
 		}
 	}
+	if err := f.loadConsoleUsers(roles); err != nil {
+		return opts, err
+	}
 	if f.provenance != string(server.ProvenanceMeta) && f.provenance != string(server.ProvenanceInline) {
 		return opts, usageErr("--provenance %q: want meta or inline", f.provenance)
 	}
@@ -360,12 +371,14 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 	}
 	if f.approvalKey != "" {
 		key, err := approval.LoadOrCreateKey(f.approvalKey)
+		var signer *approval.Signer
 		if err == nil {
-			opts.approvals, err = approval.NewSigner(key)
+			signer, err = approval.NewSigner(key)
 		}
 		if err != nil {
 			return opts, failErr(err, false)
 		}
+		opts.approvals = signer.For(gatewayID(f.gatewayID, m)) // a token for another gateway sharing the key is refused
 	}
 	return opts, nil
 }
@@ -373,10 +386,10 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 // approvalVia warns of approvals that can never be given, and with
 // --approval-out-of-band-only makes every approval of pol out-of-band.
 func (f *serveFlags) approvalVia(log *slog.Logger, pol *manifests.Policy) {
-	if pol != nil && f.approvalKey == "" && !f.readOnly && !f.console {
+	if pol != nil && f.approvalKey == "" && !f.readOnly && f.consoleUsers == "" { // nobody approves in the console without accounts
 		for tool, a := range pol.Actions {
 			if a.Approval != nil && a.Approval.Via != manifests.ViaElicitation {
-				log.Warn("the policy asks for out-of-band approval but serve has no --approval-key: this action can never be approved", "action", tool)
+				log.Warn("the policy asks for out-of-band approval but serve has no --approval-key nor --console-users: this action can never be approved", "action", tool)
 			}
 		}
 	}
@@ -434,7 +447,7 @@ func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *serve
 	cfg := server.HTTPConfig{AllowedOrigins: f.origins, Caller: caller, Tokens: tokens, Groups: groups,
 		Sessions: server.SessionLimits{Total: f.maxSessions, PerCaller: f.maxTokenSessions, IdleTTL: f.sessionIdle}}
 	if f.console {
-		if gw.console, err = f.newConsole(gw, tokens, caller, log); err != nil {
+		if gw.console, err = f.newConsole(gw, caller, log); err != nil {
 			return exit(stderr, err)
 		}
 	}
