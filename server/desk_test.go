@@ -19,11 +19,11 @@ import (
 
 // deskServer serves do_set_pump_speed, which needs a human's approval
 // above 80, with a desk; writes counts the actuations.
-func deskServer(t *testing.T) (*server.Server, *server.Desk, *clock.Manual, *int) {
+func deskServer(t *testing.T, opts ...server.Option) (*server.Server, *server.Desk, *clock.Manual, *int) {
 	t.Helper()
 	clk := clock.NewManual(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	desk := server.NewDesk(nil, 0)
-	srv, err := server.New("pump", "1", server.WithClock(clk), server.WithDesk(desk))
+	srv, err := server.New("pump", "1", append([]server.Option{server.WithClock(clk), server.WithDesk(desk)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,9 +62,13 @@ func WithRoles(r Roles) Option {
 	}
 }
 
-// why says why role may not act, or "" when it may.
+// why says why role may not act, or "" when it may. A call without a
+// caller (role "") comes from inside the process, not over a transport,
+// which always names one: the gateway gives it its default role.
 func (r *Roles) why(role string) string {
 	switch {
+	case role == "":
+		return ""
 	case !slices.Contains(r.Declared, role):
 		return fmt.Sprintf("role %q is not declared by the policy, so it may not act (declared: %s); fix the token's or --role's role, or declare it in the policy's roles",
 			role, strings.Join(r.Declared, ", "))

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// greenhouseWithPolicy copies the greenhouse example into a temporary
+// directory with its policy changed by edit, and returns the manifest.
+func greenhouseWithPolicy(t *testing.T, edit func(string) string) string {
+	t.Helper()
+	dir := t.TempDir()
+	m := filepath.Join(dir, "greenhouse.yml")
+	if err := os.WriteFile(m, readFile(t, greenhouse), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol := string(readFile(t, "../../manifests/examples/greenhouse.policy.yml"))
+	if err := os.WriteFile(filepath.Join(dir, "greenhouse.policy.yml"), []byte(edit(pol)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// TestLintRefusesMisspeltRole is issue 23's "a misspelt read-only role
+// acts": roles: [veiwer, operator, ...] passed lint, and a veiwer token
+// opened the vent. lint now fails, naming both roles and the position, and
+// serve refuses the policy too.
+func TestLintRefusesMisspeltRole(t *testing.T) {
+	m := greenhouseWithPolicy(t, func(p string) string {
+		return strings.Replace(p, "roles: [viewer, operator, supervisor, admin]", "roles: [veiwer, operator, supervisor, admin]", 1)
+	})
+	out, _, code := runCLI(t, "lint", m)
+	want := `greenhouse.policy.yml:10:9: roles[0]: bad name role "veiwer" is one edit from the built-in role "viewer"`
+	if code != 1 || !strings.Contains(out, want) {
+		t.Fatalf("lint: exit %d\n%s\nwant exit 1 and %q", code, out, want)
+	}
+	_, stderr, code := runCLI(t, "serve", "--sim", "--manifest", m, "--role", "veiwer")
+	if code == 0 || !strings.Contains(stderr, `"veiwer" is one edit from the built-in role "viewer"`) {
+		t.Fatalf("serve: exit %d, stderr %q; want it refused naming veiwer and viewer", code, stderr)
+	}
+}
+
+// TestDeclaredReadOnlyRoleCannotAct: read-only is declared in the policy:
+// a caller of a role declared {name: auditor, read_only: true} is refused
+// do_* over stdio with a reason that says so, and the vent stays closed.
+func TestDeclaredReadOnlyRoleCannotAct(t *testing.T) {
+	m := greenhouseWithPolicy(t, func(p string) string {
+		return strings.Replace(p, "roles: [viewer, operator, supervisor, admin]",
+			"roles: [viewer, operator, supervisor, admin, {name: auditor, read_only: true}]", 1)
+	})
+	s := stdioSession(t, "", "--manifest", m, "--role", "auditor")
+	r, _ := s.call("do_set_vent", map[string]any{"value": true})
+	msg, _ := r["error"].(map[string]any)["message"].(string)
+	if r["permission"] != "permission_insufficient" || !strings.Contains(msg, `role "auditor" is read-only in the policy`) {
+		t.Fatalf("do_set_vent as auditor = %v; want permission_insufficient, read-only in the policy", r)
+	}
+	if v, _ := s.call("read_vent", map[string]any{}); v["value"] != false {
+		t.Fatalf("read_vent = %v after a refused do_set_vent; want false", v)
+	}
+}
+
+// TestGreenhouseInterlockBothWays is issue 23's "the greenhouse example's
+// interlock is one-way": heater on, then vent open, both succeeded. Through
+// the binary, with the example's policy, either order now ends with one of
+// them refused, and the refused actuator untouched.
+func TestGreenhouseInterlockBothWays(t *testing.T) {
+	s := stdioSession(t, "", "--manifest", greenhouse)
+	if r, _ := s.call("do_set_heater", map[string]any{"value": true}); r["status"] != "success" {
+		t.Fatalf("do_set_heater(true) = %v", r)
+	}
+	r, _ := s.call("do_set_vent", map[string]any{"value": true})
+	if r["permission"] != "policy_denied" || !strings.Contains(r["reason"].(string), "heater") {
+		t.Fatalf("do_set_vent(true) with the heater on = %v; want policy_denied naming the heater", r)
+	}
+	if v, _ := s.call("read_vent", map[string]any{}); v["value"] != false {
+		t.Fatalf("read_vent = %v after the refusal; want false", v)
+	}
+	if r, _ := s.call("do_set_heater", map[string]any{"value": false}); r["status"] != "success" {
+		t.Fatalf("do_set_heater(false) = %v; switching off stays allowed", r)
+	}
+	if r, _ := s.call("do_set_vent", map[string]any{"value": true}); r["status"] != "success" {
+		t.Fatalf("do_set_vent(true) with the heater off = %v", r)
+	}
+	r, _ = s.call("do_set_heater", map[string]any{"value": true})
+	if r["permission"] != "policy_denied" || !strings.Contains(r["reason"].(string), "vent") {
+		t.Fatalf("do_set_heater(true) with the vent open = %v; want policy_denied naming the vent", r)
+	}
+	if r, _ := s.call("do_set_vent", map[string]any{"value": false}); r["status"] != "success" {
+		t.Fatalf("do_set_vent(false) = %v; closing stays allowed", r)
+	}
+}
