@@ -1,9 +1,9 @@
 package manifests
 
 import (
-	"slices"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
