@@ -91,3 +91,36 @@ func TestGreenhouseInterlockBothWays(t *testing.T) {
 		t.Fatalf("do_set_vent(false) = %v; closing stays allowed", r)
 	}
 }
+
+// TestSiteTestApproveDeny (issue 23, item 8): a site test approves and
+// denies a waiting request as a person in the console would, through the
+// binary with a JUnit report; an approve step by a role that is not an
+// approver, or by the caller who asked, fails the step and names why.
+func TestSiteTestApproveDeny(t *testing.T) {
+	example := "../../manifests/examples/site-tests/greenhouse-approval.yml"
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	out, stderr, code := runCLI(t, "test", example, "--junit", junit)
+	if code != 0 || !strings.Contains(out, "denied: do_set_fan_speed value=48") || !strings.Contains(out, "approved: do_set_fan_speed value=46") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, stderr)
+	}
+	if b := readFile(t, junit); !strings.Contains(string(b), `failures="0"`) || !strings.Contains(string(b), "the supervisor approves the newest waiting request") {
+		t.Fatalf("junit:\n%s", b)
+	}
+	examples, _ := filepath.Abs("../../manifests/examples")
+	src := strings.ReplaceAll(string(readFile(t, example)), "../greenhouse", examples+"/greenhouse")
+	for _, c := range []struct{ name, from, to, want string }{
+		{"an operator approves", "approve: {as: {name: sue, role: supervisor}}", "approve: {as: {name: op, role: operator}}",
+			"expected: a role of the approvers: supervisor, admin"},
+		{"the asker approves", "approve: {as: {name: sue, role: supervisor}}", "approve: {as: {name: agent, role: supervisor}}",
+			"nobody approves their own request"},
+	} {
+		f := filepath.Join(t.TempDir(), "approval.yml")
+		if err := os.WriteFile(f, []byte(strings.Replace(src, c.from, c.to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _, code := runCLI(t, "test", f)
+		if code != 1 || !strings.Contains(out, c.want) || !strings.Contains(out, "FAIL  6") {
+			t.Errorf("%s: exit %d\n%s\nwant exit 1, step 6 failed, %q", c.name, code, out, c.want)
+		}
+	}
+}
