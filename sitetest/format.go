@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
@@ -216,7 +217,7 @@ func (d *dec) test(t *Test, root ast.Node) {
 	if c := d.caller(f["caller"], "caller"); c != nil {
 		t.Caller = *c
 	}
-	t.Approvers = DefaultApprovers
+	t.Approvers = slices.Clone(DefaultApprovers)
 	if !isNull(f["approvers"]) {
 		t.Approvers = d.names(f["approvers"], "approvers")
 	}
