@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/promcp/promcp-device/server"
 )
 
 // greenhouseWithPolicy copies the greenhouse example into a temporary
@@ -122,5 +124,20 @@ func TestSiteTestApproveDeny(t *testing.T) {
 		if code != 1 || !strings.Contains(out, c.want) || !strings.Contains(out, "FAIL  6") {
 			t.Errorf("%s: exit %d\n%s\nwant exit 1, step 6 failed, %q", c.name, code, out, c.want)
 		}
+	}
+}
+
+// TestLintTokensRoles: lint --tokens checks each token's role against the
+// manifest's policy, and names the declared role one edit away.
+func TestLintTokensRoles(t *testing.T) {
+	tokens := filepath.Join(t.TempDir(), "tokens.txt")
+	lines := "# tokens\n" + server.TokenLine("alice", "operator", server.NewToken()) + "\n" + server.TokenLine("eve", "veiwer", server.NewToken()) + "\n"
+	if err := os.WriteFile(tokens, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runCLI(t, "lint", "--tokens", tokens, greenhouse)
+	want := `tokens.txt:3: token eve has role "veiwer", which ../../manifests/examples/greenhouse.policy.yml does not declare (want viewer, operator, supervisor, admin); one edit from "viewer": a misspelling?`
+	if code != 1 || !strings.Contains(out, want) || strings.Contains(out, "alice") {
+		t.Fatalf("lint --tokens: exit %d\n%s\nwant exit 1 and %q, nothing about alice", code, out, want)
 	}
 }
