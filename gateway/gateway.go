@@ -122,7 +122,10 @@ func (g *Gateway) ServeGroup(srv *server.Server, names []string) error {
 			ordered = append(ordered, c)
 		}
 	}
-	return g.serve(srv, ordered)
+	if err := g.serve(srv, ordered); err != nil {
+		return err
+	}
+	return g.serveJobDefs(srv, jobsWithin(g.opts.Jobs, names))
 }
 
 // serve registers the tools of caps on srv, in manifest order: reads, then

@@ -222,8 +222,11 @@ func (g *Gateway) noteJob(ctx context.Context, event string, j jobs.Job) {
 }
 
 // serveJobs registers each job's start_*, read_status_* and do_cancel_*.
-func (g *Gateway) serveJobs(srv *server.Server) error {
-	for _, def := range g.opts.Jobs {
+func (g *Gateway) serveJobs(srv *server.Server) error { return g.serveJobDefs(srv, g.opts.Jobs) }
+
+// serveJobDefs registers the tools of the jobs defs on srv.
+func (g *Gateway) serveJobDefs(srv *server.Server, defs []manifests.Job) error {
+	for _, def := range defs {
 		if err := srv.Do(g.startTool(def), g.startHandler(def)); err != nil {
 			return fmt.Errorf("job %s: %w", def.Name, err)
 		}

@@ -334,12 +334,12 @@ func asObject(v any) map[string]any {
 // job's side effects.
 func (s *scope) canStart(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, bool) {
 	g := s.g
-	if s != g.jobsScope || g.engine == nil {
+	if g.engine == nil {
 		return promcp.CapabilityReport{}, false
 	}
 	a := strings.TrimSpace(req.Intent.Action)
 	for _, def := range g.opts.Jobs {
-		if a != def.StartTool() && a != def.Name {
+		if a != def.StartTool() && a != def.Name || !s.servesJob(def) {
 			continue
 		}
 		steps, _, failed := g.plan(ctx, def, req.Intent.Value)

@@ -35,6 +35,10 @@ type Group struct {
 	// Members are the names of the capabilities the group holds, in
 	// manifest order (filled by Load and Parse).
 	Members []string
+	// Jobs are the names of the jobs whose capabilities the group holds
+	// every one of, in manifest order (filled by Load and Parse): the group
+	// serves their start_*, read_status_* and do_cancel_* as well.
+	Jobs []string
 }
 
 // The spec's density limits, which every group keeps: at most 8 tools
@@ -151,6 +155,11 @@ func (c *checker) checkGroups() {
 				g.Members = append(g.Members, cp.Name)
 			}
 		}
+		for _, j := range c.m.Jobs {
+			if caps := j.Capabilities(); len(caps) > 0 && !slices.ContainsFunc(caps, func(n string) bool { return !slices.Contains(g.Members, n) }) {
+				g.Jobs = append(g.Jobs, j.Name)
+			}
+		}
 		c.groupSize(g, path)
 	}
 }
@@ -168,15 +177,27 @@ func (c *checker) groupSize(g *Group, path string) {
 		}
 		return
 	}
-	tools, do := c.m.Surface(g.Members)
+	tools, do := c.m.GroupSurface(g)
+	jobs := ""
+	if len(g.Jobs) > 0 {
+		jobs = fmt.Sprintf(", with the tools of the jobs %s whose capabilities it holds", strings.Join(g.Jobs, ", "))
+	}
 	if tools > MaxGroupTools {
-		c.d.add(at, ErrRange, ": group %q serves %d tools (%s); want at most %d (the spec's limit per server): split it into smaller groups",
-			g.Name, tools, toolCount(tools, do), MaxGroupTools)
+		c.d.add(at, ErrRange, ": group %q serves %d tools (%s%s); want at most %d (the spec's limit per server): split it into smaller groups",
+			g.Name, tools, toolCount(tools, do), jobs, MaxGroupTools)
 	}
 	if do > MaxGroupDo {
-		c.d.add(at, ErrRange, ": group %q serves %d do_* tools; want at most %d (the spec's limit per server): split it into smaller groups",
-			g.Name, do, MaxGroupDo)
+		c.d.add(at, ErrRange, ": group %q serves %d do_* tools%s; want at most %d (the spec's limit per server): split it into smaller groups",
+			g.Name, do, jobs, MaxGroupDo)
 	}
+}
+
+// GroupSurface counts the tools group g serves: its capabilities' (see
+// Surface), and three per job it serves (start_* and do_cancel_*, which
+// count as do_*, and read_status_*).
+func (m *Manifest) GroupSurface(g *Group) (tools, do int) {
+	tools, do = m.Surface(g.Members)
+	return tools + 3*len(g.Jobs), do + 2*len(g.Jobs)
 }
 
 func toolCount(tools, do int) string {

@@ -3,6 +3,7 @@ package manifests
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -70,6 +71,25 @@ type JobStep struct {
 func (j Job) StartTool() string  { return "start_" + j.Name }
 func (j Job) StatusTool() string { return "read_status_" + j.Name }
 func (j Job) CancelTool() string { return "do_cancel_" + j.Name }
+
+// Capabilities returns the names of the capabilities the job acts on, in
+// first-use order, each once.
+func (j Job) Capabilities() []string {
+	names := []string{j.Capability}
+	if j.Kind == JobSteps {
+		names = names[:0]
+		for _, s := range j.Steps {
+			names = append(names, s.Capability)
+		}
+	}
+	var out []string
+	for _, n := range names {
+		if n != "" && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
 
 // MaxJobSteps bounds the writes of one job (a ramp's included).
 const MaxJobSteps = 1000

@@ -69,13 +69,12 @@ func parsePhysMCPPolicy(file string, data []byte, m *Manifest) (*Policy, error) 
 }
 
 // permissionRoles are the roles PhysMCP's requires_permission admits: the
-// level named and those above it.
+// level named and those above it. viewer is read-only here (it reads and
+// asks can_do), so even "none" admits only the roles that may act.
 func permissionRoles(p string) []string {
 	all := []string{"viewer", "operator", "supervisor", "admin"}
 	switch p {
-	case "", "none":
-		return all
-	case "operator":
+	case "", "none", "operator":
 		return all[1:]
 	case "supervisor":
 		return all[2:]
@@ -107,11 +106,7 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 	doc := yaml.MapSlice{{Key: "version", Value: 1}}
 	defPerm, defRate := policyDefaults(o)
 	if defPerm != "" {
-		roles := slices.DeleteFunc(permissionRoles(defPerm), func(r string) bool { return r == "viewer" })
-		if defPerm == "none" {
-			roles = permissionRoles(defPerm)
-		}
-		doc = append(doc, yaml.MapItem{Key: "default_roles", Value: roles})
+		doc = append(doc, yaml.MapItem{Key: "default_roles", Value: permissionRoles(defPerm)})
 	}
 	pt.timeWindows(o)
 	actions := pt.actions(o, info)

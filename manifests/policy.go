@@ -23,10 +23,15 @@ type Policy struct {
 	// the file says nothing.
 	Location *time.Location
 	// Roles are the role names callers may hold; by default viewer,
-	// operator, supervisor and admin.
+	// operator, supervisor and admin. A caller whose role is not among
+	// them may not act.
 	Roles []string
+	// ReadOnly are the roles of Roles that read and ask can_do but never
+	// act (roles: [{name: auditor, read_only: true}]); by default viewer,
+	// unless declared with read_only: false.
+	ReadOnly []string
 	// DefaultRoles may run an action whose policy names no roles; by
-	// default every role but viewer.
+	// default every role that is not read-only.
 	DefaultRoles []string
 	// Actions holds the rules of each action, by do_* tool name. An action
 	// without an entry gets the defaults only.
@@ -35,6 +40,10 @@ type Policy struct {
 
 // DefaultRoleNames are the roles a policy knows when it declares none.
 var DefaultRoleNames = []string{"viewer", "operator", "supervisor", "admin"}
+
+// DefaultReadOnlyRoles are the roles that are read-only unless a policy
+// says otherwise (roles: [{name: viewer, read_only: false}]).
+var DefaultReadOnlyRoles = []string{"viewer"}
 
 // ActionPolicy holds the rules of one do_* action. Zero fields do not
 // restrict.
@@ -229,6 +238,7 @@ func LoadPolicy(path string, m *Manifest) (*Policy, error) {
 
 var (
 	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions"}
+	roleKeys       = []string{"name", "read_only"}
 	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum", "max_on", "revert", "shared"}
 	rateLimitKeys  = []string{"max", "per"}
 	cooldownKeys   = []string{"for", "when"}
@@ -270,21 +280,9 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 	if loc, ok := o.timezone("timezone"); ok {
 		pol.Location = loc
 	}
-	pol.Roles = DefaultRoleNames
-	if o.has("roles") {
-		pol.Roles = nil
-		for i, it := range d.seq(o.f["roles"], "roles") {
-			if r, ok := d.name(it, index("roles", i)); ok {
-				if slices.Contains(pol.Roles, r) {
-					d.add(index("roles", i), ErrDuplicate, "role %q", r)
-				}
-				pol.Roles = append(pol.Roles, r)
-			}
-		}
-	}
-	pol.DefaultRoles = slices.DeleteFunc(slices.Clone(pol.Roles), func(r string) bool { return r == "viewer" })
+	d.declareRoles(o, pol)
 	if o.has("default_roles") {
-		pol.DefaultRoles = o.roles("default_roles", pol.Roles)
+		pol.DefaultRoles = o.roles("default_roles", pol)
 	}
 
 	actions := map[string]*Capability{}
@@ -336,7 +334,7 @@ func (d *decoder) actionPolicy(n ast.Node, path string, r actionRef) *ActionPoli
 		return a
 	}
 	if o.has("roles") {
-		a.Roles = o.roles("roles", r.pol.Roles)
+		a.Roles = o.roles("roles", r.pol)
 	}
 	a.Clamp = o.boolean("clamp")
 	if v, ok := o.numOK("max_change"); ok {
@@ -450,7 +448,9 @@ func (d *decoder) cooldown(n ast.Node, path string, cap *Capability) (time.Durat
 	return dur, o.when(cap)
 }
 
-func (o obj) roles(k string, known []string) []string {
+// roles decodes a list of roles allowed to act: each must be declared
+// and not read-only.
+func (o obj) roles(k string, pol *Policy) []string {
 	out := []string{}
 	for i, it := range o.d.seq(o.f[k], o.at(k)) {
 		p := index(o.at(k), i)
@@ -458,8 +458,12 @@ func (o obj) roles(k string, known []string) []string {
 		if !ok {
 			continue
 		}
-		if !slices.Contains(known, r) {
-			o.d.add(p, ErrUnknownValue, "%q (want a role the policy declares: %s)", r, oneOf(known))
+		switch {
+		case !slices.Contains(pol.Roles, r):
+			o.d.add(p, ErrUnknownValue, "%q (want a role the policy declares: %s%s)", r, oneOf(pol.Roles), didYouMean(r, pol.Roles))
+			continue
+		case slices.Contains(pol.ReadOnly, r):
+			o.d.add(p, ErrNotAllowed, "%q is read-only: it reads and asks can_do but never acts (drop it here, or declare it with read_only: false)", r)
 			continue
 		}
 		out = append(out, r)

@@ -187,6 +187,7 @@ type Server struct {
 	tools     []Tool
 	auditor   Auditor
 	authorize Authorizer
+	roles     *Roles // WithRoles: the policy's roles, for the refusal's words
 	readOnly  bool
 
 	mu       sync.Mutex

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -38,9 +40,52 @@ const (
 // DefaultAuthorizer lets every caller read and call can_do, and every role
 // but viewer call do_*. It is the transport-level gate; the policy then
 // checks the roles each action allows (manifest policy roles), which may be
-// narrower.
+// narrower. A server given WithRoles uses the policy's roles instead.
 func DefaultAuthorizer(c Caller, k promcp.Kind) bool {
 	return k != promcp.KindDo || c.Role != RoleViewer
+}
+
+// Roles are the roles a policy declares and which of them are read-only
+// (manifests.Policy Roles and ReadOnly).
+type Roles struct {
+	Declared, ReadOnly []string
+}
+
+// WithRoles makes the server's transport-level gate the policy's roles:
+// every caller may read and call can_do; only a declared role that is not
+// read-only may call do_* and start_*. A refusal says which it is.
+func WithRoles(r Roles) Option {
+	return func(s *Server) {
+		r := Roles{Declared: slices.Clone(r.Declared), ReadOnly: slices.Clone(r.ReadOnly)}
+		s.roles = &r
+		s.authorize = func(c Caller, k promcp.Kind) bool { return k != promcp.KindDo || r.why(c.Role) == "" }
+	}
+}
+
+// why says why role may not act, or "" when it may. A call without a
+// caller (role "") comes from inside the process, not over a transport,
+// which always names one: the gateway gives it its default role.
+func (r *Roles) why(role string) string {
+	switch {
+	case role == "":
+		return ""
+	case !slices.Contains(r.Declared, role):
+		return fmt.Sprintf("role %q is not declared by the policy, so it may not act (declared: %s); fix the token's or --role's role, or declare it in the policy's roles",
+			role, strings.Join(r.Declared, ", "))
+	case slices.Contains(r.ReadOnly, role):
+		return fmt.Sprintf("role %q is read-only in the policy: it reads and asks can_do but may not call do_* or start_* tools", role)
+	}
+	return ""
+}
+
+// mayNotAct says why c may not call do_* tools.
+func (s *Server) mayNotAct(c Caller) string {
+	if s.roles != nil {
+		if why := s.roles.why(c.Role); why != "" {
+			return why
+		}
+	}
+	return fmt.Sprintf("role %q may not call do_* tools (a viewer reads and asks can_do)", c.Role)
 }
 
 // actuationTimeout bounds a do_* handler once its attempt has begun; the
@@ -168,8 +213,7 @@ func (c *doCall) refuse(ctx context.Context, r promcp.DoResult) promcp.DoResult 
 func (c *doCall) admit(ctx context.Context, argErr *promcp.Error) (promcp.DoResult, bool) {
 	s := c.s
 	if !s.authorize(c.caller, promcp.KindDo) {
-		r := c.fail(&promcp.Error{Code: promcp.CodeRefused,
-			Message: fmt.Sprintf("role %q may not call do_* tools (a viewer reads and asks can_do)", c.caller.Role)})
+		r := c.fail(&promcp.Error{Code: promcp.CodeRefused, Message: s.mayNotAct(c.caller)})
 		r.Permission = promcp.PermissionInsufficient
 		return r, true
 	}
@@ -368,8 +412,7 @@ func (s *Server) restrictCandidates(c Caller, rep *promcp.CapabilityReport) {
 		case s.refuseDo != "":
 			b = &promcp.Blocked{Permission: promcp.PolicyDenied, Reason: s.refuseDo}
 		case !mayDo:
-			b = &promcp.Blocked{Permission: promcp.PermissionInsufficient,
-				Reason: fmt.Sprintf("role %q may not call do_* tools (a viewer reads and asks can_do)", c.Role)}
+			b = &promcp.Blocked{Permission: promcp.PermissionInsufficient, Reason: s.mayNotAct(c)}
 		}
 		if b == nil {
 			kept = append(kept, cand)

@@ -17,7 +17,7 @@ import (
 // clients at initialisation. Shutdown applies to each surface on its own.
 func (s *Server) Surface(name, instructions string) (*Server, error) {
 	ns := &Server{clock: s.clock, log: s.log, store: s.store, keyTTL: s.keyTTL, auditor: s.auditor,
-		authorize: s.authorize, readOnly: s.readOnly, instructions: instructions, approvals: s.approvals,
+		authorize: s.authorize, roles: s.roles, readOnly: s.readOnly, instructions: instructions, approvals: s.approvals,
 		ledger: s.ledger, refuseDo: s.refuseDo, elicit: s.elicit, name: name, version: s.version,
 		provenance: map[string]map[string]any{}, placement: s.placement,
 		manifestDigest: s.manifestDigest, policyDigest: s.policyDigest}

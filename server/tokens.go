@@ -289,6 +289,24 @@ func (t *Tokens) Lookup(token string) (Caller, bool) {
 	return found, ok
 }
 
+// Undeclared returns the caller of a token that Lookup refuses only
+// because its role is not among the roles CheckRoles declared, so that the
+// refusal can say so; false for any other token.
+func (t *Tokens) Undeclared(token string) (Caller, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.known == nil {
+		return Caller{}, false
+	}
+	h := sha256.Sum256([]byte(token))
+	for _, e := range t.entries {
+		if subtle.ConstantTimeCompare(h[:], e.hash[:]) == 1 && !slices.Contains(t.known, e.caller.Role) {
+			return e.caller, true
+		}
+	}
+	return Caller{}, false
+}
+
 // HashToken returns the SHA-256 hex of a token, as the tokens file holds it.
 func HashToken(token string) string {
 	h := sha256.Sum256([]byte(token))

@@ -249,6 +249,11 @@ func bearerAuth(next http.Handler, tokens *Tokens, log *slog.Logger) http.Handle
 			return
 		}
 		c, ok := tokens.Lookup(strings.TrimSpace(token))
+		if u, undeclared := tokens.Undeclared(strings.TrimSpace(token)); !ok && undeclared {
+			log.Warn("refused a token whose role the policy does not declare", "name", u.Name, "role", u.Role, "remote", r.RemoteAddr)
+			refuse(w, http.StatusForbidden, fmt.Sprintf("the token of %s has role %q, which the policy does not declare: it may not act or read until its role is fixed (promcp-device token add) or declared in the policy's roles", u.Name, u.Role))
+			return
+		}
 		if !ok {
 			log.Warn("refused a request with an unknown bearer token", "remote", r.RemoteAddr)
 			w.Header().Set("WWW-Authenticate", `Bearer realm="promcp-device", error="invalid_token"`)

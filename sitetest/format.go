@@ -19,11 +19,18 @@
 //	    expect: {blocked: do_set_heater}
 //	  - advance: 10m
 //	  - set: {device: door_switch, on: false}
+//	  - approve: {as: {name: sue, role: supervisor}}  # the newest waiting request
 //
 // A step does one thing: advance the clock (by a duration, or to an
-// instant such as a captured valid_until), call a tool, or set something
+// instant such as a captured valid_until), call a tool, set something
 // in the simulated world (a GPIO input, an ADC input's volts, a pulse
-// rate, an MQTT device's value or presence, a fault). A call step may
+// rate, an MQTT device's value or presence, a fault), or approve or deny
+// a do_* call waiting for a person's approval, as a person does in the
+// operator console (serve --console): approve: or deny: {as: {name, role},
+// tool, idempotency_key}, tool and key picking the request (default the
+// newest waiting one). The deciding role must be one of the test's
+// approvers: (default supervisor and admin, as serve's
+// --console-approvers), and nobody decides their own request. A call step may
 // expect things of the answer, capture values from it for later calls
 // (${name}), and, with record, have `promcp-device test --update` write
 // what came back into the file as its expectation.
@@ -33,6 +40,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
@@ -51,7 +59,10 @@ type Test struct {
 	Manifest, Policy, Scenario string
 	Start                      time.Time
 	Caller                     Caller
-	Steps                      []Step
+	// Approvers are the roles that may approve or deny in an approve or
+	// deny step; DefaultApprovers when the test names none.
+	Approvers []string
+	Steps     []Step
 	// Loaded is the manifest at Manifest, checked.
 	Loaded *manifests.Manifest
 	// Faults is the scenario at Scenario, checked against Loaded; nil
@@ -78,9 +89,24 @@ type Step struct {
 	Capture   map[string]string // capture name → path in the answer
 	Record    []string          // paths whose observed values --update writes
 	Set       *Set
+	// Decide approves or denies a waiting request (approve:, deny:).
+	Decide *Decision
 	// record is where the record key and its value are in the file.
 	recordFrom, recordTo int
 }
+
+// Decision is an approve or deny step: a person (As) decides the newest
+// waiting request, of Tool and with Key when given.
+type Decision struct {
+	Approve bool
+	As      Caller
+	Tool    string
+	Key     string
+}
+
+// DefaultApprovers are the roles that approve when a test names none: the
+// default of serve --console-approvers.
+var DefaultApprovers = []string{"supervisor", "admin"}
 
 // Expect is what a call's answer must show.
 type Expect struct {
@@ -118,8 +144,8 @@ type Set struct {
 }
 
 var (
-	testKeys   = []string{"version", "test", "description", "manifest", "policy", "scenario", "start", "time_zone", "caller", "steps"}
-	stepKeys   = []string{"name", "advance", "advance_to", "call", "args", "as", "expect", "capture", "record", "set"}
+	testKeys   = []string{"version", "test", "description", "manifest", "policy", "scenario", "start", "time_zone", "caller", "approvers", "steps"}
+	stepKeys   = []string{"name", "advance", "advance_to", "call", "args", "as", "expect", "capture", "record", "set", "approve", "deny"}
 	callerKeys = []string{"name", "role"}
 	expectKeys = []string{"body", "quality", "permission", "status", "value", "candidate", "blocked", "not_listed", "is_error", "audit"}
 	setKeys    = []string{"device", "zone", "temperature", "outside", "on", "input", "volts", "pulse_rate", "online", "values", "fault", "channel", "value", "amplitude", "delay", "clear_fault"}
@@ -190,6 +216,10 @@ func (d *dec) test(t *Test, root ast.Node) {
 	d.startTime(t, f)
 	if c := d.caller(f["caller"], "caller"); c != nil {
 		t.Caller = *c
+	}
+	t.Approvers = slices.Clone(DefaultApprovers)
+	if !isNull(f["approvers"]) {
+		t.Approvers = d.names(f["approvers"], "approvers")
 	}
 	for i, n := range d.seq(f["steps"], "steps") {
 		t.Steps = append(t.Steps, d.step(n, fmt.Sprintf("steps[%d]", i)))

@@ -73,11 +73,39 @@ func TestParse(t *testing.T) {
 	}
 }
 
+// TestParseDecisions: approve: and deny: steps say who decides and which
+// request; approvers: defaults to the console's default approvers.
+func TestParseDecisions(t *testing.T) {
+	tt, err := Parse("x.yml", []byte(`version: 1
+test: t
+manifest: m
+steps:
+  - approve: {as: {name: sue, role: supervisor}}
+  - deny: {as: {name: al, role: admin}, tool: do_set_fan_speed, idempotency_key: k1}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, d := tt.Steps[0].Decide, tt.Steps[1].Decide
+	if a == nil || !a.Approve || a.As != (Caller{"sue", "supervisor"}) || a.Tool != "" {
+		t.Errorf("approve step: %+v", a)
+	}
+	if d == nil || d.Approve || d.As != (Caller{"al", "admin"}) || d.Tool != "do_set_fan_speed" || d.Key != "k1" {
+		t.Errorf("deny step: %+v", d)
+	}
+	if !tt.Decides() || strings.Join(tt.Approvers, ",") != "supervisor,admin" {
+		t.Errorf("Decides %t, approvers %v; want true, supervisor and admin", tt.Decides(), tt.Approvers)
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"version: 2\ntest: t\nmanifest: m\nsteps: [{advance: 1s}]\n", "x.yml:1:10: version: unknown value: 2 (want 1)"},
 		{"version: 1\ntest: t\nsteps: [{advance: 1s}]\n", "x.yml:1:1: manifest: missing"},
-		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - {advance: 1s, call: read_x}\n", "x.yml:5:5: steps[0]: missing: a step does exactly one of advance, advance_to, call or set (got 2)"},
+		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - {advance: 1s, call: read_x}\n", "x.yml:5:5: steps[0]: missing: a step does exactly one of advance, advance_to, call, set, approve or deny (got 2)"},
+		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - approve: {tool: do_x}\n", "x.yml:5:14: steps[0].approve.as: missing"},
+		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - {approve: {as: {name: a}}, deny: {as: {name: a}}}\n", "a step does exactly one of advance, advance_to, call, set, approve or deny (got 2)"},
+		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - deny: {as: {name: a}, value: 3}\n", "steps[0].deny.value: unknown field"},
 		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - call: read_x\n    expect: {value: {min: low}}\n", "x.yml:6:27: steps[0].expect.value.min: wrong type: want a number"},
 		{"version: 1\ntest: t\nmanifest: m\nsteps:\n  - call: read_x\n    expect: {body: {reason: {pattern: \"(\"}}}\n", "steps[0].expect.body.reason.pattern: wrong type"},
 		{"version: 1\ntest: t\nmanifest: m\ntime_zone: Mars/Olympus\nsteps: [{advance: 1s}]\n", "x.yml:4:12: time_zone: unknown value"},

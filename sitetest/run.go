@@ -25,6 +25,9 @@ type Env struct {
 	MCP   *mcpserver.MCPServer
 	World *sim.World
 	Close func() error
+	// Desk holds the calls waiting for a person's approval, which approve
+	// and deny steps decide; the Opener gives one when t.Decides().
+	Desk *server.Desk
 }
 
 // Opener opens t's manifest on the simulator on clk, with its policy,
@@ -88,6 +91,7 @@ type runner struct {
 	c     *client.Client
 	clk   *clock.Manual
 	world *sim.World
+	desk  *server.Desk
 	aud   *audit.Recorder
 	seen  int
 	vars  map[string]any
@@ -126,7 +130,7 @@ func Run(ctx context.Context, t *Test, open Opener) *Result {
 		return res
 	}
 	defer c.Close()
-	r := &runner{ctx: ctx, t: t, c: c, clk: clk, world: env.World, aud: aud, vars: map[string]any{}}
+	r := &runner{ctx: ctx, t: t, c: c, clk: clk, world: env.World, desk: env.Desk, aud: aud, vars: map[string]any{}}
 	for i := range t.Steps {
 		if ctx.Err() != nil {
 			res.Err = ctx.Err()
@@ -158,6 +162,8 @@ func (r *runner) step(st *Step) StepResult {
 		}
 	case st.Call != "":
 		r.call(st, &sr)
+	case st.Decide != nil:
+		r.decide(st.Decide, &sr)
 	}
 	if st.Name != "" {
 		sr.Title = st.Name + ": " + sr.Title

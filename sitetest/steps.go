@@ -24,13 +24,13 @@ func (d *dec) step(n ast.Node, field string) Step {
 	}
 	st.Name, _ = d.str(f["name"], join(field, "name"))
 	actions := 0
-	for _, k := range []string{"advance", "advance_to", "call", "set"} {
+	for _, k := range []string{"advance", "advance_to", "call", "set", "approve", "deny"} {
 		if !isNull(f[k]) {
 			actions++
 		}
 	}
 	if actions != 1 {
-		d.add(n, field, manifests.ErrMissing, "a step does exactly one of advance, advance_to, call or set (got %d)", actions)
+		d.add(n, field, manifests.ErrMissing, "a step does exactly one of advance, advance_to, call, set, approve or deny (got %d)", actions)
 	}
 	if s, ok := d.str(f["advance_to"], join(field, "advance_to")); ok {
 		if _, err := time.Parse(time.RFC3339, s); err != nil && !varRe.MatchString(s) {
@@ -67,7 +67,30 @@ func (d *dec) step(n ast.Node, field string) Step {
 	if !isNull(f["set"]) {
 		st.Set = d.set(f["set"], join(field, "set"))
 	}
+	for _, k := range []string{"approve", "deny"} {
+		if !isNull(f[k]) {
+			st.Decide = d.decision(f[k], join(field, k), k == "approve")
+		}
+	}
 	return st
+}
+
+var decisionKeys = []string{"as", "tool", "idempotency_key"}
+
+// decision reads approve: or deny: {as: {name, role}, tool, idempotency_key}.
+func (d *dec) decision(n ast.Node, field string, approve bool) *Decision {
+	dc := &Decision{Approve: approve}
+	f := d.fields(n, field, decisionKeys...)
+	if f == nil {
+		return dc
+	}
+	d.required(f, n, field, "as")
+	if c := d.caller(f["as"], join(field, "as")); c != nil {
+		dc.As = *c
+	}
+	dc.Tool, _ = d.str(f["tool"], join(field, "tool"))
+	dc.Key, _ = d.str(f["idempotency_key"], join(field, "idempotency_key"))
+	return dc
 }
 
 // record reads record: a list of paths whose observed values --update

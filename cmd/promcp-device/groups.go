@@ -68,6 +68,11 @@ func expectedTools(m *manifests.Manifest, group string) ([]string, error) {
 			}
 		}
 	}
+	for _, j := range m.Jobs {
+		if slices.Contains(g.Jobs, j.Name) {
+			names = append(names, j.StartTool(), j.StatusTool(), j.CancelTool())
+		}
+	}
 	slices.Sort(names)
 	return names, nil
 }
@@ -77,9 +82,22 @@ func expectedTools(m *manifests.Manifest, group string) ([]string, error) {
 // them, a warning (S004 more than 8 tools, S005 more than 5 do_*) with the
 // groups to declare, or those it declares.
 func lintGroups(path string, m *manifests.Manifest, stdout io.Writer) {
+	grouped := map[string]bool{}
 	for _, g := range m.Groups {
-		tools, do := m.Surface(g.Members)
-		fmt.Fprintf(stdout, "%s: ok: group %s: %d tools (%d read_*, %d do_*, can_do) at /mcp/%s\n", path, g.Name, tools, tools-do-1, do, g.Name)
+		tools, do := m.GroupSurface(&g)
+		jobs := ""
+		if len(g.Jobs) > 0 {
+			jobs = " with the jobs " + strings.Join(g.Jobs, ", ")
+		}
+		fmt.Fprintf(stdout, "%s: ok: group %s: %d tools (%d read_*, %d do_*, can_do)%s at /mcp/%s\n", path, g.Name, tools, tools-do-1, do, jobs, g.Name)
+		for _, j := range g.Jobs {
+			grouped[j] = true
+		}
+	}
+	for _, j := range m.Jobs {
+		if len(m.Groups) > 0 && !grouped[j.Name] {
+			fmt.Fprintf(stdout, "%s: note: job %s is served at /mcp only: no group holds all of %s\n", path, j.Name, strings.Join(j.Capabilities(), ", "))
+		}
 	}
 	all := namesOf(m)
 	tools, do := m.Surface(all)

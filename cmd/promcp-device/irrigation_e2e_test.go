@@ -61,7 +61,9 @@ func TestIrrigationLint(t *testing.T) {
 	out, stderr, code := runCLI(t, "lint", irrigation, "../../manifests/examples/irrigation.policy.yml", irrigationFaults)
 	for _, want := range []string{
 		"irrigation.yml: ok: gateway irrigation, 5 buses, 8 devices, 21 tools (16 read_*, 4 do_*, can_do)",
-		"ok: group valves: 8 tools (4 read_*, 3 do_*, can_do)",
+		"ok: group valves: 6 tools (3 read_*, 2 do_*, can_do)",
+		"ok: group bed1: 7 tools (3 read_*, 3 do_*, can_do) with the jobs irrigate_bed1 at /mcp/bed1",
+		"note: job water_bed2 is served at /mcp only: no group holds all of valve_main, valve_bed2, pump",
 		"ok: group pump: 8 tools (5 read_*, 2 do_*, can_do)",
 		"irrigation.policy.yml: ok: policy for 4 actions",
 		"irrigation-faults.yml: ok: scenario irrigation_faults, 5 faults",

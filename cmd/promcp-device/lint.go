@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/promcp/promcp-device/lint"
@@ -18,6 +19,7 @@ import (
 
 func cmdLint(c *cli) int {
 	lf := addLintFlags(c)
+	tokensFile := c.FlagSet.String("tokens", "", "also check the roles of the tokens `FILE` against each manifest's policy (undeclared, or one edit from a declared role)")
 	if !c.parse() {
 		return 2
 	}
@@ -35,8 +37,56 @@ func cmdLint(c *cli) int {
 		if !lintFile(path, c.stdout) {
 			code = 1
 		}
+		if *tokensFile != "" && !manifests.IsCompanion(path) && !lintTokens(path, *tokensFile, c.stdout) {
+			code = 1
+		}
 	}
 	return code
+}
+
+// lintTokens checks that every token of the tokens file holds a role the
+// manifest's policy declares, naming the declared role one edit away when
+// there is one (veiwer for viewer). A manifest that does not load was
+// reported by lintFile: nothing more is said of it.
+func lintTokens(manifest, file string, stdout io.Writer) bool {
+	tokens, err := server.LoadTokens(file)
+	if err != nil {
+		fmt.Fprintln(stdout, err)
+		return false
+	}
+	data, err := os.ReadFile(manifest)
+	if err != nil || manifests.IsScenario(data) {
+		return true
+	}
+	m, err := manifests.Load(manifest)
+	if err != nil {
+		return true
+	}
+	pc, err := resolvePolicy(manifest, "", m)
+	if err != nil {
+		return true
+	}
+	roles, by := manifests.DefaultRoleNames, "the default roles"
+	if pc.policy != nil {
+		roles, by = pc.policy.Roles, pc.file
+	}
+	ok := true
+	for _, tk := range tokens.List() {
+		if slices.Contains(roles, tk.Role) {
+			continue
+		}
+		hint := ""
+		if near := manifests.NearRole(tk.Role, roles); near != "" {
+			hint = fmt.Sprintf("; one edit from %q: a misspelling?", near)
+		}
+		fmt.Fprintf(stdout, "%s:%d: token %s has role %q, which %s does not declare (want %s)%s\n",
+			file, tk.Line, tk.Name, tk.Role, by, strings.Join(roles, ", "), hint)
+		ok = false
+	}
+	if ok {
+		fmt.Fprintf(stdout, "%s: ok: %d tokens, every role declared by %s\n", file, len(tokens.List()), by)
+	}
+	return ok
 }
 
 // lintFile checks one file: a scenario, a policy (with the manifest beside

@@ -673,6 +673,11 @@ func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk clock.Clock, lo
 	if o.approvals != nil {
 		sopts = append(sopts, server.WithApprovals(o.approvals))
 	}
+	roles := server.Roles{Declared: manifests.DefaultRoleNames, ReadOnly: manifests.DefaultReadOnlyRoles}
+	if o.policy != nil {
+		roles = server.Roles{Declared: o.policy.Roles, ReadOnly: o.policy.ReadOnly}
+	}
+	sopts = append(sopts, server.WithRoles(roles))
 	sopts = append(sopts, o.server...)
 	if len(m.Jobs) > 0 {
 		sopts = append(sopts, server.WithTasks())

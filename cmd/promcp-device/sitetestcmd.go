@@ -119,11 +119,16 @@ func openSiteTest(ctx context.Context, t *sitetest.Test, clk *clock.Manual, aud 
 	if refuse := pc.announce(log, t.Loaded, false, false); refuse != "" {
 		opts.server = append(opts.server, server.WithRefuseDo(refuse))
 	}
+	var desk *server.Desk
+	if t.Decides() { // as serve --console: calls that need approval wait on the desk
+		desk = server.NewDesk(nil, 0)
+		opts.server = append(opts.server, server.WithDesk(desk))
+	}
 	gw, err := openGateway(ctx, t.Loaded, opts, log)
 	if err != nil {
 		return nil, err
 	}
-	return &sitetest.Env{MCP: gw.srv.MCP(), World: gw.world, Close: gw.Close}, nil
+	return &sitetest.Env{MCP: gw.srv.MCP(), World: gw.world, Close: gw.Close, Desk: desk}, nil
 }
 
 // checkRoles refuses a caller whose role the policy does not declare (as
@@ -147,6 +152,16 @@ func checkRoles(t *sitetest.Test, pol *manifests.Policy) error {
 			if err := check(*st.As, fmt.Sprintf("%s: steps[%d].as", st.Pos, i)); err != nil {
 				return err
 			}
+		}
+		if st.Decide != nil {
+			if err := check(st.Decide.As, fmt.Sprintf("%s: steps[%d] decided as", st.Pos, i)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, r := range t.Approvers {
+		if t.Decides() && !slices.Contains(roles, r) {
+			return fmt.Errorf("%s: approvers: role %q is not declared by the policy (want %s)", t.File, r, strings.Join(roles, ", "))
 		}
 	}
 	return nil
