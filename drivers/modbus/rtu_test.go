@@ -53,8 +53,8 @@ func TestRTUFramesAndRTSDirection(t *testing.T) {
 		rts  bool
 		want []string
 	}{
-		{"rts", true, []string{"rts on", "write", "drain", "rts off"}},
-		{"none", false, []string{"write"}},
+		{"rts", true, []string{"flush", "rts on", "write", "drain", "rts off"}},
+		{"none", false, []string{"flush", "write"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &recordingPort{reply: AppendCRC([]byte{1, 3, 2, 0, 7})}
@@ -71,7 +71,8 @@ func TestRTUFramesAndRTSDirection(t *testing.T) {
 			}
 		})
 	}
-	// A silent device times out, and the stale input is flushed afterwards.
+	// A silent device times out, and stale input is flushed before each
+	// request.
 	p := &recordingPort{}
 	line := NewRTU(Config{Name: "rs485", Timeout: 20 * time.Millisecond}, p, 0, false, nil)
 	if _, err := line.Unit(1).ReadRegisters(context.Background(), modbusconf.TableHolding, 0, 1); !errors.Is(err, drivers.ErrTimeout) {
