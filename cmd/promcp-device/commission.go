@@ -174,6 +174,21 @@ func declared(m *manifests.Manifest, names []string) error {
 	return nil
 }
 
+// declaredAction refuses a do_* tool that m does not declare, before any
+// bus opens.
+func declaredAction(m *manifests.Manifest, tool string) error {
+	var all []string
+	for _, c := range m.Capabilities {
+		if c.Do != nil {
+			if c.Do.Tool == tool {
+				return nil
+			}
+			all = append(all, c.Do.Tool)
+		}
+	}
+	return fmt.Errorf("no action %s in the manifest (want one of %s)", tool, strings.Join(all, ", "))
+}
+
 // pick returns the capabilities named (capability or read_* tool names),
 // all of them when none is named.
 func pick(set *capabilities.Set, names []string) ([]*capabilities.Capability, error) {
@@ -263,7 +278,7 @@ func cmdDo(c *cli) int {
 	if !slices.Contains(pc.policy.Roles, *role) {
 		return c.usage("--role %q is not declared (want %s)", *role, strings.Join(pc.policy.Roles, ", "))
 	}
-	gw, code := cf.open(c, gatewayOptions{policy: pc.policy}, nil)
+	gw, code := cf.open(c, gatewayOptions{policy: pc.policy}, func(m *manifests.Manifest) error { return declaredAction(m, tool) })
 	if gw == nil {
 		return code
 	}

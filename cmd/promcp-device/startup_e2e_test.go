@@ -67,7 +67,7 @@ func pwmTouched(t *testing.T, chip string) string {
 // TestStartupChecksBeforeHardware: serve checks and binds everything that
 // can fail without hardware (the --http port and certificate, the tokens,
 // the state directory) before it opens a bus or sets an output, and read
-// checks the names it is given first. A second serve on a
+// and do --dry-run check the names they are given first. A second serve on a
 // port in use fails with a message naming the address, and neither the
 // simulated greenhouse's GPIO outputs (its driver logs "gpio output
 // opened") nor a real PWM output (a chip of plain files, whose enable a
@@ -101,6 +101,7 @@ func TestStartupChecksBeforeHardware(t *testing.T) {
 		}
 	})
 	bad := startupTempFile(t, "bad.pem", "not a certificate\n")
+	pol := startupTempFile(t, "fan.policy.yml", "version: 1\ntimezone: UTC\nroles: [viewer, operator]\nactions:\n  do_set_fan_speed:\n    roles: [operator]\n")
 	for _, tc := range []struct {
 		name string
 		args []string
@@ -113,6 +114,7 @@ func TestStartupChecksBeforeHardware(t *testing.T) {
 		{"state directory not writable", []string{"serve", "--state", filepath.Join(startupTempFile(t, "file", "x"), "state")}, "--state"},
 		{"state directory in use", []string{"serve", "--http", "127.0.0.1:0", "--state", stateDir}, "another promcp-device"},
 		{"read of an unknown capability", []string{"read", "no_such_thing"}, "no_such_thing"},
+		{"dry run of an unknown action", []string{"do", "--dry-run", "--policy", pol, "do_no_such_thing", "1"}, "do_no_such_thing"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			manifest, chip := pwmGateway(t)
