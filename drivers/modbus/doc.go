@@ -12,8 +12,9 @@
 // flight (a write's reply must repeat what was written) and discards other
 // frames; it flushes stale input before each request and, after a timeout
 // or a stray frame, drains the line until it has been silent for the
-// inter-frame gap and, after a timeout, as long again as the request was
-// given, so that a late reply is not taken for the next request's.
+// inter-frame gap. After a timeout, the next request to the same unit is
+// held back, the line draining, until as long again as the request was
+// given has passed, so that a late reply is not taken for its reply.
 // [Stats].Discarded counts the bytes thrown away.
 //
 // Specifications: Modbus Application Protocol V1.1b3 and Modbus over Serial

@@ -208,7 +208,7 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 	res, err := func() ([]byte, error) {
 		// The line settles (drains, keeps its silence) before this
 		// transaction's time starts.
-		if err := l.tr.settle(ctx); err != nil {
+		if err := l.tr.settle(ctx, u.id); err != nil {
 			return nil, err
 		}
 		if err := l.tr.prepare(ctx, l.deadline(ctx, u)); err != nil {

@@ -19,10 +19,10 @@ import (
 // each transaction, then goburrow calls Send; after a failure the Line
 // calls reset so the next transaction starts clean.
 type transport interface {
-	// settle readies the line for the next request before its time starts
-	// counting: on RTU it drains what a failed or untidy transaction left
-	// on the line and keeps the inter-frame silence.
-	settle(ctx context.Context) error
+	// settle readies the line for the next request, to unit, before its
+	// time starts counting: on RTU it drains what a failed or untidy
+	// transaction left on the line and keeps the inter-frame silence.
+	settle(ctx context.Context, unit uint8) error
 	// prepare readies the transport for one transaction that must end by
 	// deadline: connects if needed.
 	prepare(ctx context.Context, deadline time.Time) error
@@ -58,7 +58,7 @@ type streamTransport struct {
 	stray uint64
 }
 
-func (t *streamTransport) settle(context.Context) error { return nil }
+func (t *streamTransport) settle(context.Context, uint8) error { return nil }
 
 func (t *streamTransport) discards() uint64 {
 	n := t.stray
@@ -174,12 +174,15 @@ type Port interface {
 
 // serialTransport speaks RTU on a serial port. It takes only the reply
 // that fits the request in flight (readRTUReply), flushes stale input
-// before each request, and, after a timeout or anything else untidy on
-// the line (a stray frame, bytes past the reply, an error), drains the
-// line before the next request: it reads and discards until the line has
-// been silent for the inter-frame gap and, after a timeout, until as long
-// again as the request was given has passed, so that a reply up to that
-// late is drained rather than taken for the next one's.
+// before each request, and, after anything untidy on the line (a timeout,
+// a stray frame, bytes past the reply, an error), drains the line before
+// the next request: it reads and discards until the line has been silent
+// for the inter-frame gap. After a timeout, the next request to the same
+// unit waits longer: the line is drained until as long again as the
+// request was given has passed, so that a reply up to that late is drained
+// rather than taken for the new request's. A request to another unit need
+// not wait: a late reply, not being from its unit, is discarded when it
+// comes.
 type serialTransport struct {
 	port     Port
 	rtsCtl   bool          // raise RTS while sending
@@ -188,20 +191,33 @@ type serialTransport struct {
 	last     time.Time // end of the last frame on the line
 	deadline time.Time
 
-	dirty    bool          // drain before the next request
-	drainFor time.Duration // after last, how long to drain (at least gap)
-	stray    uint64        // bytes discarded since discards
+	dirty bool                // drain (for the gap at least) before the next request
+	late  map[uint8]time.Time // unit → until when a late reply from it may come
+	stray uint64              // bytes discarded since discards
 }
 
 // maxDrain bounds the bytes one drain discards: a line that never falls
 // silent fails the transaction instead of holding the line for ever.
 const maxDrain = 4096
 
-func (t *serialTransport) settle(ctx context.Context) error {
+func (t *serialTransport) settle(ctx context.Context, unit uint8) error {
+	now := t.clock.Now()
+	var until time.Time
 	if t.dirty {
-		if err := t.drain(ctx); err != nil {
+		until = t.last.Add(t.gap)
+	}
+	if l, ok := t.late[unit]; ok {
+		if now.Before(l) {
+			until = latest(until, l)
+		} else {
+			delete(t.late, unit)
+		}
+	}
+	if !until.IsZero() {
+		if err := t.drain(ctx, until); err != nil {
 			return err
 		}
+		delete(t.late, unit)
 	}
 	if wait := t.last.Add(t.gap).Sub(t.clock.Now()); wait > 0 {
 		return clock.Sleep(ctx, t.clock, wait)
@@ -210,9 +226,8 @@ func (t *serialTransport) settle(ctx context.Context) error {
 }
 
 // drain reads and discards until the line has been silent for the gap and
-// t.drainFor has passed since the last frame.
-func (t *serialTransport) drain(ctx context.Context) error {
-	until := t.last.Add(max(t.drainFor, t.gap))
+// until has passed.
+func (t *serialTransport) drain(ctx context.Context, until time.Time) error {
 	var buf [64]byte
 	drained := 0
 	for {
@@ -239,7 +254,7 @@ func (t *serialTransport) drain(ctx context.Context) error {
 			break
 		}
 	}
-	t.dirty, t.drainFor = false, 0
+	t.dirty = false
 	t.last = t.clock.Now()
 	return nil
 }
@@ -263,8 +278,7 @@ func (t *serialTransport) Send(adu []byte) ([]byte, error) {
 	}
 	t.flush()
 	if err := t.write(adu); err != nil {
-		t.last = t.clock.Now()
-		t.untidy(t.gap)
+		t.last, t.dirty = t.clock.Now(), true
 		return nil, err
 	}
 	sent := t.clock.Now()
@@ -272,20 +286,16 @@ func (t *serialTransport) Send(adu []byte) ([]byte, error) {
 	res, err := readRTUReply(rd, exp)
 	t.last = t.clock.Now()
 	t.stray += uint64(rd.Discarded + rd.Pending())
-	switch {
-	case isTimeout(err):
-		t.untidy(t.deadline.Sub(sent)) // a late reply may still come
-	case err != nil || rd.Discarded > 0 || rd.Pending() > 0:
-		t.untidy(t.gap)
+	if err != nil || rd.Discarded > 0 || rd.Pending() > 0 {
+		t.dirty = true
+	}
+	if isTimeout(err) { // the reply may still come, as late again
+		if t.late == nil {
+			t.late = map[uint8]time.Time{}
+		}
+		t.late[exp.unit] = latest(t.late[exp.unit], t.last.Add(t.deadline.Sub(sent)))
 	}
 	return res, err
-}
-
-// untidy has the line drained for at least d after the last frame before
-// the next request.
-func (t *serialTransport) untidy(d time.Duration) {
-	t.dirty = true
-	t.drainFor = max(t.drainFor, d, t.gap)
 }
 
 // flush discards input that arrived while nothing was in flight.
@@ -320,7 +330,7 @@ func (t *serialTransport) write(adu []byte) error {
 func (t *serialTransport) abort() {}
 
 // reset has the line drained before the next request.
-func (t *serialTransport) reset() { t.untidy(t.gap) }
+func (t *serialTransport) reset() { t.dirty = true }
 
 func (t *serialTransport) discards() uint64 {
 	n := t.stray
