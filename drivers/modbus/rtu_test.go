@@ -46,7 +46,7 @@ func (p *recordingPort) SetReadTimeout(d time.Duration) error {
 	}
 	return nil
 }
-func (p *recordingPort) Close() error                       { return nil }
+func (p *recordingPort) Close() error { return nil }
 func (p *recordingPort) SetRTS(on bool) error {
 	p.events = append(p.events, map[bool]string{true: "rts on", false: "rts off"}[on])
 	return nil
