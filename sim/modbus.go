@@ -57,6 +57,11 @@ type ModbusSlave struct {
 	exception byte
 	silent    bool
 	garble    bool
+	// late: every lateEvery-th request is answered after lateDelay.
+	lateEvery int
+	lateDelay time.Duration
+	lateN     uint64 // requests counted for late
+	lateSent  uint64 // answers delayed so far
 }
 
 func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, error) {
@@ -126,6 +131,42 @@ func (s *ModbusSlave) SetSilent(on bool) { s.w.mu.Lock(); s.silent = on; s.w.mu.
 // SetGarbleCRC makes the slave send RTU responses with a wrong checksum
 // (no effect on Modbus TCP, which has none).
 func (s *ModbusSlave) SetGarbleCRC(on bool) { s.w.mu.Lock(); s.garble = on; s.w.mu.Unlock() }
+
+// SetLate makes the slave answer every n-th request addressed to it only
+// after delay, in real time, and the others at once, as a device that
+// sometimes misses its master's timeout does; the late answer still goes
+// out, and requests that arrive meanwhile wait their turn on the line. n
+// <= 0 or delay <= 0 restores answers on time. Late returns how many
+// answers were delayed.
+func (s *ModbusSlave) SetLate(n int, delay time.Duration) {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	if n <= 0 || delay <= 0 {
+		n, delay = 0, 0
+	}
+	s.lateEvery, s.lateDelay, s.lateN = n, delay, 0
+}
+
+// Late returns how many answers SetLate has delayed.
+func (s *ModbusSlave) Late() uint64 {
+	s.w.mu.Lock()
+	defer s.w.mu.Unlock()
+	return s.lateSent
+}
+
+// lateLocked returns how long to hold the answer to this request beyond
+// any fault's delay. w.mu is held.
+func (s *ModbusSlave) lateLocked() time.Duration {
+	if s.lateEvery <= 0 {
+		return 0
+	}
+	s.lateN++
+	if s.lateN%uint64(s.lateEvery) != 0 {
+		return 0
+	}
+	s.lateSent++
+	return s.lateDelay
+}
 
 // Requests returns how many requests addressed to this slave arrived
 // (answered or not).

@@ -21,7 +21,7 @@ import (
 // w.mu is held.
 func (s *ModbusSlave) answerLocked(pdu []byte) (res []byte, garble bool, delay time.Duration) {
 	fs := s.w.faultLocked(s.name, s.w.advanceLocked())
-	delay = fs.delay(s.busTimeout())
+	delay = max(fs.delay(s.busTimeout()), s.lateLocked())
 	switch {
 	case fs.is(manifests.FaultDropout), fs.is(manifests.FaultTimeout):
 		s.requests++

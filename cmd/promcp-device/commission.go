@@ -60,8 +60,10 @@ func (cf *commissionFlags) parse(c *cli) ([]string, bool) {
 	return pos, err == nil
 }
 
-// open loads the manifest and opens its buses (or the simulator).
-func (cf *commissionFlags) open(c *cli, opts gatewayOptions) (*openedGateway, int) {
+// open loads the manifest, has check (if any) refuse what it cannot do
+// before anything touches hardware, then opens its buses (or the
+// simulator).
+func (cf *commissionFlags) open(c *cli, opts gatewayOptions, check func(*manifests.Manifest) error) (*openedGateway, int) {
 	log, err := newLoggerFormat(c.stderr, cf.logLevel, "text")
 	if err != nil {
 		return nil, c.usage("%v", err)
@@ -69,6 +71,11 @@ func (cf *commissionFlags) open(c *cli, opts gatewayOptions) (*openedGateway, in
 	m := c.load(cf.manifest)
 	if m == nil {
 		return nil, 1
+	}
+	if check != nil {
+		if err := check(m); err != nil {
+			return nil, c.usage("%v", err)
+		}
 	}
 	opts.simulate = cf.simulate
 	gw, err := openGateway(c.ctx, m, opts, log)
@@ -114,7 +121,7 @@ func cmdRead(c *cli) int {
 	if cf.manifest == "" {
 		return c.usage("--manifest FILE is required")
 	}
-	gw, code := cf.open(c, gatewayOptions{})
+	gw, code := cf.open(c, gatewayOptions{}, func(m *manifests.Manifest) error { return declared(m, names) })
 	if gw == nil {
 		return code
 	}
@@ -150,6 +157,36 @@ func cmdRead(c *cli) int {
 		return c.fail(fmt.Errorf("%d of %d capabilities could not be read", failed, len(out)))
 	}
 	return 0
+}
+
+// declared refuses a capability name (or read_* tool) that m does not
+// declare, before any bus opens.
+func declared(m *manifests.Manifest, names []string) error {
+	var all []string
+	for _, c := range m.Capabilities {
+		all = append(all, c.Name)
+	}
+	for _, n := range names {
+		if !slices.Contains(all, strings.TrimPrefix(n, "read_")) {
+			return fmt.Errorf("no capability %q in the manifest (want one of %s)", n, strings.Join(all, ", "))
+		}
+	}
+	return nil
+}
+
+// declaredAction refuses a do_* tool that m does not declare, before any
+// bus opens.
+func declaredAction(m *manifests.Manifest, tool string) error {
+	var all []string
+	for _, c := range m.Capabilities {
+		if c.Do != nil {
+			if c.Do.Tool == tool {
+				return nil
+			}
+			all = append(all, c.Do.Tool)
+		}
+	}
+	return fmt.Errorf("no action %s in the manifest (want one of %s)", tool, strings.Join(all, ", "))
 }
 
 // pick returns the capabilities named (capability or read_* tool names),
@@ -241,7 +278,7 @@ func cmdDo(c *cli) int {
 	if !slices.Contains(pc.policy.Roles, *role) {
 		return c.usage("--role %q is not declared (want %s)", *role, strings.Join(pc.policy.Roles, ", "))
 	}
-	gw, code := cf.open(c, gatewayOptions{policy: pc.policy})
+	gw, code := cf.open(c, gatewayOptions{policy: pc.policy}, func(m *manifests.Manifest) error { return declaredAction(m, tool) })
 	if gw == nil {
 		return code
 	}

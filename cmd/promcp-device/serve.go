@@ -193,11 +193,20 @@ func cmdServe(c *cli) int {
 		return exit(c.stderr, failErr(err, false))
 	}
 	defer st.Close()
+	// Everything that can fail without touching hardware (manifest, policy,
+	// tokens, state directory, the --http port and certificate) is checked
+	// and bound above and here; buses and outputs open last, in openGateway.
+	hl, err := f.listen()
+	if err != nil {
+		return exit(c.stderr, err)
+	}
+	defer hl.Close()
 	f.withState(&opts, st, log)
 	if node != nil {
 		node.fleetStore(&opts, st, f.keyTTL)
 	}
 	f.observe(ops, &opts, st)
+	log.Debug("opening buses and outputs", "manifest", f.manifest, "sim", f.simulate)
 	gw, err := openGateway(c.ctx, m, opts, log)
 	if err != nil {
 		return exit(c.stderr, failErr(err, false))
@@ -219,7 +228,7 @@ func cmdServe(c *cli) int {
 			return exit(c.stderr, err)
 		}
 	}
-	return f.serve(c.ctx, gw, tokens, c.stdin, c.stdout, c.stderr, log)
+	return f.serve(c.ctx, gw, tokens, hl, c.stdin, c.stdout, c.stderr, log)
 }
 
 // observe has the ops endpoints (nil without them) count the audit
@@ -424,7 +433,7 @@ func (f *serveFlags) withState(opts *gatewayOptions, st *state, log *slog.Logger
 }
 
 // serve serves gw over stdio, or over HTTP with --http, until ctx ends.
-func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *server.Tokens, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
+func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *server.Tokens, hl *httpListener, stdin io.Reader, stdout, stderr io.Writer, log *slog.Logger) int {
 	caller := server.Caller{Name: "local", Role: f.role}
 	groups, err := openGroups(gw)
 	if err != nil {
@@ -451,7 +460,7 @@ func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *serve
 			return exit(stderr, err)
 		}
 	}
-	return serveHTTP(ctx, gw, f.httpAddr, f.maxConns, cfg, f.tlsCert, f.tlsKey, stdout, stderr, log)
+	return serveHTTP(ctx, gw, hl, cfg, stdout, stderr, log)
 }
 
 // drain lets the do_* calls in flight finish and be recorded; the caller
@@ -474,35 +483,63 @@ func bindAddr(addr string) string {
 	return addr
 }
 
-// serveHTTP listens, then says so, then serves: what it prints is true
-// when it is printed (a bad certificate fails before).
-func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
-	addr = bindAddr(addr)
+// httpListener is the --http listener, bound (and its certificate
+// loaded) before any bus or output opens.
+type httpListener struct {
+	ln   net.Listener
+	addr string      // as bound: a bare :PORT means loopback
+	tls  *tls.Config // nil: plain HTTP
+}
+
+// listen binds --http (nil without it) and loads --tls-cert, before
+// anything touches hardware: a port in use or a bad certificate ends
+// start-up with no bus opened and no output set.
+func (f *serveFlags) listen() (*httpListener, error) {
+	if f.httpAddr == "" {
+		return nil, nil
+	}
+	hl := &httpListener{addr: bindAddr(f.httpAddr)}
+	if f.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return nil, failErr(fmt.Errorf("--tls-cert %s --tls-key %s: %w; no bus or output was opened", f.tlsCert, f.tlsKey, err), false)
+		}
+		hl.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
+	ln, err := net.Listen("tcp", hl.addr)
+	if err != nil {
+		return nil, failErr(fmt.Errorf("--http %s: cannot listen: %w; no bus or output was opened", hl.addr, err), false)
+	}
+	hl.ln = server.LimitListener(ln, f.maxConns)
+	return hl, nil
+}
+
+// Close closes the listener if serve did not get to it; nil is fine.
+func (hl *httpListener) Close() {
+	if hl != nil {
+		hl.ln.Close()
+	}
+}
+
+// serveHTTP serves on the listener bound at start-up, after saying so:
+// what it prints is true when it is printed.
+func serveHTTP(ctx context.Context, gw *openedGateway, hl *httpListener, cfg server.HTTPConfig, stdout, stderr io.Writer, log *slog.Logger) int {
+	addr := hl.addr
 	hs := gw.srv.HTTPServer(cfg)
 	if gw.mesh != nil {
 		hs.Handler = gw.mesh(hs.Handler) // physmcp/* methods (--fleet)
 	}
 	hs.Handler = gw.ops.wrap(hs.Handler, cfg.Tokens)
 	scheme := "http"
-	if tlsCert != "" {
+	if hl.tls != nil {
 		scheme = "https"
-		cert, err := tls.LoadX509KeyPair(tlsCert, tlsKey)
-		if err != nil {
-			fmt.Fprintf(stderr, "promcp-device serve: --tls-cert %s --tls-key %s: %v\n", tlsCert, tlsKey, err)
-			return 1
-		}
-		hs.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		hs.TLSConfig = hl.tls
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		fmt.Fprintf(stderr, "promcp-device serve: --http %s: %v\n", addr, err)
-		return 1
-	}
-	ln = server.LimitListener(ln, maxConns)
+	ln := hl.ln
 	if gw.console != nil {
 		hs.Handler = withConsole(hs.Handler, gw.console)
 	}
-	if host, _, err := net.SplitHostPort(addr); err == nil && cfg.Tokens != nil && tlsCert == "" && !isLoopback(host) {
+	if host, _, err := net.SplitHostPort(addr); err == nil && cfg.Tokens != nil && hl.tls == nil && !isLoopback(host) {
 		log.Warn("bearer tokens travel in clear text: serving plain HTTP on a non-loopback address, so anyone on the network path can read a token and replay it; serve with --tls-cert and --tls-key, or behind a TLS proxy on loopback", "addr", addr)
 	}
 	url := scheme + "://" + ln.Addr().String() + "/mcp"
@@ -520,7 +557,7 @@ func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int
 	}
 	errc := make(chan error, 1)
 	go func() {
-		if tlsCert != "" {
+		if hl.tls != nil {
 			errc <- hs.ServeTLS(ln, "", "")
 			return
 		}

@@ -4,9 +4,18 @@
 // 3, 4, 5, 6, 15, 16 and their framing) is goburrow/modbus, imported as mb
 // and reached only through its NewClient2 seam with transporters of our
 // own: they take a deadline, redial a dropped TCP connection, keep the RTU
-// inter-frame silence, read an RTU response whose length follows from its
-// function code, check its CRC, and drive RS-485 direction (the kernel's
-// TIOCSRS485 mode or RTS toggling) when the adapter needs it.
+// inter-frame silence, check the CRC, and drive RS-485 direction (the
+// kernel's TIOCSRS485 mode or RTS toggling) when the adapter needs it.
+//
+// RTU frames carry no transaction id, so an RTU transport takes only the
+// reply whose unit, function (or exception) and length fit the request in
+// flight (a write's reply must repeat what was written) and discards other
+// frames; it flushes stale input before each request and, after a timeout
+// or a stray frame, drains the line until it has been silent for the
+// inter-frame gap. After a timeout, the next request to the same unit is
+// held back, the line draining, until as long again as the request was
+// given has passed, so that a late reply is not taken for its reply.
+// [Stats].Discarded counts the bytes thrown away.
 //
 // Specifications: Modbus Application Protocol V1.1b3 and Modbus over Serial
 // Line V1.02, https://modbus.org/specs.php.

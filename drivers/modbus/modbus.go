@@ -87,6 +87,11 @@ type Stats struct {
 	Transactions uint64
 	// Errors counts transactions that failed.
 	Errors uint64
+	// Discarded counts bytes read on an RTU line and thrown away: frames
+	// that were not the reply to the request in flight (a late reply to an
+	// earlier one, another unit's), noise, and what a drain after a
+	// timeout read.
+	Discarded uint64
 }
 
 // NewTCP returns a Modbus TCP line (MBAP framing) to the endpoint dial
@@ -196,25 +201,29 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 		return nil, err
 	}
 	defer release()
-	u.mu.Lock()
-	timeout := u.timeout
-	u.mu.Unlock()
-	deadline := l.cfg.Clock.Now().Add(timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
 	start := time.Now()
 	l.mu.Lock()
 	l.stats.Transactions++
 	l.mu.Unlock()
 	res, err := func() ([]byte, error) {
-		if err := l.tr.prepare(ctx, deadline); err != nil {
+		// The line settles (drains, keeps its silence) before this
+		// transaction's time starts.
+		if err := l.tr.settle(ctx, u.id); err != nil {
+			return nil, err
+		}
+		if err := l.tr.prepare(ctx, l.deadline(ctx, u)); err != nil {
 			return nil, err
 		}
 		stop := context.AfterFunc(ctx, l.tr.abort)
 		defer stop()
 		return op(u.client)
 	}()
+	if n := l.tr.discards(); n > 0 {
+		l.mu.Lock()
+		l.stats.Discarded += n
+		l.mu.Unlock()
+		l.log.Debug("modbus discarded bytes that were not the reply", "unit", u.id, "key", what, "bytes", n)
+	}
 	if err != nil {
 		l.tr.reset()
 		l.mu.Lock()
@@ -229,6 +238,19 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 	}
 	l.log.Debug("modbus tx", "unit", u.id, "key", what, "dur", time.Since(start))
 	return res, nil
+}
+
+// deadline is when a transaction of u starting now must end: its timeout
+// from now, or ctx's deadline if sooner.
+func (l *Line) deadline(ctx context.Context, u *Unit) time.Time {
+	u.mu.Lock()
+	timeout := u.timeout
+	u.mu.Unlock()
+	deadline := l.cfg.Clock.Now().Add(timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return deadline
 }
 
 func isTimeout(err error) bool { return errors.Is(err, drivers.ErrTimeout) }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +20,10 @@ type recordingPort struct {
 	reply  []byte
 	out    bytes.Buffer
 	in     *bytes.Reader
+	// waits, when set, records each read timeout set as "wait" (up to
+	// short) or "long wait".
+	waits bool
+	short time.Duration
 }
 
 func (p *recordingPort) Write(b []byte) (int, error) {
@@ -35,8 +40,13 @@ func (p *recordingPort) Read(b []byte) (int, error) {
 	return p.in.Read(b)
 }
 
-func (p *recordingPort) SetReadTimeout(time.Duration) error { return nil }
-func (p *recordingPort) Close() error                       { return nil }
+func (p *recordingPort) SetReadTimeout(d time.Duration) error {
+	if p.waits {
+		p.events = append(p.events, map[bool]string{true: "wait", false: "long wait"}[d <= p.short])
+	}
+	return nil
+}
+func (p *recordingPort) Close() error { return nil }
 func (p *recordingPort) SetRTS(on bool) error {
 	p.events = append(p.events, map[bool]string{true: "rts on", false: "rts off"}[on])
 	return nil
@@ -53,8 +63,8 @@ func TestRTUFramesAndRTSDirection(t *testing.T) {
 		rts  bool
 		want []string
 	}{
-		{"rts", true, []string{"rts on", "write", "drain", "rts off"}},
-		{"none", false, []string{"write"}},
+		{"rts", true, []string{"flush", "rts on", "write", "drain", "rts off"}},
+		{"none", false, []string{"flush", "write"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := &recordingPort{reply: AppendCRC([]byte{1, 3, 2, 0, 7})}
@@ -71,7 +81,8 @@ func TestRTUFramesAndRTSDirection(t *testing.T) {
 			}
 		})
 	}
-	// A silent device times out, and the stale input is flushed afterwards.
+	// A silent device times out, and stale input is flushed before each
+	// request.
 	p := &recordingPort{}
 	line := NewRTU(Config{Name: "rs485", Timeout: 20 * time.Millisecond}, p, 0, false, nil)
 	if _, err := line.Unit(1).ReadRegisters(context.Background(), modbusconf.TableHolding, 0, 1); !errors.Is(err, drivers.ErrTimeout) {
@@ -79,6 +90,38 @@ func TestRTUFramesAndRTSDirection(t *testing.T) {
 	}
 	if !slices.Contains(p.events, "flush") {
 		t.Errorf("after a timeout the input was not flushed: %v", p.events)
+	}
+}
+
+// TestRTULateWindowIsPerUnit: after a request to unit 2 times out (here
+// it even gets unit 1's reply, which is discarded), the next request to
+// unit 1 goes out after the line has been drained for the gap only, since
+// a late reply from unit 2 cannot pass for unit 1's; a request to unit 2
+// within the timeout after waits until then, draining, before it is sent.
+func TestRTULateWindowIsPerUnit(t *testing.T) {
+	const gap, timeout = time.Millisecond, 200 * time.Millisecond
+	p := &recordingPort{reply: AppendCRC([]byte{1, 3, 2, 0, 7}), short: 2 * gap}
+	line := NewRTU(Config{Name: "rs485", Timeout: timeout, BreakerThreshold: 100}, p, gap, false, nil)
+	ctx := context.Background()
+	if _, err := line.Unit(2).ReadRegisters(ctx, modbusconf.TableHolding, 0, 1); !errors.Is(err, drivers.ErrTimeout) {
+		t.Fatalf("unit 2 answered by unit 1: %v, want ErrTimeout", err)
+	}
+	if st := line.Stats(); st.Discarded != 7 {
+		t.Errorf("discarded %d bytes, want unit 1's 7", st.Discarded)
+	}
+	p.events, p.waits = nil, true
+	if _, err := line.Unit(1).ReadRegisters(ctx, modbusconf.TableHolding, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	before, _, _ := strings.Cut(strings.Join(p.events, ","), "flush")
+	if before == "" || strings.Contains(before, "long wait") {
+		t.Errorf("before unit 1's request after unit 2's timeout: %q; want a drain for the gap only", before)
+	}
+	p.events = nil
+	line.Unit(2).ReadRegisters(ctx, modbusconf.TableHolding, 0, 1)
+	before, _, _ = strings.Cut(strings.Join(p.events, ","), "flush")
+	if !strings.Contains(before, "long wait") {
+		t.Errorf("before unit 2's next request: %q; want a drain until its late reply could have come", before)
 	}
 }
 

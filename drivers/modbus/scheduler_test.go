@@ -57,9 +57,11 @@ func (f *fakeTransport) count(unit uint8) int {
 	return f.sends[unit]
 }
 
-func (f *fakeTransport) abort()       {}
-func (f *fakeTransport) reset()       {}
-func (f *fakeTransport) Close() error { return nil }
+func (f *fakeTransport) settle(context.Context, uint8) error { return nil }
+func (f *fakeTransport) abort()                              {}
+func (f *fakeTransport) reset()                              {}
+func (f *fakeTransport) discards() uint64                    { return 0 }
+func (f *fakeTransport) Close() error                        { return nil }
 
 func fakeLine(cfg Config, dead ...uint8) (*Line, *fakeTransport) {
 	f := &fakeTransport{latency: 5 * time.Millisecond, dead: map[uint8]bool{}, sends: map[uint8]int{}}
