@@ -238,6 +238,16 @@ func (s *Server) streamable(cfg HTTPConfig, path string, sessions *sessionTable)
 	return mcpserver.NewStreamableHTTPServer(s.mcp, opts...)
 }
 
+// Authenticated puts h behind the authentication of cfg (its tokens and
+// client certificates), as HTTPHandler's endpoints are: for handlers
+// served beside them on the same listener.
+func (s *Server) Authenticated(h http.Handler, cfg HTTPConfig) http.Handler {
+	if !cfg.authRequired() {
+		return h
+	}
+	return authenticate(h, cfg, s.log)
+}
+
 // authRequired tells whether callers must prove who they are.
 func (cfg HTTPConfig) authRequired() bool { return cfg.Tokens != nil || len(cfg.Certs) > 0 }
 

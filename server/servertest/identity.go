@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"math/big"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -116,6 +117,7 @@ type LeafOptions struct {
 	OU        []string
 	URIs      []string // such as promcp:role:operator
 	DNS       []string
+	IPs       []net.IP
 	NotBefore time.Time // zero: an hour ago
 	NotAfter  time.Time // zero: in a day
 	Server    bool      // for server authentication (default: client)
@@ -126,7 +128,7 @@ func (ca *CA) Issue(t testing.TB, o LeafOptions) *Leaf {
 	t.Helper()
 	k := newKey(t)
 	tpl := &x509.Certificate{SerialNumber: serial(t), Subject: pkix.Name{CommonName: o.CN, OrganizationalUnit: o.OU},
-		NotBefore: o.NotBefore, NotAfter: o.NotAfter, DNSNames: o.DNS, KeyUsage: x509.KeyUsageDigitalSignature,
+		NotBefore: o.NotBefore, NotAfter: o.NotAfter, DNSNames: o.DNS, IPAddresses: o.IPs, KeyUsage: x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
 	if o.Server {
 		tpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
