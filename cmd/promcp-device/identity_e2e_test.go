@@ -46,7 +46,7 @@ func startIdentitySite(t *testing.T) *identitySite {
 	dir, state := t.TempDir(), t.TempDir()
 	s := &identitySite{state: state, fileIss: servertest.NewIssuer(t, "https://auth.example.com", "site-1"),
 		urlIss: servertest.NewIssuer(t, "https://idp.example.org/realms/plant", "idp-1"),
-		ca: servertest.NewCA(t, "plant CA"), rogue: servertest.NewCA(t, "rogue CA")}
+		ca:     servertest.NewCA(t, "plant CA"), rogue: servertest.NewCA(t, "rogue CA")}
 	var n atomic.Int32
 	jwks := servertest.JWKS(t, s.urlIss)
 	idp := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
