@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -238,5 +239,20 @@ func TestServeIdentityNeedsTLS(t *testing.T) {
 				t.Fatalf("exit %d, %q; want exit %d and %q", code, stderr, tc.code, tc.want)
 			}
 		})
+	}
+}
+
+// TestLintIdentityNote: lint accepts a policy's identity providers and
+// warns, at the identity block, of what of §6 is not honoured yet.
+func TestLintIdentityNote(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "physmcp.manifest.yml"), readFile(t, physmcp53), 0o600)
+	base := string(readFile(t, filepath.Join(filepath.Dir(physmcp53), "physmcp.policy.yml")))
+	line := strings.Count(base, "\n") + 1
+	os.WriteFile(filepath.Join(dir, "physmcp.policy.yml"), []byte(base+"identity:\n  providers:\n    - {type: jwt, issuer: i, audience: a, jwks_url: \"https://i/jwks\"}\n"), 0o600)
+	stdout, _, code := runCLI(t, "lint", filepath.Join(dir, "physmcp.manifest.yml"))
+	want := filepath.Join(dir, "physmcp.policy.yml") + ":" + strconv.Itoa(line+1) + ":3: warning: identity: a routed fleet call carries the caller's name and role, not its credential"
+	if code != 0 || !strings.Contains(stdout, want) {
+		t.Fatalf("lint: exit %d\n%s\nwant exit 0 and %q", code, stdout, want)
 	}
 }
