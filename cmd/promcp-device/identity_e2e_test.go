@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -162,7 +163,7 @@ func TestServeIdentityProviders(t *testing.T) {
 	if err != nil || res.IsError {
 		t.Fatalf("viewer JWT read_fan_mode_0 = %v, %v; want a reading", res, err)
 	}
-	if b := do(vera, "vera-1"); b["status"] != "failed" || b["permission"] != "permission_insufficient" {
+	if b := do(vera, "vera-1"); b["status"] != "failed" || b["permission"] != "permission_insufficient" || !strings.Contains(fmt.Sprint(b["reason"]), "viewer") {
 		t.Fatalf("viewer JWT do_fan_mode_0 = %v; want permission_insufficient", b)
 	}
 	if b := do(s.mcp(t, nil, operatorJWT), "olga-1"); b["status"] != "success" {
