@@ -423,3 +423,33 @@ func FuzzTokensCheck(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkJWTCheck is the cost of a bearer JWT (ES256) on every request.
+func BenchmarkJWTCheck(b *testing.B) {
+	f := newJWTFixture(b, server.JWTConfig{RolesClaim: "promcp_role"})
+	tokens := server.NewTokens()
+	tokens.AcceptJWT(f.v)
+	tok := f.is.Token(b, claims("alice", "operator"))
+	for b.Loop() {
+		if _, err := tokens.Check(b.Context(), tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCertVerify is the cost of a client certificate on every request.
+func BenchmarkCertVerify(b *testing.B) {
+	ca := servertest.NewCA(b, "ca")
+	file := filepath.Join(b.TempDir(), "ca.crt")
+	os.WriteFile(file, ca.PEM, 0o600)
+	v, err := server.NewCertVerifier(server.CertConfig{CAFile: file})
+	if err != nil {
+		b.Fatal(err)
+	}
+	chain := []*x509.Certificate{ca.Issue(b, servertest.LeafOptions{CN: "plc-7", URIs: []string{"promcp:role:operator"}}).Cert}
+	for b.Loop() {
+		if _, err := v.Verify(chain); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
