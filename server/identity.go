@@ -357,6 +357,9 @@ func (v *JWTVerifier) Verify(ctx context.Context, token string) (Caller, error) 
 		}
 		return Caller{}, refused("the token is not a well-formed signed JWT", "%v", err)
 	}
+	if len(tok.Headers) != 1 {
+		return Caller{}, refused("the token is not a well-formed signed JWT", "%d signatures", len(tok.Headers))
+	}
 	var unverified jwt.Claims
 	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
 		return Caller{}, refused("the token's claims are not well-formed", "%v", err)

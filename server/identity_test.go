@@ -401,6 +401,11 @@ func TestAuthenticateCaller(t *testing.T) {
 	if c, err := server.Authenticate(r, tokens, []*server.CertVerifier{cf.v}); err != nil || c != (server.Caller{Name: "alice", Role: "admin"}) {
 		t.Fatalf("JWT alone: %+v, %v", c, err)
 	}
+	// Lookup (the console's, /metrics' and the fleet endpoint's check)
+	// takes the JWT as well.
+	if c, ok := tokens.Lookup(jf.is.Token(t, claims("alice", "admin"))); !ok || c.Name != "alice" {
+		t.Fatalf("Lookup of a JWT: %+v, %t", c, ok)
+	}
 	r.TLS = &tls.ConnectionState{PeerCertificates: []*x509.Certificate{cf.ca.Issue(t, servertest.LeafOptions{CN: "plc-7", URIs: []string{"promcp:role:viewer"}}).Cert}}
 	if c, err := server.Authenticate(r, tokens, []*server.CertVerifier{cf.v}); err != nil || c != (server.Caller{Name: "plc-7", Role: "viewer"}) {
 		t.Fatalf("certificate and JWT: %+v, %v; want the certificate's caller", c, err)
