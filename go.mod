@@ -6,6 +6,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/eclipse/paho.golang v0.23.0
 	github.com/eclipse/paho.mqtt.golang v1.5.1
+	github.com/go-jose/go-jose/v4 v4.1.9
 	github.com/goburrow/modbus v0.1.0
 	github.com/goccy/go-yaml v1.19.2
 	github.com/mark3labs/mcp-go v1.2.1

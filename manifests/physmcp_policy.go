@@ -37,8 +37,11 @@ type rangeGuard struct {
 // A policy's range guard narrows the manifest's constraints (this format
 // keeps bounds in the manifest), so the manifest needs them.
 func physmcpRangeGuards(file string, data []byte) (map[string]rangeGuard, error) {
-	_, guards, err := translatePolicyDoc(file, data, nil)
-	return guards, err
+	_, pt, err := translatePolicyDoc(file, data, nil)
+	if err != nil {
+		return nil, err
+	}
+	return pt.guards, nil
 }
 
 func translatePhysMCPPolicy(file string, data []byte, info *physmcpInfo) (yaml.MapSlice, error) {
@@ -52,7 +55,7 @@ func parsePhysMCPPolicy(file string, data []byte, m *Manifest) (*Policy, error) 
 	if m != nil {
 		info = m.physmcp
 	}
-	doc, err := translatePhysMCPPolicy(file, data, info)
+	doc, pt, err := translatePolicyDoc(file, data, info)
 	if err != nil {
 		return nil, err
 	}
@@ -65,6 +68,8 @@ func parsePhysMCPPolicy(file string, data []byte, m *Manifest) (*Policy, error) 
 		return nil, fmt.Errorf("%s: the PhysMCP policy translates into a policy that does not validate (see `promcp-device convert`):\n%w", file, err)
 	}
 	pol.File = file
+	// Positions in the file as written, not as converted.
+	pol.Identity, pol.Notes = pt.identity, pt.notes
 	return pol, nil
 }
 
@@ -85,7 +90,7 @@ func permissionRoles(p string) []string {
 // translatePolicyDoc translates a PhysMCP policy into ours, merging the
 // rules that the manifest's capabilities declare (info; nil to only read
 // the range guards). A rule of the policy file overrides the manifest's.
-func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSlice, map[string]rangeGuard, error) {
+func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSlice, *pmPolicy, error) {
 	p := &problems{file: file}
 	root, ok := parseYAML(p, data)
 	if !ok {
@@ -97,9 +102,7 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 		return nil, nil, p.err()
 	}
 	requireVersion(o, "physmcp_policy_version")
-	if o.has("identity") {
-		o.add("identity", ErrUnsupported, "(callers are identified by bearer tokens that promcp-device token issues, with a role each; JWT issuers and mTLS are not checked)")
-	}
+	pt.identity = o.identity("identity", &pt.notes)
 	if o.has("emergency") {
 		o.add("emergency", ErrUnsupported, "(there is no override of the policy; a do_* to the capability's safe_value is never held back by rate, cooldown or window)")
 	}
@@ -121,18 +124,23 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 	if len(actions) > 0 {
 		doc = append(doc, yaml.MapItem{Key: "actions", Value: actions})
 	}
+	if pt.identity != nil {
+		doc = append(doc, yaml.MapItem{Key: "identity", Value: identityItem(pt.identity)})
+	}
 	if err := p.err(); err != nil {
 		return nil, nil, err
 	}
-	return doc, pt.guards, nil
+	return doc, pt, nil
 }
 
 // pmPolicy is a PhysMCP policy being translated: its named time windows
 // and the range guards of its do tools.
 type pmPolicy struct {
-	d       *decoder
-	windows map[string]pmWindow
-	guards  map[string]rangeGuard
+	d        *decoder
+	windows  map[string]pmWindow
+	guards   map[string]rangeGuard
+	identity *Identity
+	notes    []Note
 }
 
 // pmWindow is a named time window, as our window, and its zone.

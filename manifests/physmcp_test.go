@@ -268,7 +268,6 @@ func TestPhysMCPPolicyUnsupported(t *testing.T) {
 	m, _ := loadPhysMCP(t, "testdata/physmcp/spec53")
 	cases := []struct{ name, yaml, where string }{
 		{"warn", "physmcp_policy_version: \"0.1\"\ncapabilities:\n  do_setpoint_0:\n    rules:\n      - {type: range_guard, min: 19, on_violation: warn}\n", "5:52 capabilities.do_setpoint_0.rules[0].on_violation"},
-		{"identity", "physmcp_policy_version: \"0.1\"\nidentity: {providers: [{type: jwt}]}\n", "2:11 identity"},
 		{"emergency", "physmcp_policy_version: \"0.1\"\nemergency: {override_permission: admin}\n", "2:12 emergency"},
 		{"audit_all", "physmcp_policy_version: \"0.1\"\ndefaults: {audit_all: false}\n", "2:23 defaults.audit_all"},
 		{"quorum allow", "physmcp_policy_version: \"0.1\"\ncapabilities:\n  do_setpoint_0:\n    rules: [{type: quorum, min_peers: 2, on_failure: allow}]\n", "4:54 capabilities.do_setpoint_0.rules[0].on_failure"},

@@ -36,6 +36,12 @@ type Policy struct {
 	// Actions holds the rules of each action, by do_* tool name. An action
 	// without an entry gets the defaults only.
 	Actions map[string]*ActionPolicy
+	// Identity holds the identity providers (nil: none declared; callers
+	// over HTTP are then those of the tokens file).
+	Identity *Identity
+	// Notes are what the policy declares that is accepted but not
+	// honoured in full (lint warns of each).
+	Notes []Note
 }
 
 // DefaultRoleNames are the roles a policy knows when it declares none.
@@ -237,7 +243,7 @@ func LoadPolicy(path string, m *Manifest) (*Policy, error) {
 }
 
 var (
-	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions"}
+	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions", "identity"}
 	roleKeys       = []string{"name", "read_only"}
 	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum", "max_on", "revert", "shared"}
 	rateLimitKeys  = []string{"max", "per"}
@@ -284,6 +290,7 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 	if o.has("default_roles") {
 		pol.DefaultRoles = o.roles("default_roles", pol)
 	}
+	pol.Identity = o.identity("identity", &pol.Notes)
 
 	actions := map[string]*Capability{}
 	reads := map[string]*Capability{}

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -46,6 +47,50 @@ type Tokens struct {
 	stamp   fileStamp
 	err     error    // the reloaded file's problem; no token is accepted while set
 	known   []string // the declared roles, once CheckRoles ran; a token of another role is not accepted
+
+	jwt []*JWTVerifier // JWT providers: a token shaped as a JWT is verified by them (AcceptJWT)
+}
+
+// NewTokens returns a set without opaque tokens, for a site whose callers
+// all bring JWTs (AcceptJWT).
+func NewTokens() *Tokens { return &Tokens{} }
+
+// AcceptJWT makes the tokens accept bearer JWTs of the providers v too:
+// a token shaped as a JWT (three base64url parts) is verified by the
+// provider of its issuer, any other token is looked up in the file. Call
+// it before the tokens are used.
+func (t *Tokens) AcceptJWT(v ...*JWTVerifier) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.jwt = append(t.jwt, v...)
+}
+
+// errUnknownToken is an opaque token the file does not hold.
+var errUnknownToken = &AuthError{Reason: "the bearer token is not valid"}
+
+// Check returns the caller a bearer token is bound to, or why it is
+// refused (an *AuthError): a JWT is verified by the provider of its
+// issuer, an opaque token is looked up in the file.
+func (t *Tokens) Check(ctx context.Context, token string) (Caller, error) {
+	t.mu.Lock()
+	jwts := t.jwt
+	t.mu.Unlock()
+	if len(jwts) == 0 || !looksLikeJWT(token) {
+		if c, ok := t.lookup(token); ok {
+			return c, nil
+		}
+		return Caller{}, errUnknownToken
+	}
+	var other []string
+	for _, v := range jwts {
+		c, err := v.Verify(ctx, token)
+		if errors.Is(err, errOtherIssuer) {
+			other = append(other, err.Error())
+			continue
+		}
+		return c, err
+	}
+	return Caller{}, &AuthError{Reason: "the token's issuer is not trusted", Detail: strings.Join(other, "; ")}
 }
 
 type tokenEntry struct {
@@ -269,9 +314,15 @@ func (t *Tokens) Len() int {
 	return len(t.entries)
 }
 
-// Lookup returns the caller a token is bound to. Hashes are compared in
-// constant time. A file that changed is read again first.
+// Lookup returns the caller a token is bound to: Check without the
+// reason. Hashes are compared in constant time. A file that changed is
+// read again first.
 func (t *Tokens) Lookup(token string) (Caller, bool) {
+	c, err := t.Check(context.Background(), token)
+	return c, err == nil
+}
+
+func (t *Tokens) lookup(token string) (Caller, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.reload()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +49,11 @@ type HTTPConfig struct {
 	// "Authorization: Bearer TOKEN" header gets 401, and a valid one makes
 	// the call as the token's caller.
 	Tokens *Tokens
+	// Certs, when set, accept client certificates (the server must serve
+	// TLS and request them: see ClientTLS): a request whose certificate
+	// one of them verifies is made as its caller. With Tokens too, a
+	// request may bring either; the certificate is tried first.
+	Certs []*CertVerifier
 	// MaxBodyBytes bounds a request body; 0 means DefaultMaxBodyBytes. A
 	// larger body gets 413.
 	MaxBodyBytes int64
@@ -188,8 +195,8 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		write:    cmp.Or(cfg.WriteTimeout, DefaultWriteTimeout),
 	}
 	var next http.Handler = g
-	if cfg.Tokens != nil {
-		next = bearerAuth(next, cfg.Tokens, s.log)
+	if cfg.authRequired() {
+		next = authenticate(next, cfg, s.log)
 	} else {
 		caller := cfg.Caller
 		inner := next
@@ -231,9 +238,26 @@ func (s *Server) streamable(cfg HTTPConfig, path string, sessions *sessionTable)
 	return mcpserver.NewStreamableHTTPServer(s.mcp, opts...)
 }
 
-// bearerAuth makes every request prove a token and carries its caller.
-// It reads headers only: a request refused here never has its body read.
-func bearerAuth(next http.Handler, tokens *Tokens, log *slog.Logger) http.Handler {
+// Authenticated puts h behind the authentication of cfg (its tokens and
+// client certificates), as HTTPHandler's endpoints are: for handlers
+// served beside them on the same listener.
+func (s *Server) Authenticated(h http.Handler, cfg HTTPConfig) http.Handler {
+	if !cfg.authRequired() {
+		return h
+	}
+	return authenticate(h, cfg, s.log)
+}
+
+// authRequired tells whether callers must prove who they are.
+func (cfg HTTPConfig) authRequired() bool { return cfg.Tokens != nil || len(cfg.Certs) > 0 }
+
+// authenticate makes every request prove a credential and carries its
+// caller: the first that is accepted of a client certificate (cfg.Certs)
+// and a bearer token (cfg.Tokens: opaque, or a JWT). A request with none,
+// or with none accepted, gets 401 with a WWW-Authenticate that says why;
+// the log says more. It reads headers only: a request refused here never
+// has its body read.
+func authenticate(next http.Handler, cfg HTTPConfig, log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			// A CORS preflight carries no credentials by design; it runs
@@ -241,27 +265,95 @@ func bearerAuth(next http.Handler, tokens *Tokens, log *slog.Logger) http.Handle
 			next.ServeHTTP(w, r)
 			return
 		}
-		auth := r.Header.Get("Authorization")
-		scheme, token, _ := strings.Cut(auth, " ")
-		if auth == "" || !strings.EqualFold(scheme, "Bearer") {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="promcp-device"`)
-			refuse(w, http.StatusUnauthorized, "a bearer token is required (Authorization: Bearer TOKEN)")
-			return
-		}
-		c, ok := tokens.Lookup(strings.TrimSpace(token))
-		if u, undeclared := tokens.Undeclared(strings.TrimSpace(token)); !ok && undeclared {
-			log.Warn("refused a token whose role the policy does not declare", "name", u.Name, "role", u.Role, "remote", r.RemoteAddr)
-			refuse(w, http.StatusForbidden, fmt.Sprintf("the token of %s has role %q, which the policy does not declare: it may not act or read until its role is fixed (promcp-device token add) or declared in the policy's roles", u.Name, u.Role))
-			return
-		}
-		if !ok {
-			log.Warn("refused a request with an unknown bearer token", "remote", r.RemoteAddr)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="promcp-device", error="invalid_token"`)
-			refuse(w, http.StatusUnauthorized, "the bearer token is not valid")
+		c, err := Authenticate(r, cfg.Tokens, cfg.Certs)
+		if err != nil {
+			if _, bearer, _ := strings.Cut(r.Header.Get("Authorization"), " "); bearer != "" && cfg.Tokens != nil {
+				if u, undeclared := cfg.Tokens.Undeclared(strings.TrimSpace(bearer)); undeclared {
+					log.Warn("refused a token whose role the policy does not declare", "name", u.Name, "role", u.Role, "remote", r.RemoteAddr)
+					refuse(w, http.StatusForbidden, fmt.Sprintf("the token of %s has role %q, which the policy does not declare: it may not act or read until its role is fixed (promcp-device token add) or declared in the policy's roles", u.Name, u.Role))
+					return
+				}
+			}
+			ae, _ := errors.AsType[*AuthError](err)
+			if ae == nil {
+				ae = &AuthError{Reason: "the credential is not valid", Detail: err.Error()}
+			}
+			log.Warn("refused a request: "+ae.Reason, "remote", r.RemoteAddr, "path", r.URL.Path, "why", ae.Error())
+			code := "invalid_token"
+			if errors.Is(err, errNoCredential) {
+				code = "invalid_request"
+			}
+			w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer realm="promcp-device", error=%q, error_description=%q`, code, ae.Reason))
+			msg := ae.Reason
+			if errors.Is(err, errNoCredential) {
+				msg = credentialWanted(cfg)
+			}
+			refuse(w, http.StatusUnauthorized, msg)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(WithCaller(r.Context(), c)))
 	})
+}
+
+// errNoCredential is a request that brings no credential at all.
+var errNoCredential = &AuthError{Reason: "a credential is required"}
+
+func credentialWanted(cfg HTTPConfig) string {
+	switch {
+	case cfg.Tokens == nil:
+		return "a client certificate is required (TLS client authentication)"
+	case len(cfg.Certs) == 0:
+		return "a bearer token is required (Authorization: Bearer TOKEN)"
+	}
+	return "a credential is required: a bearer token (Authorization: Bearer TOKEN) or a client certificate"
+}
+
+// Authenticate returns the caller of a request: the first accepted of its
+// client certificate (by one of certs) and its bearer token (by tokens).
+// The error is an *AuthError saying why none was accepted.
+func Authenticate(r *http.Request, tokens *Tokens, certs []*CertVerifier) (Caller, error) {
+	var first error
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 && len(certs) > 0 {
+		for _, v := range certs {
+			c, err := v.Verify(r.TLS.PeerCertificates)
+			if err == nil {
+				return c, nil
+			}
+			first = cmp.Or(first, err)
+		}
+	}
+	auth := r.Header.Get("Authorization")
+	if scheme, token, _ := strings.Cut(auth, " "); auth != "" && tokens != nil {
+		if !strings.EqualFold(scheme, "Bearer") {
+			return Caller{}, cmp.Or(first, error(&AuthError{Reason: "the Authorization scheme is not Bearer"}))
+		}
+		c, err := tokens.Check(r.Context(), strings.TrimSpace(token))
+		if err == nil {
+			return c, nil
+		}
+		first = cmp.Or(first, err)
+	}
+	return Caller{}, cmp.Or(first, error(errNoCredential))
+}
+
+// ClientTLS is the TLS configuration of a listener whose callers may
+// prove themselves with client certificates: each is requested (the
+// certs' CAs announced) and verified by Authenticate, so that a missing,
+// expired or untrusted certificate is refused with a 401 that says why
+// rather than a failed handshake.
+func ClientTLS(base *tls.Config, certs []*CertVerifier) *tls.Config {
+	c := base.Clone()
+	if len(certs) == 0 {
+		return c
+	}
+	c.ClientAuth = tls.RequestClientCert
+	c.ClientCAs = x509.NewCertPool()
+	for _, v := range certs {
+		for _, ca := range v.cas {
+			c.ClientCAs.AddCert(ca)
+		}
+	}
+	return c
 }
 
 // refuse answers a request whose body is not read, and closes the
@@ -488,7 +580,7 @@ func newByteBudget(cfg HTTPConfig) *byteBudget {
 	b.perCaller = cfg.MaxBufferedBytesPerCaller
 	if b.perCaller <= 0 {
 		b.perCaller = b.max
-		if cfg.Tokens != nil {
+		if cfg.authRequired() {
 			b.perCaller = b.max / 4
 		}
 	}

@@ -140,7 +140,19 @@ func lintFile(path string, stdout io.Writer) bool {
 		fmt.Fprintf(stdout, "%s: ok: no policy (no do_* to govern)\n", path)
 	}
 	lintActionsWithoutRules(path, m, pc.policy, stdout)
+	lintPolicyNotes(pc.policy, stdout)
 	return true
+}
+
+// lintPolicyNotes warns, where the policy says it, of what it declares
+// that serve accepts but does not honour in full.
+func lintPolicyNotes(pol *manifests.Policy, stdout io.Writer) {
+	if pol == nil {
+		return
+	}
+	for _, n := range pol.Notes {
+		fmt.Fprintf(stdout, "%s: warning: %s: %s\n", n.Pos, n.Field, n.Msg)
+	}
 }
 
 // lintPolicyFile checks a policy file with the manifest beside it.
@@ -150,14 +162,16 @@ func lintPolicyFile(path string, stdout io.Writer) bool {
 		return false
 	}
 	m, err := manifests.Load(manifests.ManifestOf(path))
+	var pc policyChoice
 	if err == nil {
-		_, err = resolvePolicy(manifests.ManifestOf(path), path, m)
+		pc, err = resolvePolicy(manifests.ManifestOf(path), path, m)
 	}
 	if err != nil {
 		fmt.Fprintln(stdout, err)
 		return false
 	}
 	fmt.Fprintf(stdout, "%s: ok: policy for %s\n", path, manifests.ManifestOf(path))
+	lintPolicyNotes(pc.policy, stdout)
 	return true
 }
 

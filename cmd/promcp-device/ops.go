@@ -67,8 +67,9 @@ func (o *opsEndpoints) auditor(a server.Auditor) server.Auditor {
 }
 
 // wrap serves the endpoints in front of next (the MCP handler), with
-// tokens (nil: none required) when the mode is auth.
-func (o *opsEndpoints) wrap(next http.Handler, tokens *server.Tokens) http.Handler {
+// tokens or client certificates (neither: none required) when the mode is
+// auth.
+func (o *opsEndpoints) wrap(next http.Handler, tokens *server.Tokens, certs []*server.CertVerifier) http.Handler {
 	if o == nil || o.mode == metricsOff {
 		return next
 	}
@@ -79,8 +80,8 @@ func (o *opsEndpoints) wrap(next http.Handler, tokens *server.Tokens) http.Handl
 	})
 	mux.HandleFunc("GET /readyz", o.ready)
 	var ops http.Handler = mux
-	if o.mode == metricsAuth && tokens != nil {
-		ops = requireToken(mux, tokens)
+	if o.mode == metricsAuth && (tokens != nil || len(certs) > 0) {
+		ops = requireToken(mux, tokens, certs)
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
@@ -92,11 +93,11 @@ func (o *opsEndpoints) wrap(next http.Handler, tokens *server.Tokens) http.Handl
 	})
 }
 
-// requireToken refuses a request without a valid bearer token (401).
-func requireToken(next http.Handler, tokens *server.Tokens) http.Handler {
+// requireToken refuses a request without a valid bearer token or client
+// certificate (401).
+func requireToken(next http.Handler, tokens *server.Tokens, certs []*server.CertVerifier) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if _, ok := tokens.Lookup(strings.TrimSpace(token)); !ok || !strings.EqualFold(scheme, "Bearer") {
+		if _, err := server.Authenticate(r, tokens, certs); err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="promcp-device"`)
 			writeJSON(w, http.StatusUnauthorized, map[string]any{"error": "a valid bearer token is required (Authorization: Bearer TOKEN)"})
 			return

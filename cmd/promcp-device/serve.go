@@ -65,7 +65,8 @@ type serveFlags struct {
 	consoleSecureCookie                                  bool   // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
 	users                                                *console.Users
 	desk                                                 *server.Desk
-	fleetFile                                            string // --fleet: join the fleet this file describes
+	fleetFile                                            string                 // --fleet: join the fleet this file describes
+	certs                                                []*server.CertVerifier // the policy's mtls identity providers
 }
 
 // parseServeFlags reads serve's command line; nil (with a usage message
@@ -177,6 +178,9 @@ func cmdServe(c *cli) int {
 	if err != nil {
 		return exit(c.stderr, err)
 	}
+	if tokens, f.certs, err = f.identity(log, opts.policy, tokens); err != nil {
+		return exit(c.stderr, err)
+	}
 	var node *fleetNode
 	if f.fleetFile != "" {
 		if node, err = f.connectFleet(c.ctx, m, &opts, log); err != nil {
@@ -281,13 +285,8 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 			return nil, &exitError{1, fmt.Sprintf("promcp-device serve: --tokens %s lists no token; add one with: promcp-device token add --tokens %s --name NAME --role operator", f.tokensFile, f.tokensFile)}
 		}
 	}
-	if f.httpAddr != "" && tokens == nil {
-		if host, _, err := net.SplitHostPort(bindAddr(f.httpAddr)); err == nil && !isLoopback(host) {
-			return nil, usageErr("refusing to serve --http %s without --tokens: anyone who reaches a non-loopback address could actuate.\n"+
-				"  Create a token with: promcp-device token add --tokens tokens.txt --name NAME --role operator\n"+
-				"  then serve with --tokens tokens.txt (and --tls-cert/--tls-key), or bind 127.0.0.1.", f.httpAddr)
-		}
-	}
+	// A non-loopback --http without tokens is refused once the policy's
+	// identity providers are known (identity.go).
 	if f.group != "" && f.httpAddr != "" {
 		return nil, usageErr("--group is for stdio: over --http every group is served at /mcp/<group> beside /mcp")
 	}
@@ -453,7 +452,7 @@ func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *serve
 		}
 		return code
 	}
-	cfg := server.HTTPConfig{AllowedOrigins: f.origins, Caller: caller, Tokens: tokens, Groups: groups,
+	cfg := server.HTTPConfig{AllowedOrigins: f.origins, Caller: caller, Tokens: tokens, Certs: f.certs, Groups: groups,
 		Sessions: server.SessionLimits{Total: f.maxSessions, PerCaller: f.maxTokenSessions, IdleTTL: f.sessionIdle}}
 	if f.console {
 		if gw.console, err = f.newConsole(gw, caller, log); err != nil {
@@ -528,12 +527,17 @@ func serveHTTP(ctx context.Context, gw *openedGateway, hl *httpListener, cfg ser
 	hs := gw.srv.HTTPServer(cfg)
 	if gw.mesh != nil {
 		hs.Handler = gw.mesh(hs.Handler) // physmcp/* methods (--fleet)
+		if len(cfg.Certs) > 0 {
+			// The mesh methods are answered before the MCP endpoint's own
+			// check, which they only know for bearer tokens.
+			hs.Handler = gw.srv.Authenticated(hs.Handler, cfg)
+		}
 	}
-	hs.Handler = gw.ops.wrap(hs.Handler, cfg.Tokens)
+	hs.Handler = gw.ops.wrap(hs.Handler, cfg.Tokens, cfg.Certs)
 	scheme := "http"
 	if hl.tls != nil {
 		scheme = "https"
-		hs.TLSConfig = hl.tls
+		hs.TLSConfig = server.ClientTLS(hl.tls, cfg.Certs)
 	}
 	ln := hl.ln
 	if gw.console != nil {
