@@ -7,7 +7,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -622,20 +621,9 @@ func title(name string) string {
 	return strings.Join(words, " ")
 }
 
-func equalValue(a, b any) bool {
-	if fa, d, ok := apart(a, b); ok {
-		return d <= 1e-6*max(1, fa, -fa)
-	}
-	return a == b
-}
-
-// apart returns a as a float64 and how far b is from it, when both are
-// numbers (promcp.Number); ok is false otherwise.
-func apart(a, b any) (fa, d float64, ok bool) {
-	fa, oka := promcp.Number(a)
-	fb, okb := promcp.Number(b)
-	return fa, math.Abs(fb - fa), oka && okb
-}
+// equalValue is policy.SameValue: one tolerance for "the same value" in
+// the policy, the read-back and the dead-man.
+func equalValue(a, b any) bool { return policy.SameValue(a, b) }
 
 // approvalVia returns how the policy lets a human approve tool:
 // manifests.ViaElicitation only where the policy opts in, out-of-band

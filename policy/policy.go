@@ -158,16 +158,37 @@ type Request struct {
 }
 
 // IsSafe reports whether req moves its actuator to its declared safe
-// value.
+// value: TowardSafe of its value.
 func (req Request) IsSafe() bool {
-	return req.HasValue && req.SafeValue != nil && sameValue(req.Value, req.SafeValue)
+	return req.HasValue && TowardSafe(req.Value, req.SafeValue)
 }
 
-func sameValue(a, b any) bool {
+// TowardSafe is the one meaning of "a move toward safety": value is the
+// actuator's declared safe value (safe non-nil, and SameValue). The policy,
+// the fleet's shared rules, jobs and the dead-man all ask it. Such a move
+// is checked for role, value range and the interlocks written for it only:
+// cooldowns, rate limits, time windows, approvals, quorum and job holds
+// never refuse it, and a full state disk does not stop it (see the
+// gateway's actuation path).
+func TowardSafe(value, safe any) bool {
+	return safe != nil && value != nil && SameValue(value, safe)
+}
+
+// Tolerance is the one relative tolerance of "the same value", used by the
+// policy, the gateway's read-back and the dead-man: two numbers are the
+// same when they differ by at most Tolerance × max(1, |a|). A device that
+// reads back a float32 register (about 7 significant digits) is within
+// it; a deliberate change of one part in a million is not.
+const Tolerance = 1e-6
+
+// SameValue reports whether a and b are the same value: numbers within
+// Tolerance (relative, at least absolute for |a| < 1), anything else
+// equal.
+func SameValue(a, b any) bool {
 	fa, aok := promcp.Number(a)
 	fb, bok := promcp.Number(b)
 	if aok && bok {
-		return math.Abs(fa-fb) <= 1e-9*math.Max(1, math.Abs(fa))
+		return math.Abs(fa-fb) <= Tolerance*math.Max(1, math.Abs(fa))
 	}
 	return a == b
 }
