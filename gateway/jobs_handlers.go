@@ -33,9 +33,18 @@ func (g *Gateway) startHandler(def manifests.Job) server.DoHandler {
 		if failed != nil {
 			return *failed, nil
 		}
+		id := jobs.NewID()
+		if tool, holder := g.holds.take(id, g.jobTools(jobs.Job{Steps: steps})); holder != "" {
+			msg := fmt.Sprintf("%s is held by job %s until it ends: one job at a time on an actuator; cancel it, or wait for it", tool, holder)
+			return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: prev, Permission: promcp.PolicyDenied, Reason: msg,
+				Error: &promcp.Error{Code: promcp.CodeRefused, Message: msg}}, nil
+		}
 		ctx = context.WithValue(ctx, beginKey{}, &beginOnce{f: req.Begin})
-		j, err := g.engine.Start(ctx, jobs.Job{Name: def.Name, Key: req.IdempotencyKey, Steps: steps,
+		j, err := g.engine.Start(ctx, jobs.Job{ID: id, Name: def.Name, Key: req.IdempotencyKey, Steps: steps,
 			OnRestart: def.OnRestart, Caller: req.Caller.Name, Role: req.Caller.Role})
+		if err != nil || j.State != jobs.Running {
+			g.holds.release(id)
+		}
 		var se *stepError
 		switch {
 		case errors.As(err, &se):

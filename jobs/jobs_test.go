@@ -26,7 +26,7 @@ type plant struct {
 
 func newPlant() *plant { return &plant{held: map[string]any{}, fail: map[string]bool{}} }
 
-func (p *plant) act(_ context.Context, _ jobs.Job, c string, v any) (any, error) {
+func (p *plant) act(_ context.Context, _ jobs.Job, _, c string, v any) (any, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fail[c] {
