@@ -151,6 +151,10 @@ type Request struct {
 	// InProgress is the start of this action's reservation held by another
 	// call (an actuation under way, counted in History), zero for none.
 	InProgress time.Time
+	// HistoryErr is why History could not be read whole (an unreadable
+	// state file): an action whose cooldown or rate limit needs it is
+	// refused, except a move to the safe value.
+	HistoryErr error
 	// PendingValues are the values reserved actions are writing now, by
 	// the read_* tool of their actuator: an interlock that watches one
 	// holds if either the reading or the pending value meets it.
@@ -219,6 +223,7 @@ func (Evaluator) Evaluate(req Request) Decision {
 		(*eval).quorum,           // partition_no_quorum
 		(*eval).inWindows,        // policy_denied
 		(*eval).interlocksHold,   // policy_denied
+		(*eval).historyReadable,  // policy_denied
 		(*eval).cooldown,         // cooldown_active
 		(*eval).rateLimit,        // rate_limited
 		(*eval).approval,         // requires_human_approval
@@ -239,6 +244,18 @@ func (e *eval) safeMove(rules *manifests.ActionPolicy) (Decision, bool) {
 		return Decision{}, false
 	}
 	return e.safe(rules), true
+}
+
+// historyReadable refuses (fails closed) when the action has a cooldown
+// or rate limit and its actuation history cannot be read: the limits
+// cannot be checked. A move to the safe value stopped before this.
+func (e *eval) historyReadable(rules *manifests.ActionPolicy) (Decision, bool) {
+	if e.req.HistoryErr == nil || (rules.Cooldown <= 0 && rules.RateLimit == nil) {
+		return Decision{}, false
+	}
+	return e.refuse(promcp.PolicyDenied,
+		fmt.Sprintf("the actuation history of %s cannot be read, so its cooldown and rate limit cannot be checked: %v", e.req.Action, e.req.HistoryErr),
+		"check the state directory (--state)"+e.safeHint(), e.req.Now.Add(time.Second)), true
 }
 
 // actuatorReadable refuses when the actuator's own state cannot be read.

@@ -1,0 +1,240 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/promcp/promcp-device/audit"
+	"github.com/promcp/promcp-device/capabilities"
+	"github.com/promcp/promcp-device/gateway"
+	"github.com/promcp/promcp-device/gateway/gatewaytest"
+	"github.com/promcp/promcp-device/manifests/manifesttest"
+	"github.com/promcp/promcp-device/server"
+)
+
+// attempt is an audit attempt record as the recording auditor saw it: the
+// value the actuator held when the record was written (before the write).
+type attempt struct {
+	tool, caller, key string
+	value, held       any
+}
+
+// recorder is an Auditor that notes, for every attempt record, what the
+// actuator holds at that moment, read from the device (not the cache). An
+// attempt record written after the write would see the new value. With
+// full set, every Append fails with ENOSPC (a full state disk).
+type recorder struct {
+	mu       sync.Mutex
+	set      *capabilities.Set
+	attempts []attempt
+	events   []string // event tool key, in order
+	full     bool
+}
+
+func (r *recorder) Append(ctx context.Context, rec audit.Record) error {
+	r.mu.Lock()
+	full, set := r.full, r.set
+	r.mu.Unlock()
+	if full {
+		return fmt.Errorf("appending to the audit log: %w", syscall.ENOSPC)
+	}
+	var a attempt
+	if rec.Event == audit.EventAttempt && set != nil {
+		var args map[string]any
+		_ = json.Unmarshal(rec.Arguments, &args)
+		a = attempt{tool: rec.Tool, caller: rec.Caller, key: rec.Key, value: args["value"]}
+		for _, c := range set.All() {
+			if c.Do != nil && c.Do.Tool == rec.Tool {
+				a.held = c.ReadWithin(ctx, 0).Value
+			}
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rec.Event == audit.EventAttempt {
+		r.attempts = append(r.attempts, a)
+	}
+	r.events = append(r.events, rec.Event+" "+rec.Tool+" "+rec.Key)
+	return nil
+}
+
+func (r *recorder) setFull(full bool) {
+	r.mu.Lock()
+	r.full = full
+	r.mu.Unlock()
+}
+
+const pathManifest = `version: 1
+gateway: bench
+buses:
+  - {name: gpio, kind: gpio}
+devices:
+  - {name: valve_relay, bus: gpio, model: gpio_out, pin: GPIO24}
+  - {name: pump_relay, bus: gpio, model: gpio_out, pin: GPIO25}
+  - {name: heater_relay, bus: gpio, model: gpio_out, pin: GPIO26}
+capabilities:
+  - {name: valve, type: boolean, ttl: 1s, read: {device: valve_relay}, do: {tool: do_set_valve, side_effects: [water flows], compensable: true, safe_value: false}}
+  - {name: pump, type: boolean, ttl: 1s, read: {device: pump_relay}, do: {tool: do_set_pump, side_effects: [pumps], compensable: true, safe_value: false}}
+  - {name: heater, type: boolean, ttl: 1s, read: {device: heater_relay}, do: {tool: do_set_heater, side_effects: [heats], compensable: true, safe_value: false}}
+jobs:
+  - name: water
+    steps:
+      - {capability: valve, value: true, hold: 10s, compensate: restore}
+      - {capability: pump, value: true, hold: 1m, compensate: false}
+      - {capability: pump, value: false}
+      - {capability: valve, value: false}
+  - name: warm
+    hold: {capability: heater, value: true, for: 5m}
+`
+
+const pathPolicy = `version: 1
+actions:
+  do_set_heater:
+    max_on: 10m
+    cooldown: 30m
+`
+
+func newPathBench(t *testing.T, rec *recorder, pol string) *bench {
+	t.Helper()
+	m := manifesttest.Parse(t, "path.yml", pathManifest)
+	p := manifesttest.ParsePolicy(t, "path.policy.yml", pol, m)
+	b := serveAt(t, m, time.Date(2026, 7, 1, 6, 0, 0, 0, time.UTC), gatewaytest.Options{
+		Server:  []server.Option{server.WithAuditor(rec)},
+		Gateway: gateway.GatewayOptions{Policy: p, Jobs: m.Jobs}})
+	rec.mu.Lock()
+	rec.set = b.Set
+	rec.mu.Unlock()
+	return b
+}
+
+// Every entry point that writes an actuator (a do_* call, a job's first
+// and later steps, a job's compensation, a dead-man revert) writes its
+// audit attempt record, with its own idempotency key, before the write:
+// the recorder sees the actuator still away from the value written. A new
+// entry point that skips the one path fails the list below.
+func TestEveryActuationBeginsItsAttemptFirst(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := newPathBench(t, rec, pathPolicy)
+		if r := b.body("do_set_heater", map[string]any{"value": true}); r["status"] != "success" {
+			t.Fatalf("do_set_heater(true) = %v", r)
+		}
+		waitOn(t, b.clk, 1)
+		b.clk.Advance(10 * time.Minute) // the dead-man reverts it, cooldown or not
+		synctest.Wait()
+		if h := b.body("read_heater", map[string]any{"max_age_ms": 0}); h["value"] != false {
+			t.Fatalf("heater 10 min after do_set_heater(true), with a 30 min cooldown = %v, want reverted", h)
+		}
+		r := b.body("start_water", map[string]any{})
+		if r["status"] != "success" {
+			t.Fatalf("start_water = %v", r)
+		}
+		id := r["job_id"].(string)
+		waitOn(t, b.clk, 1)
+		b.clk.Advance(10 * time.Second) // step 2: the pump starts
+		waitOn(t, b.clk, 1)
+		if c := b.body("do_cancel_water", map[string]any{"value": id}); c["status"] != "success" {
+			t.Fatalf("do_cancel_water = %v", c)
+		}
+		entries := []struct {
+			name, tool, caller, key string
+			value                   any
+		}{
+			{"do_* call", "do_set_heater", "", "", true},
+			{"dead-man revert", "do_set_heater", gateway.DeadManCaller, "deadman-do_set_heater-", false},
+			{"job's first step", "do_set_valve", "", id + "/step-1", true},
+			{"job's later step", "do_set_pump", "", id + "/step-2", true},
+			{"compensation of a later step", "do_set_pump", "", id + "/undo-2", false},
+			{"compensation of the first step", "do_set_valve", "", id + "/undo-1", false},
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		for _, e := range entries {
+			found := false
+			for _, a := range rec.attempts {
+				if a.tool != e.tool || a.value != e.value || !strings.HasPrefix(a.key, e.key) || (e.caller != "" && a.caller != e.caller) {
+					continue
+				}
+				if e.key == "" && strings.Contains(a.key, "/") {
+					continue
+				}
+				found = true
+				if a.held == e.value {
+					t.Errorf("%s: the attempt record of %s value=%v was written after the write (the actuator already held it)", e.name, e.tool, e.value)
+				}
+			}
+			if !found {
+				t.Errorf("%s: no audit attempt record for %s value=%v (key %q…) before its write; attempts: %+v", e.name, e.tool, e.value, e.key, rec.attempts)
+			}
+		}
+		// Each attempt has its result after it.
+		for _, ev := range rec.events {
+			if k, ok := strings.CutPrefix(ev, audit.EventAttempt+" "); ok && !contains(rec.events, audit.EventResult+" "+k) {
+				t.Errorf("attempt %q has no result record", k)
+			}
+		}
+	})
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// The source keeps it so: in the gateway, the only write to an actuator
+// is in do, and do is called only by handler (the DoHandler the server
+// runs under its durable steps, for do_* calls and server.Actuate).
+func TestOneWriteOnePath(t *testing.T) {
+	fset := token.NewFileSet()
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string][]string{} // "Write", "do" → enclosing funcs
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fn, ok := d.(*ast.FuncDecl)
+			if !ok || fn.Body == nil {
+				continue
+			}
+			ast.Inspect(fn.Body, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				if sel, ok := call.Fun.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Write" && len(call.Args) == 2 || sel.Sel.Name == "do") {
+					calls[sel.Sel.Name] = append(calls[sel.Sel.Name], fmt.Sprintf("%s (%s)", fn.Name.Name, fset.Position(call.Pos())))
+				}
+				return true
+			})
+		}
+	}
+	for what, want := range map[string]string{"Write": "do", "do": "handler"} {
+		if len(calls[what]) != 1 || !strings.HasPrefix(calls[what][0], want+" ") {
+			t.Errorf("calls of %s: %v, want exactly one, in %s", what, calls[what], want)
+		}
+	}
+}
+
