@@ -40,12 +40,22 @@ type recorder struct {
 	attempts []attempt
 	events   []string // event tool key, in order
 	full     bool
+	// gate, when set, holds the attempt record of key gateKey until it is
+	// closed.
+	gate    chan struct{}
+	gateKey string
 }
 
 func (r *recorder) Append(ctx context.Context, rec audit.Record) error {
 	r.mu.Lock()
-	full, set := r.full, r.set
+	full, set, gate := r.full, r.set, r.gate
+	if rec.Event != audit.EventAttempt || rec.Key != r.gateKey {
+		gate = nil
+	}
 	r.mu.Unlock()
+	if gate != nil {
+		<-gate
+	}
 	if full {
 		return fmt.Errorf("appending to the audit log: %w", syscall.ENOSPC)
 	}
@@ -238,3 +248,185 @@ func TestOneWriteOnePath(t *testing.T) {
 	}
 }
 
+// A renewal close to the deadline and the revert are serialized on the
+// actuator's reservation: either the revert runs first and the renewal
+// then re-arms and writes, or the renewal wins and the revert is dropped.
+// After every trial, the heater on means a timer armed, and a renewal
+// answered success with a revert_at still ahead is not undone.
+func TestRenewalAroundTheDeadline(t *testing.T) {
+	const trials, renewers = 60, 6
+	var onNoTimer, undone, revertedFirst int
+	for trial := range trials {
+		synctest.Test(t, func(t *testing.T) {
+			rec := &recorder{}
+			b := newPathBench(t, rec, "version: 1\nactions:\n  do_set_heater:\n    max_on: 10m\n")
+			if r := b.body("do_set_heater", map[string]any{"value": true}); r["status"] != "success" {
+				t.Fatalf("do_set_heater(true) = %v", r)
+			}
+			waitOn(t, b.clk, 1)
+			b.clk.Advance(10*time.Minute - time.Duration(trial%4)*time.Millisecond)
+			var wg sync.WaitGroup
+			results := make([]map[string]any, renewers)
+			for i := range renewers {
+				wg.Go(func() {
+					results[i] = b.body("do_set_heater", map[string]any{"value": true, "idempotency_key": fmt.Sprintf("renew-%d-%d", trial, i)})
+				})
+				if i == renewers/2 {
+					b.clk.Advance(5 * time.Millisecond) // the deadline passes among the renewals
+				}
+			}
+			wg.Wait()
+			synctest.Wait()
+			now := b.clk.Now()
+			on := b.body("read_heater", map[string]any{"max_age_ms": 0})["value"] == true
+			_, armed := gateway.DeadManDue(b.Gateway, "do_set_heater")
+			if on && !armed {
+				onNoTimer++
+			}
+			for _, r := range results {
+				if r["status"] != "success" {
+					continue
+				}
+				if ra, _ := r["revert_at"].(string); ra != "" {
+					at, _ := time.Parse(time.RFC3339Nano, ra)
+					if at.After(now) && !on {
+						undone++
+						break
+					}
+				}
+			}
+			rec.mu.Lock()
+			for _, a := range rec.attempts {
+				if a.caller == gateway.DeadManCaller {
+					revertedFirst++
+				}
+			}
+			rec.mu.Unlock()
+		})
+	}
+	t.Logf("%d trials of %d renewals around the deadline: %d reverts ran first, %d on with no timer, %d successes undone", trials, renewers, revertedFirst, onNoTimer, undone)
+	if onNoTimer+undone > 0 {
+		t.Errorf("%d trials left the heater on with no timer, %d undid a renewal answered success", onNoTimer, undone)
+	}
+}
+
+// With the state disk full (every audit append fails ENOSPC), an action
+// that is not a move to the safe value is refused, a job's step too; the
+// stop to the safe value goes ahead, a job's compensation to it too, and
+// their records are written, first and in order, once the disk has room.
+func TestFullDiskStopsAllButTheSafeMove(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := newPathBench(t, rec, "version: 1\nactions:\n  do_set_valve:\n    cooldown: 1m\n")
+		if r := b.body("do_set_heater", map[string]any{"value": true}); r["status"] != "success" {
+			t.Fatalf("do_set_heater(true) = %v", r)
+		}
+		r := b.body("start_water", map[string]any{})
+		if r["status"] != "success" {
+			t.Fatalf("start_water = %v", r)
+		}
+		id := r["job_id"].(string)
+		rec.setFull(true)
+		if r := b.body("do_set_pump", map[string]any{"value": true}); r["status"] != "failed" {
+			t.Fatalf("do_set_pump(true) on a full disk = %v, want refused", r)
+		}
+		if p := b.body("read_pump", map[string]any{"max_age_ms": 0}); p["value"] != false {
+			t.Fatalf("pump after a refused do_set_pump = %v", p)
+		}
+		waitOn(t, b.clk, 1)
+		b.clk.Advance(10 * time.Second) // step 2 (pump on) cannot be recorded: refused; the job fails, compensated
+		synctest.Wait()
+		if p := b.body("read_pump", map[string]any{"max_age_ms": 0}); p["value"] != false {
+			t.Fatalf("pump after the job's step 2 on a full disk = %v, want not written", p)
+		}
+		st := b.body("read_status_water", map[string]any{"job_id": id})["value"].(map[string]any)
+		if st["state"] != "failed" {
+			t.Fatalf("water job on a full disk = %v, want failed", st)
+		}
+		if v := b.body("read_valve", map[string]any{"max_age_ms": 0}); v["value"] != false {
+			t.Fatalf("valve after the failed job = %v, want its compensation (to the safe value) done", v)
+		}
+		stop := b.body("do_set_heater", map[string]any{"value": false})
+		if stop["status"] == "failed" {
+			t.Fatalf("do_set_heater(false), the safe value, on a full disk = %v, want it done", stop)
+		}
+		if h := b.body("read_heater", map[string]any{"max_age_ms": 0}); h["value"] != false {
+			t.Fatalf("heater after the stop on a full disk = %v", h)
+		}
+		rec.mu.Lock()
+		before := len(rec.events)
+		rec.mu.Unlock()
+		rec.setFull(false)
+		if n := b.Server.FlushAudit(context.Background()); n != 0 {
+			t.Fatalf("%d records still wait once the disk has room", n)
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		kept := rec.events[before:]
+		var stopAttempt, stopResult, undo int = -1, -1, -1
+		for i, e := range kept {
+			switch {
+			case strings.HasPrefix(e, "attempt do_set_heater"):
+				stopAttempt = i
+			case strings.HasPrefix(e, "result do_set_heater"):
+				stopResult = i
+			case strings.HasPrefix(e, "attempt do_set_valve "+id+"/undo-1"):
+				undo = i
+			}
+		}
+		if undo < 0 || stopAttempt < 0 || stopResult < stopAttempt {
+			t.Fatalf("records written once the disk had room: %v; want the compensation's and the stop's attempt, then the stop's result", kept)
+		}
+	})
+}
+
+// A dead-man revert that fell due while a renewal held the actuator's
+// reservation (the renewal decided, its attempt record is being written,
+// its timer not yet re-armed) decides again once the renewal ends: it is
+// no longer the armed timer, so it is dropped, and the renewal, answered
+// success with a revert_at ahead, is not undone.
+func TestRevertWaitingOnARenewalIsDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		b := newPathBench(t, rec, "version: 1\nactions:\n  do_set_heater:\n    max_on: 10m\n")
+		if r := b.body("do_set_heater", map[string]any{"value": true}); r["status"] != "success" {
+			t.Fatalf("do_set_heater(true) = %v", r)
+		}
+		waitOn(t, b.clk, 1)
+		b.clk.Advance(10*time.Minute - time.Second)
+		gate := make(chan struct{})
+		rec.mu.Lock()
+		rec.gate, rec.gateKey = gate, "renew"
+		rec.mu.Unlock()
+		var renewal map[string]any
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			renewal = b.body("do_set_heater", map[string]any{"value": true, "idempotency_key": "renew"})
+		}()
+		synctest.Wait()                // the renewal holds the reservation, its attempt record pending
+		b.clk.Advance(2 * time.Second) // the old timer falls due: its revert waits for the reservation
+		synctest.Wait()
+		close(gate)
+		<-done
+		synctest.Wait()
+		if renewal["status"] != "success" {
+			t.Fatalf("renewal = %v", renewal)
+		}
+		at, _ := time.Parse(time.RFC3339Nano, renewal["revert_at"].(string))
+		if !at.After(b.clk.Now()) {
+			t.Fatalf("renewal's revert_at %v, want ahead of %v", at, b.clk.Now())
+		}
+		if h := b.body("read_heater", map[string]any{"max_age_ms": 0}); h["value"] != true {
+			t.Fatalf("heater after a renewal answered success (revert_at %v) = %v: the stale revert undid it", at, h)
+		}
+		if _, armed := gateway.DeadManDue(b.Gateway, "do_set_heater"); !armed {
+			t.Fatal("heater on with no dead-man timer")
+		}
+		b.clk.Advance(10 * time.Minute)
+		synctest.Wait()
+		if h := b.body("read_heater", map[string]any{"max_age_ms": 0}); h["value"] != false {
+			t.Fatalf("heater 10 min after the renewal = %v, want reverted", h)
+		}
+	})
+}
