@@ -430,3 +430,38 @@ func TestRevertWaitingOnARenewalIsDropped(t *testing.T) {
 		}
 	})
 }
+
+// A job holds its actuators for its life: a second job on them, or a
+// do_* that is not a move to the safe value, is refused naming the job,
+// and can_do says so; the stop to the safe value goes ahead.
+func TestJobHoldsItsActuators(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		b := newPathBench(t, &recorder{}, "version: 1\nactions: {}\n")
+		r := b.body("start_warm", map[string]any{})
+		if r["status"] != "success" {
+			t.Fatalf("start_warm = %v", r)
+		}
+		id := r["job_id"].(string)
+		r2 := b.body("start_warm", map[string]any{})
+		if r2["status"] != "failed" || r2["permission"] != "policy_denied" || !strings.Contains(fmt.Sprint(r2["reason"]), "held by job "+id) {
+			t.Fatalf("a second start_warm = %v, want refused: held by %s", r2, id)
+		}
+		d := b.body("do_set_heater", map[string]any{"value": true})
+		if d["status"] != "failed" || !strings.Contains(fmt.Sprint(d["reason"]), "held by job "+id) {
+			t.Fatalf("do_set_heater(true) during the job = %v, want refused: held by %s", d, id)
+		}
+		cd := b.body("can_do", map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": true}})
+		if bl, _ := cd["blocked"].([]any); len(bl) != 1 || !strings.Contains(fmt.Sprint(bl[0]), "held by job "+id) {
+			t.Fatalf("can_do do_set_heater(true) during the job = %v, want blocked: held by %s", cd, id)
+		}
+		if s := b.body("do_set_heater", map[string]any{"value": false}); s["status"] != "success" {
+			t.Fatalf("do_set_heater(false), the safe value, during the job = %v, want done", s)
+		}
+		if c := b.body("do_cancel_warm", map[string]any{"value": id}); c["status"] != "success" {
+			t.Fatalf("do_cancel_warm = %v", c)
+		}
+		if r3 := b.body("start_warm", map[string]any{}); r3["status"] != "success" {
+			t.Fatalf("start_warm after the first ended = %v", r3)
+		}
+	})
+}
