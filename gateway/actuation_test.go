@@ -465,3 +465,73 @@ func TestJobHoldsItsActuators(t *testing.T) {
 		}
 	})
 }
+
+// A job step that needs a person's approval waits for it, on the approval
+// desk like any do_* call, instead of failing the job; approved in time,
+// it runs (once, with its own key); not approved before the job's
+// deadline, the job fails and its applied steps are compensated.
+func TestJobStepWaitsForApproval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pol := "version: 1\nactions:\n  do_set_pump:\n    approval: {always: true}\n"
+		m := manifesttest.Parse(t, "path.yml", pathManifest)
+		p := manifesttest.ParsePolicy(t, "path.policy.yml", pol, m)
+		desk := server.NewDesk(nil, 0)
+		b := serveAt(t, m, time.Date(2026, 7, 1, 6, 0, 0, 0, time.UTC), gatewaytest.Options{
+			Server:  []server.Option{server.WithDesk(desk)},
+			Gateway: gateway.GatewayOptions{Policy: p, Jobs: m.Jobs}})
+		r := b.body("start_water", map[string]any{})
+		id, _ := r["job_id"].(string)
+		if r["status"] != "success" {
+			t.Fatalf("start_water = %v", r)
+		}
+		waitOn(t, b.clk, 1)
+		b.clk.Advance(10 * time.Second) // step 2 (the pump) asks for approval
+		synctest.Wait()
+		st := b.body("read_status_water", map[string]any{"job_id": id})["value"].(map[string]any)
+		if st["state"] != "running" || st["step"] != 2.0 || st["waiting"] == nil {
+			t.Fatalf("water job at its pump step = %v, want running, waiting for approval", st)
+		}
+		reqs := desk.Requests()
+		if len(reqs) != 1 || reqs[0].Tool != "do_set_pump" || reqs[0].Key != id+"/step-2" {
+			t.Fatalf("desk = %+v, want the pump step waiting", reqs)
+		}
+		b.clk.Advance(3 * time.Second) // still waiting, asked again with the same key
+		synctest.Wait()
+		if n := len(desk.Requests()); n != 1 {
+			t.Fatalf("%d requests on the desk after more polls, want the same one", n)
+		}
+		if _, err := desk.Decide(reqs[0].ID, server.Caller{Name: "alice", Role: "supervisor"}, true); err != nil {
+			t.Fatal(err)
+		}
+		b.clk.Advance(time.Second)
+		synctest.Wait()
+		if p := b.body("read_pump", map[string]any{"max_age_ms": 0}); p["value"] != true {
+			t.Fatalf("pump after the approval = %v, want on", p)
+		}
+		st = b.body("read_status_water", map[string]any{"job_id": id})["value"].(map[string]any)
+		if st["state"] != "running" || st["waiting"] != nil {
+			t.Fatalf("water job after the approval = %v", st)
+		}
+		if c := b.body("do_cancel_water", map[string]any{"value": id}); c["status"] != "success" {
+			t.Fatalf("do_cancel_water = %v", c)
+		}
+
+		// Nobody approves: the job fails at its deadline, compensated.
+		r = b.body("start_water", map[string]any{})
+		id2, _ := r["job_id"].(string)
+		waitOn(t, b.clk, 1)
+		b.clk.Advance(10 * time.Second)
+		synctest.Wait()
+		for range 20 {
+			b.clk.Advance(time.Minute)
+			synctest.Wait()
+		}
+		st = b.body("read_status_water", map[string]any{"job_id": id2})["value"].(map[string]any)
+		if st["state"] != "failed" || !strings.Contains(fmt.Sprint(st["reason"]), "deadline") {
+			t.Fatalf("water job never approved = %v, want failed at its deadline", st)
+		}
+		if v := b.body("read_valve", map[string]any{"max_age_ms": 0}); v["value"] != false {
+			t.Fatalf("valve after the job failed = %v, want its step 1 compensated", v)
+		}
+	})
+}

@@ -46,6 +46,10 @@ type JobStatus struct {
 	Reason   string     `json:"reason,omitempty"`
 	// OnRestart says what a restart does to it: resume or compensate.
 	OnRestart string `json:"on_restart"`
+	// Waiting says what the current step waits for (a person's approval,
+	// on the approval desk), until Deadline.
+	Waiting  string     `json:"waiting,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
 // JobStepStatus is a job's current step.
@@ -85,6 +89,13 @@ func (g *Gateway) status(j jobs.Job) JobStatus {
 	if !j.Finished.IsZero() {
 		f := j.Finished.UTC()
 		st.Finished = &f
+	}
+	if j.State == jobs.Running && j.Waiting != "" {
+		st.Waiting = j.Waiting
+		if !j.Deadline.IsZero() {
+			d := j.Deadline.UTC()
+			st.Deadline = &d
+		}
 	}
 	for _, a := range j.Applied {
 		st.Applied = append(st.Applied, JobApplied{Step: a.Step + 1, Capability: a.Capability, Value: a.Value, At: a.At.UTC(), Compensation: a.Compensation})
@@ -364,5 +375,7 @@ var statusSchema = map[string]any{
 		"finished":     map[string]any{"type": "string", "format": "date-time"},
 		"reason":       map[string]any{"type": "string"},
 		"on_restart":   map[string]any{"enum": []string{"compensate", "resume"}},
+		"waiting":      map[string]any{"type": "string", "description": "What the current step waits for (a person's approval), until deadline."},
+		"deadline":     map[string]any{"type": "string", "format": "date-time", "description": "When a step still waiting for approval fails the job."},
 	},
 }

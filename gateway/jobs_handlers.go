@@ -72,6 +72,9 @@ func (g *Gateway) startResult(def manifests.Job, j jobs.Job, prev any) promcp.Do
 	if len(j.Applied) > 0 {
 		r.AppliedValue = j.Applied[0].Value
 	}
+	if j.Waiting != "" {
+		r.Reason = fmt.Sprintf("started; step 1 waits for a person's approval until %s: %s", j.Deadline.UTC().Format(time.RFC3339), j.Waiting)
+	}
 	if c, ok := g.set.Get(j.Steps[0].Capability); ok && g.deadman != nil {
 		if t, armed := g.deadman.Due(c.Do.Tool); armed {
 			at := t.At.UTC()

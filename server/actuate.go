@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -47,6 +48,15 @@ func (s *Server) Actuate(ctx context.Context, in Internal, h DoHandler) promcp.D
 	}
 	outcome, replayed, err := s.store.Do(ctx, c.key, c.fp, c.act)
 	r, _ := c.answer(ctx, outcome, replayed, err)
+	if r.Permission == promcp.RequiresHumanApproval && s.desk != nil {
+		for _, q := range s.desk.Requests() {
+			if q.Key == c.key && q.Tool == in.Tool && q.State == Denied {
+				r.Permission = promcp.PolicyDenied
+				r.Reason = fmt.Sprintf("%s denied it in the operator console", q.DecidedBy.Name)
+				r.Error = &promcp.Error{Code: promcp.CodeRefused, Message: r.Reason}
+			}
+		}
+	}
 	return r
 }
 
