@@ -422,4 +422,5 @@ func TestUnreadableHistoryFailsClosed(t *testing.T) {
 		t.Fatalf("do_heater(false), the safe value, with an unreadable history = %+v, want allowed", d)
 	}
 }
+
 var hist0 = time.Date(2026, 7, 1, 6, 0, 0, 0, time.UTC)
