@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -48,6 +49,9 @@ func (s *Server) Actuate(ctx context.Context, in Internal, h DoHandler) promcp.D
 	}
 	outcome, replayed, err := s.store.Do(ctx, c.key, c.fp, c.act)
 	r, _ := c.answer(ctx, outcome, replayed, err)
+	if errors.Is(err, errNotActuated) && r.Error != nil {
+		r.Error.Code = promcp.CodeRefused // nothing was written: the attempt could not be recorded
+	}
 	if r.Permission == promcp.RequiresHumanApproval && s.desk != nil {
 		for _, q := range s.desk.Requests() {
 			if q.Key == c.key && q.Tool == in.Tool && q.State == Denied {
