@@ -242,6 +242,10 @@ type actuation struct {
 	revert *jobs.Timer
 	// job is the job acting, whose holds do not refuse it.
 	job string
+	// outer begins the call this actuation is part of (a start_* call's
+	// attempt, with its first step), once decided, before its own; nil for
+	// none.
+	outer func(context.Context) error
 }
 
 // errRenewed is the reason of a dead-man revert dropped because a renewal
@@ -306,6 +310,9 @@ func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server
 	if policy.TowardSafe(d.Value, c.Do.SafeValue) && req.BeginSafe != nil {
 		begin = req.BeginSafe
 	}
+	if a.outer != nil {
+		begin = beginBoth(a.outer, begin)
+	}
 	if err := begin(ctx); err != nil {
 		rv.end(nil, time.Time{}, false)
 		return promcp.DoResult{}, err
@@ -324,6 +331,19 @@ func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server
 	}
 	return g.readBack(ctx, c, rv, req.Value, d, previous, wrote), nil
 }
+
+// beginBoth begins outer, then inner; it fails with the first that fails.
+func beginBoth(outer, inner func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := outer(ctx); err != nil {
+			return fmt.Errorf("%w: %w", errOuterNotBegun, err)
+		}
+		return inner(ctx)
+	}
+}
+
+// errOuterNotBegun marks a call whose own attempt could not begin.
+var errOuterNotBegun = errors.New("not actuated")
 
 // refusal is the answer to an action that could not be reserved (err) or
 // that the policy did not allow; refused is false when it may go ahead.

@@ -226,14 +226,18 @@ func (g *Gateway) actuate(ctx context.Context, j jobs.Job, key, capName string, 
 	}
 	caller := server.Caller{Name: j.Caller, Role: j.Role}
 	ctx = server.WithCaller(ctx, caller)
+	a := actuation{job: j.ID}
 	if b, ok := ctx.Value(beginKey{}).(*beginOnce); ok {
-		if begin := b.take(); begin != nil {
-			if err := begin(ctx); err != nil {
-				return nil, fmt.Errorf("%w: %w", jobs.ErrNotActuated, err)
+		// The start_* call's attempt begins once its first step is
+		// decided, with that step's.
+		a.outer = func(ctx context.Context) error {
+			if f := b.take(); f != nil {
+				return f(ctx)
 			}
+			return nil
 		}
 	}
-	r := g.act(ctx, c, server.Internal{Key: key, Caller: caller, Value: value}, actuation{job: j.ID})
+	r := g.act(ctx, c, server.Internal{Key: key, Caller: caller, Value: value}, a)
 	if r.Status == promcp.StatusFailed {
 		return nil, &stepError{r}
 	}

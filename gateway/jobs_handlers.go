@@ -39,11 +39,20 @@ func (g *Gateway) startHandler(def manifests.Job) server.DoHandler {
 			return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: prev, Permission: promcp.PolicyDenied, Reason: msg,
 				Error: &promcp.Error{Code: promcp.CodeRefused, Message: msg}}, nil
 		}
-		ctx = context.WithValue(ctx, beginKey{}, &beginOnce{f: req.Begin})
+		once := &beginOnce{f: req.Begin}
+		ctx = context.WithValue(ctx, beginKey{}, once)
 		j, err := g.engine.Start(ctx, jobs.Job{ID: id, Name: def.Name, Key: req.IdempotencyKey, Steps: steps,
 			OnRestart: def.OnRestart, Caller: req.Caller.Name, Role: req.Caller.Role})
 		if err != nil || j.State != jobs.Running {
 			g.holds.release(id)
+		}
+		if begin := once.take(); begin != nil && err == nil && j.State == jobs.Running {
+			// The first step waits for approval: the job has started.
+			if berr := begin(ctx); berr != nil {
+				// Not recorded: the job does not run (nothing was written yet).
+				_, _ = g.engine.Cancel(ctx, j.ID, "the start_* attempt could not be recorded: "+berr.Error())
+				return promcp.DoResult{}, berr
+			}
 		}
 		var se *stepError
 		switch {
