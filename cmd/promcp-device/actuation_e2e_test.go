@@ -1,9 +1,12 @@
 package main
 
 import (
+	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,4 +129,80 @@ func TestFullDiskJob(t *testing.T) {
 	if stop < 0 {
 		t.Fatalf("the stop's attempt record was not written once the disk had room; audit: %v", evs)
 	}
+}
+
+// renewalTrials is how many trials TestRenewalsAroundTheDeadline runs
+// (each about 5 s): the in-process TestRevertWaitingOnARenewalIsDropped
+// (gateway) reproduces the race deterministically; this one checks the
+// binary, and runs longer on demand (-renewal.trials=200).
+var renewalTrials = flag.Int("renewal.trials", 3, "trials of TestRenewalsAroundTheDeadline")
+
+// TestRenewalsAroundTheDeadline: 8 sessions renew a heater (max_on 2 s)
+// around its deadline, in several trials through the binary. A renewal
+// answered success is not undone before its revert_at, and the heater is
+// never left on with no timer: after the last revert_at it is off.
+func TestRenewalsAroundTheDeadline(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pol := filepath.Join(dir, "policy.yml")
+	if err := os.WriteFile(pol, []byte("version: 1\nactions:\n  do_set_heater:\n    max_on: 2s\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, url := httpJobs(t, "--policy", pol)
+	trials, renewers := *renewalTrials, 8
+	sessions := make([]*session, renewers)
+	for i := range sessions {
+		sessions[i] = httpSession(t, url, protocols[1])
+	}
+	s := sessions[0]
+	var undone, onNoTimer int
+	for trial := range trials {
+		r, _ := s.call("do_set_heater", map[string]any{"value": true, "idempotency_key": fmt.Sprintf("arm-%d", trial)})
+		at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(r["revert_at"]))
+		if r["status"] != "success" || err != nil {
+			t.Fatalf("do_set_heater(true) = %v", r)
+		}
+		time.Sleep(time.Until(at.Add(-time.Duration(20+trial*5) * time.Millisecond))) // just before the deadline
+		results := make([]map[string]any, renewers)
+		var wg sync.WaitGroup
+		for i, ss := range sessions {
+			wg.Go(func() {
+				results[i], _ = ss.call("do_set_heater", map[string]any{"value": true, "idempotency_key": fmt.Sprintf("renew-%d-%d", trial, i)})
+			})
+		}
+		wg.Wait()
+		h, _ := s.call("read_heater", map[string]any{"max_age_ms": 0})
+		now := time.Now()
+		var last time.Time
+		for _, r := range results {
+			if r["status"] != "success" {
+				continue
+			}
+			ra, err := time.Parse(time.RFC3339Nano, fmt.Sprint(r["revert_at"]))
+			if err != nil {
+				continue
+			}
+			last = maxTime(last, ra)
+			if h["value"] == false && ra.After(now.Add(500*time.Millisecond)) {
+				undone++
+				break
+			}
+		}
+		time.Sleep(time.Until(last.Add(time.Second)))
+		if h, _ := s.call("read_heater", map[string]any{"max_age_ms": 0}); h["value"] != false {
+			onNoTimer++
+			s.call("do_set_heater", map[string]any{"value": false})
+		}
+	}
+	t.Logf("%d trials of %d renewals around a 2 s dead-man deadline: %d renewals answered success undone at once, %d left on past their last revert_at", trials, renewers, undone, onNoTimer)
+	if undone+onNoTimer > 0 {
+		t.Errorf("%d trials undid a renewal answered success; %d left the heater on with no timer", undone, onNoTimer)
+	}
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
