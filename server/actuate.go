@@ -91,8 +91,8 @@ func (b *backlog) Append(ctx context.Context, r audit.Record) error {
 	return b.next.Append(ctx, r)
 }
 
-// appendOrKeep appends r, or keeps it to be written with the next append
-// that works; it reports the error and whether r was dropped (never: kept).
+// appendOrKeep appends r, or keeps it to be written first by the next
+// append that works; it returns the error of this append, if any.
 func (b *backlog) appendOrKeep(ctx context.Context, r audit.Record) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -109,7 +109,7 @@ func (b *backlog) appendOrKeep(ctx context.Context, r audit.Record) error {
 	return err
 }
 
-// Waiting returns how many records wait to be written.
+// waiting returns how many records wait to be written.
 func (b *backlog) waiting() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
