@@ -31,7 +31,10 @@ type Gateway struct {
 	// units holds, by do_* tool, the actuators reserved with it.
 	units map[string]policy.Unit
 
-	engine  *jobs.Engine  // runs the manifest's jobs; nil without jobs
+	engine *jobs.Engine // runs the manifest's jobs; nil without jobs
+	// writer is the set's one actuator writer (capabilities.Set.TakeWriter),
+	// used by do only.
+	writer  *capabilities.Writer
 	deadman *jobs.DeadMan // the policy's dead-man limits; nil without any
 	holds   holds         // the actuators the running jobs hold
 	bgStop  context.CancelFunc
@@ -86,6 +89,11 @@ func Serve(srv *server.Server, set *capabilities.Set, opts ...GatewayOptions) (*
 		g.opts.DefaultRole = "operator"
 	}
 	g.units = units(set, g.opts.Policy)
+	w, err := set.TakeWriter()
+	if err != nil {
+		return nil, err
+	}
+	g.writer = w
 	if err := g.serve(srv, set.All()); err != nil {
 		return nil, err
 	}
@@ -320,7 +328,7 @@ func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server
 	value := d.Value
 	rv.settle = g.armBefore(c, value)
 	tr.wrote, tr.written = true, value
-	if err := c.Write(ctx, value); err != nil {
+	if err := g.writer.Write(ctx, c, value); err != nil {
 		return g.writeFailed(ctx, c, rv, previous, value, err), nil
 	}
 	wrote := g.srv.Clock().Now()
