@@ -333,7 +333,9 @@ func (e *Engine) applyOnce(ctx context.Context, r *run, i int) error {
 		r.job.Waiting = err.Error()
 		e.mu.Unlock()
 		if changed {
-			_ = e.put(r) // what it waits for: informative only
+			if perr := e.put(r); perr != nil { // what it waits for: informative only
+				e.o.Log.Error("job wait not recorded", "job", j.ID, "step", i, "err", perr)
+			}
 		}
 		return err
 	}
