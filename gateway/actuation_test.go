@@ -456,6 +456,10 @@ func TestJobHoldsItsActuators(t *testing.T) {
 		if bl, _ := cd["blocked"].([]any); len(bl) != 1 || !strings.Contains(fmt.Sprint(bl[0]), "held by job "+id) {
 			t.Fatalf("can_do do_set_heater(true) during the job = %v, want blocked: held by %s", cd, id)
 		}
+		cd = b.body("can_do", map[string]any{"intent": map[string]any{"action": "start_warm"}})
+		if bl, _ := cd["blocked"].([]any); len(bl) != 1 || !strings.Contains(fmt.Sprint(bl[0]), "held by job "+id) {
+			t.Fatalf("can_do start_warm during the job = %v, want blocked: held by %s", cd, id)
+		}
 		if s := b.body("do_set_heater", map[string]any{"value": false}); s["status"] != "success" {
 			t.Fatalf("do_set_heater(false), the safe value, during the job = %v, want done", s)
 		}
