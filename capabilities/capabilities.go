@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/promcp/promcp-device/clock"
@@ -200,9 +201,37 @@ func (c *Capability) logQuality(r Reading) {
 	}
 }
 
+// Writer is the one holder of a Set's actuator writes. Set.TakeWriter
+// hands it out once: the gateway takes it when it serves the set and uses
+// it in its one actuation path only (decide, reserve, record the attempt,
+// write, read back, commit), so nothing else can write the set's
+// actuators.
+type Writer struct{ set *Set }
+
+// ErrWriterTaken is returned by TakeWriter after the first call.
+var ErrWriterTaken = errors.New("the capability set's writer is already taken (one gateway serves a set)")
+
+// TakeWriter returns the set's Writer the first time it is called, and
+// ErrWriterTaken after.
+func (s *Set) TakeWriter() (*Writer, error) {
+	if !s.writerTaken.CompareAndSwap(false, true) {
+		return nil, ErrWriterTaken
+	}
+	return &Writer{set: s}, nil
+}
+
 // Write applies v (float64, bool or string, as the type says) to the
-// device. The caller has checked v against the constraints.
-func (c *Capability) Write(ctx context.Context, v any) error {
+// device of c, a capability of the writer's set. The caller has checked v
+// against the constraints.
+func (w *Writer) Write(ctx context.Context, c *Capability, v any) error {
+	if got, ok := w.set.Get(c.Name); !ok || got != c {
+		return fmt.Errorf("capability %s is not one of this writer's set", c.Name)
+	}
+	return c.apply(ctx, v)
+}
+
+// apply applies v to the device (Writer.Write).
+func (c *Capability) apply(ctx context.Context, v any) error {
 	if !c.Writable() {
 		return fmt.Errorf("capability %s has no action", c.Name)
 	}
@@ -241,10 +270,11 @@ func (c *Capability) observe(d time.Duration) {
 
 // Set is the manifest's capabilities bound to open devices.
 type Set struct {
-	Gateway string
-	caps    []*Capability
-	byName  map[string]*Capability
-	closers []func() error
+	Gateway     string
+	caps        []*Capability
+	byName      map[string]*Capability
+	closers     []func() error
+	writerTaken atomic.Bool // TakeWriter
 }
 
 // All returns the capabilities in manifest order.

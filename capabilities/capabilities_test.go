@@ -27,6 +27,16 @@ func open(tb testing.TB) (*capabilities.Set, *sim.World, *clock.Manual) {
 	return simtest.Open(tb, m, simtest.Hardware(w), capabilities.Options{Clock: clk}), w, clk
 }
 
+// mustWriter takes set's actuator writer (once per set).
+func mustWriter(t *testing.T, set *capabilities.Set) *capabilities.Writer {
+	t.Helper()
+	w, err := set.TakeWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
 func get(t *testing.T, set *capabilities.Set, name string) *capabilities.Capability {
 	t.Helper()
 	c, ok := set.Get(name)
@@ -155,7 +165,7 @@ func TestWriteInvalidatesCache(t *testing.T) {
 		if r := pump.Read(t.Context()); r.Value != false {
 			t.Fatalf("Read() = %+v, want false", r)
 		}
-		if err := pump.Write(t.Context(), true); err != nil {
+		if err := mustWriter(t, set).Write(t.Context(), pump, true); err != nil {
 			t.Fatal(err)
 		}
 		if r := pump.Read(t.Context()); r.Value != true {

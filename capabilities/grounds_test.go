@@ -43,7 +43,7 @@ func TestReadingsCarryTheirGrounds(t *testing.T) {
 		}
 
 		pump := get(t, set, "pump")
-		if err := pump.Write(t.Context(), true); err != nil {
+		if err := mustWriter(t, set).Write(t.Context(), pump, true); err != nil {
 			t.Fatal(err)
 		}
 		r = pump.ReadWithin(t.Context(), 0)

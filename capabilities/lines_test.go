@@ -30,6 +30,13 @@ func openDrive(t *testing.T) (*capabilities.Set, *sim.ModbusSlave) {
 func TestModbusCapabilities(t *testing.T) {
 	set, slave := openDrive(t)
 	ctx := t.Context()
+	w, err := set.TakeWriter()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := set.TakeWriter(); !errors.Is(err, capabilities.ErrWriterTaken) {
+		t.Fatalf("a second TakeWriter: %v, want ErrWriterTaken", err)
+	}
 	get := func(name string) *capabilities.Capability {
 		c, ok := set.Get(name)
 		if !ok {
@@ -49,7 +56,7 @@ func TestModbusCapabilities(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := get(tc.name)
-			if err := c.Write(ctx, tc.write); err != nil {
+			if err := w.Write(ctx, c, tc.write); err != nil {
 				t.Fatalf("Write(%v): %v", tc.write, err)
 			}
 			if v, _ := slave.Get(tc.name); v != tc.raw {
@@ -62,7 +69,7 @@ func TestModbusCapabilities(t *testing.T) {
 	}
 
 	// 5000 Hz is 50000 tenths: it does not fit an int16.
-	if err := get("setpoint").Write(ctx, 5000.0); !errors.Is(err, modbus.ErrOutOfRange) {
+	if err := w.Write(ctx, get("setpoint"), 5000.0); !errors.Is(err, modbus.ErrOutOfRange) {
 		t.Fatalf("Write(5000 Hz) into an int16 of tenths: %v, want ErrOutOfRange", err)
 	}
 	if v, _ := slave.Get("setpoint"); v != -12.5 {

@@ -181,7 +181,7 @@ func TestMQTTWritePublishesTheCommand(t *testing.T) {
 	if !plug.Writable() {
 		t.Fatal("plug not writable")
 	}
-	if err := plug.Write(t.Context(), false); err != nil {
+	if err := mustWriter(t, set).Write(t.Context(), plug, false); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, plug, "off after the command", func(r capabilities.Reading) bool { return r.Value == false })

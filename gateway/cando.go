@@ -280,6 +280,9 @@ func (g *Gateway) decide(ctx context.Context, c *capabilities.Capability, value 
 	view := g.opts.Reserver.Snapshot(g.claim(c, value))
 	view.Apply(&pr)
 	d := g.policy.Evaluate(pr)
+	if hd, held := g.holdRefusal(c, "", value, pr.Now); held && d.Allowed() {
+		d = hd // do_* would be refused: a job holds the actuator
+	}
 	if ck, ok := g.opts.Reserver.(quorumChecker); ok && (d.Allowed() || d.Permission == promcp.RequiresHumanApproval) {
 		// A fleet reserver's Snapshot cannot refuse: ask whether do_*
 		// could commit its shared record now (partition_no_quorum).

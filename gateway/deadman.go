@@ -32,33 +32,53 @@ func (g *Gateway) revertRule(tool string) *manifests.Revert {
 
 // armBefore arms (durably) the dead-man timer of an action about to write
 // value, before it touches the device: a crash after the write still
-// reverts. Writing the revert value itself arms nothing.
-func (g *Gateway) armBefore(c *capabilities.Capability, value any) {
+// reverts. Writing the revert value itself arms nothing. It runs under
+// the actuator's reservation and returns how to settle the timer when the
+// reservation ends: disarm it (only the arming this call saw or made, by
+// its Gen) when the actuator then holds the revert value.
+func (g *Gateway) armBefore(c *capabilities.Capability, value any) func(applied any, actuated bool) {
 	rule := g.revertRule(c.Do.Tool)
-	if rule == nil || equalValue(value, rule.To) {
-		return
+	if rule == nil {
+		return nil
 	}
-	now := g.srv.Clock().Now()
-	t := jobs.Timer{Tool: c.Do.Tool, To: rule.To, At: now.Add(rule.After), Armed: now, Value: value}
-	if err := g.deadman.Arm(t); err != nil {
-		g.srv.Logger().Error("dead-man timer not recorded: it holds in memory only", "tool", c.Do.Tool, "err", err)
+	var gen uint64
+	if t, armed := g.deadman.Due(c.Do.Tool); armed {
+		gen = t.Gen
+	}
+	if !equalValue(value, rule.To) {
+		now := g.srv.Clock().Now()
+		t, err := g.deadman.Arm(jobs.Timer{Tool: c.Do.Tool, To: rule.To, At: now.Add(rule.After), Armed: now, Value: value})
+		if err != nil {
+			g.srv.Logger().Error("dead-man timer not recorded: it holds in memory only", "tool", c.Do.Tool, "err", err)
+		}
+		gen = t.Gen
+	}
+	return func(applied any, actuated bool) {
+		if gen == 0 || !actuated || applied == nil || !equalValue(applied, rule.To) {
+			return
+		}
+		if _, err := g.deadman.Disarm(c.Do.Tool, gen); err != nil {
+			g.srv.Logger().Error("dead-man timer", "tool", c.Do.Tool, "err", err)
+		}
 	}
 }
 
-// afterDo settles the dead-man timer with what the device holds after an
-// action, and says in r when the revert will happen.
+// armedAs reports whether tool's dead-man timer is the arming gen.
+func (g *Gateway) armedAs(tool string, gen uint64) bool {
+	if g.deadman == nil {
+		return false
+	}
+	t, armed := g.deadman.Due(tool)
+	return armed && t.Gen == gen
+}
+
+// afterDo says in r when the dead-man limit will revert the action, if a
+// timer is armed (do settled it under the reservation).
 func (g *Gateway) afterDo(c *capabilities.Capability, r *promcp.DoResult) {
-	rule := g.revertRule(c.Do.Tool)
-	if rule == nil {
+	if g.revertRule(c.Do.Tool) == nil {
 		return
 	}
-	if r.Status != promcp.StatusFailed && r.AppliedValue != nil && equalValue(r.AppliedValue, rule.To) {
-		if err := g.deadman.Disarm(c.Do.Tool); err != nil {
-			g.srv.Logger().Error("dead-man timer", "tool", c.Do.Tool, "err", err)
-		}
-		return
-	}
-	if t, armed := g.deadman.Due(c.Do.Tool); armed {
+	if t, armed := g.deadman.Due(c.Do.Tool); armed && (r.AppliedValue == nil || !equalValue(r.AppliedValue, t.To)) {
 		at := t.At.UTC()
 		r.RevertAt = &at
 	}
@@ -79,8 +99,11 @@ func (g *Gateway) revertAt(c *capabilities.Capability) *time.Time {
 	return &at
 }
 
-// revert is a dead-man timer falling due: the action's do_* path with the
-// revert value, acting for the policy under a role it allows.
+// revert is a dead-man timer falling due: a move to the safe value
+// through the one actuation path, acting for the policy under a role it
+// allows, with its own idempotency key (per arming and try). Under the
+// actuator's reservation it checks that t is still the armed timer: if a
+// renewal re-armed it first, the revert is dropped (jobs.ErrRenewed).
 func (g *Gateway) revert(ctx context.Context, t jobs.Timer) error {
 	var c *capabilities.Capability
 	for _, cc := range g.set.All() {
@@ -91,12 +114,12 @@ func (g *Gateway) revert(ctx context.Context, t jobs.Timer) error {
 	if c == nil {
 		return fmt.Errorf("%s is no longer served; dropping its timer", t.Tool)
 	}
-	ctx = server.WithCaller(ctx, server.Caller{Name: DeadManCaller, Role: g.systemRole(t.Tool)})
-	r, err := g.do(ctx, c, server.DoRequest{Tool: t.Tool, Value: t.To, IdempotencyKey: "deadman-" + t.Armed.UTC().Format(time.RFC3339Nano)}, &doTrace{})
-	if err != nil {
-		return err
+	caller := server.Caller{Name: DeadManCaller, Role: g.systemRole(t.Tool)}
+	key := fmt.Sprintf("deadman-%s-%d-%d", t.Tool, t.Gen, t.Tries)
+	r := g.act(server.WithCaller(ctx, caller), c, server.Internal{Key: key, Caller: caller, Value: t.To}, actuation{revert: &t})
+	if r.Status == promcp.StatusFailed && r.Reason == errRenewed {
+		return jobs.ErrRenewed
 	}
-	g.afterDo(c, &r)
 	if r.Status == promcp.StatusFailed {
 		return fmt.Errorf("%s value=%s: %s", t.Tool, server.FormatValue(t.To), r.Reason)
 	}

@@ -6,8 +6,8 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -31,8 +31,12 @@ type Gateway struct {
 	// units holds, by do_* tool, the actuators reserved with it.
 	units map[string]policy.Unit
 
-	engine  *jobs.Engine  // runs the manifest's jobs; nil without jobs
+	engine *jobs.Engine // runs the manifest's jobs; nil without jobs
+	// writer is the set's one actuator writer (capabilities.Set.TakeWriter),
+	// used by do only.
+	writer  *capabilities.Writer
 	deadman *jobs.DeadMan // the policy's dead-man limits; nil without any
+	holds   holds         // the actuators the running jobs hold
 	bgStop  context.CancelFunc
 	bgDone  chan struct{}
 	// jobsScope is the can_do scope of Serve's surface, which answers for
@@ -85,6 +89,11 @@ func Serve(srv *server.Server, set *capabilities.Set, opts ...GatewayOptions) (*
 		g.opts.DefaultRole = "operator"
 	}
 	g.units = units(set, g.opts.Policy)
+	w, err := set.TakeWriter()
+	if err != nil {
+		return nil, err
+	}
+	g.writer = w
 	if err := g.serve(srv, set.All()); err != nil {
 		return nil, err
 	}
@@ -218,33 +227,84 @@ func readResult(c *capabilities.Capability, r capabilities.Reading) promcp.ReadR
 	return res
 }
 
-// doHandler runs a do_* call: it decides and reserves the action (see
-// policy.Reserver), begins the attempt (the server's durable in-flight and
-// audit records), writes, reads back, and commits the reservation with what
-// the device holds, or releases it when nothing changed.
+// doHandler runs a do_* call through the one actuation path (do).
 func (g *Gateway) doHandler(c *capabilities.Capability) server.DoHandler {
+	return g.handler(c, actuation{})
+}
+
+// handler is the DoHandler of an actuation of c: a do_* call's, or one
+// the gateway makes on its own (act). It is the only caller of do.
+func (g *Gateway) handler(c *capabilities.Capability, a actuation) server.DoHandler {
 	return func(ctx context.Context, req server.DoRequest) (promcp.DoResult, error) {
 		tr := &doTrace{}
-		r, err := g.do(ctx, c, req, tr)
+		r, err := g.do(ctx, c, req, tr, a)
 		g.afterDo(c, &r)
 		r.Evidence = doEvidence(c, req.Value, req.Approved, r, tr)
 		return r, err
 	}
 }
 
-// do is doHandler's call, noting in tr what its evidence needs.
-func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server.DoRequest, tr *doTrace) (promcp.DoResult, error) {
+// actuation is what an actuation the gateway makes on its own brings to
+// do, beyond the request.
+type actuation struct {
+	// revert is the dead-man timer a revert belongs to: the revert is
+	// dropped (errRenewed) when, under the actuator's reservation, it is
+	// no longer the armed one (a renewal reserved first and won).
+	revert *jobs.Timer
+	// job is the job acting, whose holds do not refuse it.
+	job string
+	// outer begins the call this actuation is part of (a start_* call's
+	// attempt, with its first step), once decided, before its own; nil for
+	// none.
+	outer func(context.Context) error
+}
+
+// errRenewed is the reason of a dead-man revert dropped because a renewal
+// re-armed the timer first.
+const errRenewed = "the dead-man timer was renewed: this revert is dropped"
+
+// act runs an actuation the gateway makes on its own (a job step, a
+// compensation, a dead-man revert) through the one path: the server's
+// durable steps (idempotency key, attempt record, result record:
+// server.Actuate) around do.
+func (g *Gateway) act(ctx context.Context, c *capabilities.Capability, in server.Internal, a actuation) promcp.DoResult {
+	in.Tool, in.SideEffects = c.Do.Tool, c.Do.SideEffects
+	return g.srv.Actuate(ctx, in, g.handler(c, a))
+}
+
+// errNotBegun refuses a write that no attempt was begun for.
+var errNotBegun = errors.New("no attempt was begun for this actuation (no idempotency key in flight, no audit attempt record): refusing to write")
+
+// do is the one actuation path: every write to an actuator goes through
+// it, and it runs only as a DoHandler (handler) under the server's durable
+// steps (a do_* call, or server.Actuate). It decides and reserves the
+// action (see policy.Reserver), begins the attempt (req.Begin: the key in
+// flight and the audit attempt record, refusing to write when either
+// fails; req.BeginSafe for a move to the safe value, which never refuses),
+// arms the dead-man limit, writes, reads back, settles the dead-man timer
+// and commits the reservation with what the device holds, or releases it
+// when nothing changed. The result record is the server's.
+func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server.DoRequest, tr *doTrace, a actuation) (promcp.DoResult, error) {
 	if req.Recovering {
 		return g.recoverDo(ctx, c, req, tr), nil
+	}
+	if req.Begin == nil {
+		return promcp.DoResult{}, errNotBegun
 	}
 	var before capabilities.Reading
 	claim := g.claim(c, req.Value)
 	res, d, err := g.opts.Reserver.Reserve(ctx, claim, func(ctx context.Context, v policy.View) policy.Decision {
+		if a.revert != nil && !g.armedAs(c.Do.Tool, a.revert.Gen) {
+			return policy.Decision{Permission: promcp.PolicyDenied, Reason: errRenewed}
+		}
 		before = c.Read(ctx)
 		pr := g.request(ctx, c, req.Value, true, before)
 		pr.Approved = req.Approved
 		v.Apply(&pr)
 		tr.pr = pr
+		if hd, held := g.holdRefusal(c, a.job, req.Value, pr.Now); held {
+			return hd
+		}
 		return g.policy.Evaluate(pr)
 	})
 	tr.decided, tr.d, tr.reserved = err == nil, d, err == nil && d.Allowed()
@@ -257,16 +317,21 @@ func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server
 	}
 	rv := &reserved{g: g, ctx: ctx, tool: c.Do.Tool, res: res, tr: tr}
 	defer rv.onExit(d.Value)
-	if req.Begin != nil {
-		if err := req.Begin(ctx); err != nil {
-			rv.end(nil, time.Time{}, false)
-			return promcp.DoResult{}, err
-		}
+	begin := req.Begin
+	if policy.TowardSafe(d.Value, c.Do.SafeValue) && req.BeginSafe != nil {
+		begin = req.BeginSafe
+	}
+	if a.outer != nil {
+		begin = beginBoth(a.outer, begin)
+	}
+	if err := begin(ctx); err != nil {
+		rv.end(nil, time.Time{}, false)
+		return promcp.DoResult{}, err
 	}
 	value := d.Value
-	g.armBefore(c, value)
+	rv.settle = g.armBefore(c, value)
 	tr.wrote, tr.written = true, value
-	if err := c.Write(ctx, value); err != nil {
+	if err := g.writer.Write(ctx, c, value); err != nil {
 		return g.writeFailed(ctx, c, rv, previous, value, err), nil
 	}
 	wrote := g.srv.Clock().Now()
@@ -277,6 +342,19 @@ func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server
 	}
 	return g.readBack(ctx, c, rv, req.Value, d, previous, wrote), nil
 }
+
+// beginBoth begins outer, then inner; it fails with the first that fails.
+func beginBoth(outer, inner func(context.Context) error) func(context.Context) error {
+	return func(ctx context.Context) error {
+		if err := outer(ctx); err != nil {
+			return fmt.Errorf("%w: %w", errOuterNotBegun, err)
+		}
+		return inner(ctx)
+	}
+}
+
+// errOuterNotBegun marks a call whose own attempt could not begin.
+var errOuterNotBegun = errors.New("not actuated")
 
 // refusal is the answer to an action that could not be reserved (err) or
 // that the policy did not allow; refused is false when it may go ahead.
@@ -308,10 +386,16 @@ type reserved struct {
 	res   *policy.Reservation
 	ended bool
 	tr    *doTrace // the call's evidence: the readback is noted there
+	// settle settles the dead-man timer with what the actuator holds,
+	// while the reservation is still held (so no renewal runs between).
+	settle func(applied any, actuated bool)
 }
 
 func (rv *reserved) end(applied any, at time.Time, actuated bool) {
 	rv.ended = true
+	if rv.settle != nil {
+		rv.settle(applied, actuated)
+	}
 	var err error
 	if actuated {
 		err = rv.g.opts.Reserver.Commit(rv.ctx, rv.res, at, applied)
@@ -625,20 +709,9 @@ func title(name string) string {
 	return strings.Join(words, " ")
 }
 
-func equalValue(a, b any) bool {
-	if fa, d, ok := apart(a, b); ok {
-		return d <= 1e-6*max(1, fa, -fa)
-	}
-	return a == b
-}
-
-// apart returns a as a float64 and how far b is from it, when both are
-// numbers (promcp.Number); ok is false otherwise.
-func apart(a, b any) (fa, d float64, ok bool) {
-	fa, oka := promcp.Number(a)
-	fb, okb := promcp.Number(b)
-	return fa, math.Abs(fb - fa), oka && okb
-}
+// equalValue is policy.SameValue: one tolerance for "the same value" in
+// the policy, the read-back and the dead-man.
+func equalValue(a, b any) bool { return policy.SameValue(a, b) }
 
 // approvalVia returns how the policy lets a human approve tool:
 // manifests.ViaElicitation only where the policy opts in, out-of-band

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -45,6 +46,10 @@ type JobStatus struct {
 	Reason   string     `json:"reason,omitempty"`
 	// OnRestart says what a restart does to it: resume or compensate.
 	OnRestart string `json:"on_restart"`
+	// Waiting says what the current step waits for (a person's approval,
+	// on the approval desk), until Deadline.
+	Waiting  string     `json:"waiting,omitempty"`
+	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
 // JobStepStatus is a job's current step.
@@ -84,6 +89,13 @@ func (g *Gateway) status(j jobs.Job) JobStatus {
 	if !j.Finished.IsZero() {
 		f := j.Finished.UTC()
 		st.Finished = &f
+	}
+	if j.State == jobs.Running && j.Waiting != "" {
+		st.Waiting = j.Waiting
+		if !j.Deadline.IsZero() {
+			d := j.Deadline.UTC()
+			st.Deadline = &d
+		}
 	}
 	for _, a := range j.Applied {
 		st.Applied = append(st.Applied, JobApplied{Step: a.Step + 1, Capability: a.Capability, Value: a.Value, At: a.At.UTC(), Compensation: a.Compensation})
@@ -190,35 +202,74 @@ func (e *stepError) Error() string {
 	return string(e.r.Status)
 }
 
-// actuate is a job step: the capability's do_* path (policy, reservation,
-// write, readback, dead-man limit), acting as the job's caller.
-func (g *Gateway) actuate(ctx context.Context, j jobs.Job, capName string, value any) (any, error) {
+// Is says which of the jobs package's errors the step's result is: a
+// refusal wrote nothing (jobs.ErrNotActuated); one that asks for a
+// person's approval waits for it (jobs.ErrAwaitingApproval).
+func (e *stepError) Is(target error) bool {
+	refused := e.r.Permission != "" && e.r.Permission != promcp.Allowed
+	switch target {
+	case jobs.ErrAwaitingApproval:
+		return e.r.Permission == promcp.RequiresHumanApproval
+	case jobs.ErrNotActuated:
+		return refused || (e.r.Error != nil && (e.r.Error.Code == promcp.CodeRefused || e.r.Error.Code == promcp.CodeInvalidArgument))
+	}
+	return false
+}
+
+// actuate is a job step or compensation: an actuation through the one
+// path (act), under key, acting as the job's caller. The start_* call's
+// own attempt begins with its first actuation.
+func (g *Gateway) actuate(ctx context.Context, j jobs.Job, key, capName string, value any) (any, error) {
 	c, ok := g.set.Get(capName)
 	if !ok || c.Do == nil {
-		return nil, fmt.Errorf("capability %s has no action", capName)
+		return nil, fmt.Errorf("%w: capability %s has no action", jobs.ErrNotActuated, capName)
 	}
-	ctx = server.WithCaller(ctx, server.Caller{Name: j.Caller, Role: j.Role})
-	req := server.DoRequest{Tool: c.Do.Tool, Value: value, IdempotencyKey: j.Key, Caller: server.CallerFrom(ctx)}
+	caller := server.Caller{Name: j.Caller, Role: j.Role}
+	ctx = server.WithCaller(ctx, caller)
+	a := actuation{job: j.ID}
 	if b, ok := ctx.Value(beginKey{}).(*beginOnce); ok {
-		req.Begin = b.take()
+		// The start_* call's attempt begins once its first step is
+		// decided, with that step's.
+		a.outer = func(ctx context.Context) error {
+			if f := b.take(); f != nil {
+				return f(ctx)
+			}
+			return nil
+		}
 	}
-	r, err := g.do(ctx, c, req, &doTrace{})
-	if err != nil {
-		return nil, err
-	}
-	g.afterDo(c, &r)
+	r := g.act(ctx, c, server.Internal{Key: key, Caller: caller, Value: value}, a)
 	if r.Status == promcp.StatusFailed {
 		return nil, &stepError{r}
 	}
 	return r.AppliedValue, nil
 }
 
-// noteJob writes a job's event to the audit log.
+// noteJob writes a job's event to the audit log, and frees the actuators
+// of a job that ended (a resumed job takes them again).
 func (g *Gateway) noteJob(ctx context.Context, event string, j jobs.Job) {
+	switch event {
+	case jobs.EventResumed:
+		g.holds.take(j.ID, g.jobTools(j))
+	case jobs.EventSucceeded, jobs.EventCancelled, jobs.EventFailed, jobs.EventCompensated:
+		g.holds.release(j.ID)
+	}
 	body, _ := json.Marshal(g.status(j))
 	tool := "start_" + j.Name
+	// An error is logged by Audit; the actuations themselves are recorded
+	// (attempt and result) on the one actuation path.
 	_ = g.srv.Audit(ctx, audit.Record{Event: event, Caller: j.Caller, Role: j.Role, Tool: tool, Key: j.Key,
 		Status: string(j.State), Reason: j.Reason, Result: body})
+}
+
+// jobTools are the do_* tools of j's steps.
+func (g *Gateway) jobTools(j jobs.Job) []string {
+	var out []string
+	for _, s := range j.Steps {
+		if c, ok := g.set.Get(s.Capability); ok && c.Do != nil && !slices.Contains(out, c.Do.Tool) {
+			out = append(out, c.Do.Tool)
+		}
+	}
+	return out
 }
 
 // serveJobs registers each job's start_*, read_status_* and do_cancel_*.
@@ -331,5 +382,7 @@ var statusSchema = map[string]any{
 		"finished":     map[string]any{"type": "string", "format": "date-time"},
 		"reason":       map[string]any{"type": "string"},
 		"on_restart":   map[string]any{"enum": []string{"compensate", "resume"}},
+		"waiting":      map[string]any{"type": "string", "description": "What the current step waits for (a person's approval), until deadline."},
+		"deadline":     map[string]any{"type": "string", "format": "date-time", "description": "When a step still waiting for approval fails the job."},
 	},
 }

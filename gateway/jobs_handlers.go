@@ -33,9 +33,27 @@ func (g *Gateway) startHandler(def manifests.Job) server.DoHandler {
 		if failed != nil {
 			return *failed, nil
 		}
-		ctx = context.WithValue(ctx, beginKey{}, &beginOnce{f: req.Begin})
-		j, err := g.engine.Start(ctx, jobs.Job{Name: def.Name, Key: req.IdempotencyKey, Steps: steps,
+		id := jobs.NewID()
+		if tool, holder := g.holds.take(id, g.jobTools(jobs.Job{Steps: steps})); holder != "" {
+			msg := fmt.Sprintf("%s is held by job %s until it ends: one job at a time on an actuator; cancel it, or wait for it", tool, holder)
+			return promcp.DoResult{Status: promcp.StatusFailed, PreviousValue: prev, Permission: promcp.PolicyDenied, Reason: msg,
+				Error: &promcp.Error{Code: promcp.CodeRefused, Message: msg}}, nil
+		}
+		once := &beginOnce{f: req.Begin}
+		ctx = context.WithValue(ctx, beginKey{}, once)
+		j, err := g.engine.Start(ctx, jobs.Job{ID: id, Name: def.Name, Key: req.IdempotencyKey, Steps: steps,
 			OnRestart: def.OnRestart, Caller: req.Caller.Name, Role: req.Caller.Role})
+		if err != nil || j.State != jobs.Running {
+			g.holds.release(id)
+		}
+		if begin := once.take(); begin != nil && err == nil && j.State == jobs.Running {
+			// The first step waits for approval: the job has started.
+			if berr := begin(ctx); berr != nil {
+				// Not recorded: the job does not run (nothing was written yet).
+				_, _ = g.engine.Cancel(ctx, j.ID, "the start_* attempt could not be recorded: "+berr.Error())
+				return promcp.DoResult{}, berr
+			}
+		}
 		var se *stepError
 		switch {
 		case errors.As(err, &se):
@@ -62,6 +80,9 @@ func (g *Gateway) startResult(def manifests.Job, j jobs.Job, prev any) promcp.Do
 		Compensable: true, CompensationHint: promcp.Hint(fmt.Sprintf("%s value=%s", def.CancelTool(), j.ID))}
 	if len(j.Applied) > 0 {
 		r.AppliedValue = j.Applied[0].Value
+	}
+	if j.Waiting != "" {
+		r.Reason = fmt.Sprintf("started; step 1 waits for a person's approval until %s: %s", j.Deadline.UTC().Format(time.RFC3339), j.Waiting)
 	}
 	if c, ok := g.set.Get(j.Steps[0].Capability); ok && g.deadman != nil {
 		if t, armed := g.deadman.Due(c.Do.Tool); armed {

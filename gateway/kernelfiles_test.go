@@ -198,6 +198,10 @@ func TestKernelFilesUnderOverlap(t *testing.T) {
 	_, set := gatewaytest.Open(t, manifesttest.Load(t, "../manifests/examples/pi-outdoor.yml"), gatewaytest.Options{
 		Clock: clock.NewManual(epoch), Hardware: kernelFiles(t.TempDir())})
 	fan, _ := set.Get("fan_speed")
+	w, err := set.TakeWriter() // no gateway serves this set: the test holds its writer
+	if err != nil {
+		t.Fatal(err)
+	}
 	done := make(chan error, 16)
 	for g := range 8 {
 		go func() {
@@ -210,7 +214,7 @@ func TestKernelFilesUnderOverlap(t *testing.T) {
 					}
 				}
 				if g%2 == 0 {
-					if err := fan.Write(t.Context(), float64(10*(i%10))); err != nil {
+					if err := w.Write(t.Context(), fan, float64(10*(i%10))); err != nil {
 						done <- err
 						return
 					}

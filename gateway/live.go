@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -300,4 +301,12 @@ func deadbandText(c *capabilities.Capability) string {
 
 func rateText(r manifests.RateLimit) string {
 	return fmt.Sprintf("%d per %s", r.Max, r.Per)
+}
+
+// apart returns a as a float64 and how far b is from it, when both are
+// numbers (promcp.Number); ok is false otherwise.
+func apart(a, b any) (fa, d float64, ok bool) {
+	fa, oka := promcp.Number(a)
+	fb, okb := promcp.Number(b)
+	return fa, math.Abs(fb - fa), oka && okb
 }

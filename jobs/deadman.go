@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -20,6 +21,11 @@ type Timer struct {
 	Value any       `json:"value"` // the value it holds, away from To
 	// Tries counts the reverts that failed; each failure retries later.
 	Tries int `json:"tries,omitempty"`
+	// Gen names the arming this timer belongs to: each Arm of a new
+	// timer (a renewal too) gets a new one, a retry keeps it. Only its own
+	// arming disarms a timer (Disarm with its Gen), so a revert that ends
+	// after a renewal cannot disarm the renewal's timer.
+	Gen uint64 `json:"gen,omitempty"`
 }
 
 // TimerStore keeps dead-man timers.
@@ -28,6 +34,11 @@ type TimerStore interface {
 	DeleteTimer(tool string) error
 	LoadTimers() ([]Timer, error)
 }
+
+// ErrRenewed is what Revert returns when it found, under the actuator's
+// reservation, that a renewal re-armed the timer first: the revert is
+// dropped, not retried, and the renewal's timer stays.
+var ErrRenewed = errors.New("renewed before the revert could run")
 
 // DeadManOptions configure a DeadMan.
 type DeadManOptions struct {
@@ -50,6 +61,7 @@ type DeadMan struct {
 	o      DeadManOptions
 	mu     sync.Mutex
 	timers map[string]Timer
+	gen    uint64 // the last Gen given
 	wake   chan struct{}
 }
 
@@ -69,42 +81,63 @@ func NewDeadMan(o DeadManOptions) (*DeadMan, error) {
 			return nil, fmt.Errorf("loading dead-man timers: %w", err)
 		}
 		for _, t := range ts {
+			d.gen = max(d.gen, t.Gen)
+		}
+		for _, t := range ts {
+			if t.Gen == 0 { // recorded before timers had generations
+				d.gen++
+				t.Gen = d.gen
+			}
 			d.timers[t.Tool] = t
 		}
 	}
 	return d, nil
 }
 
-// Arm starts (or restarts: a renewal) tool's timer. It is durable before
-// Arm returns.
-func (d *DeadMan) Arm(t Timer) error {
+// Arm starts (or restarts: a renewal) tool's timer, and returns it with
+// its Gen: a new one unless t has one (a retry of the same arming). It is
+// durable before Arm returns; on error it still holds in memory.
+func (d *DeadMan) Arm(t Timer) (Timer, error) {
+	d.mu.Lock()
+	if t.Gen == 0 {
+		d.gen++
+		t.Gen = d.gen
+	} else if cur, ok := d.timers[t.Tool]; !ok || cur.Gen != t.Gen {
+		d.mu.Unlock()
+		return cur, nil // a retry of an arming renewed or disarmed meanwhile
+	}
+	d.mu.Unlock()
+	var err error
 	if d.o.Store != nil {
-		if err := d.o.Store.PutTimer(t); err != nil {
-			return fmt.Errorf("recording the dead-man timer of %s: %w", t.Tool, err)
+		if perr := d.o.Store.PutTimer(t); perr != nil {
+			err = fmt.Errorf("recording the dead-man timer of %s: %w", t.Tool, perr)
 		}
 	}
 	d.mu.Lock()
 	d.timers[t.Tool] = t
 	d.mu.Unlock()
 	d.poke()
-	return nil
+	return t, err
 }
 
-// Disarm stops tool's timer: its actuator is back at its safe value.
-func (d *DeadMan) Disarm(tool string) error {
+// Disarm stops tool's timer of arming gen (its actuator is back at its
+// safe value); a timer armed since (a renewal) stays. It reports whether
+// it disarmed one.
+func (d *DeadMan) Disarm(tool string, gen uint64) (bool, error) {
 	d.mu.Lock()
-	_, ok := d.timers[tool]
-	d.mu.Unlock()
-	if ok && d.o.Store != nil {
+	defer d.mu.Unlock()
+	cur, ok := d.timers[tool]
+	if !ok || cur.Gen != gen {
+		return false, nil
+	}
+	delete(d.timers, tool)
+	d.poke()
+	if d.o.Store != nil {
 		if err := d.o.Store.DeleteTimer(tool); err != nil {
-			return fmt.Errorf("removing the dead-man timer of %s: %w", tool, err)
+			return true, fmt.Errorf("removing the dead-man timer of %s: %w", tool, err)
 		}
 	}
-	d.mu.Lock()
-	delete(d.timers, tool)
-	d.mu.Unlock()
-	d.poke()
-	return nil
+	return true, nil
 }
 
 // Due returns tool's timer, if armed.
@@ -162,20 +195,27 @@ func (d *DeadMan) Run(ctx context.Context) {
 	}
 }
 
-// fire reverts t, unless it was renewed or disarmed meanwhile.
+// fire reverts t, unless it was renewed or disarmed meanwhile. The
+// revert itself checks again, under the actuator's reservation, that t is
+// still the armed timer (a renewal that reserved first wins, and the
+// revert is dropped); it disarms only t's own arming.
 func (d *DeadMan) fire(ctx context.Context, t Timer) {
 	d.mu.Lock()
 	cur, ok := d.timers[t.Tool]
 	d.mu.Unlock()
-	if !ok || !cur.At.Equal(t.At) {
+	if !ok || cur.Gen != t.Gen || !cur.At.Equal(t.At) {
 		return
 	}
 	err := d.o.Revert(ctx, t)
+	if errors.Is(err, ErrRenewed) {
+		d.o.Log.Info("dead-man revert dropped: renewed first", "tool", t.Tool)
+		return
+	}
 	if d.o.Note != nil {
 		d.o.Note(ctx, t, err)
 	}
 	if err == nil {
-		if derr := d.Disarm(t.Tool); derr != nil {
+		if _, derr := d.Disarm(t.Tool, t.Gen); derr != nil {
 			d.o.Log.Error("dead-man timer", "tool", t.Tool, "err", derr)
 		}
 		return
@@ -184,9 +224,9 @@ func (d *DeadMan) fire(ctx context.Context, t Timer) {
 	d.mu.Lock()
 	cur, ok = d.timers[t.Tool]
 	d.mu.Unlock()
-	if ok && cur.At.Equal(t.At) {
+	if ok && cur.Gen == t.Gen {
 		cur.At, cur.Tries = d.o.Clock.Now().Add(d.o.Retry), cur.Tries+1
-		if aerr := d.Arm(cur); aerr != nil {
+		if _, aerr := d.Arm(cur); aerr != nil {
 			d.o.Log.Error("dead-man timer", "tool", t.Tool, "err", aerr)
 		}
 	}

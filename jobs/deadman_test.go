@@ -120,3 +120,32 @@ func TestDeadManDueAtStartAndRetried(t *testing.T) {
 		t.Errorf("timers left in the store: %+v", ts)
 	}
 }
+
+// Only the arming a timer belongs to disarms it: a revert of the first
+// arming that ends after a renewal (a second arming) leaves the renewal's
+// timer armed; a retry of a renewed arming does not bring it back.
+func TestDeadManDisarmsOnlyItsArming(t *testing.T) {
+	d, err := jobs.NewDeadMan(jobs.DeadManOptions{Clock: clock.NewManual(t0), Revert: func(context.Context, jobs.Timer) error { return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _ := d.Arm(jobs.Timer{Tool: "do_heater", To: false, At: t0.Add(10 * time.Minute), Value: true})
+	renewal, _ := d.Arm(jobs.Timer{Tool: "do_heater", To: false, At: t0.Add(20 * time.Minute), Value: true})
+	if first.Gen == 0 || renewal.Gen == first.Gen {
+		t.Fatalf("generations %d and %d, want two distinct", first.Gen, renewal.Gen)
+	}
+	if ok, _ := d.Disarm("do_heater", first.Gen); ok {
+		t.Fatal("the first arming disarmed the renewal's timer")
+	}
+	retry := first
+	retry.At, retry.Tries = t0.Add(11*time.Minute), 1
+	if got, _ := d.Arm(retry); got.Gen != renewal.Gen {
+		t.Fatalf("a retry of the renewed arming replaced the timer: %+v", got)
+	}
+	if cur, armed := d.Due("do_heater"); !armed || cur.Gen != renewal.Gen || !cur.At.Equal(renewal.At) {
+		t.Fatalf("timer %+v (armed %v), want the renewal's", cur, armed)
+	}
+	if ok, _ := d.Disarm("do_heater", renewal.Gen); !ok {
+		t.Fatal("the renewal's own arming did not disarm it")
+	}
+}

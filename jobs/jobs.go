@@ -89,6 +89,12 @@ type Job struct {
 	// Caller and Role are who started it; its steps act as them.
 	Caller string `json:"caller,omitempty"`
 	Role   string `json:"role,omitempty"`
+	// Deadline is when a step still waiting for a person's approval
+	// fails the job: its planned end plus Options.ApprovalWait.
+	Deadline time.Time `json:"deadline,omitzero"`
+	// Waiting says why the current step is not applied yet (a person's
+	// approval), "" when it is not waiting.
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // Total is the time the job takes: the sum of its holds.
@@ -140,7 +146,34 @@ func (j Job) Progress(now time.Time) float64 {
 // (policy, reservation, readback), acting as the job's caller. It returns
 // the value the device holds, or an error when the action was refused or
 // failed.
-type Actuator func(ctx context.Context, j Job, capability string, value any) (applied any, err error)
+//
+// key names the actuation: the same for a retry of the same step (after an
+// approval, or a restart), so that it writes at most once; j.ID+"/step-N"
+// for step N (0-based), j.ID+"/undo-N" for its compensation. An error
+// that wraps ErrNotActuated says nothing was written (a refusal), one that
+// wraps ErrAwaitingApproval that a person must approve it first (the
+// engine waits and tries again with the same key, until the job's
+// Deadline).
+type Actuator func(ctx context.Context, j Job, key, capability string, value any) (applied any, err error)
+
+// ErrNotActuated is wrapped by an Actuator's error when nothing was
+// written: the failed step then needs no compensation of its own.
+var ErrNotActuated = errors.New("not actuated")
+
+// ErrAwaitingApproval is wrapped by an Actuator's error when the step
+// waits for a person's approval.
+var ErrAwaitingApproval = errors.New("waiting for a person's approval")
+
+// DefaultApprovalWait is how long past its planned end a job may wait for
+// people to approve its steps (Options.ApprovalWait).
+const DefaultApprovalWait = 15 * time.Minute
+
+// StepKey is the key of step i's actuation of job id; UndoKey its
+// compensation's.
+func StepKey(id string, i int) string { return fmt.Sprintf("%s/step-%d", id, i+1) }
+
+// UndoKey is the key of the compensation of step i of job id.
+func UndoKey(id string, i int) string { return fmt.Sprintf("%s/undo-%d", id, i+1) }
 
 // Store keeps job records.
 type Store interface {
@@ -171,6 +204,12 @@ type Options struct {
 	// is resume is then left running at Close, to be resumed by Recover.
 	// Otherwise Close compensates every running job.
 	Durable bool
+	// ApprovalWait is how long past its planned end (the sum of its holds)
+	// a job may wait for a person to approve a step: its Deadline. 0:
+	// DefaultApprovalWait.
+	ApprovalWait time.Duration
+	// Poll is how often a step waiting for approval asks again; 0: 1 s.
+	Poll time.Duration
 }
 
 // Engine runs jobs.
@@ -201,12 +240,21 @@ var ErrEnded = errors.New("the job has already ended")
 // New returns an Engine.
 func New(o Options) *Engine {
 	o.Clock = clock.Or(o.Clock)
+	if o.ApprovalWait <= 0 {
+		o.ApprovalWait = DefaultApprovalWait
+	}
+	if o.Poll <= 0 {
+		o.Poll = time.Second
+	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Engine{o: o, ctx: ctx, stop: stop, jobs: map[string]*run{}}
 }
+
+// NewID returns a new job id (Start gives one to a job that has none).
+func NewID() string { return newID() }
 
 func newID() string {
 	var b [8]byte
@@ -216,9 +264,12 @@ func newID() string {
 
 // Start starts a job of steps named name for the call with idempotency key
 // key: it applies the first step before it returns, then runs the others on
-// the clock. The returned Job is its state after the first step; a first
-// step that fails ends the job failed (nothing to compensate) and its error
-// is returned, wrapped, with the job.
+// the clock. The returned Job is its state after the first step. A first
+// step that waits for a person's approval leaves the job running, waiting
+// (Job.Waiting), until its Deadline. A first step that fails ends the job
+// failed, compensated like any later step (its own compensation too,
+// unless nothing was written), and its error is returned, wrapped, with
+// the job.
 func (e *Engine) Start(ctx context.Context, proto Job) (Job, error) {
 	if len(proto.Steps) == 0 {
 		return Job{}, errors.New("a job needs at least one step")
@@ -229,7 +280,11 @@ func (e *Engine) Start(ctx context.Context, proto Job) (Job, error) {
 		return Job{}, errors.New("the server is shutting down")
 	}
 	j := proto
-	j.ID, j.State, j.Step, j.Started = newID(), Running, 0, e.o.Clock.Now()
+	if j.ID == "" {
+		j.ID = newID()
+	}
+	j.State, j.Step, j.Started = Running, 0, e.o.Clock.Now()
+	j.Deadline = j.Started.Add(j.Total() + e.o.ApprovalWait)
 	if j.OnRestart == "" {
 		j.OnRestart = OnRestartCompensate
 	}
@@ -244,9 +299,13 @@ func (e *Engine) Start(ctx context.Context, proto Job) (Job, error) {
 		return e.snapshot(r), err
 	}
 	e.note(ctx, EventStarted, r)
-	if err := e.apply(ctx, r, 0); err != nil {
-		e.finish(ctx, r, Failed, "step 1: "+err.Error())
-		e.note(ctx, EventFailed, r)
+	err := e.applyOnce(ctx, r, 0)
+	if errors.Is(err, ErrAwaitingApproval) {
+		go e.runner(r) // applies it once approved
+		return e.snapshot(r), nil
+	}
+	if err != nil {
+		e.compensate(context.WithoutCancel(ctx), r, Failed, "step 1: "+err.Error(), EventFailed, !errors.Is(err, ErrNotActuated))
 		close(r.done)
 		e.wg.Done()
 		return e.snapshot(r), fmt.Errorf("step 1: %w", err)
@@ -255,23 +314,37 @@ func (e *Engine) Start(ctx context.Context, proto Job) (Job, error) {
 	return e.snapshot(r), nil
 }
 
-// apply records step i as being applied, actuates it and records it applied.
-func (e *Engine) apply(ctx context.Context, r *run, i int) error {
+// applyOnce records step i as being applied, actuates it and records it
+// applied; a step waiting for approval stays recorded as being applied,
+// with Job.Waiting saying why.
+func (e *Engine) applyOnce(ctx context.Context, r *run, i int) error {
 	e.mu.Lock()
 	r.job.Step, r.job.StepAt = i, time.Time{}
 	j := r.job
 	e.mu.Unlock()
 	if err := e.put(r); err != nil {
-		return fmt.Errorf("recording the step: %w", err)
+		return fmt.Errorf("%w: recording the step: %w", ErrNotActuated, err)
 	}
 	s := j.Steps[i]
-	applied, err := e.o.Act(ctx, j, s.Capability, s.Value)
+	applied, err := e.o.Act(ctx, j, StepKey(j.ID, i), s.Capability, s.Value)
+	if errors.Is(err, ErrAwaitingApproval) {
+		e.mu.Lock()
+		changed := r.job.Waiting != err.Error()
+		r.job.Waiting = err.Error()
+		e.mu.Unlock()
+		if changed {
+			if perr := e.put(r); perr != nil { // what it waits for: informative only
+				e.o.Log.Error("job wait not recorded", "job", j.ID, "step", i, "err", perr)
+			}
+		}
+		return err
+	}
 	if err != nil {
 		return err
 	}
 	now := e.o.Clock.Now()
 	e.mu.Lock()
-	r.job.StepAt = now
+	r.job.StepAt, r.job.Waiting = now, ""
 	r.job.Applied = append(r.job.Applied, Applied{Step: i, Capability: s.Capability, Value: applied, At: now})
 	e.mu.Unlock()
 	if err := e.put(r); err != nil {
@@ -279,6 +352,39 @@ func (e *Engine) apply(ctx context.Context, r *run, i int) error {
 	}
 	e.note(ctx, EventStep, r)
 	return nil
+}
+
+// errCancelled ends a step's wait for approval: the job was cancelled.
+var errCancelled = errors.New("cancelled while waiting for approval")
+
+// apply applies step i, waiting for a person's approval (asking again
+// every Poll, with the same key) until the job's Deadline, a cancel or
+// the engine closing.
+func (e *Engine) apply(ctx context.Context, r *run, i int) error {
+	for {
+		err := e.applyOnce(ctx, r, i)
+		if !errors.Is(err, ErrAwaitingApproval) {
+			return err
+		}
+		e.mu.Lock()
+		deadline := r.job.Deadline
+		e.mu.Unlock()
+		now := e.o.Clock.Now()
+		if !deadline.IsZero() && !now.Before(deadline) {
+			return fmt.Errorf("%w: %w, and none came before the job's deadline %s", ErrNotActuated, err, deadline.UTC().Format(time.RFC3339))
+		}
+		wait := e.o.Poll
+		if !deadline.IsZero() {
+			wait = min(wait, deadline.Sub(now))
+		}
+		select {
+		case <-r.cancel:
+			return errCancelled
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-e.o.Clock.After(wait):
+		}
+	}
 }
 
 // runner holds each step and applies the next, until the job ends, is
@@ -291,6 +397,12 @@ func (e *Engine) runner(r *run) {
 		e.mu.Lock()
 		j := r.job
 		e.mu.Unlock()
+		if j.StepAt.IsZero() { // not applied yet: waits for an approval
+			if !e.applyStep(ctx, r, j.Step) {
+				return
+			}
+			continue
+		}
 		wait := j.StepAt.Add(j.Steps[j.Step].Hold).Sub(e.o.Clock.Now())
 		var timer <-chan time.Time
 		if wait > 0 {
@@ -302,7 +414,7 @@ func (e *Engine) runner(r *run) {
 		}
 		select {
 		case <-r.cancel:
-			e.compensate(context.WithoutCancel(ctx), r, Cancelled, r.reason, EventCancelled)
+			e.compensate(context.WithoutCancel(ctx), r, Cancelled, r.reason, EventCancelled, true)
 			return
 		case <-ctx.Done():
 			e.closing(r)
@@ -315,11 +427,27 @@ func (e *Engine) runner(r *run) {
 			e.note(ctx, EventSucceeded, r)
 			return
 		}
-		if err := e.apply(ctx, r, next); err != nil {
-			e.compensate(context.WithoutCancel(ctx), r, Failed, fmt.Sprintf("step %d: %v", next+1, err), EventFailed)
+		if !e.applyStep(ctx, r, next) {
 			return
 		}
 	}
+}
+
+// applyStep applies step i for the runner; when it could not, it ends the
+// job (compensated: cancelled, failed, or closing) and returns false.
+func (e *Engine) applyStep(ctx context.Context, r *run, i int) bool {
+	err := e.apply(ctx, r, i)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, errCancelled):
+		e.compensate(context.WithoutCancel(ctx), r, Cancelled, r.reason, EventCancelled, false)
+	case ctx.Err() != nil:
+		e.closing(r)
+	default:
+		e.compensate(context.WithoutCancel(ctx), r, Failed, fmt.Sprintf("step %d: %v", i+1, err), EventFailed, !errors.Is(err, ErrNotActuated))
+	}
+	return false
 }
 
 // closing ends r's runner as the engine closes: a job that resumes after
@@ -331,23 +459,30 @@ func (e *Engine) closing(r *run) {
 	if resume {
 		return
 	}
-	e.compensate(context.Background(), r, Compensated, "the server stopped while the job ran", EventCompensated)
+	e.compensate(context.Background(), r, Compensated, "the server stopped while the job ran", EventCompensated, !r.job.StepAt.IsZero())
 }
 
 // compensate applies the compensations of the steps applied so far, newest
-// first, and ends the job in state with reason. A compensation that fails
-// is said in the reason; the others still run.
-func (e *Engine) compensate(ctx context.Context, r *run, state State, reason, event string) {
+// first, and ends the job in state with reason. current says whether the
+// current step counts as applied (it was written, or may have been); the
+// steps before it always do. A compensation that fails is said in the
+// reason; the others still run. Each has its own key (UndoKey), so a
+// restart that compensates again does not write twice.
+func (e *Engine) compensate(ctx context.Context, r *run, state State, reason, event string, current bool) {
 	e.mu.Lock()
 	j := r.job
 	e.mu.Unlock()
 	var failed []string
-	for i := j.Step; i >= 0; i-- {
+	top := j.Step
+	if !current {
+		top--
+	}
+	for i := top; i >= 0; i-- {
 		s := j.Steps[i]
 		if !s.HasCompensation {
 			continue
 		}
-		applied, err := e.o.Act(ctx, j, s.Capability, s.Compensate)
+		applied, err := e.o.Act(ctx, j, UndoKey(j.ID, i), s.Capability, s.Compensate)
 		if err != nil {
 			failed = append(failed, fmt.Sprintf("compensating step %d (%s to %v) failed: %v", i+1, s.Capability, s.Compensate, err))
 			continue
@@ -519,8 +654,8 @@ func (e *Engine) Recover(ctx context.Context) (resumed, compensated int, err err
 			resumed++
 			e.note(ctx, EventResumed, r)
 			if j.StepAt.IsZero() { // the server stopped while applying: apply it again
-				if err := e.apply(ctx, r, j.Step); err != nil {
-					e.compensate(ctx, r, Failed, fmt.Sprintf("resuming step %d: %v", j.Step+1, err), EventFailed)
+				if err := e.applyOnce(ctx, r, j.Step); err != nil && !errors.Is(err, ErrAwaitingApproval) {
+					e.compensate(ctx, r, Failed, fmt.Sprintf("resuming step %d: %v", j.Step+1, err), EventFailed, !errors.Is(err, ErrNotActuated))
 					close(r.done)
 					e.wg.Done()
 					continue
@@ -530,7 +665,7 @@ func (e *Engine) Recover(ctx context.Context) (resumed, compensated int, err err
 			continue
 		}
 		compensated++
-		e.compensate(ctx, r, Compensated, "the server stopped while the job ran; compensated at start", EventCompensated)
+		e.compensate(ctx, r, Compensated, "the server stopped while the job ran; compensated at start", EventCompensated, true)
 		close(r.done)
 		e.wg.Done()
 	}

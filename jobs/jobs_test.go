@@ -26,7 +26,7 @@ type plant struct {
 
 func newPlant() *plant { return &plant{held: map[string]any{}, fail: map[string]bool{}} }
 
-func (p *plant) act(_ context.Context, _ jobs.Job, c string, v any) (any, error) {
+func (p *plant) act(_ context.Context, _ jobs.Job, _, c string, v any) (any, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fail[c] {
@@ -308,5 +308,52 @@ func TestBoltRoundTrip(t *testing.T) {
 	ts, _ := b.LoadTimers()
 	if len(got) != 1 || got[0].Steps[0].Hold != time.Minute || !got[0].StepAt.Equal(t0) || len(ts) != 1 || ts[0].To != false {
 		t.Fatalf("reloaded %+v, timers %+v", got, ts)
+	}
+}
+
+// A failed first step is compensated like a later one: a write that may
+// have reached the device (an error that is not ErrNotActuated) is undone;
+// a refusal (ErrNotActuated) writes nothing to undo.
+func TestFailedFirstStepIsCompensated(t *testing.T) {
+	clk := clock.NewManual(t0)
+	p := newPlant()
+	var keys []string
+	act := func(ctx context.Context, j jobs.Job, key, c string, v any) (any, error) {
+		keys = append(keys, key)
+		if v == true {
+			p.mu.Lock()
+			p.held[c] = v // it reached the device, and then the call failed
+			p.writes = append(p.writes, fmt.Sprintf("%s=%v", c, v))
+			p.mu.Unlock()
+			return nil, errors.New("write failed: bus timeout")
+		}
+		return p.act(ctx, j, key, c, v)
+	}
+	e := jobs.New(jobs.Options{Clock: clk, Act: act})
+	steps := []jobs.Step{{Capability: "heater", Value: true, Hold: time.Minute, Compensate: false, HasCompensation: true}}
+	j, err := e.Start(context.Background(), jobs.Job{Name: "warm", Steps: steps})
+	if err == nil || j.State != jobs.Failed {
+		t.Fatalf("Start = %v, %v; want failed", j.State, err)
+	}
+	if p.value("heater") != false {
+		t.Fatalf("heater after a failed first step = %v, want compensated to false (writes %v)", p.value("heater"), p.writes)
+	}
+	if want := []string{jobs.StepKey(j.ID, 0), jobs.UndoKey(j.ID, 0)}; !slices.Equal(keys, want) {
+		t.Fatalf("keys %v, want %v", keys, want)
+	}
+	// A refusal: nothing to undo.
+	p2 := newPlant()
+	refuse := func(ctx context.Context, j jobs.Job, key, c string, v any) (any, error) {
+		if v == true {
+			return nil, fmt.Errorf("%w: interlock", jobs.ErrNotActuated)
+		}
+		return p2.act(ctx, j, key, c, v)
+	}
+	e2 := jobs.New(jobs.Options{Clock: clk, Act: refuse})
+	if _, err := e2.Start(context.Background(), jobs.Job{Name: "warm", Steps: steps}); err == nil {
+		t.Fatal("Start refused: no error")
+	}
+	if len(p2.writes) != 0 {
+		t.Fatalf("a refused first step wrote %v", p2.writes)
 	}
 }

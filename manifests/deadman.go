@@ -1,6 +1,10 @@
 package manifests
 
-import "time"
+import (
+	"time"
+
+	"github.com/promcp/promcp-device/promcp"
+)
 
 // Revert is a dead-man limit (policy max_on: or revert:): an actuator
 // away from To for After is reverted to To by the gateway, unless a new
@@ -21,7 +25,7 @@ func (o obj) revert(r actionRef) *Revert {
 		after := o.dur("max_on")
 		to, ok := r.safeValue()
 		if !ok {
-			o.add("max_on", ErrNotAllowed, "on action %s with no safe_value (want revert: {to: VALUE, after: %s}, or a safe_value in the manifest)", r.tool, after)
+			o.add("max_on", ErrNotAllowed, "on action %s with no safe_value: declare the safe_value of %s in the manifest (do: {safe_value: ...}); a dead-man limit reverts to it", r.tool, r.tool)
 			return nil
 		}
 		rv = &Revert{To: to, After: after}
@@ -39,6 +43,10 @@ func (o obj) revert(r actionRef) *Revert {
 			if r.cap != nil && r.cap.Do != nil {
 				if kind, why := safeValueProblem(r.cap.Type, r.cap.Do.Constraints, rv.To); why != "" {
 					s.add("to", kind, ": %s", why)
+				} else if sv, ok := r.safeValue(); !ok {
+					o.add("revert", ErrNotAllowed, "on action %s with no safe_value: declare safe_value: %v for %s in the manifest (a dead-man limit reverts to the safe value)", r.tool, rv.To, r.tool)
+				} else if !sameScalar(rv.To, sv) {
+					s.add("to", ErrNotAllowed, ": %v is not the safe_value (%v) of %s: a dead-man limit reverts to the safe value", rv.To, sv, r.tool)
 				}
 			}
 		}
@@ -56,8 +64,10 @@ func (o obj) revert(r actionRef) *Revert {
 	return rv
 }
 
-// safeValue is the value max_on reverts the action to: its safe_value, or
-// false for a boolean and 0 for a number whose constraints allow it.
+// safeValue is the value a dead-man limit reverts the action to: its
+// declared safe_value. There is no implicit one: a limit that reverts to a
+// value the policy does not know as safe would be evaluated as an ordinary
+// action (its cooldown, rate limit, window or approval could block it).
 func (r actionRef) safeValue() (any, bool) {
 	if r.cap == nil || r.cap.Do == nil {
 		return nil, r.cap == nil // an unknown action is reported already
@@ -65,13 +75,25 @@ func (r actionRef) safeValue() (any, bool) {
 	if r.cap.Do.SafeValue != nil {
 		return r.cap.Do.SafeValue, true
 	}
-	switch r.cap.Type {
-	case TypeBoolean:
-		return false, true
-	case TypeNumber, TypeInteger:
-		if _, why := safeValueProblem(r.cap.Type, r.cap.Do.Constraints, 0.0); why == "" {
-			return 0.0, true
-		}
-	}
 	return nil, false
+}
+
+// sameScalar is policy.SameValue (policy imports manifests, so it is
+// repeated here): numbers within a relative 1e-6 (policy.Tolerance),
+// anything else equal.
+func sameScalar(a, b any) bool {
+	fa, aok := promcp.Number(a)
+	fb, bok := promcp.Number(b)
+	if aok && bok {
+		d := fa - fb
+		if d < 0 {
+			d = -d
+		}
+		m := fa
+		if m < 0 {
+			m = -m
+		}
+		return d <= 1e-6*max(1, m)
+	}
+	return a == b
 }

@@ -151,6 +151,10 @@ type Request struct {
 	// InProgress is the start of this action's reservation held by another
 	// call (an actuation under way, counted in History), zero for none.
 	InProgress time.Time
+	// HistoryErr is why History could not be read whole (an unreadable
+	// state file): an action whose cooldown or rate limit needs it is
+	// refused, except a move to the safe value.
+	HistoryErr error
 	// PendingValues are the values reserved actions are writing now, by
 	// the read_* tool of their actuator: an interlock that watches one
 	// holds if either the reading or the pending value meets it.
@@ -158,16 +162,37 @@ type Request struct {
 }
 
 // IsSafe reports whether req moves its actuator to its declared safe
-// value.
+// value: TowardSafe of its value.
 func (req Request) IsSafe() bool {
-	return req.HasValue && req.SafeValue != nil && sameValue(req.Value, req.SafeValue)
+	return req.HasValue && TowardSafe(req.Value, req.SafeValue)
 }
 
-func sameValue(a, b any) bool {
+// TowardSafe is the one meaning of "a move toward safety": value is the
+// actuator's declared safe value (safe non-nil, and SameValue). The policy,
+// the fleet's shared rules, jobs and the dead-man all ask it. Such a move
+// is checked for role, value range and the interlocks written for it only:
+// cooldowns, rate limits, time windows, approvals, quorum and job holds
+// never refuse it, and a full state disk does not stop it (see the
+// gateway's actuation path).
+func TowardSafe(value, safe any) bool {
+	return safe != nil && value != nil && SameValue(value, safe)
+}
+
+// Tolerance is the one relative tolerance of "the same value", used by the
+// policy, the gateway's read-back and the dead-man: two numbers are the
+// same when they differ by at most Tolerance × max(1, |a|). A device that
+// reads back a float32 register (about 7 significant digits) is within
+// it; a deliberate change of one part in a million is not.
+const Tolerance = 1e-6
+
+// SameValue reports whether a and b are the same value: numbers within
+// Tolerance (relative, at least absolute for |a| < 1), anything else
+// equal.
+func SameValue(a, b any) bool {
 	fa, aok := promcp.Number(a)
 	fb, bok := promcp.Number(b)
 	if aok && bok {
-		return math.Abs(fa-fb) <= 1e-9*math.Max(1, math.Abs(fa))
+		return math.Abs(fa-fb) <= Tolerance*math.Max(1, math.Abs(fa))
 	}
 	return a == b
 }
@@ -198,6 +223,7 @@ func (Evaluator) Evaluate(req Request) Decision {
 		(*eval).quorum,           // partition_no_quorum
 		(*eval).inWindows,        // policy_denied
 		(*eval).interlocksHold,   // policy_denied
+		(*eval).historyReadable,  // policy_denied
 		(*eval).cooldown,         // cooldown_active
 		(*eval).rateLimit,        // rate_limited
 		(*eval).approval,         // requires_human_approval
@@ -218,6 +244,18 @@ func (e *eval) safeMove(rules *manifests.ActionPolicy) (Decision, bool) {
 		return Decision{}, false
 	}
 	return e.safe(rules), true
+}
+
+// historyReadable refuses (fails closed) when the action has a cooldown
+// or rate limit and its actuation history cannot be read: the limits
+// cannot be checked. A move to the safe value stopped before this.
+func (e *eval) historyReadable(rules *manifests.ActionPolicy) (Decision, bool) {
+	if e.req.HistoryErr == nil || (rules.Cooldown <= 0 && rules.RateLimit == nil) {
+		return Decision{}, false
+	}
+	return e.refuse(promcp.PolicyDenied,
+		fmt.Sprintf("the actuation history of %s cannot be read, so its cooldown and rate limit cannot be checked: %v", e.req.Action, e.req.HistoryErr),
+		"check the state directory (--state)"+e.safeHint(), e.req.Now.Add(time.Second)), true
 }
 
 // actuatorReadable refuses when the actuator's own state cannot be read.

@@ -274,3 +274,35 @@ func TestCooldownWhen(t *testing.T) {
 		t.Errorf("can_do without a value = %s, want allowed (a limited rule needs a value)", d.Permission)
 	}
 }
+
+// One tolerance for "the same value": the safe predicate, the policy's
+// safe-value check and (through the gateway's equalValue) the read-back and
+// the dead-man all use SameValue, relative Tolerance.
+func TestOneToleranceForSameValue(t *testing.T) {
+	for _, tc := range []struct {
+		a, b any
+		same bool
+	}{
+		{0.0, 5e-7, true},        // a float32 register reading back 0
+		{0.0, 2e-6, false},       // a deliberate small change
+		{100.0, 100.00005, true}, // relative: 5e-7 of 100
+		{100.0, 100.001, false},
+		{false, false, true},
+		{"auto", "auto", true},
+		{int64(3), 3.0, true},
+	} {
+		if got := policy.SameValue(tc.a, tc.b); got != tc.same {
+			t.Errorf("SameValue(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.same)
+		}
+	}
+	if !policy.TowardSafe(5e-7, 0.0) || policy.TowardSafe(0.0, nil) || policy.TowardSafe(nil, false) {
+		t.Error("TowardSafe disagrees with SameValue")
+	}
+	// The policy's safe-value fast path agrees: a value the read-back calls
+	// the safe value is the safe value for the policy too.
+	req := policy.Request{Action: "do_x", Type: "number", Value: 5e-7, HasValue: true, SafeValue: 0.0, Role: "operator", Peers: 1,
+		Rules: &manifests.ActionPolicy{Tool: "do_x", Cooldown: time.Hour}, History: []time.Time{time.Unix(0, 0)}, Now: time.Unix(60, 0)}
+	if d := (policy.Evaluator{}).Evaluate(req); !d.Allowed() {
+		t.Errorf("a move to within Tolerance of the safe value under a cooldown = %+v, want allowed (the safe move)", d)
+	}
+}

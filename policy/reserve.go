@@ -63,6 +63,9 @@ type View struct {
 	// Committed holds the last committed value of each of the unit's
 	// actuators, by do_* tool.
 	Committed map[string]Committed
+	// HistoryErr is why History could not be read whole (FallibleState),
+	// nil when it was.
+	HistoryErr error
 }
 
 // Held reports whether a reservation is held on any actuator of the unit.
@@ -75,6 +78,9 @@ func (v View) Held() bool { return len(v.Pending) > 0 }
 // (the cache may not have seen the write yet).
 func (v View) Apply(req *Request) {
 	req.History = append(slices.Clone(v.History), req.History...)
+	if v.HistoryErr != nil {
+		req.HistoryErr = v.HistoryErr
+	}
 	for _, p := range v.Pending {
 		if p.Action == req.Action {
 			req.InProgress = p.Since
@@ -268,7 +274,11 @@ func (l *LocalReserver) endLocked(r *Reservation) {
 func (l *LocalReserver) viewLocked(c Claim) (View, uint64) {
 	v := View{Committed: map[string]Committed{}}
 	if c.Window > 0 {
-		v.History = l.state.History(c.Action, c.Now.Add(-c.Window))
+		if fs, ok := l.state.(FallibleState); ok {
+			v.History, v.HistoryErr = fs.HistoryErr(c.Action, c.Now.Add(-c.Window))
+		} else {
+			v.History = l.state.History(c.Action, c.Now.Add(-c.Window))
+		}
 	}
 	for _, a := range c.Unit {
 		if p := l.pending[a]; p != nil {

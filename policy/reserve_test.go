@@ -385,3 +385,42 @@ func BenchmarkReserveCommit(b *testing.B) {
 		})
 	})
 }
+
+// brokenState is a State whose history file cannot be read.
+type brokenState struct{ *policy.MemoryState }
+
+func (b brokenState) HistoryErr(action string, since time.Time) ([]time.Time, error) {
+	return nil, fmt.Errorf("reading %s: input/output error", action)
+}
+
+// An actuation history that cannot be read fails closed: an action with a
+// cooldown is refused (its cooldown cannot be checked), not decided on an
+// empty history; the move to the safe value still goes ahead.
+func TestUnreadableHistoryFailsClosed(t *testing.T) {
+	r := policy.NewLocalReserver(brokenState{policy.NewMemoryState()})
+	rules := &manifests.ActionPolicy{Tool: "do_heater", Cooldown: 30 * time.Minute}
+	decide := func(value bool) policy.Decision {
+		claim := policy.Claim{Action: "do_heater", Read: "read_heater", Unit: policy.Unit{"do_heater"}, Value: value, Window: time.Hour, Now: hist0}
+		res, d, err := r.Reserve(context.Background(), claim, func(_ context.Context, v policy.View) policy.Decision {
+			req := policy.Request{Action: "do_heater", Type: manifests.TypeBoolean, Value: value, HasValue: true, Role: "operator",
+				Rules: rules, Peers: 1, Now: hist0, SafeValue: false}
+			v.Apply(&req)
+			return policy.Evaluator{}.Evaluate(req)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res != nil {
+			_ = r.Release(context.Background(), res)
+		}
+		return d
+	}
+	if d := decide(true); d.Allowed() || d.Permission != promcp.PolicyDenied || !strings.Contains(d.Reason, "cannot be read") {
+		t.Fatalf("do_heater(true) with an unreadable history = %+v, want refused", d)
+	}
+	if d := decide(false); !d.Allowed() {
+		t.Fatalf("do_heater(false), the safe value, with an unreadable history = %+v, want allowed", d)
+	}
+}
+
+var hist0 = time.Date(2026, 7, 1, 6, 0, 0, 0, time.UTC)

@@ -51,3 +51,14 @@ func (s *MemoryState) Record(action string, t time.Time) {
 	}
 	s.hist[action] = h[cut:]
 }
+
+// FallibleState is a State whose history can fail to be read (a file on
+// disk). The LocalReserver asks it through HistoryErr, and an action whose
+// cooldown or rate limit needs a history that cannot be read is refused
+// (fail closed), except a move to the safe value.
+type FallibleState interface {
+	State
+	// HistoryErr is History, with the error that kept it from being read
+	// whole.
+	HistoryErr(action string, since time.Time) ([]time.Time, error)
+}

@@ -169,6 +169,11 @@ type DoRequest struct {
 	// returns its error as is without actuating; otherwise it is nil (the
 	// server began the attempt already).
 	Begin func(ctx context.Context) error
+	// BeginSafe is Begin for a move to the declared safe value
+	// (policy.TowardSafe): it never refuses; what a full state disk keeps
+	// it from recording is recorded as soon as it can be (README, Safety).
+	// Nil where Begin is.
+	BeginSafe func(ctx context.Context) error
 }
 
 // CanDoHandler answers can_do. The server fills query_id, metadata and the
@@ -245,7 +250,14 @@ func WithStore(st idempotency.Store, ttl time.Duration) Option {
 // WithAuditor sets where do_* attempts, results and refusals are recorded.
 // With an auditor, a call whose attempt record cannot be written does not
 // reach its handler (fail closed). The default records nothing.
-func WithAuditor(a Auditor) Option { return func(s *Server) { s.auditor = a } }
+func WithAuditor(a Auditor) Option {
+	return func(s *Server) {
+		if a != nil {
+			a = &backlog{next: a} // keeps the records of safe moves a full disk refused
+		}
+		s.auditor = a
+	}
+}
 
 // WithAuthorizer sets who may call which kind of tool. The default is
 // DefaultAuthorizer.

@@ -180,10 +180,33 @@ func (c *doCall) fail(e *promcp.Error) promcp.DoResult {
 // record appends the audit record of event (with the result r, if any);
 // an error means it is not durable, and has been logged.
 func (c *doCall) record(ctx context.Context, event string, r *promcp.DoResult) error {
-	s := c.s
-	if s.auditor == nil {
+	if c.s.auditor == nil {
 		return nil
 	}
+	err := c.s.auditor.Append(ctx, c.auditRecord(event, r))
+	if err != nil {
+		c.s.log.Error("audit record not written", "tool", c.t.Name, "key", c.key, "event", event, "err", err)
+	}
+	return err
+}
+
+// recordKept appends the audit record of event like record, but a record
+// that cannot be written now is kept and written as soon as the log takes
+// an append (backlog): for what has moved, or moves to the safe value.
+func (c *doCall) recordKept(ctx context.Context, event string, r *promcp.DoResult) error {
+	b, ok := c.s.auditor.(*backlog)
+	if !ok {
+		return c.record(ctx, event, r)
+	}
+	err := b.appendOrKeep(ctx, c.auditRecord(event, r))
+	if err != nil {
+		c.s.log.Error("audit record not written yet: kept, written as soon as the log takes it", "tool", c.t.Name, "key", c.key, "event", event, "err", err)
+	}
+	return err
+}
+
+func (c *doCall) auditRecord(event string, r *promcp.DoResult) audit.Record {
+	s := c.s
 	rec := audit.Record{Time: s.clock.Now(), Event: event, Caller: c.caller.Name, Role: c.caller.Role, Tool: c.t.Name, Key: c.key,
 		Arguments: audit.Args(rawArguments(c.req), c.argsValid), DurationMS: float64(time.Since(c.start).Microseconds()) / 1000,
 		Approval: c.appr}
@@ -194,11 +217,7 @@ func (c *doCall) record(ctx context.Context, event string, r *promcp.DoResult) e
 		}
 		rec.Result, _ = json.Marshal(r)
 	}
-	err := s.auditor.Append(ctx, rec)
-	if err != nil {
-		s.log.Error("audit record not written", "tool", c.t.Name, "key", c.key, "event", event, "err", err)
-	}
-	return err
+	return rec
 }
 
 // refuse records the refusal r and returns it.
@@ -245,18 +264,18 @@ func (c *doCall) act(ctx context.Context, at idempotency.Attempt) ([]byte, bool,
 	// The attempt has begun: finish it even if the client goes away.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), actuationTimeout)
 	defer cancel()
-	begin, beginErr := c.beginner(at)
-	var handlerBegin func(context.Context) error
+	begin, beginSafe, beginErr := c.beginner(at)
+	var handlerBegin, handlerBeginSafe func(context.Context) error
 	switch {
 	case at.Recovering:
 	case c.t.BeginsItself:
-		handlerBegin = begin
+		handlerBegin, handlerBeginSafe = begin, beginSafe
 	default:
 		if err := begin(ctx); err != nil {
 			return nil, false, err
 		}
 	}
-	r := c.run(ctx, at, handlerBegin)
+	r := c.run(ctx, at, handlerBegin, handlerBeginSafe)
 	c.evidence = r.Evidence
 	if err := beginErr(); err != nil {
 		return nil, false, err // nothing was actuated
@@ -270,7 +289,7 @@ func (c *doCall) act(ctx context.Context, at idempotency.Attempt) ([]byte, bool,
 	case !keep:
 		event = audit.EventRefused
 	}
-	_ = c.record(ctx, event, &r) // the device has been touched: answer whatever the log says
+	_ = c.recordKept(ctx, event, &r) // the device has been touched: answer whatever the log says, record it when it can
 	b, merr := json.Marshal(r)
 	if merr != nil {
 		return nil, false, fmt.Errorf("encoding result: %w", merr)
@@ -284,7 +303,14 @@ func (c *doCall) act(ctx context.Context, at idempotency.Attempt) ([]byte, bool,
 // the action, so a refusal writes neither; otherwise the attempt begins
 // before the handler runs. failed reports the beginning's error, if it
 // began and failed.
-func (c *doCall) beginner(at idempotency.Attempt) (begin func(context.Context) error, failed func() error) {
+//
+// beginSafe begins a move to the declared safe value (policy.TowardSafe):
+// it never refuses. What it cannot record now (a full state disk) is
+// logged, and its audit record is kept and written first as soon as the
+// log takes an append; until then every other action is refused (its own
+// attempt record cannot be written ahead of the kept one). See README,
+// Safety.
+func (c *doCall) beginner(at idempotency.Attempt) (begin, beginSafe func(context.Context) error, failed func() error) {
 	var began bool
 	var beginErr error
 	begin = func(ctx context.Context) error {
@@ -299,12 +325,23 @@ func (c *doCall) beginner(at idempotency.Attempt) (begin func(context.Context) e
 		}
 		return beginErr
 	}
-	return begin, func() error { return beginErr }
+	beginSafe = func(ctx context.Context) error {
+		if began {
+			return beginErr
+		}
+		began = true
+		if err := at.Begin(ctx); err != nil {
+			c.s.log.Error("idempotency store unavailable: moving to the safe value anyway", "tool", c.t.Name, "key", c.key, "err", err)
+		}
+		_ = c.recordKept(ctx, audit.EventAttempt, nil)
+		return nil
+	}
+	return begin, beginSafe, func() error { return beginErr }
 }
 
 // run calls the handler (unless the approval it carries is already spent)
 // and completes its result: key, recovery, side effects, time.
-func (c *doCall) run(ctx context.Context, at idempotency.Attempt, begin func(context.Context) error) promcp.DoResult {
+func (c *doCall) run(ctx context.Context, at idempotency.Attempt, begin, beginSafe func(context.Context) error) promcp.DoResult {
 	s := c.s
 	var r promcp.DoResult
 	var err error
@@ -313,7 +350,7 @@ func (c *doCall) run(ctx context.Context, at idempotency.Attempt, begin func(con
 		r.Permission = promcp.RequiresHumanApproval
 	} else {
 		r, err = c.h(ctx, DoRequest{Tool: c.t.Name, Value: c.args["value"], IdempotencyKey: c.key, Args: c.args, Caller: c.caller,
-			Approved: c.appr != nil, Recovering: at.Recovering, Begin: begin})
+			Approved: c.appr != nil, Recovering: at.Recovering, Begin: begin, BeginSafe: beginSafe})
 	}
 	if err != nil {
 		s.log.Error("do handler failed", "tool", c.t.Name, "key", c.key, "err", err)

@@ -4,6 +4,7 @@
 package boltstate
 
 import (
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -44,8 +45,19 @@ func OpenBoltState(path string, log *slog.Logger) (*BoltState, error) {
 func (s *BoltState) Close() error { return s.db.Close() }
 
 // History implements State: the history on disk and what this process
-// recorded, each actuation once.
+// recorded, each actuation once. A read error is logged; the reserver asks
+// HistoryErr, which returns it (and refuses what the history decides).
 func (s *BoltState) History(action string, since time.Time) []time.Time {
+	out, err := s.HistoryErr(action, since)
+	if err != nil {
+		s.log.Error("reading the actuation history", "action", action, "err", err)
+	}
+	return out
+}
+
+// HistoryErr implements policy.FallibleState: History, with the error of
+// reading the file.
+func (s *BoltState) HistoryErr(action string, since time.Time) ([]time.Time, error) {
 	out := s.mem.History(action, since)
 	err := boltdb.Since(s.db, action, since, func(t time.Time, _ []byte) error {
 		if !slices.ContainsFunc(out, t.Equal) {
@@ -54,9 +66,9 @@ func (s *BoltState) History(action string, since time.Time) []time.Time {
 		return nil
 	})
 	if err != nil {
-		s.log.Error("reading the actuation history", "action", action, "err", err)
+		return out, fmt.Errorf("reading the actuation history of %s: %w", action, err)
 	}
-	return out
+	return out, nil
 }
 
 // Record implements State: the actuation is kept in memory and on disk
