@@ -113,6 +113,14 @@ func (v *View) Gateway(id string) (Info, bool) {
 	return in, ok
 }
 
+// Shares reports whether gateway gw registered owner as shared equipment
+// it drives (its registry entry's Shared): the hubs' shared-state service
+// lets it write owner's records then only.
+func (v *View) Shares(gw, owner string) bool {
+	in, ok := v.Gateway(gw)
+	return ok && slices.Contains(in.Shared, owner)
+}
+
 // LateAnswers is how many can_do answers arrived after their budget (and
 // were dropped), over every query this node coordinated.
 func (v *View) LateAnswers() int64 { return v.late.Load() }
@@ -273,8 +281,15 @@ func (v *View) apply(seen map[string]Info, e jetstream.KeyValueEntry) {
 		delete(seen, id)
 	default:
 		var in Info
-		if err := json.Unmarshal(e.Value(), &in); err != nil || in.GatewayID != id {
+		if err := json.Unmarshal(e.Value(), &in); err != nil {
 			v.cfg.Log.Warn("fleet: ignoring a bad registry entry", "key", e.Key(), "err", err)
+			return
+		}
+		if in.GatewayID != id || !nodeRE.MatchString(id) {
+			// Only gateway <id> may write its key (NATS's permissions):
+			// an entry naming another gateway is not that gateway's.
+			v.cfg.Log.Warn("fleet: ignoring a registry entry whose gateway is not the one its key names", "key", e.Key(), "claims", in.GatewayID)
+			delete(seen, id)
 			return
 		}
 		seen[id] = in

@@ -139,7 +139,7 @@ func (c *doCall) record(ctx context.Context, event string, r *promcp.DoResult) e
 	if s.auditor == nil {
 		return nil
 	}
-	rec := audit.Record{Time: s.clock.Now(), Event: event, Caller: c.caller.Name, Role: c.caller.Role, Tool: c.t.Name, Key: c.key,
+	rec := audit.Record{Time: s.clock.Now(), Event: event, Caller: c.caller.Name, Role: c.caller.Role, Via: c.caller.Via, Tool: c.t.Name, Key: c.key,
 		Arguments: audit.Args(rawArguments(c.req), c.argsValid), DurationMS: float64(time.Since(c.start).Microseconds()) / 1000,
 		Approval: c.appr}
 	if r != nil {
