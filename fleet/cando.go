@@ -107,7 +107,7 @@ func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequ
 	deadline := time.NewTimer(v.cfg.Budget)
 	defer deadline.Stop()
 	seen := map[int]bool{}
-	for len(replies) < len(targets) {
+	for len(seen) < len(targets) {
 		select {
 		case m := <-ch:
 			i, err := strconv.Atoi(strings.TrimPrefix(m.Subject, inbox))
@@ -115,6 +115,9 @@ func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequ
 				continue
 			}
 			seen[i] = true
+			if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+				continue // no responders: the gateway is not reachable, no need to wait for it
+			}
 			var r canDoReply
 			if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
 				r.Error = code + " " + m.Header.Get(micro.ErrorHeader)

@@ -91,7 +91,8 @@ type MemberConfig struct {
 	// Routes caps, per entry node (the node a routed call or can_do came
 	// through, bound by NATS), the role a caller through it may carry:
 	// the caller's role when it is no higher, else the cap. RouteRole caps
-	// every node not listed; "" is viewer. A role the gateway does not
+	// every node not listed; "" is viewer. A caller without a role (the
+	// entry node itself) acts as the cap. A role the gateway does not
 	// rank (viewer < operator < supervisor < admin) passes only a route
 	// capped at admin or at that very role; otherwise it acts as viewer.
 	Routes    map[string]string
@@ -476,17 +477,18 @@ func (m *Member) Stale() int64 { return m.stale.Load() }
 // roleRank orders the roles a route cap compares.
 var roleRank = map[string]int{server.RoleViewer: 0, server.RoleOperator: 1, server.RoleSupervisor: 2, server.RoleAdmin: 3}
 
-// capRole is role as a route capped at max may carry it.
+// capRole is role as a route capped at max may carry it. A caller with
+// no role is the entry node itself: it acts as max.
 func capRole(role, max string) string {
-	if role == max {
-		return role
+	if role == max || role == "" {
+		return max
 	}
 	r, rok := roleRank[role]
 	m, mok := roleRank[max]
 	switch {
 	case !mok:
 		return server.RoleViewer // a custom cap passes only itself
-	case !rok && max == server.RoleAdmin && role != "":
+	case !rok && max == server.RoleAdmin:
 		return role
 	case !rok:
 		return server.RoleViewer

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -30,9 +31,9 @@ type Hub struct {
 }
 
 // Shares is the hubs' shared-state service's check in tests: every
-// gateway may write every owner's records (the tests' gateways share
-// gw1's equipment).
-func Shares(gw, owner string) bool { return true }
+// gateway shares every owner's equipment (the tests' gateways share
+// gw1's), except owners named private-*, shared by none.
+func Shares(gw, owner string) bool { return !strings.HasPrefix(owner, "private-") }
 
 // StartHub starts three clustered servers with JetStream (domain "hub")
 // and a leaf listener each, and waits until JetStream answers.
