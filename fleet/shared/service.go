@@ -193,12 +193,17 @@ func refuse(format string, args ...any) svcReply {
 	return svcReply{Err: fmt.Sprintf(format, args...), Refused: true}
 }
 
-// failure is the answer of a hub call that failed with err.
+// failure is the answer of a hub call that failed with err. A hub whose
+// own JetStream does not answer is, to the gateway that reached it, a hub
+// that cannot commit (no quorum), not one it is cut off from.
 func failure(err error) svcReply {
 	r := svcReply{Err: err.Error(), Class: Classify(err)}
 	var apiErr *jetstream.APIError
 	if errors.As(err, &apiErr) {
 		r.Code = int(apiErr.ErrorCode)
+	}
+	if r.Class == ClassUnreachable {
+		r.Class, r.Code = ClassNoQuorum, 0
 	}
 	return r
 }
