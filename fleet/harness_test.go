@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,6 +131,7 @@ type gate struct {
 	mu      sync.Mutex
 	hold    map[string]chan struct{}
 	callers []server.Caller // who each call ran as, in order
+	done    atomic.Int64    // calls that returned
 }
 
 // Callers returns who each call so far ran as.
@@ -163,6 +165,7 @@ func (g *gate) Call(ctx context.Context, c server.Caller, tool string, args json
 	if ch != nil {
 		<-ch
 	}
+	defer g.done.Add(1)
 	return g.Local.Call(ctx, c, tool, args)
 }
 

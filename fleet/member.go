@@ -61,6 +61,12 @@ func (l *mcpLocal) Tools(ctx context.Context) ([]mcp.Tool, error) {
 }
 
 func (l *mcpLocal) Call(ctx context.Context, caller server.Caller, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	// A routed call's context ends at its deadline: checked here again,
+	// last thing before the gateway's server (which, once a do_* has
+	// begun, finishes it whatever the caller does).
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return nil, fmt.Errorf("%s not run: its deadline %s has passed: %w", tool, dl.UTC().Format(time.RFC3339Nano), context.DeadlineExceeded)
+	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	if len(args) > 0 {

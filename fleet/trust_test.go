@@ -207,6 +207,34 @@ func TestFleetTrustStaleCommandDropped(t *testing.T) {
 	}
 }
 
+// The deadline, frozen later: a gateway held after its deadline check,
+// on its way into its own server (a paused local), does not run the call
+// either: the call's context ends at the deadline.
+func TestFleetTrustStaleCommandInLocal(t *testing.T) {
+	h := startHub(t, false)
+	gw1 := startGateway(t, "gw1", "north", h.leafURLs[0], false)
+	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 1, nil)
+	release := gw1.local.Hold("do_set_pump")
+	defer release()
+	_, err := v.Call(server.WithCaller(t.Context(), server.Caller{Name: "sue", Role: server.RoleOperator}), "gw1", "do_set_pump",
+		json.RawMessage(`{"value":true,"idempotency_key":"late-2"}`), 500*time.Millisecond)
+	if err == nil {
+		t.Fatal("the call answered while the gateway was held")
+	}
+	release()
+	eventually(t, 10*time.Second, "gw1's held call returns", func() bool { return gw1.local.done.Load() == 1 })
+	var read promcp.ReadResult
+	localCall(t, gw1, "read_pump", nil, &read)
+	if read.Value == true {
+		t.Fatalf("gw1 set the pump after the deadline: %+v", read)
+	}
+	for _, r := range gw1.audit.Records() {
+		if r.Key == "late-2" && r.Event != "refused" {
+			t.Fatalf("gw1 ran the stale call: %+v", r)
+		}
+	}
+}
+
 // Attack 6, the protocol's half: a registry entry whose body names
 // another gateway than its key is ignored (and logged); NATS refuses the
 // key itself to any node but its own (fleetid).
