@@ -359,6 +359,9 @@ func (m *Member) Close() error {
 // from the subject and caps the caller's role by its route policy.
 type canDoRequest struct {
 	QueryID string `json:"query_id"`
+	// Ping asks only whether the gateway answers (View.Alive): nothing
+	// runs.
+	Ping bool `json:"ping,omitempty"`
 	// Arguments are can_do's arguments, for the gateway's own can_do.
 	Arguments json.RawMessage `json:"arguments"`
 	Caller    wireCaller      `json:"caller"`
@@ -387,6 +390,11 @@ func (m *Member) serveCanDo(req micro.Request) {
 	var q canDoRequest
 	if err := json.Unmarshal(req.Data(), &q); err != nil || entry == "" || q.Deadline.IsZero() {
 		_ = req.Error("400", fmt.Sprintf("bad can_do request on %s: want a JSON body with a deadline (%v)", req.Subject(), err), nil)
+		return
+	}
+	if q.Ping {
+		b, _ := json.Marshal(canDoReply{GatewayID: m.cfg.GatewayID})
+		_ = req.Respond(b)
 		return
 	}
 	caller := m.routeCaller(entry, q.Caller, "can_do")

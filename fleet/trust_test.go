@@ -276,3 +276,44 @@ func TestFleetTrustRegistryEntryNamesItsKey(t *testing.T) {
 		t.Fatal("the fake entry replaced gw1's")
 	}
 }
+
+// A ping answer counts for the gateway that was asked: answering the
+// micro service's ping as a registered gateway that is down (gw7) does
+// not make it alive, nor raise the peer count a quorum.min_peers is held
+// against.
+func TestFleetTrustAliveByRequest(t *testing.T) {
+	h, _, v := fleetOf(t, "hub1", "north")
+	js, err := jetstream.NewWithDomain(h.nc, fleet.HubDomain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for bucket, val := range map[string]any{fleet.RegistryBucket: fleet.Info{GatewayID: "gw7", Profile: "full", ManifestHash: "h7"}, fleet.AliveBucket: "h7"} {
+		kv, err := js.KeyValue(t.Context(), bucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(val)
+		if _, err := kv.Put(t.Context(), "gw.gw7", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, "gw7 registered", func() bool { _, ok := v.Gateway("gw7"); return ok })
+	rc := rogue(t, h, "gw2")
+	pong, _ := json.Marshal(map[string]any{"name": fleet.ServiceName, "id": "x", "version": fleet.ServiceVersion,
+		"metadata": map[string]string{"gateway_id": "gw7"}, "type": "io.nats.micro.v1.ping_response"})
+	sub, err := rc.Subscribe("$SRV.PING.>", func(m *nats.Msg) { _ = m.Respond(pong) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sub.Unsubscribe() })
+	if err := rc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	alive := v.Alive(t.Context(), testBudget)
+	if !alive["gw1"] || alive["gw7"] {
+		t.Fatalf("alive = %v, want gw1 only", alive)
+	}
+	if n := v.PeerCount(t.Context()); n != 1 {
+		t.Fatalf("peer count = %d, want 1", n)
+	}
+}
