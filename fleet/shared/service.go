@@ -97,7 +97,12 @@ type ServiceConfig struct {
 	// MinIdemTTL is the least age at which another gateway's
 	// idempotency claim may be replaced; 0 is 1 h.
 	MinIdemTTL time.Duration
-	Log        *slog.Logger
+	// MaxLease is how long a gateway's pending reservation holds it: the
+	// gateway may not reserve again over its own pending record (it
+	// settles it first) until the record is this old, so no gateway keeps
+	// an actuator reserved past its lease by reserving again; 0 is 30 s.
+	MaxLease time.Duration
+	Log      *slog.Logger
 	// Now is the hub's clock (default time.Now).
 	Now func() time.Time
 }
@@ -124,6 +129,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 		cfg.Node = "hub"
 	}
 	cfg.MinIdemTTL = positive.Or(cfg.MinIdemTTL, time.Hour)
+	cfg.MaxLease = positive.Or(cfg.MaxLease, 30*time.Second)
 	st, err := Open(ctx, nc, Config{Gateway: cfg.Node, HubDomain: cfg.HubDomain, Replicas: cfg.Replicas, IdemTTL: cfg.IdemTTL,
 		RateMaxAge: cfg.RateMaxAge, Log: cfg.Log, Now: cfg.Now})
 	if st == nil {
@@ -235,6 +241,10 @@ func (v *Service) lease(ctx context.Context, gw, op string, q svcRequest) svcRep
 	rec := leaseRecord{claimant: claimant{Gateway: gw, Request: q.Req}, State: statePending}
 	switch op {
 	case opReserve:
+		if cur.rev != 0 && cur.rec.State == statePending && cur.rec.Gateway == gw && v.cfg.Now().Before(cur.created.Add(v.cfg.MaxLease)) {
+			return refuse("reserve: %s holds gateway %s's pending reservation %s (settle it first; it lapses %s after it was made)",
+				q.Key, gw, cur.rec.Request, v.cfg.MaxLease)
+		}
 		rec.Last = cur.last()
 	default:
 		if cur.rev == 0 || cur.rec.State != statePending || cur.rec.claimant != rec.claimant {

@@ -93,8 +93,14 @@ func testTrust(t *testing.T, f *fleet) {
 	if rep["err"] != nil {
 		t.Fatalf("reserve of gw2's own record: %v", rep)
 	}
-	if rec, _ := readLease(t, kv, "cooldown.gw2.do_own"); !rec.Last.IsZero() || rec.Gateway != "gw2" || rec.State != "pending" {
-		t.Fatalf("reserve with a writer's last = %+v, want no last", rec)
+	own, ownRev := readLease(t, kv, "cooldown.gw2.do_own")
+	if !own.Last.IsZero() || own.Gateway != "gw2" || own.State != "pending" {
+		t.Fatalf("reserve with a writer's last = %+v, want no last", own)
+	}
+	// Nor can it keep the actuator reserved by reserving again over its
+	// own pending reservation (within the lease).
+	if rep := ask(t, nc, "gw2", "reserve", map[string]any{"key": "cooldown.gw2.do_own", "rev": ownRev, "req": "r3"}); rep["refused"] != true {
+		t.Fatalf("gw2 reserving again over its pending reservation = %v, want refused", rep)
 	}
 
 	// gw1 holds a reservation; gw2 may not release or commit it.
