@@ -558,12 +558,3 @@ func structured(res *mcp.CallToolResult) (json.RawMessage, error) {
 	}
 	return nil, errors.New("result has no content")
 }
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
