@@ -167,7 +167,10 @@ func (v *Service) answer(m *nats.Msg) svcReply {
 	if op != opClock && json.Unmarshal(m.Data, &q) != nil {
 		return refuse("%s: unreadable request", op)
 	}
-	timeout := min(max(time.Duration(q.Timeout)*time.Millisecond*3/4, 100*time.Millisecond), 10*time.Second)
+	timeout := 2 * time.Second // a request that says nothing: the gateways' default
+	if q.Timeout > 0 {
+		timeout = min(max(time.Duration(q.Timeout)*time.Millisecond*3/4, 100*time.Millisecond), 10*time.Second)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	var rep svcReply
