@@ -55,7 +55,10 @@ type Record struct {
 	// Caller and Role identify who called, as the transport established it.
 	Caller string `json:"caller"`
 	Role   string `json:"role"`
-	Tool   string `json:"tool"`
+	// Via is the fleet node a routed call came through (bound by NATS,
+	// not taken from the message), "" for a direct call.
+	Via  string `json:"via,omitempty"`
+	Tool string `json:"tool"`
 	// Key is the idempotency key, bounded (see [BoundKey]).
 	Key string `json:"idempotency_key"`
 	// Arguments are the call's arguments as received, or their size and

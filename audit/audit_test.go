@@ -157,6 +157,11 @@ func TestTailAndFormat(t *testing.T) {
 			t.Errorf("Format = %q, want it to contain %q", line, want)
 		}
 	}
+	// A routed call's record names the fleet node it came through.
+	recs[1].Via = "hub1"
+	if line := audit.Format(recs[1]); !strings.Contains(line, "by alice (operator) via hub1") {
+		t.Errorf("Format of a routed call = %q, want its route", line)
+	}
 }
 
 func FuzzVerify(f *testing.F) {

@@ -72,6 +72,9 @@ func Format(r Record) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s #%d %-9s %s key=%s by %s (%s)", r.Time.UTC().Format("2006-01-02T15:04:05.000Z"), r.Seq, Escape(r.Event), Escape(r.Tool),
 		Escape(r.Key), Escape(orDash(r.Caller)), Escape(orDash(r.Role)))
+	if r.Via != "" {
+		b.WriteString(" via " + Escape(r.Via))
+	}
 	for _, s := range []string{r.Permission, r.Status} {
 		if s != "" {
 			b.WriteString(" " + Escape(s))

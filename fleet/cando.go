@@ -3,13 +3,17 @@ package fleet
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/micro"
 
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
@@ -70,39 +74,64 @@ func (v *View) targets(req promcp.CanDoRequest, only string) []string {
 	return out
 }
 
-// scatter sends the query to every gateway at once (promcp.cando, no
-// queue group) and gathers the answers of targets until all answered or
-// the budget ran out. Answers after that are dropped: those already
-// queued are counted in late, and the subscription stays open one more
-// budget in the background to count the rest (LateAnswers), without
-// holding the caller.
+// scatter asks each target gateway on its own subject
+// (promcp.cando.<gw>.<node>), every request with its own reply subject
+// under this node's inbox, and gathers the answers until all came or the
+// budget ran out. An answer is the answer of the gateway its request was
+// addressed to (the reply subject says which; only that gateway's
+// subscriber may answer it, by NATS's allow-responses permission), never
+// of whatever gateway its body names. Answers after the budget are
+// dropped: those already queued are counted in late, and the subscription
+// stays open one more budget in the background to count the rest
+// (LateAnswers), without holding the caller.
 func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequest, targets []string) (replies []canDoReply, late int) {
 	if len(targets) == 0 {
 		return nil, 0
 	}
 	args, _ := json.Marshal(map[string]any{"intent": req.Intent, "scope": "local"})
-	data, _ := json.Marshal(canDoRequest{QueryID: queryID, Targets: targets, Arguments: args, Caller: server.CallerFrom(ctx)})
-	inbox := v.nc.NewRespInbox()
+	c := server.CallerFrom(ctx)
+	data, _ := json.Marshal(canDoRequest{QueryID: queryID, Arguments: args, Caller: wireCaller{Name: c.Name, Role: c.Role},
+		Deadline: time.Now().Add(v.cfg.Budget).UTC()})
+	inbox := InboxPrefix(v.cfg.Node) + "." + newRequestToken() + "."
 	ch := make(chan *nats.Msg, len(targets)+8)
-	sub, err := v.nc.ChanSubscribe(inbox, ch)
+	sub, err := v.nc.ChanSubscribe(inbox+"*", ch)
 	if err != nil {
 		return nil, 0
 	}
-	if err := v.nc.PublishRequest(CanDoSubject, inbox, data); err != nil {
-		sub.Unsubscribe()
-		return nil, 0
+	for i, gw := range targets {
+		if err := v.nc.PublishRequest(CanDoSubject(gw, v.cfg.Node), inbox+strconv.Itoa(i), data); err != nil {
+			sub.Unsubscribe()
+			return nil, 0
+		}
 	}
 	deadline := time.NewTimer(v.cfg.Budget)
 	defer deadline.Stop()
-	seen := map[string]bool{}
-	for len(replies) < len(targets) {
+	seen := map[int]bool{}
+	for len(seen) < len(targets) {
 		select {
 		case m := <-ch:
-			var r canDoReply
-			if json.Unmarshal(m.Data, &r) == nil && slices.Contains(targets, r.GatewayID) && !seen[r.GatewayID] {
-				seen[r.GatewayID] = true
-				replies = append(replies, r)
+			i, err := strconv.Atoi(strings.TrimPrefix(m.Subject, inbox))
+			if err != nil || i < 0 || i >= len(targets) || seen[i] {
+				continue
 			}
+			seen[i] = true
+			if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
+				continue // no responders: the gateway is not reachable, no need to wait for it
+			}
+			var r canDoReply
+			if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
+				r.Error = code + " " + m.Header.Get(micro.ErrorHeader)
+			} else if err := json.Unmarshal(m.Data, &r); err != nil {
+				r.Error = "unreadable answer: " + err.Error()
+			}
+			if r.GatewayID != targets[i] {
+				if r.GatewayID != "" {
+					v.cfg.Log.Warn("fleet: a can_do answer names another gateway than the one asked; taken as the asked one's",
+						"asked", targets[i], "named", r.GatewayID)
+				}
+				r.GatewayID = targets[i]
+			}
+			replies = append(replies, r)
 		case <-deadline.C:
 			late = v.drainLate(sub, ch)
 			return replies, late
@@ -113,6 +142,13 @@ func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequ
 	}
 	sub.Unsubscribe()
 	return replies, 0
+}
+
+// newRequestToken is a random inbox token.
+func newRequestToken() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // drainLate counts the answers already queued after the budget, then

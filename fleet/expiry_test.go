@@ -53,7 +53,7 @@ func TestFleetCrashedGatewayExpires(t *testing.T) {
 		t.Fatalf("gw1 before the crash: %+v", read)
 	}
 
-	subj := fleet.CallSubject("gw1")
+	subj := fleet.CallSubject("gw1", "hub1")
 	if interest(h, subj) == 0 {
 		t.Fatal("the hub shows no interest in gw1's calls before the crash")
 	}

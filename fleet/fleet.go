@@ -1,9 +1,13 @@
 // Package fleet joins gateways into a fleet on NATS, as PhysMCP's mesh
 // describes it: every gateway registers (a micro service "promcp-gateway"
 // and its manifest in the replicated KV bucket fleet_registry), answers a
-// fleet-wide can_do fan-out on promcp.cando and routed tool calls on
-// promcp.<gateway>.call; any node coordinates a fleet can_do (scatter-
-// gather within a 500 ms budget, PhysMCP's floating coordinator) and may
+// fleet's can_do on promcp.cando.<gateway>.<entry> and routed tool calls
+// on promcp.call.<gateway>.<entry>, where <entry> is the node that sent
+// it, bound by NATS's permissions (node n may publish only
+// promcp.*.*.<n>): the gateway takes who asks, and through which node,
+// from the subject, never from the message. Any node coordinates a fleet
+// can_do (one request per gateway that can match, within a 500 ms budget,
+// PhysMCP's floating coordinator) and may
 // serve the fleet MCP endpoint: can_do over every gateway and each
 // gateway's tools, namespaced, in groups within the density limits.
 //
@@ -16,6 +20,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -34,9 +39,6 @@ const (
 	// AliveBucket holds each live gateway's heartbeat under "gw.<id>" (its
 	// manifest hash); entries expire RegistryTTL after their last write.
 	AliveBucket = "fleet_alive"
-	// CanDoSubject is the fan-out subject of a fleet can_do; every gateway
-	// answers it (no queue group).
-	CanDoSubject = "promcp.cando"
 	// HubDomain is the hub's JetStream domain.
 	HubDomain = "hub"
 	// PromcpVersion and PhysMCPVersion are the protocol versions a
@@ -76,25 +78,57 @@ const (
 	StateIsolated = "isolated"
 )
 
-// CallSubject is the subject of routed tool calls to gateway id.
-func CallSubject(id string) string { return "promcp." + id + ".call" }
+// CallSubject is the subject of routed tool calls to gateway gw sent by
+// node entry: only entry may publish on it, only gw subscribes
+// (FLEET-TRUST: node n publishes promcp.call.*.<n>, gateway n subscribes
+// promcp.call.<n>.*).
+func CallSubject(gw, entry string) string { return "promcp.call." + gw + "." + entry }
+
+// CanDoSubject is the subject of a fleet can_do asked of gateway gw by
+// coordinator entry (node n publishes promcp.cando.*.<n>, gateway n
+// subscribes promcp.cando.<n>.*).
+func CanDoSubject(gw, entry string) string { return "promcp.cando." + gw + "." + entry }
+
+// InboxPrefix is node's reply inbox prefix: every node connects with
+// nats.CustomInboxPrefix(InboxPrefix(node)), the only inbox it may
+// subscribe to; answers reach it through NATS's allow-responses
+// permission only.
+func InboxPrefix(node string) string { return "_INBOX." + node }
+
+// entryOf is the entry node of a routed call or can_do subject (its last
+// token), "" when the subject is not one.
+func entryOf(subject, gw string) string {
+	for _, p := range []string{"promcp.call." + gw + ".", "promcp.cando." + gw + "."} {
+		if e, ok := strings.CutPrefix(subject, p); ok && nodeRE.MatchString(e) {
+			return e
+		}
+	}
+	return ""
+}
+
+// nodeRE is a node id: letters, digits, '-' and '_' (no dots).
+var nodeRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 func registryKey(id string) string { return "gw." + id }
 
 // Info is what a gateway registers: who it is, where it stands, and the
 // tools it serves (its manifest as the fleet sees it).
 type Info struct {
-	GatewayID      string     `json:"gateway_id"`
-	Zone           string     `json:"zone,omitempty"`
-	Tags           []string   `json:"tags,omitempty"`
-	Profile        string     `json:"profile"`
-	ManifestHash   string     `json:"manifest_hash"`
-	PromcpVersion  string     `json:"promcp_version"`
-	PhysMCPVersion string     `json:"physmcp_version"`
-	Locations      []string   `json:"locations,omitempty"`
-	Vocabulary     []string   `json:"vocabulary,omitempty"`
-	Tools          []mcp.Tool `json:"tools"`
-	Registered     time.Time  `json:"registered"`
+	GatewayID      string   `json:"gateway_id"`
+	Zone           string   `json:"zone,omitempty"`
+	Tags           []string `json:"tags,omitempty"`
+	Profile        string   `json:"profile"`
+	ManifestHash   string   `json:"manifest_hash"`
+	PromcpVersion  string   `json:"promcp_version"`
+	PhysMCPVersion string   `json:"physmcp_version"`
+	Locations      []string `json:"locations,omitempty"`
+	Vocabulary     []string `json:"vocabulary,omitempty"`
+	// Shared are the owners of the shared equipment this gateway's rules
+	// claim fleet-wide (policy shared: NAME, as equipment-NAME): the hubs
+	// let it write fleet records of these owners and its own only.
+	Shared     []string   `json:"shared,omitempty"`
+	Tools      []mcp.Tool `json:"tools"`
+	Registered time.Time  `json:"registered"`
 }
 
 // Hash is the manifest hash of a tool list: it changes when any tool's

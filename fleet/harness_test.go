@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	natsserver "github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/fleet/natsembed"
 	"github.com/promcp/promcp-device/fleet/shared/sharedtest"
@@ -74,7 +76,8 @@ func startHub(t testing.TB, noAdvertise bool) *testHub {
 		h.leafURLs = append(h.leafURLs, natsembed.LeafURL(ns))
 		clientURLs = append(clientURLs, ns.ClientURL())
 	}
-	nc, err := nats.Connect(strings.Join(clientURLs, ","), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))
+	nc, err := nats.Connect(strings.Join(clientURLs, ","), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
+		nats.CustomInboxPrefix(fleet.InboxPrefix("hub1")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,14 +101,44 @@ type testGateway struct {
 	local  *gate
 	member *fleet.Member
 	proxy  *sharedtest.Proxy // nil unless dialled through one
+	audit  *memAudit         // the gateway's audit records
+}
+
+// memAudit keeps a gateway's audit records in memory.
+type memAudit struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (a *memAudit) Append(_ context.Context, r audit.Record) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.recs = append(a.recs, r)
+	return nil
+}
+
+// Records returns the records so far.
+func (a *memAudit) Records() []audit.Record {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.recs)
 }
 
 // gate wraps a Local: a tool named in hold waits until its channel is
 // closed, like a gateway stuck on a slow bus.
 type gate struct {
 	fleet.Local
-	mu   sync.Mutex
-	hold map[string]chan struct{}
+	mu      sync.Mutex
+	hold    map[string]chan struct{}
+	callers []server.Caller // who each call ran as, in order
+	done    atomic.Int64    // calls that returned
+}
+
+// Callers returns who each call so far ran as.
+func (g *gate) Callers() []server.Caller {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.callers)
 }
 
 func (g *gate) Hold(tool string) (release func()) {
@@ -127,18 +160,20 @@ func (g *gate) Hold(tool string) (release func()) {
 func (g *gate) Call(ctx context.Context, c server.Caller, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
 	g.mu.Lock()
 	ch := g.hold[tool]
+	g.callers = append(g.callers, c)
 	g.mu.Unlock()
 	if ch != nil {
 		<-ch
 	}
+	defer g.done.Add(1)
 	return g.Local.Call(ctx, c, tool, args)
 }
 
 // startGateway starts gateway id in zone, its leaf dialling hubURL
 // (through a cuttable proxy when cut is true).
-func startGateway(t testing.TB, id, zone, hubURL string, cut bool) *testGateway {
+func startGateway(t testing.TB, id, zone, hubURL string, cut bool, opts ...func(*fleet.MemberConfig)) *testGateway {
 	t.Helper()
-	g := &testGateway{id: id}
+	g := &testGateway{id: id, audit: &memAudit{}}
 	if cut {
 		g.proxy = sharedtest.StartProxy(t, strings.TrimPrefix(hubURL, "nats://"))
 		hubURL = "nats://" + g.proxy.Addr()
@@ -149,18 +184,22 @@ func startGateway(t testing.TB, id, zone, hubURL string, cut bool) *testGateway 
 	}
 	t.Cleanup(leaf.Shutdown)
 	g.leaf = leaf
-	if g.nc, err = natsembed.Connect(leaf, id); err != nil {
+	if g.nc, err = natsembed.Connect(leaf, id, nats.CustomInboxPrefix(fleet.InboxPrefix(id))); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(g.nc.Close)
-	g.srv = gatewaytest.Serve(t, simtest.Manifest(t, "i2c-bench.yml"), gatewaytest.Options{}).Server
+	g.srv = gatewaytest.Serve(t, simtest.Manifest(t, "i2c-bench.yml"), gatewaytest.Options{Server: []server.Option{server.WithAuditor(g.audit)}}).Server
 	l, err := fleet.MCPLocal(t.Context(), g.srv.MCP())
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.local = &gate{Local: l, hold: map[string]chan struct{}{}}
-	g.member, err = fleet.Join(t.Context(), g.nc, fleet.MemberConfig{GatewayID: id, Zone: zone, Profile: "full",
-		Locations: []string{""}, Upkeep: 500 * time.Millisecond}, g.local)
+	cfg := fleet.MemberConfig{GatewayID: id, Zone: zone, Profile: "full",
+		Locations: []string{""}, Upkeep: 500 * time.Millisecond, RouteRole: server.RoleOperator}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g.member, err = fleet.Join(t.Context(), g.nc, cfg, g.local)
 	if err != nil {
 		t.Fatal(err)
 	}

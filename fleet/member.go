@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -60,6 +61,12 @@ func (l *mcpLocal) Tools(ctx context.Context) ([]mcp.Tool, error) {
 }
 
 func (l *mcpLocal) Call(ctx context.Context, caller server.Caller, tool string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	// A routed call's context ends at its deadline: checked here again,
+	// last thing before the gateway's server (which, once a do_* has
+	// begun, finishes it whatever the caller does).
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return nil, fmt.Errorf("%s not run: its deadline %s has passed: %w", tool, dl.UTC().Format(time.RFC3339Nano), context.DeadlineExceeded)
+	}
 	req := mcp.CallToolRequest{}
 	req.Params.Name = tool
 	if len(args) > 0 {
@@ -83,7 +90,23 @@ type MemberConfig struct {
 	// HeartbeatInterval. It is shortened to a third of the alive bucket's
 	// TTL when longer.
 	Upkeep time.Duration
-	Log    *slog.Logger
+	// Shared are the owners of the shared equipment the gateway's rules
+	// claim fleet-wide (equipment-NAME): registered, so that the hubs let
+	// it write those records (and its own) and no others.
+	Shared []string
+	// Routes caps, per entry node (the node a routed call or can_do came
+	// through, bound by NATS), the role a caller through it may carry:
+	// the caller's role when it is no higher, else the cap. RouteRole caps
+	// every node not listed; "" is viewer. A caller without a role (the
+	// entry node itself) acts as the cap. A role the gateway does not
+	// rank (viewer < operator < supervisor < admin) passes only a route
+	// capped at admin or at that very role; otherwise it acts as viewer.
+	Routes    map[string]string
+	RouteRole string
+	// Now is the gateway's clock (default time.Now): a routed call or
+	// can_do is dropped, never run, once its deadline has passed on it.
+	Now func() time.Time
+	Log *slog.Logger
 }
 
 // Member is a gateway in the fleet: it answers the fan-out and routed
@@ -94,6 +117,9 @@ type Member struct {
 	local Local
 	svc   micro.Service
 	sem   chan struct{} // bounds the requests served at once
+
+	stale atomic.Int64           // requests dropped after their deadline
+	pause atomic.Pointer[func()] // tests: runs before a request's deadline check
 
 	mu   sync.Mutex
 	info Info
@@ -119,6 +145,15 @@ func Join(ctx context.Context, nc *nats.Conn, cfg MemberConfig, local Local) (*M
 	if cfg.Upkeep <= 0 {
 		cfg.Upkeep = HeartbeatInterval
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.RouteRole == "" {
+		cfg.RouteRole = server.RoleViewer
+	}
+	if !nodeRE.MatchString(cfg.GatewayID) {
+		return nil, fmt.Errorf("fleet: gateway id %q: want letters, digits, '-' or '_'", cfg.GatewayID)
+	}
 	m := &Member{cfg: cfg, nc: nc, local: local, sem: make(chan struct{}, maxInFlight),
 		refresh: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := m.load(ctx); err != nil {
@@ -130,12 +165,13 @@ func Join(ctx context.Context, nc *nats.Conn, cfg MemberConfig, local Local) (*M
 		return nil, fmt.Errorf("fleet: register service: %w", err)
 	}
 	m.svc = svc
-	if err := svc.AddEndpoint("cando", micro.HandlerFunc(m.serveCanDo), micro.WithEndpointSubject(CanDoSubject),
+	if err := svc.AddEndpoint("cando", micro.HandlerFunc(m.serveCanDo), micro.WithEndpointSubject(CanDoSubject(cfg.GatewayID, "*")),
 		micro.WithEndpointQueueGroupDisabled()); err != nil {
 		svc.Stop()
 		return nil, fmt.Errorf("fleet: can_do endpoint: %w", err)
 	}
-	if err := svc.AddEndpoint("call", micro.HandlerFunc(m.serveCall), micro.WithEndpointSubject(CallSubject(cfg.GatewayID))); err != nil {
+	if err := svc.AddEndpoint("call", micro.HandlerFunc(m.serveCall), micro.WithEndpointSubject(CallSubject(cfg.GatewayID, "*")),
+		micro.WithEndpointQueueGroupDisabled()); err != nil {
 		svc.Stop()
 		return nil, fmt.Errorf("fleet: call endpoint: %w", err)
 	}
@@ -155,7 +191,7 @@ func (m *Member) load(ctx context.Context) error {
 	defer m.mu.Unlock()
 	m.info = Info{GatewayID: m.cfg.GatewayID, Zone: m.cfg.Zone, Tags: m.cfg.Tags, Profile: m.cfg.Profile,
 		ManifestHash: Hash(tools), PromcpVersion: PromcpVersion, PhysMCPVersion: PhysMCPVersion,
-		Locations: m.cfg.Locations, Vocabulary: m.cfg.Vocabulary, Tools: tools, Registered: time.Now().UTC()}
+		Locations: m.cfg.Locations, Vocabulary: m.cfg.Vocabulary, Shared: m.cfg.Shared, Tools: tools, Registered: time.Now().UTC()}
 	return nil
 }
 
@@ -318,37 +354,58 @@ func (m *Member) Close() error {
 	return err
 }
 
-// canDoRequest is the fan-out message of a fleet can_do.
+// canDoRequest is a fleet can_do asked of one gateway. Who asks, and
+// through which node, is not in it: the gateway takes the entry node
+// from the subject and caps the caller's role by its route policy.
 type canDoRequest struct {
 	QueryID string `json:"query_id"`
-	// Targets are the gateways asked; others stay silent.
-	Targets []string `json:"targets"`
+	// Ping asks only whether the gateway answers (View.Alive): nothing
+	// runs.
+	Ping bool `json:"ping,omitempty"`
 	// Arguments are can_do's arguments, for the gateway's own can_do.
 	Arguments json.RawMessage `json:"arguments"`
-	Caller    server.Caller   `json:"caller"`
+	Caller    wireCaller      `json:"caller"`
+	// Deadline is when the coordinator stops waiting: the gateway does
+	// not start on the question after it.
+	Deadline time.Time `json:"deadline"`
 }
 
-// canDoReply is one gateway's answer.
+// canDoReply is one gateway's answer. The coordinator takes whose answer
+// it is from the request it answers, not from GatewayID.
 type canDoReply struct {
 	GatewayID string          `json:"gateway_id"`
 	Report    json.RawMessage `json:"report"`
 	Error     string          `json:"error,omitempty"`
 }
 
+// wireCaller is the caller as the entry node authenticated it: a claim
+// the owning gateway caps by the route's policy.
+type wireCaller struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+}
+
 func (m *Member) serveCanDo(req micro.Request) {
+	entry := entryOf(req.Subject(), m.cfg.GatewayID)
 	var q canDoRequest
-	if err := json.Unmarshal(req.Data(), &q); err != nil {
-		_ = req.Error("400", "bad can_do request: "+err.Error(), nil)
+	if err := json.Unmarshal(req.Data(), &q); err != nil || entry == "" || q.Deadline.IsZero() {
+		_ = req.Error("400", fmt.Sprintf("bad can_do request on %s: want a JSON body with a deadline (%v)", req.Subject(), err), nil)
 		return
 	}
-	if !contains(q.Targets, m.cfg.GatewayID) {
-		return // not asked: silence, so that the coordinator counts only those it asked
+	if q.Ping {
+		b, _ := json.Marshal(canDoReply{GatewayID: m.cfg.GatewayID})
+		_ = req.Respond(b)
+		return
 	}
+	caller := m.routeCaller(entry, q.Caller, "can_do")
 	m.async(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel, ok := m.inTime(req, entry, "can_do", q.Deadline)
+		if !ok {
+			return
+		}
 		defer cancel()
 		reply := canDoReply{GatewayID: m.cfg.GatewayID}
-		res, err := m.local.Call(ctx, q.Caller, "can_do", q.Arguments)
+		res, err := m.local.Call(ctx, caller, "can_do", q.Arguments)
 		switch {
 		case err != nil:
 			reply.Error = err.Error()
@@ -363,25 +420,37 @@ func (m *Member) serveCanDo(req micro.Request) {
 	}, req)
 }
 
-// callRequest is a routed tool call.
+// callRequest is a routed tool call. As for can_do, the entry node comes
+// from the subject and the caller's role is capped by the route.
 type callRequest struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
-	Caller    server.Caller   `json:"caller"`
+	Caller    wireCaller      `json:"caller"`
+	// Deadline is when the entry node stops waiting: the gateway never
+	// starts the call after it.
+	Deadline time.Time `json:"deadline"`
 }
 
+// maxRouted bounds how long a routed call may run on the gateway: a do_*
+// that has begun finishes whatever the caller does (the gateway's server
+// keeps it going); this bounds a stuck bus.
+const maxRouted = time.Minute
+
 func (m *Member) serveCall(req micro.Request) {
+	entry := entryOf(req.Subject(), m.cfg.GatewayID)
 	var c callRequest
-	if err := json.Unmarshal(req.Data(), &c); err != nil {
-		_ = req.Error("400", "bad call: "+err.Error(), nil)
+	if err := json.Unmarshal(req.Data(), &c); err != nil || entry == "" || c.Deadline.IsZero() {
+		_ = req.Error("400", fmt.Sprintf("bad call on %s: want a JSON body with a deadline (%v)", req.Subject(), err), nil)
 		return
 	}
+	caller := m.routeCaller(entry, c.Caller, c.Tool)
 	m.async(func() {
-		// A do_* that has begun finishes whatever the caller does (the
-		// gateway's server keeps it going); this bounds a stuck bus.
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		ctx, cancel, ok := m.inTime(req, entry, c.Tool, c.Deadline)
+		if !ok {
+			return
+		}
 		defer cancel()
-		res, err := m.local.Call(ctx, c.Caller, c.Tool, c.Arguments)
+		res, err := m.local.Call(ctx, caller, c.Tool, c.Arguments)
 		if err != nil {
 			_ = req.Error("500", err.Error(), nil)
 			return
@@ -393,6 +462,70 @@ func (m *Member) serveCall(req micro.Request) {
 		}
 		_ = req.Respond(b)
 	}, req)
+}
+
+// inTime checks a request's deadline on the gateway's clock just before
+// it runs: one whose deadline has passed (the gateway was frozen, or the
+// request sat in a queue) is dropped, answered 504 and logged, and ok is
+// false. Otherwise ctx ends at the deadline (at most maxRouted away).
+func (m *Member) inTime(req micro.Request, entry, tool string, deadline time.Time) (ctx context.Context, cancel context.CancelFunc, ok bool) {
+	if p := m.pause.Load(); p != nil {
+		(*p)()
+	}
+	left := deadline.Sub(m.cfg.Now())
+	if left <= 0 {
+		m.stale.Add(1)
+		m.cfg.Log.Warn("fleet: dropped a routed request after its deadline (not run)", "entry", entry, "tool", tool,
+			"deadline", deadline, "late", -left)
+		_ = req.Error("504", fmt.Sprintf("deadline %s passed %s before gateway %s could start %s: not run", deadline.Format(time.RFC3339Nano), -left, m.cfg.GatewayID, tool), nil)
+		return nil, nil, false
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), min(left, maxRouted))
+	return ctx, cancel, true
+}
+
+// Stale is how many routed calls and can_do requests the gateway dropped,
+// unrun, because their deadline had passed when it came to them.
+func (m *Member) Stale() int64 { return m.stale.Load() }
+
+// roleRank orders the roles a route cap compares.
+var roleRank = map[string]int{server.RoleViewer: 0, server.RoleOperator: 1, server.RoleSupervisor: 2, server.RoleAdmin: 3}
+
+// capRole is role as a route capped at max may carry it. A caller with
+// no role is the entry node itself: it acts as max.
+func capRole(role, max string) string {
+	if role == max || role == "" {
+		return max
+	}
+	r, rok := roleRank[role]
+	m, mok := roleRank[max]
+	switch {
+	case !mok:
+		return server.RoleViewer // a custom cap passes only itself
+	case !rok && max == server.RoleAdmin:
+		return role
+	case !rok:
+		return server.RoleViewer
+	case r <= m:
+		return role
+	}
+	return max
+}
+
+// routeCaller is who a request through entry acts as: the caller the
+// entry node names, with the role capped by this gateway's route policy,
+// and the route (Via) for the audit.
+func (m *Member) routeCaller(entry string, c wireCaller, tool string) server.Caller {
+	max, ok := m.cfg.Routes[entry]
+	if !ok {
+		max = m.cfg.RouteRole
+	}
+	role := capRole(c.Role, max)
+	if role != c.Role {
+		m.cfg.Log.Warn("fleet: routed caller's role capped by the route", "entry", entry, "caller", c.Name, "claimed", c.Role,
+			"acts_as", role, "tool", tool)
+	}
+	return server.Caller{Name: c.Name, Role: role, Via: entry}
 }
 
 // async runs f on its own goroutine, at most maxInFlight at once; a
@@ -424,13 +557,4 @@ func structured(res *mcp.CallToolResult) (json.RawMessage, error) {
 		}
 	}
 	return nil, errors.New("result has no content")
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -24,13 +24,17 @@ import (
 // call was never delivered), a deadline when the answer did not come
 // (the call may have run).
 func (v *View) Call(ctx context.Context, gw, tool string, args json.RawMessage, timeout time.Duration) (*mcp.CallToolResult, error) {
-	data, err := json.Marshal(callRequest{Tool: tool, Arguments: args, Caller: server.CallerFrom(ctx)})
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	dl, _ := ctx.Deadline()
+	c := server.CallerFrom(ctx)
+	data, err := json.Marshal(callRequest{Tool: tool, Arguments: args, Caller: wireCaller{Name: c.Name, Role: c.Role}, Deadline: dl.UTC()})
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	msg, err := v.nc.RequestWithContext(ctx, CallSubject(gw), data)
+	// The reply comes to this node's own inbox, until the deadline only:
+	// a late one finds no subscriber.
+	msg, err := v.nc.RequestWithContext(ctx, CallSubject(gw, v.cfg.Node), data)
 	if err != nil {
 		return nil, err
 	}

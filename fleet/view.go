@@ -4,10 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -111,6 +111,14 @@ func (v *View) Gateway(id string) (Info, bool) {
 	defer v.mu.Unlock()
 	in, ok := v.gateways[id]
 	return in, ok
+}
+
+// Shares reports whether gateway gw registered owner as shared equipment
+// it drives (its registry entry's Shared): the hubs' shared-state service
+// lets it write owner's records then only.
+func (v *View) Shares(gw, owner string) bool {
+	in, ok := v.Gateway(gw)
+	return ok && slices.Contains(in.Shared, owner)
 }
 
 // LateAnswers is how many can_do answers arrived after their budget (and
@@ -273,8 +281,15 @@ func (v *View) apply(seen map[string]Info, e jetstream.KeyValueEntry) {
 		delete(seen, id)
 	default:
 		var in Info
-		if err := json.Unmarshal(e.Value(), &in); err != nil || in.GatewayID != id {
+		if err := json.Unmarshal(e.Value(), &in); err != nil {
 			v.cfg.Log.Warn("fleet: ignoring a bad registry entry", "key", e.Key(), "err", err)
+			return
+		}
+		if in.GatewayID != id || !nodeRE.MatchString(id) {
+			// Only gateway <id> may write its key (NATS's permissions):
+			// an entry naming another gateway is not that gateway's.
+			v.cfg.Log.Warn("fleet: ignoring a registry entry whose gateway is not the one its key names", "key", e.Key(), "claims", in.GatewayID)
+			delete(seen, id)
 			return
 		}
 		seen[id] = in
@@ -319,29 +334,50 @@ func (v *View) HubReachable(ctx context.Context) bool {
 	return v.hubOK
 }
 
-// Alive pings the registered gateways ($SRV.PING.promcp-gateway) and
-// returns those that answered within wait (it returns as soon as all
-// did).
+// Alive pings the registered gateways, each on its own subject
+// (promcp.cando.<gw>.<node>, a ping that runs nothing), and returns those
+// that answered within wait (it returns as soon as all did). An answer
+// counts for the gateway whose request it answers: only that gateway may
+// subscribe to its subject, so no node can answer for another.
 func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
-	expected := len(v.Gateways())
 	alive := map[string]bool{}
-	if expected == 0 {
+	var ids []string
+	for _, in := range v.Gateways() {
+		ids = append(ids, in.GatewayID)
+	}
+	if len(ids) == 0 {
 		return alive
 	}
-	subj, err := micro.ControlSubject(micro.PingVerb, ServiceName, "")
+	data, _ := json.Marshal(canDoRequest{Ping: true, Deadline: time.Now().Add(wait).UTC()})
+	inbox := InboxPrefix(v.cfg.Node) + "." + newRequestToken() + "."
+	ch := make(chan *nats.Msg, len(ids)+8)
+	sub, err := v.nc.ChanSubscribe(inbox+"*", ch)
 	if err != nil {
 		return alive
 	}
-	msgs, err := gather(ctx, v.nc, subj, nil, expected, wait)
-	if err != nil {
-		return alive
+	defer sub.Unsubscribe()
+	for i, id := range ids {
+		if err := v.nc.PublishRequest(CanDoSubject(id, v.cfg.Node), inbox+strconv.Itoa(i), data); err != nil {
+			return alive
+		}
 	}
-	for _, m := range msgs {
-		var p micro.Ping
-		if json.Unmarshal(m.Data, &p) == nil {
-			if id := p.Metadata["gateway_id"]; id != "" {
-				alive[id] = true
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	for answered := 0; answered < len(ids); {
+		select {
+		case m := <-ch:
+			i, err := strconv.Atoi(strings.TrimPrefix(m.Subject, inbox))
+			if err != nil || i < 0 || i >= len(ids) || alive[ids[i]] {
+				continue
 			}
+			answered++
+			if m.Header.Get(micro.ErrorCodeHeader) == "" && m.Header.Get("Status") == "" {
+				alive[ids[i]] = true
+			}
+		case <-t.C:
+			return alive
+		case <-ctx.Done():
+			return alive
 		}
 	}
 	return alive
@@ -360,33 +396,4 @@ func (v *View) PeerCount(ctx context.Context) int {
 	alive := v.Alive(ctx, v.cfg.Budget)
 	v.peers, v.peersAt = max(len(alive), 1), time.Now()
 	return v.peers
-}
-
-// gather publishes data on subj and collects replies until want arrived
-// or wait passed. It subscribes before publishing.
-func gather(ctx context.Context, nc *nats.Conn, subj string, data []byte, want int, wait time.Duration) ([]*nats.Msg, error) {
-	inbox := nc.NewRespInbox()
-	ch := make(chan *nats.Msg, want+16)
-	sub, err := nc.ChanSubscribe(inbox, ch)
-	if err != nil {
-		return nil, err
-	}
-	defer sub.Unsubscribe()
-	if err := nc.PublishRequest(subj, inbox, data); err != nil {
-		return nil, fmt.Errorf("fleet: publish %s: %w", subj, err)
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	var out []*nats.Msg
-	for len(out) < want {
-		select {
-		case m := <-ch:
-			out = append(out, m)
-		case <-t.C:
-			return out, nil
-		case <-ctx.Done():
-			return out, ctx.Err()
-		}
-	}
-	return out, nil
 }

@@ -3,6 +3,7 @@ package manifests
 import (
 	"net"
 	"net/url"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -68,6 +69,11 @@ type Fleet struct {
 	// HTTP is where the node serves the fleet MCP endpoint ("" for none
 	// on a gateway; a hub needs one).
 	HTTP string
+	// Routes caps, on a gateway, the role a routed call or can_do may
+	// carry by the node it came through (hub member or gateway, bound by
+	// NATS): routes: {hub1: {max_role: supervisor}}. A node not listed
+	// carries at most the gateway's own --role.
+	Routes map[string]FleetRoute
 	// Credentials are what the node's fleet links authenticate with: a
 	// gateway's connection or leaf link to the hub, a hub member's cluster
 	// routes (every member names the same) and its own connection; read
@@ -81,6 +87,12 @@ type Fleet struct {
 	// Insecure says the fleet runs without authentication (a trusted
 	// network only); without it a file lacking credentials is refused.
 	Insecure bool
+}
+
+// FleetRoute is what calls through one entry node may carry.
+type FleetRoute struct {
+	// MaxRole is the highest role a caller through the node acts as.
+	MaxRole string
 }
 
 // FleetListen are a node's listen addresses, host:port.
@@ -101,10 +113,11 @@ type FleetPing struct {
 }
 
 var (
-	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http", "credentials", "users", "insecure"}
+	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http", "routes", "credentials", "users", "insecure"}
 	listenKeys  = []string{"client", "cluster", "leaf"}
 	clusterKeys = []string{"name", "peers"}
 	pingKeys    = []string{"interval", "max_missed"}
+	routeKeys   = []string{"max_role"}
 	fleetRoles  = words(RoleEdge, RoleThinEdge, RoleHub)
 	fleetProfs  = []string{"full", "lite", "proxy", "aggregator"}
 )
@@ -180,6 +193,7 @@ func ParseFleet(file string, data []byte) (*Fleet, error) {
 			}
 		}
 		f.HTTP = hostPort(o, "http")
+		fleetRoutes(f, o)
 		fleetCredentials(f, o)
 		if !d.aborted {
 			checkFleet(f, o)
@@ -188,6 +202,31 @@ func ParseFleet(file string, data []byte) (*Fleet, error) {
 		return f
 	})
 }
+
+// fleetRoutes decodes routes: a mapping of node ids to {max_role: ROLE}.
+func fleetRoutes(f *Fleet, o obj) {
+	p := o.at("routes")
+	for _, mv := range o.d.entries(o.f["routes"], p) {
+		node := keyString(mv.Key)
+		rp := join(p, node)
+		if !nodeIDRE.MatchString(node) {
+			o.d.add(rp, ErrBadName, "%q (want a node id: letters, digits, '-' or '_')", node)
+			continue
+		}
+		r, ok := o.d.obj(mv.Value, rp, routeKeys)
+		if !ok {
+			continue
+		}
+		role, _ := o.d.name(r.f["max_role"], r.at("max_role"))
+		r.require("max_role", "the highest role a caller through "+node+" acts as, such as operator")
+		if f.Routes == nil {
+			f.Routes = map[string]FleetRoute{}
+		}
+		f.Routes[node] = FleetRoute{MaxRole: role}
+	}
+}
+
+var nodeIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
 
 // checkFleet checks what each role needs.
 func checkFleet(f *Fleet, o obj) {

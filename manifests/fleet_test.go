@@ -167,3 +167,20 @@ func FuzzParseFleet(f *testing.F) {
 		}
 	})
 }
+
+// routes caps, per entry node, the role a routed call may carry.
+func TestParseFleetRoutes(t *testing.T) {
+	f, err := manifests.ParseFleet("gw1.fleet.yml", []byte(edgeFleet+"routes:\n  hub1: {max_role: supervisor}\n  gw2: {max_role: viewer}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Routes) != 2 || f.Routes["hub1"].MaxRole != "supervisor" || f.Routes["gw2"].MaxRole != "viewer" {
+		t.Fatalf("routes = %+v", f.Routes)
+	}
+	wantFleetErrors(t, "f.yml", []fleetCase{
+		{edgeFleet + "routes:\n  hub.1: {max_role: viewer}\n", `routes.hub.1: bad name "hub.1"`},
+		{edgeFleet + "routes:\n  hub1: {}\n", `routes.hub1.max_role: missing`},
+		{edgeFleet + "routes:\n  hub1: {max_role: viewer, role: x}\n", `role: unknown field`},
+		{edgeFleet + "routes: [hub1]\n", `routes`},
+	})
+}

@@ -37,6 +37,10 @@ import (
 type Caller struct {
 	Name string
 	Role string
+	// Via is the fleet node a routed call came through (its entry node,
+	// bound by NATS), "" for a call made to this gateway directly. The
+	// audit records it.
+	Via string
 }
 
 type callerKey struct{}

@@ -207,7 +207,7 @@ func (c *doCall) recordKept(ctx context.Context, event string, r *promcp.DoResul
 
 func (c *doCall) auditRecord(event string, r *promcp.DoResult) audit.Record {
 	s := c.s
-	rec := audit.Record{Time: s.clock.Now(), Event: event, Caller: c.caller.Name, Role: c.caller.Role, Tool: c.t.Name, Key: c.key,
+	rec := audit.Record{Time: s.clock.Now(), Event: event, Caller: c.caller.Name, Role: c.caller.Role, Via: c.caller.Via, Tool: c.t.Name, Key: c.key,
 		Arguments: audit.Args(rawArguments(c.req), c.argsValid), DurationMS: float64(time.Since(c.start).Microseconds()) / 1000,
 		Approval: c.appr}
 	if r != nil {

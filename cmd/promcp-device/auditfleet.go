@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -45,7 +46,7 @@ func auditTailFleet(sub string, c *auditFleetConfig, n, nargs int, stdout, stder
 	defer nc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	recs, err := shared.TailFleet(ctx, nc, c.hubDomain, n)
+	recs, err := shared.TailFleet(ctx, nc, c.hubDomain, n, slog.New(slog.NewTextHandler(stderr, nil)))
 	for _, r := range recs {
 		fmt.Fprintf(stdout, "%s %s\n", audit.Escape(r.Gateway), audit.Format(r.Record))
 	}

@@ -45,7 +45,10 @@ type fleetNode struct {
 	linkUp func() bool                // the link to the hub is up (nil on a hub)
 	peers  atomic.Pointer[fleet.View] // the view peerCount asks, once there is one
 	shared *shared.State
-	stops  []func()
+	// equipment are the owners of the shared equipment this gateway's
+	// policy claims fleet-wide (equipment-NAME), registered for the hubs.
+	equipment []string
+	stops     []func()
 }
 
 // Close leaves the fleet and stops what the node started, newest first.
@@ -198,6 +201,15 @@ func (f *serveFlags) connectFleet(ctx context.Context, m *manifests.Manifest, op
 	n.shared = st
 	opts.peers = n.peerCount
 	pol := opts.policy
+	if pol != nil {
+		for _, ap := range pol.Actions {
+			if ap != nil && ap.Equipment != "" {
+				n.equipment = append(n.equipment, "equipment-"+ap.Equipment)
+			}
+		}
+		slices.Sort(n.equipment)
+		n.equipment = slices.Compact(n.equipment)
+	}
 	opts.reserver = func(local policy.Reserver) policy.Reserver {
 		return st.Reserver(local, shared.RulesFromPolicy(fl.Gateway, pol, safe))
 	}
@@ -245,7 +257,8 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	}
 	slices.Sort(vocab)
 	n.member, err = fleet.Join(ctx, n.nc, fleet.MemberConfig{GatewayID: fl.Gateway, Zone: fl.Zone, Tags: fl.Tags, Profile: fl.Profile,
-		Locations: slices.Compact(slices.Sorted(slices.Values(locations))), Vocabulary: slices.Compact(vocab), Log: log}, local)
+		Locations: slices.Compact(slices.Sorted(slices.Values(locations))), Vocabulary: slices.Compact(vocab),
+		Shared: n.equipment, Routes: routeRoles(fl), RouteRole: f.role, Log: log}, local)
 	if err != nil {
 		return failErr(err, false)
 	}
@@ -261,6 +274,15 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	gw.mesh = func(h http.Handler) http.Handler { return fleet.MeshMethods(h, mesh) }
 	log.Info("joined the fleet", "gateway", fl.Gateway, "role", fl.Role, "zone", fl.Zone, "hubs", strings.Join(fl.Hubs, ","))
 	return nil
+}
+
+// routeRoles is the fleet file's routes: as the member takes them.
+func routeRoles(fl *manifests.Fleet) map[string]string {
+	out := map[string]string{}
+	for node, r := range fl.Routes {
+		out[node] = r.MaxRole
+	}
+	return out
 }
 
 func bearerOK(tokens *server.Tokens) func(*http.Request) bool {
@@ -325,6 +347,14 @@ func cmdHub(c *cli) int {
 		return 1
 	}
 	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, Log: log})
+	// Gateways write shared records only through the hubs, which check
+	// each against the equipment the gateway registered as shared.
+	svc, err := shared.Serve(c.ctx, n.nc, shared.ServiceConfig{Node: fl.Gateway, Shares: n.view.Shares, Replicas: *replicas, Log: log})
+	if svc == nil {
+		fmt.Fprintln(c.stderr, "promcp-device hub: the fleet's shared-state service:", err)
+		return 1
+	}
+	defer svc.Close()
 	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: *role}, c.stdout, log); err != nil {
 		return c.fail(err)
 	}

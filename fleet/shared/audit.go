@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -191,7 +192,14 @@ func (f *Forwarder) Close(ctx context.Context) error {
 // a compare-and-set, so the update is read back and tried again until the
 // source is there.
 func (s *State) ensureSource(ctx context.Context) error {
-	name := AuditStreamOf(s.cfg.Gateway)
+	_, err := s.call(ctx, opAuditSource, svcRequest{})
+	return err
+}
+
+// sourceAudit is the hubs' side of ensureSource: FLEET_AUDIT sources
+// gateway gw's stream AUDIT_<gw> from gw's own JetStream domain.
+func (s *State) sourceAudit(ctx context.Context, gw string) error {
+	name := AuditStreamOf(gw)
 	for try := 0; try < 5; try++ {
 		st, err := s.js.Stream(ctx, AuditStream)
 		if err != nil {
@@ -202,7 +210,7 @@ func (s *State) ensureSource(ctx context.Context) error {
 			return nil
 		}
 		cfg.Sources = append(cfg.Sources, &jetstream.StreamSource{Name: name,
-			External: &jetstream.ExternalStream{APIPrefix: "$JS." + s.cfg.LocalDomain + ".API"}})
+			External: &jetstream.ExternalStream{APIPrefix: "$JS." + gw + ".API"}})
 		if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("adding source %s to %s: %w", name, AuditStream, err)
 		}
@@ -218,8 +226,18 @@ type FleetRecord struct {
 }
 
 // TailFleet reads the last n records (0: all) of FLEET_AUDIT in the hub
-// domain through nc.
-func TailFleet(ctx context.Context, nc *nats.Conn, hubDomain string, n int) ([]FleetRecord, error) {
+// domain through nc. A record is kept only when it is gateway <gw>'s:
+// its subject promcp.audit.<gw>, sourced from AUDIT_<gw>, with a message
+// id of <gw>'s; others are skipped (and logged to log, when not nil).
+func TailFleet(ctx context.Context, nc *nats.Conn, hubDomain string, n int, log ...*slog.Logger) ([]FleetRecord, error) {
+	var logger *slog.Logger
+	if len(log) > 0 {
+		logger = log[0]
+	}
+	return tailFleet(ctx, nc, hubDomain, n, logger)
+}
+
+func tailFleet(ctx context.Context, nc *nats.Conn, hubDomain string, n int, log *slog.Logger) ([]FleetRecord, error) {
 	if hubDomain == "" {
 		hubDomain = DefaultHubDomain
 	}
@@ -237,6 +255,12 @@ func TailFleet(ctx context.Context, nc *nats.Conn, hubDomain string, n int) ([]F
 		first = state.LastSeq - uint64(n) + 1
 	}
 	var out []FleetRecord
+	var skipped []uint64
+	defer func() {
+		if len(skipped) > 0 && log != nil {
+			log.Warn("fleet audit: skipped records not sourced from the gateway their subject names", "seqs", skipped)
+		}
+	}()
 	for seq := first; seq <= state.LastSeq && state.Msgs > 0; seq++ {
 		m, err := st.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -249,7 +273,30 @@ func TailFleet(ctx context.Context, nc *nats.Conn, hubDomain string, n int) ([]F
 		if err := json.Unmarshal(m.Data, &fr.Record); err != nil {
 			return out, fmt.Errorf("%s message %d: %w", AuditStream, seq, err)
 		}
+		if !ownRecord(fr.Gateway, m) {
+			// Only gateway <gw> may publish promcp.audit.<gw>, into its
+			// own stream AUDIT_<gw>: a record that came another way, or
+			// whose id names another gateway, is not <gw>'s.
+			skipped = append(skipped, seq)
+			continue
+		}
 		out = append(out, fr)
 	}
 	return out, nil
+}
+
+// ownRecord reports whether message m of FLEET_AUDIT is gateway gw's: it
+// came from gw's stream AUDIT_<gw> (the source header names it) and its
+// message id is one gw gives.
+func ownRecord(gw string, m *jetstream.RawStreamMsg) bool {
+	if !idRE.MatchString(gw) {
+		return false
+	}
+	if id := m.Header.Get(jetstream.MsgIDHeader); !strings.HasPrefix(id, gw+"/") {
+		return false
+	}
+	// "<stream>[:<hash of its API prefix>] <seq> ..." (nats-server 2.10+).
+	src, _, _ := strings.Cut(m.Header.Get("Nats-Stream-Source"), " ")
+	name, _, _ := strings.Cut(src, ":")
+	return name == AuditStreamOf(gw)
 }

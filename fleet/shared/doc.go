@@ -24,6 +24,15 @@
 // errors as FLEET.md §4 does. Package sharedtest starts a loopback fleet
 // (three hub nodes, leaf gateways with cuttable links) for tests.
 //
+// Gateways never write fleet_lease, fleet_idem or FLEET_RATE themselves:
+// they read them, and ask the hubs to write on promcp.shared.<gw>.<op>,
+// a subject NATS lets only gateway <gw> publish on. [Serve] runs that
+// service on a hub member (queue group "hub"): it checks that <gw> may
+// touch the record (its own, or equipment its registry entry lists as
+// shared; only its own pending reservations and claims), takes every
+// time from the hub's clock (a request names none) and does the
+// compare-and-set.
+//
 // Ages are measured on the hub's clock (the server's time of each write,
 // mapped onto the gateway's clock by a skew measured on writes), never by
 // comparing two gateways' clocks.

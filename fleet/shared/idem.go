@@ -10,7 +10,6 @@ import (
 	"regexp"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/promcp/promcp-device/idempotency"
 )
 
@@ -124,17 +123,13 @@ func (f *fleetStore) run(ctx context.Context, k, key, fingerprint string, act id
 	wctx, cancel := f.s.bound(context.WithoutCancel(ctx))
 	defer cancel()
 	if (err != nil && !errors.Is(err, idempotency.ErrNotRecorded)) || (!kept && !replayed) {
-		_, idem, _, herr := f.s.handles(wctx)
-		if herr == nil {
-			herr = idem.Delete(wctx, k, jetstream.LastRevision(rev))
-		}
-		if derr := herr; derr != nil {
+		if _, derr := f.s.call(wctx, opIdemDrop, svcRequest{Key: k, Rev: rev, Req: mine.Request}); derr != nil {
 			f.s.cfg.Log.Warn("fleet: giving up an idempotency claim", "key", k, "err", derr)
 		}
 		return out, replayed, err
 	}
 	mine.State, mine.Outcome = idemDone, out
-	if _, werr := f.write(wctx, k, mine, rev); werr != nil {
+	if _, werr := f.s.call(wctx, opIdemDone, svcRequest{Key: k, Rev: rev, Req: mine.Request, Outcome: out}); werr != nil {
 		f.s.cfg.Log.Warn("fleet: recording an idempotency outcome", "key", k, "err", werr)
 	}
 	return out, replayed, err
@@ -168,11 +163,13 @@ func (f *fleetStore) read(ctx context.Context, k string) (uint64, *idemRecord, e
 	return e.Revision(), &rec, nil
 }
 
-// write creates k (rev 0) or updates it at rev, measuring the hub's clock.
+// write asks the hubs to claim k for this gateway's request rec.Request
+// (rev 0: k must not exist; else it must still be at rev, and expired or
+// this gateway's own).
 func (f *fleetStore) write(ctx context.Context, k string, rec idemRecord, rev uint64) (uint64, error) {
-	_, idem, _, err := f.s.handles(ctx)
-	if err != nil {
+	if err := f.s.bind(ctx, true); err != nil {
 		return 0, err
 	}
-	return f.s.cas(ctx, idem, k, rec, rev)
+	rep, err := f.s.call(ctx, opIdemClaim, svcRequest{Key: k, Rev: rev, Req: rec.Request, Fingerprint: rec.Fingerprint, TTL: f.ttl.Milliseconds()})
+	return rep.Rev, err
 }

@@ -2,11 +2,9 @@ package shared
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
 )
@@ -39,15 +37,12 @@ func (s *State) takeRate(ctx context.Context, c policy.Claim, rule Rule) (seq ui
 	}
 	wctx, cancel := s.bound(ctx)
 	defer cancel()
-	for slot := range rl.Max {
-		ack, err := s.js.Publish(wctx, rateSubject(rule.Owner, c.Action, slot), []byte(s.cfg.Gateway),
-			jetstream.WithMsgTTL(ttl(rl.Per)), jetstream.WithExpectStream(RateStream))
-		if err == nil {
-			return ack.Sequence, policy.Decision{}, nil
-		}
-		if Classify(err) != ClassRateFull {
-			return 0, policy.Decision{}, fmt.Errorf("taking a rate slot: %w", err)
-		}
+	rep, err := s.call(wctx, opRateTake, svcRequest{Owner: rule.Owner, Action: c.Action, Max: rl.Max, Per: rl.Per.Milliseconds()})
+	if err == nil {
+		return rep.Seq, policy.Decision{}, nil
+	}
+	if Classify(err) != ClassRateFull {
+		return 0, policy.Decision{}, fmt.Errorf("taking a rate slot: %w", err)
 	}
 	reset := s.rateReset(wctx, c, rule)
 	return 0, policy.Decision{Permission: promcp.RateLimited, Value: c.Value, ValidUntil: reset,
@@ -76,13 +71,7 @@ func (s *State) rateReset(ctx context.Context, c policy.Claim, rule Rule) time.T
 
 // freeRate gives a slot back (the reservation did not actuate).
 func (s *State) freeRate(ctx context.Context, seq uint64) error {
-	_, _, st, err := s.handles(ctx)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	if err := st.DeleteMsg(ctx, seq); err != nil && !errors.Is(err, jetstream.ErrMsgNotFound) {
+	if _, err := s.call(ctx, opRateFree, svcRequest{Seq: seq}); err != nil {
 		return fmt.Errorf("fleet: freeing rate slot %d: %w", seq, err)
 	}
 	return nil

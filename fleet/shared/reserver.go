@@ -193,6 +193,11 @@ func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx 
 			return nil, d, ctx.Err()
 		case errors.Is(werr, errRaceLost):
 			continue // decide again on the winner's record
+		case errors.Is(werr, ErrRefused):
+			r.s.cfg.Log.Warn("fleet: the hubs refused a shared claim", "action", c.Action, "owner", rule.Owner, "err", werr)
+			return nil, policy.Decision{Permission: promcp.PolicyDenied, Value: c.Value, ValidUntil: c.Now.Add(policy.MaxSensorValidity),
+				Reason:  fmt.Sprintf("%s acts on shared equipment (%s), and the fleet hubs refused this gateway's record: %v", c.Action, rule.Owner, werr),
+				Details: "the hubs let a gateway write only its own records and those of the equipment its registry entry lists as shared; nothing moved"}, nil
 		}
 		if reach, again := r.again(ctx, werr, tries); !again {
 			return nil, r.noQuorum(c, rule, reach), nil
@@ -228,7 +233,7 @@ func (r *reserver) again(ctx context.Context, err error, tries int) (Reach, bool
 // (errRaceLost when another claimant wrote first).
 func (r *reserver) take(ctx context.Context, c policy.Claim, rule Rule, key string, seen leaseView) (*held, policy.Decision, error) {
 	rec := leaseRecord{claimant: r.s.claimant(), State: statePending, Last: seen.last()}
-	rev, werr := r.s.casLease(ctx, key, rec, seen.rev)
+	rev, werr := r.s.writeLease(ctx, opReserve, key, rec, seen.rev)
 	if werr != nil {
 		now, rerr := r.s.readLease(ctx, key)
 		switch {
@@ -277,6 +282,12 @@ func (r *reserver) othersPending(c policy.Claim, rule Rule, v leaseView) (time.T
 func (r *reserver) fold(v *policy.View, c policy.Claim, lv leaseView) {
 	for _, t := range lv.actuations() {
 		lt := r.s.hubTime(t)
+		if lt.After(c.Now.Add(maxAhead)) {
+			// The hubs take every time from their clock: a time ahead
+			// of it was not written by them, and is not believed.
+			r.s.cfg.Log.Warn("fleet: ignoring a shared record's actuation time in the future", "action", c.Action, "at", t, "writer", lv.rec.Gateway)
+			continue
+		}
 		if c.Window > 0 && lt.After(c.Now.Add(-c.Window)) && !slices.ContainsFunc(v.History, lt.Equal) {
 			v.History = append(v.History, lt)
 		}
@@ -323,7 +334,7 @@ func (r *reserver) Commit(ctx context.Context, res *policy.Reservation, at time.
 func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
 	rev := h.rev
 	for try := 0; ; try++ {
-		_, err := s.casLease(ctx, h.key, rec, rev)
+		_, err := s.writeLease(ctx, opSettle, h.key, rec, rev)
 		if err == nil {
 			return nil
 		}
@@ -336,7 +347,7 @@ func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
 		case rerr == nil:
 			rev = now.rev
 		}
-		if try >= maxRetries || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
+		if errors.Is(err, ErrRefused) || try >= maxRetries || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
 			return err
 		}
 	}
@@ -450,14 +461,17 @@ func (s *State) readLease(ctx context.Context, key string) (leaseView, error) {
 	return v, nil
 }
 
-// casLease writes rec to key of fleet_lease if its revision is still rev
-// (0: the key must not exist), measuring the hub's clock.
-func (s *State) casLease(ctx context.Context, key string, rec leaseRecord, rev uint64) (uint64, error) {
-	lease, _, _, err := s.handles(ctx)
-	if err != nil {
+// writeLease asks the hubs to write key of fleet_lease if its revision
+// is still rev (0: the key must not exist): op reserve makes it a pending
+// record of this gateway's request rec.Request, op settle moves this
+// gateway's pending record to rec.State. The hubs take the record's
+// times from their own clock and its gateway from the subject.
+func (s *State) writeLease(ctx context.Context, op, key string, rec leaseRecord, rev uint64) (uint64, error) {
+	if err := s.bind(ctx, true); err != nil {
 		return 0, err
 	}
-	return s.cas(ctx, lease, key, rec, rev)
+	rep, err := s.call(ctx, op, svcRequest{Key: key, Rev: rev, Req: rec.Request, State: rec.State})
+	return rep.Rev, err
 }
 
 // get reads key of kv, bounded like every hub call; nil (and no error)
@@ -503,8 +517,8 @@ func (s *State) cas(ctx context.Context, kv jetstream.KeyValue, key string, rec 
 
 // skewStale reports whether the hub's clock was last measured long ago.
 func (s *State) skewStale(now time.Time) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.skewMu.Lock()
+	defer s.skewMu.Unlock()
 	return !s.skewSeen || now.Sub(s.skewAt) > time.Minute || now.Before(s.skewAt)
 }
 

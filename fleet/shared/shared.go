@@ -117,7 +117,9 @@ type State struct {
 	// no local domain to source from).
 	sourced   bool
 	sourceTry time.Time
-	// skew is the hub's clock minus this gateway's, measured on writes.
+	// skew is the hub's clock minus this gateway's, measured on the
+	// hubs' answers (under skewMu: measured while mu is held).
+	skewMu   sync.Mutex
 	skew     time.Duration
 	skewAt   time.Time
 	skewSeen bool
@@ -158,25 +160,12 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*State, error) {
 }
 
 // measureClock measures the hub's clock against the gateway's with one
-// write of clock.<gateway> in fleet_lease, so that the first decision
-// already reads fleet ages on the hub's clock (writes measure it again).
+// request to the hubs' service, so that the first decision already reads
+// fleet ages on the hub's clock (every answer measures it again when the
+// last measure is stale).
 func (s *State) measureClock(ctx context.Context) {
-	lease, _, _, err := s.handles(ctx)
-	if err != nil {
-		return
-	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	key := "clock." + s.cfg.Gateway
-	before := s.cfg.Now()
-	rev, err := lease.Put(ctx, key, []byte(before.UTC().Format(time.RFC3339Nano)))
-	after := s.cfg.Now()
-	if err != nil {
+	if _, err := s.call(ctx, opClock, svcRequest{}); err != nil {
 		s.cfg.Log.Warn("fleet: measuring the hub's clock", "err", err)
-		return
-	}
-	if e, err := lease.GetRevision(ctx, key, rev); err == nil {
-		s.measureSkew(e.Created(), before, after)
 	}
 }
 
@@ -312,8 +301,8 @@ func (s *State) handles(ctx context.Context) (lease, idem jetstream.KeyValue, ra
 // hubTime maps a time on the hub's clock (an entry's Created) onto the
 // gateway's clock, with the last measured skew.
 func (s *State) hubTime(t time.Time) time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.skewMu.Lock()
+	defer s.skewMu.Unlock()
 	return t.Add(-s.skew)
 }
 
@@ -322,7 +311,7 @@ func (s *State) hubTime(t time.Time) time.Time {
 // gateway's clock.
 func (s *State) measureSkew(created, before, after time.Time) {
 	mid := before.Add(after.Sub(before) / 2)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.skewMu.Lock()
+	defer s.skewMu.Unlock()
 	s.skew, s.skewAt, s.skewSeen = created.Sub(mid), after, true
 }

@@ -90,6 +90,7 @@ func TestFleet(t *testing.T) {
 	t.Run("rate", func(t *testing.T) { testRate(t, f) })
 	t.Run("lease", func(t *testing.T) { testLease(t, f) })
 	t.Run("skew", func(t *testing.T) { testSkew(t, f) })
+	t.Run("trust", func(t *testing.T) { testTrust(t, f) })
 }
 
 // act reserves c on g with decide and commits it as an actuation now.

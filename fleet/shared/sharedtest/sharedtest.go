@@ -10,6 +10,7 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/fleet/shared"
 	"github.com/promcp/promcp-device/internal/testnet"
 )
 
@@ -27,6 +29,11 @@ type Hub struct {
 	nodes []*server.Server
 	opts  []*server.Options
 }
+
+// Shares is the hubs' shared-state service's check in tests: every
+// gateway shares every owner's equipment (the tests' gateways share
+// gw1's), except owners named private-*, shared by none.
+func Shares(gw, owner string) bool { return !strings.HasPrefix(owner, "private-") }
 
 // StartHub starts three clustered servers with JetStream (domain "hub")
 // and a leaf listener each, and waits until JetStream answers.
@@ -62,7 +69,28 @@ func StartHub(t testing.TB) *Hub {
 		}
 	})
 	h.WaitReady(30 * time.Second)
+	for i := range n {
+		h.serve(i)
+	}
 	return h
+}
+
+// serve runs the hubs' shared-state service on node i, through a
+// connection to that node only (it answers again once the node restarts).
+func (h *Hub) serve(i int) {
+	h.t.Helper()
+	nc, err := nats.Connect(h.ClientURL(i), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(nc.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	svc, err := shared.Serve(ctx, nc, shared.ServiceConfig{Node: fmt.Sprintf("hub-%d", i), Shares: Shares})
+	if svc == nil {
+		h.t.Fatalf("shared-state service on hub node %d: %v", i, err)
+	}
+	h.t.Cleanup(func() { svc.Close() })
 }
 
 func (h *Hub) start(i int) {

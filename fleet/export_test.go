@@ -1,0 +1,18 @@
+package fleet
+
+import (
+	"context"
+
+	"github.com/promcp/promcp-device/promcp"
+)
+
+// SetPause makes m run pause before it checks each request's deadline:
+// a test freezes the gateway there, as a stopped process would be.
+func SetPause(m *Member, pause func()) { m.pause.Store(&pause) }
+
+// Scatter asks targets a can_do as the fleet's coordinator does and
+// returns how many answered (for the benchmarks).
+func Scatter(ctx context.Context, v *View, req promcp.CanDoRequest, targets []string) int {
+	replies, _ := v.scatter(ctx, newQueryID(), req, targets)
+	return len(replies)
+}
