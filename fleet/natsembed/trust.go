@@ -1,0 +1,234 @@
+package natsembed
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/jwt/v2"
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nkeys"
+
+	"github.com/promcp/promcp-device/fleet/trust"
+)
+
+// HubTrust is what a hub member proves itself with and whom it lets in:
+// its TLS certificate (client, leaf and cluster ports), the fleet CA
+// (routes must present a certificate it signed: only hub members hold
+// one), its own nkey (its in-process connection) and the identities file
+// (every node's public nkey, role and revocation).
+type HubTrust struct {
+	Cert tls.Certificate
+	CA   *x509.CertPool
+	Key  nkeys.KeyPair
+	// IdentitiesFile is read at start and watched: a change (a gateway
+	// added or revoked) reloads the server's users, and a revoked node's
+	// live connections are cut.
+	IdentitiesFile string
+	// Watch is how often the identities file is checked (1 s when 0).
+	Watch time.Duration
+	// Transitional adds trust.TransitionalGatewayPermissions to every
+	// gateway (TRANSITIONAL: for the protocol before fleetproto's merge).
+	Transitional bool
+}
+
+// NodeTrust is what a gateway proves itself with and how it checks the
+// hub: its nkey and the fleet CA.
+type NodeTrust struct {
+	Key nkeys.KeyPair
+	CA  *x509.CertPool
+}
+
+// nkeyUsers are the server's users: the hub's own key with every right,
+// hubs with every right, gateways with trust.GatewayPermissions; revoked
+// identities are left out (the server refuses their key).
+func nkeyUsers(ids []trust.Identity, self nkeys.KeyPair, transitional bool) []*server.NkeyUser {
+	pub, _ := self.PublicKey()
+	users := []*server.NkeyUser{{Nkey: pub, AllowedConnectionTypes: types(jwt.ConnectionTypeStandard)}}
+	for _, id := range ids {
+		if id.Revoked || id.Key == pub {
+			continue
+		}
+		u := &server.NkeyUser{Nkey: id.Key, AllowedConnectionTypes: types(jwt.ConnectionTypeStandard, jwt.ConnectionTypeLeafnode)}
+		if id.Role == trust.RoleGateway {
+			p := trust.GatewayPermissions(id.Node)
+			if transitional {
+				p = p.Merge(trust.TransitionalGatewayPermissions(id.Node))
+			}
+			u.Permissions = serverPermissions(p)
+		}
+		users = append(users, u)
+	}
+	return users
+}
+
+func types(ts ...string) map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, t := range ts {
+		m[t] = struct{}{}
+	}
+	return m
+}
+
+func serverPermissions(p trust.Permissions) *server.Permissions {
+	sp := &server.Permissions{Publish: &server.SubjectPermission{Allow: p.Publish},
+		Subscribe: &server.SubjectPermission{Allow: p.Subscribe}}
+	if p.Responses {
+		sp.Response = &server.ResponsePermission{MaxMsgs: 1, Expires: time.Minute}
+	}
+	return sp
+}
+
+// hubTrust sets a hub's TLS and users from t.
+func hubTrust(opts *server.Options, t *HubTrust, names *nodeNames) error {
+	ids, err := trust.ReadIdentities(t.IdentitiesFile)
+	if err != nil {
+		return fmt.Errorf("identities: %w", err)
+	}
+	names.set(ids)
+	opts.TLSConfig, opts.TLSTimeout = trust.ServerTLS(t.Cert), 5
+	opts.LeafNode.TLSConfig, opts.LeafNode.TLSTimeout = trust.ServerTLS(t.Cert), 5
+	if opts.Cluster.Port != 0 || opts.Cluster.Name != "" {
+		opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = trust.ClusterTLS(t.Cert, t.CA), 5
+	}
+	opts.Nkeys = nkeyUsers(ids, t.Key, t.Transitional)
+	return nil
+}
+
+// watchIdentities reloads the hub's users when the identities file
+// changes, until the server shuts down: users revoked meanwhile are
+// refused from then on, and their live links (client and leaf) cut.
+func watchIdentities(ns *server.Server, base *server.Options, t *HubTrust, names *nodeNames, log *slog.Logger) {
+	every := t.Watch
+	if every <= 0 {
+		every = time.Second
+	}
+	done := make(chan struct{})
+	go func() { ns.WaitForShutdown(); close(done) }()
+	last, _ := os.ReadFile(t.IdentitiesFile)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		data, err := os.ReadFile(t.IdentitiesFile)
+		if err != nil || bytes.Equal(data, last) {
+			continue
+		}
+		last = data
+		ids, err := trust.ParseIdentities(t.IdentitiesFile, data)
+		if err != nil {
+			log.Error("fleet identities: not reloaded (the previous ones stay in force)", "err", err)
+			continue
+		}
+		if err := reloadIdentities(ns, base, ids, t, names); err != nil {
+			log.Error("fleet identities: reload failed", "err", err)
+			continue
+		}
+		log.Info("fleet identities reloaded", "file", t.IdentitiesFile, "nodes", len(ids))
+	}
+}
+
+// reloadIdentities applies ids to ns: its users, then the revoked nodes'
+// leaf links cut (the server rechecks client connections on reload, not
+// leaf links).
+func reloadIdentities(ns *server.Server, base *server.Options, ids []trust.Identity, t *HubTrust, names *nodeNames) error {
+	opts := base.Clone()
+	opts.Nkeys = nkeyUsers(ids, t.Key, t.Transitional)
+	names.set(ids)
+	if err := ns.ReloadOptions(opts); err != nil {
+		return err
+	}
+	revoked := map[string]bool{}
+	for _, id := range ids {
+		if id.Revoked {
+			revoked[id.Node] = true
+		}
+	}
+	lz, err := ns.Leafz(nil)
+	if err != nil {
+		return err
+	}
+	for _, l := range lz.Leafs {
+		if revoked[l.Name] {
+			ns.DisconnectClientByID(l.ID)
+		}
+	}
+	return nil
+}
+
+// NkeyOption authenticates a client connection with kp (the server's
+// nonce signed; the seed never leaves the node).
+func NkeyOption(kp nkeys.KeyPair) nats.Option {
+	pub, _ := kp.PublicKey()
+	return nats.Nkey(pub, kp.Sign)
+}
+
+// InboxOption gives node's connection the inbox prefix its permissions
+// allow it to receive replies on: _INBOX.<node>.
+func InboxOption(node string) nats.Option {
+	return nats.CustomInboxPrefix("_INBOX." + node)
+}
+
+// ClientOptions are the options a gateway's (or a hub client's)
+// connection to a hub takes: TLS verified against the fleet CA, its nkey,
+// its own inbox prefix.
+func ClientOptions(node string, t *NodeTrust) []nats.Option {
+	if t == nil {
+		return nil
+	}
+	return []nats.Option{nats.Secure(trust.ClientTLS(t.CA)), NkeyOption(t.Key), InboxOption(node)}
+}
+
+// nodeNames maps public nkeys to node names for the log.
+type nodeNames struct{ m atomic.Pointer[map[string]trust.Identity] }
+
+func (n *nodeNames) set(ids []trust.Identity) {
+	m := map[string]trust.Identity{}
+	for _, id := range ids {
+		m[id.Key] = id
+	}
+	n.m.Store(&m)
+}
+
+var (
+	nkeyRE    = regexp.MustCompile(`U[A-Z2-7]{55}`)
+	subjectRE = regexp.MustCompile(`(?:Subject|on|Publish to|Subscription to|Reply of) "([^"]+)"`)
+)
+
+// annotate names the identity (node, role, revoked) and subject a server
+// line is about, for permission violations and authentication errors.
+func (n *nodeNames) annotate(line string) []any {
+	if n == nil || !(strings.Contains(line, "Violation") || strings.Contains(line, "authentication error")) {
+		return nil
+	}
+	var attrs []any
+	if k := nkeyRE.FindString(line); k != "" {
+		attrs = append(attrs, "nkey", k)
+		if m := n.m.Load(); m != nil {
+			if id, ok := (*m)[k]; ok {
+				attrs = append(attrs, "identity", id.Node, "role", string(id.Role))
+				if id.Revoked {
+					attrs = append(attrs, "revoked", true)
+				}
+			} else {
+				attrs = append(attrs, "identity", "unknown")
+			}
+		}
+	}
+	if s := subjectRE.FindStringSubmatch(line); s != nil {
+		attrs = append(attrs, "subject", s[1])
+	}
+	return attrs
+}
