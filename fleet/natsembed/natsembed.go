@@ -127,16 +127,32 @@ func StartHub(cfg HubConfig, log *slog.Logger) (*server.Server, error) {
 	return ns, nil
 }
 
-// SelfOptions are the options of a hub member's own in-process connection:
-// TLS (the member's certificate checked against the fleet CA) and its
-// nkey; none without Trust.
-func SelfOptions(cfg HubConfig) []nats.Option {
+// ConnectSelf opens a hub member's own connection, which reconnects for
+// ever: in-process without Trust; with Trust through its client port on
+// loopback, over TLS (the member's certificate, which names it, checked
+// against the fleet CA) with its nkey and inbox prefix. (In-process
+// connections to a server with TLS configured stall on nats-server's
+// TLS sniffing over the in-process pipe, then fall back to the socket.)
+func ConnectSelf(ns *server.Server, cfg HubConfig) (*nats.Conn, error) {
 	if cfg.Trust == nil {
-		return nil
+		return Connect(ns, cfg.Name)
+	}
+	addr, ok := ns.Addr().(*net.TCPAddr)
+	if !ok {
+		return nil, fmt.Errorf("hub %s: no client listener", cfg.Name)
+	}
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
 	}
 	tc := trust.ClientTLS(cfg.Trust.CA)
 	tc.ServerName = cfg.Name // every hub certificate names its member
-	return []nats.Option{nats.Secure(tc), NkeyOption(cfg.Trust.Key), InboxOption(cfg.Name)}
+	nc, err := nats.Connect("tls://"+net.JoinHostPort(host, strconv.Itoa(addr.Port)), nats.Name(cfg.Name), nats.MaxReconnects(-1),
+		nats.Secure(tc), NkeyOption(cfg.Trust.Key), InboxOption(cfg.Name))
+	if err != nil {
+		return nil, fmt.Errorf("hub %s: its own connection: %w", cfg.Name, err)
+	}
+	return nc, nil
 }
 
 // LeafSelfOptions are the options of an edge gateway's in-process
