@@ -168,7 +168,8 @@ func TestFleetHeartbeatFollowsRegistryTTL(t *testing.T) {
 	h := startHub(t, false)
 	setRegistryTTL(t, h, testTTL)
 	g := startGateway(t, "gw1", "north", h.leafURLs[0], false)
-	m, err := fleet.Join(t.Context(), g.nc, fleet.MemberConfig{GatewayID: "gw9", Zone: "north", Profile: "full", Upkeep: time.Hour}, g.local)
+	_, nc9 := startLeaf(t, "gw9", h.leafURLs[0], nil) // gw9's own credentials: gw1's may not register gw9
+	m, err := fleet.Join(t.Context(), nc9, fleet.MemberConfig{GatewayID: "gw9", Zone: "north", Profile: "full", Upkeep: time.Hour}, g.local)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/fleet/shared"
+	"github.com/promcp/promcp-device/fleet/trust"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
@@ -78,6 +79,9 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 		n.stops = append(n.stops, func() { os.RemoveAll(dir) })
 		log.Warn("fleet file names no store: JetStream keeps its data in a temporary directory, removed at exit", "dir", dir)
 	}
+	if f.Insecure {
+		log.Warn("fleet: INSECURE: insecure: true in the fleet file: no TLS and no authentication on any fleet link; anyone on the network can read the fleet's traffic and act as any node (run promcp-device fleet init)", "fleet", f.File)
+	}
 	var linkUp func() bool
 	switch f.Role {
 	case manifests.RoleHub:
@@ -96,17 +100,17 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 		opts := []nats.Option{nats.Name(f.Gateway), nats.MaxReconnects(-1),
 			nats.ReconnectWait(time.Second), nats.RetryOnFailedConnect(true),
 			nats.PingInterval(f.LeafPing.Interval), nats.MaxPingsOutstanding(f.LeafPing.MaxMissed)}
-		if !f.Credentials.IsZero() {
-			opts = append(opts, nats.UserInfo(f.Credentials.User, f.Credentials.Password))
+		if t := f.Trust; t != nil {
+			opts = append(opts, trust.ClientOptions(f.Gateway, t.Key, t.CA)...)
 		}
-		// A refused password would otherwise only show as "cannot register
+		// A refused identity would otherwise only show as "cannot register
 		// yet": say so (once, until a connection succeeds), and keep trying
 		// as for an unreachable hub, serving the gateway's own endpoint.
 		var refused atomic.Bool
 		opts = append(opts, nats.IgnoreAuthErrorAbort(),
 			nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
 				if errors.Is(err, nats.ErrAuthorization) && !refused.Swap(true) {
-					log.Error("fleet: the hub refused this gateway's credentials; retrying", "fleet", f.File, "credentials", f.CredentialsFile, "err", err)
+					log.Error("fleet: the hub refused this gateway's identity (unknown to it, revoked, or of another fleet); retrying", "fleet", f.File, "identity", f.Trust.IdentityFile, "err", err)
 				}
 			}),
 			nats.ConnectHandler(func(*nats.Conn) { refused.Store(false) }),

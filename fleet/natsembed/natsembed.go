@@ -326,5 +326,5 @@ func (a *slogAdapter) Errorf(format string, v ...any) {
 	line := fmt.Sprintf(format, v...)
 	a.log.Error(line, a.names.annotate(line)...)
 }
-func (a *slogAdapter) Debugf(string, ...any)           {}
-func (a *slogAdapter) Tracef(string, ...any)           {}
+func (a *slogAdapter) Debugf(string, ...any) {}
+func (a *slogAdapter) Tracef(string, ...any) {}

@@ -168,31 +168,25 @@ func reloadIdentities(ns *server.Server, base *server.Options, ids []trust.Ident
 	return nil
 }
 
-// NkeyOption authenticates a client connection with kp (the server's
-// nonce signed; the seed never leaves the node).
-func NkeyOption(kp nkeys.KeyPair) nats.Option {
-	pub, _ := kp.PublicKey()
-	return nats.Nkey(pub, kp.Sign)
-}
+// NkeyOption is trust.NkeyOption.
+func NkeyOption(kp nkeys.KeyPair) nats.Option { return trust.NkeyOption(kp) }
 
-// InboxOption gives node's connection the inbox prefix its permissions
-// allow it to receive replies on: _INBOX.<node>.
-func InboxOption(node string) nats.Option {
-	return nats.CustomInboxPrefix("_INBOX." + node)
-}
+// InboxOption is trust.InboxOption.
+func InboxOption(node string) nats.Option { return trust.InboxOption(node) }
 
 // ClientOptions are the options a gateway's (or a hub client's)
-// connection to a hub takes: TLS verified against the fleet CA, its nkey,
-// its own inbox prefix.
+// connection to a hub takes (trust.ClientOptions); none without t.
 func ClientOptions(node string, t *NodeTrust) []nats.Option {
 	if t == nil {
 		return nil
 	}
-	return []nats.Option{nats.Secure(trust.ClientTLS(t.CA)), NkeyOption(t.Key), InboxOption(node)}
+	return trust.ClientOptions(node, t.Key, t.CA)
 }
 
 // nodeNames maps public nkeys to node names for the log.
-type nodeNames struct{ m atomic.Pointer[map[string]trust.Identity] }
+type nodeNames struct {
+	m atomic.Pointer[map[string]trust.Identity]
+}
 
 func (n *nodeNames) set(ids []trust.Identity) {
 	m := map[string]trust.Identity{}

@@ -531,3 +531,50 @@ func TestGatewayCannotJoinTheCluster(t *testing.T) {
 		}
 	}
 }
+
+// Replies across a leaf link: allow_responses does not carry them (the
+// hub sends a leaf interest only in subjects the gateway may publish, so
+// the edge's leaf server has no interest in the requester's inbox and
+// drops the reply); a reply subject that names the responder,
+// _INBOX.<requester>.<responder>.…, which the responder alone may
+// publish on, does. So an answer's sender is bound by NATS.
+func TestLeafRepliesNameTheResponder(t *testing.T) {
+	dir := fleetDir(t, "hub1")
+	ns, hub := startHub(t, dir, nil)
+	cfg := natsembed.LeafConfig{Name: "gw1", Hubs: []string{natsembed.LeafURL(ns)}, StoreDir: t.TempDir(), Ping: ping, Trust: nodeTrust(t, dir, "gw1")}
+	leaf, err := natsembed.StartLeaf(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leaf.Shutdown)
+	gw1, err := natsembed.Connect(leaf, "gw1", natsembed.LeafSelfOptions(cfg)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw1.Close)
+	if _, err := gw1.Subscribe("promcp.call.gw1.*", func(m *nats.Msg) { m.Respond([]byte("ok")) }); err != nil {
+		t.Fatal(err)
+	}
+	gw1.Flush()
+	waitFor(t, "gw1's call interest on the hub", func() bool {
+		_, err := hub.Request("promcp.call.gw1.hub1", nil, 200*time.Millisecond)
+		return !errors.Is(err, nats.ErrNoResponders)
+	})
+	if _, err := hub.Request("promcp.call.gw1.hub1", nil, time.Second); err == nil {
+		t.Log("a reply to the hub's plain inbox crossed the leaf link (allow_responses carried it)")
+	} else {
+		t.Logf("a reply to the hub's plain inbox: %v", err)
+	}
+	sub, err := hub.SubscribeSync("_INBOX.hub1.gw1.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub.Flush()
+	waitFor(t, "a reply on _INBOX.hub1.gw1.…", func() bool {
+		if err := hub.PublishRequest("promcp.call.gw1.hub1", "_INBOX.hub1.gw1.q1", nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err := sub.NextMsg(200 * time.Millisecond)
+		return err == nil
+	})
+}

@@ -33,6 +33,10 @@ func GatewayPermissions(n string) Permissions {
 	p := Permissions{Responses: true,
 		Publish: []string{
 			"promcp.call.*." + n, "promcp.cando.*." + n, "promcp.audit." + n, "promcp.shared." + n + ".>",
+			// Replies addressed to n: _INBOX.<requester>.<n>.… (over a
+			// leaf link allow_responses carries no reply; see
+			// FLEET-TRUST.md, Change of 2026-12-01).
+			"_INBOX.*." + n + ".>",
 			"$SRV.PING", "$SRV.PING.>", "$SRV.INFO", "$SRV.INFO.>", "$SRV.STATS", "$SRV.STATS.>",
 		},
 		Subscribe: []string{
@@ -69,6 +73,10 @@ func TransitionalGatewayPermissions(n string) Permissions {
 	p := Permissions{
 		Publish: []string{
 			"promcp.*.call", "promcp.cando", // old routed calls and can_do fan-out
+			// Replies to any inbox: the protocol's requests (routed calls,
+			// can_do, micro PING/INFO) still reply to the requester's plain
+			// inbox, which allow_responses does not carry over a leaf link.
+			"_INBOX.>",
 			"$KV.fleet_lease.>", "$KV.fleet_idem.>", "rate.>", "$JS." + HubDomain + ".API.$KV.fleet_lease.>",
 			"$JS." + HubDomain + ".API.$KV.fleet_idem.>",
 		},
