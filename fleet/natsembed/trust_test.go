@@ -578,3 +578,60 @@ func TestLeafRepliesNameTheResponder(t *testing.T) {
 		return err == nil
 	})
 }
+
+// The hub sources an edge's audit stream (AUDIT_<gw> in the edge's
+// JetStream domain) into FLEET_AUDIT across the leaf link, with the
+// gateway's contract permissions and no more.
+func TestHubSourcesEdgeAudit(t *testing.T) {
+	dir := fleetDir(t, "hub1")
+	sink := newSink()
+	ns, hub := startHub(t, dir, slog.New(sink))
+	cfg := natsembed.LeafConfig{Name: "gw1", Hubs: []string{natsembed.LeafURL(ns)}, StoreDir: t.TempDir(), Ping: ping, Trust: nodeTrust(t, dir, "gw1")}
+	leaf, err := natsembed.StartLeaf(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leaf.Shutdown)
+	gw1, err := natsembed.Connect(leaf, "gw1", natsembed.LeafSelfOptions(cfg)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gw1.Close)
+	waitFor(t, "gw1's leaf link", func() bool { return ns.NumLeafNodes() == 1 })
+	local, err := jetstream.New(gw1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if _, err := local.CreateStream(ctx, jetstream.StreamConfig{Name: "AUDIT_gw1", Subjects: []string{"promcp.audit.gw1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := local.Publish(ctx, "promcp.audit.gw1", []byte(`{"seq":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	hjs, err := jetstream.NewWithDomain(hub, natsembed.HubDomain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := hjs.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: "FLEET_AUDIT_T", Sources: []*jetstream.StreamSource{{Name: "AUDIT_gw1",
+		External: &jetstream.ExternalStream{APIPrefix: "$JS.gw1.API", DeliverPrefix: "promcp.audit.gw1.src"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		info, err := st.Info(ctx)
+		if err == nil && info.State.Msgs == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			t.Fatalf("the hub's stream did not source gw1's record (%v %+v); hub errors: %+v", err, info, sink.recs)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the stream's state
+	}
+	if ns.NumLeafNodes() != 1 {
+		t.Error("gw1's leaf link was cut while sourcing")
+	}
+}

@@ -37,6 +37,11 @@ func GatewayPermissions(n string) Permissions {
 			// leaf link allow_responses carries no reply; see
 			// FLEET-TRUST.md, Change of 2026-12-01).
 			"_INBOX.*." + n + ".>",
+			// The hub sources AUDIT_<n> from n's own JetStream domain: n's
+			// API answers the hub's consumer creation on $JSC.R.<random>,
+			// and the source consumer delivers n's records on the deliver
+			// prefix the hub gives it, promcp.audit.<n>.src.
+			"promcp.audit." + n + ".>", "$JSC.R.>",
 			"$SRV.PING", "$SRV.PING.>", "$SRV.INFO", "$SRV.INFO.>", "$SRV.STATS", "$SRV.STATS.>",
 		},
 		Subscribe: []string{
@@ -46,7 +51,7 @@ func GatewayPermissions(n string) Permissions {
 			"$SRV.STATS", "$SRV.STATS.promcp-gateway", "$SRV.STATS.promcp-gateway.*",
 			// The hub's JetStream sources the edge's AUDIT_<n> (domain
 			// <n>): its requests to the edge's API, answered by Responses.
-			"$JS." + n + ".API.>",
+			"$JS." + n + ".API.>", "$JS.FC.AUDIT_" + n + ".>",
 		},
 	}
 	for _, b := range readBuckets {
@@ -77,6 +82,8 @@ func TransitionalGatewayPermissions(n string) Permissions {
 			// can_do, micro PING/INFO) still reply to the requester's plain
 			// inbox, which allow_responses does not carry over a leaf link.
 			"_INBOX.>",
+			// The audit source without a deliver prefix delivers on $JS.S.<random>.
+			"$JS.S.>",
 			"$KV.fleet_lease.>", "$KV.fleet_idem.>", "rate.>", "$JS." + HubDomain + ".API.$KV.fleet_lease.>",
 			"$JS." + HubDomain + ".API.$KV.fleet_idem.>",
 		},
