@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -183,6 +184,10 @@ func cluster(opts *server.Options, cfg HubConfig) error {
 	if err != nil {
 		return fmt.Errorf("hub %s: cluster peers: %w", cfg.Name, err)
 	}
+	// Sorted as a reload sorts them: ReloadOptions (an identities
+	// reload) sorts the running server's routes in place, which is a
+	// data race with the route dialler unless already in order.
+	slices.SortFunc(routes, func(a, b *url.URL) int { return strings.Compare(a.String(), b.String()) })
 	opts.Routes = routes
 	return nil
 }

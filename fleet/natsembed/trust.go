@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -97,7 +98,19 @@ func hubTrust(opts *server.Options, t *HubTrust, names *nodeNames) error {
 	opts.TLSConfig, opts.TLSTimeout = trust.ServerTLS(t.Cert), 5
 	opts.LeafNode.TLSConfig, opts.LeafNode.TLSTimeout = trust.ServerTLS(t.Cert), 5
 	if opts.Cluster.Port != 0 || opts.Cluster.Name != "" {
-		opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = trust.ClusterTLS(t.Cert, t.CA), 5
+		tc := trust.ClusterTLS(t.Cert, t.CA)
+		// A route's certificate must name a hub member that identities
+		// lists and has not revoked (checked on every new route).
+		tc.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 {
+				return fmt.Errorf("route without a certificate")
+			}
+			if cn := cs.PeerCertificates[0].Subject.CommonName; !names.liveHub(cn) {
+				return fmt.Errorf("route certificate %q: not a live hub member in the identities file", cn)
+			}
+			return nil
+		}
+		opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = tc, 5
 	}
 	opts.Nkeys = nkeyUsers(ids, t.Key, t.Transitional)
 	return nil
@@ -145,6 +158,9 @@ func watchIdentities(ns *server.Server, base *server.Options, t *HubTrust, names
 // leaf links).
 func reloadIdentities(ns *server.Server, base *server.Options, ids []trust.Identity, t *HubTrust, names *nodeNames) error {
 	opts := base.Clone()
+	// The reload sorts the new options' routes in place: give it its own
+	// slice, not one the running server reads.
+	opts.Routes = slices.Clone(opts.Routes)
 	opts.Nkeys = nkeyUsers(ids, t.Key, t.Transitional)
 	names.set(ids)
 	if err := ns.ReloadOptions(opts); err != nil {
@@ -194,6 +210,21 @@ func (n *nodeNames) set(ids []trust.Identity) {
 		m[id.Key] = id
 	}
 	n.m.Store(&m)
+}
+
+// liveHub reports whether name is a hub member the identities list and
+// have not revoked.
+func (n *nodeNames) liveHub(name string) bool {
+	m := n.m.Load()
+	if m == nil {
+		return false
+	}
+	for _, id := range *m {
+		if id.Node == name && id.Role == trust.RoleHub && !id.Revoked {
+			return true
+		}
+	}
+	return false
 }
 
 var (

@@ -35,7 +35,7 @@ type logRec struct {
 	attrs map[string]string
 }
 
-// logSink keeps the hub's error lines.
+// logSink keeps the hub's log lines (info and above).
 type logSink struct {
 	mu    sync.Mutex
 	recs  []logRec
@@ -46,7 +46,7 @@ func newSink() *logSink { return &logSink{added: make(chan struct{}, 1)} }
 
 func (s *logSink) Enabled(context.Context, slog.Level) bool { return true }
 func (s *logSink) Handle(_ context.Context, r slog.Record) error {
-	if r.Level < slog.LevelError {
+	if r.Level < slog.LevelInfo {
 		return nil
 	}
 	rec := logRec{msg: r.Message, attrs: map[string]string{}}
@@ -466,7 +466,7 @@ func TestTLSOnEveryPort(t *testing.T) {
 // its own) and one with another fleet's hub certificate are refused; a
 // second member with its own certificate joins.
 func TestGatewayCannotJoinTheCluster(t *testing.T) {
-	dir := fleetDir(t, "hub1", "hub2")
+	dir := fleetDir(t, "hub1", "hub2", "hub3")
 	sink := newSink()
 	var clusters, routes []string
 	for range 2 {
@@ -509,6 +509,23 @@ func TestGatewayCannotJoinTheCluster(t *testing.T) {
 	sink.wait(t, "refused route with another fleet's certificate", func(r logRec) bool {
 		return strings.Contains(r.msg, "rid:") && strings.Contains(r.msg, "unknown authority")
 	})
+	// A revoked member's certificate, though the fleet CA signed it, no
+	// longer routes.
+	if _, err := trust.Revoke(dir, "hub3"); err != nil {
+		t.Fatal(err)
+	}
+	sink.wait(t, "reload of the identities", func(r logRec) bool { return r.msg == "fleet identities reloaded" })
+	rogue("hub3", trust.ClusterTLS(hubTrust(t, dir, "hub3").Cert, gw.CA))
+	sink.wait(t, "refused route of the revoked hub3", func(r logRec) bool {
+		return strings.Contains(r.msg, "rid:") && strings.Contains(r.msg, `"hub3": not a live hub member`)
+	})
+	sink.mu.Lock()
+	for _, r := range sink.recs {
+		if strings.Contains(r.msg, "fleet identities") && r.msg != "fleet identities reloaded" {
+			t.Errorf("hub1: %s %v", r.msg, r.attrs)
+		}
+	}
+	sink.mu.Unlock()
 	hub2, err := natsembed.StartHub(natsembed.HubConfig{Name: "hub2", Client: "127.0.0.1:0", Cluster: clusters[1], Leaf: "127.0.0.1:0",
 		Routes: routes, StoreDir: t.TempDir(), Ping: ping, Trust: hubTrust(t, dir, "hub2")}, nil)
 	if err != nil {
