@@ -309,6 +309,13 @@ func TestGatewayCannotActForAnother(t *testing.T) {
 			_, err := gw1.RequestWithContext(ctx, "$JS.hub.API.STREAM.PURGE.KV_fleet_lease", []byte(`{"filter":"$KV.fleet_lease.cooldown.>"}`))
 			return err
 		}},
+		{"purge a cooldown key", "$KV.fleet_lease.cooldown.gw2.do_set_fan", func(ctx context.Context) error {
+			m := nats.NewMsg("$KV.fleet_lease.cooldown.gw2.do_set_fan")
+			m.Header.Set("KV-Operation", "PURGE")
+			m.Header.Set("Nats-Rollup", "sub")
+			_, err := gw1.RequestMsgWithContext(ctx, m)
+			return err
+		}},
 		{"write a cooldown", "$JS.hub.API.$KV.fleet_lease.cooldown.gw2.do_set_fan", func(ctx context.Context) error {
 			_, err := gw1.RequestWithContext(ctx, "$JS.hub.API.$KV.fleet_lease.cooldown.gw2.do_set_fan", []byte("2099-01-01"))
 			return err
