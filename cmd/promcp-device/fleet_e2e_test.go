@@ -31,8 +31,11 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	// its own nkey and the two gateways', over TLS only.
 	dir := t.TempDir()
 	fdir := filepath.Join(dir, "fleet")
-	if out, err := exec.Command(binary, "fleet", "init", fdir, "--hubs", "hub1", "--gateways", "gw_a,gw_b").CombinedOutput(); err != nil {
+	if out, err := exec.Command(binary, "fleet", "init", fdir, "--hubs", "hub1", "--gateways", "gw_a").CombinedOutput(); err != nil {
 		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(binary, "fleet", "init", fdir, "--hubs", "hub1").CombinedOutput(); err == nil || !strings.Contains(string(out), "refusing to overwrite") {
+		t.Fatalf("fleet init over a fleet: %v\n%s", err, out)
 	}
 	write := func(name, body string) string {
 		p := filepath.Join(dir, name)
@@ -71,6 +74,10 @@ func TestFleetThroughTheBinary(t *testing.T) {
 			"identity: fleet/"+id+"/"+id+".nk\nca: fleet/"+id+"/ca.crt\n")
 	}
 	fa := gwFile("gw_a", "north", "http: 127.0.0.1:0\n")
+	// gw_b is added while the hub runs: the hub reloads the identities.
+	if out, err := exec.Command(binary, "fleet", "add-gateway", fdir, "gw_b").CombinedOutput(); err != nil || !strings.Contains(string(out), "identity: gw_b/gw_b.nk") {
+		t.Fatalf("fleet add-gateway: %v\n%s", err, out)
+	}
 	fb := gwFile("gw_b", "south", "")
 	url := startPrinting(t, `fleet endpoint .* on (http://\S+/mcp)`,
 		"serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--log-level", "warn", "--fleet", fa)
@@ -187,5 +194,15 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Result.MeshSize != 2 || st.Result.Reachable != 2 {
 		t.Errorf("mesh_status = %+v, %v", st.Result, err)
+	}
+
+	// audit tail --fleet dials the hub as a hub member, over TLS; without
+	// the member's identity the hub refuses it.
+	if _, errOut, code := runCLI(t, "audit", "tail", "--fleet", "--nats", hub.ClientURL(), "--identity", filepath.Join(fdir, "hub1", "hub1.nk"),
+		"--ca", filepath.Join(fdir, "ca.crt"), "-n", "5"); code != 0 {
+		t.Errorf("audit tail --fleet as hub1: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "audit", "tail", "--fleet", "--nats", hub.ClientURL(), "-n", "5", "--timeout", "3s"); code != 1 {
+		t.Errorf("audit tail --fleet without an identity: exit %d: %s; want 1", code, errOut)
 	}
 }
