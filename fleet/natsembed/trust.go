@@ -153,9 +153,9 @@ func watchIdentities(ns *server.Server, base *server.Options, t *HubTrust, names
 	}
 }
 
-// reloadIdentities applies ids to ns: its users, then the revoked nodes'
-// leaf links cut (the server rechecks client connections on reload, not
-// leaf links).
+// reloadIdentities applies ids to ns: its users, then the leaf links of
+// nodes no longer live cut (the server rechecks client connections on
+// reload, not leaf links).
 func reloadIdentities(ns *server.Server, base *server.Options, ids []trust.Identity, t *HubTrust, names *nodeNames) error {
 	opts := base.Clone()
 	// The reload sorts the new options' routes in place: give it its own
@@ -166,18 +166,21 @@ func reloadIdentities(ns *server.Server, base *server.Options, ids []trust.Ident
 	if err := ns.ReloadOptions(opts); err != nil {
 		return err
 	}
-	revoked := map[string]bool{}
+	live := map[string]bool{}
 	for _, id := range ids {
-		if id.Revoked {
-			revoked[id.Node] = true
+		if !id.Revoked {
+			live[id.Node] = true
 		}
 	}
 	lz, err := ns.Leafz(nil)
 	if err != nil {
 		return err
 	}
+	// A leaf link names its leaf server, which an edge names after its
+	// gateway id; the link's nkey is not exposed, so a link whose server
+	// is not a live node is cut (it logs in again only with a live key).
 	for _, l := range lz.Leafs {
-		if revoked[l.Name] {
+		if !live[l.Name] {
 			ns.DisconnectClientByID(l.ID)
 		}
 	}
