@@ -103,18 +103,7 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 		if t := f.Trust; t != nil {
 			opts = append(opts, trust.ClientOptions(f.Gateway, t.Key, t.CA)...)
 		}
-		// A refused identity would otherwise only show as "cannot register
-		// yet": say so (once, until a connection succeeds), and keep trying
-		// as for an unreachable hub, serving the gateway's own endpoint.
-		var refused atomic.Bool
-		opts = append(opts, nats.IgnoreAuthErrorAbort(),
-			nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
-				if errors.Is(err, nats.ErrAuthorization) && !refused.Swap(true) {
-					log.Error("fleet: the hub refused this gateway's identity (unknown to it, revoked, or of another fleet); retrying", "fleet", f.File, "identity", f.Trust.IdentityFile, "err", err)
-				}
-			}),
-			nats.ConnectHandler(func(*nats.Conn) { refused.Store(false) }),
-			nats.ReconnectHandler(func(*nats.Conn) { refused.Store(false) }))
+		opts = append(opts, refusalHandlers(f, log)...)
 		nc, err := nats.Connect(strings.Join(f.Hubs, ","), opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect to the hub: %w", err)
@@ -123,6 +112,38 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 	}
 	n.stops = append(n.stops, n.nc.Close)
 	return n, linkUp, nil
+}
+
+// refusalHandlers log a thin-edge's refusals by the hub: a refused
+// identity would otherwise only show as "cannot register yet", so it is
+// said (once, until a connection succeeds), and the gateway keeps trying
+// as for an unreachable hub, serving its own endpoint; a permission
+// violation is logged with the subject NATS names.
+func refusalHandlers(f *manifests.Fleet, log *slog.Logger) []nats.Option {
+	identity := ""
+	if f.Trust != nil {
+		identity = f.Trust.IdentityFile
+	}
+	var refused atomic.Bool
+	authErr := func(err error) {
+		if errors.Is(err, nats.ErrAuthorization) && !refused.Swap(true) {
+			log.Error("fleet: the hub refused this gateway's identity (unknown to it, revoked, or of another fleet); retrying", "fleet", f.File, "identity", identity, "err", err)
+		}
+	}
+	return []nats.Option{nats.IgnoreAuthErrorAbort(),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { authErr(err) }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			switch {
+			case errors.Is(err, nats.ErrAuthorization):
+				authErr(err)
+			case errors.Is(err, nats.ErrPermissionViolation):
+				log.Error("fleet: NATS refused this gateway a subject (its permissions do not allow it)", "err", err)
+			default:
+				log.Warn("fleet: NATS", "err", err)
+			}
+		}),
+		nats.ConnectHandler(func(*nats.Conn) { refused.Store(false) }),
+		nats.ReconnectHandler(func(*nats.Conn) { refused.Store(false) })}
 }
 
 // serveFleetEndpoint serves the fleet MCP endpoint on the fleet file's
