@@ -116,15 +116,14 @@ func StartHub(cfg HubConfig, log *slog.Logger) (*server.Server, error) {
 	if err := hubTrust(opts, cfg.Trust, names); err != nil { // leaf connections fall back to the same users
 		return nil, fmt.Errorf("hub %s: %w", cfg.Name, err)
 	}
-	base := opts.Clone()
-	ns, err := start(opts, log, names)
+	ns, err := start(opts, log, names) // the server keeps opts as its options
 	if err != nil {
 		return nil, err
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	go watchIdentities(ns, base, cfg.Trust, names, log)
+	go watchIdentities(ns, opts, cfg.Trust, names, log)
 	return ns, nil
 }
 

@@ -119,7 +119,10 @@ func hubTrust(opts *server.Options, t *HubTrust, names *nodeNames) error {
 // watchIdentities reloads the hub's users when the identities file
 // changes, until the server shuts down: users revoked meanwhile are
 // refused from then on, and their live links (client and leaf) cut.
-func watchIdentities(ns *server.Server, base *server.Options, t *HubTrust, names *nodeNames, log *slog.Logger) {
+//
+// cur is the server's options in force (the ones it was started with,
+// then those of the last reload).
+func watchIdentities(ns *server.Server, cur *server.Options, t *HubTrust, names *nodeNames, log *slog.Logger) {
 	every := t.Watch
 	if every <= 0 {
 		every = time.Second
@@ -145,7 +148,11 @@ func watchIdentities(ns *server.Server, base *server.Options, t *HubTrust, names
 			log.Error("fleet identities: not reloaded (the previous ones stay in force)", "err", err)
 			continue
 		}
-		if err := reloadIdentities(ns, base, ids, t, names); err != nil {
+		next, err := reloadIdentities(ns, cur, ids, t, names)
+		if next != nil {
+			cur = next
+		}
+		if err != nil {
 			log.Error("fleet identities: reload failed", "err", err)
 			continue
 		}
@@ -156,15 +163,18 @@ func watchIdentities(ns *server.Server, base *server.Options, t *HubTrust, names
 // reloadIdentities applies ids to ns: its users, then the leaf links of
 // nodes no longer live cut (the server rechecks client connections on
 // reload, not leaf links).
-func reloadIdentities(ns *server.Server, base *server.Options, ids []trust.Identity, t *HubTrust, names *nodeNames) error {
-	opts := base.Clone()
-	// The reload sorts the new options' routes in place: give it its own
-	// slice, not one the running server reads.
-	opts.Routes = slices.Clone(opts.Routes)
+func reloadIdentities(ns *server.Server, cur *server.Options, ids []trust.Identity, t *HubTrust, names *nodeNames) (*server.Options, error) {
+	// The options in force with only the users changed: the same TLS
+	// configurations (a copy would differ in its internal state and read
+	// as a change of every port's TLS), and a slice of routes of its own,
+	// since the reload sorts them in place.
+	opts := cur.Clone()
+	opts.TLSConfig, opts.LeafNode.TLSConfig, opts.Cluster.TLSConfig = cur.TLSConfig, cur.LeafNode.TLSConfig, cur.Cluster.TLSConfig
+	opts.Routes = slices.Clone(cur.Routes)
 	opts.Nkeys = nkeyUsers(ids, t.Key, t.Transitional)
 	names.set(ids)
 	if err := ns.ReloadOptions(opts); err != nil {
-		return err
+		return nil, err
 	}
 	live := map[string]bool{}
 	for _, id := range ids {
@@ -174,7 +184,7 @@ func reloadIdentities(ns *server.Server, base *server.Options, ids []trust.Ident
 	}
 	lz, err := ns.Leafz(nil)
 	if err != nil {
-		return err
+		return opts, err
 	}
 	// A leaf link names its leaf server, which an edge names after its
 	// gateway id; the link's nkey is not exposed, so a link whose server
@@ -184,7 +194,7 @@ func reloadIdentities(ns *server.Server, base *server.Options, ids []trust.Ident
 			ns.DisconnectClientByID(l.ID)
 		}
 	}
-	return nil
+	return opts, nil
 }
 
 // NkeyOption is trust.NkeyOption.

@@ -367,6 +367,26 @@ func TestRevokedGatewayRefused(t *testing.T) {
 	}
 	t.Cleanup(leaf.Shutdown)
 	waitFor(t, "gw1's leaf link", func() bool { return ns.NumLeafNodes() == 1 })
+	other, err := natsembed.StartLeaf(natsembed.LeafConfig{Name: "gw2", Hubs: []string{natsembed.LeafURL(ns)}, StoreDir: t.TempDir(),
+		Ping: ping, Trust: nodeTrust(t, dir, "gw2")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Shutdown)
+	waitFor(t, "gw2's leaf link", func() bool { return ns.NumLeafNodes() == 2 })
+	leafID := func(name string) uint64 {
+		lz, err := ns.Leafz(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lz.Leafs {
+			if l.Name == name {
+				return l.ID
+			}
+		}
+		return 0
+	}
+	gw2Link := leafID("gw2")
 
 	if _, err := trust.Revoke(dir, "gw3"); err != nil {
 		t.Fatal(err)
@@ -389,11 +409,14 @@ func TestRevokedGatewayRefused(t *testing.T) {
 	if _, err := trust.Revoke(dir, "gw1"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the revoked gw1's leaf link cut", func() bool { return ns.NumLeafNodes() == 0 })
+	waitFor(t, "the revoked gw1's leaf link cut", func() bool { return leafID("gw1") == 0 })
 	if err := gw2.Flush(); err != nil || !gw2.IsConnected() {
 		t.Errorf("gw2 lost its connection when others were revoked: %v", err)
 	}
-	if ns.NumLeafNodes() != 0 {
+	if id := leafID("gw2"); id != gw2Link {
+		t.Errorf("gw2's leaf link was cut by the reloads (link %d, now %d)", gw2Link, id)
+	}
+	if leafID("gw1") != 0 {
 		t.Error("the revoked gw1's leaf joined again")
 	}
 }
