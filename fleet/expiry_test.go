@@ -168,7 +168,20 @@ func TestFleetHeartbeatFollowsRegistryTTL(t *testing.T) {
 	h := startHub(t, false)
 	setRegistryTTL(t, h, testTTL)
 	g := startGateway(t, "gw1", "north", h.leafURLs[0], false)
-	m, err := fleet.Join(t.Context(), g.nc, fleet.MemberConfig{GatewayID: "gw9", Zone: "north", Profile: "full", Upkeep: time.Hour}, g.local)
+	leaf9, nc9 := startLeaf(t, "gw9", h.leafURLs[0], nil) // gw9's own credentials: gw1's may not register gw9
+	// Joined once its link is up: a first registration that fails waits
+	// for the next heartbeat, an hour here.
+	js9, err := jetstream.NewWithDomain(nc9, fleet.HubDomain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "gw9 reaches the hub's registry", func() bool {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		_, err := js9.KeyValue(ctx, fleet.AliveBucket)
+		return leaf9.NumLeafNodes() > 0 && err == nil
+	})
+	m, err := fleet.Join(t.Context(), nc9, fleet.MemberConfig{GatewayID: "gw9", Zone: "north", Profile: "full", Upkeep: time.Hour}, g.local)
 	if err != nil {
 		t.Fatal(err)
 	}

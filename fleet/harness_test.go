@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -22,6 +23,7 @@ import (
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/fleet/natsembed"
 	"github.com/promcp/promcp-device/fleet/shared/sharedtest"
+	"github.com/promcp/promcp-device/fleet/trust"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
 	"github.com/promcp/promcp-device/internal/testnet"
 	"github.com/promcp/promcp-device/manifests"
@@ -32,16 +34,64 @@ import (
 
 var testPing = manifests.FleetPing{Interval: time.Second, MaxMissed: 2}
 
-// testHub is a three-member hub cluster on loopback.
+// testHub is a three-member hub cluster on loopback, every link on TLS
+// with per-node nkeys (fleet directory dir: hub1 to hub3, gw1 to gw9).
 type testHub struct {
 	servers  []*natsserver.Server
 	leafURLs []string
-	nc       *nats.Conn // a client of the hub, reconnecting to any member
+	nc       *nats.Conn // a client of the hub (as hub1), reconnecting to any member
+	dir      string
+}
+
+// testFleets maps a test hub member's leaf URL to its fleet directory, so
+// that startGateway finds the credentials of the gateway it starts (test
+// harness state, not the product's).
+var testFleets sync.Map
+
+// testGatewayIDs are the gateways every test fleet has credentials for.
+var testGatewayIDs = []string{"gw1", "gw2", "gw3", "gw4", "gw5", "gw6", "gw7", "gw8", "gw9"}
+
+// testTrust is hub member name's trust in fleet directory dir, with the
+// transitional permissions the protocol still needs (see
+// trust.TransitionalGatewayPermissions).
+func testTrust(t testing.TB, dir, name string) *natsembed.HubTrust {
+	t.Helper()
+	ca, err := trust.ReadCA(filepath.Join(dir, trust.CACertFile), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := trust.ReadKeyPair(filepath.Join(dir, name, name+".crt"), filepath.Join(dir, name, name+".key"), ca, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := trust.ReadSeed(filepath.Join(dir, name, name+".nk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &natsembed.HubTrust{Cert: cert, CA: ca, Key: key, IdentitiesFile: filepath.Join(dir, trust.IdentitiesFile),
+		Watch: 100 * time.Millisecond, Transitional: true}
+}
+
+// nodeTrust is node's credentials in fleet directory dir.
+func nodeTrust(t testing.TB, dir, node string) *natsembed.NodeTrust {
+	t.Helper()
+	ca, err := trust.ReadCA(filepath.Join(dir, node, trust.CACertFile), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := trust.ReadSeed(filepath.Join(dir, node, node+".nk"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &natsembed.NodeTrust{Key: key, CA: ca}
 }
 
 func startHub(t testing.TB, noAdvertise bool) *testHub {
 	t.Helper()
-	h := &testHub{}
+	h := &testHub{dir: filepath.Join(t.TempDir(), "fleet")}
+	if _, err := trust.Init(h.dir, trust.InitOptions{Hubs: []string{"hub1", "hub2", "hub3"}, Gateways: testGatewayIDs}); err != nil {
+		t.Fatal(err)
+	}
 	var clientURLs, routes, clusters []string
 	for range 3 {
 		a := testnet.FreeAddr(t)
@@ -52,7 +102,7 @@ func startHub(t testing.TB, noAdvertise bool) *testHub {
 	errs := make(chan error, 3)
 	for i, name := range []string{"hub1", "hub2", "hub3"} {
 		cfg := natsembed.HubConfig{Name: name, Client: "127.0.0.1:0", Cluster: clusters[i], Leaf: "127.0.0.1:0",
-			Routes: routes, StoreDir: t.TempDir(), Ping: testPing, NoAdvertise: noAdvertise}
+			Routes: routes, StoreDir: t.TempDir(), Ping: testPing, NoAdvertise: noAdvertise, Trust: testTrust(t, h.dir, name)}
 		go func() {
 			ns, err := natsembed.StartHub(cfg, nil)
 			if err != nil {
@@ -74,10 +124,12 @@ func startHub(t testing.TB, noAdvertise bool) *testHub {
 	slices.SortFunc(h.servers, func(a, b *natsserver.Server) int { return strings.Compare(a.Name(), b.Name()) })
 	for _, ns := range h.servers {
 		h.leafURLs = append(h.leafURLs, natsembed.LeafURL(ns))
+		testFleets.Store(natsembed.LeafURL(ns), h.dir)
+		t.Cleanup(func() { testFleets.Delete(natsembed.LeafURL(ns)) })
 		clientURLs = append(clientURLs, ns.ClientURL())
 	}
-	nc, err := nats.Connect(strings.Join(clientURLs, ","), nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond),
-		nats.CustomInboxPrefix(fleet.InboxPrefix("hub1")))
+	nc, err := nats.Connect(strings.Join(clientURLs, ","), append(natsembed.ClientOptions("hub1", nodeTrust(t, h.dir, "hub1")),
+		nats.MaxReconnects(-1), nats.ReconnectWait(100*time.Millisecond))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,18 +228,9 @@ func startGateway(t testing.TB, id, zone, hubURL string, cut bool, opts ...func(
 	g := &testGateway{id: id, audit: &memAudit{}}
 	if cut {
 		g.proxy = sharedtest.StartProxy(t, strings.TrimPrefix(hubURL, "nats://"))
-		hubURL = "nats://" + g.proxy.Addr()
 	}
-	leaf, err := natsembed.StartLeaf(natsembed.LeafConfig{Name: id, Hubs: []string{hubURL}, StoreDir: t.TempDir(), Ping: testPing}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(leaf.Shutdown)
-	g.leaf = leaf
-	if g.nc, err = natsembed.Connect(leaf, id, nats.CustomInboxPrefix(fleet.InboxPrefix(id))); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.nc.Close)
+	g.leaf, g.nc = startLeaf(t, id, hubURL, g.proxy)
+	var err error
 	g.srv = gatewaytest.Serve(t, simtest.Manifest(t, "i2c-bench.yml"), gatewaytest.Options{Server: []server.Option{server.WithAuditor(g.audit)}}).Server
 	l, err := fleet.MCPLocal(t.Context(), g.srv.MCP())
 	if err != nil {
@@ -205,6 +248,31 @@ func startGateway(t testing.TB, id, zone, hubURL string, cut bool, opts ...func(
 	}
 	t.Cleanup(func() { g.member.Close() })
 	return g
+}
+
+// startLeaf starts gateway id's leaf server dialling hubURL (through
+// proxy when not nil) with id's credentials in the test fleet, and its
+// in-process connection.
+func startLeaf(t testing.TB, id, hubURL string, proxy *sharedtest.Proxy) (*natsserver.Server, *nats.Conn) {
+	t.Helper()
+	cfg := natsembed.LeafConfig{Name: id, Hubs: []string{hubURL}, StoreDir: t.TempDir(), Ping: testPing}
+	if dir, ok := testFleets.Load(hubURL); ok {
+		cfg.Trust = nodeTrust(t, dir.(string), id)
+	}
+	if proxy != nil {
+		cfg.Hubs = []string{"nats://" + proxy.Addr()}
+	}
+	leaf, err := natsembed.StartLeaf(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(leaf.Shutdown)
+	nc, err := natsembed.Connect(leaf, id, natsembed.LeafSelfOptions(cfg)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	return leaf, nc
 }
 
 // linkUp says whether g's leaf link to the hub is up.

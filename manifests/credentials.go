@@ -3,10 +3,17 @@ package manifests
 import (
 	"bufio"
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
+
+	"github.com/nats-io/nkeys"
+
+	"github.com/promcp/promcp-device/fleet/trust"
 )
 
 // FleetUser is a user name and password a fleet link authenticates with.
@@ -31,36 +38,6 @@ func ReadCredentials(path string) (string, []byte, error) {
 	return lines[0], []byte(lines[1]), nil
 }
 
-// ReadUsers reads the users a hub accepts, one "user:password" a line
-// (blank lines and lines starting with # skipped), from a file only its
-// owner may read.
-func ReadUsers(path string) ([]FleetUser, error) {
-	lines, err := readPrivateLines(path, 0)
-	if err != nil {
-		return nil, err
-	}
-	var out []FleetUser
-	seen := map[string]bool{}
-	for i, l := range lines {
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "#") {
-			continue
-		}
-		u, p, ok := strings.Cut(l, ":")
-		if !ok || u == "" || p == "" {
-			return nil, fmt.Errorf("%s:%d: want user:password", path, i+1)
-		}
-		if seen[u] {
-			return nil, fmt.Errorf("%s:%d: user %q listed twice", path, i+1, u)
-		}
-		seen[u] = true
-		out = append(out, FleetUser{User: u, Password: p})
-	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: lists no user (want one user:password a line)", path)
-	}
-	return out, nil
-}
-
 // readPrivateLines reads up to max lines (0: all) of a file that neither
 // its group nor others may read.
 func readPrivateLines(path string, max int) ([]string, error) {
@@ -83,11 +60,28 @@ func readPrivateLines(path string, max int) ([]string, error) {
 	return lines, sc.Err()
 }
 
-// fleetCredentials decodes the fleet file's credentials, users and
-// insecure keys: the files are read (relative to the fleet file) and
-// checked now, so a missing, malformed or world-readable one is a
-// positioned error before anything listens or dials.
-func fleetCredentials(f *Fleet, o obj) {
+// FleetTrust is what a fleet node proves itself with and checks others
+// with (see promcp-device fleet init).
+type FleetTrust struct {
+	// Key is the node's nkey (identity:, the seed file, mode 0600).
+	Key nkeys.KeyPair
+	// CA verifies the hubs' certificates (ca:).
+	CA *x509.CertPool
+	// Cert is a hub's TLS certificate (cert: and key:, the key mode 0600).
+	Cert tls.Certificate
+	// IdentitiesFile lists the fleet's nodes (identities:, a hub only).
+	IdentitiesFile string
+	// Files as named, resolved against the fleet file's directory.
+	IdentityFile, CAFile, CertFile, KeyFile string
+}
+
+// fleetCredentials decodes the fleet file's identity, ca, cert, key,
+// identities and insecure keys: the files are read (relative to the fleet
+// file) and checked now, so a missing, malformed, expired or
+// world-readable one is a positioned error before anything listens or
+// dials. The user/password keys of earlier versions are refused with the
+// way to migrate.
+func fleetCredentials(f *Fleet, o obj, now time.Time) {
 	rel := func(p string) string {
 		if p == "" || filepath.IsAbs(p) {
 			return p
@@ -95,44 +89,72 @@ func fleetCredentials(f *Fleet, o obj) {
 		return filepath.Join(filepath.Dir(f.File), p)
 	}
 	f.Insecure = o.boolean("insecure")
-	if p := o.str("credentials"); p != "" {
-		f.CredentialsFile = rel(p)
-		user, pass, err := ReadCredentials(f.CredentialsFile)
-		if err != nil {
-			o.add("credentials", ErrUnknownValue, ": %v", err)
-		} else {
-			f.Credentials = FleetUser{User: user, Password: string(pass)}
+	for _, k := range []string{"credentials", "users"} {
+		if o.has(k) {
+			o.add(k, ErrNotAllowed, ": user/password fleet credentials are no longer accepted (the passwords crossed the links in clear text); "+
+				"run promcp-device fleet init DIR --hubs ... and name identity:, ca: (and on a hub cert:, key:, identities:) instead (README, Fleet)")
 		}
 	}
-	if p := o.str("users"); p != "" {
-		f.UsersFile = rel(p)
-		users, err := ReadUsers(f.UsersFile)
-		if err != nil {
-			o.add("users", ErrUnknownValue, ": %v", err)
+	if !o.has("identity") && !o.has("ca") {
+		return
+	}
+	t := &FleetTrust{IdentityFile: rel(o.str("identity")), CAFile: rel(o.str("ca")), CertFile: rel(o.str("cert")),
+		KeyFile: rel(o.str("key")), IdentitiesFile: rel(o.str("identities"))}
+	f.Trust = t
+	var err error
+	if t.IdentityFile != "" {
+		if t.Key, err = trust.ReadSeed(t.IdentityFile); err != nil {
+			o.add("identity", ErrUnknownValue, ": %v", err)
 		}
-		f.Users = users
+	}
+	if t.CAFile != "" {
+		if t.CA, err = trust.ReadCA(t.CAFile, now); err != nil {
+			o.add("ca", ErrUnknownValue, ": %v", err)
+		}
+	}
+	if t.CertFile != "" && t.KeyFile != "" && t.CA != nil {
+		if t.Cert, err = trust.ReadKeyPair(t.CertFile, t.KeyFile, t.CA, now); err != nil {
+			o.add("cert", ErrUnknownValue, ": %v", err)
+		}
+	}
+	if t.IdentitiesFile != "" {
+		if _, err := trust.ReadIdentities(t.IdentitiesFile); err != nil {
+			o.add("identities", ErrUnknownValue, ": %v", err)
+		}
 	}
 }
 
-// checkFleetAuth holds the safe default: every fleet link authenticates
-// unless the file says insecure: true.
+// checkFleetAuth holds the safe default: every fleet link is TLS and
+// authenticated by the node's nkey unless the file says insecure: true.
 func checkFleetAuth(f *Fleet, o obj) {
 	if o.f == nil {
 		return
 	}
+	secured := o.has("identity") || o.has("ca") || o.has("cert") || o.has("key") || o.has("identities")
 	switch {
-	case f.Insecure && (o.has("credentials") || o.has("users")):
-		o.add("insecure", ErrNotAllowed, "with credentials or users (an insecure fleet authenticates nothing)")
+	case f.Insecure && secured:
+		o.add("insecure", ErrNotAllowed, "with identity, ca, cert, key or identities (an insecure fleet has no TLS and authenticates nothing)")
+		return
 	case f.Insecure:
-	case !o.has("credentials"):
-		o.add("credentials", ErrMissing, "credentials (want a file holding the user and password this %s authenticates its fleet links with, mode 0600; or insecure: true on a trusted network only)", f.Role)
+		return
 	}
-	for _, u := range f.Users {
-		if u.User == f.Credentials.User {
-			o.add("users", ErrDuplicate, "user %q: it is already the hub's own (credentials)", u.User)
+	need := []struct{ key, what string }{
+		{"identity", "the node's nkey seed file (mode 0600), written by promcp-device fleet init DIR --hubs ... or fleet add-gateway DIR ID"},
+		{"ca", "the fleet CA certificate (ca.crt in the fleet directory)"},
+	}
+	if f.Role == RoleHub {
+		need = append(need, struct{ key, what string }{"cert", "the hub's TLS certificate"}, struct{ key, what string }{"key", "the hub's TLS key (mode 0600)"},
+			struct{ key, what string }{"identities", "the fleet's identities file (every hub reloads it when it changes)"})
+	} else {
+		for _, k := range []string{"cert", "key", "identities"} {
+			if o.has(k) {
+				o.add(k, ErrNotAllowed, ": only a hub has a certificate and reads the identities (a %s has its identity and the ca)", f.Role)
+			}
 		}
 	}
-	if f.Role != RoleHub && o.has("users") {
-		o.add("users", ErrNotAllowed, ": only a hub accepts users (a %s names its own credentials)", f.Role)
+	for _, n := range need {
+		if !o.has(n.key) {
+			o.add(n.key, ErrMissing, "%s (want %s; or insecure: true on a trusted network only)", n.key, n.what)
+		}
 	}
 }

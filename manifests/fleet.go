@@ -74,18 +74,13 @@ type Fleet struct {
 	// NATS): routes: {hub1: {max_role: supervisor}}. A node not listed
 	// carries at most the gateway's own --role.
 	Routes map[string]FleetRoute
-	// Credentials are what the node's fleet links authenticate with: a
-	// gateway's connection or leaf link to the hub, a hub member's cluster
-	// routes (every member names the same) and its own connection; read
-	// from CredentialsFile (mode 0600, relative to the fleet file).
-	Credentials     FleetUser
-	CredentialsFile string
-	// Users are the gateway users a hub accepts on its client and leaf
-	// ports besides its own credentials (UsersFile, "user:password" lines).
-	Users     []FleetUser
-	UsersFile string
-	// Insecure says the fleet runs without authentication (a trusted
-	// network only); without it a file lacking credentials is refused.
+	// Trust is the node's identity (its nkey), the fleet CA, and on a hub
+	// its TLS certificate and the identities file of the fleet's nodes;
+	// written by promcp-device fleet init. Nil only when Insecure.
+	Trust *FleetTrust
+	// Insecure says the fleet runs without TLS and authentication (a
+	// trusted network only; logged as a warning on every start); without
+	// it a file lacking identity and ca is refused.
 	Insecure bool
 }
 
@@ -113,7 +108,7 @@ type FleetPing struct {
 }
 
 var (
-	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http", "routes", "credentials", "users", "insecure"}
+	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http", "routes", "identity", "ca", "cert", "key", "identities", "credentials", "users", "insecure"}
 	listenKeys  = []string{"client", "cluster", "leaf"}
 	clusterKeys = []string{"name", "peers"}
 	pingKeys    = []string{"interval", "max_missed"}
@@ -194,7 +189,7 @@ func ParseFleet(file string, data []byte) (*Fleet, error) {
 		}
 		f.HTTP = hostPort(o, "http")
 		fleetRoutes(f, o)
-		fleetCredentials(f, o)
+		fleetCredentials(f, o, time.Now())
 		if !d.aborted {
 			checkFleet(f, o)
 			checkFleetAuth(f, o)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/promcp/promcp-device/fleet/trust"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -102,58 +103,88 @@ func writeFile(t *testing.T, dir, name, body string, mode os.FileMode) {
 	}
 }
 
-// The credentials files are read relative to the fleet file; a hub
-// accepts its own user and those its users file lists.
-func TestParseFleetCredentials(t *testing.T) {
+// The trust files are read relative to the fleet file: a hub's nkey,
+// certificate (signed by the fleet CA) and identities file, a gateway's
+// nkey and the CA.
+func TestParseFleetTrust(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) { writeFile(t, dir, name, body, mode) }
-	write("fleet.credentials", "hub\nhub-secret\n", 0o600)
-	write("gateways.users", "# gateway users\ngw1:s1\n\ngw2:s:2\n", 0o600)
+	nodes, err := trust.Init(filepath.Join(dir, "fleet"), trust.InitOptions{Hubs: []string{"h1"}, Gateways: []string{"gw1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	src := "version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\", cluster: \"a:2\", leaf: \"a:3\"}\nhttp: \"a:4\"\n" +
-		"credentials: fleet.credentials\nusers: gateways.users\n"
+		"identity: fleet/h1/h1.nk\nca: fleet/h1/ca.crt\ncert: fleet/h1/h1.crt\nkey: fleet/h1/h1.key\nidentities: fleet/identities\n"
 	f, err := manifests.ParseFleet(filepath.Join(dir, "hub1.yml"), []byte(src))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []manifests.FleetUser{{User: "gw1", Password: "s1"}, {User: "gw2", Password: "s:2"}}
-	if f.Credentials != (manifests.FleetUser{User: "hub", Password: "hub-secret"}) || len(f.Users) != 2 || f.Users[0] != want[0] || f.Users[1] != want[1] || f.Insecure {
-		t.Fatalf("credentials %+v users %+v insecure %v", f.Credentials, f.Users, f.Insecure)
+	ids, err := trust.ReadIdentities(f.Trust.IdentitiesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pub, _ := f.Trust.Key.PublicKey(); pub != ids[0].Key || ids[0].Node != "h1" || f.Trust.Cert.Leaf.Subject.CommonName != "h1" || f.Trust.CA == nil || f.Insecure {
+		t.Fatalf("hub trust %+v, identities %+v", f.Trust, ids)
+	}
+	edge := "version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\nidentity: " + nodes[1].Seed + "\nca: fleet/gw1/ca.crt\n"
+	g, err := manifests.ParseFleet(filepath.Join(dir, "gw1.yml"), []byte(edge))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pub, _ := g.Trust.Key.PublicKey(); pub != ids[1].Key {
+		t.Errorf("gw1's key %s, want %s", pub, ids[1].Key)
 	}
 }
 
-// Without credentials (and without insecure: true) a fleet file is
-// refused; a credentials file others may read, a malformed one or a
-// missing one is refused at the key that names it.
-func TestParseFleetCredentialsErrors(t *testing.T) {
+// Without identity and ca (and without insecure: true) a fleet file is
+// refused; a seed others may read, a CA or certificate expired or from
+// another fleet, a malformed identities file, the old user/password keys,
+// are refused at the key that names them.
+func TestParseFleetTrustErrors(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, body string, mode os.FileMode) { writeFile(t, dir, name, body, mode) }
-	write("open.credentials", "gw1\nsecret\n", 0o644)
-	write("group.credentials", "gw1\nsecret\n", 0o640)
-	write("short.credentials", "gw1\n", 0o600)
-	write("ok.credentials", "gw1\nsecret\n", 0o600)
-	write("bad.users", "gw1 secret\n", 0o600)
-	write("open.users", "gw1:secret\n", 0o604)
-	write("dup.users", "gw2:x\ngw1:secret\n", 0o600)
+	if _, err := trust.Init(filepath.Join(dir, "f"), trust.InitOptions{Hubs: []string{"h1"}, Gateways: []string{"gw1"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trust.Init(filepath.Join(dir, "old"), trust.InitOptions{Hubs: []string{"h1"}, Now: time.Now().AddDate(-11, 0, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trust.Init(filepath.Join(dir, "other"), trust.InitOptions{Hubs: []string{"h1"}}); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "open.nk", string(readFile(t, filepath.Join(dir, "f/gw1/gw1.nk"))), 0o644)
+	writeFile(t, dir, "bad.ids", "gw1 gateway nope\n", 0o644)
+	writeFile(t, dir, "ok.credentials", "gw1\nsecret\n", 0o600)
 	const edge = "version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\n"
 	const hub = "version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\", cluster: \"a:2\", leaf: \"a:3\"}\nhttp: \"a:4\"\n"
-	wantFleetErrors(t, filepath.Join(dir, "f.yml"), []fleetCase{
-		{edge, "f.yml:1:1: credentials: missing credentials"},
-		{hub, "f.yml:1:1: credentials: missing credentials"},
-		{hub + "users: ok.credentials\n", "credentials: missing credentials"},
-		{edge + "credentials: open.credentials\n", "f.yml:5:14: credentials: unknown value: " + filepath.Join(dir, "open.credentials") + " is readable by others (mode 0644): chmod 600 it"},
-		{edge + "credentials: group.credentials\n", "f.yml:5:14: credentials: unknown value: " + filepath.Join(dir, "group.credentials") + " is readable by others (mode 0640)"},
-		{edge + "credentials: short.credentials\n", "f.yml:5:14: credentials: unknown value: " + filepath.Join(dir, "short.credentials") + ": want the username on the first line"},
-		{edge + "credentials: none.credentials\n", "f.yml:5:14: credentials: unknown value: stat " + filepath.Join(dir, "none.credentials")},
-		{edge + "credentials: ok.credentials\nusers: ok.credentials\n", "f.yml:6:8: users: not allowed: only a hub accepts users"},
-		{edge + "credentials: ok.credentials\ninsecure: true\n", "f.yml:6:11: insecure: not allowed with credentials"},
-		{hub + "credentials: ok.credentials\nusers: bad.users\n", "f.yml:7:8: users: unknown value: " + filepath.Join(dir, "bad.users") + ":1: want user:password"},
-		{hub + "credentials: ok.credentials\nusers: open.users\n", "users: unknown value: " + filepath.Join(dir, "open.users") + " is readable by others (mode 0604)"},
+	const hubTrust = "identity: f/h1/h1.nk\nca: f/ca.crt\n"
+	wantFleetErrors(t, filepath.Join(dir, "x.yml"), []fleetCase{
+		{edge, "x.yml:1:1: identity: missing identity"},
+		{edge, "x.yml:1:1: ca: missing ca"},
+		{hub + hubTrust, "x.yml:1:1: cert: missing cert"},
+		{hub + hubTrust, "x.yml:1:1: identities: missing identities"},
+		{edge + "identity: open.nk\nca: f/ca.crt\n", "x.yml:5:11: identity: unknown value: " + filepath.Join(dir, "open.nk") + " is readable by others (mode 0644): chmod 600 it"},
+		{edge + "identity: f/ca.crt\nca: f/ca.crt\n", "identity: unknown value: " + filepath.Join(dir, "f/ca.crt") + " is readable by others"},
+		{edge + "identity: f/gw1/gw1.nk\nca: f/gw1/gw1.nk\n", "x.yml:6:5: ca: unknown value: " + filepath.Join(dir, "f/gw1/gw1.nk") + ": no PEM certificate"},
+		{edge + "identity: f/gw1/gw1.nk\nca: old/ca.crt\n", "ca: unknown value: " + filepath.Join(dir, "old/ca.crt") + `: CA "promcp fleet CA" expired on`},
+		{hub + hubTrust + "cert: old/h1/h1.crt\nkey: old/h1/h1.key\nidentities: f/identities\n", "cert: unknown value: " + filepath.Join(dir, "old/h1/h1.crt") + `: certificate "h1" expired on`},
+		{hub + hubTrust + "cert: other/h1/h1.crt\nkey: other/h1/h1.key\nidentities: f/identities\n", "not signed by the fleet CA"},
+		{hub + hubTrust + "cert: f/h1/h1.crt\nkey: f/h1/h1.key\nidentities: bad.ids\n", "identities: unknown value: " + filepath.Join(dir, "bad.ids") + `:1: "nope" is not a public user nkey`},
+		{edge + "identity: f/gw1/gw1.nk\nca: f/ca.crt\ncert: f/h1/h1.crt\n", "cert: not allowed: only a hub has a certificate"},
+		{edge + "identity: f/gw1/gw1.nk\ninsecure: true\n", "insecure: not allowed with identity"},
+		{edge + "credentials: ok.credentials\n", "x.yml:5:14: credentials: not allowed: user/password fleet credentials are no longer accepted"},
 		{edge + "insecure: yes please\n", "insecure: wrong type"},
-		{hub + "credentials: ok.credentials\nusers: dup.users\n", `f.yml:7:8: users: duplicate user "gw1": it is already the hub's own`},
 	})
-	if _, err := manifests.ParseFleet(filepath.Join(dir, "f.yml"), []byte(edge+"credentials: ok.credentials\n")); err != nil {
-		t.Errorf("a private credentials file was refused: %v", err)
+	if _, err := manifests.ParseFleet(filepath.Join(dir, "x.yml"), []byte(edge+"identity: f/gw1/gw1.nk\nca: f/ca.crt\n")); err != nil {
+		t.Errorf("a gateway's own files were refused: %v", err)
 	}
+}
+
+func readFile(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 func FuzzParseFleet(f *testing.F) {

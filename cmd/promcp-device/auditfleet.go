@@ -6,11 +6,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/fleet/shared"
+	"github.com/promcp/promcp-device/fleet/trust"
 )
 
 // auditFleetConfig holds audit tail's --fleet flags.
@@ -19,6 +22,8 @@ type auditFleetConfig struct {
 	url       string
 	hubDomain string
 	timeout   time.Duration
+	identity  string // nkey seed file of a hub member (fleet init's DIR/hub1/hub1.nk)
+	ca        string // the fleet CA the hub's certificate is checked against
 }
 
 func auditFleetFlags(fs *flag.FlagSet) *auditFleetConfig {
@@ -27,6 +32,8 @@ func auditFleetFlags(fs *flag.FlagSet) *auditFleetConfig {
 	fs.StringVar(&c.url, "nats", "", "tail --fleet: the `URL` of a hub node or of a gateway's leaf server (nats://host:4222)")
 	fs.StringVar(&c.hubDomain, "hub-domain", shared.DefaultHubDomain, "tail --fleet: the hub's JetStream `DOMAIN`")
 	fs.DurationVar(&c.timeout, "timeout", 10*time.Second, "tail --fleet: give up after `D`")
+	fs.StringVar(&c.identity, "identity", "", "tail --fleet: a hub member's nkey seed `FILE` (fleet init's DIR/hub1/hub1.nk; mode 0600)")
+	fs.StringVar(&c.ca, "ca", "", "tail --fleet: the fleet CA `FILE` the hub's TLS certificate is checked against (DIR/ca.crt)")
 	return c
 }
 
@@ -38,7 +45,21 @@ func auditTailFleet(sub string, c *auditFleetConfig, n, nargs int, stdout, stder
 		fmt.Fprint(stderr, auditUsage)
 		return 2
 	}
-	nc, err := nats.Connect(c.url, nats.Name("promcp-device audit tail --fleet"), nats.Timeout(c.timeout))
+	opts := []nats.Option{nats.Name("promcp-device audit tail --fleet"), nats.Timeout(c.timeout)}
+	if c.identity != "" || c.ca != "" {
+		kp, err := trust.ReadSeed(c.identity)
+		if err != nil {
+			fmt.Fprintf(stderr, "promcp-device audit tail --fleet: --identity: %v\n", err)
+			return 1
+		}
+		pool, err := trust.ReadCA(c.ca, time.Now())
+		if err != nil {
+			fmt.Fprintf(stderr, "promcp-device audit tail --fleet: --ca: %v\n", err)
+			return 1
+		}
+		opts = append(opts, trust.ClientOptions(strings.TrimSuffix(filepath.Base(c.identity), ".nk"), kp, pool)...)
+	}
+	nc, err := nats.Connect(c.url, opts...)
 	if err != nil {
 		fmt.Fprintf(stderr, "promcp-device audit tail --fleet: connecting to %s: %v\n", c.url, err)
 		return 1

@@ -18,6 +18,7 @@ import (
 
 	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/fleet/shared"
+	"github.com/promcp/promcp-device/fleet/trust"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
@@ -81,6 +82,9 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 		n.stops = append(n.stops, func() { os.RemoveAll(dir) })
 		log.Warn("fleet file names no store: JetStream keeps its data in a temporary directory, removed at exit", "dir", dir)
 	}
+	if f.Insecure {
+		log.Warn("fleet: INSECURE: insecure: true in the fleet file: no TLS and no authentication on any fleet link; anyone on the network can read the fleet's traffic and act as any node (run promcp-device fleet init)", "fleet", f.File)
+	}
 	var linkUp func() bool
 	switch f.Role {
 	case manifests.RoleHub:
@@ -99,21 +103,10 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 		opts := []nats.Option{nats.Name(f.Gateway), nats.MaxReconnects(-1),
 			nats.ReconnectWait(time.Second), nats.RetryOnFailedConnect(true),
 			nats.PingInterval(f.LeafPing.Interval), nats.MaxPingsOutstanding(f.LeafPing.MaxMissed)}
-		if !f.Credentials.IsZero() {
-			opts = append(opts, nats.UserInfo(f.Credentials.User, f.Credentials.Password))
+		if t := f.Trust; t != nil {
+			opts = append(opts, trust.ClientOptions(f.Gateway, t.Key, t.CA)...)
 		}
-		// A refused password would otherwise only show as "cannot register
-		// yet": say so (once, until a connection succeeds), and keep trying
-		// as for an unreachable hub, serving the gateway's own endpoint.
-		var refused atomic.Bool
-		opts = append(opts, nats.IgnoreAuthErrorAbort(),
-			nats.ReconnectErrHandler(func(_ *nats.Conn, err error) {
-				if errors.Is(err, nats.ErrAuthorization) && !refused.Swap(true) {
-					log.Error("fleet: the hub refused this gateway's credentials; retrying", "fleet", f.File, "credentials", f.CredentialsFile, "err", err)
-				}
-			}),
-			nats.ConnectHandler(func(*nats.Conn) { refused.Store(false) }),
-			nats.ReconnectHandler(func(*nats.Conn) { refused.Store(false) }))
+		opts = append(opts, refusalHandlers(f, log)...)
 		nc, err := nats.Connect(strings.Join(f.Hubs, ","), opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("connect to the hub: %w", err)
@@ -122,6 +115,38 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 	}
 	n.stops = append(n.stops, n.nc.Close)
 	return n, linkUp, nil
+}
+
+// refusalHandlers log a thin-edge's refusals by the hub: a refused
+// identity would otherwise only show as "cannot register yet", so it is
+// said (once, until a connection succeeds), and the gateway keeps trying
+// as for an unreachable hub, serving its own endpoint; a permission
+// violation is logged with the subject NATS names.
+func refusalHandlers(f *manifests.Fleet, log *slog.Logger) []nats.Option {
+	identity := ""
+	if f.Trust != nil {
+		identity = f.Trust.IdentityFile
+	}
+	var refused atomic.Bool
+	authErr := func(err error) {
+		if errors.Is(err, nats.ErrAuthorization) && !refused.Swap(true) {
+			log.Error("fleet: the hub refused this gateway's identity (unknown to it, revoked, or of another fleet); retrying", "fleet", f.File, "identity", identity, "err", err)
+		}
+	}
+	return []nats.Option{nats.IgnoreAuthErrorAbort(),
+		nats.ReconnectErrHandler(func(_ *nats.Conn, err error) { authErr(err) }),
+		nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			switch {
+			case errors.Is(err, nats.ErrAuthorization):
+				authErr(err)
+			case errors.Is(err, nats.ErrPermissionViolation):
+				log.Error("fleet: NATS refused this gateway a subject (its permissions do not allow it)", "err", err)
+			default:
+				log.Warn("fleet: NATS", "err", err)
+			}
+		}),
+		nats.ConnectHandler(func(*nats.Conn) { refused.Store(false) }),
+		nats.ReconnectHandler(func(*nats.Conn) { refused.Store(false) })}
 }
 
 // serveFleetEndpoint serves the fleet MCP endpoint on the fleet file's

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,17 +27,36 @@ import (
 // has no embedded server; hub and edge need -tags natsserver.)
 func TestFleetThroughTheBinary(t *testing.T) {
 	t.Parallel()
-	// The hub accepts only its own user and the two gateways' (the
-	// credentials every fleet file needs unless it says insecure: true).
-	hubUser := manifests.FleetUser{User: "hub1", Password: "hub1-test-secret"}
-	hub, err := natsembed.StartHub(natsembed.HubConfig{Name: "hub1", Client: "127.0.0.1:0", Leaf: "127.0.0.1:0", StoreDir: t.TempDir(),
-		Ping: manifests.FleetPing{Interval: time.Second, MaxMissed: 2}, Users: []manifests.FleetUser{hubUser,
-			{User: "gw_a", Password: "gw_a-test-secret"}, {User: "gw_b", Password: "gw_b-test-secret"}}}, nil)
+	// The fleet's keys and certificates, by the binary: the hub accepts
+	// its own nkey and the two gateways', over TLS only.
+	dir := t.TempDir()
+	fdir := filepath.Join(dir, "fleet")
+	if out, err := exec.Command(binary, "fleet", "init", fdir, "--hubs", "hub1", "--gateways", "gw_a").CombinedOutput(); err != nil {
+		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(binary, "fleet", "init", fdir, "--hubs", "hub1").CombinedOutput(); err == nil || !strings.Contains(string(out), "refusing to overwrite") {
+		t.Fatalf("fleet init over a fleet: %v\n%s", err, out)
+	}
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hf, err := manifests.LoadFleet(write("hub1.yml", "version: 1\nrole: hub\ngateway: hub1\nlisten: {client: 127.0.0.1:0, cluster: 127.0.0.1:0, leaf: 127.0.0.1:0}\n"+
+		"http: 127.0.0.1:0\nidentity: fleet/hub1/hub1.nk\nca: fleet/hub1/ca.crt\ncert: fleet/hub1/hub1.crt\nkey: fleet/hub1/hub1.key\nidentities: fleet/identities\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hcfg := natsembed.HubFromFleet(hf)
+	hcfg.Cluster, hcfg.StoreDir, hcfg.Ping = "", t.TempDir(), manifests.FleetPing{Interval: time.Second, MaxMissed: 2} // a lone member
+	hub, err := natsembed.StartHub(hcfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(hub.Shutdown)
-	nc, err := natsembed.Connect(hub, "test", natsembed.UserInfo(hubUser)...)
+	nc, err := natsembed.ConnectSelf(hub, hcfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,30 +69,30 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	if _, err := shared.Open(ctx, nc, shared.Config{Gateway: "hub1", Replicas: 1}); err != nil { // as promcp-device hub --replicas 1 does
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	write := func(name, body string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+	gwFile := func(id, zone, extra string) string {
+		return write(id+".yml", "version: 1\nrole: thin-edge\ngateway: "+id+"\nzone: "+zone+"\nhubs: ["+hub.ClientURL()+"]\n"+extra+
+			"identity: fleet/"+id+"/"+id+".nk\nca: fleet/"+id+"/ca.crt\n")
 	}
-	write("gw_a.credentials", "gw_a\ngw_a-test-secret\n")
-	write("gw_b.credentials", "gw_b\ngw_b-test-secret\n")
-	fa := write("gw_a.yml", "version: 1\nrole: thin-edge\ngateway: gw_a\nzone: north\nhubs: ["+hub.ClientURL()+"]\nhttp: 127.0.0.1:0\ncredentials: gw_a.credentials\n")
-	fb := write("gw_b.yml", "version: 1\nrole: thin-edge\ngateway: gw_b\nzone: south\nhubs: ["+hub.ClientURL()+"]\ncredentials: gw_b.credentials\n")
+	fa := gwFile("gw_a", "north", "http: 127.0.0.1:0\n")
+	// gw_b is added while the hub runs: the hub reloads the identities.
+	if out, err := exec.Command(binary, "fleet", "add-gateway", fdir, "gw_b").CombinedOutput(); err != nil || !strings.Contains(string(out), "identity: gw_b/gw_b.nk") {
+		t.Fatalf("fleet add-gateway: %v\n%s", err, out)
+	}
+	fb := gwFile("gw_b", "south", "")
 	url := startPrinting(t, `fleet endpoint .* on (http://\S+/mcp)`,
 		"serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--log-level", "warn", "--fleet", fa)
 	startHTTP(t, "--manifest", greenhouse, "--fleet", fb)
-	// A third gateway whose password the hub does not know: it keeps
-	// serving its own endpoint, says in its log that the hub refused its
-	// credentials, and never joins (the fleet below counts two gateways).
-	write("gw_c.credentials", "gw_c\nguessed\n")
-	fc := write("gw_c.yml", "version: 1\nrole: thin-edge\ngateway: gw_c\nzone: north\nhubs: ["+hub.ClientURL()+"]\ncredentials: gw_c.credentials\n")
+	// A third gateway with another fleet's identity: it keeps serving its
+	// own endpoint, says in its log that the hub refused its identity,
+	// and never joins (the fleet below counts two gateways).
+	if out, err := exec.Command(binary, "fleet", "init", filepath.Join(dir, "other"), "--hubs", "x", "--gateways", "gw_c").CombinedOutput(); err != nil {
+		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
+	fc := write("gw_c.yml", "version: 1\nrole: thin-edge\ngateway: gw_c\nzone: north\nhubs: ["+hub.ClientURL()+"]\nidentity: other/gw_c/gw_c.nk\nca: fleet/gw_a/ca.crt\n")
 	gwc := startLogged(t, "--manifest", greenhouse, "--fleet", fc)
-	for refused := time.Now().Add(20 * time.Second); !strings.Contains(gwc.logText(), "the hub refused this gateway's credentials"); {
+	for refused := time.Now().Add(20 * time.Second); !strings.Contains(gwc.logText(), "the hub refused this gateway's identity"); {
 		if time.Now().After(refused) {
-			t.Fatalf("gw_c with a wrong password logged no refusal:\n%s", gwc.logText())
+			t.Fatalf("gw_c with another fleet's identity logged no refusal:\n%s", gwc.logText())
 		}
 		select { // poll its log
 		case <-time.After(100 * time.Millisecond):
@@ -174,5 +194,15 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Result.MeshSize != 2 || st.Result.Reachable != 2 {
 		t.Errorf("mesh_status = %+v, %v", st.Result, err)
+	}
+
+	// audit tail --fleet dials the hub as a hub member, over TLS; without
+	// the member's identity the hub refuses it.
+	if _, errOut, code := runCLI(t, "audit", "tail", "--fleet", "--nats", hub.ClientURL(), "--identity", filepath.Join(fdir, "hub1", "hub1.nk"),
+		"--ca", filepath.Join(fdir, "ca.crt"), "-n", "5"); code != 0 {
+		t.Errorf("audit tail --fleet as hub1: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runCLI(t, "audit", "tail", "--fleet", "--nats", hub.ClientURL(), "-n", "5", "--timeout", "3s"); code != 1 {
+		t.Errorf("audit tail --fleet without an identity: exit %d: %s; want 1", code, errOut)
 	}
 }

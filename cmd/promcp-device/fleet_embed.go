@@ -18,11 +18,12 @@ var embeddedServers embedded = natsEmbedded{}
 type natsEmbedded struct{}
 
 func (natsEmbedded) hub(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, func(), error) {
-	ns, err := natsembed.StartHub(natsembed.HubFromFleet(f), log)
+	cfg := natsembed.HubFromFleet(f)
+	ns, err := natsembed.StartHub(cfg, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	nc, err := natsembed.Connect(ns, f.Gateway, natsembed.UserInfo(f.Credentials)...)
+	nc, err := natsembed.ConnectSelf(ns, cfg)
 	if err != nil {
 		ns.Shutdown()
 		return nil, nil, err
@@ -31,11 +32,12 @@ func (natsEmbedded) hub(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, func(
 }
 
 func (natsEmbedded) leaf(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, func() bool, func(), error) {
-	ns, err := natsembed.StartLeaf(natsembed.LeafFromFleet(f), log)
+	cfg := natsembed.LeafFromFleet(f)
+	ns, err := natsembed.StartLeaf(cfg, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	nc, err := natsembed.Connect(ns, f.Gateway, natsembed.UserInfo(f.Credentials)...)
+	nc, err := natsembed.Connect(ns, f.Gateway, natsembed.LeafSelfOptions(cfg)...)
 	if err != nil {
 		ns.Shutdown()
 		return nil, nil, nil, err

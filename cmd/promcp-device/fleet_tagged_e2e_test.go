@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -39,6 +38,7 @@ func TestFleetTaggedThroughTheBinary(t *testing.T) {
 	f.routed(t)
 	f.sharedRace(t)
 	f.edgeLoss(t, root)
+	f.revoke(t, root)
 	f.hubLoss(t)
 	t.Logf("whole fleet test %v", time.Since(f.start).Round(time.Millisecond))
 }
@@ -48,6 +48,7 @@ type taggedFleet struct {
 	bin, dir, pol string
 	start         time.Time
 	hubFiles      [3]string
+	hubLogs       [3]func() string
 	gwFiles       map[string]string
 	hubs          [3]*proc
 	gws           map[string]*proc
@@ -74,9 +75,12 @@ func (f *taggedFleet) writeFiles(t *testing.T) {
 	for i := range 3 {
 		client[i], cluster[i], leaf[i] = testnet.FreeAddr(t), testnet.FreeAddr(t), testnet.FreeAddr(t)
 	}
-	// The fleet's shared secret: every link authenticates with it (mode
-	// 0600, as the loader insists).
-	f.write(t, "fleet.credentials", "fleet\ne2e-"+strconv.FormatInt(time.Now().UnixNano(), 36)+"\n")
+	// The fleet's keys and certificates, as the README makes them: every
+	// link on TLS, every node with its own nkey and permissions.
+	if out, err := exec.Command(f.bin, "fleet", "init", filepath.Join(f.dir, "fleet"), "--hubs", "hub1,hub2,hub3",
+		"--gateways", "gw1,gw2,gw3").CombinedOutput(); err != nil {
+		t.Fatalf("fleet init: %v\n%s", err, out)
+	}
 	for i := range 3 {
 		var peers []string
 		for j := range 3 {
@@ -86,8 +90,12 @@ func (f *taggedFleet) writeFiles(t *testing.T) {
 		}
 		f.hubFiles[i] = f.write(t, fmt.Sprintf("hub%d.yml", i+1), fmt.Sprintf(`version: 1
 role: hub
-gateway: hub%d
-credentials: fleet.credentials
+gateway: hub%[1]d
+identity: fleet/hub%[1]d/hub%[1]d.nk
+ca: fleet/ca.crt
+cert: fleet/hub%[1]d/hub%[1]d.crt
+key: fleet/hub%[1]d/hub%[1]d.key
+identities: fleet/identities
 listen: {client: %s, cluster: %s, leaf: %s}
 cluster: {name: hub, peers: [%s]}
 store: %s
@@ -116,13 +124,13 @@ actions:
 		for _, i := range order {
 			urls = append(urls, "nats://"+leaf[i])
 		}
-		return f.write(t, gw+".yml", fmt.Sprintf("version: 1\nrole: edge\ngateway: %s\ncredentials: fleet.credentials\nzone: %s\nhubs: [%s]\nstore: %s\nleaf_ping: {interval: 1s, max_missed: 2}\n",
+		return f.write(t, gw+".yml", fmt.Sprintf("version: 1\nrole: edge\ngateway: %[1]s\nidentity: fleet/%[1]s/%[1]s.nk\nca: fleet/%[1]s/ca.crt\nzone: %[2]s\nhubs: [%[3]s]\nstore: %[4]s\nleaf_ping: {interval: 1s, max_missed: 2}\n",
 			gw, zone, strings.Join(urls, ", "), filepath.Join(f.dir, gw)))
 	}
 	f.gwFiles = map[string]string{
 		"gw1": edge("gw1", "north", 0, 1, 2),
 		"gw2": edge("gw2", "south", 1, 2, 0),
-		"gw3": f.write(t, "gw3.yml", fmt.Sprintf("version: 1\nrole: thin-edge\ngateway: gw3\ncredentials: fleet.credentials\nzone: south\nhubs: [nats://%s, nats://%s, nats://%s]\n",
+		"gw3": f.write(t, "gw3.yml", fmt.Sprintf("version: 1\nrole: thin-edge\ngateway: gw3\nidentity: fleet/gw3/gw3.nk\nca: fleet/gw3/ca.crt\nzone: south\nhubs: [nats://%s, nats://%s, nats://%s]\n",
 			client[2], client[0], client[1])),
 	}
 }
@@ -135,7 +143,9 @@ func (f *taggedFleet) gwArgs(gw string) []string {
 // others' JetStream), then the gateways.
 func (f *taggedFleet) startAll(t *testing.T) {
 	for i := range 3 {
-		f.hubs[i] = startProc(t, os.Interrupt, nil, f.bin, `fleet endpoint .* on (http://\S+/mcp)`, "hub", "--fleet", f.hubFiles[i], "--log-level", "error")
+		var stderr *os.File
+		stderr, f.hubLogs[i] = logFile(t)
+		f.hubs[i] = startProc(t, os.Interrupt, stderr, f.bin, `fleet endpoint .* on (http://\S+/mcp)`, "hub", "--fleet", f.hubFiles[i], "--log-level", "error")
 	}
 	for i := range 3 {
 		if u := f.hubs[i].addr(t, 90*time.Second); i == 0 {
@@ -227,7 +237,37 @@ func (f *taggedFleet) edgeLoss(t *testing.T, root *session) {
 	t.Logf("restarted gw2 back in the fleet's can_do %v after it served", time.Since(restarted).Round(time.Millisecond))
 }
 
-// 5. Two of three hub members killed: shared actions have no quorum,
+// 5. gw2 revoked by the command the README shows: the hubs cut its leaf
+// link and refuse it from then on (each refusal logged with its identity),
+// the fleet's can_do reports it unreachable, the others stay.
+func (f *taggedFleet) revoke(t *testing.T, root *session) {
+	out, err := exec.Command(f.bin, "fleet", "revoke", filepath.Join(f.dir, "fleet"), "gw2").CombinedOutput()
+	if err != nil {
+		t.Fatalf("fleet revoke: %v\n%s", err, out)
+	}
+	revoked := time.Now()
+	waitCanDo(t, root, heaterOff, "the revoked gw2 reported source_unreachable, gw1 and gw3 answering", func(r map[string]any) bool {
+		src := candidateSources(r)
+		return blockedUnreachable(r, "gw2") && src["gw1/heater_relay"] && src["gw3/heater_relay"]
+	})
+	t.Logf("revoked gw2 cut off from the fleet's can_do after %v, the others answering", time.Since(revoked).Round(time.Millisecond))
+	for refused := time.Now().Add(30 * time.Second); ; {
+		logs := f.hubLogs[0]() + f.hubLogs[1]() + f.hubLogs[2]()
+		if strings.Contains(logs, "authentication error") && strings.Contains(logs, "identity=gw2") && strings.Contains(logs, "revoked=true") {
+			break
+		}
+		if time.Now().After(refused) {
+			t.Fatalf("no hub logged the refusal of the revoked gw2:\n%s", logs)
+		}
+		select { // poll the hubs' logs
+		case <-time.After(200 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		}
+	}
+}
+
+// 6. Two of three hub members killed: shared actions have no quorum,
 // local ones still run.
 func (f *taggedFleet) hubLoss(t *testing.T) {
 	f.hubs[1].kill(t)

@@ -56,6 +56,7 @@ Usage:
                                                              serve the manifest's tools
   promcp-device serve ... --fleet FILE                       serve, and join the fleet FILE describes (role edge or thin-edge)
   promcp-device hub --fleet FILE                             run a hub member and the fleet endpoint (build with -tags natsserver)
+  promcp-device fleet init|add-gateway|revoke DIR ...        create the fleet's CA, certificates and node keys; add or revoke a gateway
   promcp-device audit verify|checkpoint|tail --state DIR     check, checkpoint or show the audit log
   promcp-device token add|hash|list|revoke                   make, list and revoke bearer tokens for --tokens
   promcp-device console-user add|remove|list [NAME] --file F  the operator console's accounts (people, not MCP tokens)
@@ -86,7 +87,7 @@ func commands() map[string]func(*cli) int {
 	return map[string]func(*cli) int{
 		"serve": cmdServe, "hub": cmdHub, "audit": cmdAudit, "token": cmdToken, "console-user": cmdConsoleUser, "lint": cmdLint, "tools": cmdTools,
 		"convert": cmdConvert, "approve": cmdApprove, "demo": cmdDemo, "test": cmdTest, "sim": cmdSim, "ports": cmdPorts,
-		"scan": cmdScan, "bench": cmdBench, "read": cmdRead, "do": cmdDo,
+		"scan": cmdScan, "bench": cmdBench, "fleet": cmdFleet, "read": cmdRead, "do": cmdDo,
 		"version": cmdVersion, "--version": cmdVersion, "-version": cmdVersion,
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
+	"github.com/promcp/promcp-device/fleet/trust"
 	"github.com/promcp/promcp-device/internal/positive"
 	"github.com/promcp/promcp-device/manifests"
 )
@@ -44,12 +46,11 @@ type HubConfig struct {
 	// other's leaf URLs. Keep it false in production (it is how an edge
 	// fails over to another member); tests that cut one path set it.
 	NoAdvertise bool
-	// Users are accepted on the client and leaf ports (the member's own
-	// connection included); none leaves both ports open to anyone.
-	Users []manifests.FleetUser
-	// Route authenticates the cluster routes: every member accepts and
-	// dials with it (none: routes unauthenticated).
-	Route manifests.FleetUser
+	// Trust puts TLS on the client, leaf and cluster ports and lets in
+	// only the nodes of its identities file, each with its permissions;
+	// nil: no TLS and no authentication (an insecure fleet, on a trusted
+	// network only).
+	Trust *HubTrust
 }
 
 // LeafConfig is an edge gateway's leaf server.
@@ -65,26 +66,30 @@ type LeafConfig struct {
 	StoreDir string
 	// Ping is the leaf link's liveness check.
 	Ping manifests.FleetPing
-	// Credentials authenticate the leaf link to the hub and are the only
-	// user the leaf server accepts (its local clients and in-process
-	// connection); none: unauthenticated.
-	Credentials manifests.FleetUser
+	// Trust authenticates the leaf link to the hub with the gateway's nkey
+	// over TLS (the hub's certificate checked against the fleet CA); the
+	// same key is the only one the leaf server accepts (its local clients
+	// and in-process connection). nil: no TLS and no authentication.
+	Trust *NodeTrust
 }
 
 // HubFromFleet is the hub member a fleet file describes.
 func HubFromFleet(f *manifests.Fleet) HubConfig {
 	cfg := HubConfig{Name: f.Gateway, Client: f.Listen.Client, Cluster: f.Listen.Cluster, Leaf: f.Listen.Leaf,
-		ClusterName: f.Cluster.Name, Routes: f.Cluster.Peers, StoreDir: f.Store, Ping: f.LeafPing, Route: f.Credentials}
-	if !f.Credentials.IsZero() {
-		cfg.Users = append([]manifests.FleetUser{f.Credentials}, f.Users...)
+		ClusterName: f.Cluster.Name, Routes: f.Cluster.Peers, StoreDir: f.Store, Ping: f.LeafPing}
+	if t := f.Trust; t != nil {
+		cfg.Trust = &HubTrust{Cert: t.Cert, CA: t.CA, Key: t.Key, IdentitiesFile: t.IdentitiesFile, Transitional: true}
 	}
 	return cfg
 }
 
 // LeafFromFleet is the edge leaf server a fleet file describes.
 func LeafFromFleet(f *manifests.Fleet) LeafConfig {
-	return LeafConfig{Name: f.Gateway, Hubs: f.Hubs, Client: f.Listen.Client, StoreDir: f.Store, Ping: f.LeafPing,
-		Credentials: f.Credentials}
+	cfg := LeafConfig{Name: f.Gateway, Hubs: f.Hubs, Client: f.Listen.Client, StoreDir: f.Store, Ping: f.LeafPing}
+	if t := f.Trust; t != nil {
+		cfg.Trust = &NodeTrust{Key: t.Key, CA: t.CA}
+	}
+	return cfg
 }
 
 // StartHub starts a hub member and waits until it accepts connections.
@@ -103,9 +108,60 @@ func StartHub(cfg HubConfig, log *slog.Logger) (*server.Server, error) {
 		return nil, fmt.Errorf("hub %s: leaf address: %w", cfg.Name, err)
 	}
 	opts.LeafNode.NoAdvertise = cfg.NoAdvertise
-	opts.Users = serverUsers(cfg.Users) // leaf connections fall back to these
 	ping(opts, cfg.Ping)
-	return start(opts, log)
+	if cfg.Trust == nil {
+		return start(opts, log, nil)
+	}
+	names := &nodeNames{}
+	if err := hubTrust(opts, cfg.Trust, names); err != nil { // leaf connections fall back to the same users
+		return nil, fmt.Errorf("hub %s: %w", cfg.Name, err)
+	}
+	ns, err := start(opts, log, names) // the server keeps opts as its options
+	if err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	go watchIdentities(ns, opts, cfg.Trust, names, log)
+	return ns, nil
+}
+
+// ConnectSelf opens a hub member's own connection, which reconnects for
+// ever: in-process without Trust; with Trust through its client port on
+// loopback, over TLS (the member's certificate, which names it, checked
+// against the fleet CA) with its nkey and inbox prefix. (In-process
+// connections to a server with TLS configured stall on nats-server's
+// TLS sniffing over the in-process pipe, then fall back to the socket.)
+func ConnectSelf(ns *server.Server, cfg HubConfig) (*nats.Conn, error) {
+	if cfg.Trust == nil {
+		return Connect(ns, cfg.Name)
+	}
+	addr, ok := ns.Addr().(*net.TCPAddr)
+	if !ok {
+		return nil, fmt.Errorf("hub %s: no client listener", cfg.Name)
+	}
+	host := addr.IP.String()
+	if addr.IP.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	tc := trust.ClientTLS(cfg.Trust.CA)
+	tc.ServerName = cfg.Name // every hub certificate names its member
+	nc, err := nats.Connect("tls://"+net.JoinHostPort(host, strconv.Itoa(addr.Port)), nats.Name(cfg.Name), nats.MaxReconnects(-1),
+		nats.Secure(tc), NkeyOption(cfg.Trust.Key), InboxOption(cfg.Name))
+	if err != nil {
+		return nil, fmt.Errorf("hub %s: its own connection: %w", cfg.Name, err)
+	}
+	return nc, nil
+}
+
+// LeafSelfOptions are the options of an edge gateway's in-process
+// connection to its own leaf server: its nkey and inbox prefix.
+func LeafSelfOptions(cfg LeafConfig) []nats.Option {
+	if cfg.Trust == nil {
+		return nil
+	}
+	return []nats.Option{NkeyOption(cfg.Trust.Key), InboxOption(cfg.Name)}
 }
 
 // cluster sets the cluster options: none for a lone hub server (no
@@ -127,8 +183,11 @@ func cluster(opts *server.Options, cfg HubConfig) error {
 	if err != nil {
 		return fmt.Errorf("hub %s: cluster peers: %w", cfg.Name, err)
 	}
-	opts.Routes = withUser(routes, cfg.Route)
-	opts.Cluster.Username, opts.Cluster.Password = cfg.Route.User, cfg.Route.Password
+	// Sorted as a reload sorts them: ReloadOptions (an identities
+	// reload) sorts the running server's routes in place, which is a
+	// data race with the route dialler unless already in order.
+	slices.SortFunc(routes, func(a, b *url.URL) int { return strings.Compare(a.String(), b.String()) })
+	opts.Routes = routes
 	return nil
 }
 
@@ -149,11 +208,20 @@ func StartLeaf(cfg LeafConfig, log *slog.Logger) (*server.Server, error) {
 	if len(hubs) == 0 {
 		return nil, fmt.Errorf("leaf %s: no hub URL", cfg.Name)
 	}
-	opts.LeafNode.Remotes = []*server.RemoteLeafOpts{{URLs: withUser(hubs, cfg.Credentials)}}
-	opts.Users = serverUsers(nonZero(cfg.Credentials))
+	remote := &server.RemoteLeafOpts{URLs: hubs}
+	if t := cfg.Trust; t != nil {
+		seed, err := t.Key.Seed()
+		if err != nil {
+			return nil, fmt.Errorf("leaf %s: %w", cfg.Name, err)
+		}
+		pub, _ := t.Key.PublicKey()
+		remote.Nkey, remote.TLS, remote.TLSConfig, remote.TLSTimeout = string(seed), true, trust.ClientTLS(t.CA), 5
+		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
+	}
+	opts.LeafNode.Remotes = []*server.RemoteLeafOpts{remote}
 	opts.LeafNode.ReconnectInterval = time.Second
 	ping(opts, cfg.Ping)
-	return start(opts, log)
+	return start(opts, log, nil)
 }
 
 // Connect opens an in-process client connection to ns (no socket), which
@@ -191,13 +259,13 @@ func ping(opts *server.Options, p manifests.FleetPing) {
 	opts.MaxPingsOut = positive.Or(p.MaxMissed, manifests.DefaultLeafPingMaxOut)
 }
 
-func start(opts *server.Options, log *slog.Logger) (*server.Server, error) {
+func start(opts *server.Options, log *slog.Logger, names *nodeNames) (*server.Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return nil, fmt.Errorf("nats server %s: %w", opts.ServerName, err)
 	}
 	if log != nil {
-		ns.SetLoggerV2(&slogAdapter{log.With("nats", opts.ServerName)}, false, false, false)
+		ns.SetLoggerV2(&slogAdapter{log: log.With("nats", opts.ServerName), names: names}, false, false, false)
 	}
 	go ns.Start()
 	if !ns.ReadyForConnections(10 * time.Second) {
@@ -247,49 +315,20 @@ func urls(ss []string) ([]*url.URL, error) {
 	return out, nil
 }
 
-// UserInfo is the client option that authenticates as u (none when u is
-// zero).
-func UserInfo(u manifests.FleetUser) []nats.Option {
-	if u.IsZero() {
-		return nil
-	}
-	return []nats.Option{nats.UserInfo(u.User, u.Password)}
-}
-
-func serverUsers(us []manifests.FleetUser) []*server.User {
-	var out []*server.User
-	for _, u := range us {
-		out = append(out, &server.User{Username: u.User, Password: u.Password})
-	}
-	return out
-}
-
-func nonZero(u manifests.FleetUser) []manifests.FleetUser {
-	if u.IsZero() {
-		return nil
-	}
-	return []manifests.FleetUser{u}
-}
-
-// withUser puts u into each URL's userinfo (the way a route or a leaf
-// remote authenticates); a zero u leaves them as they are.
-func withUser(us []*url.URL, u manifests.FleetUser) []*url.URL {
-	if u.IsZero() {
-		return us
-	}
-	for _, x := range us {
-		x.User = url.UserPassword(u.User, u.Password)
-	}
-	return us
-}
-
 // slogAdapter passes the server's log lines to slog: notices as info,
-// debug and trace lines dropped.
-type slogAdapter struct{ log *slog.Logger }
+// debug and trace lines dropped. Permission violations and refused
+// logins (errors) name the identity (node, role, revoked) and subject.
+type slogAdapter struct {
+	log   *slog.Logger
+	names *nodeNames // nil on a leaf server
+}
 
 func (a *slogAdapter) Noticef(format string, v ...any) { a.log.Info(fmt.Sprintf(format, v...)) }
 func (a *slogAdapter) Warnf(format string, v ...any)   { a.log.Warn(fmt.Sprintf(format, v...)) }
 func (a *slogAdapter) Fatalf(format string, v ...any)  { a.log.Error(fmt.Sprintf(format, v...)) }
-func (a *slogAdapter) Errorf(format string, v ...any)  { a.log.Error(fmt.Sprintf(format, v...)) }
-func (a *slogAdapter) Debugf(string, ...any)           {}
-func (a *slogAdapter) Tracef(string, ...any)           {}
+func (a *slogAdapter) Errorf(format string, v ...any) {
+	line := fmt.Sprintf(format, v...)
+	a.log.Error(line, a.names.annotate(line)...)
+}
+func (a *slogAdapter) Debugf(string, ...any) {}
+func (a *slogAdapter) Tracef(string, ...any) {}
