@@ -25,6 +25,7 @@ import (
 	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/sysfs"
+	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/jobs"
@@ -479,9 +480,6 @@ func bindAddr(addr string) string {
 func serveHTTP(ctx context.Context, gw *openedGateway, addr string, maxConns int, cfg server.HTTPConfig, tlsCert, tlsKey string, stdout, stderr io.Writer, log *slog.Logger) int {
 	addr = bindAddr(addr)
 	hs := gw.srv.HTTPServer(cfg)
-	if gw.mesh != nil {
-		hs.Handler = gw.mesh(hs.Handler) // physmcp/* methods (--fleet)
-	}
 	hs.Handler = gw.ops.wrap(hs.Handler, cfg.Tokens)
 	scheme := "http"
 	if tlsCert != "" {
@@ -571,10 +569,7 @@ type openedGateway struct {
 	policy  *manifests.Policy // the policy it runs under, or nil
 	// historyDB is the capabilities' history under --state; nil in memory.
 	historyDB io.Closer
-	// mesh, with --fleet, answers the physmcp/* methods in front of the
-	// endpoint.
-	mesh func(http.Handler) http.Handler
-	ops  *opsEndpoints // /metrics, /healthz, /readyz; nil over stdio or with --metrics off
+	ops       *opsEndpoints // /metrics, /healthz, /readyz; nil over stdio or with --metrics off
 }
 
 func (g *openedGateway) Close() error {
@@ -669,6 +664,7 @@ func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk clock.Clock, lo
 		server.WithClock(clk),
 		server.WithInstructions(instructions(m)),
 		server.WithResources(),
+		server.WithMeshSelf(meshSelf(m)),
 	}
 	if o.approvals != nil {
 		sopts = append(sopts, server.WithApprovals(o.approvals))
@@ -678,6 +674,22 @@ func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk clock.Clock, lo
 		sopts = append(sopts, server.WithTasks())
 	}
 	return sopts
+}
+
+// meshSelf is who the gateway says it is in PhysMCP's mesh methods while
+// it stands alone (physmcp/list_peers, physmcp/mesh_status,
+// physmcp/manifest: a mesh of one); with --fleet the fleet's answers
+// replace them.
+func meshSelf(m *manifests.Manifest) server.MeshSelf {
+	var locations []string
+	for _, c := range m.Capabilities {
+		if c.Location != "" {
+			locations = append(locations, c.Location)
+		}
+	}
+	slices.Sort(locations)
+	return server.MeshSelf{ID: m.Gateway, Locations: slices.Compact(locations), Profile: "full",
+		PhysMCPVersion: fleet.PhysMCPVersion, PromcpVersion: fleet.PromcpVersion}
 }
 
 // simHardware starts the simulated world of m (its Modbus lines
