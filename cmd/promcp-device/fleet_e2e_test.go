@@ -172,7 +172,16 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	var st struct {
 		Result fleet.MeshStatus `json:"result"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Result.MeshSize != 2 || st.Result.Reachable != 2 {
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Result.MeshSize != 2 || st.Result.Reachable != 2 ||
+		st.Result.Quorum.AlivePeers != 2 {
 		t.Errorf("mesh_status = %+v, %v", st.Result, err)
+	}
+	// The fleet endpoint is behind a gateway's Origin check: a foreign
+	// browser origin is refused, on /mcp (mesh methods included) and on a
+	// gateway's group.
+	for _, u := range []string{url, url + "/gw_b"} {
+		if code, body := postRPC(t, u, "https://evil.example", "physmcp/mesh_status"); code != http.StatusForbidden {
+			t.Errorf("physmcp/mesh_status on %s from a foreign origin: status %d, want 403: %s", u, code, body)
+		}
 	}
 }
