@@ -29,7 +29,7 @@ func lintFleet(path string, data []byte, stdout io.Writer) bool {
 	case manifests.RoleHub:
 		what += fmt.Sprintf(", a cluster of %d members", 1+len(f.Cluster.Peers))
 	default:
-		what += fmt.Sprintf(", dialling %d hub URL%s", len(f.Hubs), map[bool]string{true: "s"}[len(f.Hubs) != 1])
+		what += ", dialling " + plural(len(f.Hubs), "hub URL")
 	}
 	if f.HTTP != "" {
 		what += ", fleet endpoint on " + f.HTTP
@@ -110,9 +110,9 @@ func hubFindings(f *manifests.Fleet) []fleetFinding {
 	members := 1 + len(f.Cluster.Peers)
 	switch {
 	case members == 2 || members == 4:
-		add(false, fmt.Sprintf("a hub cluster of %d members needs %d of them running (a majority): it stays up with %d down, as %d members would, "+
+		add(false, fmt.Sprintf("a hub cluster of %d members needs %d of them running (a majority): it stays up with %d down, as %s would, "+
 			"and beyond that the fleet's shared state stops (shared actions refused as partition_no_quorum); run 3 or 5",
-			members, members/2+1, (members-1)/2, members-1), "cluster", "peers")
+			members, members/2+1, (members-1)/2, plural(members-1, "member")), "cluster", "peers")
 	case members > 5:
 		add(false, fmt.Sprintf("a hub cluster of %d members: promcp-device hub keeps at most 5 copies of the fleet's buckets (--replicas 1 to 5)", members), "cluster", "peers")
 	}
@@ -220,4 +220,12 @@ type warningCount struct {
 func (c *warningCount) Write(p []byte) (int, error) {
 	c.n += strings.Count(string(p), ": warning: ")
 	return c.w.Write(p)
+}
+
+// plural is "1 thing" or "n things".
+func plural(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
