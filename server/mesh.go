@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -263,6 +264,21 @@ func (s *Server) answerMesh(ctx context.Context, c meshCall) []byte {
 			"message": "encoding the " + c.Method + " answer: " + err.Error()}})
 	}
 	return b
+}
+
+// meshFront answers the mesh methods POSTed to next's endpoint (the body
+// read by the gate already), and passes every other request on.
+func (s *Server) meshFront(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if hb, ok := r.Body.(*heldBody); ok && r.Method == http.MethodPost {
+			if c, ok := parseMeshCall(hb.b); ok {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = w.Write(append(s.answerMesh(r.Context(), c), '\n'))
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // lineWriter writes whole lines, one Write each, from mcp-go and from the

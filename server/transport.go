@@ -177,7 +177,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		}
 		endpoints[path+"/"+name] = g.streamable(cfg, path+"/"+name, sessions)
 	}
-	dyn := &dynamicGroups{cfg: cfg, prefix: path + "/", sessions: sessions, byPath: map[string]dynamicGroup{}}
+	dyn := &dynamicGroups{root: s, cfg: cfg, prefix: path + "/", sessions: sessions, byPath: map[string]dynamicGroup{}}
 	sessions.expire = func(id, endpoint, why string) {
 		h, ok := endpoints[endpoint]
 		if !ok {
@@ -197,13 +197,12 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	}
 	mux := http.NewServeMux()
 	for p, h := range endpoints {
-		mux.Handle(p, guardBodies(h)) // 1e309 gets a typed answer: numbers.go
+		mux.Handle(p, s.meshFront(guardBodies(h))) // physmcp/*: mesh.go; 1e309 gets a typed answer: numbers.go
 	}
 	if cfg.GroupFunc != nil {
-		mux.Handle(path+"/", guardBodies(dyn)) // the exact paths above come first
+		mux.Handle(path+"/", dyn) // the exact paths above come first
 	}
 	g := &httpGate{
-		srv:      s,
 		next:     mux,
 		log:      s.log,
 		sessions: sessions,
@@ -259,6 +258,7 @@ func (s *Server) streamable(cfg HTTPConfig, path string, sessions *sessionTable)
 // through one streamable handler for as long as the same Server serves
 // its name.
 type dynamicGroups struct {
+	root     *Server // answers the mesh methods
 	cfg      HTTPConfig
 	prefix   string // Path + "/"
 	sessions *sessionTable
@@ -286,7 +286,7 @@ func (d *dynamicGroups) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	cur, ok := d.byPath[r.URL.Path]
 	stale := ok && cur.srv != g
 	if !ok || stale {
-		cur = dynamicGroup{srv: g, h: g.streamable(d.cfg, r.URL.Path, d.sessions)}
+		cur = dynamicGroup{srv: g, h: d.root.meshFront(guardBodies(g.streamable(d.cfg, r.URL.Path, d.sessions)))}
 		d.byPath[r.URL.Path] = cur
 	}
 	d.mu.Unlock()
@@ -346,7 +346,6 @@ func refuse(w http.ResponseWriter, status int, msg string) {
 // httpGate is what an authenticated request passes before mcp-go: the
 // session checks, the body limits and the deadlines of streams.
 type httpGate struct {
-	srv      *Server // answers the mesh methods
 	next     http.Handler
 	log      *slog.Logger
 	sessions *sessionTable
@@ -386,11 +385,6 @@ func (g *httpGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		defer h.release()
-		if c, ok := parseMeshCall(h.body); ok { // physmcp/*: mesh.go
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(append(g.srv.answerMesh(r.Context(), c), '\n'))
-			return
-		}
 		if id := r.Header.Get(mcpserver.HeaderKeySessionID); id != "" {
 			defer g.sessions.begin(id, caller, r.URL.Path, !bytes.Contains(h.body, []byte(mcp.MethodNotificationInitialized)))()
 		}
