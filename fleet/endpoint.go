@@ -208,11 +208,17 @@ func (e *Endpoint) syncGroup(in Info, g group) error {
 // physmcp/mesh_status, physmcp/manifest) on each, behind the Origin
 // check, bearer tokens when configured, the body limits and the session
 // caps and idle expiry of EndpointConfig.HTTP.
-func (e *Endpoint) Handler() http.Handler {
+func (e *Endpoint) Handler() http.Handler { return e.root.HTTPHandler(e.httpConfig()) }
+
+// HTTPServer is an http.Server for Handler with a gateway's timeouts and
+// limits (server.Server.HTTPServer); serve it on a server.LimitListener.
+func (e *Endpoint) HTTPServer() *http.Server { return e.root.HTTPServer(e.httpConfig()) }
+
+func (e *Endpoint) httpConfig() server.HTTPConfig {
 	cfg := e.cfg.HTTP
 	cfg.Path, cfg.Caller, cfg.Tokens, cfg.Groups = "/mcp", e.cfg.Caller, e.cfg.Tokens, nil
 	cfg.GroupFunc = e.group
-	return e.root.HTTPHandler(cfg)
+	return cfg
 }
 
 // group is the server of group name, nil when no gateway serves it now.

@@ -137,8 +137,7 @@ func (n *fleetNode) serveFleetEndpoint(tokens *server.Tokens, caller server.Call
 	if err != nil {
 		return fmt.Errorf("fleet endpoint %s: %w", n.file.HTTP, err)
 	}
-	n.http = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: server.DefaultReadHeaderTimeout,
-		ReadTimeout: server.DefaultReadTimeout, IdleTimeout: server.DefaultIdleTimeout, MaxHeaderBytes: server.DefaultMaxHeaderBytes}
+	n.http = e.HTTPServer() // a gateway's timeouts and limits
 	go n.http.Serve(server.LimitListener(ln, server.DefaultMaxConns))
 	fmt.Fprintf(stdout, "promcp-device: fleet endpoint of %s (%s) on http://%s/mcp: can_do over the fleet; each gateway's tools at /mcp/<gateway>\n",
 		n.file.Gateway, n.file.Role, ln.Addr())
