@@ -380,12 +380,13 @@ func (m boundSessions) Terminate(id string) (bool, error) {
 }
 
 // endAt ends every session opened at endpoint, busy or not (the Server
-// that served it is gone).
+// that served it is gone); not one being opened now (pending), which the
+// new Server mints.
 func (t *sessionTable) endAt(endpoint, why string) {
 	t.mu.Lock()
 	var gone []evictedSession
 	for id, e := range t.byID {
-		if e.endpoint == endpoint {
+		if e.endpoint == endpoint && !e.pending {
 			t.removeLocked(id, e)
 			gone = append(gone, evictedSession{id, endpoint})
 		}

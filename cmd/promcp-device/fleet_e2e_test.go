@@ -31,7 +31,8 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	hubUser := manifests.FleetUser{User: "hub1", Password: "hub1-test-secret"}
 	hub, err := natsembed.StartHub(natsembed.HubConfig{Name: "hub1", Client: "127.0.0.1:0", Leaf: "127.0.0.1:0", StoreDir: t.TempDir(),
 		Ping: manifests.FleetPing{Interval: time.Second, MaxMissed: 2}, Users: []manifests.FleetUser{hubUser,
-			{User: "gw_a", Password: "gw_a-test-secret"}, {User: "gw_b", Password: "gw_b-test-secret"}}}, nil)
+			{User: "gw_a", Password: "gw_a-test-secret"}, {User: "gw_b", Password: "gw_b-test-secret"},
+		{User: "gw_d", Password: "gw_d-test-secret"}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,5 +184,31 @@ func TestFleetThroughTheBinary(t *testing.T) {
 		if code, body := postRPC(t, u, "https://evil.example", "physmcp/mesh_status"); code != http.StatusForbidden {
 			t.Errorf("physmcp/mesh_status on %s from a foreign origin: status %d, want 403: %s", u, code, body)
 		}
+	}
+
+	// A gateway joined over stdio answers the mesh methods with the
+	// fleet's view, on its MCP client's own session.
+	write("gw_d.credentials", "gw_d\ngw_d-test-secret\n")
+	fd := write("gw_d.yml", "version: 1\nrole: thin-edge\ngateway: gw_d\nzone: west\nhubs: ["+hub.ClientURL()+"]\ncredentials: gw_d.credentials\n")
+	sd := stdioSession(t, mcp.LATEST_PROTOCOL_VERSION, "--manifest", greenhouse, "--fleet", fd)
+	var ms fleet.MeshStatus
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if e := sd.meshCall("physmcp/mesh_status", 950, &ms); e != nil {
+			t.Fatalf("physmcp/mesh_status over stdio with --fleet: %+v", e)
+		}
+		if ms.MeshSize == 3 && ms.Reachable == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mesh_status over stdio never counted gw_d: %+v", ms)
+		}
+		select { // poll until gw_d has registered
+		case <-time.After(200 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		}
+	}
+	if ms.Node != "gw_d" || ms.Role != "thin-edge" || ms.Reachable != 3 || ms.Quorum.AlivePeers != 3 {
+		t.Errorf("mesh_status over stdio with --fleet = %+v", ms)
 	}
 }
