@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/server"
+	"github.com/promcp/promcp-device/server/servertest"
 )
 
 // meshPost posts a physmcp/ request to url with token (none when "") and
@@ -161,7 +163,8 @@ func (s *syncBuffer) lines() []string {
 // A group served through GroupFunc comes and goes; served anew by another
 // Server, the sessions opened on the old one end (404) and new ones open.
 func TestHTTPGroupFunc(t *testing.T) {
-	srv := newServer(t, "root")
+	logs := &servertest.LogBuffer{}
+	srv := newServer(t, "root", server.WithLogger(slog.New(slog.NewTextHandler(logs, nil))))
 	var mu sync.Mutex
 	cur := newServer(t, "g-a")
 	hs := httptest.NewServer(srv.HTTPHandler(server.HTTPConfig{GroupFunc: func(name string) *server.Server {
@@ -217,6 +220,17 @@ func TestHTTPGroupFunc(t *testing.T) {
 	}
 	if code := list(old); code != http.StatusNotFound {
 		t.Errorf("a session of the group's old server: %d, want 404", code)
+	}
+	// The group leaves: 404, and its session ends with it.
+	sid := open()
+	mu.Lock()
+	cur = nil
+	mu.Unlock()
+	if code := list(sid); code != http.StatusNotFound {
+		t.Errorf("a session of a group no longer served: %d, want 404", code)
+	}
+	if !strings.Contains(logs.String(), `session=`+sid+` endpoint=/mcp/g why="the group is no longer served"`) {
+		t.Errorf("no log of the session %s ending with its group; logs:\n%s", sid, logs)
 	}
 	if code, _ := meshPost(t, hs.URL+"/mcp/gone", "", server.MethodMeshStatus); code != http.StatusNotFound {
 		t.Errorf("a group GroupFunc does not serve: %d, want 404", code)

@@ -279,6 +279,17 @@ func (d *dynamicGroups) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g = d.cfg.GroupFunc(name)
 	}
 	if g == nil {
+		d.mu.Lock()
+		was, had := d.byPath[r.URL.Path]
+		d.mu.Unlock()
+		if had { // its sessions go with it, in mcp-go too
+			d.sessions.endAt(r.URL.Path, "the group is no longer served")
+			d.mu.Lock()
+			if d.byPath[r.URL.Path].srv == was.srv { // not served anew meanwhile
+				delete(d.byPath, r.URL.Path)
+			}
+			d.mu.Unlock()
+		}
 		jsonRPCError(w, http.StatusNotFound, "no endpoint "+r.URL.Path+" (a group that left, or never was)")
 		return
 	}
