@@ -137,6 +137,9 @@ type MeshSelf struct {
 	Zone      string
 	Tags      []string
 	Locations []string
+	// Vocabulary are the words of the capabilities' names, locations and
+	// tags, as a registry entry holds them.
+	Vocabulary []string
 	// Profile is PhysMCP's device profile; "" means full.
 	Profile string
 	// PhysMCPVersion and PromcpVersion are the protocol versions the
@@ -190,7 +193,7 @@ func (m standalone) manifest() MeshManifest {
 	sum := sha256.Sum256(b)
 	return MeshManifest{GatewayID: cmp.Or(me.ID, s.name), Zone: me.Zone, Tags: me.Tags, Profile: cmp.Or(me.Profile, "full"),
 		ManifestHash: hex.EncodeToString(sum[:8]), PromcpVersion: me.PromcpVersion, PhysMCPVersion: me.PhysMCPVersion,
-		Locations: me.Locations, Tools: tools, Registered: m.h.started}
+		Locations: me.Locations, Vocabulary: me.Vocabulary, Tools: tools, Registered: m.h.started}
 }
 
 func (m standalone) peer() MeshPeer {

@@ -240,14 +240,9 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	if err != nil {
 		return failErr(err, false)
 	}
-	var locations, vocab []string
-	for _, c := range gw.manifest.Capabilities {
-		locations = append(locations, c.Location)
-		vocab = append(vocab, strings.FieldsFunc(strings.ToLower(c.Name+" "+c.Location+" "+strings.Join(c.Tags, " ")), func(r rune) bool { return r == '_' || r == ' ' })...)
-	}
-	slices.Sort(vocab)
+	locations, vocab := registryWords(gw.manifest)
 	n.member, err = fleet.Join(ctx, n.nc, fleet.MemberConfig{GatewayID: fl.Gateway, Zone: fl.Zone, Tags: fl.Tags, Profile: fl.Profile,
-		Locations: slices.Compact(slices.Sorted(slices.Values(locations))), Vocabulary: slices.Compact(vocab), Log: log}, local)
+		Locations: locations, Vocabulary: vocab, Log: log}, local)
 	if err != nil {
 		return failErr(err, false)
 	}

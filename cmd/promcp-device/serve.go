@@ -681,15 +681,23 @@ func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk clock.Clock, lo
 // physmcp/manifest: a mesh of one); with --fleet the fleet's answers
 // replace them.
 func meshSelf(m *manifests.Manifest) server.MeshSelf {
-	var locations []string
+	locations, vocab := registryWords(m)
+	return server.MeshSelf{ID: m.Gateway, Locations: locations, Vocabulary: vocab, Profile: "full",
+		PhysMCPVersion: fleet.PhysMCPVersion, PromcpVersion: fleet.PromcpVersion}
+}
+
+// registryWords are the locations of m's capabilities ("" for one in the
+// gateway's zone) and the words of their names, locations and tags, each
+// sorted once: what a registry entry says of the gateway, in the fleet
+// and alone.
+func registryWords(m *manifests.Manifest) (locations, vocab []string) {
 	for _, c := range m.Capabilities {
-		if c.Location != "" {
-			locations = append(locations, c.Location)
-		}
+		locations = append(locations, c.Location)
+		vocab = append(vocab, strings.FieldsFunc(strings.ToLower(c.Name+" "+c.Location+" "+strings.Join(c.Tags, " ")), func(r rune) bool { return r == '_' || r == ' ' })...)
 	}
 	slices.Sort(locations)
-	return server.MeshSelf{ID: m.Gateway, Locations: slices.Compact(locations), Profile: "full",
-		PhysMCPVersion: fleet.PhysMCPVersion, PromcpVersion: fleet.PromcpVersion}
+	slices.Sort(vocab)
+	return slices.Compact(locations), slices.Compact(vocab)
 }
 
 // simHardware starts the simulated world of m (its Modbus lines
