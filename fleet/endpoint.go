@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -32,6 +31,13 @@ type EndpointConfig struct {
 	Tokens *server.Tokens
 	Caller server.Caller
 	Log    *slog.Logger
+	// HTTP holds the protections of a gateway's own /mcp that the
+	// endpoint serves behind (server.HTTPConfig): AllowedOrigins (a
+	// foreign browser Origin gets 403), Sessions (the caps, counted over
+	// /mcp and every /mcp/<group>, with the least recently used idle
+	// session ended at a cap, and idle expiry), the body limits and Now.
+	// Its Path, Caller, Tokens, Groups and GroupFunc are the endpoint's.
+	HTTP server.HTTPConfig
 }
 
 // Endpoint is the fleet MCP endpoint a node serves: at /mcp a can_do over
@@ -52,7 +58,6 @@ type Endpoint struct {
 type groupServer struct {
 	gw    string
 	srv   *server.Server
-	http  http.Handler
 	tools map[string]string // routed name → hash of the tool served
 }
 
@@ -79,6 +84,7 @@ func NewEndpoint(v *View, cfg EndpointConfig) (*Endpoint, error) {
 	}); err != nil {
 		return nil, err
 	}
+	root.SetMesh(Mesh{View: v}) // physmcp/* on /mcp and every /mcp/<group>
 	e.root = root
 	v.OnChange(e.sync)
 	e.sync()
@@ -154,7 +160,8 @@ func (e *Endpoint) syncGroup(in Info, g group) error {
 			}); err != nil {
 			return err
 		}
-		gs = &groupServer{gw: gw, srv: srv, tools: map[string]string{}, http: e.streamable(srv, "/mcp/"+g.name)}
+		srv.SetMesh(Mesh{View: e.v})
+		gs = &groupServer{gw: gw, srv: srv, tools: map[string]string{}}
 		e.groups[g.name] = gs
 	}
 	var add []mcpserver.ServerTool
@@ -195,59 +202,31 @@ func (e *Endpoint) syncGroup(in Info, g group) error {
 	return nil
 }
 
-// streamable serves srv over streamable HTTP at path, as the configured
-// caller (or the token's, set by Handler).
-func (e *Endpoint) streamable(srv *server.Server, path string) http.Handler {
-	return mcpserver.NewStreamableHTTPServer(srv.MCP(), mcpserver.WithEndpointPath(path),
-		mcpserver.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
-			if c, ok := r.Context().Value(callerCtx{}).(server.Caller); ok {
-				return server.WithCaller(ctx, c)
-			}
-			return server.WithCaller(ctx, e.cfg.Caller)
-		}))
+// Handler serves the endpoint through a gateway's own HTTP transport
+// (server.Server.HTTPHandler): /mcp and /mcp/<group> (groups coming and
+// going with the registry), PhysMCP's mesh methods (physmcp/list_peers,
+// physmcp/mesh_status, physmcp/manifest) on each, behind the Origin
+// check, bearer tokens when configured, the body limits and the session
+// caps and idle expiry of EndpointConfig.HTTP.
+func (e *Endpoint) Handler() http.Handler { return e.root.HTTPHandler(e.httpConfig()) }
+
+// HTTPServer is an http.Server for Handler with a gateway's timeouts and
+// limits (server.Server.HTTPServer); serve it on a server.LimitListener.
+func (e *Endpoint) HTTPServer() *http.Server { return e.root.HTTPServer(e.httpConfig()) }
+
+func (e *Endpoint) httpConfig() server.HTTPConfig {
+	cfg := e.cfg.HTTP
+	cfg.Path, cfg.Caller, cfg.Tokens, cfg.Groups = "/mcp", e.cfg.Caller, e.cfg.Tokens, nil
+	cfg.GroupFunc = e.group
+	return cfg
 }
 
-type callerCtx struct{}
-
-var groupName = regexp.MustCompile(`^/mcp/([a-z0-9_]+)$`)
-
-// Handler serves the endpoint: /mcp and /mcp/<group>, PhysMCP's mesh
-// methods (physmcp/list_peers, physmcp/mesh_status, physmcp/manifest) on
-// each, bodies at most 1 MiB, and bearer tokens when configured.
-func (e *Endpoint) Handler() http.Handler {
-	rootHTTP := e.streamable(e.root, "/mcp")
-	route := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r.Body = http.MaxBytesReader(w, r.Body, 1<<20)
-		if r.URL.Path == "/mcp" {
-			rootHTTP.ServeHTTP(w, r)
-			return
-		}
-		m := groupName.FindStringSubmatch(r.URL.Path)
-		if m == nil {
-			http.NotFound(w, r)
-			return
-		}
-		e.mu.Lock()
-		gs, ok := e.groups[m[1]]
-		e.mu.Unlock()
-		if !ok {
-			http.Error(w, "no such group: the gateway left the fleet or never joined", http.StatusNotFound)
-			return
-		}
-		gs.http.ServeHTTP(w, r)
-	})
-	h := MeshMethods(route, Mesh{View: e.v})
-	if e.cfg.Tokens == nil {
-		return h
+// group is the server of group name, nil when no gateway serves it now.
+func (e *Endpoint) group(name string) *server.Server {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if gs, ok := e.groups[name]; ok {
+		return gs.srv
 	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		c, known := e.cfg.Tokens.Lookup(strings.TrimSpace(tok))
-		if !ok || !known {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="promcp-fleet"`)
-			http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callerCtx{}, c)))
-	})
+	return nil
 }

@@ -223,6 +223,7 @@ type Server struct {
 	tasks    *taskIndex               // ties task calls to tasks/cancel (WithTasks); nil without
 	live     *subscriptions           // resources and their subscribers (WithResources); nil: none
 	observer Observer                 // told of calls and sessions (WithObserver); nil: none
+	mesh     *meshHolder              // answers physmcp/* (mesh.go); shared with surfaces
 }
 
 // Tool is a registered tool with its kind, as served.
@@ -304,12 +305,14 @@ func WithToolsListChanged() Option { return func(s *Server) { s.listChanged = tr
 func New(name, version string, opts ...Option) (*Server, error) {
 	s := &Server{clock: clock.System{}, ledger: approval.NewLedger(), elicit: approval.NewRandomSigner(),
 		name: name, version: version, provenance: map[string]map[string]any{}}
+	s.mesh = &meshHolder{srv: s}
 	for _, o := range opts {
 		o(s)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.mesh.started = s.clock.Now().UTC()
 	switch s.placement {
 	case "":
 		s.placement = ProvenanceMeta

@@ -118,6 +118,9 @@ type guardLines struct {
 	r   *bufio.Reader
 	buf []byte
 	err error
+	// intercept, when set, may take a message (answering it itself)
+	// instead of passing it on.
+	intercept func(msg []byte) bool
 }
 
 func newGuardLines(r io.Reader) *guardLines { return &guardLines{r: bufio.NewReader(r)} }
@@ -129,6 +132,9 @@ func (g *guardLines) Read(p []byte) (int, error) {
 		}
 		line, err := g.r.ReadBytes('\n')
 		g.err = err
+		if len(line) > 0 && g.intercept != nil && g.intercept(bytes.TrimRight(line, "\r\n")) {
+			continue
+		}
 		if len(line) > 0 {
 			if guarded, changed := guardNumbers(bytes.TrimRight(line, "\r\n")); changed {
 				line = append(guarded, '\n')

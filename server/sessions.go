@@ -378,3 +378,19 @@ func (m boundSessions) Validate(id string) (bool, error) {
 func (m boundSessions) Terminate(id string) (bool, error) {
 	return !m.t.terminate(id, m.caller.Name, m.endpoint, !m.bound), nil
 }
+
+// endAt ends every session opened at endpoint, busy or not (the Server
+// that served it is gone); not one being opened now (pending), which the
+// new Server mints.
+func (t *sessionTable) endAt(endpoint, why string) {
+	t.mu.Lock()
+	var gone []evictedSession
+	for id, e := range t.byID {
+		if e.endpoint == endpoint && !e.pending {
+			t.removeLocked(id, e)
+			gone = append(gone, evictedSession{id, endpoint})
+		}
+	}
+	t.mu.Unlock()
+	t.expireAll(gone, why)
+}

@@ -22,6 +22,7 @@ func (s *Server) Surface(name, instructions string) (*Server, error) {
 		provenance: map[string]map[string]any{}, placement: s.placement,
 		manifestDigest: s.manifestDigest, policyDigest: s.policyDigest}
 	ns.observer = s.observer
+	ns.mesh = s.mesh // a group answers the mesh methods for its gateway
 	v, err := promcp.NewValidator()
 	if err != nil {
 		return nil, err

@@ -32,7 +32,18 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, ca
 	st := mcpserver.NewStdioServer(s.mcp)
 	st.SetErrorLogger(log.New(slogWriter{s.log}, "", 0))
 	st.SetContextFunc(func(ctx context.Context) context.Context { return WithCaller(ctx, caller) })
-	return st.Listen(ctx, newGuardLines(in), out) // 1e309 gets a typed answer: numbers.go
+	lw := &lineWriter{w: out}
+	lines := newGuardLines(in) // 1e309 gets a typed answer: numbers.go
+	var answering sync.WaitGroup
+	defer answering.Wait()
+	lines.intercept = func(msg []byte) bool { // physmcp/* (mesh.go), which mcp-go does not know
+		c, ok := parseMeshCall(msg)
+		if ok {
+			answering.Go(func() { _, _ = lw.Write(append(s.answerMesh(WithCaller(ctx, caller), c), '\n')) })
+		}
+		return ok
+	}
+	return st.Listen(ctx, lines, lw)
 }
 
 // HTTPConfig configures the streamable HTTP transport.
@@ -88,6 +99,12 @@ type HTTPConfig struct {
 	// endpoints together). A session belongs to the endpoint that opened
 	// it: its id is unknown (404) on every other endpoint.
 	Groups map[string]*Server
+	// GroupFunc, when set, finds the groups that come and go while the
+	// handler serves (a fleet endpoint's gateways): a request for
+	// Path + "/" + name that is not in Groups is served by GroupFunc(name)
+	// (nil: 404), behind the same checks and session caps as the others.
+	// A name served by a new Server ends its sessions opened on the old.
+	GroupFunc func(name string) *Server
 }
 
 // HTTP defaults, sized for a Raspberry Pi with 64 MB to spare: at most
@@ -167,10 +184,13 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 		}
 		endpoints[path+"/"+name] = g.streamable(cfg, path+"/"+name, sessions)
 	}
+	dyn := &dynamicGroups{root: s, cfg: cfg, prefix: path + "/", sessions: sessions, byPath: map[string]dynamicGroup{}}
 	sessions.expire = func(id, endpoint, why string) {
 		h, ok := endpoints[endpoint]
 		if !ok {
-			return
+			if h, ok = dyn.handler(endpoint); !ok {
+				return
+			}
 		}
 		// A DELETE through mcp-go's own handler drops everything it keeps
 		// for the session.
@@ -184,7 +204,10 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	}
 	mux := http.NewServeMux()
 	for p, h := range endpoints {
-		mux.Handle(p, guardBodies(h)) // 1e309 gets a typed answer: numbers.go
+		mux.Handle(p, s.meshFront(guardBodies(h))) // physmcp/*: mesh.go; 1e309 gets a typed answer: numbers.go
+	}
+	if cfg.GroupFunc != nil {
+		mux.Handle(path+"/", dyn) // the exact paths above come first
 	}
 	g := &httpGate{
 		next:     mux,
@@ -236,6 +259,69 @@ func (s *Server) streamable(cfg HTTPConfig, path string, sessions *sessionTable)
 		))
 	}
 	return mcpserver.NewStreamableHTTPServer(s.mcp, opts...)
+}
+
+// dynamicGroups serves the groups HTTPConfig.GroupFunc finds, each
+// through one streamable handler for as long as the same Server serves
+// its name.
+type dynamicGroups struct {
+	root     *Server // answers the mesh methods
+	cfg      HTTPConfig
+	prefix   string // Path + "/"
+	sessions *sessionTable
+
+	mu     sync.Mutex
+	byPath map[string]dynamicGroup
+}
+
+type dynamicGroup struct {
+	srv *Server
+	h   http.Handler
+}
+
+func (d *dynamicGroups) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	name, ok := strings.CutPrefix(r.URL.Path, d.prefix)
+	var g *Server
+	if ok && groupPath.MatchString(name) {
+		g = d.cfg.GroupFunc(name)
+	}
+	if g == nil {
+		d.mu.Lock()
+		was, had := d.byPath[r.URL.Path]
+		d.mu.Unlock()
+		if had { // its sessions go with it, in mcp-go too
+			d.sessions.endAt(r.URL.Path, "the group is no longer served")
+			d.mu.Lock()
+			if d.byPath[r.URL.Path].srv == was.srv { // not served anew meanwhile
+				delete(d.byPath, r.URL.Path)
+			}
+			d.mu.Unlock()
+		}
+		jsonRPCError(w, http.StatusNotFound, "no endpoint "+r.URL.Path+" (a group that left, or never was)")
+		return
+	}
+	d.mu.Lock()
+	cur, ok := d.byPath[r.URL.Path]
+	stale := ok && cur.srv != g
+	if !ok || stale {
+		cur = dynamicGroup{srv: g, h: d.root.meshFront(guardBodies(g.streamable(d.cfg, r.URL.Path, d.sessions)))}
+		d.byPath[r.URL.Path] = cur
+	}
+	d.mu.Unlock()
+	if stale {
+		// The sessions opened on the Server that served this name before
+		// are unknown to the new one: they end, and their clients start again.
+		d.sessions.endAt(r.URL.Path, "the group is served anew")
+	}
+	cur.h.ServeHTTP(w, r)
+}
+
+// handler is the handler that serves endpoint, if one does.
+func (d *dynamicGroups) handler(endpoint string) (http.Handler, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g, ok := d.byPath[endpoint]
+	return g.h, ok
 }
 
 // Authenticated puts h behind the authentication of cfg (its tokens and

@@ -151,11 +151,13 @@ func refusalHandlers(f *manifests.Fleet, log *slog.Logger) []nats.Option {
 
 // serveFleetEndpoint serves the fleet MCP endpoint on the fleet file's
 // http address, when it has one.
-func (n *fleetNode) serveFleetEndpoint(tokens *server.Tokens, caller server.Caller, stdout io.Writer, log *slog.Logger) error {
+// It is served behind a gateway's HTTP protections (hc: the Origin check,
+// session caps and idle expiry, body limits).
+func (n *fleetNode) serveFleetEndpoint(tokens *server.Tokens, caller server.Caller, hc server.HTTPConfig, stdout io.Writer, log *slog.Logger) error {
 	if n.file.HTTP == "" {
 		return nil
 	}
-	e, err := fleet.NewEndpoint(n.view, fleet.EndpointConfig{Version: version, Tokens: tokens, Caller: caller, Log: log})
+	e, err := fleet.NewEndpoint(n.view, fleet.EndpointConfig{Version: version, Tokens: tokens, Caller: caller, Log: log, HTTP: hc})
 	if err != nil {
 		return err
 	}
@@ -163,7 +165,7 @@ func (n *fleetNode) serveFleetEndpoint(tokens *server.Tokens, caller server.Call
 	if err != nil {
 		return fmt.Errorf("fleet endpoint %s: %w", n.file.HTTP, err)
 	}
-	n.http = &http.Server{Handler: e.Handler(), ReadHeaderTimeout: server.DefaultReadHeaderTimeout, IdleTimeout: server.DefaultIdleTimeout}
+	n.http = e.HTTPServer() // a gateway's timeouts and limits
 	go n.http.Serve(server.LimitListener(ln, server.DefaultMaxConns))
 	fmt.Fprintf(stdout, "promcp-device: fleet endpoint of %s (%s) on http://%s/mcp: can_do over the fleet; each gateway's tools at /mcp/<gateway>\n",
 		n.file.Gateway, n.file.Role, ln.Addr())
@@ -275,28 +277,23 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	if err != nil {
 		return failErr(err, false)
 	}
-	var locations, vocab []string
-	for _, c := range gw.manifest.Capabilities {
-		locations = append(locations, c.Location)
-		vocab = append(vocab, strings.FieldsFunc(strings.ToLower(c.Name+" "+c.Location+" "+strings.Join(c.Tags, " ")), func(r rune) bool { return r == '_' || r == ' ' })...)
-	}
-	slices.Sort(vocab)
+	locations, vocab := registryWords(gw.manifest)
 	n.member, err = fleet.Join(ctx, n.nc, fleet.MemberConfig{GatewayID: fl.Gateway, Zone: fl.Zone, Tags: fl.Tags, Profile: fl.Profile,
-		Locations: slices.Compact(slices.Sorted(slices.Values(locations))), Vocabulary: slices.Compact(vocab),
+		Locations: locations, Vocabulary: vocab,
 		Shared: n.equipment, Routes: routeRoles(fl), RouteRole: f.role, Log: log}, local)
 	if err != nil {
 		return failErr(err, false)
 	}
 	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log})
 	n.peers.Store(n.view)
-	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: f.role}, stdout, log); err != nil {
+	hc := server.HTTPConfig{AllowedOrigins: f.origins,
+		Sessions: server.SessionLimits{Total: f.maxSessions, PerCaller: f.maxTokenSessions, IdleTTL: f.sessionIdle}}
+	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: f.role}, hc, stdout, log); err != nil {
 		return failErr(err, false)
 	}
-	mesh := fleet.Mesh{View: n.view, Member: n.member}
-	if tokens != nil {
-		mesh.Authorize = bearerOK(tokens)
-	}
-	gw.mesh = func(h http.Handler) http.Handler { return fleet.MeshMethods(h, mesh) }
+	// The gateway's own endpoints (stdio or HTTP, groups included) answer
+	// the mesh methods with the fleet's view from now on.
+	gw.srv.SetMesh(fleet.Mesh{View: n.view, Member: n.member})
 	log.Info("joined the fleet", "gateway", fl.Gateway, "role", fl.Role, "zone", fl.Zone, "hubs", strings.Join(fl.Hubs, ","))
 	return nil
 }
@@ -310,14 +307,6 @@ func routeRoles(fl *manifests.Fleet) map[string]string {
 	return out
 }
 
-func bearerOK(tokens *server.Tokens) func(*http.Request) bool {
-	return func(r *http.Request) bool {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		_, known := tokens.Lookup(strings.TrimSpace(tok))
-		return ok && known
-	}
-}
-
 // cmdHub runs one member of the hub cluster: the NATS server with
 // JetStream (domain hub) that holds the fleet's replicated buckets, the
 // leaf listener the edge gateways dial, and the fleet endpoint.
@@ -327,11 +316,16 @@ func cmdHub(c *cli) int {
 	tokensFile := c.String("tokens", "", "require bearer tokens listed in `FILE` on the fleet endpoint (see promcp-device token add)")
 	role := c.String("role", "operator", "without --tokens: the `ROLE` of every call on the fleet endpoint (each gateway's policy decides)")
 	logLevel := c.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
+	var origins listFlag
+	c.Var(&origins, "allow-origin", "a browser `ORIGIN` allowed to call the fleet endpoint (repeatable); loopback origins are always allowed")
+	maxSessions := c.Int("max-sessions", server.DefaultMaxSessions, "the most MCP sessions open at once on the fleet endpoint (`N`), all tokens together")
+	maxTokenSessions := c.Int("max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "the most MCP sessions one token holds at once (`N`)")
+	sessionIdle := c.Duration("session-idle", server.DefaultSessionIdleTTL, "end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
 	if !c.parse() {
 		return 2
 	}
-	if *file == "" || c.NArg() > 0 || *replicas < 1 || *replicas > 5 {
-		return c.usage("--fleet FILE is required (and --replicas is 1 to 5)")
+	if *file == "" || c.NArg() > 0 || *replicas < 1 || *replicas > 5 || *maxSessions < 1 || *maxTokenSessions < 1 || *sessionIdle <= 0 {
+		return c.usage("--fleet FILE is required (and --replicas is 1 to 5; --max-sessions, --max-sessions-per-token and --session-idle positive)")
 	}
 	log, err := newLoggerFormat(c.stderr, *logLevel, "text")
 	if err != nil {
@@ -380,7 +374,9 @@ func cmdHub(c *cli) int {
 		return 1
 	}
 	defer svc.Close()
-	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: *role}, c.stdout, log); err != nil {
+	hc := server.HTTPConfig{AllowedOrigins: origins,
+		Sessions: server.SessionLimits{Total: *maxSessions, PerCaller: *maxTokenSessions, IdleTTL: *sessionIdle}}
+	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: *role}, hc, c.stdout, log); err != nil {
 		return c.fail(err)
 	}
 	log.Info("hub member running", "name", fl.Gateway, "client", fl.Listen.Client, "leaf", fl.Listen.Leaf, "cluster", fl.Listen.Cluster)

@@ -192,7 +192,8 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	var st struct {
 		Result fleet.MeshStatus `json:"result"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Result.MeshSize != 2 || st.Result.Reachable != 2 {
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || st.Result.MeshSize != 2 || st.Result.Reachable != 2 ||
+		st.Result.Quorum.AlivePeers != 2 {
 		t.Errorf("mesh_status = %+v, %v", st.Result, err)
 	}
 
@@ -204,5 +205,42 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	}
 	if _, errOut, code := runCLI(t, "audit", "tail", "--fleet", "--nats", hub.ClientURL(), "-n", "5", "--timeout", "3s"); code != 1 {
 		t.Errorf("audit tail --fleet without an identity: exit %d: %s; want 1", code, errOut)
+	}
+
+	// The fleet endpoint is behind a gateway's Origin check: a foreign
+	// browser origin is refused, on /mcp (mesh methods included) and on a
+	// gateway's group.
+	for _, u := range []string{url, url + "/gw_b"} {
+		if code, body := postRPC(t, u, "https://evil.example", "physmcp/mesh_status"); code != http.StatusForbidden {
+			t.Errorf("physmcp/mesh_status on %s from a foreign origin: status %d, want 403: %s", u, code, body)
+		}
+	}
+
+	// A gateway joined over stdio answers the mesh methods with the
+	// fleet's view, on its MCP client's own session.
+	if out, err := exec.Command(binary, "fleet", "add-gateway", fdir, "gw_d").CombinedOutput(); err != nil {
+		t.Fatalf("fleet add-gateway gw_d: %v\n%s", err, out)
+	}
+	fd := gwFile("gw_d", "west", "")
+	sd := stdioSession(t, mcp.LATEST_PROTOCOL_VERSION, "--manifest", greenhouse, "--fleet", fd)
+	var ms fleet.MeshStatus
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if e := sd.meshCall("physmcp/mesh_status", 950, &ms); e != nil {
+			t.Fatalf("physmcp/mesh_status over stdio with --fleet: %+v", e)
+		}
+		if ms.MeshSize == 3 && ms.Reachable == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("mesh_status over stdio never counted gw_d: %+v", ms)
+		}
+		select { // poll until gw_d has registered
+		case <-time.After(200 * time.Millisecond):
+		case <-t.Context().Done():
+			t.Fatal(t.Context().Err())
+		}
+	}
+	if ms.Node != "gw_d" || ms.Role != "thin-edge" || ms.Reachable != 3 || ms.Quorum.AlivePeers != 3 {
+		t.Errorf("mesh_status over stdio with --fleet = %+v", ms)
 	}
 }

@@ -17,9 +17,10 @@ import (
 	"github.com/promcp/promcp-device/server"
 )
 
-func cmdLint(c *cli) int {
+func cmdLint(c *cli) (code int) {
 	lf := addLintFlags(c)
 	tokensFile := c.FlagSet.String("tokens", "", "also check the roles of the tokens `FILE` against each manifest's policy (undeclared, or one edit from a declared role)")
+	c.args = flagsFirst(c.FlagSet, c.args) // lint FILE --strict as lint --strict FILE
 	if !c.parse() {
 		return 2
 	}
@@ -27,12 +28,18 @@ func cmdLint(c *cli) int {
 		return lintSurface(c.ctx, lf, c.Args(), c.stdout, c.stderr)
 	}
 	if c.NArg() == 0 {
-		return c.usage("name at least one manifest or scenario FILE, a tool list FILE.json, --url URL or -- COMMAND ARGS...")
+		return c.usage("name at least one manifest, policy, fleet, scenario or site test FILE, a tool list FILE.json, --url URL or -- COMMAND ARGS...")
 	}
-	code := 0
 	// A manifest's lint checks its policy: linting both files reports an
 	// error of the policy once, not once per file.
-	c.stdout = &onceLines{w: c.stdout, seen: map[string]bool{}}
+	warnings := &warningCount{w: &onceLines{w: c.stdout, seen: map[string]bool{}}}
+	c.stdout = warnings
+	defer func() {
+		if lf.strict && warnings.n > 0 && code == 0 {
+			fmt.Fprintf(c.stderr, "promcp-device lint: %d warnings, and --strict makes warnings fail\n", warnings.n)
+			code = 1
+		}
+	}()
 	for _, path := range c.Args() {
 		if !lintFile(path, c.stdout) {
 			code = 1
@@ -89,14 +96,24 @@ func lintTokens(manifest, file string, stdout io.Writer) bool {
 	return ok
 }
 
-// lintFile checks one file: a scenario, a policy (with the manifest beside
-// it) or a manifest (with its policy). It reports whether it passed.
+// lintFile checks one file, of the kind its content says: a scenario, a
+// fleet file, a site test, a policy (with the manifest beside it) or a
+// manifest (with its policy). It reports whether it passed.
 func lintFile(path string, stdout io.Writer) bool {
-	if data, err := os.ReadFile(path); err == nil && manifests.IsScenario(data) {
-		return lintScenario(path, data, stdout)
-	}
-	if data, err := os.ReadFile(path); err == nil && manifests.IsCompanion(path) && !manifests.IsPhysMCP(data) {
-		return lintPolicyFile(path, stdout)
+	if data, err := os.ReadFile(path); err == nil { // else Load says why
+		switch kind := manifests.KindOf(data); {
+		case kind == manifests.KindScenario:
+			return lintScenario(path, data, stdout)
+		case kind == manifests.KindFleet:
+			return lintFleet(path, data, stdout)
+		case kind == manifests.KindSiteTest:
+			return lintSiteTest(path, stdout)
+		case kind == manifests.KindPolicy || kind == manifests.KindPhysMCPPolicy ||
+			manifests.IsCompanion(path) && (kind == manifests.KindUnknown || kind == manifests.KindNotYAMLMapping):
+			return lintPolicyFile(path, stdout)
+		case kind == manifests.KindUnknown:
+			return unknownKind(path, data, stdout)
+		}
 	}
 	m, err := manifests.Load(path)
 	if err != nil {

@@ -60,7 +60,9 @@ func addLintFlags(c *cli) *lintFlags {
 // surface reports whether this lint is of a tool surface (a tool-list JSON
 // file or a live server) rather than of manifests and scenarios.
 func (lf *lintFlags) surface(files []string) bool {
-	if lf.url != "" || len(lf.command) > 0 || lf.asJSON || lf.strict || lf.callReads || lf.manifest != "" || lf.group != "" {
+	// --strict alone does not say: with manifests, policies, fleet files,
+	// scenarios or site tests it makes their warnings fail.
+	if lf.url != "" || len(lf.command) > 0 || lf.asJSON || lf.callReads || lf.manifest != "" || lf.group != "" {
 		return true
 	}
 	for _, f := range files {

@@ -25,6 +25,7 @@ import (
 	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/sysfs"
+	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/jobs"
@@ -525,14 +526,6 @@ func (hl *httpListener) Close() {
 func serveHTTP(ctx context.Context, gw *openedGateway, hl *httpListener, cfg server.HTTPConfig, stdout, stderr io.Writer, log *slog.Logger) int {
 	addr := hl.addr
 	hs := gw.srv.HTTPServer(cfg)
-	if gw.mesh != nil {
-		hs.Handler = gw.mesh(hs.Handler) // physmcp/* methods (--fleet)
-		if len(cfg.Certs) > 0 {
-			// The mesh methods are answered before the MCP endpoint's own
-			// check, which they only know for bearer tokens.
-			hs.Handler = gw.srv.Authenticated(hs.Handler, cfg)
-		}
-	}
 	hs.Handler = gw.ops.wrap(hs.Handler, cfg.Tokens, cfg.Certs)
 	scheme := "http"
 	if hl.tls != nil {
@@ -612,10 +605,7 @@ type openedGateway struct {
 	policy  *manifests.Policy // the policy it runs under, or nil
 	// historyDB is the capabilities' history under --state; nil in memory.
 	historyDB io.Closer
-	// mesh, with --fleet, answers the physmcp/* methods in front of the
-	// endpoint.
-	mesh func(http.Handler) http.Handler
-	ops  *opsEndpoints // /metrics, /healthz, /readyz; nil over stdio or with --metrics off
+	ops       *opsEndpoints // /metrics, /healthz, /readyz; nil over stdio or with --metrics off
 }
 
 func (g *openedGateway) Close() error {
@@ -710,6 +700,7 @@ func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk clock.Clock, lo
 		server.WithClock(clk),
 		server.WithInstructions(instructions(m)),
 		server.WithResources(),
+		server.WithMeshSelf(meshSelf(m)),
 	}
 	if o.approvals != nil {
 		sopts = append(sopts, server.WithApprovals(o.approvals))
@@ -724,6 +715,30 @@ func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk clock.Clock, lo
 		sopts = append(sopts, server.WithTasks())
 	}
 	return sopts
+}
+
+// meshSelf is who the gateway says it is in PhysMCP's mesh methods while
+// it stands alone (physmcp/list_peers, physmcp/mesh_status,
+// physmcp/manifest: a mesh of one); with --fleet the fleet's answers
+// replace them.
+func meshSelf(m *manifests.Manifest) server.MeshSelf {
+	locations, vocab := registryWords(m)
+	return server.MeshSelf{ID: m.Gateway, Locations: locations, Vocabulary: vocab, Profile: "full",
+		PhysMCPVersion: fleet.PhysMCPVersion, PromcpVersion: fleet.PromcpVersion}
+}
+
+// registryWords are the locations of m's capabilities ("" for one in the
+// gateway's zone) and the words of their names, locations and tags, each
+// sorted once: what a registry entry says of the gateway, in the fleet
+// and alone.
+func registryWords(m *manifests.Manifest) (locations, vocab []string) {
+	for _, c := range m.Capabilities {
+		locations = append(locations, c.Location)
+		vocab = append(vocab, strings.FieldsFunc(strings.ToLower(c.Name+" "+c.Location+" "+strings.Join(c.Tags, " ")), func(r rune) bool { return r == '_' || r == ' ' })...)
+	}
+	slices.Sort(locations)
+	slices.Sort(vocab)
+	return slices.Compact(locations), slices.Compact(vocab)
 }
 
 // simHardware starts the simulated world of m (its Modbus lines
