@@ -13,33 +13,41 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/lint-fleet/*.gol
 
 // lintCase is a directory of files (name → content; a name ending in
 // ".secret" is written mode 0600, ".open" 0644 and renamed without the
-// suffix) and the lint command run in it.
+// suffix) and the lint command run in it. With fleet, the directory first
+// gets a fleet made by the binary (fleet init fleet --hubs hub1 --gateways
+// gw1), whose files the fleet files name; chmod then changes modes in it.
 type lintCase struct {
 	name  string
 	files map[string]string
 	args  []string // after "lint"; FILE names are relative to the directory
+	fleet bool
+	chmod map[string]os.FileMode
 }
 
-const goodCreds = "gw1\ngw1-secret\n"
+const (
+	gwTrust  = "identity: fleet/gw1/gw1.nk\nca: fleet/gw1/ca.crt\n"
+	hubTrust = "identity: fleet/hub1/hub1.nk\nca: fleet/hub1/ca.crt\ncert: fleet/hub1/hub1.crt\nkey: fleet/hub1/hub1.key\nidentities: fleet/identities\n"
+)
 
 var lintFleetCases = []lintCase{
-	{"edge-ok", map[string]string{"gw1.yml": "version: 1\nrole: edge\ngateway: gw1\nzone: north\nhubs: [nats://127.0.0.1:7422]\nstore: store\ncredentials: gw1.credentials\n",
-		"gw1.credentials.secret": goodCreds}, []string{"gw1.yml"}},
-	{"edge-no-hubs", map[string]string{"gw1.yml": "version: 1\nrole: edge\ngateway: gw1\ncredentials: gw1.credentials\n",
-		"gw1.credentials.secret": goodCreds}, []string{"gw1.yml"}},
-	{"credentials-missing", map[string]string{"gw1.yml": "version: 1\nrole: thin-edge\ngateway: gw1\nhubs: [nats://127.0.0.1:4222]\ncredentials: nowhere.credentials\n"},
-		[]string{"gw1.yml"}},
-	{"credentials-open", map[string]string{"gw1.yml": "version: 1\nrole: thin-edge\ngateway: gw1\nhubs: [nats://127.0.0.1:4222]\ncredentials: gw1.credentials\n",
-		"gw1.credentials.open": goodCreds}, []string{"gw1.yml"}},
-	{"hub-two-members", map[string]string{"hub1.yml": "version: 1\nrole: hub\ngateway: hub1\nlisten: {client: 127.0.0.1:4222, cluster: 127.0.0.1:6222, leaf: 127.0.0.1:7422}\n" +
-		"cluster:\n  peers: [nats://127.0.0.1:6223]\nhttp: 127.0.0.1:8090\ncredentials: hub.credentials\n",
-		"hub.credentials.secret": "hub1\nhub-secret\n"}, []string{"hub1.yml", "--strict"}},
-	{"hub-lists-itself", map[string]string{"hub1.yml": "version: 1\nrole: hub\ngateway: hub1\nlisten: {client: 127.0.0.1:4222, cluster: 127.0.0.1:6222, leaf: 127.0.0.1:7422}\n" +
-		"cluster:\n  peers: [nats://127.0.0.1:6222, nats://127.0.0.1:6223, nats://127.0.0.1:6224, nats://127.0.0.1:6223]\nstore: store\nhttp: 127.0.0.1:8090\ncredentials: hub.credentials\n",
-		"hub.credentials.secret": "hub1\nhub-secret\n"}, []string{"--strict", "hub1.yml"}},
-	{"insecure-strict", map[string]string{"gw1.yml": "version: 1\nrole: thin-edge\ngateway: gw1\nhubs: [nats://127.0.0.1:4222, nats://127.0.0.1:4222]\ninsecure: true\n"},
-		[]string{"gw1.yml", "--strict"}},
-	{"unknown-kind", map[string]string{"what.yml": "colour: blue\nsize: 3\n"}, []string{"what.yml"}},
+	{name: "edge-ok", files: map[string]string{"gw1.yml": "version: 1\nrole: edge\ngateway: gw1\nzone: north\nhubs: [nats://127.0.0.1:7422]\nstore: store\n" + gwTrust},
+		args: []string{"gw1.yml"}, fleet: true},
+	{name: "edge-no-hubs", files: map[string]string{"gw1.yml": "version: 1\nrole: edge\ngateway: gw1\n" + gwTrust},
+		args: []string{"gw1.yml"}, fleet: true},
+	{name: "identity-missing", files: map[string]string{"gw1.yml": "version: 1\nrole: thin-edge\ngateway: gw1\nhubs: [nats://127.0.0.1:4222]\nidentity: fleet/gw1/nowhere.nk\nca: fleet/gw1/ca.crt\n"},
+		args: []string{"gw1.yml"}, fleet: true},
+	{name: "identity-open", files: map[string]string{"gw1.yml": "version: 1\nrole: thin-edge\ngateway: gw1\nhubs: [nats://127.0.0.1:4222]\n" + gwTrust},
+		args: []string{"gw1.yml"}, fleet: true, chmod: map[string]os.FileMode{"fleet/gw1/gw1.nk": 0o644}},
+	{name: "old-credentials", files: map[string]string{"gw1.yml": "version: 1\nrole: thin-edge\ngateway: gw1\nhubs: [nats://127.0.0.1:4222]\ncredentials: gw1.credentials\n",
+		"gw1.credentials.secret": "gw1\ngw1-secret\n"}, args: []string{"gw1.yml"}},
+	{name: "hub-two-members", files: map[string]string{"hub1.yml": "version: 1\nrole: hub\ngateway: hub1\nlisten: {client: 127.0.0.1:4222, cluster: 127.0.0.1:6222, leaf: 127.0.0.1:7422}\n" +
+		"cluster:\n  peers: [nats://127.0.0.1:6223]\nhttp: 127.0.0.1:8090\n" + hubTrust}, args: []string{"hub1.yml", "--strict"}, fleet: true},
+	{name: "hub-lists-itself", files: map[string]string{"hub1.yml": "version: 1\nrole: hub\ngateway: hub1\nlisten: {client: 127.0.0.1:4222, cluster: 127.0.0.1:6222, leaf: 127.0.0.1:7422}\n" +
+		"cluster:\n  peers: [nats://127.0.0.1:6222, nats://127.0.0.1:6223, nats://127.0.0.1:6224, nats://127.0.0.1:6223]\nstore: store\nhttp: 127.0.0.1:8090\n" + hubTrust},
+		args: []string{"--strict", "hub1.yml"}, fleet: true},
+	{name: "insecure-strict", files: map[string]string{"gw1.yml": "version: 1\nrole: thin-edge\ngateway: gw1\nhubs: [nats://127.0.0.1:4222, nats://127.0.0.1:4222]\ninsecure: true\n"},
+		args: []string{"gw1.yml", "--strict"}},
+	{name: "unknown-kind", files: map[string]string{"what.yml": "colour: blue\nsize: 3\n"}, args: []string{"what.yml"}},
 }
 
 // TestLintFleetGolden: lint takes fleet files, told by their content,
@@ -51,6 +59,16 @@ func TestLintFleetGolden(t *testing.T) {
 	for _, c := range lintFleetCases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
+			if c.fleet {
+				if _, errOut, code := runCLI(t, "fleet", "init", filepath.Join(dir, "fleet"), "--hubs", "hub1", "--gateways", "gw1"); code != 0 {
+					t.Fatalf("fleet init: exit %d: %s", code, errOut)
+				}
+			}
+			for name, mode := range c.chmod {
+				if err := os.Chmod(filepath.Join(dir, name), mode); err != nil {
+					t.Fatal(err)
+				}
+			}
 			for name, body := range c.files {
 				mode := os.FileMode(0o644)
 				if n, ok := strings.CutSuffix(name, ".secret"); ok {
