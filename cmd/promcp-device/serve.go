@@ -60,10 +60,10 @@ type serveFlags struct {
 	origins                                              listFlag
 	audit                                                *auditConfig
 	notify                                               *notifyConfig // --notify-*: push waiting approvals to people
-	provenance                                           string // where the provenance envelope goes: meta or inline
-	console                                              bool   // serve the operator console at /console
-	consoleApprovers                                     string // the roles that approve in the console
-	consoleSecureCookie                                  bool   // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
+	provenance                                           string        // where the provenance envelope goes: meta or inline
+	console                                              bool          // serve the operator console at /console
+	consoleApprovers                                     string        // the roles that approve in the console
+	consoleSecureCookie                                  bool          // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
 	users                                                *console.Users
 	desk                                                 *server.Desk
 	fleetFile                                            string                 // --fleet: join the fleet this file describes
