@@ -59,13 +59,13 @@ type serveFlags struct {
 	extraArg                                             string // the first of them, to name it
 	origins                                              listFlag
 	audit                                                *auditConfig
-	notify                                               *notifyConfig // --notify-*: push waiting approvals to people
-	provenance                                           string        // where the provenance envelope goes: meta or inline
-	console                                              bool          // serve the operator console at /console
-	consoleApprovers                                     string        // the roles that approve in the console
-	consoleSecureCookie                                  bool          // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
+	provenance                                           string // where the provenance envelope goes: meta or inline
+	console                                              bool   // serve the operator console at /console
+	consoleApprovers                                     string // the roles that approve in the console
+	consoleSecureCookie                                  bool   // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
 	users                                                *console.Users
 	desk                                                 *server.Desk
+	notify                                               *notifyConfig
 	fleetFile                                            string                 // --fleet: join the fleet this file describes
 	certs                                                []*server.CertVerifier // the policy's mtls identity providers
 }
