@@ -6,9 +6,10 @@
 // the operator console.
 //
 // Delivery never blocks the do_* call that put the request on the desk:
-// Waiting only queues a message (a bounded queue; when it is full the
-// message is dropped with a log line), and a worker delivers it, retrying a
-// failed delivery a few times with a growing pause.
+// Waiting only queues a message (a bounded queue per destination; when it
+// is full the message is dropped with a log line), and the destination's
+// worker delivers it, retrying a failed delivery a few times with a growing
+// pause; a slow receiver delays no other.
 package notify
 
 import (
@@ -144,22 +145,22 @@ type Pending struct {
 
 // Notifier delivers messages about waiting requests.
 type Notifier struct {
-	cfg   Config
-	queue chan job
-	done  chan struct{}
-	stop  context.CancelFunc
-	ctx   context.Context
+	cfg    Config
+	dests  []dest // one queue and worker each: a slow receiver delays no other
+	stop   context.CancelFunc
+	ctx    context.Context
+	worker sync.WaitGroup
 
 	mu      sync.Mutex
 	cancels map[string]func() // pending reminders, by request id
 	closed  bool
 }
 
-// job is one message to one destination.
-type job struct {
-	dest string // "webhook N" or "mqtt"
-	hook *Webhook
-	msg  Message
+// dest is one destination with its queue.
+type dest struct {
+	name  string   // "webhook N (URL)" or "mqtt TOPIC"
+	hook  *Webhook // nil for MQTT
+	queue chan Message
 }
 
 // New starts a notifier; Close stops it.
@@ -201,9 +202,18 @@ func New(cfg Config) (*Notifier, error) {
 	}
 	cfg.ConsoleURL = strings.TrimRight(cfg.ConsoleURL, "/")
 	ctx, stop := context.WithCancel(context.Background())
-	n := &Notifier{cfg: cfg, queue: make(chan job, cfg.Queue), done: make(chan struct{}), ctx: ctx, stop: stop,
-		cancels: map[string]func(){}}
-	go n.run()
+	n := &Notifier{cfg: cfg, ctx: ctx, stop: stop, cancels: map[string]func(){}}
+	for i := range n.cfg.Webhooks {
+		w := &n.cfg.Webhooks[i]
+		n.dests = append(n.dests, dest{name: "webhook " + strconv.Itoa(i+1) + " (" + w.URL + ")", hook: w, queue: make(chan Message, cfg.Queue)})
+	}
+	if cfg.MQTT != nil {
+		n.dests = append(n.dests, dest{name: "mqtt " + cfg.MQTTTopic, queue: make(chan Message, cfg.Queue)})
+	}
+	for _, d := range n.dests {
+		n.worker.Add(1)
+		go n.run(d)
+	}
 	return n, nil
 }
 
@@ -247,53 +257,47 @@ func (n *Notifier) remind(r server.Request) {
 // a log line) where the queue is full.
 func (n *Notifier) send(event string, r server.Request) {
 	msg := n.message(event, r)
-	var jobs []job
-	for i := range n.cfg.Webhooks {
-		w := &n.cfg.Webhooks[i]
+	for _, d := range n.dests {
 		m := msg
-		m.Topic = w.Topic
-		jobs = append(jobs, job{dest: "webhook " + strconv.Itoa(i+1) + " (" + w.URL + ")", hook: w, msg: m})
-	}
-	if n.cfg.MQTT != nil {
-		jobs = append(jobs, job{dest: "mqtt " + n.cfg.MQTTTopic, msg: msg})
-	}
-	for _, j := range jobs {
+		if d.hook != nil {
+			m.Topic = d.hook.Topic
+		}
 		select {
-		case n.queue <- j:
+		case d.queue <- m:
 		default:
-			n.cfg.Log.Warn("notify: queue full, message dropped", "request", r.ID, "event", event, "to", j.dest, "queue", n.cfg.Queue)
+			n.cfg.Log.Warn("notify: queue full, message dropped", "request", r.ID, "event", event, "to", d.name, "queue", n.cfg.Queue)
 		}
 	}
 }
 
-// run delivers the queued messages until Close.
-func (n *Notifier) run() {
-	defer close(n.done)
+// run delivers d's queued messages until Close.
+func (n *Notifier) run(d dest) {
+	defer n.worker.Done()
 	for {
 		select {
 		case <-n.ctx.Done():
 			return
-		case j := <-n.queue:
-			n.deliver(j)
+		case m := <-d.queue:
+			n.deliver(d, m)
 		}
 	}
 }
 
-// deliver sends j, retrying a failed attempt with a growing pause.
-func (n *Notifier) deliver(j job) {
+// deliver sends m to d, retrying a failed attempt with a growing pause.
+func (n *Notifier) deliver(d dest, m Message) {
 	pause := n.cfg.Backoff
 	for attempt := 0; ; attempt++ {
-		err := n.attempt(j)
+		err := n.attempt(d, m)
 		if err == nil {
-			n.cfg.Log.Info("notify: delivered", "request", j.msg.Request.ID, "event", j.msg.Event, "to", j.dest)
+			n.cfg.Log.Info("notify: delivered", "request", m.Request.ID, "event", m.Event, "to", d.name)
 			return
 		}
 		if attempt >= n.cfg.Retries {
-			n.cfg.Log.Warn("notify: message dropped after retries", "request", j.msg.Request.ID, "event", j.msg.Event,
-				"to", j.dest, "attempts", attempt+1, "err", err)
+			n.cfg.Log.Warn("notify: message dropped after retries", "request", m.Request.ID, "event", m.Event,
+				"to", d.name, "attempts", attempt+1, "err", err)
 			return
 		}
-		n.cfg.Log.Warn("notify: delivery failed, retrying", "request", j.msg.Request.ID, "to", j.dest, "in", pause, "err", err)
+		n.cfg.Log.Warn("notify: delivery failed, retrying", "request", m.Request.ID, "to", d.name, "in", pause, "err", err)
 		select {
 		case <-n.ctx.Done():
 			return
@@ -303,35 +307,40 @@ func (n *Notifier) deliver(j job) {
 	}
 }
 
-func (n *Notifier) attempt(j job) error {
-	body, err := json.Marshal(j.msg)
+func (n *Notifier) attempt(d dest, m Message) error {
+	body, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encoding the message: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(n.ctx, DefaultTimeout)
 	defer cancel()
-	if j.hook == nil {
+	if d.hook == nil {
 		return n.cfg.MQTT.Publish(ctx, n.cfg.MQTTTopic, body, false)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.hook.URL, bytes.NewReader(body))
+	return n.post(ctx, d.hook, m.Event, body)
+}
+
+// post POSTs body to the webhook w, signed when it has a secret.
+func (n *Notifier) post(ctx context.Context, w *Webhook, event string, body []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("webhook %s: %w", j.hook.URL, err)
+		return fmt.Errorf("webhook %s: %w", w.URL, err)
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set(HeaderEvent, j.msg.Event)
-	if j.hook.Secret != nil {
+	req.Header.Set(HeaderEvent, event)
+	if w.Secret != nil {
 		ts := strconv.FormatInt(n.cfg.Now().Unix(), 10)
 		req.Header.Set(HeaderTimestamp, ts)
-		req.Header.Set(HeaderSignature, Sign(j.hook.Secret, ts, body))
+		req.Header.Set(HeaderSignature, Sign(w.Secret, ts, body))
 	}
 	resp, err := n.cfg.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("webhook %s: %w", j.hook.URL, err)
+		return fmt.Errorf("webhook %s: %w", w.URL, err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("webhook %s: HTTP %s", j.hook.URL, resp.Status)
+		return fmt.Errorf("webhook %s: HTTP %s", w.URL, resp.Status)
 	}
 	return nil
 }
@@ -373,5 +382,5 @@ func (n *Notifier) Close() {
 	}
 	n.mu.Unlock()
 	n.stop()
-	<-n.done
+	n.worker.Wait()
 }
