@@ -68,6 +68,17 @@ func Text(r server.Request, what string, now time.Time) string {
 // Why turns the policy's reason for asking a person (written about the
 // tool) into words for that person.
 func Why(tool, reason string) string {
+	// The policy's reason may carry, in parentheses, what the agent is to
+	// do about it: that is not for the person.
+	const needs = " needs a human's approval"
+	if i := strings.Index(reason, needs); i >= 0 {
+		reason = reason[:i+len(needs)]
+	}
+	for _, agentWords := range []string{" (a person who holds", " (a reading the action depends on", " (confirm through your MCP client"} {
+		if i := strings.Index(reason, agentWords); i >= 0 {
+			reason = reason[:i]
+		}
+	}
 	rest := strings.TrimSpace(strings.TrimPrefix(reason, tool))
 	switch {
 	case strings.HasPrefix(rest, "with a value above "), strings.HasPrefix(rest, "with a value below "):
