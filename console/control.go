@@ -52,7 +52,9 @@ func (c *Console) set(w http.ResponseWriter, r *http.Request) {
 		c.flash(w, r, true, fmt.Sprintf("%s: can_do: %v", what, err))
 		return
 	}
-	if len(rep.Candidates) == 0 || rep.Candidates[0].Permission != promcp.Allowed {
+	// A value that needs a person's approval goes on: the call waits on the
+	// desk, as the person's own request, for somebody else to approve.
+	if len(rep.Candidates) == 0 || (rep.Candidates[0].Permission != promcp.Allowed && rep.Candidates[0].Permission != promcp.RequiresHumanApproval) {
 		reason := "not allowed"
 		if len(rep.Blocked) > 0 {
 			reason = string(rep.Blocked[0].Permission) + ": " + rep.Blocked[0].Reason
