@@ -62,7 +62,7 @@ func (c *Console) set(w http.ResponseWriter, r *http.Request) {
 			reason = string(rep.Candidates[0].Permission) + ": " + rep.Candidates[0].Reason
 		}
 		c.cfg.Log.Info("console: manual set refused by policy", "caller", v.Name, "role", v.Role, "tool", tool, "value", raw, "reason", reason)
-		c.flash(w, r, true, fmt.Sprintf("%s refused by the policy (%s)", what, reason))
+		c.flash(w, r, true, fmt.Sprintf("%s refused by the policy (%s)", what, humanize(reason)))
 		return
 	}
 	key := "console-" + v.Name + "-" + randomString()[:16]
@@ -77,7 +77,7 @@ func (c *Console) set(w http.ResponseWriter, r *http.Request) {
 		if reason == "" && res.Error != nil {
 			reason = res.Error.Message
 		}
-		c.flash(w, r, true, fmt.Sprintf("%s: %s %s (%s)", what, res.Status, res.Permission, reason))
+		c.flash(w, r, true, fmt.Sprintf("%s: %s %s (%s)", what, res.Status, res.Permission, humanize(reason)))
 		return
 	}
 	c.flash(w, r, false, fmt.Sprintf("%s: done by %s (applied %s)", what, v.Name, withUnit(formatValue(res.AppliedValue), unit)))
