@@ -198,7 +198,7 @@ func TestConfigRefused(t *testing.T) {
 
 func TestHumanWords(t *testing.T) {
 	for d, want := range map[time.Duration]string{281 * time.Second: "4 min 41 s", 2 * time.Minute: "2 min", 12 * time.Second: "12 s",
-		2*time.Hour + 5*time.Minute: "2 h 5 min", 0: "0 s", 50 * time.Hour: "2 d 2 h"} {
+		2*time.Hour + 5*time.Minute: "2 h 5 min", 0: "0 s", 50 * time.Hour: "2 d 2 h", time.Hour: "1 h"} {
 		if got := notify.Duration(d); got != want {
 			t.Errorf("Duration(%s) = %q, want %q", d, got, want)
 		}

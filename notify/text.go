@@ -139,8 +139,10 @@ func Duration(d time.Duration) string {
 	switch {
 	case h >= 24:
 		return fmt.Sprintf("%d d %d h", h/24, h%24)
-	case h > 0:
+	case h > 0 && m > 0:
 		return fmt.Sprintf("%d h %d min", h, m)
+	case h > 0:
+		return fmt.Sprintf("%d h", h)
 	case m > 0 && s > 0:
 		return fmt.Sprintf("%d min %d s", m, s)
 	case m > 0:

@@ -54,7 +54,7 @@ func TestConsoleChartsAndManualControlInChromium(t *testing.T) {
 	waitJS(t, ctx, "a degraded bucket on the chart", chart+`.getAttribute("data-bad") >= 1 && `+chart+`.querySelector("rect.qb.q-degraded") !== null`)
 	label, _ := chromedp.Run(ctx, chromedp.Evaluate[string](chart+`.querySelector("svg").getAttribute("aria-label")`))
 	t.Logf("site power chart: %s", label)
-	if shot := os.Getenv("PROMCP_DOCS_SCREENSHOT"); shot != "" {
+	if shot := os.Getenv("PROMCP_CHART_SCREENSHOT"); shot != "" {
 		png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#values")))
 		if err != nil {
 			t.Fatal(err)
@@ -143,4 +143,46 @@ func waitAcrossNavigation(t *testing.T, ctx context.Context, what, js string) {
 		}
 	}
 	t.Fatalf("waiting for %s: %v", what, err)
+}
+
+// TestConsoleScreenshotForDocs makes the screenshot the README shows
+// (docs/console-chart.png), when PROMCP_DOCS_SCREENSHOT names the file: the
+// greenhouse at 20 simulated seconds a real second, so that its charts
+// hold 25 minutes of history, with the meter's implausible readings of
+// the first minutes shaded as degraded buckets.
+func TestConsoleScreenshotForDocs(t *testing.T) {
+	out := os.Getenv("PROMCP_DOCS_SCREENSHOT")
+	if out == "" {
+		t.Skip("PROMCP_DOCS_SCREENSHOT=FILE makes the README's screenshot")
+	}
+	ctx := browser(t)
+	site := startConsoleSite(t, "--time-scale", "20")
+	if err := chromedp.Do(ctx,
+		chromedp.EmulateViewport(800, 1250),
+		chromedp.Navigate(site.base+"/console/"),
+		chromedp.WaitVisible(chromedp.CSS("#password")),
+		chromedp.SendKeys(chromedp.CSS("#name"), "sue"),
+		chromedp.SendKeys(chromedp.CSS("#password"), site.suePW),
+		chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS("#values")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	// Each poll asks for the last hour again, until it holds 25 buckets.
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](`(document.querySelectorAll("button.range[data-range='1h']").forEach(b => b.click()),
+		document.querySelector('.chart[data-cap="site_power"]').getAttribute("data-buckets") >= 25)`,
+		chromedp.WithPollingInterval(2*time.Second), chromedp.WithPollingTimeout(2*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector("#v-read_fan_running").scrollIntoView(); ""`)); err != nil {
+		t.Fatal(err)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("screenshot %s (%d bytes)", out, len(shot))
 }

@@ -43,15 +43,16 @@
   // bucket that is not good shaded by its worst quality.
   function draw(box, d) {
     box.textContent = "";
-    var W = 600, H = 120, L = 44, B = 16, T = 6;
+    var W = 600, H = 84, L = 70, B = 14, T = 5;
+    var bool = d.buckets.some(function (b) { return typeof b.value === "boolean"; });
     var t0 = Date.parse(d.since), t1 = Date.parse(d.until), span = Math.max(t1 - t0, 1);
     var svg = el("svg", { viewBox: "0 0 " + W + " " + H, "class": "spark", role: "img" }, box);
     var x = function (t) { return L + (t - t0) / span * (W - L - 2); };
     var bw = Math.max(d.step_ms / span * (W - L - 2), 1);
     var vals = d.buckets.map(function (b) { return num(b.value); }).filter(function (v) { return v !== null; });
     var lo = Math.min.apply(null, vals), hi = Math.max.apply(null, vals);
-    if (!vals.length) { lo = 0; hi = 1; }
-    if (hi === lo) { lo -= 1; hi += 1; }
+    if (!vals.length || bool) { lo = 0; hi = 1; }
+    if (hi === lo) { var pad = Math.max(Math.abs(hi) * 0.01, 0.5); lo -= pad; hi += pad; }
     var y = function (v) { return T + (hi - v) / (hi - lo) * (H - T - B); };
     el("rect", { x: L, y: T, width: W - L - 2, height: H - T - B, "class": "plot" }, svg);
     var gaps = 0, bad = 0, path = "", prevEnd = t0;
@@ -79,9 +80,13 @@
       el("rect", { x: x(prevEnd), y: T, width: Math.max(x(t1) - x(prevEnd), 1), height: H - T - B, "class": "gap" }, svg);
     }
     if (path) { el("path", { d: path, "class": "line" }, svg); }
+    d.buckets.forEach(function (b) { // a dot on each bucket, so a lone one shows
+      var v = num(b.value);
+      if (v !== null) { el("circle", { cx: (x(Date.parse(b.start)) + bw / 2).toFixed(1), cy: y(v).toFixed(1), r: 1.8, "class": "dot" }, svg); }
+    });
     var unit = d.unit ? " " + d.unit : "";
-    el("text", { x: L - 3, y: T + 9, "class": "axis", "text-anchor": "end" }, svg).textContent = fmt(hi) + unit;
-    el("text", { x: L - 3, y: H - B, "class": "axis", "text-anchor": "end" }, svg).textContent = fmt(lo) + unit;
+    el("text", { x: L - 3, y: T + 9, "class": "axis", "text-anchor": "end" }, svg).textContent = bool ? "on" : fmt(hi) + unit;
+    el("text", { x: L - 3, y: H - B, "class": "axis", "text-anchor": "end" }, svg).textContent = bool ? "off" : fmt(lo) + unit;
     el("text", { x: L, y: H - 3, "class": "axis" }, svg).textContent = clockOf(t0);
     el("text", { x: W - 2, y: H - 3, "class": "axis", "text-anchor": "end" }, svg).textContent = clockOf(t1);
     if (!d.buckets.length) {
