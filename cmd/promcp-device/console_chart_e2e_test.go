@@ -3,6 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -185,4 +188,85 @@ func TestConsoleScreenshotForDocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("screenshot %s (%d bytes)", out, len(shot))
+}
+
+// Setting an actuator from the console obeys the same checks as approving
+// and the same policy as an agent, through the binary over plain HTTP: a
+// POST from another origin or with a wrong CSRF token is refused (403) and
+// sets nothing; vic (viewer) is refused with the policy's reason
+// (permission_insufficient); sue's value above the approval limit is not
+// applied but waits on the desk as her own request (somebody else
+// approves it), and is audited as hers.
+func TestConsoleManualSetObeysPolicy(t *testing.T) {
+	t.Parallel()
+	site := startConsoleSite(t)
+	signIn := func(name, pw string) (*http.Client, string) {
+		jar, _ := cookiejar.New(nil)
+		c := &http.Client{Jar: jar}
+		req, _ := http.NewRequest("POST", site.base+"/console/login", strings.NewReader(url.Values{"name": {name}, "password": {pw}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", site.base)
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := readAll(t, resp)
+		resp.Body.Close()
+		m := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+		if m == nil {
+			t.Fatalf("%s did not sign in", name)
+		}
+		return c, m[1]
+	}
+	set := func(c *http.Client, origin, csrf, value string) (int, string) {
+		req, _ := http.NewRequest("POST", site.base+"/console/set", strings.NewReader(url.Values{"tool": {"do_set_fan_speed"}, "value": {value}, "csrf": {csrf}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", origin)
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		if loc != nil {
+			return resp.StatusCode, loc.Query().Get("done")
+		}
+		return resp.StatusCode, readAll(t, resp)
+	}
+	sue, sueCSRF := signIn("sue", site.suePW)
+	vic, vicCSRF := signIn("vic", site.vicPW)
+	if code, _ := set(sue, "http://evil.example", sueCSRF, "20"); code != http.StatusForbidden {
+		t.Errorf("a set from another origin: %d, want 403", code)
+	}
+	if code, _ := set(sue, site.base, "forged", "20"); code != http.StatusForbidden {
+		t.Errorf("a set with a wrong CSRF token: %d, want 403", code)
+	}
+	if code, msg := set(vic, site.base, vicCSRF, "20"); code != http.StatusSeeOther || !strings.Contains(msg, "refused by the policy (permission_insufficient") {
+		t.Errorf("vic (viewer) setting the fan: %d %q, want refused with permission_insufficient", code, msg)
+	}
+	code, msg := set(sue, site.base, sueCSRF, "48")
+	if code != http.StatusSeeOther || !strings.Contains(msg, "requires_human_approval") || !strings.Contains(msg, "operator console as request") {
+		t.Fatalf("sue setting the fan to 48 (above 45): %d %q, want it waiting for somebody else's approval", code, msg)
+	}
+	agent := site.agentSession(t)
+	if r, _ := agent.rawCall("read_fan_speed_setpoint", map[string]any{}); r["value"] != 0.0 {
+		t.Errorf("after the refused and waiting sets the setpoint is %v, want 0 (nothing applied)", r["value"])
+	}
+	var refusals, sets int
+	for _, line := range strings.Split(strings.TrimSpace(string(readFile(t, filepath.Join(site.state, "audit.jsonl")))), "\n") {
+		var rec struct{ Caller, Tool, Permission string }
+		if json.Unmarshal([]byte(line), &rec) != nil || rec.Tool != "do_set_fan_speed" {
+			continue
+		}
+		if rec.Caller == "vic" {
+			refusals++
+		}
+		if rec.Caller == "sue" && rec.Permission == "requires_human_approval" {
+			sets++
+		}
+	}
+	if refusals != 0 || sets == 0 {
+		t.Errorf("audit: %d records of vic's set (refused by can_do, never called), %d of sue's waiting set; want 0 and at least 1", refusals, sets)
+	}
 }
