@@ -102,8 +102,11 @@ type Config struct {
 	// Backoff is the pause before the first retry, doubled each time
 	// (0: one second).
 	Backoff time.Duration
-	Client  *http.Client
-	Now     func() time.Time
+	Client *http.Client
+	// Now is the gateway's clock, in which requests are asked and lapse
+	// (the texts' "in 10 min"); nil means time.Now. A signature's
+	// timestamp is always the system's time, which receivers check.
+	Now func() time.Time
 	// After runs f after d (time.AfterFunc; a test's clock); it returns a
 	// function that cancels it.
 	After func(d time.Duration, f func()) (cancel func())
@@ -329,7 +332,7 @@ func (n *Notifier) post(ctx context.Context, w *Webhook, event string, body []by
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(HeaderEvent, event)
 	if w.Secret != nil {
-		ts := strconv.FormatInt(n.cfg.Now().Unix(), 10)
+		ts := strconv.FormatInt(time.Now().Unix(), 10)
 		req.Header.Set(HeaderTimestamp, ts)
 		req.Header.Set(HeaderSignature, Sign(w.Secret, ts, body))
 	}

@@ -151,3 +151,52 @@ func TestNotifyFlags(t *testing.T) {
 		}
 	}
 }
+
+// The lapse follows the policy's approval ttl (here 8 s, from --policy),
+// and a reminder goes --notify-remind (3 s) before it while nobody has
+// decided: the webhook gets the waiting message, then the reminder.
+func TestNotificationReminderOnThePolicyTTL(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	pol := strings.Replace(string(readFile(t, strings.TrimSuffix(greenhouse, ".yml")+".policy.yml")), "approval: {above: 45}", "approval: {above: 45, ttl: 8s}", 1)
+	if !strings.Contains(pol, "ttl: 8s") {
+		t.Fatal("the greenhouse policy no longer reads approval: {above: 45}")
+	}
+	polFile := filepath.Join(dir, "short.policy.yml")
+	if err := os.WriteFile(polFile, []byte(pol), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hooked := make(chan delivery, 8)
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		hooked <- delivery{at: time.Now(), header: r.Header.Clone(), body: b}
+	}))
+	t.Cleanup(hook.Close)
+	site := startConsoleSite(t, "--policy", polFile, "--notify-webhook", hook.URL, "--notify-remind", "3s")
+	agent := site.agentSession(t)
+	asked := time.Now()
+	if r, _ := agent.rawCall("do_set_fan_speed", map[string]any{"value": 48.0, "idempotency_key": "remind-48"}); r["permission"] != "requires_human_approval" {
+		t.Fatalf("do_set_fan_speed 48 = %v", r)
+	}
+	var got []notify.Message
+	for len(got) < 2 {
+		var m notify.Message
+		d := <-hooked
+		if err := json.Unmarshal(d.body, &m); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, m)
+		t.Logf("%s %.1f s after the call", m.Event, d.at.Sub(asked).Seconds())
+	}
+	if got[0].Event != notify.EventWaiting || got[1].Event != notify.EventReminder || got[1].Request.ID != got[0].Request.ID {
+		t.Fatalf("events %s, %s; want approval_waiting, then approval_reminder of the same request", got[0].Event, got[1].Event)
+	}
+	a, _ := time.Parse(time.RFC3339, got[0].Request.Asked)
+	e, _ := time.Parse(time.RFC3339, got[0].Request.Expires)
+	if life := e.Sub(a); life < 7*time.Second || life > 9*time.Second {
+		t.Errorf("the request lapses %s after it was asked, want the policy's 8 s", life)
+	}
+	if !strings.HasPrefix(got[1].Title, "Reminder: fan speed setpoint to 48 Hz lapses in ") {
+		t.Errorf("reminder title = %q", got[1].Title)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers/mqtt"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/notify"
@@ -83,12 +84,12 @@ func (c *notifyConfig) check(console, readOnly bool) error {
 
 // start starts the notifier on desk, or returns a no-op closer without
 // notification flags.
-func (c *notifyConfig) start(desk *server.Desk, m *manifests.Manifest, log *slog.Logger) (func(), error) {
+func (c *notifyConfig) start(desk *server.Desk, m *manifests.Manifest, clk clock.Clock, log *slog.Logger) (func(), error) {
 	if !c.on() || desk == nil {
 		return func() {}, nil
 	}
 	cfg := notify.Config{ConsoleURL: c.consoleURL, Gateway: m.Gateway, RemindBefore: c.remind, Lookup: desk.Request,
-		Describe: describer(m), Log: log.With("part", "notify")}
+		Describe: describer(m), Now: clk.Now, After: afterOn(clk), Log: log.With("part", "notify")}
 	if c.remind == 0 {
 		cfg.RemindBefore = -1
 	}
@@ -137,6 +138,22 @@ func (c *notifyConfig) start(desk *server.Desk, m *manifests.Manifest, log *slog
 			_ = client.Close()
 		}
 	}, nil
+}
+
+// afterOn runs f after d on clk (the gateway's clock, which --time-scale
+// speeds up, as it does the requests' lapse), until cancelled.
+func afterOn(clk clock.Clock) func(time.Duration, func()) func() {
+	return func(d time.Duration, f func()) func() {
+		stop := make(chan struct{})
+		go func() {
+			select {
+			case <-clk.After(d):
+				f()
+			case <-stop:
+			}
+		}()
+		return func() { close(stop) }
+	}
 }
 
 // describer gives a do_* tool's title (its capability's description) and

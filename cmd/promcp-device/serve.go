@@ -464,7 +464,7 @@ func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *serve
 		if gw.console, err = f.newConsole(gw, caller, log); err != nil {
 			return exit(stderr, err)
 		}
-		stop, err := f.notify.start(f.desk, gw.manifest, log)
+		stop, err := f.notify.start(f.desk, gw.manifest, gw.srv.Clock(), log)
 		if err != nil {
 			return exit(stderr, err)
 		}
