@@ -102,7 +102,7 @@ type Config struct {
 	// Backoff is the pause before the first retry, doubled each time
 	// (0: one second).
 	Backoff time.Duration
-	Client *http.Client
+	Client  *http.Client
 	// Now is the gateway's clock, in which requests are asked and lapse
 	// (the texts' "in 10 min"); nil means time.Now. A signature's
 	// timestamp is always the system's time, which receivers check.
