@@ -16,6 +16,7 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/audit"
 	"github.com/promcp/promcp-device/manifests"
+	"github.com/promcp/promcp-device/notify"
 	"github.com/promcp/promcp-device/server"
 )
 
@@ -141,10 +142,10 @@ func (c *Console) rules(tool string) string {
 		p = append(p, "roles "+strings.Join(a.Roles, ", "))
 	}
 	if a.Cooldown > 0 {
-		p = append(p, "cooldown "+a.Cooldown.String())
+		p = append(p, "cooldown "+notify.Duration(a.Cooldown))
 	}
 	if a.RateLimit != nil {
-		p = append(p, fmt.Sprintf("at most %d per %s", a.RateLimit.Max, a.RateLimit.Per))
+		p = append(p, fmt.Sprintf("at most %d per %s", a.RateLimit.Max, notify.Duration(a.RateLimit.Per)))
 	}
 	if w := a.Windows; w != nil {
 		p = append(p, windowsText(w))
@@ -153,7 +154,11 @@ func (c *Console) rules(tool string) string {
 		p = append(p, "interlock on "+il.Read+": "+il.Reason)
 	}
 	if ap := a.Approval; ap != nil {
-		p = append(p, approvalText(ap))
+		unit := ""
+		if cp := c.doCapability(tool); cp != nil {
+			unit = cp.Unit
+		}
+		p = append(p, approvalText(ap, unit))
 	}
 	if len(p) == 0 {
 		return "no rule beyond the manifest's constraints"
@@ -177,16 +182,16 @@ func windowsText(w *manifests.Windows) string {
 	return "window " + strings.Join(s, ", ") + loc
 }
 
-func approvalText(a *manifests.Approval) string {
+func approvalText(a *manifests.Approval, unit string) string {
 	var s []string
 	if a.Always {
 		s = append(s, "always")
 	}
 	if a.Above != nil {
-		s = append(s, "above "+formatValue(*a.Above))
+		s = append(s, "above "+withUnit(formatValue(*a.Above), unit))
 	}
 	if a.Below != nil {
-		s = append(s, "below "+formatValue(*a.Below))
+		s = append(s, "below "+withUnit(formatValue(*a.Below), unit))
 	}
 	if a.NotCompensable {
 		s = append(s, "when not compensable")
@@ -199,7 +204,13 @@ var funcs = template.FuncMap{
 		if t.IsZero() {
 			return ""
 		}
-		return t.Local().Format("15:04:05")
+		return clock(t)
+	},
+	"ago": func(t, now time.Time) string {
+		if t.IsZero() {
+			return "never"
+		}
+		return remaining(now, t) + " ago"
 	},
 	"outcomes": func() []string { return slices.Clone(outcomes) },
 	"join":     strings.Join,

@@ -38,6 +38,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 )
@@ -69,6 +70,12 @@ type Config struct {
 	// windows, interlocks, approval) the console states beside each
 	// actuator; nil when there is none.
 	Policy *manifests.Policy
+	// Capabilities are the gateway's capabilities, whose health trackers
+	// the health view shows (what /metrics exports); nil shows none.
+	Capabilities *capabilities.Set
+	// Manifest is the gateway's manifest: the units, types, locations and
+	// tool groups of the capabilities; nil shows none of them.
+	Manifest *manifests.Manifest
 	// Gateway names the gateway in the page title.
 	Gateway string
 	// SecureCookie marks the session cookie Secure even when the request
@@ -151,6 +158,9 @@ func New(cfg Config) (*Console, error) {
 	mux.HandleFunc("POST /console/login", c.login)
 	mux.HandleFunc("POST /console/logout", c.logout)
 	mux.HandleFunc("POST /console/decide", c.decide)
+	mux.HandleFunc("POST /console/set", c.set)
+	mux.HandleFunc("GET /console/history", c.history)
+	mux.HandleFunc("GET /console/history.csv", c.history)
 	mux.HandleFunc("GET /console/static/console.js", static("console.js", "text/javascript; charset=utf-8"))
 	mux.HandleFunc("GET /console/static/console.css", static("console.css", "text/css; charset=utf-8"))
 	mux.HandleFunc("/console", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, Path, http.StatusSeeOther) })

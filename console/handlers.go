@@ -35,6 +35,9 @@ type pageData struct {
 	FlashBad  bool
 	Now       time.Time
 	Approvers []string
+	Buses     []busHealth
+	Devices   []deviceHealth
+	Ranges    []chartRange
 }
 
 func (c *Console) data(r *http.Request, v viewer) *pageData {
@@ -45,6 +48,8 @@ func (c *Console) data(r *http.Request, v viewer) *pageData {
 	d.Snap = c.snapshot(ctx)
 	d.Requests = c.requests(ctx, d.Now)
 	d.Audit = c.audit(f)
+	d.Buses, d.Devices = c.health()
+	d.Ranges = chartRanges
 	for _, t := range c.cfg.Server.Tools() {
 		d.Tools = append(d.Tools, t.MCP.Name)
 	}
@@ -72,7 +77,7 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 	}
 	d := c.data(r, v)
 	out := map[string]string{}
-	for _, name := range []string{"values", "actuators", "approvals", "audit"} {
+	for _, name := range []string{"values", "actuators", "approvals", "audit", "health"} {
 		var b bytes.Buffer
 		if err := c.pages.ExecuteTemplate(&b, name, d); err != nil {
 			c.cfg.Log.Error("console: rendering", "section", name, "err", err)
@@ -81,6 +86,7 @@ func (c *Console) live(w http.ResponseWriter, r *http.Request) {
 		}
 		out[name] = b.String()
 	}
+	out["clock"] = clock(d.Now)
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
 }

@@ -34,6 +34,12 @@ import (
 type Desk struct {
 	now func() time.Time
 	ttl time.Duration
+	// ttlFor, when set, is the approval TTL the policy sets for a tool
+	// (0: the desk's own).
+	ttlFor func(tool string) time.Duration
+	// onWait, when set, is told of each request the moment it starts to
+	// wait, outside the desk's lock; it must not block.
+	onWait func(Request)
 
 	mu  sync.Mutex
 	all []*Request // oldest first
@@ -72,6 +78,7 @@ var (
 type Request struct {
 	ID          string
 	Tool        string
+	Title       string // the tool's title, for people ("" when it has none)
 	Value       any
 	Key         string // the idempotency key
 	Caller      Caller // who asked
@@ -102,6 +109,42 @@ func NewDesk(now func() time.Time, ttl time.Duration) *Desk {
 		ttl = 10 * time.Minute
 	}
 	return &Desk{now: now, ttl: ttl}
+}
+
+// SetApprovalTTL has a request for tool wait, and its approval stay
+// usable, for ttl(tool) when that is more than 0 (the policy's approval
+// ttl), else for the desk's own TTL. Call it before the desk is used.
+func (d *Desk) SetApprovalTTL(ttl func(tool string) time.Duration) { d.ttlFor = ttl }
+
+// OnWait has f told of each request the moment it starts to wait (a
+// notifier pushes it to people). f is called outside the desk's lock, on
+// the do_* call's goroutine: it must not block. Call it before the desk is
+// used.
+func (d *Desk) OnWait(f func(Request)) { d.onWait = f }
+
+// Request returns the request id as it is now, or false when there is no
+// such request (it lapsed, or was pushed out).
+func (d *Desk) Request(id string) (Request, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.expireLocked()
+	for _, r := range d.all {
+		if r.ID == id {
+			return *r, true
+		}
+	}
+	return Request{}, false
+}
+
+// ttlOf is how long a request for tool waits, and its approval stays
+// usable.
+func (d *Desk) ttlOf(tool string) time.Duration {
+	if d.ttlFor != nil {
+		if t := d.ttlFor(tool); t > 0 {
+			return t
+		}
+	}
+	return d.ttl
 }
 
 // WithDesk puts the do_* calls that wait for out-of-band approval on d.
@@ -149,7 +192,7 @@ func (d *Desk) Decide(id string, by Caller, approve bool) (Request, error) {
 	r.State = Denied
 	if approve {
 		r.State = Approved
-		r.Expires = now.Add(d.ttl)
+		r.Expires = now.Add(d.ttlOf(r.Tool))
 		r.grant = approval.Grant{Tool: r.Tool, Value: approval.Canonical(r.Value), Key: r.Key, Expires: r.Expires,
 			ID: DeskGrantPrefix + r.ID, By: by.Name, Issued: now.UTC()}
 	}
@@ -167,11 +210,21 @@ func (d *Desk) expireLocked() {
 // ask puts a call refused for want of approval on the desk, unless it is
 // there already, and returns what the caller is told.
 func (d *Desk) ask(t DoTool, c Caller, value any, key, fp, reason string) string {
+	note, r := d.askLocked(t, c, value, key, fp, reason)
+	if r != nil && d.onWait != nil {
+		d.onWait(*r)
+	}
+	return note
+}
+
+// askLocked puts the request on the desk and returns what the caller is
+// told and, when it is new, a copy of the request.
+func (d *Desk) askLocked(t DoTool, c Caller, value any, key, fp, reason string) (string, *Request) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.expireLocked()
 	if r := d.findLocked(t.Name, c, key, fp); r != nil {
-		return r.note()
+		return r.note(), nil
 	}
 	mine := 0
 	for _, r := range d.all {
@@ -191,10 +244,12 @@ func (d *Desk) ask(t DoTool, c Caller, value any, key, fp, reason string) string
 		d.all = slices.Delete(d.all, i, i+1)
 	}
 	now := d.clock()
-	r := &Request{ID: newRequestID(), Tool: t.Name, Value: value, Key: key, Caller: c, Asked: now, Reason: reason,
-		SideEffects: slices.Clone(t.SideEffects), Compensable: t.Compensable, State: Waiting, Expires: now.Add(d.ttl), fp: fp}
+	r := &Request{ID: newRequestID(), Tool: t.Name, Title: t.Title, Value: value, Key: key, Caller: c, Asked: now, Reason: reason,
+		SideEffects: slices.Clone(t.SideEffects), Compensable: t.Compensable, State: Waiting, Expires: now.Add(d.ttlOf(t.Name)), fp: fp}
 	d.all = append(d.all, r)
-	return r.note()
+	cp := *r
+	cp.SideEffects = slices.Clone(r.SideEffects)
+	return r.note(), &cp
 }
 
 // granted returns the approval a person gave on the desk to exactly this

@@ -98,6 +98,12 @@ func (s *Server) ResourceTemplate(t ResourceTemplate) error {
 	if t.URITemplate == "" || t.Read == nil {
 		return errors.New("resource template: a URI template and a Read function are required")
 	}
+	s.live.mu.Lock()
+	if s.live.templates == nil {
+		s.live.templates = map[string]ResourceTemplate{}
+	}
+	s.live.templates[t.Name] = t
+	s.live.mu.Unlock()
 	tmpl := mcp.NewResourceTemplate(t.URITemplate, t.Name, mcp.WithTemplateDescription(t.Description), mcp.WithTemplateMIMEType("application/json"))
 	tmpl.Title = t.Title
 	s.mcp.AddResourceTemplate(tmpl, func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
@@ -128,6 +134,23 @@ func (s *Server) ResourceTemplate(t ResourceTemplate) error {
 		return jsonContents(req.Params.URI, body)
 	})
 	return nil
+}
+
+// ReadTemplate reads, in process, the resource uri of the template
+// registered under name (ResourceTemplate.Name), with its arguments args,
+// as a resources/read would: the operator console reads a capability's
+// history so. It returns the body before it is encoded as JSON.
+func (s *Server) ReadTemplate(ctx context.Context, name, uri string, args map[string]string) (any, error) {
+	if s.live == nil {
+		return nil, errors.New("the server serves no resources")
+	}
+	s.live.mu.Lock()
+	t, ok := s.live.templates[name]
+	s.live.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("no resource template %q is served", name)
+	}
+	return t.Read(ctx, uri, args)
 }
 
 func jsonContents(uri string, body any) ([]mcp.ResourceContents, error) {
@@ -184,6 +207,8 @@ type subscriptions struct {
 	byURI     map[string]map[string]struct{}     // URI → sessions
 	// watchMu orders the Watch calls (made outside mu).
 	watchMu sync.Mutex
+	// templates are the registered resource templates, by name.
+	templates map[string]ResourceTemplate
 }
 
 func newSubscriptions() *subscriptions {

@@ -240,7 +240,7 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("do_set_fan_speed 50 after approval = %v, want success 50", r)
 	}
 	waitJS(t, ctx, "the setpoint and the used approval to show", `document.querySelector("#v-read_fan_speed_setpoint .value").innerText.startsWith("50") && document.querySelector("`+req+`").className.includes("req-used")`)
-	if got := textOf(t, ctx, req+" .decided"); !regexp.MustCompile(`^approved by sue \(supervisor\) at \S+ · used by agent \(operator\) at \S+$`).MatchString(got) {
+	if got := textOf(t, ctx, req+" .decided"); !regexp.MustCompile(`^approved by sue \(supervisor\) at \d\d:\d\d:\d\d \S+ · used by agent \(operator\) at \d\d:\d\d:\d\d \S+$`).MatchString(got) {
 		t.Errorf("the used request says %q, want approved by sue (supervisor), used by agent (operator)", got)
 	}
 	waitJS(t, ctx, "the audit log to show the approved result", `[...document.querySelectorAll("#audit tr")].some(tr => tr.innerText.includes("do_set_fan_speed") && tr.innerText.includes("agent") && tr.innerText.includes("success") && tr.innerText.includes("approved by sue in the console"))`)

@@ -52,7 +52,7 @@ func (f *serveFlags) loadConsoleUsers(roles []string) error {
 // accounts of --console-users, the audit log of --state, the calls
 // waiting for approval on f.desk.
 func (f *serveFlags) newConsole(gw *openedGateway, caller server.Caller, log *slog.Logger) (http.Handler, error) {
-	cfg := console.Config{Server: gw.srv, Users: f.users, Caller: caller, Desk: f.desk, Policy: gw.policy,
+	cfg := console.Config{Server: gw.srv, Users: f.users, Caller: caller, Desk: f.desk, Policy: gw.policy, Manifest: gw.manifest, Capabilities: gw.set,
 		Gateway: gw.manifest.Gateway, Now: gw.srv.Clock().Now, SecureCookie: f.consoleSecureCookie, Log: log.With("part", "console")}
 	if f.stateDir != "" {
 		cfg.AuditFile = filepath.Join(f.stateDir, auditFile)

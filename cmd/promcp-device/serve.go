@@ -66,6 +66,7 @@ type serveFlags struct {
 	consoleSecureCookie                                  bool   // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
 	users                                                *console.Users
 	desk                                                 *server.Desk
+	notify                                               *notifyConfig
 	fleetFile                                            string                 // --fleet: join the fleet this file describes
 	certs                                                []*server.CertVerifier // the policy's mtls identity providers
 }
@@ -110,6 +111,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.BoolVar(&f.consoleSecureCookie, "console-secure-cookie", false, "with --console: mark the session cookie Secure even over plain HTTP, for a gateway behind a reverse proxy that terminates TLS (X-Forwarded-Proto is never trusted)")
 	fs.StringVar(&f.consoleUsers, "console-users", "", "with --console: the operator accounts `FILE` people sign in with (name, role, bcrypt hash; see promcp-device console-user add); required with --tokens: MCP tokens do not sign in")
 	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console-users: the `ROLES` (comma-separated) whose accounts approve or deny waiting do_* calls in the console")
+	f.notify = notifyFlags(fs)
 	if !c.parse() {
 		return nil
 	}
@@ -300,6 +302,9 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 	if f.consoleSecureCookie && !f.console {
 		return nil, usageErr("--console-secure-cookie needs --console")
 	}
+	if err := f.notify.check(f.console, f.readOnly); err != nil {
+		return nil, err
+	}
 	if err := f.checkConsoleUsers(); err != nil {
 		return nil, err
 	}
@@ -428,6 +433,7 @@ func (f *serveFlags) withState(opts *gatewayOptions, st *state, log *slog.Logger
 	}
 	if f.console && !f.readOnly {
 		f.desk = server.NewDesk(nil, 0)
+		f.desk.SetApprovalTTL(approvalTTL(opts.policy)) // a request lapses on the policy's approval ttl
 		opts.server = append(opts.server, server.WithDesk(f.desk))
 	}
 }
@@ -459,6 +465,11 @@ func (f *serveFlags) serve(ctx context.Context, gw *openedGateway, tokens *serve
 		if gw.console, err = f.newConsole(gw, caller, log); err != nil {
 			return exit(stderr, err)
 		}
+		stop, err := f.notify.start(f.desk, gw.manifest, gw.srv.Clock(), log)
+		if err != nil {
+			return exit(stderr, err)
+		}
+		defer stop()
 	}
 	return serveHTTP(ctx, gw, hl, cfg, stdout, stderr, log)
 }
