@@ -25,8 +25,9 @@ type Target struct {
 	Args    []string
 	// Env is added to the command's environment.
 	Env []string
-	// Stderr receives the command's standard error; nil keeps only its
-	// most recent output.
+	// Stderr receives the command's standard error as it is written; nil
+	// keeps only its most recent output (the last 64 KiB), which Finish
+	// returns. Finish returns it in either case.
 	Stderr io.Writer
 }
 
@@ -42,6 +43,7 @@ func (t Target) String() string {
 // sent them.
 type Session struct {
 	c       *client.Client
+	stdio   *transport.Stdio // nil for a URL
 	Tools   []*Tool
 	schemas map[string][]byte // output schemas by tool, for CallReads
 }
@@ -52,7 +54,10 @@ type Session struct {
 // and the listing must finish within a minute.
 func Connect(ctx context.Context, t Target, clientName, clientVersion string) (*Session, error) {
 	rec := &recorder{}
-	var tr transport.Interface
+	var (
+		tr    transport.Interface
+		stdio *transport.Stdio
+	)
 	switch {
 	case t.URL != "":
 		var opts []transport.StreamableHTTPCOption
@@ -69,7 +74,8 @@ func Connect(ctx context.Context, t Target, clientName, clientVersion string) (*
 		if t.Stderr != nil {
 			opts = append(opts, transport.WithCommandStderrWriter(t.Stderr))
 		}
-		tr = &recordingStdio{transport.NewStdioWithOptions(t.Command, t.Env, t.Args, opts...), rec}
+		stdio = transport.NewStdioWithOptions(t.Command, t.Env, t.Args, opts...)
+		tr = &recordingStdio{stdio, rec}
 	default:
 		return nil, errors.New("no server: give a URL or a command")
 	}
@@ -93,7 +99,7 @@ func Connect(ctx context.Context, t Target, clientName, clientVersion string) (*
 		c.Close()
 		return nil, fmt.Errorf("%s: tools/list: %w", t, err)
 	}
-	return &Session{c: c, Tools: tools}, nil
+	return &Session{c: c, stdio: stdio, Tools: tools}, nil
 }
 
 // recorder keeps the raw results of tools/list, so that each tool is read
@@ -163,3 +169,22 @@ func (t *recordingStdio) SendRequest(ctx context.Context, req transport.JSONRPCR
 
 // Close ends the session (and the command, for stdio).
 func (s *Session) Close() error { return s.c.Close() }
+
+// Finish ends the session and returns what a stdio server wrote on its
+// standard error while it ran (its last 64 KiB; "" for a URL). Closing first makes the text complete: it is
+// read to the end of the stream, not up to whatever had arrived.
+func (s *Session) Finish() (string, error) {
+	err := s.Close()
+	if s.stdio == nil {
+		return "", err
+	}
+	r := s.stdio.Stderr()
+	if r == nil {
+		return "", err
+	}
+	b, rerr := io.ReadAll(r)
+	if err == nil && rerr != nil {
+		err = fmt.Errorf("server stderr: %w", rerr)
+	}
+	return string(b), err
+}
