@@ -101,17 +101,25 @@ func (b *Bridge) Run(ctx context.Context) error {
 	b.mu.Lock()
 	b.cm = cm
 	b.mu.Unlock()
-	go b.actuate(cctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b.actuate(ctx)
+	}()
 	tick := time.NewTicker(b.cfg.Poll)
 	defer tick.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return b.close(cm)
+			<-done // the command in hand finishes (and is reported) first
+			err := b.close(cm)
+			stop()
+			<-cm.Done()
+			return err
 		case <-b.up:
-			b.publishAll(cctx)
+			b.publishAll(ctx)
 		case <-tick.C:
-			b.poll(cctx, false)
+			b.poll(ctx, false)
 		}
 	}
 }
@@ -154,7 +162,9 @@ func (b *Bridge) connect(ctx context.Context) (*autopaho.ConnectionManager, erro
 			default:
 			}
 		},
-		OnConnectError: func(err error) { b.log.Warn("homeassistant: cannot connect to the broker", "broker", mc.Broker, "err", err) },
+		OnConnectError: func(err error) {
+			b.log.Warn("homeassistant: cannot connect to the broker", "broker", mc.Broker, "err", err)
+		},
 		ClientConfig: paho.ClientConfig{
 			ClientID:          mc.ClientID,
 			OnPublishReceived: []func(paho.PublishReceived) (bool, error){b.received},
@@ -197,7 +207,9 @@ func (b *Bridge) publishAll(ctx context.Context) {
 	b.mu.Lock()
 	cm := b.cm
 	b.mu.Unlock()
-	if _, err := cm.Subscribe(ctx, &paho.Subscribe{Subscriptions: subs}); err != nil {
+	sctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
+	if _, err := cm.Subscribe(sctx, &paho.Subscribe{Subscriptions: subs}); err != nil {
 		b.log.Warn("homeassistant: could not subscribe to the command topics", "err", err)
 		return
 	}
@@ -209,11 +221,17 @@ func (b *Bridge) publishAll(ctx context.Context) {
 		"discovery_prefix", b.cfg.Topics.Discovery, "topic", b.cfg.Topics.Base, "caller", b.cfg.Caller.Name, "role", b.cfg.Caller.Role)
 }
 
+// publishTimeout bounds the wait for a publish's acknowledgement: a
+// broker that stops answering holds up neither the bridge nor shutdown.
+const publishTimeout = 10 * time.Second
+
 // publish publishes payload on topic (QoS 1).
 func (b *Bridge) publish(ctx context.Context, topic string, payload []byte, retain bool) error {
 	b.mu.Lock()
 	cm := b.cm
 	b.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, publishTimeout)
+	defer cancel()
 	_, err := cm.Publish(ctx, &paho.Publish{Topic: topic, Payload: payload, QoS: 1, Retain: retain})
 	return err
 }

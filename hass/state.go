@@ -42,7 +42,7 @@ func (b *Bridge) refresh(ctx context.Context, c *manifests.Capability, force boo
 		b.publishChanged(ctx, t.State(c.Name), StatePayload(v), force)
 	}
 	attrs := map[string]any{"quality": q, "tool": "read_" + c.Name}
-	for _, k := range []string{"quality_reason", "timestamp", "unit"} {
+	for _, k := range []string{"quality_reason", "unit"} { // not the timestamp: attributes change when something does
 		if v, ok := body[k]; ok && v != nil {
 			attrs[k] = v
 		}
