@@ -33,10 +33,7 @@ func (b *Bridge) refresh(ctx context.Context, c *manifests.Capability, force boo
 		body = map[string]any{"quality": string(promcp.QualityError)}
 	}
 	q, _ := body["quality"].(string)
-	avail := Offline
-	if q == string(promcp.QualityGood) || q == string(promcp.QualityDegraded) {
-		avail = Online
-	}
+	avail := Availability(promcp.Quality(q))
 	t := b.cfg.Topics
 	if v, ok := body["value"]; ok && v != nil && avail == Online {
 		b.publishChanged(ctx, t.State(c.Name), StatePayload(v), force)
@@ -58,6 +55,16 @@ func (b *Bridge) refresh(ctx context.Context, c *manifests.Capability, force boo
 	a, _ := json.Marshal(attrs)
 	b.publishChanged(ctx, t.Attributes(c.Name), string(a), force)
 	b.publishChanged(ctx, t.Availability(c.Name), avail, force)
+}
+
+// Availability is the availability payload of a reading of quality q:
+// online while good or degraded (Home Assistant shows the value), offline
+// on error or stale (it shows the entity unavailable, not an old value).
+func Availability(q promcp.Quality) string {
+	if q == promcp.QualityGood || q == promcp.QualityDegraded {
+		return Online
+	}
+	return Offline
 }
 
 // StatePayload is a value as a state topic carries it: ON or OFF for a
