@@ -101,7 +101,7 @@ func ParseHomeAssistant(file string, data []byte, m *Manifest, roles []string) (
 			}
 			h.Caller.Role = c.requiredStr("role", "a role the policy declares, such as operator")
 			if h.Caller.Role != "" && roles != nil && !slices.Contains(roles, h.Caller.Role) {
-				c.add("role", ErrBadReference, "%q is not a role the policy declares (want %s)", h.Caller.Role, oneOf(roles))
+				c.add("role", ErrBadReference, "%q (want a role the policy declares: %s)", h.Caller.Role, oneOf(roles))
 			}
 		}
 		o.require("caller", "{name: homeassistant, role: operator}: who Home Assistant's commands act as")
@@ -113,7 +113,7 @@ func ParseHomeAssistant(file string, data []byte, m *Manifest, roles []string) (
 		}
 		for i, s := range o.strs("capabilities") {
 			if m != nil && !slices.ContainsFunc(m.Capabilities, func(c Capability) bool { return c.Name == s }) {
-				d.add(index(o.at("capabilities"), i), ErrBadReference, "%q is not a capability of %s", s, m.File)
+				d.add(index(o.at("capabilities"), i), ErrBadReference, "%q (want a capability of %s)", s, m.File)
 			}
 			h.Capabilities = append(h.Capabilities, s)
 		}
