@@ -87,12 +87,10 @@ func Connect(ctx context.Context, t Target, clientName, clientVersion string) (*
 	defer cancel()
 	if _, err := c.Initialize(hctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ClientInfo: mcp.Implementation{Name: clientName, Version: clientVersion}}}); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("%s: initialize: %w", t, err)
+		return nil, fmt.Errorf("%s: initialize: %w%s", t, err, (&Session{c: c, stdio: stdio}).tail())
 	}
 	if _, err := c.ListTools(hctx, mcp.ListToolsRequest{}); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("%s: tools/list: %w", t, err)
+		return nil, fmt.Errorf("%s: tools/list: %w%s", t, err, (&Session{c: c, stdio: stdio}).tail())
 	}
 	tools, err := rec.tools()
 	if err != nil {
@@ -170,15 +168,45 @@ func (t *recordingStdio) SendRequest(ctx context.Context, req transport.JSONRPCR
 // Close ends the session (and the command, for stdio).
 func (s *Session) Close() error { return s.c.Close() }
 
+// stderr is the stdio server's standard error (nil for a URL, or a
+// command that never started).
+func (s *Session) stderr() io.Reader {
+	if s.stdio == nil {
+		return nil
+	}
+	return s.stdio.Stderr()
+}
+
+// tail ends a session that failed and returns the last lines its server
+// wrote on stderr, to say why ("" when it wrote none).
+func (s *Session) tail() string {
+	var out string
+	if r := s.stderr(); r != nil {
+		// A server that failed has usually exited: its stderr ends by
+		// itself. One still running is stopped after a grace period.
+		done := make(chan string, 1)
+		go func() { b, _ := io.ReadAll(r); done <- string(b) }()
+		select {
+		case out = <-done:
+		case <-time.After(2 * time.Second):
+			s.Close()
+			out = <-done
+		}
+	}
+	s.Close()
+	lines := stderrLines(out)
+	if len(lines) == 0 {
+		return ""
+	}
+	return "; the server's stderr ends:\n  | " + strings.Join(lines[max(0, len(lines)-5):], "\n  | ")
+}
+
 // Finish ends the session and returns what a stdio server wrote on its
 // standard error while it ran (its last 64 KiB; "" for a URL). Closing first makes the text complete: it is
 // read to the end of the stream, not up to whatever had arrived.
 func (s *Session) Finish() (string, error) {
 	err := s.Close()
-	if s.stdio == nil {
-		return "", err
-	}
-	r := s.stdio.Stderr()
+	r := s.stderr()
 	if r == nil {
 		return "", err
 	}
