@@ -38,6 +38,9 @@ type Finding struct {
 	Code     string   `json:"code"`
 	Severity Severity `json:"severity"`
 	Message  string   `json:"message"`
+	// Suggestion is the proMCP name proposed for the tool (naming
+	// findings on a server that does not follow proMCP); "" for none.
+	Suggestion string `json:"suggestion,omitempty"`
 }
 
 // Rule describes one check.
@@ -208,6 +211,10 @@ type Report struct {
 	Tools  []ToolReport
 	// Calls counts the tool calls CallReads made.
 	Calls int
+	// Stderr is what a stdio server wrote on its standard error while it
+	// was linted (Session.Finish): reported in its own section, never
+	// mixed with the findings.
+	Stderr string
 }
 
 // ToolReport is one tool's findings.
@@ -224,7 +231,9 @@ func Check(target string, tools []*Tool) *Report {
 		for _, fam := range toolFamilies() {
 			for _, rule := range fam {
 				for _, msg := range rule.check(t) {
-					tr.Findings = append(tr.Findings, Finding{Tool: t.label(), Code: rule.Code, Severity: rule.Severity, Message: msg})
+					f := Finding{Tool: t.label(), Code: rule.Code, Severity: rule.Severity, Message: msg}
+					withSuggestion(&f, t)
+					tr.Findings = append(tr.Findings, f)
 				}
 			}
 		}

@@ -25,8 +25,9 @@ type Target struct {
 	Args    []string
 	// Env is added to the command's environment.
 	Env []string
-	// Stderr receives the command's standard error; nil keeps only its
-	// most recent output.
+	// Stderr receives the command's standard error as it is written; nil
+	// keeps only its most recent output (the last 64 KiB), which Finish
+	// returns. Finish returns it in either case.
 	Stderr io.Writer
 }
 
@@ -42,6 +43,7 @@ func (t Target) String() string {
 // sent them.
 type Session struct {
 	c       *client.Client
+	stdio   *transport.Stdio // nil for a URL
 	Tools   []*Tool
 	schemas map[string][]byte // output schemas by tool, for CallReads
 }
@@ -52,7 +54,10 @@ type Session struct {
 // and the listing must finish within a minute.
 func Connect(ctx context.Context, t Target, clientName, clientVersion string) (*Session, error) {
 	rec := &recorder{}
-	var tr transport.Interface
+	var (
+		tr    transport.Interface
+		stdio *transport.Stdio
+	)
 	switch {
 	case t.URL != "":
 		var opts []transport.StreamableHTTPCOption
@@ -69,7 +74,8 @@ func Connect(ctx context.Context, t Target, clientName, clientVersion string) (*
 		if t.Stderr != nil {
 			opts = append(opts, transport.WithCommandStderrWriter(t.Stderr))
 		}
-		tr = &recordingStdio{transport.NewStdioWithOptions(t.Command, t.Env, t.Args, opts...), rec}
+		stdio = transport.NewStdioWithOptions(t.Command, t.Env, t.Args, opts...)
+		tr = &recordingStdio{stdio, rec}
 	default:
 		return nil, errors.New("no server: give a URL or a command")
 	}
@@ -81,19 +87,17 @@ func Connect(ctx context.Context, t Target, clientName, clientVersion string) (*
 	defer cancel()
 	if _, err := c.Initialize(hctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ClientInfo: mcp.Implementation{Name: clientName, Version: clientVersion}}}); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("%s: initialize: %w", t, err)
+		return nil, fmt.Errorf("%s: initialize: %w%s", t, err, (&Session{c: c, stdio: stdio}).tail())
 	}
 	if _, err := c.ListTools(hctx, mcp.ListToolsRequest{}); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("%s: tools/list: %w", t, err)
+		return nil, fmt.Errorf("%s: tools/list: %w%s", t, err, (&Session{c: c, stdio: stdio}).tail())
 	}
 	tools, err := rec.tools()
 	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("%s: tools/list: %w", t, err)
 	}
-	return &Session{c: c, Tools: tools}, nil
+	return &Session{c: c, stdio: stdio, Tools: tools}, nil
 }
 
 // recorder keeps the raw results of tools/list, so that each tool is read
@@ -163,3 +167,52 @@ func (t *recordingStdio) SendRequest(ctx context.Context, req transport.JSONRPCR
 
 // Close ends the session (and the command, for stdio).
 func (s *Session) Close() error { return s.c.Close() }
+
+// stderr is the stdio server's standard error (nil for a URL, or a
+// command that never started).
+func (s *Session) stderr() io.Reader {
+	if s.stdio == nil {
+		return nil
+	}
+	return s.stdio.Stderr()
+}
+
+// tail ends a session that failed and returns the last lines its server
+// wrote on stderr, to say why ("" when it wrote none).
+func (s *Session) tail() string {
+	var out string
+	if r := s.stderr(); r != nil {
+		// A server that failed has usually exited: its stderr ends by
+		// itself. One still running is stopped after a grace period.
+		done := make(chan string, 1)
+		go func() { b, _ := io.ReadAll(r); done <- string(b) }()
+		select {
+		case out = <-done:
+		case <-time.After(2 * time.Second):
+			s.Close()
+			out = <-done
+		}
+	}
+	s.Close()
+	lines := stderrLines(out)
+	if len(lines) == 0 {
+		return ""
+	}
+	return "; the server's stderr ends:\n  | " + strings.Join(lines[max(0, len(lines)-5):], "\n  | ")
+}
+
+// Finish ends the session and returns what a stdio server wrote on its
+// standard error while it ran (its last 64 KiB; "" for a URL). Closing first makes the text complete: it is
+// read to the end of the stream, not up to whatever had arrived.
+func (s *Session) Finish() (string, error) {
+	err := s.Close()
+	r := s.stderr()
+	if r == nil {
+		return "", err
+	}
+	b, rerr := io.ReadAll(r)
+	if err == nil && rerr != nil {
+		err = fmt.Errorf("server stderr: %w", rerr)
+	}
+	return string(b), err
+}

@@ -22,7 +22,7 @@ import (
 // `lint -- CMD` starts a server) instead of running the tests.
 func TestMain(m *testing.M) {
 	if name := os.Getenv("PROMCP_LINT_FIXTURE"); name != "" {
-		fixtures := map[string]func() *mcpserver.MCPServer{"broken": brokenServer, "thirdparty": thirdPartyServer}
+		fixtures := map[string]func() *mcpserver.MCPServer{"broken": brokenServer, "thirdparty": thirdPartyServer, "annotated": annotatedServer}
 		if err := mcpserver.ServeStdio(fixtures[name]()); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)

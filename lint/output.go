@@ -44,6 +44,7 @@ func WriteText(w io.Writer, r *Report, strict bool) {
 			fmt.Fprintf(w, "    %s %-30s [%s] %s\n", icon[f.Severity], printable(f.Tool), f.Code, printable(f.Message))
 		}
 	}
+	writeStderr(w, r.Stderr)
 	e, wn, in := r.Count()
 	sd := seeds(r)
 	fmt.Fprintf(w, "\nseed buckets: real_dispatch %d, read_only %d, native_only %d (%d execute on the server, %d native only; %d unclassified)\n",
@@ -65,6 +66,32 @@ func WriteText(w io.Writer, r *Report, strict bool) {
 	fmt.Fprintf(w, "\n%s %d error(s)  %d warning(s)  %d info  %d tools: %s\n", mark, e, wn, in, len(r.Tools), verdict)
 }
 
+// stderrLines splits a server's standard error into printable lines.
+func stderrLines(s string) []string {
+	s = strings.TrimRight(s, "\n")
+	if s == "" {
+		return nil
+	}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = printable(strings.TrimSuffix(l, "\r"))
+	}
+	return lines
+}
+
+// writeStderr prints the server's standard error in its own section,
+// each line behind a bar so that none reads as a finding.
+func writeStderr(w io.Writer, stderr string) {
+	lines := stderrLines(stderr)
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nserver stderr (%d lines, as the server wrote them; not findings)\n", len(lines))
+	for _, l := range lines {
+		fmt.Fprintf(w, "  | %s\n", l)
+	}
+}
+
 // jsonReport is the --json shape, the reference linter's plus the target
 // and each finding's tool.
 type jsonReport struct {
@@ -72,7 +99,9 @@ type jsonReport struct {
 	Target        string       `json:"target"`
 	Server        []Finding    `json:"server"`
 	Tools         []ToolReport `json:"tools"`
-	Summary       struct {
+	// ServerStderr is the linted server's standard error, a line each.
+	ServerStderr []string `json:"server_stderr,omitempty"`
+	Summary      struct {
 		Errors   int  `json:"errors"`
 		Warnings int  `json:"warnings"`
 		Info     int  `json:"info"`
@@ -111,7 +140,7 @@ func seeds(r *Report) SeedCounts {
 
 // WriteJSON prints r as JSON.
 func WriteJSON(w io.Writer, r *Report, strict bool) error {
-	out := jsonReport{PromcpVersion: "0.2", Target: r.Target, Server: r.Server, Tools: r.Tools}
+	out := jsonReport{PromcpVersion: "0.2", Target: r.Target, Server: r.Server, Tools: r.Tools, ServerStderr: stderrLines(r.Stderr)}
 	if out.Server == nil {
 		out.Server = []Finding{}
 	}

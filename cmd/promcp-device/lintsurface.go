@@ -108,7 +108,7 @@ func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, std
 			return 2
 		}
 	} else {
-		t := lint.Target{URL: lf.url, Headers: lf.headers, Stderr: stderr}
+		t := lint.Target{URL: lf.url, Headers: lf.headers} // the server's stderr: its own section of the report
 		if len(lf.command) > 0 {
 			t.Command, t.Args = lf.command[0], lf.command[1:]
 		}
@@ -129,6 +129,12 @@ func lintSurface(ctx context.Context, lf *lintFlags, files []string, stdout, std
 		if err := sess.CallReads(ctx, r); err != nil {
 			fmt.Fprintf(stderr, "promcp-device lint: --call-reads: %v\n", err)
 			return 2
+		}
+	}
+	if sess != nil {
+		var err error
+		if r.Stderr, err = sess.Finish(); err != nil {
+			fmt.Fprintf(stderr, "promcp-device lint: closing the server: %v\n", err)
 		}
 	}
 	if lf.asJSON {

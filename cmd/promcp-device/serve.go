@@ -69,6 +69,7 @@ type serveFlags struct {
 	notify                                               *notifyConfig
 	fleetFile                                            string                 // --fleet: join the fleet this file describes
 	certs                                                []*server.CertVerifier // the policy's mtls identity providers
+	homeAssistant                                        string                 // --homeassistant: the Home Assistant bridge file
 }
 
 // parseServeFlags reads serve's command line; nil (with a usage message
@@ -106,6 +107,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.DurationVar(&f.sessionIdle, "session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
 	fs.StringVar(&f.provenance, "provenance", string(server.ProvenanceMeta), "where each result's provenance envelope (_tool, _toulmin, _tags) goes: `meta` (the _meta stamp) or inline (in the result body, declared in each output schema)")
 	fs.StringVar(&f.fleetFile, "fleet", "", "join the fleet the fleet `FILE` describes (role edge or thin-edge): register, answer the fleet's can_do and routed calls, serve its fleet endpoint if the file gives http")
+	fs.StringVar(&f.homeAssistant, "homeassistant", "", "publish the capabilities to Home Assistant (MQTT discovery) and take its commands through policy, as the broker, topics and caller the bridge `FILE` says (see README, Home Assistant)")
 	f.audit = auditFlags(fs)
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
 	fs.BoolVar(&f.consoleSecureCookie, "console-secure-cookie", false, "with --console: mark the session cookie Secure even over plain HTTP, for a gateway behind a reverse proxy that terminates TLS (X-Forwarded-Proto is never trusted)")
@@ -184,6 +186,10 @@ func cmdServe(c *cli) int {
 	if tokens, f.certs, err = f.identity(log, opts.policy, tokens); err != nil {
 		return exit(c.stderr, err)
 	}
+	haCfg, haOnly, err := f.loadHomeAssistant(m, opts.policy)
+	if err != nil {
+		return exit(c.stderr, err)
+	}
 	var node *fleetNode
 	if f.fleetFile != "" {
 		if node, err = f.connectFleet(c.ctx, m, &opts, log); err != nil {
@@ -234,6 +240,13 @@ func cmdServe(c *cli) int {
 		if err := f.joinFleet(c.ctx, node, gw, tokens, c.stdout, log); err != nil {
 			return exit(c.stderr, err)
 		}
+	}
+	if haCfg != nil {
+		stop, err := startHomeAssistant(c.ctx, haCfg, haOnly, gw, log)
+		if err != nil {
+			return exit(c.stderr, failErr(err, false))
+		}
+		defer stop() // before the gateway closes: the bridge publishes it offline
 	}
 	return f.serve(c.ctx, gw, tokens, hl, c.stdin, c.stdout, c.stderr, log)
 }
