@@ -70,6 +70,10 @@ func parsePhysMCPPolicy(file string, data []byte, m *Manifest) (*Policy, error) 
 	pol.File = file
 	// Positions in the file as written, not as converted.
 	pol.Identity, pol.Notes = pt.identity, pt.notes
+	if pol.Emergency != nil {
+		pol.Emergency.Pos = pt.d.at("emergency")
+		pol.Emergency.Pos.File = file
+	}
 	return pol, nil
 }
 
@@ -97,15 +101,14 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 		return nil, nil, p.err()
 	}
 	pt := &pmPolicy{d: newDecoder(p, root), guards: map[string]rangeGuard{}}
+	pt.d.physmcp = true
 	o, ok := pt.d.document(root, pmPolicyKeys, "physmcp_policy_version and capabilities")
 	if !ok {
 		return nil, nil, p.err()
 	}
 	requireVersion(o, "physmcp_policy_version")
 	pt.identity = o.identity("identity", &pt.notes)
-	if o.has("emergency") {
-		o.add("emergency", ErrUnsupported, "(there is no override of the policy; a do_* to the capability's safe_value is never held back by rate, cooldown or window)")
-	}
+	emergency := pmEmergency(o)
 	doc := yaml.MapSlice{{Key: "version", Value: 1}}
 	defPerm, defRate := policyDefaults(o)
 	if defPerm != "" {
@@ -124,13 +127,48 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 	if len(actions) > 0 {
 		doc = append(doc, yaml.MapItem{Key: "actions", Value: actions})
 	}
-	if pt.identity != nil {
+	if pt.identity != nil && len(pt.identity.Providers) > 0 {
 		doc = append(doc, yaml.MapItem{Key: "identity", Value: identityItem(pt.identity)})
+	}
+	if emergency != nil {
+		doc = append(doc, yaml.MapItem{Key: "emergency", Value: emergency})
 	}
 	if err := p.err(); err != nil {
 		return nil, nil, err
 	}
 	return doc, pt, nil
+}
+
+var pmEmergencyKeys = []string{"override_permission", "override_token_ttl_seconds", "audit_all_overrides"}
+
+// pmEmergency translates the emergency block (see [Emergency]): the
+// override_permission level and those above it may use an override that
+// lasts override_token_ttl_seconds. Every action under an override is
+// audited (the gateway refuses overrides without an audit log), so
+// audit_all_overrides: false cannot be honoured.
+func pmEmergency(o obj) yaml.MapSlice {
+	em, ok := o.sub("emergency", pmEmergencyKeys)
+	if !ok {
+		return nil
+	}
+	var perm string
+	enum(em, "override_permission", &perm, pmPermissions, true)
+	if perm == "none" {
+		em.add("override_permission", ErrNotAllowed, ": none (an override is for a named role, such as admin)")
+	}
+	ttl, okTTL := atLeastOne(em, "override_token_ttl_seconds")
+	em.require("override_token_ttl_seconds", "how long an override lasts, such as 300")
+	if okTTL && time.Duration(ttl)*time.Second > MaxOverrideTTL {
+		em.add("override_token_ttl_seconds", ErrRange, ": %d (want at most %d, %s)", ttl, int(MaxOverrideTTL.Seconds()), fmtDuration(MaxOverrideTTL))
+		okTTL = false
+	}
+	if em.has("audit_all_overrides") && !em.boolean("audit_all_overrides") {
+		em.add("audit_all_overrides", ErrUnsupported, ": false (every action under an override is audited)")
+	}
+	if perm == "" || perm == "none" || !okTTL {
+		return nil
+	}
+	return yaml.MapSlice{{Key: "roles", Value: permissionRoles(perm)}, {Key: "ttl", Value: fmtDuration(time.Duration(ttl) * time.Second)}}
 }
 
 // pmPolicy is a PhysMCP policy being translated: its named time windows

@@ -39,6 +39,9 @@ type Policy struct {
 	// Identity holds the identity providers (nil: none declared; callers
 	// over HTTP are then those of the tokens file).
 	Identity *Identity
+	// Emergency says who may use an emergency override, and for how long
+	// (nil: overrides are refused). See [Emergency].
+	Emergency *Emergency
 	// Notes are what the policy declares that is accepted but not
 	// honoured in full (lint warns of each).
 	Notes []Note
@@ -243,7 +246,7 @@ func LoadPolicy(path string, m *Manifest) (*Policy, error) {
 }
 
 var (
-	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions", "identity"}
+	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions", "identity", "emergency"}
 	roleKeys       = []string{"name", "read_only"}
 	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum", "max_on", "revert", "shared"}
 	rateLimitKeys  = []string{"max", "per"}
@@ -291,6 +294,7 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 		pol.DefaultRoles = o.roles("default_roles", pol)
 	}
 	pol.Identity = o.identity("identity", &pol.Notes)
+	pol.Emergency = o.emergency("emergency", pol)
 
 	actions := map[string]*Capability{}
 	reads := map[string]*Capability{}

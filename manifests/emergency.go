@@ -1,0 +1,68 @@
+package manifests
+
+import (
+	"strings"
+	"time"
+)
+
+// Emergency is a policy's emergency block (PhysMCP §6 emergency): who may
+// use an emergency override, and how long one lasts at most.
+//
+// An override is a token that a person holding the gateway's approval key
+// issues with `promcp-device override` for one do_* tool; it lasts at most
+// TTL and may be used again until it lapses. The gateway honours it only
+// from a caller whose role is one of Roles, and only with an audit log,
+// which records every action taken under it (who issued it, its id).
+//
+// An override lifts the rules that pace or schedule an action: time
+// windows, cooldown, rate limit and approval (and the person's
+// confirmation a doubtful reading asks for). It never lifts the caller's
+// role, the value's range (the manifest's constraints and the policy's
+// range guard), an interlock, quorum, nor a refusal for a reading that
+// cannot be read: those keep the hardware and the people near it safe,
+// which is what an emergency needs most.
+type Emergency struct {
+	// Roles may use an override.
+	Roles []string
+	// TTL is how long an override lasts at most.
+	TTL time.Duration
+	// Pos is where the block is declared.
+	Pos Position
+}
+
+// MaxOverrideTTL bounds an emergency override: an override that lasts
+// longer is a policy that should be changed instead.
+const MaxOverrideTTL = time.Hour
+
+var emergencyKeys = []string{"roles", "ttl"}
+
+// emergency decodes the emergency block at key k of our policy format:
+// roles (required) and ttl (required, at most MaxOverrideTTL).
+func (o obj) emergency(k string, pol *Policy) *Emergency {
+	em, ok := o.sub(k, emergencyKeys)
+	if !ok {
+		return nil
+	}
+	out := &Emergency{Roles: em.roles("roles", pol), TTL: em.dur("ttl")}
+	out.Pos = o.d.at(o.at(k))
+	out.Pos.File = o.d.p.file
+	em.require("roles", "the roles that may use an emergency override, such as [admin]")
+	em.require("ttl", "how long an override lasts at most, such as 5m")
+	if em.has("ttl") && (out.TTL <= 0 || out.TTL > MaxOverrideTTL) && !o.d.bad[em.at("ttl")] {
+		em.add("ttl", ErrRange, "%s (want more than 0 and at most %s)", out.TTL, fmtDuration(MaxOverrideTTL))
+	}
+	return out
+}
+
+// fmtDuration writes d as people write it: 1h, 30m, 1h30m, 30s, not
+// 1h0m0s.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
