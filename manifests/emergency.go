@@ -14,13 +14,15 @@ import (
 // from a caller whose role is one of Roles, and only with an audit log,
 // which records every action taken under it (who issued it, its id).
 //
-// An override lifts the rules that pace or schedule an action: time
-// windows, cooldown, rate limit and approval (and the person's
-// confirmation a doubtful reading asks for). It never lifts the caller's
-// role, the value's range (the manifest's constraints and the policy's
-// range guard), an interlock, quorum, nor a refusal for a reading that
-// cannot be read: those keep the hardware and the people near it safe,
-// which is what an emergency needs most.
+// An override lifts who may act and the rules that pace or schedule an
+// action: the action's roles (the caller holds a role of Roles instead;
+// PhysMCP's admin is above the operator an action names), time windows,
+// cooldown, rate limit and approval (and the person's confirmation a
+// doubtful reading asks for). It never lifts the value's range (the
+// manifest's constraints and the policy's range guard), an interlock,
+// quorum, nor a refusal for a reading that cannot be read: those keep the
+// hardware and the people near it safe, which is what an emergency needs
+// most.
 type Emergency struct {
 	// Roles may use an override.
 	Roles []string

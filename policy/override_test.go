@@ -10,9 +10,10 @@ import (
 	"github.com/promcp/promcp-device/promcp"
 )
 
-// An emergency override lifts time windows, cooldown, rate limit and
-// approval, and nothing else: role, range, interlocks and quorum still
-// refuse.
+// An emergency override lifts the action's roles (the gateway checked the
+// caller's role against the emergency's), time windows, cooldown, rate
+// limit and approval, and nothing else: range, interlocks and quorum
+// still refuse.
 func TestEmergencyOverride(t *testing.T) {
 	closed := &manifests.Windows{Location: time.UTC, Deny: []manifests.Window{{
 		Days: []time.Weekday{0, 1, 2, 3, 4, 5, 6}, From: 0, To: 24 * time.Hour}}}
@@ -32,7 +33,8 @@ func TestEmergencyOverride(t *testing.T) {
 		{"without override", base(), promcp.PolicyDenied},
 		{"override", with(func(r *policy.Request) { r.Override = true }), promcp.Allowed},
 		{"override, out of range", with(func(r *policy.Request) { r.Override, r.Value = true, 30.0 }), promcp.OutOfRange},
-		{"override, wrong role", with(func(r *policy.Request) { r.Override, r.Role = true, "operator" }), promcp.PermissionInsufficient},
+		{"wrong role", with(func(r *policy.Request) { r.Role = "operator" }), promcp.PermissionInsufficient},
+		{"override, another role", with(func(r *policy.Request) { r.Override, r.Role = true, "operator" }), promcp.Allowed},
 		{"override, no quorum", with(func(r *policy.Request) {
 			rules := *paced
 			rules.Quorum = &manifests.Quorum{MinPeers: 3}

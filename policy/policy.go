@@ -144,10 +144,11 @@ type Request struct {
 	// idempotency key.
 	Approved bool
 	// Override is true when the call carries a valid emergency override
-	// of this action (the policy's emergency block): it lifts the time
-	// windows, cooldown, rate limit and approval, never the role, the
-	// value's range, an interlock, quorum or an unreadable source. See
-	// manifests.Emergency.
+	// of this action (the policy's emergency block), used by a caller
+	// whose role the emergency names (the gateway checks both): it lifts
+	// the action's roles, time windows, cooldown, rate limit and
+	// approval, never the value's range, an interlock, quorum or an
+	// unreadable source. See manifests.Emergency.
 	Override bool
 	// Peers is how many gateways are reachable, this one included.
 	Peers int
@@ -242,7 +243,7 @@ func (Evaluator) Evaluate(req Request) Decision {
 	}
 	reason := ""
 	if e.override {
-		reason = "allowed under an emergency override, which lifts time windows, cooldown, rate limit and approval (never role, range, interlocks or quorum)"
+		reason = "allowed under an emergency override, which lifts the action's roles, time windows, cooldown, rate limit and approval (never its range, interlocks or quorum)"
 	}
 	return e.answer(promcp.Allowed, reason, "", e.until)
 }
@@ -484,6 +485,11 @@ func (e *eval) refuse(p promcp.Permission, reason, details string, until time.Ti
 }
 
 func (e *eval) role(rules *manifests.ActionPolicy) (Decision, bool) {
+	if e.overridden() {
+		// The gateway checked that the caller holds a role the policy's
+		// emergency names (PhysMCP's admin is above its operator).
+		return Decision{}, false
+	}
 	roles := rules.Roles
 	if roles == nil {
 		roles = e.req.DefaultRoles

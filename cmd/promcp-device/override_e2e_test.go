@@ -1,0 +1,70 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const physmcp6 = "../../manifests/testdata/physmcp/spec6/physmcp.manifest.yml"
+
+// The spec's §6 policy, as written (identity and emergency blocks
+// included), served by the binary: a person with the override role
+// obtains an override with `promcp-device override`; it lifts the
+// action's roles and pacing, never quorum; only the emergency's role may
+// use it; every action under it is audited.
+func TestServePhysMCPEmergencyOverride(t *testing.T) {
+	dir := t.TempDir()
+	key, state := filepath.Join(dir, "approval.key"), filepath.Join(dir, "state")
+	s := stdioSession(t, protocols[0], "--manifest", physmcp6, "--role", "admin", "--state", state, "--approval-key", key)
+	if r, _ := s.call("do_fan_mode_0", map[string]any{"value": 2, "idempotency_key": "k1"}); r["permission"] != "permission_insufficient" {
+		t.Fatalf("admin without override on do_fan_mode_0 (require: [operator]) = %v", r)
+	}
+	tok, stderr, code := runCLI(t, "override", "--approval-key", key, "--manifest", physmcp6, "--tool", "do_fan_mode_0", "--by", "ana")
+	tok = strings.TrimSpace(tok)
+	if code != 0 || tok == "" || !strings.Contains(stderr, "emergency override by ana of do_fan_mode_0") {
+		t.Fatalf("override: exit %d, %s", code, stderr)
+	}
+	for i, k := range []string{"k2", "k3"} { // used again until it lapses
+		if r, _ := s.call("do_fan_mode_0", map[string]any{"value": 1 + i, "idempotency_key": k, "approval": tok}); r["status"] != "success" ||
+			!strings.Contains(r["reason"].(string)+"", "emergency override") {
+			t.Fatalf("admin with override, call %d = %v", i, r)
+		}
+	}
+	// Quorum (min_peers 3) is never lifted.
+	ovr, _, _ := runCLI(t, "override", "--approval-key", key, "--manifest", physmcp6, "--tool", "do_setpoint_0")
+	if r, _ := s.call("do_setpoint_0", map[string]any{"value": 22, "idempotency_key": "k4", "approval": strings.TrimSpace(ovr)}); r["permission"] != "partition_no_quorum" {
+		t.Fatalf("do_setpoint_0 under override on a lone gateway = %v", r)
+	}
+	// An override of another tool does not serve this one.
+	if r, _ := s.call("do_setpoint_0", map[string]any{"value": 22, "idempotency_key": "k5", "approval": tok}); r["status"] != "failed" ||
+		!strings.Contains(errorMessage(r), "overrides do_fan_mode_0") {
+		t.Fatalf("do_setpoint_0 with do_fan_mode_0's override = %v", r)
+	}
+	logged, err := os.ReadFile(filepath.Join(state, auditFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(logged), `"method":"override"`); n < 4 {
+		t.Errorf("audit log: %d records carry the override, want the attempt and result of both calls:\n%s", n, logged)
+	}
+
+	// Only the emergency's role (admin) may use one.
+	op := stdioSession(t, protocols[0], "--manifest", physmcp6, "--role", "operator", "--state", filepath.Join(dir, "op"), "--approval-key", key)
+	if r, _ := op.call("do_fan_mode_0", map[string]any{"value": 2, "idempotency_key": "k6", "approval": tok}); !strings.Contains(errorMessage(r), "role operator may not use an emergency override") {
+		t.Fatalf("operator with override = %v", r)
+	}
+	// Without an audit log, no override.
+	na := stdioSession(t, protocols[0], "--manifest", physmcp6, "--role", "admin", "--approval-key", key)
+	if r, _ := na.call("do_fan_mode_0", map[string]any{"value": 2, "idempotency_key": "k7", "approval": tok}); !strings.Contains(errorMessage(r), "keeps no audit log") {
+		t.Fatalf("override without --state = %v", r)
+	}
+}
+
+// errorMessage is the message of a failed do_* result, "" for none.
+func errorMessage(r map[string]any) string {
+	e, _ := r["error"].(map[string]any)
+	m, _ := e["message"].(string)
+	return m
+}
