@@ -387,7 +387,7 @@ func (pt *pmPolicy) rangeGuardRule(ru obj, a *pmAction) {
 }
 
 func rateItem(r *RateLimit) yaml.MapSlice {
-	return yaml.MapSlice{{Key: "max", Value: r.Max}, {Key: "per", Value: r.Per.String()}}
+	return yaml.MapSlice{{Key: "max", Value: r.Max}, {Key: "per", Value: fmtDuration(r.Per)}}
 }
 
 func actionItem(r pmRules, roles []string, clamp bool, win yaml.MapSlice) yaml.MapSlice {
@@ -402,7 +402,7 @@ func actionItem(r pmRules, roles []string, clamp bool, win yaml.MapSlice) yaml.M
 		a = append(a, yaml.MapItem{Key: "clamp", Value: true})
 	}
 	if r.Cooldown > 0 {
-		a = append(a, yaml.MapItem{Key: "cooldown", Value: r.Cooldown.String()})
+		a = append(a, yaml.MapItem{Key: "cooldown", Value: fmtDuration(r.Cooldown)})
 	}
 	if r.RateLimit != nil {
 		a = append(a, yaml.MapItem{Key: "rate_limit", Value: rateItem(r.RateLimit)})

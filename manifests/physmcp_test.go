@@ -268,7 +268,7 @@ func TestPhysMCPPolicyUnsupported(t *testing.T) {
 	m, _ := loadPhysMCP(t, "testdata/physmcp/spec53")
 	cases := []struct{ name, yaml, where string }{
 		{"warn", "physmcp_policy_version: \"0.1\"\ncapabilities:\n  do_setpoint_0:\n    rules:\n      - {type: range_guard, min: 19, on_violation: warn}\n", "5:52 capabilities.do_setpoint_0.rules[0].on_violation"},
-		{"emergency", "physmcp_policy_version: \"0.1\"\nemergency: {override_permission: admin}\n", "2:12 emergency"},
+		{"emergency unaudited", "physmcp_policy_version: \"0.1\"\nemergency: {override_permission: admin, override_token_ttl_seconds: 300, audit_all_overrides: false}\n", "2:95 emergency.audit_all_overrides"},
 		{"audit_all", "physmcp_policy_version: \"0.1\"\ndefaults: {audit_all: false}\n", "2:23 defaults.audit_all"},
 		{"quorum allow", "physmcp_policy_version: \"0.1\"\ncapabilities:\n  do_setpoint_0:\n    rules: [{type: quorum, min_peers: 2, on_failure: allow}]\n", "4:54 capabilities.do_setpoint_0.rules[0].on_failure"},
 	}
@@ -361,5 +361,61 @@ func TestPhysMCPBusBindings(t *testing.T) {
 	}
 	if ch := m2.Devices[0].MQTT.Channels[0]; ch.State != "garden/valve1" || ch.Command != "garden/valve1/set" {
 		t.Errorf("default command topic: %+v", ch)
+	}
+}
+
+// The spec's §6 policy as written, identity and emergency blocks included,
+// loads: its keyless JWT provider is noted (its JWTs are refused), its
+// emergency block becomes the policy's Emergency; convert writes durations
+// and addresses as people write them.
+func TestPhysMCPSpec6(t *testing.T) {
+	m, p := loadPhysMCP(t, "testdata/physmcp/spec6")
+	if p.Emergency == nil || !reflect.DeepEqual(p.Emergency.Roles, []string{"admin"}) || p.Emergency.TTL != 5*time.Minute ||
+		p.Emergency.Pos.Line != 60 {
+		t.Fatalf("emergency: %+v", p.Emergency)
+	}
+	if len(p.Identity.Providers) != 1 || p.Identity.Providers[0].Type != ProviderMTLS {
+		t.Fatalf("identity: %+v", p.Identity)
+	}
+	var noted bool
+	for _, n := range p.Notes {
+		noted = noted || strings.Contains(n.Msg, "names no keys") && n.Pos.Line == 52
+	}
+	if !noted {
+		t.Errorf("notes %v: none says the jwt provider at line 52 names no keys", p.Notes)
+	}
+	for _, c := range m.Capabilities {
+		if c.Name == "setpoint_0" && (c.Type != TypeNumber) {
+			t.Errorf("setpoint_0: %+v", c)
+		}
+	}
+	for _, d := range m.Devices {
+		for _, r := range d.ModbusRegisters {
+			if r.Name == "setpoint_0" && r.Type != "float32" {
+				t.Errorf("setpoint_0's register is %s, want float32 (22.5 °C is written as is)", r.Type)
+			}
+		}
+	}
+	mdata, err := os.ReadFile("testdata/physmcp/spec6/physmcp.manifest.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdata, err := os.ReadFile("testdata/physmcp/spec6/physmcp.policy.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, pol, err := ConvertPhysMCP("m.yml", mdata, "p.yml", pdata, "x.policy.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"address: 0x48\n", "address: 0x00\n", "timeout: 2s\n", "ttl: 2s\n"} {
+		if !strings.Contains(string(man), want) {
+			t.Errorf("converted manifest lacks %q:\n%s", want, man)
+		}
+	}
+	for _, want := range []string{"cooldown: 30s\n", "per: 1h\n", "ttl: 5m\n", "emergency:\n"} {
+		if !strings.Contains(string(pol), want) {
+			t.Errorf("converted policy lacks %q:\n%s", want, pol)
+		}
 	}
 }
