@@ -1,6 +1,9 @@
 package manifests
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -67,4 +70,29 @@ func fmtDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// NeverAllowed notes each action whose rules can never allow it on a
+// fleet of peers gateways (1: a lone gateway, as lint sees a manifest
+// without a fleet): a quorum larger than the fleet. lint prints them as
+// warnings.
+func (pol *Policy) NeverAllowed(peers int) []Note {
+	if pol == nil {
+		return nil
+	}
+	fleet := fmt.Sprintf("a fleet of %d gateways", peers)
+	if peers <= 1 {
+		fleet = "a lone gateway"
+	}
+	var out []Note
+	for _, tool := range slices.Sorted(maps.Keys(pol.Actions)) {
+		q := pol.Actions[tool].Quorum
+		if q == nil || q.MinPeers <= max(peers, 1) {
+			continue
+		}
+		out = append(out, Note{Pos: q.Pos, Field: "actions." + tool + ".quorum.min_peers", Msg: fmt.Sprintf(
+			"%d gateways must be reachable, and %s has %d: %s is never allowed (partition_no_quorum), whatever the caller, even under an emergency override; lower min_peers or join a fleet that large",
+			q.MinPeers, fleet, max(peers, 1), tool)})
+	}
+	return out
 }

@@ -74,6 +74,12 @@ func parsePhysMCPPolicy(file string, data []byte, m *Manifest) (*Policy, error) 
 		pol.Emergency.Pos = pt.d.at("emergency")
 		pol.Emergency.Pos.File = file
 	}
+	for tool, a := range pol.Actions {
+		if a.Quorum != nil {
+			a.Quorum.Pos = pt.quorumPos[tool] // zero when the manifest declared it
+			a.Quorum.Pos.File = file
+		}
+	}
 	return pol, nil
 }
 
@@ -100,7 +106,7 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 	if !ok {
 		return nil, nil, p.err()
 	}
-	pt := &pmPolicy{d: newDecoder(p, root), guards: map[string]rangeGuard{}}
+	pt := &pmPolicy{d: newDecoder(p, root), guards: map[string]rangeGuard{}, quorumPos: map[string]Position{}}
 	pt.d.physmcp = true
 	o, ok := pt.d.document(root, pmPolicyKeys, "physmcp_policy_version and capabilities")
 	if !ok {
@@ -179,6 +185,8 @@ type pmPolicy struct {
 	guards   map[string]rangeGuard
 	identity *Identity
 	notes    []Note
+	// quorumPos: where each tool's quorum rule says min_peers.
+	quorumPos map[string]Position
 }
 
 // pmWindow is a named time window, as our window, and its zone.
@@ -194,6 +202,8 @@ type pmAction struct {
 	clamp bool
 	win   yaml.MapSlice
 	guard *rangeGuard
+	// quorumPos is where a quorum rule's min_peers is written.
+	quorumPos Position
 }
 
 // policyDefaults reads defaults: the permission and rate every action
@@ -269,6 +279,9 @@ func (pt *pmPolicy) actions(o obj, info *physmcpInfo) yaml.MapSlice {
 		pt.rules(c, a)
 		if a.guard != nil {
 			pt.guards[tool] = *a.guard
+		}
+		if a.quorumPos.Line > 0 {
+			pt.quorumPos[tool] = a.quorumPos
 		}
 		actions = append(actions, yaml.MapItem{Key: tool, Value: actionItem(a.r, a.roles, a.clamp, a.win)})
 	}
@@ -362,6 +375,7 @@ func (pt *pmPolicy) rateRule(ru obj, a *pmAction) {
 func (pt *pmPolicy) quorumRule(ru obj, a *pmAction) {
 	if v, ok := atLeastOne(ru, "min_peers"); ok {
 		a.r.Quorum = int(v)
+		a.quorumPos = pt.d.at(ru.at("min_peers"))
 	}
 	ru.require("min_peers", "the gateways that must be reachable")
 	if s, ok := ru.strOK("on_failure"); ok && s != "deny" {

@@ -419,3 +419,15 @@ func TestPhysMCPSpec6(t *testing.T) {
 		}
 	}
 }
+
+// A quorum larger than the fleet can never allow; one the fleet meets is
+// no warning.
+func TestNeverAllowed(t *testing.T) {
+	_, p := loadPhysMCP(t, "testdata/physmcp/spec6")
+	if n := p.NeverAllowed(1); len(n) != 1 || n[0].Pos.Line != 21 || !strings.Contains(n[0].Msg, "do_setpoint_0 is never allowed") {
+		t.Errorf("lone gateway: %v", n)
+	}
+	if n := p.NeverAllowed(3); len(n) != 0 {
+		t.Errorf("fleet of 3: %v", n)
+	}
+}

@@ -170,6 +170,8 @@ type Interlock struct {
 // Quorum requires MinPeers gateways (this one included) to be reachable.
 type Quorum struct {
 	MinPeers int
+	// Pos is where min_peers is written.
+	Pos Position
 }
 
 // PolicyNone is the manifest's policy: value that says it has no policy.
@@ -374,7 +376,8 @@ func (d *decoder) actionPolicy(n ast.Node, path string, r actionRef) *ActionPoli
 	a.Interlocks = list(o, "interlocks", interlockKeys, func(o obj, il *Interlock) { o.interlock(il, r) })
 	a.Revert = o.revert(r)
 	if q, ok := o.sub("quorum", quorumKeys); ok {
-		a.Quorum = &Quorum{MinPeers: q.atLeast1("min_peers", "%d (want 1 or more: this gateway counts)")}
+		a.Quorum = &Quorum{MinPeers: q.atLeast1("min_peers", "%d (want 1 or more: this gateway counts)"), Pos: q.d.at(q.at("min_peers"))}
+		a.Quorum.Pos.File = q.d.p.file
 		q.require("min_peers", "the number of gateways that must be reachable, this one included")
 	}
 	o.shared(a)

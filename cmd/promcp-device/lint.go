@@ -150,7 +150,8 @@ func lintPolicyNotes(pol *manifests.Policy, stdout io.Writer) {
 	if pol == nil {
 		return
 	}
-	for _, n := range pol.Notes {
+	// A manifest linted alone is a lone gateway (one peer).
+	for _, n := range append(slices.Clone(pol.Notes), pol.NeverAllowed(1)...) {
 		fmt.Fprintf(stdout, "%s: warning: %s: %s\n", n.Pos, n.Field, n.Msg)
 	}
 }

@@ -68,3 +68,13 @@ func errorMessage(r map[string]any) string {
 	m, _ := e["message"].(string)
 	return m
 }
+
+// lint warns, where the rule is written, of a quorum a lone gateway can
+// never meet (the spec's §6 do_setpoint_0, min_peers 3).
+func TestLintQuorumOnLoneGateway(t *testing.T) {
+	out, _, code := runCLI(t, "lint", physmcp6)
+	want := "physmcp.policy.yml:21:20: warning: actions.do_setpoint_0.quorum.min_peers: 3 gateways must be reachable, and a lone gateway has 1: do_setpoint_0 is never allowed"
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("lint: exit %d\n%s\nwant a line with %q", code, out, want)
+	}
+}
