@@ -180,11 +180,18 @@ func (c *checker) modbusChannel(cp *Capability, dev *Device, path string) {
 		return
 	case "":
 		return
-	default:
+	case modbusconf.DataFloat32, modbusconf.DataFloat64:
 		want = []ValueType{TypeNumber, TypeInteger}
+	default:
+		// An enum: the register holds the index of the value in
+		// do.constraints.enum (0 is the first).
+		want = []ValueType{TypeNumber, TypeInteger, TypeEnum}
 	}
 	if slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
 		c.d.add(join(path, "type"), ErrNotAllowed, "on a %s register: %s (want %s)", r.Type, cp.Type, oneOf(words(want...)))
+	}
+	if cp.Type == TypeEnum && r.Scale != 0 && r.Scale != 1 || cp.Type == TypeEnum && r.Offset != 0 {
+		c.d.add(join(path, "type"), ErrNotAllowed, "enum on register %q with a scale or offset (the register holds the index of the value: leave scale 1, offset 0)", r.Name)
 	}
 }
 

@@ -619,9 +619,6 @@ func constraints(c obj, pc pmCap, rmin, rmax *float64) yaml.MapSlice {
 	if pc.typ == TypeEnum && len(pc.enumVals) > 0 {
 		cons = append(cons, yaml.MapItem{Key: "enum", Value: pc.enumVals})
 	}
-	if pc.typ == TypeInteger && pc.dt == "enum" {
-		cons = append(cons, yaml.MapItem{Key: "min", Value: 0}, yaml.MapItem{Key: "max", Value: len(pc.enumVals) - 1}, yaml.MapItem{Key: "step", Value: 1})
-	}
 	return cons
 }
 

@@ -504,8 +504,9 @@ func (t *pmTranslator) pwm(a pmAddr, pc *pmCap) yaml.MapSlice {
 // slave is nor how a value is encoded: bus_address (default
 // 127.0.0.1:502, Modbus TCP), register_type (default float32 for float,
 // two registers; int16 for int; bool on coils and discrete inputs), byte_order (default ABCD),
-// scale (default 1) and offset (default 0) say them. An enum do is the
-// index of its enum_values in the register (0 is the first).
+// scale (default 1) and offset (default 0) say them. An enum is served by
+// its names; the register holds the index of the name in enum_values (0 is
+// the first).
 func (t *pmTranslator) modbus(a pmAddr, pc *pmCap) yaml.MapSlice {
 	b := a.b
 	slave, table, reg, ok := modbusAddress(a, pc.kind)
@@ -521,7 +522,7 @@ func (t *pmTranslator) modbus(a pmAddr, pc *pmCap) yaml.MapSlice {
 	case rtype == "":
 		rtype = "int16"
 	}
-	if pc.typ == TypeEnum && !pc.enumIndex() {
+	if pc.typ == TypeEnum && !pc.enumOnRegister() {
 		return nil
 	}
 	busAddr := strOr(b.str("bus_address"), "127.0.0.1:502")
@@ -564,15 +565,14 @@ func modbusAddress(a pmAddr, kind string) (slave uint64, table string, reg uint6
 	return 0, "", 0, false
 }
 
-// enumIndex makes an enum capability on a register an integer, the index
-// of its enum_values, which the description lists.
-func (pc *pmCap) enumIndex() bool {
+// enumOnRegister keeps an enum capability on a register an enum: served
+// and written by its names, the register holding the index of the name in
+// enum_values (0 is the first), which the description lists.
+func (pc *pmCap) enumOnRegister() bool {
 	if len(pc.enumVals) == 0 {
 		pc.c.add("enum_values", ErrMissing, "enum_values (the values of the enum, in register order)")
 		return false
 	}
-	pc.typ = TypeInteger
-	pc.unit = "index"
 	var vs []string
 	for i, v := range pc.enumVals {
 		vs = append(vs, fmt.Sprintf("%d=%s", i, v))

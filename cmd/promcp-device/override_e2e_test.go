@@ -18,7 +18,7 @@ func TestServePhysMCPEmergencyOverride(t *testing.T) {
 	dir := t.TempDir()
 	key, state := filepath.Join(dir, "approval.key"), filepath.Join(dir, "state")
 	s := stdioSession(t, protocols[0], "--manifest", physmcp6, "--role", "admin", "--state", state, "--approval-key", key)
-	if r, _ := s.call("do_fan_mode_0", map[string]any{"value": 2, "idempotency_key": "k1"}); r["permission"] != "permission_insufficient" {
+	if r, _ := s.call("do_fan_mode_0", map[string]any{"value": "medium", "idempotency_key": "k1"}); r["permission"] != "permission_insufficient" {
 		t.Fatalf("admin without override on do_fan_mode_0 (require: [operator]) = %v", r)
 	}
 	tok, stderr, code := runCLI(t, "override", "--approval-key", key, "--manifest", physmcp6, "--tool", "do_fan_mode_0", "--by", "ana")
@@ -27,14 +27,14 @@ func TestServePhysMCPEmergencyOverride(t *testing.T) {
 		t.Fatalf("override: exit %d, %s", code, stderr)
 	}
 	for i, k := range []string{"k2", "k3"} { // used again until it lapses
-		if r, _ := s.call("do_fan_mode_0", map[string]any{"value": 1 + i, "idempotency_key": k, "approval": tok}); r["status"] != "success" ||
+		if r, _ := s.call("do_fan_mode_0", map[string]any{"value": []string{"low", "high"}[i], "idempotency_key": k, "approval": tok}); r["status"] != "success" ||
 			!strings.Contains(r["reason"].(string)+"", "emergency override") {
 			t.Fatalf("admin with override, call %d = %v", i, r)
 		}
 	}
 	// Quorum (min_peers 3) is never lifted.
 	ovr, _, _ := runCLI(t, "override", "--approval-key", key, "--manifest", physmcp6, "--tool", "do_setpoint_0")
-	if r, _ := s.call("do_setpoint_0", map[string]any{"value": 22, "idempotency_key": "k4", "approval": strings.TrimSpace(ovr)}); r["permission"] != "partition_no_quorum" {
+	if r, _ := s.call("do_setpoint_0", map[string]any{"value": 22.5, "idempotency_key": "k4", "approval": strings.TrimSpace(ovr)}); r["permission"] != "partition_no_quorum" {
 		t.Fatalf("do_setpoint_0 under override on a lone gateway = %v", r)
 	}
 	// An override of another tool does not serve this one.
@@ -52,12 +52,12 @@ func TestServePhysMCPEmergencyOverride(t *testing.T) {
 
 	// Only the emergency's role (admin) may use one.
 	op := stdioSession(t, protocols[0], "--manifest", physmcp6, "--role", "operator", "--state", filepath.Join(dir, "op"), "--approval-key", key)
-	if r, _ := op.call("do_fan_mode_0", map[string]any{"value": 2, "idempotency_key": "k6", "approval": tok}); !strings.Contains(errorMessage(r), "role operator may not use an emergency override") {
+	if r, _ := op.call("do_fan_mode_0", map[string]any{"value": "low", "idempotency_key": "k6", "approval": tok}); !strings.Contains(errorMessage(r), "role operator may not use an emergency override") {
 		t.Fatalf("operator with override = %v", r)
 	}
 	// Without an audit log, no override.
 	na := stdioSession(t, protocols[0], "--manifest", physmcp6, "--role", "admin", "--approval-key", key)
-	if r, _ := na.call("do_fan_mode_0", map[string]any{"value": 2, "idempotency_key": "k7", "approval": tok}); !strings.Contains(errorMessage(r), "keeps no audit log") {
+	if r, _ := na.call("do_fan_mode_0", map[string]any{"value": "low", "idempotency_key": "k7", "approval": tok}); !strings.Contains(errorMessage(r), "keeps no audit log") {
 		t.Fatalf("override without --state = %v", r)
 	}
 }
