@@ -10,21 +10,33 @@ import (
 
 func isLine(m Model) bool { return m == ModelModbus || m == ModelSerialLine }
 
-// modelsFor names the models a bus kind carries.
+// modelsFor names the models a bus kind carries, from the table of models
+// (so a new model is never left out of the message).
 func modelsFor(k BusKind) string {
-	switch k {
-	case BusI2C:
-		return "sht3x or registers"
-	case BusGPIO:
-		return "gpio_in or gpio_out"
-	case BusSerial:
-		return "serial_line"
-	case BusMQTT:
-		return "mqtt"
-	case BusOneWire, BusPWM, BusSPI:
-		return kernelBusModels(k)
+	var out []string
+	for _, m := range models {
+		if carries(k, Model(m)) {
+			out = append(out, m)
+		}
 	}
-	return "modbus"
+	return oneOf(out)
+}
+
+// carries reports whether a bus of kind k carries a device of model m.
+func carries(k BusKind, m Model) bool {
+	switch {
+	case k == BusI2C:
+		return isI2C(m)
+	case k == BusGPIO:
+		return isGPIO(m) || m == ModelPulseCounter
+	case k == BusSerial:
+		return m == ModelSerialLine
+	case k == BusMQTT:
+		return m == ModelMQTT
+	case isKernelBus(k):
+		return (m == ModelDS18B20 || m == ModelPWM || m == ModelMCP3008) && busFor(m) == k
+	}
+	return m == ModelModbus
 }
 
 // busLine checks which line keys a bus of its kind may have.

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -87,17 +88,37 @@ func (d *decoder) manifest(root ast.Node) *Manifest {
 	return m
 }
 
+// busAddress checks a network bus's host:port, saying which part is
+// wrong: a missing port is missing, not out of range.
+func (o obj) busAddress(s string, k BusKind) bool {
+	example := `"192.168.1.20:502"`
+	host, port, err := net.SplitHostPort(s)
+	var addrErr *net.AddrError
+	switch {
+	case errors.As(err, &addrErr) && addrErr.Err == "missing port in address":
+		if k.IsModbus() {
+			example = strconv.Quote(s+":502") + ", 502 being Modbus TCP's port"
+		}
+		o.add("address", ErrMissing, "the port in %q (want host:port, such as %s)", s, example)
+	case err != nil:
+		o.add("address", ErrUnknownValue, "%q (want host:port, such as %s)", s, example)
+	case host == "":
+		o.add("address", ErrMissing, "the host in %q (want host:port, such as %s)", s, example)
+	case !validPort(port):
+		o.add("address", ErrRange, ": port %s in %q (want 1..65535)", port, s)
+	default:
+		return true
+	}
+	return false
+}
+
 func (o obj) bus(b *Bus) {
 	b.Name = o.name()
 	enum(o, "kind", &b.Kind, busKinds, true)
 	b.Device = o.str("device")
 	b.Timeout = o.dur("timeout")
-	if s, ok := o.strOK("address"); ok {
-		if host, port, err := net.SplitHostPort(s); err != nil || host == "" || !validPort(port) {
-			o.add("address", ErrRange, ": %q (want host:port, such as \"192.168.1.20:502\")", s)
-		} else {
-			b.Address = s
-		}
+	if s, ok := o.strOK("address"); ok && o.busAddress(s, b.Kind) {
+		b.Address = s
 	}
 	sp := &b.Serial
 	sp.Port = o.str("port")

@@ -24,7 +24,7 @@ const elicitTTL = 5 * time.Minute
 
 var approvalArgSchema = map[string]any{
 	"type": "string", "minLength": 1,
-	"description": "A human's approval token from `promcp-device approve`, bound to this tool, value and idempotency_key. Needed when the action requires approval (can_do and do_* say requires_human_approval): ask a person who holds the gateway's approval key for one.",
+	"description": "A human's approval token from `promcp-device approve`, bound to this tool, value and idempotency_key. Needed when the action requires approval (can_do and do_* say requires_human_approval): ask a person who holds the gateway's approval key for one. An emergency override from `promcp-device override` is passed here too.",
 }
 
 // approval decides whether this call carries a human's approval, and

@@ -244,6 +244,15 @@ func rel(dir, p string) string {
 }
 
 // required reports keys of f that are absent or null, at the mapping.
+// requiredWants say what each required key holds, for its "missing".
+var requiredWants = map[string]string{
+	"version":  "1",
+	"test":     `the test's name, such as "night heating stays off"`,
+	"manifest": "the manifest to test, relative to this file",
+	"steps":    "a list of steps, such as [{call: read_temperature}]",
+	"as":       "the person who decides, such as {name: maria, role: supervisor}",
+}
+
 func (d *dec) required(f map[string]ast.Node, at ast.Node, field string, keys ...string) {
 	for _, k := range keys {
 		if isNull(f[k]) {
@@ -251,7 +260,11 @@ func (d *dec) required(f map[string]ast.Node, at ast.Node, field string, keys ..
 			if n == nil {
 				n = at
 			}
-			d.add(n, join(field, k), manifests.ErrMissing, "")
+			want := k
+			if w, ok := requiredWants[k]; ok {
+				want += " (want " + w + ")"
+			}
+			d.add(n, join(field, k), manifests.ErrMissing, "%s", want)
 		}
 	}
 }
