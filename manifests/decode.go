@@ -150,7 +150,7 @@ func (o obj) device(dev *Device) {
 	dev.Bus = o.requiredStr("bus", "the name of a bus")
 	enum(o, "model", &dev.Model, models, true)
 	intIn(o, "address", &dev.Address, minI2CAddress, maxI2CAddress, ": %x (want a 7-bit I2C address, 0x03..0x77)")
-	dev.Pin = o.str("pin")
+	dev.Pin = o.pin("pin")
 	dev.ActiveLow = o.boolean("active_low")
 	enum(o, "pull", &dev.Pull, pulls, false)
 	if dev.Model == ModelModbus {
@@ -360,4 +360,27 @@ func (h hexInt) Format(f fmt.State, verb rune) {
 		return
 	}
 	fmt.Fprint(f, int64(h))
+}
+
+// pin decodes a host pin name. A bare number (17, "17") is refused: it
+// does not say whether it is BCM GPIO 17 or the header's pin 17, so the
+// message says both.
+func (o obj) pin(k string) string {
+	n := o.f[k]
+	var num string
+	switch v := n.(type) {
+	case *ast.IntegerNode:
+		num = v.GetToken().Value
+	case *ast.StringNode:
+		if _, err := strconv.Atoi(v.Value); err == nil {
+			num = v.Value
+		}
+	}
+	if num == "" {
+		return o.str(k)
+	}
+	o.d.addAt(n, o.at(k), ErrUnknownValue, "%s (a bare number: is it BCM GPIO %s or the header's pin %s? Want the GPIO's name, "+
+		"such as \"GPIO%s\" for BCM GPIO %s; a header pin is named by the GPIO wired to it, such as \"GPIO17\" for header pin 11)",
+		num, num, num, num, num)
+	return ""
 }
