@@ -59,3 +59,24 @@ func TestEmergencyOverride(t *testing.T) {
 		})
 	}
 }
+
+// A deny window all day, every day, never opens: the refusal says so,
+// never "allowed again from" a minute after the question.
+func TestAllDayDenyWindowNeverOpens(t *testing.T) {
+	all := []time.Weekday{0, 1, 2, 3, 4, 5, 6}
+	windows := []manifests.Window{{Days: all, From: 0, To: 0}, {Days: all, From: 19*time.Hour + 4*time.Minute, To: 19*time.Hour + 4*time.Minute}}
+	for _, w := range windows {
+		req := policy.Request{Action: "do_x", Type: manifests.TypeBoolean, Value: true, HasValue: true, Role: "operator", Now: now, Peers: 1,
+			Rules: &manifests.ActionPolicy{Windows: &manifests.Windows{Location: time.UTC, Deny: []manifests.Window{w}}}}
+		d := (policy.Evaluator{}).Evaluate(req)
+		if d.Permission != promcp.PolicyDenied || strings.Contains(d.Details, "allowed again") || !strings.Contains(d.Details, "do not open") {
+			t.Errorf("deny %v–%v daily: %s, %q", w.From, w.To, d.Permission, d.Details)
+		}
+	}
+	// Denied all Monday: open again on Tuesday at midnight.
+	req := policy.Request{Action: "do_x", Type: manifests.TypeBoolean, Value: true, HasValue: true, Role: "operator", Now: now, Peers: 1,
+		Rules: &manifests.ActionPolicy{Windows: &manifests.Windows{Location: time.UTC, Deny: []manifests.Window{{Days: []time.Weekday{time.Monday}}}}}}
+	if d := (policy.Evaluator{}).Evaluate(req); !strings.Contains(d.Details, "allowed again from Tue 1 Dec 00:00 UTC") {
+		t.Errorf("deny all Monday: %q", d.Details)
+	}
+}
