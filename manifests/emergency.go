@@ -54,7 +54,7 @@ func (o obj) emergency(k string, pol *Policy) *Emergency {
 	em.require("roles", "the roles that may use an emergency override, such as [admin]")
 	em.require("ttl", "how long an override lasts at most, such as 5m")
 	if em.has("ttl") && (out.TTL <= 0 || out.TTL > MaxOverrideTTL) && !o.d.bad[em.at("ttl")] {
-		em.add("ttl", ErrRange, "%s (want more than 0 and at most %s)", out.TTL, fmtDuration(MaxOverrideTTL))
+		em.add("ttl", ErrRange, "%s (want more than 0 and at most %s)", fmtDuration(out.TTL), fmtDuration(MaxOverrideTTL))
 	}
 	return out
 }

@@ -460,3 +460,20 @@ func unplaced(p *Policy) *Policy {
 	}
 	return &q
 }
+
+// TestPhysMCPPolicyGolden holds the errors of the PhysMCP policies under
+// testdata/physmcp/policy_errors/<case>/, loaded against the §5.3
+// manifest, in want.err beside each.
+func TestPhysMCPPolicyGolden(t *testing.T) {
+	m, _ := loadPhysMCP(t, "testdata/physmcp/spec53")
+	files, _ := filepath.Glob(filepath.Join("testdata", "physmcp", "policy_errors", "*", "physmcp.policy.yml"))
+	if len(files) == 0 {
+		t.Fatal("no PhysMCP policy golden cases")
+	}
+	for _, f := range files {
+		compareGolden(t, f, func(data []byte) (bool, error) {
+			p, err := ParsePolicy("physmcp.policy.yml", data, m)
+			return p != nil, err
+		})
+	}
+}
