@@ -54,14 +54,14 @@ func (o obj) emergency(k string, pol *Policy) *Emergency {
 	em.require("roles", "the roles that may use an emergency override, such as [admin]")
 	em.require("ttl", "how long an override lasts at most, such as 5m")
 	if em.has("ttl") && (out.TTL <= 0 || out.TTL > MaxOverrideTTL) && !o.d.bad[em.at("ttl")] {
-		em.add("ttl", ErrRange, "%s (want more than 0 and at most %s)", fmtDuration(out.TTL), fmtDuration(MaxOverrideTTL))
+		em.add("ttl", ErrRange, "%s (want more than 0 and at most %s)", FormatDuration(out.TTL), FormatDuration(MaxOverrideTTL))
 	}
 	return out
 }
 
-// fmtDuration writes d as people write it: 1h, 30m, 1h30m, 30s, not
+// FormatDuration writes d as people write it: 1h, 30m, 1h30m, 30s, not
 // 1h0m0s.
-func fmtDuration(d time.Duration) string {
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

@@ -385,7 +385,7 @@ func (t *pmTranslator) location(loc obj) (desc []string, zone string) {
 func (dv *pmDevice) item() yaml.MapSlice {
 	f := slices.Clone(dv.fields)
 	if dv.timeout > 0 {
-		f = append(f, yaml.MapItem{Key: "timeout", Value: fmtDuration(dv.timeout)})
+		f = append(f, yaml.MapItem{Key: "timeout", Value: FormatDuration(dv.timeout)})
 	}
 	if len(dv.regs) > 0 {
 		f = append(f, yaml.MapItem{Key: "registers", Value: dv.regs})
@@ -543,7 +543,7 @@ func capItem(c obj, pc pmCap, zone string, tags []string, read yaml.MapSlice) ya
 		cp = append(cp, yaml.MapItem{Key: "unit", Value: pc.unit})
 	}
 	if ms, ok := atLeastOne(c, "cache_ttl_ms"); ok {
-		cp = append(cp, yaml.MapItem{Key: "ttl", Value: fmtDuration(time.Duration(ms) * time.Millisecond)})
+		cp = append(cp, yaml.MapItem{Key: "ttl", Value: FormatDuration(time.Duration(ms) * time.Millisecond)})
 	}
 	if zone != "" {
 		cp = append(cp, yaml.MapItem{Key: "location", Value: zone})
@@ -587,7 +587,7 @@ func (t *pmTranslator) doItem(c obj, pc pmCap, rmin, rmax *float64) yaml.MapSlic
 		do = append(do, yaml.MapItem{Key: "compensable", Value: c.boolean("compensable")})
 	}
 	if ms, ok := c.integer("settle_ms"); ok && ms > 0 {
-		do = append(do, yaml.MapItem{Key: "settle", Value: fmtDuration(time.Duration(ms) * time.Millisecond)})
+		do = append(do, yaml.MapItem{Key: "settle", Value: FormatDuration(time.Duration(ms) * time.Millisecond)})
 	}
 	if g, ok := t.guards["do_"+pc.name]; ok {
 		rmin, rmax = narrow(rmin, g.min, true), narrow(rmax, g.max, false)

@@ -165,7 +165,7 @@ func pmEmergency(o obj) yaml.MapSlice {
 	ttl, okTTL := atLeastOne(em, "override_token_ttl_seconds")
 	em.require("override_token_ttl_seconds", "how long an override lasts, such as 300")
 	if okTTL && time.Duration(ttl)*time.Second > MaxOverrideTTL {
-		em.add("override_token_ttl_seconds", ErrRange, ": %d (want at most %d, %s)", ttl, int(MaxOverrideTTL.Seconds()), fmtDuration(MaxOverrideTTL))
+		em.add("override_token_ttl_seconds", ErrRange, ": %d (want at most %d, %s)", ttl, int(MaxOverrideTTL.Seconds()), FormatDuration(MaxOverrideTTL))
 		okTTL = false
 	}
 	if em.has("audit_all_overrides") && !em.boolean("audit_all_overrides") {
@@ -174,7 +174,7 @@ func pmEmergency(o obj) yaml.MapSlice {
 	if perm == "" || perm == "none" || !okTTL {
 		return nil
 	}
-	return yaml.MapSlice{{Key: "roles", Value: permissionRoles(perm)}, {Key: "ttl", Value: fmtDuration(time.Duration(ttl) * time.Second)}}
+	return yaml.MapSlice{{Key: "roles", Value: permissionRoles(perm)}, {Key: "ttl", Value: FormatDuration(time.Duration(ttl) * time.Second)}}
 }
 
 // pmPolicy is a PhysMCP policy being translated: its named time windows
@@ -401,7 +401,7 @@ func (pt *pmPolicy) rangeGuardRule(ru obj, a *pmAction) {
 }
 
 func rateItem(r *RateLimit) yaml.MapSlice {
-	return yaml.MapSlice{{Key: "max", Value: r.Max}, {Key: "per", Value: fmtDuration(r.Per)}}
+	return yaml.MapSlice{{Key: "max", Value: r.Max}, {Key: "per", Value: FormatDuration(r.Per)}}
 }
 
 func actionItem(r pmRules, roles []string, clamp bool, win yaml.MapSlice) yaml.MapSlice {
@@ -416,7 +416,7 @@ func actionItem(r pmRules, roles []string, clamp bool, win yaml.MapSlice) yaml.M
 		a = append(a, yaml.MapItem{Key: "clamp", Value: true})
 	}
 	if r.Cooldown > 0 {
-		a = append(a, yaml.MapItem{Key: "cooldown", Value: fmtDuration(r.Cooldown)})
+		a = append(a, yaml.MapItem{Key: "cooldown", Value: FormatDuration(r.Cooldown)})
 	}
 	if r.RateLimit != nil {
 		a = append(a, yaml.MapItem{Key: "rate_limit", Value: rateItem(r.RateLimit)})

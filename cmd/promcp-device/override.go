@@ -42,7 +42,7 @@ func cmdOverride(c *cli) int {
 	case *ttl == 0:
 		*ttl = em.TTL
 	case *ttl > em.TTL:
-		return c.usage("--ttl %s is longer than the emergency ttl %s that %s sets", *ttl, em.TTL, em.Pos)
+		return c.usage("--ttl %s is longer than the emergency ttl %s that %s sets", manifests.FormatDuration(*ttl), manifests.FormatDuration(em.TTL), em.Pos)
 	}
 	s, err := loadSigner(*keyFile)
 	if err != nil {
