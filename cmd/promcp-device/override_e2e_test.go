@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -76,5 +78,33 @@ func TestLintQuorumOnLoneGateway(t *testing.T) {
 	want := "physmcp.policy.yml:21:20: warning: actions.do_setpoint_0.quorum.min_peers: 3 gateways must be reachable, and a lone gateway has 1: do_setpoint_0 is never allowed"
 	if code != 0 || !strings.Contains(out, want) {
 		t.Fatalf("lint: exit %d\n%s\nwant a line with %q", code, out, want)
+	}
+}
+
+// The simulator's probes read plausibly before sim.values sets them: an
+// ADS1115 percent input 50 %, a 4–20 mA loop 12 mA, a voltage half the
+// full scale, an MCP3008 input half its reference (never 0 V shown as
+// 186.666667 %).
+func TestSimProbesReadMidRange(t *testing.T) {
+	out, stderr, code := runCLI(t, "read", "--sim", "--json", "--manifest", "testdata/probes.yml")
+	if code != 0 {
+		t.Fatalf("read: exit %d, %s", code, stderr)
+	}
+	var got []struct {
+		Capability string  `json:"capability"`
+		Value      float64 `json:"value"`
+		Quality    string  `json:"quality"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := map[string]float64{"soil": 50, "loop": 12, "v2": 2.048, "ch0": 1.65}
+	for _, r := range got {
+		if w, ok := want[r.Capability]; !ok || math.Abs(r.Value-w) > 0.01 || r.Quality != "good" {
+			t.Errorf("%s = %v (%s), want %v good", r.Capability, r.Value, r.Quality, w)
+		}
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d readings, want %d: %s", len(got), len(want), out)
 	}
 }
