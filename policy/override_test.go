@@ -64,7 +64,7 @@ func TestEmergencyOverride(t *testing.T) {
 // never "allowed again from" a minute after the question.
 func TestAllDayDenyWindowNeverOpens(t *testing.T) {
 	all := []time.Weekday{0, 1, 2, 3, 4, 5, 6}
-	windows := []manifests.Window{{Days: all, From: 0, To: 0}, {Days: all, From: 19*time.Hour + 4*time.Minute, To: 19*time.Hour + 4*time.Minute}}
+	windows := []manifests.Window{{Days: all, From: 0, To: 24 * time.Hour}, {Days: all, From: 19*time.Hour + 4*time.Minute, To: 19*time.Hour + 4*time.Minute}}
 	for _, w := range windows {
 		req := policy.Request{Action: "do_x", Type: manifests.TypeBoolean, Value: true, HasValue: true, Role: "operator", Now: now, Peers: 1,
 			Rules: &manifests.ActionPolicy{Windows: &manifests.Windows{Location: time.UTC, Deny: []manifests.Window{w}}}}
