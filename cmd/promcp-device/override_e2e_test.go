@@ -108,3 +108,20 @@ func TestSimProbesReadMidRange(t *testing.T) {
 		t.Errorf("%d readings, want %d: %s", len(got), len(want), out)
 	}
 }
+
+// The spec's setpoint (data_type float) takes 22.5 °C and reads it back:
+// its register is a float32, not an int16 with scale 1. Served under a
+// PhysMCP policy without the §6 quorum, which a lone gateway never meets.
+func TestServePhysMCPFloatSetpoint(t *testing.T) {
+	pol := filepath.Join(t.TempDir(), "physmcp.policy.yml")
+	if err := os.WriteFile(pol, []byte("physmcp_policy_version: \"0.1\"\ncapabilities:\n  do_setpoint_0:\n    rules: [{type: permission, require: [operator]}]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := stdioSession(t, protocols[0], "--manifest", physmcp6, "--policy", pol)
+	if r, _ := s.call("do_setpoint_0", map[string]any{"value": 22.5, "idempotency_key": "sp-1"}); r["status"] != "success" || r["applied_value"] != 22.5 {
+		t.Fatalf("do_setpoint_0 22.5 = %v", r)
+	}
+	if r, _ := s.call("read_setpoint_0", map[string]any{}); r["value"] != 22.5 {
+		t.Fatalf("read_setpoint_0 after 22.5 = %v", r)
+	}
+}
