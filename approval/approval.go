@@ -49,6 +49,9 @@ var (
 	ErrOldFormat = errors.New("approval token has an old format that names no gateway: issue a new one with this version's promcp-device approve")
 	// ErrNoKey is returned by LoadKey when the key file does not exist.
 	ErrNoKey = errors.New("approval key file does not exist")
+	// ErrKind: an override token was given as an approval, or an
+	// approval as an override.
+	ErrKind = errors.New("token is of another kind")
 )
 
 // How an approval was given, as the audit log records it.
@@ -59,6 +62,11 @@ const (
 	// ViaElicitation is an answer to the gateway's question through the
 	// caller's own MCP client: convenient, but the client may be the agent.
 	ViaElicitation = "elicitation"
+	// ViaOverride is an emergency override from `promcp-device override`
+	// (PhysMCP §6 emergency): not one value under one key but one tool,
+	// for as long as the policy's emergency ttl, and only for a caller
+	// whose role the policy's emergency admits. See [Signer.VerifyOverride].
+	ViaOverride = "override"
 )
 
 // Format is the token format Issue writes: Grant.Format. Tokens without it
@@ -82,6 +90,9 @@ type Grant struct {
 	// By names who approved, and Issued when (both for the audit log).
 	By     string    `json:"by,omitempty"`
 	Issued time.Time `json:"iat,omitzero"`
+	// Override marks an emergency override of Tool (Value and Key are
+	// empty): it is not an approval, and an approval is not one.
+	Override bool `json:"ovr,omitempty"`
 }
 
 // Signer signs and checks grants, for one gateway (see [Signer.For]).
@@ -198,6 +209,48 @@ func (s *Signer) Open(token string) (Grant, error) {
 // Verify checks that token grants tool with value under key at now, on
 // the signer's gateway.
 func (s *Signer) Verify(token, tool string, value any, key string, now time.Time) (Grant, error) {
+	g, err := s.valid(token, now)
+	if err != nil {
+		return g, err
+	}
+	if g.Override {
+		return g, fmt.Errorf("%w: it is an emergency override, not an approval", ErrKind)
+	}
+	if g.Tool != tool || g.Key != key || !sameJSON(g.Value, Canonical(value)) {
+		return g, fmt.Errorf("%w: it grants %s value=%s key=%q", ErrMismatch, g.Tool, g.Value, g.Key)
+	}
+	return g, nil
+}
+
+// IsOverride reports whether token is an emergency override signed with
+// the signer's key (whatever else holds of it).
+func (s *Signer) IsOverride(token string) bool {
+	g, err := s.Open(token)
+	return err == nil && g.Override
+}
+
+// VerifyOverride checks that token is an emergency override of tool, on
+// the signer's gateway, at now, that lives no longer than maxTTL from its
+// issue. Unlike an approval it may be used again until it expires.
+func (s *Signer) VerifyOverride(token, tool string, maxTTL time.Duration, now time.Time) (Grant, error) {
+	g, err := s.valid(token, now)
+	if err != nil {
+		return g, err
+	}
+	if !g.Override {
+		return g, fmt.Errorf("%w: it is an approval, not an emergency override", ErrKind)
+	}
+	if g.Tool != tool {
+		return g, fmt.Errorf("%w: it overrides %s", ErrMismatch, g.Tool)
+	}
+	if g.Issued.IsZero() || g.Expires.Sub(g.Issued) > maxTTL {
+		return g, fmt.Errorf("%w: it lives %s, longer than the policy's emergency ttl %s", ErrExpired, g.Expires.Sub(g.Issued), maxTTL)
+	}
+	return g, nil
+}
+
+// valid opens token and checks its format, gateway and expiry.
+func (s *Signer) valid(token string, now time.Time) (Grant, error) {
 	g, err := s.Open(token)
 	if err != nil {
 		return Grant{}, err
@@ -211,9 +264,6 @@ func (s *Signer) Verify(token, tool string, value any, key string, now time.Time
 	}
 	if !now.Before(g.Expires) {
 		return g, fmt.Errorf("%w (at %s)", ErrExpired, g.Expires.UTC().Format(time.RFC3339))
-	}
-	if g.Tool != tool || g.Key != key || !sameJSON(g.Value, Canonical(value)) {
-		return g, fmt.Errorf("%w: it grants %s value=%s key=%q", ErrMismatch, g.Tool, g.Value, g.Key)
 	}
 	return g, nil
 }

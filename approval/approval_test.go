@@ -131,3 +131,46 @@ func TestVerifyRefusesOldFormat(t *testing.T) {
 		}
 	}
 }
+
+// An emergency override is one tool for its ttl, never longer than the
+// policy's; it is not an approval and an approval is not one.
+func TestVerifyOverride(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s0, err := approval.NewSigner([]byte("0123456789abcdef0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := s0.For("gw1")
+	ovr := s.Issue(approval.Grant{Tool: "do_setpoint_0", Override: true, Issued: now, Expires: now.Add(5 * time.Minute), By: "ana"})
+	long := s.Issue(approval.Grant{Tool: "do_setpoint_0", Override: true, Issued: now, Expires: now.Add(time.Hour)})
+	appr := s.Issue(approval.Grant{Tool: "do_setpoint_0", Value: approval.Canonical(22.5), Key: "k", Issued: now, Expires: now.Add(time.Minute)})
+	tests := []struct {
+		name  string
+		s     *approval.Signer
+		token string
+		tool  string
+		at    time.Time
+		want  error
+	}{
+		{"valid", s, ovr, "do_setpoint_0", now.Add(4 * time.Minute), nil},
+		{"lapsed", s, ovr, "do_setpoint_0", now.Add(5 * time.Minute), approval.ErrExpired},
+		{"other tool", s, ovr, "do_fan_mode_0", now, approval.ErrMismatch},
+		{"other gateway", s0.For("gw2"), ovr, "do_setpoint_0", now, approval.ErrOtherGateway},
+		{"longer than the policy's ttl", s, long, "do_setpoint_0", now, approval.ErrExpired},
+		{"an approval", s, appr, "do_setpoint_0", now, approval.ErrKind},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.s.VerifyOverride(tc.token, tc.tool, 5*time.Minute, tc.at)
+			if !errors.Is(err, tc.want) && !(tc.want == nil && err == nil) {
+				t.Fatalf("VerifyOverride = %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if _, err := s.Verify(ovr, "do_setpoint_0", nil, "", now); !errors.Is(err, approval.ErrKind) {
+		t.Errorf("Verify(override) = %v, want ErrKind", err)
+	}
+	if !s.IsOverride(ovr) || s.IsOverride(appr) {
+		t.Error("IsOverride does not tell an override from an approval")
+	}
+}

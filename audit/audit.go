@@ -90,11 +90,12 @@ type Approval struct {
 	// By names who approved: the name given to `promcp-device approve`,
 	// or, for an answer through the MCP client, the caller.
 	By string `json:"by"`
-	// Method is "out_of_band" (an approve token) or "elicitation".
+	// Method is "out_of_band" (an approve token), "elicitation" or
+	// "override" (an emergency override from promcp-device override).
 	Method string `json:"method"`
 	// At is when the approval was given (the token issued, the answer read).
 	At time.Time `json:"at"`
-	// ID is the one-time token's id, for out_of_band.
+	// ID is the token's id, for out_of_band and override.
 	ID string `json:"id,omitempty"`
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -412,15 +413,21 @@ func bind(gateway string, mc manifests.Capability, devices map[string]*device, o
 	}
 	c.health = newTracker(hc, c.TTL(), mc.Unit)
 	var err error
-	c.src, c.pick, err = dev.source(mc.Read.Channel, mc.Type)
+	c.src, c.pick, err = dev.source(mc.Read.Channel, channelType(mc, dev))
 	if err != nil {
 		return nil, err
+	}
+	if enumByIndex(mc, dev) {
+		c.pick = enumNames(c.pick, mc.Do.Constraints.Enum)
 	}
 	c.Binding = dev.bind(mc.Read.Channel)
 	c.Binding.Device, c.Binding.Bus = mc.Read.Device, dev.bus
 	if mc.Do != nil {
-		if c.write, err = dev.writer(mc.Read.Channel, mc.Type); err != nil {
+		if c.write, err = dev.writer(mc.Read.Channel, channelType(mc, dev)); err != nil {
 			return nil, err
+		}
+		if enumByIndex(mc, dev) {
+			c.write = enumIndexes(c.write, mc.Do.Constraints.Enum)
 		}
 	}
 	return c, nil
@@ -448,4 +455,44 @@ func level(on bool) []byte {
 func round(f float64, digits int) float64 {
 	p := math.Pow10(digits)
 	return math.Round(f*p) / p
+}
+
+// enumByIndex reports whether mc is an enum kept on a Modbus register as
+// the index of its value in do.constraints.enum (0 is the first).
+func enumByIndex(mc manifests.Capability, dev *device) bool {
+	return mc.Type == manifests.TypeEnum && dev.model == manifests.ModelModbus && mc.Do != nil
+}
+
+// channelType is the type the device's channel carries for mc: an integer
+// for an enum kept by index.
+func channelType(mc manifests.Capability, dev *device) manifests.ValueType {
+	if enumByIndex(mc, dev) {
+		return manifests.TypeInteger
+	}
+	return mc.Type
+}
+
+// enumNames turns the index a register holds into the enum's name; an
+// index outside the enum stays a number, which the enum's constraints
+// then do not admit.
+func enumNames(pick func(any) any, names []string) func(any) any {
+	return func(v any) any {
+		v = pick(v)
+		if i, ok := v.(int64); ok && i >= 0 && int(i) < len(names) {
+			return names[i]
+		}
+		return v
+	}
+}
+
+// enumIndexes writes an enum's name as its index.
+func enumIndexes(write func(context.Context, any) error, names []string) func(context.Context, any) error {
+	return func(ctx context.Context, v any) error {
+		s, _ := v.(string)
+		i := slices.Index(names, s)
+		if i < 0 {
+			return fmt.Errorf("%v is not one of the enum's values %v", v, names)
+		}
+		return write(ctx, int64(i))
+	}
 }

@@ -184,16 +184,23 @@ func (g *Gateway) doTool(c *capabilities.Capability) server.DoTool {
 	if cons := constraintText(c.Capability); cons != "" {
 		desc += " Allowed values: " + cons + "."
 	}
+	var ovRoles []string
+	var ovTTL time.Duration
+	if pol := g.opts.Policy; pol != nil && pol.Emergency != nil {
+		ovRoles, ovTTL = pol.Emergency.Roles, pol.Emergency.TTL
+	}
 	return server.DoTool{
-		ApprovalVia:  approvalVia(g.opts.Policy, c.Do.Tool),
-		BeginsItself: true,
-		Name:         c.Do.Tool,
-		Title:        title(strings.TrimPrefix(c.Do.Tool, "do_")),
-		Description:  desc,
-		Value:        valueSchema(c.Capability, true),
-		SideEffects:  c.Do.SideEffects,
-		Compensable:  c.Do.Compensable,
-		Source:       c.Source,
+		ApprovalVia:   approvalVia(g.opts.Policy, c.Do.Tool),
+		OverrideRoles: ovRoles,
+		OverrideTTL:   ovTTL,
+		BeginsItself:  true,
+		Name:          c.Do.Tool,
+		Title:         title(strings.TrimPrefix(c.Do.Tool, "do_")),
+		Description:   desc,
+		Value:         valueSchema(c.Capability, true),
+		SideEffects:   c.Do.SideEffects,
+		Compensable:   c.Do.Compensable,
+		Source:        c.Source,
 	}
 }
 
@@ -299,7 +306,7 @@ func (g *Gateway) do(ctx context.Context, c *capabilities.Capability, req server
 		}
 		before = c.Read(ctx)
 		pr := g.request(ctx, c, req.Value, true, before)
-		pr.Approved = req.Approved
+		pr.Approved, pr.Override = req.Approved, req.Override
 		v.Apply(&pr)
 		tr.pr = pr
 		if hd, held := g.holdRefusal(c, a.job, req.Value, pr.Now); held {

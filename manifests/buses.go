@@ -342,7 +342,7 @@ func (c *checker) busDeviceSim(dev Device, path string) {
 	}
 	if dev.Model != ModelMCP3008 {
 		if c.d.has(vp) {
-			c.d.add(vp, ErrNotAllowed, "for model %s (its simulation follows the zones; only registers and mcp3008 have values)", dev.Model)
+			c.d.add(vp, ErrNotAllowed, "for model %s (%s)", dev.Model, simValuesWant())
 		}
 		return
 	}

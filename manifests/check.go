@@ -151,9 +151,9 @@ func (c *checker) checkDevices() {
 		if bus != nil {
 			switch {
 			case isI2C(dev.Model) && bus.Kind == BusGPIO:
-				c.d.add(field("model"), ErrNotAllowed, "on gpio bus %q: %s (want gpio_in or gpio_out, or an i2c bus)", bus.Name, dev.Model)
+				c.d.add(field("model"), ErrNotAllowed, "on gpio bus %q: %s (want %s, or an i2c bus)", bus.Name, dev.Model, modelsFor(BusGPIO))
 			case isGPIO(dev.Model) && bus.Kind == BusI2C:
-				c.d.add(field("model"), ErrNotAllowed, "on i2c bus %q: %s (want sht3x or registers, or a gpio bus)", bus.Name, dev.Model)
+				c.d.add(field("model"), ErrNotAllowed, "on i2c bus %q: %s (want %s, or a gpio bus)", bus.Name, dev.Model, modelsFor(BusI2C))
 			case bus.Kind.IsModbus() || bus.Kind == BusSerial || bus.Kind == BusMQTT || isKernelBus(bus.Kind):
 				c.d.add(field("model"), ErrNotAllowed, "on %s bus %q: %s (want %s)", bus.Kind, bus.Name, dev.Model, modelsFor(bus.Kind))
 			}
@@ -250,7 +250,7 @@ func (c *checker) deviceSim(dev Device, path string) {
 	if isChip(dev.Model) {
 		c.chipSimValues(dev, vp)
 	} else if c.d.has(vp) && dev.Model != ModelRegisters {
-		c.d.add(vp, ErrNotAllowed, "for model %s (only the registers model has register values)", dev.Model)
+		c.d.add(vp, ErrNotAllowed, "for model %s (%s)", dev.Model, simValuesWant())
 	} else {
 		for _, name := range sortedKeys(dev.Sim.Values) {
 			v := dev.Sim.Values[name]
@@ -321,4 +321,25 @@ func hex(a int64) string {
 		return fmt.Sprint(a)
 	}
 	return fmt.Sprintf("0x%02x", a)
+}
+
+// hasSimValues reports whether the simulator of model m takes sim.values.
+func hasSimValues(m Model) bool {
+	switch m {
+	case ModelRegisters, ModelModbus, ModelMQTT, ModelMCP3008, ModelPulseCounter:
+		return true
+	}
+	return isChip(m)
+}
+
+// simValuesWant says which models take sim.values, from the table of
+// models, and what the others follow.
+func simValuesWant() string {
+	var with []string
+	for _, m := range models {
+		if hasSimValues(Model(m)) {
+			with = append(with, m)
+		}
+	}
+	return "sim.values is for " + oneOf(with) + "; the others follow the zones, or sim.level"
 }

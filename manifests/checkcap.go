@@ -313,7 +313,7 @@ func (c *checker) checkSim() {
 	}
 	zones := map[string]string{}
 	sensors := map[string]string{} // sensor name → path of first zone use
-	sht3x := func(name, p string) bool { return c.isDS18B20(name) || c.simDevice(name, p, ModelSHT3x) }
+	sht3x := c.zoneSensor
 	gpioOut := func(name, p string) bool { return c.simDevice(name, p, ModelGPIOOut) }
 	for i, z := range s.Zones {
 		zp := index("sim.zones", i)
@@ -334,6 +334,34 @@ func (c *checker) checkSim() {
 			}
 		}
 	}
+}
+
+// ZoneSensorModels are the models a zone's sensors may be: every
+// temperature sensor, which the zone's air (its heaters, vents and fans)
+// drives in the simulator.
+var ZoneSensorModels = []Model{ModelSHT3x, ModelBME280, ModelBMP280, ModelDS18B20}
+
+// zoneSensor checks that name is a device of one of ZoneSensorModels.
+func (c *checker) zoneSensor(name, path string) bool {
+	if j, ok := c.devices[name]; ok && slices.Contains(ZoneSensorModels, c.m.Devices[j].Model) {
+		return true
+	} else if ok && name != "" {
+		if got := c.m.Devices[j].Model; slices.Contains(models, string(got)) {
+			c.d.add(path, ErrNotAllowed, "here: %q is %s device (a zone's sensor measures its air: want %s)", name, article(got), oneOf(words(ZoneSensorModels...)))
+		}
+		return false
+	}
+	if name == "" || c.d.bad["devices"] {
+		return c.simDevice(name, path, ModelSHT3x)
+	}
+	var names []string
+	for _, dev := range c.m.Devices {
+		if slices.Contains(ZoneSensorModels, dev.Model) && dev.Name != "" {
+			names = append(names, dev.Name)
+		}
+	}
+	c.d.add(path, ErrBadReference, "device %q (%s)", name, candidates("temperature sensor", names))
+	return false
 }
 
 // simDevice checks that name is a device of model want.

@@ -10,21 +10,33 @@ import (
 
 func isLine(m Model) bool { return m == ModelModbus || m == ModelSerialLine }
 
-// modelsFor names the models a bus kind carries.
+// modelsFor names the models a bus kind carries, from the table of models
+// (so a new model is never left out of the message).
 func modelsFor(k BusKind) string {
-	switch k {
-	case BusI2C:
-		return "sht3x or registers"
-	case BusGPIO:
-		return "gpio_in or gpio_out"
-	case BusSerial:
-		return "serial_line"
-	case BusMQTT:
-		return "mqtt"
-	case BusOneWire, BusPWM, BusSPI:
-		return kernelBusModels(k)
+	var out []string
+	for _, m := range models {
+		if carries(k, Model(m)) {
+			out = append(out, m)
+		}
 	}
-	return "modbus"
+	return oneOf(out)
+}
+
+// carries reports whether a bus of kind k carries a device of model m.
+func carries(k BusKind, m Model) bool {
+	switch {
+	case k == BusI2C:
+		return isI2C(m)
+	case k == BusGPIO:
+		return isGPIO(m) || m == ModelPulseCounter
+	case k == BusSerial:
+		return m == ModelSerialLine
+	case k == BusMQTT:
+		return m == ModelMQTT
+	case isKernelBus(k):
+		return (m == ModelDS18B20 || m == ModelPWM || m == ModelMCP3008) && busFor(m) == k
+	}
+	return m == ModelModbus
 }
 
 // busLine checks which line keys a bus of its kind may have.
@@ -180,11 +192,18 @@ func (c *checker) modbusChannel(cp *Capability, dev *Device, path string) {
 		return
 	case "":
 		return
-	default:
+	case modbusconf.DataFloat32, modbusconf.DataFloat64:
 		want = []ValueType{TypeNumber, TypeInteger}
+	default:
+		// An enum: the register holds the index of the value in
+		// do.constraints.enum (0 is the first).
+		want = []ValueType{TypeNumber, TypeInteger, TypeEnum}
 	}
 	if slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
 		c.d.add(join(path, "type"), ErrNotAllowed, "on a %s register: %s (want %s)", r.Type, cp.Type, oneOf(words(want...)))
+	}
+	if cp.Type == TypeEnum && r.Scale != 0 && r.Scale != 1 || cp.Type == TypeEnum && r.Offset != 0 {
+		c.d.add(join(path, "type"), ErrNotAllowed, "enum on register %q with a scale or offset (the register holds the index of the value: leave scale 1, offset 0)", r.Name)
 	}
 }
 

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -87,17 +88,37 @@ func (d *decoder) manifest(root ast.Node) *Manifest {
 	return m
 }
 
+// busAddress checks a network bus's host:port, saying which part is
+// wrong: a missing port is missing, not out of range.
+func (o obj) busAddress(s string, k BusKind) bool {
+	example := `"192.168.1.20:502"`
+	host, port, err := net.SplitHostPort(s)
+	var addrErr *net.AddrError
+	switch {
+	case errors.As(err, &addrErr) && addrErr.Err == "missing port in address":
+		if k.IsModbus() {
+			example = strconv.Quote(s+":502") + ", 502 being Modbus TCP's port"
+		}
+		o.add("address", ErrMissing, "the port in %q (want host:port, such as %s)", s, example)
+	case err != nil:
+		o.add("address", ErrUnknownValue, "%q (want host:port, such as %s)", s, example)
+	case host == "":
+		o.add("address", ErrMissing, "the host in %q (want host:port, such as %s)", s, example)
+	case !validPort(port):
+		o.add("address", ErrRange, ": port %s in %q (want 1..65535)", port, s)
+	default:
+		return true
+	}
+	return false
+}
+
 func (o obj) bus(b *Bus) {
 	b.Name = o.name()
 	enum(o, "kind", &b.Kind, busKinds, true)
 	b.Device = o.str("device")
 	b.Timeout = o.dur("timeout")
-	if s, ok := o.strOK("address"); ok {
-		if host, port, err := net.SplitHostPort(s); err != nil || host == "" || !validPort(port) {
-			o.add("address", ErrRange, ": %q (want host:port, such as \"192.168.1.20:502\")", s)
-		} else {
-			b.Address = s
-		}
+	if s, ok := o.strOK("address"); ok && o.busAddress(s, b.Kind) {
+		b.Address = s
 	}
 	sp := &b.Serial
 	sp.Port = o.str("port")
@@ -129,7 +150,7 @@ func (o obj) device(dev *Device) {
 	dev.Bus = o.requiredStr("bus", "the name of a bus")
 	enum(o, "model", &dev.Model, models, true)
 	intIn(o, "address", &dev.Address, minI2CAddress, maxI2CAddress, ": %x (want a 7-bit I2C address, 0x03..0x77)")
-	dev.Pin = o.str("pin")
+	dev.Pin = o.pin("pin")
 	dev.ActiveLow = o.boolean("active_low")
 	enum(o, "pull", &dev.Pull, pulls, false)
 	if dev.Model == ModelModbus {
@@ -339,4 +360,27 @@ func (h hexInt) Format(f fmt.State, verb rune) {
 		return
 	}
 	fmt.Fprint(f, int64(h))
+}
+
+// pin decodes a host pin name. A bare number (17, "17") is refused: it
+// does not say whether it is BCM GPIO 17 or the header's pin 17, so the
+// message says both.
+func (o obj) pin(k string) string {
+	n := o.f[k]
+	var num string
+	switch v := n.(type) {
+	case *ast.IntegerNode:
+		num = v.GetToken().Value
+	case *ast.StringNode:
+		if _, err := strconv.Atoi(v.Value); err == nil {
+			num = v.Value
+		}
+	}
+	if num == "" {
+		return o.str(k)
+	}
+	o.d.addAt(n, o.at(k), ErrUnknownValue, "%s (a bare number: is it BCM GPIO %s or the header's pin %s? Want the GPIO's name, "+
+		"such as \"GPIO%s\" for BCM GPIO %s; a header pin is named by the GPIO wired to it, such as \"GPIO17\" for header pin 11)",
+		num, num, num, num, num)
+	return ""
 }

@@ -332,7 +332,7 @@
 //	vent_time_constant  duration         10m       more than 0; extra drift toward outside for each open vent
 //	heater_rate         number           0.5       more than 0; °C per minute for each heater that is on
 //	noise               number           0         0 or more; standard deviation of temperature noise, °C (humidity gets ten times that, in %)
-//	sensors             list of strings  none      sht3x devices measuring this zone; a sensor belongs to one zone
+//	sensors             list of strings  none      temperature sensors in this zone (sht3x, bme280, bmp280, ds18b20); a sensor belongs to one zone
 //	heaters             list of strings  none      gpio_out devices warming this zone while on
 //	vents               list of strings  none      gpio_out devices venting this zone while on
 //	fans                list of strings  none      modbus devices with sim profile vfd; each adds speed/50Hz of a vent with fan_time_constant

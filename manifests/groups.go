@@ -172,6 +172,9 @@ func (c *checker) groupSize(g *Group, path string) {
 		return // reported: one mistake, one error
 	}
 	if len(g.Members) == 0 {
+		if c.badUnder(path, "capabilities", "location", "tags") {
+			return // a selector was reported: the emptiness follows from it
+		}
 		if c.d.has(join(path, "capabilities")) || c.d.has(join(path, "location")) || c.d.has(join(path, "tags")) {
 			c.d.add(at, ErrRange, ": group %q holds no capability (its capabilities, location and tags pick none)", g.Name)
 		}
@@ -304,4 +307,17 @@ func groupName(s string) string {
 		s = "g" + s
 	}
 	return s
+}
+
+// badUnder reports whether a problem was reported at one of path's keys,
+// or within them (an element of a list).
+func (c *checker) badUnder(path string, keys ...string) bool {
+	for p := range c.d.bad {
+		for _, k := range keys {
+			if at := join(path, k); p == at || strings.HasPrefix(p, at+"[") || strings.HasPrefix(p, at+".") {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"fmt"
 	"net"
 	"net/url"
 	"path/filepath"
@@ -89,6 +90,16 @@ func (o obj) identity(k string, notes *[]Note) *Identity {
 	}
 	out := &Identity{Providers: list(id, "providers", providerKeys, obj.provider)}
 	id.require("providers", "a list of providers, such as [{type: jwt, issuer: ..., audience: ..., jwks_file: ...}]")
+	out.Providers = slices.DeleteFunc(out.Providers, func(p IdentityProvider) bool {
+		if p.Type != ProviderJWT || p.JWKSFile != "" || p.JWKSURL != "" {
+			return false
+		}
+		// Only a PhysMCP file gets here (ours requires the keys): the
+		// spec has no key for them.
+		*notes = append(*notes, Note{Pos: p.Pos, Field: id.at("providers"), Msg: fmt.Sprintf(
+			"the jwt provider of %s names no keys (PhysMCP has no key for them): its JWTs are refused until the policy, converted with `promcp-device convert`, gives jwks_file or jwks_url", p.Issuer)})
+		return true
+	})
 	if len(out.Providers) > 0 {
 		pos := id.d.at(o.at(k))
 		pos.File = id.d.p.file
@@ -117,7 +128,7 @@ func (o obj) provider(p *IdentityProvider) {
 	p.Issuer = o.requiredStr("issuer", `the tokens' iss, such as "https://auth.example.com"`)
 	p.Audience = o.requiredStr("audience", `the aud the tokens must carry, such as "physmcp-mesh"`)
 	p.JWKSFile, p.JWKSURL = o.str("jwks_file"), o.str("jwks_url")
-	if p.JWKSFile == "" && p.JWKSURL == "" && !o.d.bad[o.at("jwks_file")] && !o.d.bad[o.at("jwks_url")] {
+	if p.JWKSFile == "" && p.JWKSURL == "" && !o.d.physmcp && !o.d.bad[o.at("jwks_file")] && !o.d.bad[o.at("jwks_url")] {
 		o.d.add(o.path, ErrMissing, "jwks_file or jwks_url (want the issuer's public keys: a JWK Set file, or the URL the issuer publishes them at)")
 	}
 	if p.JWKSURL != "" && !safeJWKSURL(p.JWKSURL) {
@@ -183,11 +194,11 @@ func identityItem(id *Identity) yaml.MapSlice {
 		add("audience", p.Audience, p.Audience != "")
 		add("jwks_file", p.JWKSFile, p.JWKSFile != "")
 		add("jwks_url", p.JWKSURL, p.JWKSURL != "")
-		add("jwks_refresh", p.JWKSRefresh.String(), p.JWKSRefresh > 0)
+		add("jwks_refresh", FormatDuration(p.JWKSRefresh), p.JWKSRefresh > 0)
 		add("algorithms", p.Algorithms, len(p.Algorithms) > 0)
 		add("roles_claim", p.RolesClaim, p.RolesClaim != "")
 		add("name_claim", p.NameClaim, p.NameClaim != "")
-		add("leeway", p.Leeway.String(), p.Leeway > 0)
+		add("leeway", FormatDuration(p.Leeway), p.Leeway > 0)
 		add("ca_cert_path", p.CACertPath, p.CACertPath != "")
 		add("role_from", p.RoleFrom, p.RoleFrom != "")
 		add("name_from", p.NameFrom, p.NameFrom != "")

@@ -76,6 +76,9 @@ func TestPolicyIdentityErrors(t *testing.T) {
 		{"long leeway", `[{type: jwt, issuer: i, audience: a, jwks_file: k, leeway: 1h}]`, ErrRange, "3:73 identity.providers[0].leeway"},
 	} {
 		for _, head := range []string{"physmcp_policy_version: \"0.1\"\n", "version: 1\n"} {
+			if tc.sentinel == ErrMissing && strings.HasPrefix(head, "physmcp") && strings.Contains(tc.name, "no keys") {
+				continue // noted, not refused: see TestPhysMCPSpec6
+			}
 			t.Run(tc.name+"/"+strings.Fields(head)[0], func(t *testing.T) {
 				doc := head + "identity:\n  providers: " + tc.providers + "\n"
 				_, err := ParsePolicy("p.yml", []byte(doc), m)

@@ -26,6 +26,9 @@ type decoder struct {
 	bad     map[string]bool              // paths already reported
 	steps   int
 	aborted bool
+	// physmcp is set while a PhysMCP file is read: a key it has no way
+	// to say (a JWT provider's keys) is noted, not required.
+	physmcp bool
 }
 
 func newDecoder(p *problems, root ast.Node) *decoder {

@@ -385,7 +385,7 @@ func (t *pmTranslator) location(loc obj) (desc []string, zone string) {
 func (dv *pmDevice) item() yaml.MapSlice {
 	f := slices.Clone(dv.fields)
 	if dv.timeout > 0 {
-		f = append(f, yaml.MapItem{Key: "timeout", Value: dv.timeout.String()})
+		f = append(f, yaml.MapItem{Key: "timeout", Value: FormatDuration(dv.timeout)})
 	}
 	if len(dv.regs) > 0 {
 		f = append(f, yaml.MapItem{Key: "registers", Value: dv.regs})
@@ -543,7 +543,7 @@ func capItem(c obj, pc pmCap, zone string, tags []string, read yaml.MapSlice) ya
 		cp = append(cp, yaml.MapItem{Key: "unit", Value: pc.unit})
 	}
 	if ms, ok := atLeastOne(c, "cache_ttl_ms"); ok {
-		cp = append(cp, yaml.MapItem{Key: "ttl", Value: (time.Duration(ms) * time.Millisecond).String()})
+		cp = append(cp, yaml.MapItem{Key: "ttl", Value: FormatDuration(time.Duration(ms) * time.Millisecond)})
 	}
 	if zone != "" {
 		cp = append(cp, yaml.MapItem{Key: "location", Value: zone})
@@ -587,7 +587,7 @@ func (t *pmTranslator) doItem(c obj, pc pmCap, rmin, rmax *float64) yaml.MapSlic
 		do = append(do, yaml.MapItem{Key: "compensable", Value: c.boolean("compensable")})
 	}
 	if ms, ok := c.integer("settle_ms"); ok && ms > 0 {
-		do = append(do, yaml.MapItem{Key: "settle", Value: (time.Duration(ms) * time.Millisecond).String()})
+		do = append(do, yaml.MapItem{Key: "settle", Value: FormatDuration(time.Duration(ms) * time.Millisecond)})
 	}
 	if g, ok := t.guards["do_"+pc.name]; ok {
 		rmin, rmax = narrow(rmin, g.min, true), narrow(rmax, g.max, false)
@@ -618,9 +618,6 @@ func constraints(c obj, pc pmCap, rmin, rmax *float64) yaml.MapSlice {
 	}
 	if pc.typ == TypeEnum && len(pc.enumVals) > 0 {
 		cons = append(cons, yaml.MapItem{Key: "enum", Value: pc.enumVals})
-	}
-	if pc.typ == TypeInteger && pc.dt == "enum" {
-		cons = append(cons, yaml.MapItem{Key: "min", Value: 0}, yaml.MapItem{Key: "max", Value: len(pc.enumVals) - 1}, yaml.MapItem{Key: "step", Value: 1})
 	}
 	return cons
 }

@@ -251,8 +251,8 @@ func (t *pmTranslator) i2c(a pmAddr, pc *pmCap) yaml.MapSlice {
 	}
 	busName := t.hostBus("i2c", b.str("bus_device"))
 	devName := fmt.Sprintf("%s_0x%02x", busName, addr)
-	dv := t.device(devName, yaml.MapSlice{{Key: "bus", Value: busName}, {Key: "model", Value: "registers"}, {Key: "address", Value: addr}})
-	dv.regs = append(dv.regs, register(b, pc.kind, yaml.MapSlice{{Key: "name", Value: pc.name}, {Key: "address", Value: reg}, {Key: "type", Value: strOr(b.str("register_type"), "int16")}}))
+	dv := t.device(devName, yaml.MapSlice{{Key: "bus", Value: busName}, {Key: "model", Value: "registers"}, {Key: "address", Value: hexAddr(addr)}})
+	dv.regs = append(dv.regs, register(b, pc.kind, yaml.MapSlice{{Key: "name", Value: pc.name}, {Key: "address", Value: hexAddr(reg)}, {Key: "type", Value: strOr(b.str("register_type"), "int16")}}))
 	t.noTimeout(pc, "on an i2c binding (an I2C transaction's timeout is its bus's: set timeout on the bus in our format)")
 	return channelRead(devName, pc.name)
 }
@@ -364,7 +364,7 @@ func (t *pmTranslator) ads1x15(a pmAddr, pc *pmCap) yaml.MapSlice {
 	}
 	busName := t.hostBus("i2c", busDev)
 	devName := fmt.Sprintf("%s_0x%02x", busName, addr)
-	dv := t.device(devName, yaml.MapSlice{{Key: "bus", Value: busName}, {Key: "model", Value: chip}, {Key: "address", Value: addr}})
+	dv := t.device(devName, yaml.MapSlice{{Key: "bus", Value: busName}, {Key: "model", Value: chip}, {Key: "address", Value: hexAddr(addr)}})
 	in := yaml.MapSlice{{Key: "name", Value: pc.name}, {Key: "input", Value: fmt.Sprintf("a%d", ch)}}
 	if v, ok := b.numOK("full_scale"); ok {
 		in = append(in, yaml.MapItem{Key: "full_scale", Value: v})
@@ -502,10 +502,11 @@ func (t *pmTranslator) pwm(a pmAddr, pc *pmCap) yaml.MapSlice {
 // without type= 1 is coil 0) or, with type= and a number below 10000 (or
 // one whose Modicon table is another), a 0-based address. PhysMCP does not say where the
 // slave is nor how a value is encoded: bus_address (default
-// 127.0.0.1:502, Modbus TCP), register_type (default int16 for float and
-// int, bool on coils and discrete inputs), byte_order (default ABCD),
-// scale (default 1) and offset (default 0) say them. An enum do is the
-// index of its enum_values in the register (0 is the first).
+// 127.0.0.1:502, Modbus TCP), register_type (default float32 for float,
+// two registers; int16 for int; bool on coils and discrete inputs), byte_order (default ABCD),
+// scale (default 1) and offset (default 0) say them. An enum is served by
+// its names; the register holds the index of the name in enum_values (0 is
+// the first).
 func (t *pmTranslator) modbus(a pmAddr, pc *pmCap) yaml.MapSlice {
 	b := a.b
 	slave, table, reg, ok := modbusAddress(a, pc.kind)
@@ -516,10 +517,12 @@ func (t *pmTranslator) modbus(a pmAddr, pc *pmCap) yaml.MapSlice {
 	switch {
 	case pc.typ == TypeBoolean && rtype == "":
 		rtype = "bool"
+	case pc.typ == TypeNumber && rtype == "":
+		rtype = "float32" // a float, such as the spec's setpoint: 22.5 °C is written as is
 	case rtype == "":
 		rtype = "int16"
 	}
-	if pc.typ == TypeEnum && !pc.enumIndex() {
+	if pc.typ == TypeEnum && !pc.enumOnRegister() {
 		return nil
 	}
 	busAddr := strOr(b.str("bus_address"), "127.0.0.1:502")
@@ -562,15 +565,14 @@ func modbusAddress(a pmAddr, kind string) (slave uint64, table string, reg uint6
 	return 0, "", 0, false
 }
 
-// enumIndex makes an enum capability on a register an integer, the index
-// of its enum_values, which the description lists.
-func (pc *pmCap) enumIndex() bool {
+// enumOnRegister keeps an enum capability on a register an enum: served
+// and written by its names, the register holding the index of the name in
+// enum_values (0 is the first), which the description lists.
+func (pc *pmCap) enumOnRegister() bool {
 	if len(pc.enumVals) == 0 {
 		pc.c.add("enum_values", ErrMissing, "enum_values (the values of the enum, in register order)")
 		return false
 	}
-	pc.typ = TypeInteger
-	pc.unit = "index"
 	var vs []string
 	for i, v := range pc.enumVals {
 		vs = append(vs, fmt.Sprintf("%d=%s", i, v))
@@ -586,3 +588,10 @@ func (t *pmTranslator) timeout(dv *pmDevice) {
 		dv.timeout = t.capTimeout
 	}
 }
+
+// hexAddr is an I2C address or register as people write it (0x48), in the
+// YAML convert writes.
+type hexAddr uint64
+
+// MarshalYAML writes the address in hex.
+func (h hexAddr) MarshalYAML() ([]byte, error) { return fmt.Appendf(nil, "0x%02x", uint64(h)), nil }

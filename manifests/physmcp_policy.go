@@ -70,6 +70,16 @@ func parsePhysMCPPolicy(file string, data []byte, m *Manifest) (*Policy, error) 
 	pol.File = file
 	// Positions in the file as written, not as converted.
 	pol.Identity, pol.Notes = pt.identity, pt.notes
+	if pol.Emergency != nil {
+		pol.Emergency.Pos = pt.d.at("emergency")
+		pol.Emergency.Pos.File = file
+	}
+	for tool, a := range pol.Actions {
+		if a.Quorum != nil {
+			a.Quorum.Pos = pt.quorumPos[tool] // zero when the manifest declared it
+			a.Quorum.Pos.File = file
+		}
+	}
 	return pol, nil
 }
 
@@ -96,16 +106,15 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 	if !ok {
 		return nil, nil, p.err()
 	}
-	pt := &pmPolicy{d: newDecoder(p, root), guards: map[string]rangeGuard{}}
+	pt := &pmPolicy{d: newDecoder(p, root), guards: map[string]rangeGuard{}, quorumPos: map[string]Position{}}
+	pt.d.physmcp = true
 	o, ok := pt.d.document(root, pmPolicyKeys, "physmcp_policy_version and capabilities")
 	if !ok {
 		return nil, nil, p.err()
 	}
 	requireVersion(o, "physmcp_policy_version")
 	pt.identity = o.identity("identity", &pt.notes)
-	if o.has("emergency") {
-		o.add("emergency", ErrUnsupported, "(there is no override of the policy; a do_* to the capability's safe_value is never held back by rate, cooldown or window)")
-	}
+	emergency := pmEmergency(o)
 	doc := yaml.MapSlice{{Key: "version", Value: 1}}
 	defPerm, defRate := policyDefaults(o)
 	if defPerm != "" {
@@ -124,13 +133,48 @@ func translatePolicyDoc(file string, data []byte, info *physmcpInfo) (yaml.MapSl
 	if len(actions) > 0 {
 		doc = append(doc, yaml.MapItem{Key: "actions", Value: actions})
 	}
-	if pt.identity != nil {
+	if pt.identity != nil && len(pt.identity.Providers) > 0 {
 		doc = append(doc, yaml.MapItem{Key: "identity", Value: identityItem(pt.identity)})
+	}
+	if emergency != nil {
+		doc = append(doc, yaml.MapItem{Key: "emergency", Value: emergency})
 	}
 	if err := p.err(); err != nil {
 		return nil, nil, err
 	}
 	return doc, pt, nil
+}
+
+var pmEmergencyKeys = []string{"override_permission", "override_token_ttl_seconds", "audit_all_overrides"}
+
+// pmEmergency translates the emergency block (see [Emergency]): the
+// override_permission level and those above it may use an override that
+// lasts override_token_ttl_seconds. Every action under an override is
+// audited (the gateway refuses overrides without an audit log), so
+// audit_all_overrides: false cannot be honoured.
+func pmEmergency(o obj) yaml.MapSlice {
+	em, ok := o.sub("emergency", pmEmergencyKeys)
+	if !ok {
+		return nil
+	}
+	var perm string
+	enum(em, "override_permission", &perm, pmPermissions, true)
+	if perm == "none" {
+		em.add("override_permission", ErrNotAllowed, ": none (an override is for a named role, such as admin)")
+	}
+	ttl, okTTL := atLeastOne(em, "override_token_ttl_seconds")
+	em.require("override_token_ttl_seconds", "how long an override lasts, such as 300")
+	if okTTL && time.Duration(ttl)*time.Second > MaxOverrideTTL {
+		em.add("override_token_ttl_seconds", ErrRange, ": %d (want at most %d, %s)", ttl, int(MaxOverrideTTL.Seconds()), FormatDuration(MaxOverrideTTL))
+		okTTL = false
+	}
+	if em.has("audit_all_overrides") && !em.boolean("audit_all_overrides") {
+		em.add("audit_all_overrides", ErrUnsupported, ": false (every action under an override is audited)")
+	}
+	if perm == "" || perm == "none" || !okTTL {
+		return nil
+	}
+	return yaml.MapSlice{{Key: "roles", Value: permissionRoles(perm)}, {Key: "ttl", Value: FormatDuration(time.Duration(ttl) * time.Second)}}
 }
 
 // pmPolicy is a PhysMCP policy being translated: its named time windows
@@ -141,6 +185,8 @@ type pmPolicy struct {
 	guards   map[string]rangeGuard
 	identity *Identity
 	notes    []Note
+	// quorumPos: where each tool's quorum rule says min_peers.
+	quorumPos map[string]Position
 }
 
 // pmWindow is a named time window, as our window, and its zone.
@@ -156,6 +202,8 @@ type pmAction struct {
 	clamp bool
 	win   yaml.MapSlice
 	guard *rangeGuard
+	// quorumPos is where a quorum rule's min_peers is written.
+	quorumPos Position
 }
 
 // policyDefaults reads defaults: the permission and rate every action
@@ -231,6 +279,9 @@ func (pt *pmPolicy) actions(o obj, info *physmcpInfo) yaml.MapSlice {
 		pt.rules(c, a)
 		if a.guard != nil {
 			pt.guards[tool] = *a.guard
+		}
+		if a.quorumPos.Line > 0 {
+			pt.quorumPos[tool] = a.quorumPos
 		}
 		actions = append(actions, yaml.MapItem{Key: tool, Value: actionItem(a.r, a.roles, a.clamp, a.win)})
 	}
@@ -324,6 +375,7 @@ func (pt *pmPolicy) rateRule(ru obj, a *pmAction) {
 func (pt *pmPolicy) quorumRule(ru obj, a *pmAction) {
 	if v, ok := atLeastOne(ru, "min_peers"); ok {
 		a.r.Quorum = int(v)
+		a.quorumPos = pt.d.at(ru.at("min_peers"))
 	}
 	ru.require("min_peers", "the gateways that must be reachable")
 	if s, ok := ru.strOK("on_failure"); ok && s != "deny" {
@@ -349,7 +401,7 @@ func (pt *pmPolicy) rangeGuardRule(ru obj, a *pmAction) {
 }
 
 func rateItem(r *RateLimit) yaml.MapSlice {
-	return yaml.MapSlice{{Key: "max", Value: r.Max}, {Key: "per", Value: r.Per.String()}}
+	return yaml.MapSlice{{Key: "max", Value: r.Max}, {Key: "per", Value: FormatDuration(r.Per)}}
 }
 
 func actionItem(r pmRules, roles []string, clamp bool, win yaml.MapSlice) yaml.MapSlice {
@@ -364,7 +416,7 @@ func actionItem(r pmRules, roles []string, clamp bool, win yaml.MapSlice) yaml.M
 		a = append(a, yaml.MapItem{Key: "clamp", Value: true})
 	}
 	if r.Cooldown > 0 {
-		a = append(a, yaml.MapItem{Key: "cooldown", Value: r.Cooldown.String()})
+		a = append(a, yaml.MapItem{Key: "cooldown", Value: FormatDuration(r.Cooldown)})
 	}
 	if r.RateLimit != nil {
 		a = append(a, yaml.MapItem{Key: "rate_limit", Value: rateItem(r.RateLimit)})

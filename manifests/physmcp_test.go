@@ -77,8 +77,8 @@ func TestPhysMCPSpecExamples(t *testing.T) {
 	if r := regs["fan_mode_0"]; r.Address != 9 {
 		t.Errorf("40010 is holding 9: %+v", r)
 	}
-	if fm := byName["fan_mode_0"]; fm.Type != TypeInteger || *fm.Do.Constraints.Max != 4 {
-		t.Errorf("enum of 5 values is an index 0..4: %+v", fm.Do.Constraints)
+	if fm := byName["fan_mode_0"]; fm.Type != TypeEnum || !reflect.DeepEqual(fm.Do.Constraints.Enum, []string{"auto", "low", "medium", "high", "off"}) {
+		t.Errorf("enum of 5 values keeps its names: %s %+v", fm.Type, fm.Do.Constraints)
 	}
 	a := p.Actions["do_setpoint_0"]
 	if a == nil || !reflect.DeepEqual(a.Roles, []string{"operator", "supervisor"}) || !a.Clamp ||
@@ -95,7 +95,7 @@ func TestPhysMCPSpecExamples(t *testing.T) {
 // convert writes our format; loaded back it is the Manifest and Policy
 // that the PhysMCP files load into.
 func TestPhysMCPConvertRoundTrip(t *testing.T) {
-	for _, dir := range []string{"testdata/physmcp/spec52", "testdata/physmcp/spec53", "testdata/physmcp/extensions", "testdata/physmcp/buses"} {
+	for _, dir := range []string{"testdata/physmcp/spec52", "testdata/physmcp/spec53", "testdata/physmcp/spec6", "testdata/physmcp/extensions", "testdata/physmcp/buses"} {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			direct, dpol := loadPhysMCP(t, dir)
 			mpath := filepath.Join(dir, PhysMCPManifestName)
@@ -145,7 +145,7 @@ func TestPhysMCPConvertRoundTrip(t *testing.T) {
 			}
 			dp := *dpol
 			dp.File = opol.File
-			if !reflect.DeepEqual(&dp, opol) {
+			if !reflect.DeepEqual(unplaced(&dp), unplaced(opol)) {
 				t.Fatalf("converted policy differs:\nPhysMCP %+v\nours    %+v", dp, *opol)
 			}
 		})
@@ -268,7 +268,7 @@ func TestPhysMCPPolicyUnsupported(t *testing.T) {
 	m, _ := loadPhysMCP(t, "testdata/physmcp/spec53")
 	cases := []struct{ name, yaml, where string }{
 		{"warn", "physmcp_policy_version: \"0.1\"\ncapabilities:\n  do_setpoint_0:\n    rules:\n      - {type: range_guard, min: 19, on_violation: warn}\n", "5:52 capabilities.do_setpoint_0.rules[0].on_violation"},
-		{"emergency", "physmcp_policy_version: \"0.1\"\nemergency: {override_permission: admin}\n", "2:12 emergency"},
+		{"emergency unaudited", "physmcp_policy_version: \"0.1\"\nemergency: {override_permission: admin, override_token_ttl_seconds: 300, audit_all_overrides: false}\n", "2:95 emergency.audit_all_overrides"},
 		{"audit_all", "physmcp_policy_version: \"0.1\"\ndefaults: {audit_all: false}\n", "2:23 defaults.audit_all"},
 		{"quorum allow", "physmcp_policy_version: \"0.1\"\ncapabilities:\n  do_setpoint_0:\n    rules: [{type: quorum, min_peers: 2, on_failure: allow}]\n", "4:54 capabilities.do_setpoint_0.rules[0].on_failure"},
 	}
@@ -361,5 +361,119 @@ func TestPhysMCPBusBindings(t *testing.T) {
 	}
 	if ch := m2.Devices[0].MQTT.Channels[0]; ch.State != "garden/valve1" || ch.Command != "garden/valve1/set" {
 		t.Errorf("default command topic: %+v", ch)
+	}
+}
+
+// The spec's §6 policy as written, identity and emergency blocks included,
+// loads: its keyless JWT provider is noted (its JWTs are refused), its
+// emergency block becomes the policy's Emergency; convert writes durations
+// and addresses as people write them.
+func TestPhysMCPSpec6(t *testing.T) {
+	m, p := loadPhysMCP(t, "testdata/physmcp/spec6")
+	if p.Emergency == nil || !reflect.DeepEqual(p.Emergency.Roles, []string{"admin"}) || p.Emergency.TTL != 5*time.Minute ||
+		p.Emergency.Pos.Line != 60 {
+		t.Fatalf("emergency: %+v", p.Emergency)
+	}
+	if len(p.Identity.Providers) != 1 || p.Identity.Providers[0].Type != ProviderMTLS {
+		t.Fatalf("identity: %+v", p.Identity)
+	}
+	var noted bool
+	for _, n := range p.Notes {
+		noted = noted || strings.Contains(n.Msg, "names no keys") && n.Pos.Line == 52
+	}
+	if !noted {
+		t.Errorf("notes %v: none says the jwt provider at line 52 names no keys", p.Notes)
+	}
+	for _, c := range m.Capabilities {
+		if c.Name == "setpoint_0" && (c.Type != TypeNumber) {
+			t.Errorf("setpoint_0: %+v", c)
+		}
+	}
+	for _, d := range m.Devices {
+		for _, r := range d.ModbusRegisters {
+			if r.Name == "setpoint_0" && r.Type != "float32" {
+				t.Errorf("setpoint_0's register is %s, want float32 (22.5 °C is written as is)", r.Type)
+			}
+		}
+	}
+	mdata, err := os.ReadFile("testdata/physmcp/spec6/physmcp.manifest.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pdata, err := os.ReadFile("testdata/physmcp/spec6/physmcp.policy.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, pol, err := ConvertPhysMCP("m.yml", mdata, "p.yml", pdata, "x.policy.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"address: 0x48\n", "address: 0x00\n", "timeout: 2s\n", "ttl: 2s\n"} {
+		if !strings.Contains(string(man), want) {
+			t.Errorf("converted manifest lacks %q:\n%s", want, man)
+		}
+	}
+	for _, want := range []string{"cooldown: 30s\n", "per: 1h\n", "ttl: 5m\n", "emergency:\n"} {
+		if !strings.Contains(string(pol), want) {
+			t.Errorf("converted policy lacks %q:\n%s", want, pol)
+		}
+	}
+}
+
+// A quorum larger than the fleet can never allow; one the fleet meets is
+// no warning.
+func TestNeverAllowed(t *testing.T) {
+	_, p := loadPhysMCP(t, "testdata/physmcp/spec6")
+	if n := p.NeverAllowed(1); len(n) != 1 || n[0].Pos.Line != 21 || !strings.Contains(n[0].Msg, "do_setpoint_0 is never allowed") {
+		t.Errorf("lone gateway: %v", n)
+	}
+	if n := p.NeverAllowed(3); len(n) != 0 {
+		t.Errorf("fleet of 3: %v", n)
+	}
+}
+
+// unplaced is a copy of p without the positions and notes, which say
+// where in which file (the PhysMCP one or ours) a rule was written.
+func unplaced(p *Policy) *Policy {
+	q := *p
+	q.Notes = nil
+	q.Actions = map[string]*ActionPolicy{}
+	for k, a := range p.Actions {
+		b := *a
+		if a.Quorum != nil {
+			b.Quorum = &Quorum{MinPeers: a.Quorum.MinPeers}
+		}
+		q.Actions[k] = &b
+	}
+	if p.Emergency != nil {
+		e := *p.Emergency
+		e.Pos = Position{}
+		q.Emergency = &e
+	}
+	if p.Identity != nil {
+		id := Identity{}
+		for _, pr := range p.Identity.Providers {
+			pr.Pos = Position{}
+			id.Providers = append(id.Providers, pr)
+		}
+		q.Identity = &id
+	}
+	return &q
+}
+
+// TestPhysMCPPolicyGolden holds the errors of the PhysMCP policies under
+// testdata/physmcp/policy_errors/<case>/, loaded against the §5.3
+// manifest, in want.err beside each.
+func TestPhysMCPPolicyGolden(t *testing.T) {
+	m, _ := loadPhysMCP(t, "testdata/physmcp/spec53")
+	files, _ := filepath.Glob(filepath.Join("testdata", "physmcp", "policy_errors", "*", "physmcp.policy.yml"))
+	if len(files) == 0 {
+		t.Fatal("no PhysMCP policy golden cases")
+	}
+	for _, f := range files {
+		compareGolden(t, f, func(data []byte) (bool, error) {
+			p, err := ParsePolicy("physmcp.policy.yml", data, m)
+			return p != nil, err
+		})
 	}
 }

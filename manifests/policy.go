@@ -39,6 +39,9 @@ type Policy struct {
 	// Identity holds the identity providers (nil: none declared; callers
 	// over HTTP are then those of the tokens file).
 	Identity *Identity
+	// Emergency says who may use an emergency override, and for how long
+	// (nil: overrides are refused). See [Emergency].
+	Emergency *Emergency
 	// Notes are what the policy declares that is accepted but not
 	// honoured in full (lint warns of each).
 	Notes []Note
@@ -167,6 +170,8 @@ type Interlock struct {
 // Quorum requires MinPeers gateways (this one included) to be reachable.
 type Quorum struct {
 	MinPeers int
+	// Pos is where min_peers is written.
+	Pos Position
 }
 
 // PolicyNone is the manifest's policy: value that says it has no policy.
@@ -243,7 +248,7 @@ func LoadPolicy(path string, m *Manifest) (*Policy, error) {
 }
 
 var (
-	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions", "identity"}
+	policyKeys     = []string{"version", "timezone", "roles", "default_roles", "actions", "identity", "emergency"}
 	roleKeys       = []string{"name", "read_only"}
 	actionPolKeys  = []string{"roles", "clamp", "max_change", "cooldown", "rate_limit", "windows", "approval", "interlocks", "quorum", "max_on", "revert", "shared"}
 	rateLimitKeys  = []string{"max", "per"}
@@ -291,6 +296,7 @@ func (d *decoder) policy(root ast.Node, m *Manifest) *Policy {
 		pol.DefaultRoles = o.roles("default_roles", pol)
 	}
 	pol.Identity = o.identity("identity", &pol.Notes)
+	pol.Emergency = o.emergency("emergency", pol)
 
 	actions := map[string]*Capability{}
 	reads := map[string]*Capability{}
@@ -370,7 +376,8 @@ func (d *decoder) actionPolicy(n ast.Node, path string, r actionRef) *ActionPoli
 	a.Interlocks = list(o, "interlocks", interlockKeys, func(o obj, il *Interlock) { o.interlock(il, r) })
 	a.Revert = o.revert(r)
 	if q, ok := o.sub("quorum", quorumKeys); ok {
-		a.Quorum = &Quorum{MinPeers: q.atLeast1("min_peers", "%d (want 1 or more: this gateway counts)")}
+		a.Quorum = &Quorum{MinPeers: q.atLeast1("min_peers", "%d (want 1 or more: this gateway counts)"), Pos: q.d.at(q.at("min_peers"))}
+		a.Quorum.Pos.File = q.d.p.file
 		q.require("min_peers", "the number of gateways that must be reachable, this one included")
 	}
 	o.shared(a)

@@ -143,6 +143,13 @@ type Request struct {
 	// Approved is true when a human approved this exact action, value and
 	// idempotency key.
 	Approved bool
+	// Override is true when the call carries a valid emergency override
+	// of this action (the policy's emergency block), used by a caller
+	// whose role the emergency names (the gateway checks both): it lifts
+	// the action's roles, time windows, cooldown, rate limit and
+	// approval, never the value's range, an interlock, quorum or an
+	// unreadable source. See manifests.Emergency.
+	Override bool
 	// Peers is how many gateways are reachable, this one included.
 	Peers int
 	Now   time.Time
@@ -234,7 +241,11 @@ func (Evaluator) Evaluate(req Request) Decision {
 			return d
 		}
 	}
-	return e.answer(promcp.Allowed, "", "", e.until)
+	reason := ""
+	if e.override {
+		reason = "allowed under an emergency override, which lifts the action's roles, time windows, cooldown, rate limit and approval (never its range, interlocks or quorum)"
+	}
+	return e.answer(promcp.Allowed, reason, "", e.until)
 }
 
 // safeMove decides a move to the actuator's safe value: role and value
@@ -307,7 +318,20 @@ func (e *eval) quorum(rules *manifests.ActionPolicy) (Decision, bool) {
 }
 
 func (e *eval) inWindows(rules *manifests.ActionPolicy) (Decision, bool) {
+	if e.overridden() {
+		return Decision{}, false
+	}
 	return e.windows(rules.Windows)
+}
+
+// overridden reports whether an emergency override lifts the pacing and
+// scheduling rules (time windows, cooldown, rate limit, approval) of this
+// request; it then says so in the answer's reason.
+func (e *eval) overridden() bool {
+	if e.req.Override {
+		e.override = true
+	}
+	return e.req.Override
 }
 
 func (e *eval) interlocksHold(rules *manifests.ActionPolicy) (Decision, bool) {
@@ -316,7 +340,7 @@ func (e *eval) interlocksHold(rules *manifests.ActionPolicy) (Decision, bool) {
 
 // cooldown refuses while the cooldown after the last actuation runs.
 func (e *eval) cooldown(rules *manifests.ActionPolicy) (Decision, bool) {
-	if rules.Cooldown <= 0 || !e.applies(rules.CooldownWhen) {
+	if rules.Cooldown <= 0 || !e.applies(rules.CooldownWhen) || e.overridden() {
 		return Decision{}, false
 	}
 	req := e.req
@@ -338,7 +362,7 @@ func (e *eval) cooldown(rules *manifests.ActionPolicy) (Decision, bool) {
 // limit; otherwise the answer lasts until the oldest of them ages out.
 func (e *eval) rateLimit(rules *manifests.ActionPolicy) (Decision, bool) {
 	rl := rules.RateLimit
-	if rl == nil {
+	if rl == nil || e.overridden() {
 		return Decision{}, false
 	}
 	req := e.req
@@ -368,7 +392,7 @@ func (e *eval) rateLimit(rules *manifests.ActionPolicy) (Decision, bool) {
 // request carries none.
 func (e *eval) approval(rules *manifests.ActionPolicy) (Decision, bool) {
 	reason := approvalNeeded(rules.Approval, e.req, e.value)
-	if reason == "" || e.req.Approved {
+	if reason == "" || e.req.Approved || e.overridden() {
 		return Decision{}, false
 	}
 	how := "a person who holds the gateway's approval key runs `promcp-device approve` for this tool, value and idempotency_key, and you pass the token as approval; an answer through your MCP client does not approve this action"
@@ -382,7 +406,7 @@ func (e *eval) approval(rules *manifests.ActionPolicy) (Decision, bool) {
 // it depends on is stale or degraded, unless a person approved it.
 func (e *eval) readingsGood(*manifests.ActionPolicy) (Decision, bool) {
 	doubts := doubtful(e.req)
-	if len(doubts) == 0 || e.req.Approved {
+	if len(doubts) == 0 || e.req.Approved || e.overridden() {
 		return Decision{}, false
 	}
 	return e.answer(promcp.RequiresHumanApproval, "not plainly allowed: "+strings.Join(doubts, "; "),
@@ -403,6 +427,7 @@ type eval struct {
 	value    any
 	clamped  bool
 	readings []string
+	override bool // an emergency override was used
 }
 
 // safe decides a move to the safe value: role and value have passed; only
@@ -460,6 +485,11 @@ func (e *eval) refuse(p promcp.Permission, reason, details string, until time.Ti
 }
 
 func (e *eval) role(rules *manifests.ActionPolicy) (Decision, bool) {
+	if e.overridden() {
+		// The gateway checked that the caller holds a role the policy's
+		// emergency names (PhysMCP's admin is above its operator).
+		return Decision{}, false
+	}
 	roles := rules.Roles
 	if roles == nil {
 		roles = e.req.DefaultRoles

@@ -42,13 +42,16 @@ func (e *eval) windows(w *manifests.Windows) (Decision, bool) {
 	open, why := windowOpen(w, now)
 	change, changes := nextWindowChange(w, now, open)
 	if !open {
-		// The refusal clears where the windows next open.
-		clear := now.Add(MaxStaticValidity)
-		if changes {
-			clear = change
+		// The refusal clears where the windows next open. Where they do
+		// not open within the horizon (a deny window all day, every day),
+		// say so: the answer is only re-checked after valid_until.
+		if !changes {
+			return e.refuse(promcp.PolicyDenied, why,
+				"the time windows do not open in the next 8 days (a deny window covers every hour of the days it names): change the policy to allow this action",
+				now.Add(MaxStaticValidity)), true
 		}
 		return e.refuse(promcp.PolicyDenied, why,
-			fmt.Sprintf("allowed again from %s", clear.In(w.Location).Format("Mon 2 Jan 15:04 MST")), clear), true
+			fmt.Sprintf("allowed again from %s", change.In(w.Location).Format("Mon 2 Jan 15:04 MST")), change), true
 	}
 	if changes {
 		e.cap(change)

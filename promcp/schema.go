@@ -6,6 +6,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -148,7 +149,29 @@ func (v *Validator) Validate(name string, doc []byte) error {
 		return fmt.Errorf("%s: document is not JSON: %w", name, err)
 	}
 	if err := s.Validate(inst); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrContract, name, err)
+		return fmt.Errorf("%w: %s: %w", ErrContract, name, violations{err})
 	}
 	return nil
 }
+
+// violations is a schema validation error as a person reads it: what is
+// wrong where in the document, without the schema's internal address
+// (mem:///schema-….json#), which names nothing the reader has.
+type violations struct{ err error }
+
+func (v violations) Error() string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(v.err, &ve) {
+		return v.err.Error()
+	}
+	lines := strings.Split(ve.Error(), "\n")
+	if len(lines) > 1 && strings.HasPrefix(lines[0], "jsonschema validation failed with ") {
+		lines = lines[1:]
+	}
+	for i, l := range lines {
+		lines[i] = strings.TrimPrefix(strings.TrimSpace(l), "- ")
+	}
+	return strings.Join(lines, "; ")
+}
+
+func (v violations) Unwrap() error { return v.err }

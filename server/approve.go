@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ const elicitTTL = 5 * time.Minute
 
 var approvalArgSchema = map[string]any{
 	"type": "string", "minLength": 1,
-	"description": "A human's approval token from `promcp-device approve`, bound to this tool, value and idempotency_key. Needed when the action requires approval (can_do and do_* say requires_human_approval): ask a person who holds the gateway's approval key for one.",
+	"description": "A human's approval token from `promcp-device approve`, bound to this tool, value and idempotency_key. Needed when the action requires approval (can_do and do_* say requires_human_approval): ask a person who holds the gateway's approval key for one. An emergency override from `promcp-device override` is passed here too.",
 }
 
 // approval decides whether this call carries a human's approval, and
@@ -66,6 +67,9 @@ func (s *Server) approval(ctx context.Context, t DoTool, req mcp.CallToolRequest
 	if s.approvals == nil {
 		return nil, nil, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval",
 			Message: "this gateway accepts no approval tokens (start it with --approval-key)"}
+	}
+	if s.approvals.IsOverride(tok) {
+		return s.override(ctx, t, tok, now)
 	}
 	g, err := s.approvals.Verify(tok, t.Name, args["value"], key, now)
 	if err != nil {
@@ -137,4 +141,34 @@ func FormatValue(v any) string {
 		return strconv.Quote(x)
 	}
 	return fmt.Sprint(v)
+}
+
+// override checks an emergency override token (PhysMCP §6 emergency): the
+// policy allows overrides of t, the caller's role is one that may use
+// them, the gateway keeps an audit log (every action under an override is
+// audited), and the token is for t, on this gateway, unexpired and no
+// longer lived than the policy's ttl. Unlike an approval it is not spent:
+// it may be used again until it lapses.
+func (s *Server) override(ctx context.Context, t DoTool, tok string, now time.Time) (*audit.Approval, *approval.Grant, *promcp.Error) {
+	refuse := func(format string, a ...any) (*audit.Approval, *approval.Grant, *promcp.Error) {
+		return nil, nil, &promcp.Error{Code: promcp.CodeInvalidArgument, Field: "approval", Message: fmt.Sprintf(format, a...)}
+	}
+	if len(t.OverrideRoles) == 0 {
+		return refuse("the policy allows no emergency override of %s (it declares no emergency block)", t.Name)
+	}
+	if role := CallerFrom(ctx).Role; !slices.Contains(t.OverrideRoles, role) {
+		return refuse("role %s may not use an emergency override of %s (want %s)", role, t.Name, strings.Join(t.OverrideRoles, " or "))
+	}
+	if s.auditor == nil {
+		return refuse("this gateway keeps no audit log, and every action under an emergency override is audited: start it with --audit")
+	}
+	g, err := s.approvals.VerifyOverride(tok, t.Name, t.OverrideTTL, now)
+	if err != nil {
+		return refuse("%v", err)
+	}
+	by := g.By
+	if by == "" {
+		by = "(unnamed: the token names no one)"
+	}
+	return &audit.Approval{By: by, Method: approval.ViaOverride, At: g.Issued, ID: g.ID}, nil, nil
 }

@@ -106,6 +106,11 @@ type DoTool struct {
 	// through the caller's MCP client count; anything else (the default)
 	// accepts only an out-of-band token from `promcp-device approve`.
 	ApprovalVia string
+	// OverrideRoles may use an emergency override of this action (a token
+	// from `promcp-device override`, passed as approval), which lasts at
+	// most OverrideTTL; nil refuses overrides. See manifests.Emergency.
+	OverrideRoles []string
+	OverrideTTL   time.Duration
 	// ValueOptional makes the "value" argument optional (a start_* tool
 	// whose job has a default value).
 	ValueOptional bool
@@ -164,6 +169,10 @@ type DoRequest struct {
 	// key: with a valid approval token, or through MCP elicitation where
 	// the tool's ApprovalVia allows it.
 	Approved bool
+	// Override is true when the call carries a valid emergency override
+	// of the action, used by a caller whose role may use one (see
+	// DoTool.OverrideRoles); Approved is then true too.
+	Override bool
 	// Recovering says that an earlier attempt with this key never
 	// finished: observe, do not actuate (see DoHandler).
 	Recovering bool

@@ -350,7 +350,7 @@ func (c *doCall) run(ctx context.Context, at idempotency.Attempt, begin, beginSa
 		r.Permission = promcp.RequiresHumanApproval
 	} else {
 		r, err = c.h(ctx, DoRequest{Tool: c.t.Name, Value: c.args["value"], IdempotencyKey: c.key, Args: c.args, Caller: c.caller,
-			Approved: c.appr != nil, Recovering: at.Recovering, Begin: begin, BeginSafe: beginSafe})
+			Approved: c.appr != nil, Override: c.appr != nil && c.appr.Method == approval.ViaOverride, Recovering: at.Recovering, Begin: begin, BeginSafe: beginSafe})
 	}
 	if err != nil {
 		s.log.Error("do handler failed", "tool", c.t.Name, "key", c.key, "err", err)

@@ -34,6 +34,9 @@ type bme280 struct {
 	cal      i2c.BMECalibration
 	// Temperature °C, pressure hPa, humidity %RH.
 	t, p, h float64
+	// zone, when the manifest's sim lists the sensor in one, gives the
+	// temperature and humidity of each measurement.
+	zone *zone
 }
 
 func newBME280(d manifests.Device) (*bme280, error) {
@@ -75,11 +78,11 @@ func (s *bme280) reset() {
 	copy(s.regs[i2c.BMERegData:], []byte{0x80, 0, 0, 0x80, 0, 0, 0x80, 0})
 }
 
-func (s *bme280) tx(_ time.Time, fs *faultState, w, r []byte) error {
+func (s *bme280) tx(now time.Time, fs *faultState, w, r []byte) error {
 	// Writes come as register/value pairs (datasheet 6.2.1); a lone byte
 	// sets the read pointer.
 	for len(w) >= 2 {
-		s.write(fs, w[0], w[1])
+		s.write(now, fs, w[0], w[1])
 		w = w[2:]
 	}
 	if len(w) == 1 {
@@ -92,7 +95,7 @@ func (s *bme280) tx(_ time.Time, fs *faultState, w, r []byte) error {
 	return nil
 }
 
-func (s *bme280) write(fs *faultState, reg, v byte) {
+func (s *bme280) write(now time.Time, fs *faultState, reg, v byte) {
 	switch reg {
 	case i2c.BMERegReset:
 		if v == 0xB6 {
@@ -107,7 +110,7 @@ func (s *bme280) write(fs *faultState, reg, v byte) {
 	case i2c.BMERegCtrlMeas:
 		s.regs[reg] = v
 		if v&3 != 0 {
-			s.measure(fs, v>>5&7, v>>2&7, s.regs[i2c.BMERegCtrlHum]&7)
+			s.measure(now, fs, v>>5&7, v>>2&7, s.regs[i2c.BMERegCtrlHum]&7)
 			if v&3 != 3 {
 				s.regs[reg] = v &^ 3 // forced mode returns to sleep
 			}
@@ -117,7 +120,7 @@ func (s *bme280) write(fs *faultState, reg, v byte) {
 
 // measure fills the data registers as a conversion with these oversampling
 // settings (0: skipped) does.
-func (s *bme280) measure(fs *faultState, osT, osP, osH byte) {
+func (s *bme280) measure(now time.Time, fs *faultState, osT, osP, osH byte) {
 	data := s.regs[i2c.BMERegData : i2c.BMERegData+8]
 	if fs.is(manifests.FaultStuck) {
 		if !fs.frozenValid {
@@ -127,6 +130,9 @@ func (s *bme280) measure(fs *faultState, osT, osP, osH byte) {
 		return
 	}
 	t, p, h := s.t, s.p, s.h
+	if s.zone != nil {
+		t, h = s.zone.sample(now)
+	}
 	switch {
 	case fs.is(manifests.FaultNoise):
 		sp := fs.spike()
@@ -188,8 +194,14 @@ func (s *bme280) search(lo, hi int32, up bool, f func(int32) float64, want float
 }
 
 // addBME280 adds a simulated BME280 or BMP280.
-func addBME280(w *World, d manifests.Device, _ *build) error {
-	return w.addI2C(d, func() (device, error) { return newBME280(d) })
+func addBME280(w *World, d manifests.Device, bl *build) error {
+	return w.addI2C(d, func() (device, error) {
+		s, err := newBME280(d)
+		if err == nil {
+			bl.bmes[d.Name] = s
+		}
+		return s, err
+	})
 }
 
 // ads1x15 is a simulated TI ADS1015 or ADS1115.
@@ -205,22 +217,44 @@ type ads1x15 struct {
 
 func newADS1x15(d manifests.Device) *ads1x15 {
 	s := &ads1x15{twelveBit: d.Model == manifests.ModelADS1015, config: i2c.ADSConfigDefault, lo: 0x8000, hi: 0x7FFF, inputs: d.Inputs}
-	if d.Sim == nil {
-		return s
-	}
-	for _, in := range d.Inputs {
-		v, ok := d.Sim.Values[in.Name]
-		if !ok {
-			continue
+	var set [4]bool
+	// The inputs given in sim.values first, then the others mid-range
+	// (ADCMid): a probe reads plausibly before anyone sets it.
+	for _, given := range []bool{true, false} {
+		for _, in := range d.Inputs {
+			v, ok := 0.0, false
+			if d.Sim != nil {
+				v, ok = d.Sim.Values[in.Name]
+			}
+			pos, neg := adsPins(in.Input)
+			if ok != given || set[pos] {
+				continue
+			}
+			volts := ADCMid(in, in.FullScale)
+			if ok {
+				volts = ADCVolts(in, v)
+			}
+			if neg >= 0 {
+				volts += s.ain[neg]
+			}
+			s.ain[pos], set[pos] = volts, true
 		}
-		pos, neg := adsPins(in.Input)
-		volts := ADCVolts(in, v)
-		if neg >= 0 {
-			volts += s.ain[neg]
-		}
-		s.ain[pos] = volts
 	}
 	return s
+}
+
+// ADCMid is the voltage the simulator puts on an ADC input that sim.values
+// does not set: mid-range in the input's scale (12 mA on a current loop,
+// 50 % of a percent input, half the full scale of a voltage), so that an
+// untouched probe reads plausibly, never 0 V shown as 183 %.
+func ADCMid(in manifests.ADCInput, fullScale float64) float64 {
+	switch in.As {
+	case manifests.ScaleMilliamps:
+		return ADCVolts(in, 12)
+	case manifests.ScalePercent:
+		return ADCVolts(in, 50)
+	}
+	return fullScale / 2
 }
 
 // adsPins returns the positive and negative pins of a mux word (neg -1:

@@ -15,7 +15,7 @@ import (
 )
 
 // mcp3008 is a simulated MCP3008: eight inputs at fixed voltages (the
-// device's sim values, 0 V when absent), converted bit by bit as the chip
+// device's sim values, mid-range when absent), converted bit by bit as the chip
 // clocks them out. Guarded by World.mu.
 type mcp3008 struct {
 	name   string
@@ -37,9 +37,22 @@ func addMCP3008(w *World, d manifests.Device, _ *build) error {
 	if c.vref <= 0 {
 		c.vref = manifests.DefaultVRef
 	}
+	// Mid-range where sim.values says nothing (ADCMid): half the
+	// reference, or the middle of an input's scale.
+	for i := range c.inputs {
+		c.inputs[i] = c.vref / 2
+	}
+	for _, in := range d.Inputs {
+		var ch int
+		if _, err := fmt.Sscanf(in.Input, "ch%d", &ch); err == nil && ch >= 0 && ch < 8 {
+			c.inputs[ch] = min(ADCMid(in, c.vref), c.vref)
+		}
+	}
 	if d.Sim != nil {
 		for i := range c.inputs {
-			c.inputs[i] = d.Sim.Values[fmt.Sprintf("ch%d", i)]
+			if v, ok := d.Sim.Values[fmt.Sprintf("ch%d", i)]; ok {
+				c.inputs[i] = v
+			}
 		}
 	}
 	kf.spi[d.Bus] = c

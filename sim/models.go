@@ -14,6 +14,7 @@ type build struct {
 	devs  map[string]manifests.Device // by device name
 	pinOf map[string]*pinState        // by device name
 	shts  map[string]*sht3x           // by device name
+	bmes  map[string]*bme280          // by device name
 }
 
 // adder adds the simulated counterpart of one device to the world.

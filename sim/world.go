@@ -99,7 +99,7 @@ func New(m *manifests.Manifest, clk clock.Clock) (*World, error) {
 		}
 	}
 
-	bl := &build{now: clk.Now(), devs: map[string]manifests.Device{}, pinOf: map[string]*pinState{}, shts: map[string]*sht3x{}}
+	bl := &build{now: clk.Now(), devs: map[string]manifests.Device{}, pinOf: map[string]*pinState{}, shts: map[string]*sht3x{}, bmes: map[string]*bme280{}}
 	table := models()
 	for _, d := range m.Devices {
 		bl.devs[d.Name] = d
@@ -145,9 +145,13 @@ func (w *World) addZones(sc *manifests.Sim, bl *build) error {
 			if w.zoneSensor(name, z) {
 				continue
 			}
+			if b, ok := bl.bmes[name]; ok {
+				b.zone = z
+				continue
+			}
 			s, ok := bl.shts[name]
 			if !ok {
-				return fmt.Errorf("sim: zone %s: sensor %q is not an sht3x device", zc.Name, name)
+				return fmt.Errorf("sim: zone %s: sensor %q is not a temperature sensor (sht3x, bme280, bmp280 or ds18b20)", zc.Name, name)
 			}
 			s.zone = z
 		}

@@ -69,6 +69,8 @@ type Test struct {
 	// without one.
 	Faults *manifests.Scenario
 	data   []byte
+	// manifestPos and scenarioPos are where the file names them.
+	manifestPos, scenarioPos manifests.Position
 }
 
 // Caller is who calls: a name and a role of the policy.
@@ -206,12 +208,16 @@ func (d *dec) test(t *Test, root ast.Node) {
 	dir := filepath.Dir(file(t.File))
 	if s, ok := d.str(f["manifest"], "manifest"); ok {
 		t.Manifest = rel(dir, s)
+		t.manifestPos = manifests.NodePos(f["manifest"])
+		t.manifestPos.File = t.File
 	}
 	if s, ok := d.str(f["policy"], "policy"); ok {
 		t.Policy = rel(dir, s)
 	}
 	if s, ok := d.str(f["scenario"], "scenario"); ok {
 		t.Scenario = rel(dir, s)
+		t.scenarioPos = manifests.NodePos(f["scenario"])
+		t.scenarioPos.File = t.File
 	}
 	d.startTime(t, f)
 	if c := d.caller(f["caller"], "caller"); c != nil {
@@ -244,6 +250,15 @@ func rel(dir, p string) string {
 }
 
 // required reports keys of f that are absent or null, at the mapping.
+// requiredWants say what each required key holds, for its "missing".
+var requiredWants = map[string]string{
+	"version":  "version: 1",
+	"test":     `the test's name, such as "night heating stays off"`,
+	"manifest": "the manifest to test, relative to this file",
+	"steps":    "a list of steps, such as [{call: read_temperature}]",
+	"as":       "the person who decides, such as {name: maria, role: supervisor}",
+}
+
 func (d *dec) required(f map[string]ast.Node, at ast.Node, field string, keys ...string) {
 	for _, k := range keys {
 		if isNull(f[k]) {
@@ -251,7 +266,7 @@ func (d *dec) required(f map[string]ast.Node, at ast.Node, field string, keys ..
 			if n == nil {
 				n = at
 			}
-			d.add(n, join(field, k), manifests.ErrMissing, "")
+			d.add(n, join(field, k), manifests.ErrMissing, "%s", requiredWants[k])
 		}
 	}
 }

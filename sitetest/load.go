@@ -13,12 +13,12 @@ import (
 func (t *Test) loadFiles() error {
 	m, err := manifests.Load(t.Manifest)
 	if err != nil {
-		return fmt.Errorf("%s: manifest: %w", t.File, err)
+		return fmt.Errorf("%s: manifest: %w", t.manifestPos, err)
 	}
 	t.Loaded = m
 	if t.Scenario != "" {
 		if t.Faults, err = manifests.LoadScenario(t.Scenario, m); err != nil {
-			return fmt.Errorf("%s: scenario: %w", t.File, err)
+			return fmt.Errorf("%s: scenario: %w", t.scenarioPos, err)
 		}
 	}
 	return nil

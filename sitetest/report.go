@@ -56,7 +56,13 @@ func summary(tool string, b map[string]any, isErr bool, loc *time.Location) stri
 // Report writes a readable report of results to w: each step with what
 // came back, each failed check with what was expected and what came back,
 // the first difference of each test marked.
-func Report(w io.Writer, results []*Result) {
+func Report(w io.Writer, results []*Result) { ReportAll(w, results, 0) }
+
+// ReportAll is Report for a run in which unloaded more files could not be
+// loaded (their errors were printed where they were found): the summary
+// counts them, so that a run that loaded nothing never reads as
+// "0 passed, 0 failed".
+func ReportAll(w io.Writer, results []*Result, unloaded int) {
 	pass, fail, broken := 0, 0, 0
 	for _, r := range results {
 		fmt.Fprintf(w, "site test %s (%s)\n", r.Test.Name, r.Test.File)
@@ -96,7 +102,21 @@ func Report(w io.Writer, results []*Result) {
 			fmt.Fprintf(w, "  PASS: %d steps (%s)\n\n", len(r.Steps), r.Duration.Round(time.Millisecond))
 		}
 	}
-	fmt.Fprintf(w, "%d passed, %d failed, %d could not run\n", pass, fail, broken)
+	summary := fmt.Sprintf("%d passed, %d failed, %d could not run", pass, fail, broken)
+	switch {
+	case unloaded > 0 && len(results) == 0:
+		summary = fmt.Sprintf("no site test ran: %s could not be loaded (see the errors above)", plural(unloaded, "file"))
+	case unloaded > 0:
+		summary += fmt.Sprintf(", and %s could not be loaded (see the errors above)", plural(unloaded, "file"))
+	}
+	fmt.Fprintln(w, summary)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // JUnit XML, as the Ant JUnit task writes it and Jenkins, GitLab and

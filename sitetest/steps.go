@@ -18,10 +18,12 @@ import (
 func (d *dec) step(n ast.Node, field string) Step {
 	st := Step{Pos: manifests.NodePos(n)}
 	st.Pos.File = d.file
+	before := len(d.errs)
 	f := d.fields(n, field, stepKeys...)
 	if f == nil {
 		return st
 	}
+	unknown := len(d.errs) > before // an unknown key: maybe the misspelt action
 	st.Name, _ = d.str(f["name"], join(field, "name"))
 	actions := 0
 	for _, k := range []string{"advance", "advance_to", "call", "set", "approve", "deny"} {
@@ -29,7 +31,7 @@ func (d *dec) step(n ast.Node, field string) Step {
 			actions++
 		}
 	}
-	if actions != 1 {
+	if actions > 1 || actions == 0 && !unknown {
 		d.add(n, field, manifests.ErrMissing, "a step does exactly one of advance, advance_to, call, set, approve or deny (got %d)", actions)
 	}
 	if s, ok := d.str(f["advance_to"], join(field, "advance_to")); ok {

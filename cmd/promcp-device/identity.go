@@ -22,7 +22,10 @@ func (f *serveFlags) identity(log *slog.Logger, pol *manifests.Policy, tokens *s
 			log.Warn("policy: " + n.String())
 		}
 		if f.httpAddr == "" {
+			// Not even opened: a CA file or JWKS that only an HTTP
+			// listener would read does not stop a stdio gateway.
 			log.Info("the policy's identity providers apply to --http only; over stdio every call is made as --role", "role", f.role)
+			return tokens, nil, nil
 		}
 		var jwts []*server.JWTVerifier
 		for _, p := range pol.Identity.Providers {

@@ -151,7 +151,7 @@ func TestServeIdentityProviders(t *testing.T) {
 	plc := s.ca.Issue(t, servertest.LeafOptions{CN: "plc-7", URIs: []string{"promcp:role:operator"}})
 	do := func(c *client.Client, key string) map[string]any {
 		t.Helper()
-		body, err := callTool(t, c, "do_fan_mode_0", map[string]any{"value": 2, "idempotency_key": key})
+		body, err := callTool(t, c, "do_fan_mode_0", map[string]any{"value": "medium", "idempotency_key": key})
 		if err != nil {
 			t.Fatalf("do_fan_mode_0 %s: %v", key, err)
 		}

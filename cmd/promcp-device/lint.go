@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -167,7 +168,12 @@ func lintPolicyNotes(pol *manifests.Policy, stdout io.Writer) {
 	if pol == nil {
 		return
 	}
-	for _, n := range pol.Notes {
+	// A manifest linted alone is a lone gateway (one peer).
+	notes := append(slices.Clone(pol.Notes), pol.NeverAllowed(1)...)
+	slices.SortStableFunc(notes, func(a, b manifests.Note) int {
+		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Column, b.Pos.Column))
+	})
+	for _, n := range notes {
 		fmt.Fprintf(stdout, "%s: warning: %s: %s\n", n.Pos, n.Field, n.Msg)
 	}
 }

@@ -17,6 +17,7 @@
 //	promcp-device demo [--manifest FILE]
 //	promcp-device test [--junit FILE] [--update] FILE...
 //	promcp-device approve --approval-key FILE --manifest FILE --tool TOOL --value JSON --key KEY
+//	promcp-device override --approval-key FILE --manifest FILE --tool TOOL [--ttl D] [--by NAME]
 //	promcp-device sim --manifest FILE --modbus-tcp ADDR
 //	promcp-device ports
 //	promcp-device scan (--tcp ADDR | --rtu-tcp ADDR | --port PORT) [--units 1-10]
@@ -72,6 +73,8 @@ Usage:
   promcp-device test [--junit FILE] [--update] FILE...       run site tests on the simulator; exit 1 on failures, 2 if one cannot load
   promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K [--gateway-id ID]
                                                              issue a one-time approval of one action
+  promcp-device override --approval-key FILE --manifest FILE --tool T [--ttl D] [--by NAME]
+                                                             issue an emergency override of one tool (the policy's emergency block)
   promcp-device bench (--url URL|--serve FILE) [--sessions N] [--duration D] [--protocol V] [--call TOOL[:JSON]]
                                                              load an MCP server on loopback: calls/s, p50/p90/p99, server CPU per call, peak RSS
   promcp-device read --manifest FILE [CAPABILITY...] [--sim] [--json]
@@ -86,7 +89,7 @@ Run "promcp-device COMMAND -h" for a command's flags.
 func commands() map[string]func(*cli) int {
 	return map[string]func(*cli) int{
 		"serve": cmdServe, "hub": cmdHub, "audit": cmdAudit, "token": cmdToken, "console-user": cmdConsoleUser, "lint": cmdLint, "tools": cmdTools,
-		"convert": cmdConvert, "approve": cmdApprove, "demo": cmdDemo, "test": cmdTest, "sim": cmdSim, "ports": cmdPorts,
+		"convert": cmdConvert, "approve": cmdApprove, "override": cmdOverride, "demo": cmdDemo, "test": cmdTest, "sim": cmdSim, "ports": cmdPorts,
 		"scan": cmdScan, "bench": cmdBench, "fleet": cmdFleet, "read": cmdRead, "do": cmdDo,
 		"version": cmdVersion, "--version": cmdVersion, "-version": cmdVersion,
 	}

@@ -24,7 +24,7 @@ func TestServePhysMCPManifest(t *testing.T) {
 
 	s = stdioSession(t, protocols[0], "--manifest", physmcp53)
 	rep, isErr := s.call("can_do", map[string]any{"query": map[string]any{"semantic_tags": []string{"ventilation"},
-		"location": "zone_3", "direction": "set", "target": "fan_mode_0", "value": 2}, "ttl": 3})
+		"location": "zone_3", "direction": "set", "target": "fan_mode_0", "value": "medium"}, "ttl": 3})
 	if isErr {
 		t.Fatalf("can_do with a PhysMCP query: %v", rep)
 	}
@@ -39,14 +39,22 @@ func TestServePhysMCPManifest(t *testing.T) {
 		t.Fatalf("candidate %v", c)
 	}
 	ctx := rep["context"].(map[string]any)
-	if ctx["location"] != "zone_3" || ctx["implied_target"] != "set fan_mode_0 to 2" {
+	if ctx["location"] != "zone_3" || ctx["implied_target"] != "set fan_mode_0 to medium" {
 		t.Fatalf("context %v", ctx)
 	}
-	if r, _ := s.call("do_fan_mode_0", map[string]any{"value": 2, "idempotency_key": "e2e-1"}); r["status"] != "success" || r["success"] != true {
+	// The enum keeps its names on the wire (the register holds 2).
+	if r, _ := s.call("do_fan_mode_0", map[string]any{"value": "medium", "idempotency_key": "e2e-1"}); r["status"] != "success" || r["success"] != true {
 		t.Fatalf("do_fan_mode_0 = %v", r)
 	}
-	if r, _ := s.call("read_fan_mode_0", map[string]any{}); r["value"] != 2.0 {
-		t.Fatalf("read_fan_mode_0 after writing 2 = %v", r)
+	if r, _ := s.call("read_fan_mode_0", map[string]any{}); r["value"] != "medium" {
+		t.Fatalf("read_fan_mode_0 after writing medium = %v", r)
+	}
+	if r, _ := s.call("do_fan_mode_0", map[string]any{"value": 2, "idempotency_key": "e2e-2"}); r["status"] != "failed" {
+		t.Fatalf("do_fan_mode_0 with the index 2 = %v, want refused", r)
+	}
+	// The setpoint is a float on the wire and in the register.
+	if r, _ := s.call("do_setpoint_0", map[string]any{"value": 22.5, "idempotency_key": "e2e-3"}); r["permission"] != "partition_no_quorum" {
+		t.Fatalf("do_setpoint_0 22.5 = %v, want refused only for its quorum", r)
 	}
 	// The §6 quorum rule (min_peers 3) holds the setpoint on a lone gateway.
 	rep, _ = s.call("can_do", map[string]any{"intent": map[string]any{"action": "do_setpoint_0", "value": 21}})

@@ -68,7 +68,9 @@ func TestDeclaredReadOnlyRoleCannotAct(t *testing.T) {
 // the binary, with the example's policy, either order now ends with one of
 // them refused, and the refused actuator untouched.
 func TestGreenhouseInterlockBothWays(t *testing.T) {
-	s := stdioSession(t, "", "--manifest", greenhouse)
+	// At noon: the greenhouse's night window (22:00-06:00) would refuse
+	// the vent before its interlock is reached.
+	s := stdioSession(t, "", "--manifest", greenhouse, "--sim-start", "2026-07-01T12:00:00+02:00")
 	if r, _ := s.call("do_set_heater", map[string]any{"value": true}); r["status"] != "success" {
 		t.Fatalf("do_set_heater(true) = %v", r)
 	}

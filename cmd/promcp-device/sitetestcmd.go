@@ -41,11 +41,13 @@ func cmdTest(c *cli) int {
 	started := time.Now()
 	code := 0
 	var results []*sitetest.Result
+	unloaded := 0
 	for _, path := range files {
 		t, err := sitetest.Load(path)
 		if err != nil {
 			fmt.Fprintln(c.stderr, err)
 			code = 2
+			unloaded++
 			continue
 		}
 		r := sitetest.Run(c.ctx, t, openSiteTest)
@@ -63,7 +65,7 @@ func cmdTest(c *cli) int {
 			}
 		}
 	}
-	sitetest.Report(c.stdout, results)
+	sitetest.ReportAll(c.stdout, results, unloaded)
 	if *junit != "" {
 		if err := writeJUnit(*junit, results, started); err != nil {
 			fmt.Fprintln(c.stderr, "promcp-device test: --junit:", err)
