@@ -74,7 +74,7 @@ hil_x86() {
   echo "$mods gpio-sim.ko pwm-dummy.ko w1-fake.ko" >"$r/modules"
   cp "$cache/bin/amd64/promcp-device" "$cache/bin/amd64/hilrun" scripts/hil.d/x86.yml scripts/hil.d/hil.policy.yml "$r/"
   cp scripts/hil.d/init-x86 "$work/root/init"; chmod +x "$work/root/init"
-  initramfs "$work/root" "$work/initrd.gz"
+  initramfs "$work/root" "$work/initrd.gz" /bin/busybox
   say "prepared in $((SECONDS - t0))s; boot $kver on q35 (TCG)"
   local sock=$work/ttyS1.sock
   "$cache/bin/hilrun-host" rtu-slave scripts/hil.d/x86.yml "$sock" 2>"$work/rtu-slave.log" &

@@ -4,6 +4,8 @@
 //	                                       real BINARY over stdio, call its tools as an MCP client,
 //	                                       change the simulated hardware through the kernel's files
 //	                                       and print one "HIL PASS|FAIL case: detail" line per check
+//	hilrun sht3x-eeprom FILE               on the host: an at24c EEPROM image answering as an SHT3x
+//	                                       at 23.5 °C and 45 %
 //	hilrun rtu-slave MANIFEST SOCKET       on the host: answer as the manifest's simulated Modbus
 //	                                       devices, in RTU, on the unix socket QEMU's ttyS1 is behind
 //
@@ -36,6 +38,12 @@ func run(args []string) int {
 	switch {
 	case len(args) == 4 && args[0] == "guest":
 		return guest(args[1], args[2], args[3])
+	case len(args) == 2 && args[0] == "sht3x-eeprom":
+		if err := sht3xImage(args[1], 23.5, 45); err != nil {
+			fmt.Fprintln(os.Stderr, "hilrun sht3x-eeprom:", err)
+			return 1
+		}
+		return 0
 	case len(args) == 3 && args[0] == "rtu-slave":
 		if err := rtuSlave(args[1], args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, "hilrun rtu-slave:", err)
@@ -43,7 +51,7 @@ func run(args []string) int {
 		}
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "usage: hilrun guest x86|arm BINARY MANIFEST | hilrun rtu-slave MANIFEST SOCKET")
+	fmt.Fprintln(os.Stderr, "usage: hilrun guest x86|arm BINARY MANIFEST | hilrun sht3x-eeprom FILE | hilrun rtu-slave MANIFEST SOCKET")
 	return 2
 }
 
