@@ -69,6 +69,14 @@ func (s *suite) gpio() {
 		s.check("gpio/input-"+pull, r["value"] == (pull == "pull-up") && quality(r) == "good",
 			"GPIO22 %s from the sim side: read_door %s", pull, describe(r))
 	}
+	// The manifest's pulls reach the kernel as the line's bias: gpio-sim
+	// lets a requested bias set the level the input sees.
+	r := s.read("button")
+	s.check("gpio/input-bias-pull-up", r["value"] == false && quality(r) == "good" && fileText(simLine(24)+"/pull") == "pull-up",
+		"GPIO24 pull: up, active low: read_button %s; sim pull %s", describe(r), fileText(simLine(24)+"/pull"))
+	r = s.read("float")
+	s.check("gpio/input-bias-pull-down", r["value"] == false && quality(r) == "good" && fileText(simLine(25)+"/pull") == "pull-down",
+		"GPIO25 (pulled up by the sim before serve) pull: down: read_float %s; sim pull %s", describe(r), fileText(simLine(25)+"/pull"))
 	s.pulses(simLine(27))
 }
 
