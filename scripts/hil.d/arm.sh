@@ -16,9 +16,12 @@ arm_kernel() {
   local o abi
   read -ra o <<<"$(arm_apt)"
   if [ -n "${PROMCP_HIL_ABI:-}" ]; then abi=$PROMCP_HIL_ABI; else
-    [ -n "$(compgen -G "$cache/apt-armhf/lists/*Packages*")" ] || apt-get "${o[@]}" update -qq ||
-      unavailable "apt-get update for armhf failed"
     abi=$(abi linux-image-armmp "${o[@]}")
+    # Not cached yet: fetch or refresh the armhf lists first.
+    if [ -z "$abi" ] || [ -z "$(compgen -G "$cache/debs/linux-image-$abi-armmp_*.deb")" ]; then
+      apt-get "${o[@]}" update -qq || unavailable "apt-get update for armhf failed"
+      abi=$(abi linux-image-armmp "${o[@]}")
+    fi
   fi
   [ -n "$abi" ] || unavailable "no linux-image-armmp candidate in apt"
   akver=$abi-armmp

@@ -8,7 +8,9 @@ x86_kernel() {
   local abi kbuild
   if [ -n "${PROMCP_HIL_ABI:-}" ]; then abi=$PROMCP_HIL_ABI; else
     abi=$(abi linux-image-amd64)
-    if [ -z "$abi" ] || ! apt-cache show "linux-headers-$abi-amd64" >/dev/null 2>&1; then
+    # Not cached yet: the lists may be older than the archive (the security
+    # archive keeps only the current ABI), so refresh them first.
+    if [ -z "$abi" ] || [ -z "$(compgen -G "$cache/debs/linux-image-$abi-amd64_*.deb")" ]; then
       $SUDO apt-get update -qq || true; abi=$(abi linux-image-amd64)
     fi
   fi

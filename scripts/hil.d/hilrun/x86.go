@@ -86,9 +86,9 @@ func (s *suite) pulses(line string) {
 	const n = 50
 	for range n {
 		_ = writeFile(line+"/pull", "pull-up")
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(40 * time.Millisecond)
 		_ = writeFile(line+"/pull", "pull-down")
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(40 * time.Millisecond)
 	}
 	var r map[string]any
 	for range 50 {
