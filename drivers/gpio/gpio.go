@@ -37,7 +37,10 @@ func (o *Output) Open(ctx context.Context) error {
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	l := o.pin.Read()
+	l, err := readLevel(o.pin)
+	if err != nil {
+		return o.errorf("open: read: %w", err)
+	}
 	if err := o.pin.Out(l); err != nil {
 		return o.errorf("open: set as output at %s: %w", l, err)
 	}
@@ -61,14 +64,33 @@ func (o *Output) Set(ctx context.Context, on bool) error {
 	return nil
 }
 
-// Get returns the output's logical level, read back from the line.
+// Get returns the output's logical level, read back from the line: on the
+// GPIO character device, the value the kernel drives (reading never turns
+// the output into an input).
 func (o *Output) Get(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, o.errorf("get: %w", err)
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return o.logical(o.pin.Read()), nil
+	l, err := readLevel(o.pin)
+	if err != nil {
+		return false, o.errorf("get: %w", err)
+	}
+	return o.logical(l), nil
+}
+
+// levelReader is a pin that reports why a read failed (chardev.Line);
+// periph's PinIn.Read returns Low instead.
+type levelReader interface {
+	ReadLevel() (pgpio.Level, error)
+}
+
+func readLevel(pin pgpio.PinIn) (pgpio.Level, error) {
+	if r, ok := pin.(levelReader); ok {
+		return r.ReadLevel()
+	}
+	return pin.Read(), nil
 }
 
 func (o *Output) logical(l pgpio.Level) bool { return bool(l) != o.activeLow }
@@ -118,7 +140,11 @@ func (i *Input) Get(ctx context.Context) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, i.errorf("get: %w", err)
 	}
-	return bool(i.pin.Read()) != i.activeLow, nil
+	l, err := readLevel(i.pin)
+	if err != nil {
+		return false, i.errorf("get: %w", err)
+	}
+	return bool(l) != i.activeLow, nil
 }
 
 func (i *Input) errorf(format string, args ...any) error {

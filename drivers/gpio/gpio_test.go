@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -172,5 +173,37 @@ func TestInputBadPull(t *testing.T) {
 	}
 	if len(p.ops) != 0 {
 		t.Errorf("Open(pull sideways) did %q, want nothing", p.ops)
+	}
+}
+
+// readErrPin is a pin that says why a read failed, as chardev.Line does.
+type readErrPin struct {
+	fakePin
+	err error
+}
+
+func (p *readErrPin) ReadLevel() (pgpio.Level, error) { return p.level, p.err }
+
+// A read that fails reaches the caller, naming the device, rather than
+// reading as low (periph's Read cannot say it failed): Open drives nothing.
+func TestReadErrorsReachTheCaller(t *testing.T) {
+	p := &readErrPin{err: errors.New("get value: EBADF")}
+	o := NewOutput("heater_relay", p, false, nil)
+	if err := o.Open(t.Context()); err == nil || !strings.Contains(err.Error(), "gpio heater_relay (GPIO17): open: read: get value: EBADF") {
+		t.Errorf("Open() = %v", err)
+	}
+	if len(p.ops) != 0 {
+		t.Errorf("Open() after a failed read did %q", p.ops)
+	}
+	if _, err := o.Get(t.Context()); err == nil {
+		t.Error("Get() hid the read error")
+	}
+	if _, err := NewInput("door", p, "", false, nil).Get(t.Context()); err == nil {
+		t.Error("Input.Get() hid the read error")
+	}
+	p.err = nil
+	p.level = pgpio.High
+	if on, err := o.Get(t.Context()); err != nil || !on {
+		t.Errorf("Get() = %t, %v", on, err)
 	}
 }

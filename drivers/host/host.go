@@ -20,6 +20,7 @@ import (
 	phost "periph.io/x/host/v3"
 
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/drivers/gpio/chardev"
 )
 
 // Host opens the buses and pins of the machine it runs on, through periph.io.
@@ -32,6 +33,9 @@ type Host struct {
 
 	once    sync.Once
 	initErr error
+
+	mu    sync.Mutex
+	lines map[string]*chardev.Line // by chip path and offset
 }
 
 // NewHost returns a Host that logs to log (nil discards). It does no I/O.
@@ -94,7 +98,8 @@ func (h *Host) I2C(ctx context.Context, name string) (i2c.BusCloser, error) {
 	return b, nil
 }
 
-// Pin returns the GPIO pin the host calls name ("GPIO17"), unconfigured. The
+// Pin returns the GPIO pin the host calls name ("GPIO17"), unconfigured: on
+// the GPIO character device, a chardev.Line (see ownLine). The
 // pin is shared host state and is not closed.
 //
 // An unknown pin yields an error that wraps [drivers.ErrUnavailable] and names the
@@ -107,7 +112,9 @@ func (h *Host) Pin(ctx context.Context, name string) (gpio.PinIO, error) {
 	if p == nil {
 		return nil, fmt.Errorf("gpio pin %q: %w: no such pin on this host", name, drivers.ErrUnavailable)
 	}
-	return p, nil
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ownLine(p), nil
 }
 
 // SPI opens the SPI port the host calls name: an spidev path or periph

@@ -90,7 +90,14 @@ func (d *DS18B20) Sense(ctx context.Context) (Sample, error) {
 //
 // It checks the CRC itself as well as the kernel's verdict, and converts
 // the scratchpad at the resolution its configuration byte sets.
+//
+// An empty file is what Linux's w1_therm (since 5.10) returns when its own
+// five reads of the scratchpad all failed, a CRC mismatch or no answer
+// (it never prints "crc=.. NO" then): that is drivers.ErrCRC too.
 func ParseW1Slave(b []byte) (Sample, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return Sample{}, fmt.Errorf("%w: w1_slave is empty: the kernel read no valid scratchpad (CRC failures or no answer from the sensor)", drivers.ErrCRC)
+	}
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
 	if len(lines) < 2 {
 		return Sample{}, fmt.Errorf("w1_slave: %d lines (want 2: the scratchpad with crc=, then t=)", len(lines))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/promcp/promcp-device/drivers"
@@ -91,6 +92,11 @@ func TestSenseFromFiles(t *testing.T) {
 	write("w1_slave", "72 01 4b 46 7f ff 0e 10 58 : crc=58 NO\n72 01 4b 46 7f ff 0e 10 58 t=23125\n")
 	if _, err := d.Sense(ctx); !errors.Is(err, drivers.ErrCRC) {
 		t.Fatalf("crc NO: %v", err)
+	}
+	// Linux 6.1's w1_therm, after its own retries, found by scripts/hil.
+	write("w1_slave", "")
+	if _, err := d.Sense(ctx); !errors.Is(err, drivers.ErrCRC) || !strings.Contains(err.Error(), "w1_slave is empty") {
+		t.Fatalf("empty w1_slave: %v, want a CRC failure", err)
 	}
 	if err := os.Remove(filepath.Join(dir, rom, "w1_slave")); err != nil {
 		t.Fatal(err)
