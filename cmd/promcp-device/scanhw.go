@@ -106,9 +106,11 @@ func cmdScanHW(c *cli, hs *hwScan) int {
 	var sk skeleton
 	code := 0
 	for _, b := range t.i2c {
-		found, err := hs.scanI2C(c.ctx, b)
-		printI2C(c, b, found, hs.identify)
-		sk.addI2C(b, found)
+		found, opened, err := hs.scanI2C(c.ctx, b)
+		if opened {
+			printI2C(c, b, found, hs.identify)
+			sk.addI2C(b, found)
+		}
 		if err != nil {
 			fmt.Fprintf(c.stderr, "promcp-device scan: %v\n", err)
 			code = 1
@@ -142,13 +144,15 @@ func cmdScanHW(c *cli, hs *hwScan) int {
 }
 
 // scanI2C opens b and scans its addresses.
-func (hs *hwScan) scanI2C(ctx context.Context, b scanI2CBus) ([]i2c.Identity, error) {
+// opened is false when the bus did not open.
+func (hs *hwScan) scanI2C(ctx context.Context, b scanI2CBus) (found []i2c.Identity, opened bool, err error) {
 	pb, err := b.open(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("i2c %s: %w", b.name, err)
+		return nil, false, fmt.Errorf("i2c %s: %w", b.name, err)
 	}
 	defer pb.Close()
-	return i2c.ScanAddresses(ctx, i2c.NewBus(b.name, pb, hs.timeout, nil), i2c.ScanOptions{Identify: hs.identify})
+	found, err = i2c.ScanAddresses(ctx, i2c.NewBus(b.name, pb, hs.timeout, nil), i2c.ScanOptions{Identify: hs.identify})
+	return found, true, err
 }
 
 // hostTargets are the host's buses the flags name.
@@ -314,6 +318,9 @@ func printI2C(c *cli, b scanI2CBus, found []i2c.Identity, identify bool) {
 	fmt.Fprintf(c.stdout, "i2c %s: %d answered at 0x%02x..0x%02x (%s)\n", b.name, len(found), i2c.ScanFirst, i2c.ScanLast, how)
 	for _, id := range found {
 		fmt.Fprintf(c.stdout, "  %s\n", id)
+	}
+	if !identify {
+		fmt.Fprintln(c.stdout, "  (an SHT3x does not answer a bare read: --identify finds one at 0x44 or 0x45)")
 	}
 }
 
