@@ -253,7 +253,7 @@ func (hs *hwScan) simTargets(ctx context.Context) (*scanTargets, error) {
 		t.cleanup()
 		return nil, fmt.Errorf("%s: no i2c bus named %q", hs.manifest, hs.i2c)
 	}
-	if all || hs.gpio {
+	if hs.gpio || all && len(simGPIOLines(m)) > 0 {
 		t.gpio = func() ([]gpioLine, error) { return simGPIOLines(m), nil }
 	}
 	return t, nil
