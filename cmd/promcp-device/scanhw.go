@@ -118,8 +118,10 @@ func cmdScanHW(c *cli, hs *hwScan) int {
 	}
 	for _, b := range t.w1 {
 		roms, err := listW1(c.ctx, b)
-		printW1(c, b, roms)
-		sk.addW1(b, roms)
+		if err == nil || len(roms) > 0 {
+			printW1(c, b, roms)
+			sk.addW1(b, roms)
+		}
 		if err != nil {
 			fmt.Fprintf(c.stderr, "promcp-device scan: %v\n", err)
 			code = 1
@@ -127,8 +129,10 @@ func cmdScanHW(c *cli, hs *hwScan) int {
 	}
 	if t.gpio != nil {
 		lines, err := t.gpio()
-		printGPIO(c, lines)
-		sk.gpio = lines
+		if err == nil {
+			printGPIO(c, lines)
+			sk.gpio = lines
+		}
 		if err != nil {
 			fmt.Fprintf(c.stderr, "promcp-device scan: gpio: %v\n", err)
 			code = 1
@@ -138,7 +142,7 @@ func cmdScanHW(c *cli, hs *hwScan) int {
 		if err := sk.write(hs.out, t.gateway); err != nil {
 			return c.fail(err)
 		}
-		fmt.Fprintf(c.stdout, "wrote %s: %d devices, %d capabilities; check it with promcp-device lint %s\n", hs.out, sk.nDevices, sk.nCaps, hs.out)
+		fmt.Fprintf(c.stdout, "wrote %s: %s, %s; check it with promcp-device lint %s\n", hs.out, plural(sk.nDevices, "device"), strings.Replace(plural(sk.nCaps, "capability"), "capabilitys", "capabilities", 1), hs.out)
 	}
 	return code
 }
@@ -325,7 +329,7 @@ func printI2C(c *cli, b scanI2CBus, found []i2c.Identity, identify bool) {
 }
 
 func printW1(c *cli, b scanW1Bus, roms []string) {
-	fmt.Fprintf(c.stdout, "1-Wire %s: %d devices\n", b.name, len(roms))
+	fmt.Fprintf(c.stdout, "1-Wire %s: %s\n", b.name, plural(len(roms), "device"))
 	for _, r := range roms {
 		what := "unsupported family " + strings.SplitN(r, "-", 2)[0]
 		if m := w1Model(r); m != "" {
@@ -336,7 +340,7 @@ func printW1(c *cli, b scanW1Bus, roms []string) {
 }
 
 func printGPIO(c *cli, lines []gpioLine) {
-	fmt.Fprintf(c.stdout, "gpio: %d line(s)\n", len(lines))
+	fmt.Fprintf(c.stdout, "gpio: %s\n", plural(len(lines), "line"))
 	for _, l := range lines {
 		use := "free"
 		if l.consumer != "" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,5 +94,35 @@ func TestScanHWErrors(t *testing.T) {
 		if code != tc.code || !strings.Contains(stderr, tc.want) {
 			t.Errorf("scan %v: exit %d, %q; want exit %d and %q", tc.args, code, stderr, tc.code, tc.want)
 		}
+	}
+}
+
+// scan --onewire on the host reads the kernel's files as they are (here a
+// directory laid out as /sys/bus/w1/devices): a DS18B20 becomes a device
+// of the skeleton, another family a comment, and the skeleton lints.
+func TestScanOneWireFiles(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "w1_bus_master1"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "w1_bus_master1", "w1_master_slaves"), []byte("28-000005e2fdc3\n10-000802b4c4a5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "found.yml")
+	stdout, stderr, code := runCLI(t, "scan", "--onewire", "--w1-dir", dir, "-o", out)
+	if code != 0 || !strings.Contains(stdout, "1-Wire w1: 2 devices\n  28-000005e2fdc3: ds18b20\n  10-000802b4c4a5: unsupported family 10\n") ||
+		!strings.Contains(stdout, "wrote "+out+": 1 device, 1 capability") {
+		t.Fatalf("scan --onewire: exit %d\n%s%s", code, stdout, stderr)
+	}
+	sk := string(readFile(t, out))
+	if !strings.Contains(sk, "#   not added: 1-Wire w1 10-000802b4c4a5: unsupported family") || !strings.Contains(sk, "rom: 28-000005e2fdc3") {
+		t.Errorf("skeleton:\n%s", sk)
+	}
+	if lint, _, code := runCLI(t, "lint", "--strict", out); code != 0 {
+		t.Fatalf("lint --strict of the skeleton: exit %d\n%s", code, lint)
+	}
+	_, stderr, code = runCLI(t, "scan", "--onewire", "--w1-dir", filepath.Join(dir, "none"))
+	if code != 1 || !strings.Contains(stderr, "1-Wire "+filepath.Join(dir, "none")) || !strings.Contains(stderr, "w1-gpio overlay") {
+		t.Errorf("scan of a missing w1 dir: exit %d, %q", code, stderr)
 	}
 }
