@@ -49,7 +49,7 @@ func cmdScan(c *cli) int {
 	}
 	units, err := parseUnits(*unitsFlag)
 	if given != 1 || err != nil || *count == 0 || *first+*count > 65536 {
-		fmt.Fprintln(c.stderr, "promcp-device scan: give exactly one of --tcp, --rtu-tcp or --port, a valid --units list and --first/--count within 0..65535")
+		fmt.Fprintln(c.stderr, "promcp-device scan: give exactly one of --tcp, --rtu-tcp or --port, a valid --units list and --first/--count within 0..65535 (a Modbus line); or --i2c BUS, --onewire, --gpio, --sim --manifest FILE (a Pi's own buses)")
 		if err != nil {
 			fmt.Fprintln(c.stderr, err)
 		}
