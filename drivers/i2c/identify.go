@@ -29,7 +29,10 @@ import (
 // a query that changes no setting and starts no measurement (Sensirion's
 // SHT3x datasheet and driver). The expander addresses (0x20..0x27,
 // 0x38..0x3F) are never written even with Identify: a byte written to a
-// PCF8574 sets its outputs.
+// PCF8574 sets its outputs. The pointer byte goes to whatever answers: a
+// chip that is none of the candidates may take it otherwise (a PCF8591 at
+// 0x48..0x4F takes it as its control byte), which is why Identify is a
+// choice.
 
 // First and last 7-bit addresses an address scan probes.
 const (
