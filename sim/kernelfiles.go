@@ -172,11 +172,28 @@ type sysTree struct {
 	dir  sysfs.Dir
 }
 
+// W1Master is the bus master's directory in a simulated onewire bus's
+// files, as the kernel's w1-gpio names the first; its w1_master_slaves
+// lists the ROM ids on the bus, one a line.
+const W1Master = "w1_bus_master1"
+
 // renderLocked writes the w1_slave file of every DS18B20 of the bus as a
-// conversion now gives it, and removes the directory of one gone from the
-// bus. w.mu is held.
+// conversion now gives it, removes the directory of one gone from the
+// bus, and lists those present in the master's w1_master_slaves (with
+// w1_master_slave_count), as the kernel does. w.mu is held.
 func (t *sysTree) renderLocked() {
 	now := t.w.advanceLocked()
+	var present []string
+	defer func() {
+		d := filepath.Join(string(t.dir), W1Master)
+		os.MkdirAll(d, 0o755)
+		list := "not found.\n" // the kernel's text for an empty bus
+		if len(present) > 0 {
+			list = strings.Join(present, "\n") + "\n"
+		}
+		writeAtomic(filepath.Join(d, "w1_master_slaves"), []byte(list))
+		writeAtomic(filepath.Join(d, "w1_master_slave_count"), []byte(strconv.Itoa(len(present))+"\n"))
+	}()
 	for _, s := range t.w.files().w1Bus[t.bus] {
 		temp := DefaultTemperature
 		if s.zone != nil {
@@ -190,6 +207,7 @@ func (t *sysTree) renderLocked() {
 		}
 		os.MkdirAll(d, 0o755)
 		writeAtomic(filepath.Join(d, "w1_slave"), w1.W1Slave(sp))
+		present = append(present, s.rom)
 	}
 }
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/promcp/promcp-device/drivers/i2c"
@@ -23,6 +24,10 @@ const (
 	cmdSoftReset     = 0x30A2
 	cmdHeaterEnable  = 0x306D
 	cmdHeaterDisable = 0x3066
+	// The serial-number query, with and without clock stretching: two
+	// CRC-protected words, no setting changed and no measurement started.
+	cmdSerialStretch = 0x3780
+	cmdSerial        = 0x3682
 )
 
 // sht3x is a simulated Sensirion SHT3x in single-shot mode. Guarded by
@@ -30,11 +35,16 @@ const (
 type sht3x struct {
 	zone   *zone // nil: constant DefaultTemperature and DefaultHumidity
 	status uint16
+	serial uint32 // the factory serial number
 	out    []byte // what the next read returns; nil: nothing pending
 }
 
-func newSHT3x() *sht3x {
-	return &sht3x{status: statusPowerUp}
+// newSHT3x returns a simulated SHT3x whose serial number is derived from
+// name, so that each simulated sensor has its own, the same every run.
+func newSHT3x(name string) *sht3x {
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return &sht3x{status: statusPowerUp, serial: h.Sum32()}
 }
 
 func (d *sht3x) tx(now time.Time, fs *faultState, w, r []byte) error {
@@ -55,6 +65,8 @@ func (d *sht3x) tx(now time.Time, fs *faultState, w, r []byte) error {
 			d.out = d.measure(now, fs)
 		case cmdReadStatus:
 			d.out = word(d.status)
+		case cmdSerial, cmdSerialStretch:
+			d.out = append(word(uint16(d.serial>>16)), word(uint16(d.serial))...)
 		case cmdClearStatus:
 			d.status &^= statusClearable
 			d.out = nil
@@ -132,7 +144,7 @@ func word(v uint16) []byte {
 // addSHT3x adds a simulated SHT3x; a zone may drive its readings.
 func addSHT3x(w *World, d manifests.Device, bl *build) error {
 	return w.addI2C(d, func() (device, error) {
-		s := newSHT3x()
+		s := newSHT3x(d.Name)
 		bl.shts[d.Name] = s
 		return s, nil
 	})

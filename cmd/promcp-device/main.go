@@ -21,6 +21,7 @@
 //	promcp-device sim --manifest FILE --modbus-tcp ADDR
 //	promcp-device ports
 //	promcp-device scan (--tcp ADDR | --rtu-tcp ADDR | --port PORT) [--units 1-10]
+//	promcp-device scan [--i2c BUS] [--identify] [--onewire] [--gpio] [--sim --manifest FILE] [-o FILE]
 //	promcp-device bench (--url URL | --serve FILE) [--sessions N] [--duration D] [--protocol V] [--call TOOL[:JSON]]...
 //	promcp-device read --manifest FILE [CAPABILITY...] [--sim] [--json]
 //	promcp-device do --dry-run --manifest FILE [--sim] [--role ROLE] [--json] TOOL VALUE
@@ -69,6 +70,9 @@ Usage:
   promcp-device sim --manifest FILE --modbus-tcp ADDR        serve the manifest's simulated Modbus devices on the network
   promcp-device ports                                        list serial ports with USB vendor:product ids
   promcp-device scan (--tcp ADDR|--rtu-tcp ADDR|--port PORT) find Modbus units and readable registers (read-only)
+  promcp-device scan [--i2c BUS] [--identify] [--onewire] [--gpio] [--sim --manifest FILE] [-o FILE]
+                                                             list what answers on a Pi's I2C bus (read-only; --identify reads chip ids),
+                                                             its 1-Wire ROM ids and GPIO lines; -o writes a manifest skeleton of it
   promcp-device demo                                         walk can_do → read → do → read on the simulator, then the refusals
   promcp-device test [--junit FILE] [--update] FILE...       run site tests on the simulator; exit 1 on failures, 2 if one cannot load
   promcp-device approve --approval-key FILE --manifest FILE --tool T --value V --key K [--gateway-id ID]

@@ -15,7 +15,8 @@ import (
 )
 
 // cmdScan probes a Modbus line for responding unit ids and readable
-// register ranges, gently and read-only.
+// register ranges, gently and read-only; or, with --i2c, --onewire,
+// --gpio or --sim, the Pi's own buses (cmdScanHW).
 func cmdScan(c *cli) int {
 	tcp := c.String("tcp", "", "scan a Modbus TCP device or gateway at `ADDR` (host:port)")
 	rtuTCP := c.String("rtu-tcp", "", "scan RTU over TCP (a serial device server) at `ADDR`")
@@ -29,8 +30,16 @@ func cmdScan(c *cli) int {
 	timeout := c.Duration("timeout", 200*time.Millisecond, "how long to wait for each answer")
 	pause := c.Duration("pause", 20*time.Millisecond, "silence between probes")
 	values := c.Bool("values", false, "read and print the values found in each readable range (registers as unsigned 16-bit numbers and hex, coils and inputs as 0/1)")
+	hs := addHWScanFlags(c)
 	if !c.parse() {
 		return 2
+	}
+	if hs.wanted() {
+		if *tcp != "" || *rtuTCP != "" || *port != "" {
+			return c.usage("scan either a Modbus line (--tcp, --rtu-tcp, --port) or the Pi's buses (--i2c, --onewire, --gpio, --sim), not both")
+		}
+		hs.timeout = *timeout
+		return cmdScanHW(c, hs)
 	}
 	given := 0
 	for _, s := range []string{*tcp, *rtuTCP, *port} {
@@ -40,7 +49,7 @@ func cmdScan(c *cli) int {
 	}
 	units, err := parseUnits(*unitsFlag)
 	if given != 1 || err != nil || *count == 0 || *first+*count > 65536 {
-		fmt.Fprintln(c.stderr, "promcp-device scan: give exactly one of --tcp, --rtu-tcp or --port, a valid --units list and --first/--count within 0..65535")
+		fmt.Fprintln(c.stderr, "promcp-device scan: give exactly one of --tcp, --rtu-tcp or --port, a valid --units list and --first/--count within 0..65535 (a Modbus line); or --i2c BUS, --onewire, --gpio, --sim --manifest FILE (a Pi's own buses)")
 		if err != nil {
 			fmt.Fprintln(c.stderr, err)
 		}
