@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -349,15 +348,15 @@ func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
 		return alive
 	}
 	data, _ := json.Marshal(canDoRequest{Ping: true, Deadline: time.Now().Add(wait).UTC()})
-	inbox := InboxPrefix(v.cfg.Node) + "." + newRequestToken() + "."
+	token := newRequestToken()
 	ch := make(chan *nats.Msg, len(ids)+8)
-	sub, err := v.nc.ChanSubscribe(inbox+"*", ch)
+	sub, err := v.nc.ChanSubscribe(InboxPrefix(v.cfg.Node)+".*."+token+".*", ch)
 	if err != nil {
 		return alive
 	}
 	defer sub.Unsubscribe()
 	for i, id := range ids {
-		if err := v.nc.PublishRequest(CanDoSubject(id, v.cfg.Node), inbox+strconv.Itoa(i), data); err != nil {
+		if err := v.nc.PublishRequest(CanDoSubject(id, v.cfg.Node), scatterReply(v.cfg.Node, id, token, i), data); err != nil {
 			return alive
 		}
 	}
@@ -366,8 +365,8 @@ func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
 	for answered := 0; answered < len(ids); {
 		select {
 		case m := <-ch:
-			i, err := strconv.Atoi(strings.TrimPrefix(m.Subject, inbox))
-			if err != nil || i < 0 || i >= len(ids) || alive[ids[i]] {
+			i, ok := scatterIndex(m.Subject, ids)
+			if !ok || alive[ids[i]] {
 				continue
 			}
 			answered++

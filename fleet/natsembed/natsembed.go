@@ -78,7 +78,7 @@ func HubFromFleet(f *manifests.Fleet) HubConfig {
 	cfg := HubConfig{Name: f.Gateway, Client: f.Listen.Client, Cluster: f.Listen.Cluster, Leaf: f.Listen.Leaf,
 		ClusterName: f.Cluster.Name, Routes: f.Cluster.Peers, StoreDir: f.Store, Ping: f.LeafPing}
 	if t := f.Trust; t != nil {
-		cfg.Trust = &HubTrust{Cert: t.Cert, CA: t.CA, Key: t.Key, IdentitiesFile: t.IdentitiesFile, Transitional: true}
+		cfg.Trust = &HubTrust{Cert: t.Cert, CA: t.CA, Key: t.Key, IdentitiesFile: t.IdentitiesFile}
 	}
 	return cfg
 }
