@@ -294,7 +294,7 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	}
 	mesh := fleet.Mesh{View: n.view, Member: n.member}
 	if tokens != nil {
-		mesh.Authorize = bearerOK(tokens)
+		mesh.Authorize = func(r *http.Request) bool { _, err := server.Authenticate(r, tokens, f.certs); return err == nil }
 	}
 	gw.mesh = func(h http.Handler) http.Handler { return fleet.MeshMethods(h, mesh) }
 	log.Info("joined the fleet", "gateway", fl.Gateway, "role", fl.Role, "zone", fl.Zone, "hubs", strings.Join(fl.Hubs, ","))
@@ -308,14 +308,6 @@ func routeRoles(fl *manifests.Fleet) map[string]string {
 		out[node] = r.MaxRole
 	}
 	return out
-}
-
-func bearerOK(tokens *server.Tokens) func(*http.Request) bool {
-	return func(r *http.Request) bool {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		_, known := tokens.Lookup(strings.TrimSpace(tok))
-		return ok && known
-	}
 }
 
 // cmdHub runs one member of the hub cluster: the NATS server with
