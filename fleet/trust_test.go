@@ -12,16 +12,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/promcp/promcp-device/fleet"
+	"github.com/promcp/promcp-device/fleet/natsembed"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 )
 
 // rogue is a client of the hub that sends what a stolen gateway
-// credential could send: here, as node gw2.
+// credential could send: it holds node's own nkey and the fleet CA.
 func rogue(t *testing.T, h *testHub, node string) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(h.servers[0].ClientURL(), nats.CustomInboxPrefix(fleet.InboxPrefix(node)))
+	nc, err := nats.Connect(h.servers[0].ClientURL(), natsembed.ClientOptions(node, nodeTrust(t, h.dir, node))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,19 @@ func rogue(t *testing.T, h *testHub, node string) *nats.Conn {
 func routedRequest(t *testing.T, nc *nats.Conn, subj string, body map[string]any) (*mcp.CallToolResult, *nats.Msg) {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	msg, err := nc.Request(subj, b, 10*time.Second)
+	// The reply subject names the gateway asked (promcp.call.<gw>.<entry>
+	// → _INBOX.<entry>.<gw>.…): the only inbox it may answer on.
+	parts := strings.Split(subj, ".")
+	inbox := fleet.ReplyPrefix(parts[3], parts[2]) + ".rogue"
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest(subj, inbox, b); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.NextMsg(10 * time.Second)
 	if err != nil {
 		t.Fatalf("request on %s: %v", subj, err)
 	}
