@@ -358,8 +358,9 @@ func (x *attack) stateDoS(t *testing.T) {
 	if rev2, _ := x.leaseRecord(t, fansKey); rev2 != rev {
 		t.Fatalf("%s rewritten (rev %d → %d)", fansKey, rev, rev2)
 	}
-	if r, _ := x.f.own["gw1"].call("do_set_heater", map[string]any{"value": false, "idempotency_key": "attack-3-heater"}); r["status"] != "success" {
-		t.Fatalf("gw1's shared do_set_heater(false) after the attacks: %v", r)
+	// (Heater on: off is its safe value, which passes without a record.)
+	if r, _ := x.f.own["gw1"].call("do_set_heater", map[string]any{"value": true, "idempotency_key": "attack-3-heater"}); r["status"] != "success" {
+		t.Fatalf("gw1's shared do_set_heater(true) after the attacks: %v", r)
 	}
 	if rev, _ := x.leaseRecord(t, "cooldown.gw1.do_set_heater"); rev == 0 {
 		t.Fatal("gw1's heater record missing after its shared action")
