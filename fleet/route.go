@@ -60,14 +60,22 @@ func (v *View) request(ctx context.Context, gw, subject string, data []byte) (*n
 	if err := v.nc.PublishRequest(subject, inbox, data); err != nil {
 		return nil, err
 	}
-	msg, err := sub.NextMsgWithContext(ctx)
-	if err != nil {
-		return nil, err
+	for {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if msg.Subject != inbox {
+			// A message JetStream delivered here keeps the subject it was
+			// stored under: it is no answer (a gateway may create
+			// consumers with any deliver subject; README, Fleet, Trust).
+			continue
+		}
+		if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+			return nil, nats.ErrNoResponders
+		}
+		return msg, nil
 	}
-	if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
-		return nil, nats.ErrNoResponders
-	}
-	return msg, nil
 }
 
 // routedRead is a routed read_*'s handler: the gateway's answer, or a
