@@ -331,50 +331,33 @@ func TestFleetTrustAliveByRequest(t *testing.T) {
 	}
 }
 
-// The gap NATS leaves: a gateway may create consumers on the registry
-// (its watches), and JetStream does not check a push consumer's deliver
-// subject against the creator's permissions. gw2 writes its own registry
-// entry shaped as a routed call and has the hub deliver it on gw1's call
-// subject as if hub1 sent it: the message arrives, under the subject it
-// was stored under, and gw1, which takes the entry node from the
-// subject, does not run it.
-func TestFleetTrustConsumerDeliverSubject(t *testing.T) {
+// A gateway may create no JetStream consumer: NATS does not check a push
+// consumer's deliver subject against its creator's permissions, so gw2
+// could otherwise have the hub deliver its own registry entry, shaped as
+// a routed call, on gw1's call subject as if hub1 sent it. Gateways read
+// the registry and heartbeats by direct gets instead (View.pollOnce),
+// and their views still follow the fleet.
+func TestFleetTrustNoConsumerForGateways(t *testing.T) {
 	h := startHub(t, false)
 	gw1 := startGateway(t, "gw1", "north", h.leafURLs[0], false)
-	v := watchAll(t, h.nc, "hub1", manifests.RoleHub, 1, nil)
+	gv := watchAll(t, gw1.nc, "gw1", manifests.RoleEdge, 1, nil)
 	rc := rogue(t, h, "gw2")
-	watch, err := h.nc.SubscribeSync(fleet.CallSubject("gw1", "hub1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := h.nc.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	entry, _ := json.Marshal(map[string]any{"gateway_id": "gw2", "tool": "do_set_pump",
-		"arguments": map[string]any{"value": true, "idempotency_key": "consumer-1"},
-		"caller":    map[string]any{"name": "mallory", "role": "admin"}, "deadline": time.Now().Add(time.Minute)})
-	if err := rc.Publish("$KV.fleet_registry.gw.gw2", entry); err != nil {
-		t.Fatal(err)
-	}
 	req, _ := json.Marshal(map[string]any{"stream_name": "KV_fleet_registry", "config": map[string]any{"name": "probe",
 		"deliver_subject": fleet.CallSubject("gw1", "hub1"), "filter_subject": "$KV.fleet_registry.gw.gw2",
-		"deliver_policy": "last_per_subject", "ack_policy": "none", "inactive_threshold": int64(30 * time.Second)}})
-	if _, err := rc.Request("$JS.hub.API.CONSUMER.CREATE.KV_fleet_registry.probe.$KV.fleet_registry.gw.gw2", req, 10*time.Second); err != nil {
-		t.Fatalf("consumer create as gw2: %v", err)
-	}
-	m, err := watch.NextMsg(10 * time.Second)
-	if err != nil {
-		t.Skipf("JetStream did not deliver on gw1's call subject (%v): the gap is closed", err)
-	}
-	t.Logf("delivered to subscribers of %s, as subject %s", fleet.CallSubject("gw1", "hub1"), m.Subject)
-	// A call after it: gw1 has taken the delivered message by the time
-	// it answers (it reads its subscription in order).
-	if _, err := v.Call(t.Context(), "gw1", "read_temperature", nil, 10*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range gw1.local.Callers() {
-		if c.Name == "mallory" {
-			t.Fatalf("gw1 ran the entry JetStream delivered on its call subject: %+v", c)
+		"deliver_policy": "last_per_subject", "ack_policy": "none"}})
+	for _, subj := range []string{"$JS.hub.API.CONSUMER.CREATE.KV_fleet_registry.probe.$KV.fleet_registry.gw.gw2",
+		"$JS.API.CONSUMER.CREATE.KV_fleet_alive", "$JS.hub.API.CONSUMER.CREATE.KV_fleet_lease.probe"} {
+		if err := rc.PublishRequest(subj, rc.NewRespInbox(), req); err != nil {
+			t.Fatal(err)
 		}
+		if err := rc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.LastError(); err == nil || !strings.Contains(err.Error(), "CONSUMER.CREATE") {
+			t.Fatalf("gw2 creating a consumer on %s: last error %v, want a permissions violation", subj, err)
+		}
+	}
+	if _, ok := gv.Gateway("gw1"); !ok {
+		t.Fatalf("gw1's own view (direct gets) has no gw1: %v", gv.Gateways())
 	}
 }

@@ -30,7 +30,9 @@ func jsAPI(s string) []string {
 // it publishes only calls and can_do questions it enters itself, its own
 // audit and shared-state requests, replies to requests addressed to it
 // (_INBOX.*.<n>.>), its own registry and heartbeat keys and read-only
-// JetStream requests on the hubs' buckets and streams; it receives only
+// JetStream requests on the hubs' buckets and streams (no consumer: a
+// push consumer's deliver subject is not checked against its creator's
+// permissions); it receives only
 // its own calls and can_do questions and its own inbox
 // (nats.CustomInboxPrefix("_INBOX.<n>")). No stream or bucket management,
 // no write to the shared records (fleet_lease, fleet_idem, FLEET_RATE:
@@ -63,11 +65,11 @@ func GatewayPermissions(n string) Permissions {
 		key := "$KV." + b + ".gw." + n
 		p.Publish = append(p.Publish, key, "$JS."+HubDomain+".API."+key)
 		p.Publish = append(p.Publish, jsAPI("STREAM.INFO.KV_"+b)...)
-		p.Publish = append(p.Publish, jsAPI("CONSUMER.CREATE.KV_"+b+".>")...)
+		// Direct gets: a key's last value, and every key's at once
+		// (multi_last; how a gateway's view reads them, View.pollOnce).
+		p.Publish = append(p.Publish, jsAPI("DIRECT.GET.KV_"+b)...)
 		p.Publish = append(p.Publish, jsAPI("DIRECT.GET.KV_"+b+".>")...)
 		p.Publish = append(p.Publish, jsAPI("STREAM.MSG.GET.KV_"+b)...)
-		// Flow control of its watches (ordered push consumers).
-		p.Publish = append(p.Publish, "$JS.FC.KV_"+b+".>")
 	}
 	// Read-only: the shared records (the hubs write them, through the
 	// promcp.shared.<n>.* service) and the fleet audit.

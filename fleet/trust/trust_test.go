@@ -162,7 +162,8 @@ func TestGatewayPermissions(t *testing.T) {
 		"$KV.fleet_registry.gw.gw2", "$KV.fleet_alive.gw.gw9", "$KV.fleet_lease.cooldown.x.y", "$KV.fleet_idem.idem.k", "rate.x.y.1",
 		"_INBOX.hub1.gw2.x", "_INBOX.hub1.abc.1", "_INBOX.gw2.x.1", "$JS.S.abc", "$SRV.PING", "$SRV.INFO.promcp-gateway",
 		"promcp.gw2.call", "promcp.cando", "$KV.fleet_lease.cooldown.equipment-site_fans.do_set_fan_speed", "$JS.hub.API.$KV.fleet_lease.cooldown.x",
-		"$JS.hub.API.CONSUMER.CREATE.KV_fleet_lease.x", "$JS.API.STREAM.MSG.DELETE.KV_fleet_registry"}
+		"$JS.hub.API.CONSUMER.CREATE.KV_fleet_lease.x",
+		"$JS.hub.API.CONSUMER.CREATE.KV_fleet_registry.x.y", "$JS.API.CONSUMER.CREATE.KV_fleet_alive", "$JS.API.STREAM.MSG.DELETE.KV_fleet_registry"}
 	for _, op := range []string{"STREAM.DELETE.", "STREAM.PURGE.", "STREAM.CREATE.", "STREAM.UPDATE.", "STREAM.MSG.DELETE."} {
 		for _, st := range []string{"KV_fleet_lease", "KV_fleet_registry", "KV_fleet_alive", "FLEET_RATE", "FLEET_AUDIT", "KV_fleet_idem"} {
 			forbidden = append(forbidden, "$JS.API."+op+st, "$JS.hub.API."+op+st)
