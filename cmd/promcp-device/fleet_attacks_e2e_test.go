@@ -509,8 +509,8 @@ func (x *attack) forgeAudit(t *testing.T) {
 }
 
 // 8. Eavesdropping: NATS refuses subscriptions to promcp.> and to every
-// subject; while the fleet routes calls and answers can_do the thief
-// receives nothing.
+// subject, and the creation of a JetStream consumer; while the fleet
+// routes calls and answers can_do the thief receives nothing.
 func (x *attack) eavesdrop(t *testing.T, root *session) {
 	var subs []*nats.Subscription
 	for _, s := range []string{"promcp.>", ">", "_INBOX.>", "promcp.audit.>"} {
@@ -526,6 +526,13 @@ func (x *attack) eavesdrop(t *testing.T, root *session) {
 		x.refusedByNATS(t, "Subscription", s)
 		subs = append(subs, sub)
 	}
+	// Nor may it have JetStream deliver for it: no consumer (its deliver
+	// subject would go unchecked), here one that would replay its own
+	// registry entry on gw1's call subject.
+	spy := "$JS.hub.API.CONSUMER.CREATE.KV_fleet_registry.spy.$KV.fleet_registry.gw.gw2"
+	x.publish(t, spy, "_INBOX.gw2.x.c", map[string]any{"stream_name": "KV_fleet_registry",
+		"config": map[string]any{"name": "spy", "deliver_subject": "promcp.call.gw1.hub1", "filter_subject": "$KV.fleet_registry.gw.gw2"}})
+	x.refusedByNATS(t, "Publish", spy)
 	g1 := groupWith(t, strings.TrimSuffix(x.f.fleetURL, "/mcp"), "gw1", "read_gw1_temperature_zone1")
 	if body, isErr := g1.call("read_gw1_temperature_zone1", nil); isErr || body["quality"] == "error" {
 		t.Fatalf("routed read to gw1 = %v", body)
