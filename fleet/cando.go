@@ -76,10 +76,10 @@ func (v *View) targets(req promcp.CanDoRequest, only string) []string {
 
 // scatter asks each target gateway on its own subject
 // (promcp.cando.<gw>.<node>), every request with its own reply subject
-// under this node's inbox, and gathers the answers until all came or the
+// under this node's inbox naming the gateway (scatterReply), and gathers the answers until all came or the
 // budget ran out. An answer is the answer of the gateway its request was
-// addressed to (the reply subject says which; only that gateway's
-// subscriber may answer it, by NATS's allow-responses permission), never
+// addressed to (the reply subject says which; only that gateway may
+// publish on it, by NATS's permissions), never
 // of whatever gateway its body names. Answers after the budget are
 // dropped: those already queued are counted in late, and the subscription
 // stays open one more budget in the background to count the rest
@@ -92,14 +92,14 @@ func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequ
 	c := server.CallerFrom(ctx)
 	data, _ := json.Marshal(canDoRequest{QueryID: queryID, Arguments: args, Caller: wireCaller{Name: c.Name, Role: c.Role},
 		Deadline: time.Now().Add(v.cfg.Budget).UTC()})
-	inbox := InboxPrefix(v.cfg.Node) + "." + newRequestToken() + "."
+	token := newRequestToken()
 	ch := make(chan *nats.Msg, len(targets)+8)
-	sub, err := v.nc.ChanSubscribe(inbox+"*", ch)
+	sub, err := v.nc.ChanSubscribe(InboxPrefix(v.cfg.Node)+".*."+token+".*", ch)
 	if err != nil {
 		return nil, 0
 	}
 	for i, gw := range targets {
-		if err := v.nc.PublishRequest(CanDoSubject(gw, v.cfg.Node), inbox+strconv.Itoa(i), data); err != nil {
+		if err := v.nc.PublishRequest(CanDoSubject(gw, v.cfg.Node), scatterReply(v.cfg.Node, gw, token, i), data); err != nil {
 			sub.Unsubscribe()
 			return nil, 0
 		}
@@ -110,8 +110,8 @@ func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequ
 	for len(seen) < len(targets) {
 		select {
 		case m := <-ch:
-			i, err := strconv.Atoi(strings.TrimPrefix(m.Subject, inbox))
-			if err != nil || i < 0 || i >= len(targets) || seen[i] {
+			i, ok := scatterIndex(m.Subject, targets)
+			if !ok || seen[i] {
 				continue
 			}
 			seen[i] = true
@@ -142,6 +142,28 @@ func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequ
 	}
 	sub.Unsubscribe()
 	return replies, 0
+}
+
+// scatterReply is the reply subject of request i of a scatter to gateway
+// gw: _INBOX.<node>.<gw>.<token>.<i>, which only gw (or a hub) may
+// publish on.
+func scatterReply(node, gw, token string, i int) string {
+	return ReplyPrefix(node, gw) + "." + token + "." + strconv.Itoa(i)
+}
+
+// scatterIndex is the index of the request a scatter answer on subject
+// (_INBOX.<node>.<gw>.<token>.<i>) answers, when its responder token
+// names the gateway asked at that index.
+func scatterIndex(subject string, targets []string) (int, bool) {
+	t := strings.Split(subject, ".")
+	if len(t) != 5 {
+		return 0, false
+	}
+	i, err := strconv.Atoi(t[4])
+	if err != nil || i < 0 || i >= len(targets) || t[2] != targets[i] {
+		return 0, false
+	}
+	return i, true
 }
 
 // newRequestToken is a random inbox token.

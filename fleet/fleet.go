@@ -91,9 +91,15 @@ func CanDoSubject(gw, entry string) string { return "promcp.cando." + gw + "." +
 
 // InboxPrefix is node's reply inbox prefix: every node connects with
 // nats.CustomInboxPrefix(InboxPrefix(node)), the only inbox it may
-// subscribe to; answers reach it through NATS's allow-responses
-// permission only.
+// subscribe to.
 func InboxPrefix(node string) string { return "_INBOX." + node }
+
+// ReplyPrefix is where node asks responder to answer:
+// _INBOX.<node>.<responder>. Gateway g may publish under _INBOX only on
+// _INBOX.*.<g>.> (FLEET-TRUST, Change of 2026-12-01: allow-responses
+// does not carry replies across leaf links), so an answer arriving under
+// this prefix is from responder (or a hub), bound by NATS.
+func ReplyPrefix(node, responder string) string { return InboxPrefix(node) + "." + responder }
 
 // entryOf is the entry node of a routed call or can_do subject (its last
 // token), "" when the subject is not one.

@@ -51,9 +51,7 @@ var testFleets sync.Map
 // testGatewayIDs are the gateways every test fleet has credentials for.
 var testGatewayIDs = []string{"gw1", "gw2", "gw3", "gw4", "gw5", "gw6", "gw7", "gw8", "gw9"}
 
-// testTrust is hub member name's trust in fleet directory dir, with the
-// transitional permissions the protocol still needs (see
-// trust.TransitionalGatewayPermissions).
+// testTrust is hub member name's trust in fleet directory dir.
 func testTrust(t testing.TB, dir, name string) *natsembed.HubTrust {
 	t.Helper()
 	ca, err := trust.ReadCA(filepath.Join(dir, trust.CACertFile), time.Now())
@@ -69,7 +67,7 @@ func testTrust(t testing.TB, dir, name string) *natsembed.HubTrust {
 		t.Fatal(err)
 	}
 	return &natsembed.HubTrust{Cert: cert, CA: ca, Key: key, IdentitiesFile: filepath.Join(dir, trust.IdentitiesFile),
-		Watch: 100 * time.Millisecond, Transitional: true}
+		Watch: 100 * time.Millisecond}
 }
 
 // nodeTrust is node's credentials in fleet directory dir.

@@ -32,9 +32,7 @@ func (v *View) Call(ctx context.Context, gw, tool string, args json.RawMessage, 
 	if err != nil {
 		return nil, err
 	}
-	// The reply comes to this node's own inbox, until the deadline only:
-	// a late one finds no subscriber.
-	msg, err := v.nc.RequestWithContext(ctx, CallSubject(gw, v.cfg.Node), data)
+	msg, err := v.request(ctx, gw, CallSubject(gw, v.cfg.Node), data)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +44,38 @@ func (v *View) Call(ctx context.Context, gw, tool string, args json.RawMessage, 
 		return nil, fmt.Errorf("gateway %s: unreadable result: %w", gw, err)
 	}
 	return &res, nil
+}
+
+// request sends data on subject to gateway gw and waits for its answer
+// on a reply subject naming gw (ReplyPrefix), which only gw (or a hub)
+// may publish on, until ctx ends: a late answer finds no subscriber.
+// nats.ErrNoResponders when nobody subscribes to subject.
+func (v *View) request(ctx context.Context, gw, subject string, data []byte) (*nats.Msg, error) {
+	inbox := ReplyPrefix(v.cfg.Node, gw) + "." + newRequestToken()
+	sub, err := v.nc.SubscribeSync(inbox)
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Unsubscribe()
+	if err := v.nc.PublishRequest(subject, inbox, data); err != nil {
+		return nil, err
+	}
+	for {
+		msg, err := sub.NextMsgWithContext(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if msg.Subject != inbox {
+			// A message JetStream delivered here keeps the subject it was
+			// stored under: it is no answer (a gateway may create
+			// consumers with any deliver subject; README, Fleet, Trust).
+			continue
+		}
+		if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {
+			return nil, nats.ErrNoResponders
+		}
+		return msg, nil
+	}
 }
 
 // routedRead is a routed read_*'s handler: the gateway's answer, or a

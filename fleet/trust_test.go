@@ -12,16 +12,17 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/promcp/promcp-device/fleet"
+	"github.com/promcp/promcp-device/fleet/natsembed"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 )
 
 // rogue is a client of the hub that sends what a stolen gateway
-// credential could send: here, as node gw2.
+// credential could send: it holds node's own nkey and the fleet CA.
 func rogue(t *testing.T, h *testHub, node string) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(h.servers[0].ClientURL(), nats.CustomInboxPrefix(fleet.InboxPrefix(node)))
+	nc, err := nats.Connect(h.servers[0].ClientURL(), natsembed.ClientOptions(node, nodeTrust(t, h.dir, node))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +35,19 @@ func rogue(t *testing.T, h *testHub, node string) *nats.Conn {
 func routedRequest(t *testing.T, nc *nats.Conn, subj string, body map[string]any) (*mcp.CallToolResult, *nats.Msg) {
 	t.Helper()
 	b, _ := json.Marshal(body)
-	msg, err := nc.Request(subj, b, 10*time.Second)
+	// The reply subject names the gateway asked (promcp.call.<gw>.<entry>
+	// → _INBOX.<entry>.<gw>.…): the only inbox it may answer on.
+	parts := strings.Split(subj, ".")
+	inbox := fleet.ReplyPrefix(parts[3], parts[2]) + ".rogue"
+	sub, err := nc.SubscribeSync(inbox)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	if err := nc.PublishRequest(subj, inbox, b); err != nil {
+		t.Fatal(err)
+	}
+	msg, err := sub.NextMsg(10 * time.Second)
 	if err != nil {
 		t.Fatalf("request on %s: %v", subj, err)
 	}
@@ -315,5 +328,36 @@ func TestFleetTrustAliveByRequest(t *testing.T) {
 	}
 	if n := v.PeerCount(t.Context()); n != 1 {
 		t.Fatalf("peer count = %d, want 1", n)
+	}
+}
+
+// A gateway may create no JetStream consumer: NATS does not check a push
+// consumer's deliver subject against its creator's permissions, so gw2
+// could otherwise have the hub deliver its own registry entry, shaped as
+// a routed call, on gw1's call subject as if hub1 sent it. Gateways read
+// the registry and heartbeats by direct gets instead (View.pollOnce),
+// and their views still follow the fleet.
+func TestFleetTrustNoConsumerForGateways(t *testing.T) {
+	h := startHub(t, false)
+	gw1 := startGateway(t, "gw1", "north", h.leafURLs[0], false)
+	gv := watchAll(t, gw1.nc, "gw1", manifests.RoleEdge, 1, nil)
+	rc := rogue(t, h, "gw2")
+	req, _ := json.Marshal(map[string]any{"stream_name": "KV_fleet_registry", "config": map[string]any{"name": "probe",
+		"deliver_subject": fleet.CallSubject("gw1", "hub1"), "filter_subject": "$KV.fleet_registry.gw.gw2",
+		"deliver_policy": "last_per_subject", "ack_policy": "none"}})
+	for _, subj := range []string{"$JS.hub.API.CONSUMER.CREATE.KV_fleet_registry.probe.$KV.fleet_registry.gw.gw2",
+		"$JS.API.CONSUMER.CREATE.KV_fleet_alive", "$JS.hub.API.CONSUMER.CREATE.KV_fleet_lease.probe"} {
+		if err := rc.PublishRequest(subj, rc.NewRespInbox(), req); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.LastError(); err == nil || !strings.Contains(err.Error(), "CONSUMER.CREATE") {
+			t.Fatalf("gw2 creating a consumer on %s: last error %v, want a permissions violation", subj, err)
+		}
+	}
+	if _, ok := gv.Gateway("gw1"); !ok {
+		t.Fatalf("gw1's own view (direct gets) has no gw1: %v", gv.Gateways())
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -33,7 +32,10 @@ type ViewConfig struct {
 	// (an edge: its leaf server has a leaf connection). Without it the
 	// hub is probed through JetStream.
 	LinkUp func() bool
-	Log    *slog.Logger
+	// Poll is how often a gateway (any role but hub) reads the registry
+	// and the heartbeats (1 s when 0); hub members watch them.
+	Poll time.Duration
+	Log  *slog.Logger
 }
 
 // View is a node's picture of the fleet: the registry, watched, and the
@@ -129,8 +131,12 @@ func (v *View) LateAnswers() int64 { return v.late.Load() }
 // (the hub was unreachable, or restarted).
 func (v *View) watch(ctx context.Context) {
 	defer close(v.done)
+	follow := v.watchOnce
+	if v.cfg.Role != manifests.RoleHub {
+		follow = v.pollOnce // gateways may create no consumers
+	}
 	for ctx.Err() == nil {
-		err := v.watchOnce(ctx)
+		err := follow(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -182,7 +188,7 @@ func (v *View) watchOnce(ctx context.Context) error {
 				return errors.New("registry watch closed")
 			}
 			if r.next(e) {
-				v.apply(seen, e)
+				v.apply(seen, e.Key(), e.Operation(), e.Value())
 			}
 		case e, ok := <-aw.Updates():
 			if !ok {
@@ -269,26 +275,27 @@ func live(seen map[string]Info, beating map[string]bool) map[string]Info {
 	return out
 }
 
-// apply records one registry change in seen.
-func (v *View) apply(seen map[string]Info, e jetstream.KeyValueEntry) {
-	id, ok := strings.CutPrefix(e.Key(), "gw.")
+// apply records one registry change in seen: key's operation op with
+// value.
+func (v *View) apply(seen map[string]Info, key string, op jetstream.KeyValueOp, value []byte) {
+	id, ok := strings.CutPrefix(key, "gw.")
 	if !ok {
-		v.cfg.Log.Warn("fleet: ignoring a registry key that names no gateway", "key", e.Key())
+		v.cfg.Log.Warn("fleet: ignoring a registry key that names no gateway", "key", key)
 		return
 	}
-	switch e.Operation() {
+	switch op {
 	case jetstream.KeyValueDelete, jetstream.KeyValuePurge:
 		delete(seen, id)
 	default:
 		var in Info
-		if err := json.Unmarshal(e.Value(), &in); err != nil {
-			v.cfg.Log.Warn("fleet: ignoring a bad registry entry", "key", e.Key(), "err", err)
+		if err := json.Unmarshal(value, &in); err != nil {
+			v.cfg.Log.Warn("fleet: ignoring a bad registry entry", "key", key, "err", err)
 			return
 		}
 		if in.GatewayID != id || !nodeRE.MatchString(id) {
 			// Only gateway <id> may write its key (NATS's permissions):
 			// an entry naming another gateway is not that gateway's.
-			v.cfg.Log.Warn("fleet: ignoring a registry entry whose gateway is not the one its key names", "key", e.Key(), "claims", in.GatewayID)
+			v.cfg.Log.Warn("fleet: ignoring a registry entry whose gateway is not the one its key names", "key", key, "claims", in.GatewayID)
 			delete(seen, id)
 			return
 		}
@@ -349,15 +356,15 @@ func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
 		return alive
 	}
 	data, _ := json.Marshal(canDoRequest{Ping: true, Deadline: time.Now().Add(wait).UTC()})
-	inbox := InboxPrefix(v.cfg.Node) + "." + newRequestToken() + "."
+	token := newRequestToken()
 	ch := make(chan *nats.Msg, len(ids)+8)
-	sub, err := v.nc.ChanSubscribe(inbox+"*", ch)
+	sub, err := v.nc.ChanSubscribe(InboxPrefix(v.cfg.Node)+".*."+token+".*", ch)
 	if err != nil {
 		return alive
 	}
 	defer sub.Unsubscribe()
 	for i, id := range ids {
-		if err := v.nc.PublishRequest(CanDoSubject(id, v.cfg.Node), inbox+strconv.Itoa(i), data); err != nil {
+		if err := v.nc.PublishRequest(CanDoSubject(id, v.cfg.Node), scatterReply(v.cfg.Node, id, token, i), data); err != nil {
 			return alive
 		}
 	}
@@ -366,8 +373,8 @@ func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
 	for answered := 0; answered < len(ids); {
 		select {
 		case m := <-ch:
-			i, err := strconv.Atoi(strings.TrimPrefix(m.Subject, inbox))
-			if err != nil || i < 0 || i >= len(ids) || alive[ids[i]] {
+			i, ok := scatterIndex(m.Subject, ids)
+			if !ok || alive[ids[i]] {
 				continue
 			}
 			answered++

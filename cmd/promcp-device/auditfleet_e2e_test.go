@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +46,8 @@ func TestAuditTailFleet(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	out, errOut, code := runCLI(t, "audit", "tail", "--fleet", "--nats", hub.ClientURL(1), "-n", "5")
+	out, errOut, code := runCLI(t, "audit", "tail", "--fleet", "--nats", hub.ClientURL(1), "-n", "5",
+		"--identity", filepath.Join(hub.Dir(), "hub-1", "hub-1.nk"), "--ca", filepath.Join(hub.Dir(), "ca.crt"))
 	if code != 0 {
 		t.Fatalf("audit tail --fleet exit %d: %s", code, errOut)
 	}

@@ -55,6 +55,7 @@ type taggedFleet struct {
 	gwURL         map[string]string
 	own           map[string]*session // each gateway's own endpoint
 	fleetURL      string              // hub1's fleet endpoint
+	state         bool                // the gateways keep --state (an audit log the edges forward to FLEET_AUDIT)
 }
 
 var heaterOff = map[string]any{"intent": map[string]any{"action": "do_set_heater", "value": false}}
@@ -136,7 +137,11 @@ actions:
 }
 
 func (f *taggedFleet) gwArgs(gw string) []string {
-	return []string{"serve", "--sim", "--manifest", greenhouse, "--policy", f.pol, "--http", "127.0.0.1:0", "--log-level", "error", "--fleet", f.gwFiles[gw]}
+	args := []string{"serve", "--sim", "--manifest", greenhouse, "--policy", f.pol, "--http", "127.0.0.1:0", "--log-level", "error", "--fleet", f.gwFiles[gw]}
+	if f.state {
+		args = append(args, "--state", filepath.Join(f.dir, gw+"-state"))
+	}
+	return args
 }
 
 // startAll starts the three hub members together (each waits for the

@@ -66,6 +66,9 @@ type LeafConfig struct {
 	StoreDir string
 	// Ping is the leaf link's liveness check.
 	Ping manifests.FleetPing
+	// Reconnect is how long the leaf waits before dialling the hub again
+	// after its link dropped (1 s when 0).
+	Reconnect time.Duration
 	// Trust authenticates the leaf link to the hub with the gateway's nkey
 	// over TLS (the hub's certificate checked against the fleet CA); the
 	// same key is the only one the leaf server accepts (its local clients
@@ -78,7 +81,7 @@ func HubFromFleet(f *manifests.Fleet) HubConfig {
 	cfg := HubConfig{Name: f.Gateway, Client: f.Listen.Client, Cluster: f.Listen.Cluster, Leaf: f.Listen.Leaf,
 		ClusterName: f.Cluster.Name, Routes: f.Cluster.Peers, StoreDir: f.Store, Ping: f.LeafPing}
 	if t := f.Trust; t != nil {
-		cfg.Trust = &HubTrust{Cert: t.Cert, CA: t.CA, Key: t.Key, IdentitiesFile: t.IdentitiesFile, Transitional: true}
+		cfg.Trust = &HubTrust{Cert: t.Cert, CA: t.CA, Key: t.Key, IdentitiesFile: t.IdentitiesFile}
 	}
 	return cfg
 }
@@ -192,7 +195,8 @@ func cluster(opts *server.Options, cfg HubConfig) error {
 }
 
 // StartLeaf starts an edge gateway's leaf server: JetStream domain
-// cfg.Name, dialling the hub members' leaf URLs, reconnecting every second.
+// cfg.Name, dialling the hub members' leaf URLs, reconnecting every
+// cfg.Reconnect (1 s by default).
 func StartLeaf(cfg LeafConfig, log *slog.Logger) (*server.Server, error) {
 	opts := &server.Options{ServerName: cfg.Name, JetStream: true, JetStreamDomain: cfg.Name, StoreDir: cfg.StoreDir,
 		NoSigs: true, NoLog: log == nil, DontListen: cfg.Client == ""}
@@ -219,7 +223,7 @@ func StartLeaf(cfg LeafConfig, log *slog.Logger) (*server.Server, error) {
 		opts.Nkeys = []*server.NkeyUser{{Nkey: pub}}
 	}
 	opts.LeafNode.Remotes = []*server.RemoteLeafOpts{remote}
-	opts.LeafNode.ReconnectInterval = time.Second
+	opts.LeafNode.ReconnectInterval = positive.Or(cfg.Reconnect, time.Second)
 	ping(opts, cfg.Ping)
 	return start(opts, log, nil)
 }

@@ -36,9 +36,6 @@ type HubTrust struct {
 	IdentitiesFile string
 	// Watch is how often the identities file is checked (1 s when 0).
 	Watch time.Duration
-	// Transitional adds trust.TransitionalGatewayPermissions to every
-	// gateway (TRANSITIONAL: for the protocol before fleetproto's merge).
-	Transitional bool
 }
 
 // NodeTrust is what a gateway proves itself with and how it checks the
@@ -51,7 +48,7 @@ type NodeTrust struct {
 // nkeyUsers are the server's users: the hub's own key with every right,
 // hubs with every right, gateways with trust.GatewayPermissions; revoked
 // identities are left out (the server refuses their key).
-func nkeyUsers(ids []trust.Identity, self nkeys.KeyPair, transitional bool) []*server.NkeyUser {
+func nkeyUsers(ids []trust.Identity, self nkeys.KeyPair) []*server.NkeyUser {
 	pub, _ := self.PublicKey()
 	users := []*server.NkeyUser{{Nkey: pub, AllowedConnectionTypes: types(jwt.ConnectionTypeStandard)}}
 	for _, id := range ids {
@@ -60,11 +57,7 @@ func nkeyUsers(ids []trust.Identity, self nkeys.KeyPair, transitional bool) []*s
 		}
 		u := &server.NkeyUser{Nkey: id.Key, AllowedConnectionTypes: types(jwt.ConnectionTypeStandard, jwt.ConnectionTypeLeafnode)}
 		if id.Role == trust.RoleGateway {
-			p := trust.GatewayPermissions(id.Node)
-			if transitional {
-				p = p.Merge(trust.TransitionalGatewayPermissions(id.Node))
-			}
-			u.Permissions = serverPermissions(p)
+			u.Permissions = serverPermissions(trust.GatewayPermissions(id.Node))
 		}
 		users = append(users, u)
 	}
@@ -112,7 +105,7 @@ func hubTrust(opts *server.Options, t *HubTrust, names *nodeNames) error {
 		}
 		opts.Cluster.TLSConfig, opts.Cluster.TLSTimeout = tc, 5
 	}
-	opts.Nkeys = nkeyUsers(ids, t.Key, t.Transitional)
+	opts.Nkeys = nkeyUsers(ids, t.Key)
 	return nil
 }
 
@@ -171,7 +164,7 @@ func reloadIdentities(ns *server.Server, cur *server.Options, ids []trust.Identi
 	opts := cur.Clone()
 	opts.TLSConfig, opts.LeafNode.TLSConfig, opts.Cluster.TLSConfig = cur.TLSConfig, cur.LeafNode.TLSConfig, cur.Cluster.TLSConfig
 	opts.Routes = slices.Clone(cur.Routes)
-	opts.Nkeys = nkeyUsers(ids, t.Key, t.Transitional)
+	opts.Nkeys = nkeyUsers(ids, t.Key)
 	names.set(ids)
 	if err := ns.ReloadOptions(opts); err != nil {
 		return nil, err

@@ -196,21 +196,34 @@ func (s *State) ensureSource(ctx context.Context) error {
 	return err
 }
 
+// auditSourceOf is FLEET_AUDIT's source of gateway gw's stream
+// AUDIT_<gw>: from gw's own JetStream domain, delivered on
+// promcp.audit.<gw>.src.…, which only gw may publish on (without a
+// deliver prefix the records would cross the leaf link on $JS.S.…,
+// which every gateway would then need to publish on).
+func auditSourceOf(gw string) *jetstream.StreamSource {
+	return &jetstream.StreamSource{Name: AuditStreamOf(gw),
+		External: &jetstream.ExternalStream{APIPrefix: "$JS." + gw + ".API", DeliverPrefix: "promcp.audit." + gw + ".src"}}
+}
+
 // sourceAudit is the hubs' side of ensureSource: FLEET_AUDIT sources
-// gateway gw's stream AUDIT_<gw> from gw's own JetStream domain.
+// gateway gw's stream AUDIT_<gw> (auditSourceOf); a source of that name
+// set up otherwise (before the deliver prefix) is replaced.
 func (s *State) sourceAudit(ctx context.Context, gw string) error {
-	name := AuditStreamOf(gw)
+	want := auditSourceOf(gw)
+	name := want.Name
 	for try := 0; try < 5; try++ {
 		st, err := s.js.Stream(ctx, AuditStream)
 		if err != nil {
 			return err
 		}
 		cfg := st.CachedInfo().Config
-		if slices.ContainsFunc(cfg.Sources, func(src *jetstream.StreamSource) bool { return src.Name == name }) {
+		i := slices.IndexFunc(cfg.Sources, func(src *jetstream.StreamSource) bool { return src.Name == name })
+		if i >= 0 && cfg.Sources[i].External != nil && *cfg.Sources[i].External == *want.External {
 			return nil
 		}
-		cfg.Sources = append(cfg.Sources, &jetstream.StreamSource{Name: name,
-			External: &jetstream.ExternalStream{APIPrefix: "$JS." + gw + ".API"}})
+		cfg.Sources = slices.DeleteFunc(cfg.Sources, func(src *jetstream.StreamSource) bool { return src.Name == name })
+		cfg.Sources = append(cfg.Sources, want)
 		if _, err := s.js.UpdateStream(ctx, cfg); err != nil {
 			return fmt.Errorf("adding source %s to %s: %w", name, AuditStream, err)
 		}

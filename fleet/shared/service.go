@@ -244,9 +244,19 @@ func (v *Service) lease(ctx context.Context, gw, op string, q svcRequest) svcRep
 	rec := leaseRecord{claimant: claimant{Gateway: gw, Request: q.Req}, State: statePending}
 	switch op {
 	case opReserve:
-		if cur.rev != 0 && cur.rec.State == statePending && cur.rec.Gateway == gw && v.cfg.Now().Before(cur.created.Add(v.cfg.MaxLease)) {
-			return refuse("reserve: %s holds gateway %s's pending reservation %s (settle it first; it lapses %s after it was made)",
-				q.Key, gw, cur.rec.Request, v.cfg.MaxLease)
+		if cur.rev != 0 && cur.rec.State == statePending && v.cfg.Now().Before(cur.created.Add(v.cfg.MaxLease)) {
+			if cur.rec.Gateway == gw {
+				return refuse("reserve: %s holds gateway %s's pending reservation %s (settle it first; it lapses %s after it was made)",
+					q.Key, gw, cur.rec.Request, v.cfg.MaxLease)
+			}
+			// Another gateway's reservation within its lease is its own
+			// to settle: no one erases it. Answered as a lost race, so
+			// that an honest gateway whose clock saw the lease end a
+			// moment early reads the record again and waits.
+			v.cfg.Log.Warn("fleet shared service: refused a reservation over another gateway's pending one", "gateway", gw,
+				"key", q.Key, "holder", cur.rec.Gateway)
+			return svcReply{Err: fmt.Sprintf("reserve: %s holds gateway %s's pending reservation until %s", q.Key, cur.rec.Gateway,
+				cur.created.Add(v.cfg.MaxLease).UTC().Format(time.RFC3339Nano)), Class: ClassConflict, Code: int(jetstream.JSErrCodeStreamWrongLastSequence)}
 		}
 		rec.Last = cur.last()
 	default:

@@ -54,7 +54,7 @@ func ask(t *testing.T, nc *nats.Conn, gw, op string, body map[string]any) map[st
 // A record written past them with "last" in the future (attack 3) holds
 // nobody back and is overwritten on the next claim; a writer cannot name
 // a time; a gateway cannot settle another gateway's pending reservation,
-// nor write the record of equipment it does not share.
+// nor reserve over it within its lease, nor write the record of equipment it does not share.
 func testTrust(t *testing.T, f *fleet) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -118,6 +118,10 @@ func testTrust(t *testing.T, f *fleet) {
 		if rep := ask(t, nc, "gw2", "settle", as); rep["refused"] != true {
 			t.Fatalf("gw2 settling gw1's reservation %v = %v, want refused", as, rep)
 		}
+	}
+	// Nor reserve over it (erasing it) within its lease.
+	if rep := ask(t, nc, "gw2", "reserve", map[string]any{"key": hk, "rev": rev, "req": "mine"}); rep["err"] == nil {
+		t.Fatalf("gw2 reserving over gw1's pending reservation = %v, want an error", rep)
 	}
 	if after, arev := readLease(t, kv, hk); after != before || arev != rev {
 		t.Fatalf("gw1's record changed by gw2: %+v (rev %d) → %+v (rev %d)", before, rev, after, arev)

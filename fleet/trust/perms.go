@@ -18,6 +18,9 @@ const HubDomain = "hub"
 // The hub's buckets a gateway reads (and writes its own key in).
 var readBuckets = []string{"fleet_registry", "fleet_alive"}
 
+// The hubs' streams a gateway reads and never writes.
+var sharedStreams = []string{"KV_fleet_lease", "KV_fleet_idem", "FLEET_RATE", "FLEET_AUDIT"}
+
 // jsAPI is subject s in the hub's JetStream API, in both spellings.
 func jsAPI(s string) []string {
 	return []string{"$JS.API." + s, "$JS." + HubDomain + ".API." + s}
@@ -25,10 +28,15 @@ func jsAPI(s string) []string {
 
 // GatewayPermissions are gateway n's permissions, per FLEET-TRUST.md:
 // it publishes only calls and can_do questions it enters itself, its own
-// audit and shared-state requests, its own registry and heartbeat keys and
-// read-only JetStream requests on the registry and alive buckets; it
-// receives only its own calls and can_do questions and its own inbox
-// (nats.CustomInboxPrefix("_INBOX.<n>")). No stream or bucket management.
+// audit and shared-state requests, replies to requests addressed to it
+// (_INBOX.*.<n>.>), its own registry and heartbeat keys and read-only
+// JetStream requests on the hubs' buckets and streams (no consumer: a
+// push consumer's deliver subject is not checked against its creator's
+// permissions); it receives only
+// its own calls and can_do questions and its own inbox
+// (nats.CustomInboxPrefix("_INBOX.<n>")). No stream or bucket management,
+// no write to the shared records (fleet_lease, fleet_idem, FLEET_RATE:
+// only the hubs write them) and no $SRV gathering.
 func GatewayPermissions(n string) Permissions {
 	p := Permissions{Responses: true,
 		Publish: []string{
@@ -42,7 +50,6 @@ func GatewayPermissions(n string) Permissions {
 			// and the source consumer delivers n's records on the deliver
 			// prefix the hub gives it, promcp.audit.<n>.src.
 			"promcp.audit." + n + ".>", "$JSC.R.>",
-			"$SRV.PING", "$SRV.PING.>", "$SRV.INFO", "$SRV.INFO.>", "$SRV.STATS", "$SRV.STATS.>",
 		},
 		Subscribe: []string{
 			"promcp.call." + n + ".*", "promcp.cando." + n + ".*", "_INBOX." + n + ".>",
@@ -58,54 +65,20 @@ func GatewayPermissions(n string) Permissions {
 		key := "$KV." + b + ".gw." + n
 		p.Publish = append(p.Publish, key, "$JS."+HubDomain+".API."+key)
 		p.Publish = append(p.Publish, jsAPI("STREAM.INFO.KV_"+b)...)
-		p.Publish = append(p.Publish, jsAPI("CONSUMER.CREATE.KV_"+b+".>")...)
+		// Direct gets: a key's last value, and every key's at once
+		// (multi_last; how a gateway's view reads them, View.pollOnce).
+		p.Publish = append(p.Publish, jsAPI("DIRECT.GET.KV_"+b)...)
 		p.Publish = append(p.Publish, jsAPI("DIRECT.GET.KV_"+b+".>")...)
 		p.Publish = append(p.Publish, jsAPI("STREAM.MSG.GET.KV_"+b)...)
 	}
+	// Read-only: the shared records (the hubs write them, through the
+	// promcp.shared.<n>.* service) and the fleet audit.
+	for _, st := range sharedStreams {
+		p.Publish = append(p.Publish, jsAPI("STREAM.INFO."+st)...)
+		p.Publish = append(p.Publish, jsAPI("STREAM.MSG.GET."+st)...)
+		p.Publish = append(p.Publish, jsAPI("DIRECT.GET."+st)...)
+		p.Publish = append(p.Publish, jsAPI("DIRECT.GET."+st+".>")...)
+	}
 	p.Publish = append(p.Publish, jsAPI("INFO")...)
 	return p
-}
-
-// TransitionalGatewayPermissions are what the protocol as it stands before
-// the branch fleetproto merges still needs from a gateway, on top of
-// GatewayPermissions. TRANSITIONAL: delete this function and its one
-// caller (natsembed.permissions) once fleetproto's subjects
-// (promcp.call.<gw>.<entry>, promcp.cando.<gw>.<entry>,
-// promcp.shared.<gw>.<op>) are merged; until then a gateway may still
-// write the shared buckets and create/update the hub's streams, i.e. the
-// attacks of issue 22 §2, §3 stay open.
-func TransitionalGatewayPermissions(n string) Permissions {
-	p := Permissions{
-		Publish: []string{
-			"promcp.*.call", "promcp.cando", // old routed calls and can_do fan-out
-			// Replies to any inbox: the protocol's requests (routed calls,
-			// can_do, micro PING/INFO) still reply to the requester's plain
-			// inbox, which allow_responses does not carry over a leaf link.
-			"_INBOX.>",
-			// The audit source without a deliver prefix delivers on $JS.S.<random>.
-			"$JS.S.>",
-			"$KV.fleet_lease.>", "$KV.fleet_idem.>", "rate.>", "$JS." + HubDomain + ".API.$KV.fleet_lease.>",
-			"$JS." + HubDomain + ".API.$KV.fleet_idem.>",
-		},
-		Subscribe: []string{"promcp." + n + ".call", "promcp.cando"},
-	}
-	for _, b := range []string{"KV_fleet_lease", "KV_fleet_idem", "FLEET_RATE", "FLEET_AUDIT"} {
-		for _, op := range []string{"STREAM.INFO.", "STREAM.CREATE.", "STREAM.UPDATE.", "STREAM.MSG.GET.", "DIRECT.GET."} {
-			p.Publish = append(p.Publish, jsAPI(op+b)...)
-			if op == "DIRECT.GET." {
-				p.Publish = append(p.Publish, jsAPI(op+b+".>")...)
-			}
-		}
-		p.Publish = append(p.Publish, jsAPI("CONSUMER.CREATE."+b+".>")...)
-	}
-	for _, b := range readBuckets {
-		p.Publish = append(p.Publish, jsAPI("STREAM.CREATE.KV_"+b)...)
-	}
-	return p
-}
-
-// Merge is p with q's subjects added.
-func (p Permissions) Merge(q Permissions) Permissions {
-	return Permissions{Publish: append(append([]string(nil), p.Publish...), q.Publish...),
-		Subscribe: append(append([]string(nil), p.Subscribe...), q.Subscribe...), Responses: p.Responses || q.Responses}
 }

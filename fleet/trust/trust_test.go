@@ -143,8 +143,8 @@ func allowed(list []string, s string) bool {
 }
 
 // A gateway's permissions allow its own subjects and none of another
-// gateway's, nor any stream or bucket management; the transitional ones
-// add no purge or delete either.
+// gateway's, nor any stream or bucket management, nor any write to the
+// shared records, nor replies in another's name.
 func TestGatewayPermissions(t *testing.T) {
 	p := trust.GatewayPermissions("gw1")
 	for _, s := range []string{"promcp.call.gw2.gw1", "promcp.cando.gw2.gw1", "promcp.audit.gw1", "promcp.shared.gw1.reserve",
@@ -160,7 +160,10 @@ func TestGatewayPermissions(t *testing.T) {
 	}
 	forbidden := []string{"promcp.call.gw1.gw2", "promcp.call.gw2.hub1", "promcp.cando.gw3.gw2", "promcp.audit.gw2", "promcp.shared.gw2.reserve",
 		"$KV.fleet_registry.gw.gw2", "$KV.fleet_alive.gw.gw9", "$KV.fleet_lease.cooldown.x.y", "$KV.fleet_idem.idem.k", "rate.x.y.1",
-		"_INBOX.hub1.gw2.x", "_INBOX.hub1.abc.1"}
+		"_INBOX.hub1.gw2.x", "_INBOX.hub1.abc.1", "_INBOX.gw2.x.1", "$JS.S.abc", "$SRV.PING", "$SRV.INFO.promcp-gateway",
+		"promcp.gw2.call", "promcp.cando", "$KV.fleet_lease.cooldown.equipment-site_fans.do_set_fan_speed", "$JS.hub.API.$KV.fleet_lease.cooldown.x",
+		"$JS.hub.API.CONSUMER.CREATE.KV_fleet_lease.x",
+		"$JS.hub.API.CONSUMER.CREATE.KV_fleet_registry.x.y", "$JS.API.CONSUMER.CREATE.KV_fleet_alive", "$JS.API.STREAM.MSG.DELETE.KV_fleet_registry"}
 	for _, op := range []string{"STREAM.DELETE.", "STREAM.PURGE.", "STREAM.CREATE.", "STREAM.UPDATE.", "STREAM.MSG.DELETE."} {
 		for _, st := range []string{"KV_fleet_lease", "KV_fleet_registry", "KV_fleet_alive", "FLEET_RATE", "FLEET_AUDIT", "KV_fleet_idem"} {
 			forbidden = append(forbidden, "$JS.API."+op+st, "$JS.hub.API."+op+st)
@@ -175,14 +178,5 @@ func TestGatewayPermissions(t *testing.T) {
 		if allowed(p.Subscribe, s) {
 			t.Errorf("gw1 may receive %s", s)
 		}
-	}
-	tp := p.Merge(trust.TransitionalGatewayPermissions("gw1"))
-	for _, s := range forbidden {
-		if (strings.Contains(s, "DELETE") || strings.Contains(s, "PURGE")) && allowed(tp.Publish, s) {
-			t.Errorf("with the transitional permissions gw1 may publish %s", s)
-		}
-	}
-	if allowed(tp.Subscribe, "promcp.gw2.call") || allowed(tp.Subscribe, "promcp.call.gw2.hub1") {
-		t.Error("with the transitional permissions gw1 may receive gw2's calls")
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/url"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,17 +18,25 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/fleet/natsembed"
 	"github.com/promcp/promcp-device/fleet/shared"
+	"github.com/promcp/promcp-device/fleet/trust"
 	"github.com/promcp/promcp-device/internal/testnet"
 )
 
-// Hub is a clustered nats-server of three nodes.
+// Hub is a clustered nats-server of three nodes, every link on TLS with
+// per-node nkeys from a fleet directory of its own (trust.Init: hub-0 to
+// hub-2, gateways GatewayIDs), as a real fleet runs.
 type Hub struct {
 	t     testing.TB
+	dir   string
 	mu    sync.Mutex
 	nodes []*server.Server
-	opts  []*server.Options
+	cfgs  []natsembed.HubConfig
 }
+
+// GatewayIDs are the gateways a test hub has credentials for.
+var GatewayIDs = []string{"gw1", "gw2", "gw3", "gw4", "gw5", "gw6", "gw7", "gw8", "gw9"}
 
 // Shares is the hubs' shared-state service's check in tests: every
 // gateway shares every owner's equipment (the tests' gateways share
@@ -39,30 +47,32 @@ func Shares(gw, owner string) bool { return !strings.HasPrefix(owner, "private-"
 // and a leaf listener each, and waits until JetStream answers.
 func StartHub(t testing.TB) *Hub {
 	t.Helper()
-	h := &Hub{t: t}
+	h := &Hub{t: t, dir: filepath.Join(t.TempDir(), "fleet")}
 	const n = 3
-	cports := make([]int, n)
-	for i := range cports {
-		cports[i] = testnet.FreePort(t)
-	}
+	var names []string
 	for i := range n {
-		o := &server.Options{
-			ServerName: fmt.Sprintf("hub-%d", i), Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-			JetStream: true, JetStreamDomain: "hub", StoreDir: t.TempDir(),
-			Cluster:  server.ClusterOpts{Name: "hub", Host: "127.0.0.1", Port: cports[i]},
-			LeafNode: server.LeafNodeOpts{Host: "127.0.0.1", Port: testnet.FreePort(t), NoAdvertise: true},
-		}
-		for j := range n {
-			if j != i {
-				o.Routes = append(o.Routes, &url.URL{Scheme: "nats", Host: fmt.Sprintf("127.0.0.1:%d", cports[j])})
-			}
-		}
-		h.opts = append(h.opts, o)
+		names = append(names, fmt.Sprintf("hub-%d", i))
+	}
+	if _, err := trust.Init(h.dir, trust.InitOptions{Hubs: names, Gateways: GatewayIDs}); err != nil {
+		t.Fatal(err)
+	}
+	var routes []string
+	for range n {
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", testnet.FreePort(t)))
+	}
+	for i, name := range names {
+		h.cfgs = append(h.cfgs, natsembed.HubConfig{Name: name, ClusterName: "hub",
+			Client:  fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t)),
+			Cluster: strings.TrimPrefix(routes[i], "nats://"), Routes: routes,
+			Leaf: fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t)), NoAdvertise: true, StoreDir: t.TempDir(),
+			Trust: h.hubTrust(name)})
 		h.nodes = append(h.nodes, nil)
 	}
+	var wg sync.WaitGroup
 	for i := range n {
-		h.start(i)
+		wg.Go(func() { h.start(i) }) // a member waits for its peers before it is ready
 	}
+	wg.Wait()
 	t.Cleanup(func() {
 		for i := range n {
 			h.Stop(i)
@@ -75,18 +85,57 @@ func StartHub(t testing.TB) *Hub {
 	return h
 }
 
-// serve runs the hubs' shared-state service on node i, through a
-// connection to that node only (it answers again once the node restarts).
-func (h *Hub) serve(i int) {
+// Dir is the hub's fleet directory (trust.Init's layout: DIR/<node>/<node>.nk,
+// DIR/ca.crt, DIR/identities).
+func (h *Hub) Dir() string { return h.dir }
+
+// hubTrust is hub member name's TLS certificate, nkey and identities.
+func (h *Hub) hubTrust(name string) *natsembed.HubTrust {
 	h.t.Helper()
-	nc, err := nats.Connect(h.ClientURL(i), nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
+	nt := h.NodeTrust(name)
+	cert, err := trust.ReadKeyPair(filepath.Join(h.dir, name, name+".crt"), filepath.Join(h.dir, name, name+".key"), nt.CA, time.Now())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &natsembed.HubTrust{Cert: cert, CA: nt.CA, Key: nt.Key, IdentitiesFile: filepath.Join(h.dir, trust.IdentitiesFile),
+		Watch: 100 * time.Millisecond}
+}
+
+// NodeTrust is node's nkey and the fleet CA, from the fleet directory.
+func (h *Hub) NodeTrust(node string) *natsembed.NodeTrust {
+	h.t.Helper()
+	ca, err := trust.ReadCA(filepath.Join(h.dir, trust.CACertFile), time.Now())
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	key, err := trust.ReadSeed(filepath.Join(h.dir, node, node+".nk"))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &natsembed.NodeTrust{Key: key, CA: ca}
+}
+
+// ConnectAs connects node (a hub member or a gateway of the fleet
+// directory) to hub node i as a client, with its own credentials.
+func (h *Hub) ConnectAs(i int, node string) *nats.Conn {
+	h.t.Helper()
+	nc, err := nats.Connect(h.ClientURL(i), append(natsembed.ClientOptions(node, h.NodeTrust(node)),
+		nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))...)
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(nc.Close)
+	return nc
+}
+
+// serve runs the hubs' shared-state service on node i, through a
+// connection to that node only (it answers again once the node restarts).
+func (h *Hub) serve(i int) {
+	h.t.Helper()
+	nc := h.ConnectAs(i, h.cfgs[i].Name)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	svc, err := shared.Serve(ctx, nc, shared.ServiceConfig{Node: fmt.Sprintf("hub-%d", i), Shares: Shares})
+	svc, err := shared.Serve(ctx, nc, shared.ServiceConfig{Node: h.cfgs[i].Name, Shares: Shares})
 	if svc == nil {
 		h.t.Fatalf("shared-state service on hub node %d: %v", i, err)
 	}
@@ -94,14 +143,10 @@ func (h *Hub) serve(i int) {
 }
 
 func (h *Hub) start(i int) {
-	h.t.Helper()
-	ns, err := server.NewServer(h.opts[i])
+	ns, err := natsembed.StartHub(h.cfgs[i], nil)
 	if err != nil {
-		h.t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		h.t.Fatalf("hub node %d did not start", i)
+		h.t.Errorf("hub node %d: %v", i, err)
+		return
 	}
 	h.mu.Lock()
 	h.nodes[i] = ns
@@ -122,7 +167,13 @@ func (h *Hub) Stop(i int) {
 }
 
 // Restart starts a stopped node again.
-func (h *Hub) Restart(i int) { h.start(i) }
+func (h *Hub) Restart(i int) {
+	h.t.Helper()
+	h.start(i)
+	if h.Node(i) == nil {
+		h.t.FailNow()
+	}
+}
 
 // Node returns node i, nil when stopped.
 func (h *Hub) Node(i int) *server.Server {
@@ -131,33 +182,24 @@ func (h *Hub) Node(i int) *server.Server {
 	return h.nodes[i]
 }
 
-// ClientURL is node i's client URL.
+// ClientURL is node i's client URL (TLS and an nkey required).
 func (h *Hub) ClientURL(i int) string {
-	return fmt.Sprintf("nats://127.0.0.1:%d", h.opts[i].Port)
+	return "nats://" + h.cfgs[i].Client
 }
 
 // LeafURLs are the hub nodes' leaf listener addresses.
 func (h *Hub) LeafURLs() []string {
 	var out []string
-	for _, o := range h.opts {
-		out = append(out, fmt.Sprintf("127.0.0.1:%d", o.LeafNode.Port))
+	for _, c := range h.cfgs {
+		out = append(out, c.Leaf)
 	}
 	return out
 }
 
-// Connect connects a client to the first running node.
+// Connect connects a client to the first node, as hub member hub-0.
 func (h *Hub) Connect() *nats.Conn {
 	h.t.Helper()
-	var urls []string
-	for i := range h.opts {
-		urls = append(urls, h.ClientURL(i))
-	}
-	nc, err := nats.Connect(urls[0], nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(nc.Close)
-	return nc
+	return h.ConnectAs(0, h.cfgs[0].Name)
 }
 
 // WaitReady polls until the hub's JetStream answers an account info
@@ -203,32 +245,24 @@ type Leaf struct {
 	Name    string
 	Server  *server.Server
 	proxies []*Proxy
+	trust   *natsembed.NodeTrust
 }
 
-// StartLeaf starts gateway name's leaf server linked to the hub and waits
-// for the link.
+// StartLeaf starts gateway name's leaf server linked to the hub (over
+// TLS, with the gateway's own nkey) and waits for the link.
 func (h *Hub) StartLeaf(name string) *Leaf {
 	h.t.Helper()
-	l := &Leaf{Name: name}
-	var remotes []*url.URL
+	l := &Leaf{Name: name, trust: h.NodeTrust(name)}
+	var remotes []string
 	for _, addr := range h.LeafURLs() {
 		p := StartProxy(h.t, addr)
 		l.proxies = append(l.proxies, p)
-		remotes = append(remotes, &url.URL{Scheme: "nats-leaf", Host: p.Addr()})
+		remotes = append(remotes, "nats://"+p.Addr())
 	}
-	o := &server.Options{
-		ServerName: name, Host: "127.0.0.1", Port: -1, NoSigs: true, NoLog: true,
-		JetStream: true, JetStreamDomain: name, StoreDir: h.t.TempDir(),
-		LeafNode: server.LeafNodeOpts{ReconnectInterval: 100 * time.Millisecond,
-			Remotes: []*server.RemoteLeafOpts{{URLs: remotes}}},
-	}
-	ns, err := server.NewServer(o)
+	ns, err := natsembed.StartLeaf(natsembed.LeafConfig{Name: name, Hubs: remotes, StoreDir: h.t.TempDir(), Trust: l.trust,
+		Reconnect: 100 * time.Millisecond}, nil)
 	if err != nil {
 		h.t.Fatal(err)
-	}
-	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
-		h.t.Fatalf("leaf %s did not start", name)
 	}
 	l.Server = ns
 	h.t.Cleanup(func() { ns.Shutdown(); ns.WaitForShutdown() })
@@ -236,10 +270,11 @@ func (h *Hub) StartLeaf(name string) *Leaf {
 	return l
 }
 
-// Conn connects an in-process client to the leaf, as the gateway does.
+// Conn connects an in-process client to the leaf, as the gateway does
+// (its nkey and inbox prefix).
 func (l *Leaf) Conn(t testing.TB) *nats.Conn {
 	t.Helper()
-	nc, err := nats.Connect(l.Server.ClientURL(), nats.InProcessServer(l.Server))
+	nc, err := natsembed.Connect(l.Server, l.Name, natsembed.LeafSelfOptions(natsembed.LeafConfig{Name: l.Name, Trust: l.trust})...)
 	if err != nil {
 		t.Fatal(err)
 	}
