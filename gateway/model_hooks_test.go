@@ -51,22 +51,23 @@ var (
 
 // modelProc is one gateway process on the model's state directory.
 type modelProc struct {
-	n     int // 1 for the first process, +1 per restart
-	dead  atomic.Bool
-	set   *capabilities.Set
-	srv   *server.Server
-	g     *gateway.Gateway
-	c     *client.Client
-	idem  *boltstore.Bolt
-	state *boltstate.BoltState
-	jobs  *jobs.Bolt
-	log   *audit.Log
+	n      int // 1 for the first process, +1 per restart
+	dead   atomic.Bool
+	killed chan struct{} // closed by kill
+	set    *capabilities.Set
+	srv    *server.Server
+	g      *gateway.Gateway
+	c      *client.Client
+	idem   *boltstore.Bolt
+	state  *boltstate.BoltState
+	jobs   *jobs.Bolt
+	log    *audit.Log
 }
 
 // startProc starts a gateway process on env's world and state directory.
 func startProc(t *testing.T, env *modelEnv, n int) *modelProc {
 	t.Helper()
-	p := &modelProc{n: n}
+	p := &modelProc{n: n, killed: make(chan struct{})}
 	dir := env.dir
 	var err error
 	if p.idem, err = boltstore.OpenBolt(filepath.Join(dir, "idempotency.db"), time.Second, boltstore.BoltOptions{Clock: env.clk}); err != nil {
@@ -116,6 +117,7 @@ func startProc(t *testing.T, env *modelEnv, n int) *modelProc {
 func (p *modelProc) kill(t *testing.T) {
 	t.Helper()
 	p.dead.Store(true)
+	close(p.killed)
 	_ = p.c.Close()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), time.Minute)
 	defer cancel()
@@ -176,6 +178,10 @@ func (a *modelAudit) Append(ctx context.Context, r audit.Record) error {
 	}
 	a.env.rec.add(modelEvent{Kind: evAudit, Tool: r.Tool, Event: r.Event, Key: r.Key, Status: r.Status, Reason: r.Reason, OK: err == nil})
 	if r.Event == gateway.EventDeadManRevert {
+		if a.env.rec.noted(r.Tool) {
+			<-a.p.killed // a revert noted again and again: held (see modelPin.Out)
+			return errDead
+		}
 		a.env.pause.at(r.Tool)
 	}
 	return err
@@ -267,7 +273,13 @@ func (pin *modelPin) Out(l pgpio.Level) error {
 		pin.env.rec.write(pin.dev, on, false)
 		return fmt.Errorf("%s: %w", pin.dev, errBusFault)
 	}
-	pin.env.rec.write(pin.dev, on, true)
+	if storm := pin.env.rec.write(pin.dev, on, true); storm {
+		// A relay written over and over at one instant: a loop that would
+		// spin for ever. It is stopped here (and reported) until the
+		// process is killed.
+		<-pin.p.killed
+		return errDead
+	}
 	return pin.PinIO.Out(l)
 }
 

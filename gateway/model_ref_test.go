@@ -9,6 +9,7 @@ package gateway_test
 
 import (
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -255,4 +256,21 @@ func (m *refModel) trim(now time.Time) {
 		i++
 	}
 	m.hist = m.hist[i:]
+}
+
+func (m *refModel) histString() string {
+	var b []string
+	for _, a := range m.hist {
+		s := a.at.Format(time.TimeOnly)
+		if a.on {
+			s += " on"
+		} else {
+			s += " off"
+		}
+		if a.forgotten {
+			s += " (forgotten)"
+		}
+		b = append(b, s)
+	}
+	return strings.Join(b, ", ")
 }

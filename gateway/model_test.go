@@ -89,6 +89,13 @@ var knownBug = map[string]string{
 	// A dead-man timer armed while the disk was full is kept in memory
 	// only: a restart forgets it and the heater stays on ("full disk").
 	"timer-lost-full-disk": "issue 23: a dead-man timer not recorded (full disk) is lost at restart",
+	// Found by this model, not in issue 23's list (its "full disk" and
+	// "fails open" bullets come closest): while the disk is full, a
+	// dead-man timer whose revert succeeded cannot be deleted
+	// (DeadMan.Disarm returns before forgetting it), so it stays due and
+	// DeadMan.Run reverts again at once, for ever: the relay is written
+	// in a loop that never waits on the clock.
+	"write-storm": "found by the model: the dead-man re-reverts in a loop while the disk is full (Disarm or Arm fails)",
 }
 
 // A model step: what the driver does next.
@@ -456,6 +463,10 @@ func (d *driver) call(tool string, args map[string]any) map[string]any {
 }
 
 func (d *driver) run(s modelStep) {
+	// Every step starts a millisecond after the last: two steps never
+	// actuate at one instant, which the durable history, keyed by time,
+	// would take for one actuation.
+	d.advance(d.now().Add(time.Millisecond))
 	mark := d.env.rec.len()
 	switch s.Kind {
 	case sDo:
@@ -556,7 +567,7 @@ func (d *driver) compare(cap string, v bool, verdict verdict, why string, applie
 				class = "history-fail-open"
 			}
 		}
-		d.violate(class, "do_set_%s(%t) applied (%v), the model refuses it: %s", cap, v, body["status"], why)
+		d.violate(class, "do_set_%s(%t) applied (%v), the model refuses it: %s; heater actuations the model counts: %s", cap, v, body["status"], why, d.ref.histString())
 	case verdict == vAllow && !applied:
 		d.violate("divergence-refused", "do_set_%s(%t) refused: %s; the model allows it", cap, v, refusal)
 	}
@@ -758,6 +769,9 @@ func (d *driver) checkpoint() {
 	evs := d.env.rec.since(d.seen)
 	d.seen += len(evs)
 	for _, ev := range evs {
+		if *modelVerbose {
+			d.env.t.Logf("  event %+v", ev)
+		}
 		d.checkEvent(ev)
 	}
 	now := d.now()
@@ -770,6 +784,15 @@ func (d *driver) checkpoint() {
 }
 
 func (d *driver) checkEvent(ev modelEvent) {
+	if ev.Kind == evStorm {
+		full := ""
+		if d.env.full.Load() {
+			full = ", the disk full"
+		}
+		d.violate("write-storm", "%s: %d times at %s%s (step %s): a loop that does not wait on the clock; stopped there", ev.Event, stormWrites, ev.At.Format(time.TimeOnly), full, d.cur)
+		d.stop = true // the writer is held: the run cannot go on
+		return
+	}
 	if ev.Kind != evWrite {
 		return
 	}
@@ -840,6 +863,7 @@ const (
 	evWrite             = "write"   // a relay written (after start-up)
 	evOpen              = "open"    // a relay configured at start-up
 	evUnrecordedHistory = "history" // an actuation kept in memory only
+	evStorm             = "storm"   // a relay written stormWrites times at one instant
 )
 
 // modelEvent is one thing the recorder saw.
@@ -860,6 +884,9 @@ type modelRecorder struct {
 	ev      []modelEvent
 	base    int // events dropped from the front
 	opening atomic.Bool
+	// how many times each thing was done (spinLocked) at stormAt
+	stormAt time.Time
+	stormN  map[string]int
 }
 
 func (r *modelRecorder) add(e modelEvent) {
@@ -876,12 +903,43 @@ func (r *modelRecorder) addLocked(e modelEvent) {
 	r.ev = append(r.ev, e)
 }
 
+// stormWrites is how many writes of one relay (or dead-man reverts noted)
+// at one instant of the clock are taken for a loop that spins.
+const stormWrites = 100
+
+// spin counts what at this instant of the clock: it reports a storm, the
+// same thing done stormWrites times at one instant (a loop that does not
+// wait), and records it.
+func (r *modelRecorder) spinLocked(what, dev string) bool {
+	now := r.clk.Now()
+	if !r.stormAt.Equal(now) || r.stormN == nil {
+		r.stormAt, r.stormN = now, map[string]int{}
+	}
+	r.stormN[what]++
+	if r.stormN[what] == stormWrites {
+		r.addLocked(modelEvent{Kind: evStorm, Dev: dev, Event: what})
+		return true
+	}
+	return false
+}
+
+// noted records a dead-man revert's audit record; it reports a storm.
+func (r *modelRecorder) noted(tool string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.spinLocked("revert noted "+tool, strings.TrimPrefix(tool, "do_set_"))
+}
+
 // write records a write of dev (a device name) and whether an audit
 // attempt record of one of its tools was written since dev's last write.
-func (r *modelRecorder) write(dev string, on, ok bool) {
+// It reports a storm (spinLocked).
+func (r *modelRecorder) write(dev string, on, ok bool) (storm bool) {
 	dev = strings.TrimSuffix(dev, "_relay")
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.spinLocked("write "+dev, dev) {
+		return true
+	}
 	recorded := false
 	for i := len(r.ev) - 1; i >= 0; i-- {
 		e := r.ev[i]
@@ -894,6 +952,7 @@ func (r *modelRecorder) write(dev string, on, ok bool) {
 		}
 	}
 	r.addLocked(modelEvent{Kind: evWrite, Dev: dev, Value: on, OK: ok, Recorded: recorded, Full: r.full.Load()})
+	return false
 }
 
 func (r *modelRecorder) len() int {
