@@ -179,8 +179,12 @@ func (a *modelAudit) Append(ctx context.Context, r audit.Record) error {
 	a.env.rec.add(modelEvent{Kind: evAudit, Tool: r.Tool, Event: r.Event, Key: r.Key, Status: r.Status, Reason: r.Reason, OK: err == nil})
 	if r.Event == gateway.EventDeadManRevert {
 		if a.env.rec.noted(r.Tool) {
-			<-a.p.killed // a revert noted again and again: held (see modelPin.Out)
-			return errDead
+			// A revert noted again and again: held (see modelPin.Out).
+			select {
+			case <-a.p.killed:
+				return errDead
+			case <-a.env.rec.healing():
+			}
 		}
 		a.env.pause.at(r.Tool)
 	}
@@ -275,10 +279,13 @@ func (pin *modelPin) Out(l pgpio.Level) error {
 	}
 	if storm := pin.env.rec.write(pin.dev, on, true); storm {
 		// A relay written over and over at one instant: a loop that would
-		// spin for ever. It is stopped here (and reported) until the
-		// process is killed.
-		<-pin.p.killed
-		return errDead
+		// spin for ever. It is held here (and reported) until the driver
+		// gives the disk room again, or the process is killed.
+		select {
+		case <-pin.p.killed:
+			return errDead
+		case <-pin.env.rec.healing():
+		}
 	}
 	return pin.PinIO.Out(l)
 }

@@ -160,31 +160,33 @@ func genSteps(seed uint64, n int) []modelStep {
 	caps := []string{"heater", "heater", "vent", "fan"}
 	durs := []time.Duration{time.Second, 10 * time.Second, 30 * time.Second, time.Minute, 2 * time.Minute, 4 * time.Minute, 6 * time.Minute, 11 * time.Minute}
 	steps := make([]modelStep, 0, n)
-	for range n {
+	diskOK := -1 // the step at which a full disk has room again
+	for i := range n {
 		var s modelStep
 		switch w := r.IntN(100); {
+		case i == diskOK:
+			s = modelStep{Kind: sDiskOK}
 		case w < 30:
 			s = modelStep{Kind: sDo, Cap: caps[r.IntN(len(caps))], Val: r.IntN(3) > 0}
 		case w < 37:
 			s = modelStep{Kind: sReplay, N: r.IntN(1 << 20)}
 		case w < 43:
 			s = modelStep{Kind: sCanDo, Cap: caps[r.IntN(len(caps))], Val: r.IntN(2) == 0}
-		case w < 51:
+		case w < 52:
 			s = modelStep{Kind: sStart}
-		case w < 56:
+		case w < 57:
 			s = modelStep{Kind: sCancel, N: r.IntN(1 << 20)}
-		case w < 82:
+		case w < 83:
 			s = modelStep{Kind: sAdvance, D: durs[r.IntN(len(durs))]}
-		case w < 86:
+		case w < 87:
 			s = modelStep{Kind: sRace, Cap: []string{"heater", "fan"}[r.IntN(2)]}
-		case w < 88:
+		case w < 89:
 			s = modelStep{Kind: sFault, Cap: caps[r.IntN(len(caps))]}
-		case w < 91:
+		case w < 92:
 			s = modelStep{Kind: sClear}
-		case w < 93:
-			s = modelStep{Kind: sDiskFull}
-		case w < 96:
-			s = modelStep{Kind: sDiskOK}
+		case w < 95 && diskOK < i:
+			// A full disk lasts a few steps.
+			s, diskOK = modelStep{Kind: sDiskFull}, i+1+r.IntN(6)
 		default:
 			s = modelStep{Kind: sCrash}
 		}
@@ -427,6 +429,7 @@ type driver struct {
 	// its jobs; their compensation is not checked until they all ended.
 	tainted bool
 	keyN    int
+	storm   bool // a storm is held (checkpoint heals it)
 }
 
 func (d *driver) violate(class, format string, args ...any) {
@@ -774,6 +777,15 @@ func (d *driver) checkpoint() {
 		}
 		d.checkEvent(ev)
 	}
+	if d.storm {
+		// The disk has room again: the loop can end, and the run go on.
+		d.storm = false
+		d.env.full.Store(false)
+		d.env.rec.healed()
+		synctest.Wait()
+		d.checkpoint()
+		return
+	}
 	now := d.now()
 	if d.world("heater") && d.world("vent") {
 		d.violate("interlock", "heater and vent are both on")
@@ -789,8 +801,8 @@ func (d *driver) checkEvent(ev modelEvent) {
 		if d.env.full.Load() {
 			full = ", the disk full"
 		}
-		d.violate("write-storm", "%s: %d times at %s%s (step %s): a loop that does not wait on the clock; stopped there", ev.Event, stormWrites, ev.At.Format(time.TimeOnly), full, d.cur)
-		d.stop = true // the writer is held: the run cannot go on
+		d.violate("write-storm", "%s: %d times at %s%s (step %s): a loop that does not wait on the clock; held there until the disk has room", ev.Event, stormWrites, ev.At.Format(time.TimeOnly), full, d.cur)
+		d.storm = true
 		return
 	}
 	if ev.Kind != evWrite {
@@ -887,6 +899,7 @@ type modelRecorder struct {
 	// how many times each thing was done (spinLocked) at stormAt
 	stormAt time.Time
 	stormN  map[string]int
+	heal    chan struct{} // closed when a storm was reported
 }
 
 func (r *modelRecorder) add(e modelEvent) {
@@ -918,9 +931,33 @@ func (r *modelRecorder) spinLocked(what, dev string) bool {
 	r.stormN[what]++
 	if r.stormN[what] == stormWrites {
 		r.addLocked(modelEvent{Kind: evStorm, Dev: dev, Event: what})
+		if r.heal == nil {
+			r.heal = make(chan struct{})
+		}
 		return true
 	}
 	return false
+}
+
+// healing returns the channel closed when the driver has ended the storm
+// (given the disk room again).
+func (r *modelRecorder) healing() <-chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.heal == nil {
+		r.heal = make(chan struct{})
+	}
+	return r.heal
+}
+
+// healed lets the writers held in a storm go on.
+func (r *modelRecorder) healed() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.heal != nil {
+		close(r.heal)
+		r.heal = nil
+	}
 }
 
 // noted records a dead-man revert's audit record; it reports a storm.
