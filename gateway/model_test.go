@@ -41,6 +41,7 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -57,11 +58,12 @@ import (
 
 var (
 	modelSeed     = flag.Uint64("model.seed", 0, "TestModel: run this seed only (0: seeds 1..model.seeds)")
-	modelSeeds    = flag.Int("model.seeds", 4, "TestModel: how many seeds to run")
-	modelSteps    = flag.Int("model.steps", 400, "TestModel: steps per seed")
+	modelSeeds    = flag.Int("model.seeds", 2, "TestModel: how many seeds to run")
+	modelSteps    = flag.Int("model.steps", 1000, "TestModel: steps per seed")
 	modelDuration = flag.Duration("model.duration", 0, "TestModel: run seeds one after the other for this long (overrides model.seeds)")
 	modelShrink   = flag.Bool("model.shrink", false, "TestModel: shrink each failure to a minimal step sequence")
-	modelVerbose  = flag.Bool("model.trace", false, "TestModel: log every step")
+	modelVerbose  = flag.Bool("model.trace", false, "TestModel: log every step and what it made happen")
+	modelDisk     = flag.Bool("model.disk", false, "TestModel: keep the state directory on the test's temporary directory, not in memory (/dev/shm)")
 )
 
 // knownBug names the invariant violations that issue 23 lists as open bugs
@@ -385,7 +387,7 @@ func runModel(t *testing.T, m *manifests.Manifest, pol *manifests.Policy, safe b
 		if err != nil {
 			t.Fatal(err)
 		}
-		env := &modelEnv{t: t, dir: t.TempDir(), clk: clk, w: w, m: m, pol: pol, faults: map[string]bool{}}
+		env := &modelEnv{t: t, dir: stateDir(t), clk: clk, w: w, m: m, pol: pol, faults: map[string]bool{}}
 		env.rec = &modelRecorder{clk: clk, full: &env.full}
 		d := &driver{env: env, ref: newRefModel(safe), fixed: map[string]bool{}, raced: map[string]time.Time{}}
 		d.p = startProc(t, env, 1)
@@ -408,6 +410,22 @@ func runModel(t *testing.T, m *manifests.Manifest, pol *manifests.Policy, safe b
 		vs = d.vs
 	})
 	return vs, ran
+}
+
+// stateDir is the run's state directory: on /dev/shm (a tmpfs) where
+// there is one, so that the thousands of fsyncs of a run cost nothing (a
+// crash of the model kills the process, not the power: the files survive
+// it as they would on a disk), else in the test's temporary directory.
+func stateDir(t *testing.T) string {
+	if *modelDisk {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "promcp-model-")
+	if err != nil {
+		return t.TempDir()
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // driver runs the steps of one run.
@@ -793,6 +811,7 @@ func (d *driver) checkpoint() {
 	for cap, maxOn := range modelMaxOn {
 		d.checkDeadMan(cap, maxOn, now)
 	}
+	d.env.rec.compact(now.Add(-time.Hour), d.seen)
 }
 
 func (d *driver) checkEvent(ev modelEvent) {
@@ -990,6 +1009,35 @@ func (r *modelRecorder) write(dev string, on, ok bool) (storm bool) {
 	}
 	r.addLocked(modelEvent{Kind: evWrite, Dev: dev, Value: on, OK: ok, Recorded: recorded, Full: r.full.Load()})
 	return false
+}
+
+// compact drops the events nothing looks at any more: those before the
+// last write of every relay, before keep and before seq (the driver's
+// next).
+func (r *modelRecorder) compact(keep time.Time, seq int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.ev) < 2048 {
+		return
+	}
+	cut := min(seq-r.base, len(r.ev))
+	for _, dev := range modelDevices {
+		i := len(r.ev) - 1
+		for i >= 0 && !((r.ev[i].Kind == evWrite || r.ev[i].Kind == evOpen) && r.ev[i].Dev == dev) {
+			i--
+		}
+		cut = min(cut, max(i, 0))
+	}
+	for i := range cut {
+		if !r.ev[i].At.Before(keep) {
+			cut = i
+			break
+		}
+	}
+	if cut > 0 {
+		r.ev = slices.Clone(r.ev[cut:])
+		r.base += cut
+	}
 }
 
 func (r *modelRecorder) len() int {
