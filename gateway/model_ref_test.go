@@ -171,7 +171,11 @@ func (m *refModel) decide(cap string, v bool, now time.Time, fault, full bool, f
 		return vRefuse, "interlock"
 	}
 	if cap == "heater" {
-		if why := m.limited(now, forgetful); why != "" {
+		switch why := m.limited(now, forgetful); why {
+		case "":
+		case "ambiguous":
+			return vUnsure, ""
+		default:
 			return vRefuse, why
 		}
 		if v && len(m.running()) > 0 {
@@ -183,12 +187,23 @@ func (m *refModel) decide(cap string, v bool, now time.Time, fault, full bool, f
 
 // limited says whether the heater's cooldown or rate limit refuses an
 // actuation at now ("" when not); forgetful leaves out the actuations a
-// restart forgot (what a gateway that fails open sees).
+// restart forgot (what a gateway that fails open sees). Two actuations at
+// one instant (a manual clock's artifact) count twice in a process and once
+// after a restart (the durable history is keyed by time): when that
+// decides, it is "ambiguous".
 func (m *refModel) limited(now time.Time, forgetful bool) string {
+	a, b := m.limitedBy(now, forgetful, false), m.limitedBy(now, forgetful, true)
+	if a != b {
+		return "ambiguous"
+	}
+	return a
+}
+
+func (m *refModel) limitedBy(now time.Time, forgetful, once bool) string {
 	var in []time.Time
 	var last time.Time
 	for _, a := range m.hist {
-		if forgetful && a.forgotten {
+		if forgetful && a.forgotten || once && slices.ContainsFunc(in, a.at.Equal) {
 			continue
 		}
 		if a.at.After(last) {

@@ -525,6 +525,9 @@ type driver struct {
 	tainted bool
 	keyN    int
 	storm   bool // a storm is held (checkpoint heals it)
+	// doFrom and doTo are the events of the last do_* call, on doCap.
+	doFrom, doTo int
+	doCap        string
 }
 
 func (d *driver) violate(class, format string, args ...any) {
@@ -622,8 +625,10 @@ func (d *driver) do(cap string, v bool) {
 	key := fmt.Sprintf("k%d", d.keyN)
 	verdict, why := d.ref.decide(cap, v, d.now(), e.faulty(cap), e.full.Load(), false)
 	mark := e.rec.len()
+	d.doFrom, d.doCap = mark, cap
 	body := d.call("do_set_"+cap, map[string]any{"value": v, "idempotency_key": key})
 	synctest.Wait()
+	d.doTo = e.rec.len()
 	applied, refusal := status(body)
 	d.ref.keys = append(d.ref.keys, refKey{key: key, cap: cap, val: v, kept: kept(body), at: d.now()})
 	d.compare(cap, v, verdict, why, applied, refusal, body)
@@ -911,8 +916,8 @@ func (d *driver) checkEvent(ev modelEvent) {
 	safeWrite := d.ref.safe(dev, ev.Value) || (!ev.Value && dev == "heater")
 	if !ev.Recorded && !(ev.Full && safeWrite) {
 		class := "unrecorded-actuation"
-		if d.cur.Kind == sDo && d.cur.Cap == dev {
-			class = "unrecorded-do"
+		if dev == d.doCap && d.doFrom <= ev.Seq && ev.Seq < d.doTo {
+			class = "unrecorded-do" // the do_* call's own write
 		}
 		d.violate(class, "%s=%t written at %s with no attempt record since its last write (step %s)", dev, ev.Value, ev.At.Format(time.TimeOnly), d.cur)
 	}
