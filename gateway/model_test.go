@@ -571,7 +571,7 @@ func (d *driver) run(s modelStep) {
 	mark := d.env.rec.len()
 	switch s.Kind {
 	case sDo:
-		d.do(s.Cap, s.Val)
+		d.do(s.Cap, s.Val, false)
 	case sReplay:
 		d.replay(s.N, mark)
 	case sCanDo:
@@ -619,11 +619,18 @@ func status(body map[string]any) (applied bool, why string) {
 	return false, why
 }
 
-func (d *driver) do(cap string, v bool) {
+// do calls do_set_<cap>(v) with a new key and compares it with the model;
+// inRevert says it is made while a dead-man revert of cap is being noted,
+// where refusing it is as right as honouring it (issue 23: a renewal is
+// answered success only if it will not be undone).
+func (d *driver) do(cap string, v bool, inRevert bool) {
 	e := d.env
 	d.keyN++
 	key := fmt.Sprintf("k%d", d.keyN)
 	verdict, why := d.ref.decide(cap, v, d.now(), e.faulty(cap), e.full.Load(), false)
+	if inRevert && verdict == vAllow {
+		verdict = vUnsure
+	}
 	mark := e.rec.len()
 	d.doFrom, d.doCap = mark, cap
 	body := d.call("do_set_"+cap, map[string]any{"value": v, "idempotency_key": key})
@@ -849,7 +856,7 @@ func (d *driver) race(cap string) {
 	d.advance(on.Add(modelMaxOn[cap]))
 	if e.pause.isPaused() {
 		d.raced[cap] = d.now()
-		d.do(cap, true)
+		d.do(cap, true, true)
 	}
 	e.pause.disarm()
 }
