@@ -1,11 +1,6 @@
 package gateway_test
 
-import (
-	"fmt"
-	"testing"
-
-	"github.com/promcp/promcp-device/manifests"
-)
+import "testing"
 
 // modelCases are the shortest step sequences TestModel found (shrunk with
 // -model.shrink) for each bug of issue 23 it catches, run as they stand on
@@ -35,21 +30,7 @@ func TestModelCases(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			safe := ""
-			if tc.variant == "safe" {
-				safe = ", safe_value: false"
-			}
-			m, err := manifests.Parse("model.yml", fmt.Appendf(nil, modelManifest, safe))
-			if err != nil {
-				t.Fatal(err)
-			}
-			pol, err := manifests.ParsePolicy("model.policy.yml", []byte(modelPolicy), m)
-			if err != nil {
-				if tc.variant == "nosafe" {
-					t.Skipf("the policy is refused without the heater's safe_value: %v", err)
-				}
-				t.Fatal(err)
-			}
+			m, pol := modelGateway(t, tc.variant)
 			vs, _ := runModel(t, m, pol, tc.variant == "safe", steps)
 			seen := false
 			for _, v := range vs {

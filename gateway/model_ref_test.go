@@ -154,7 +154,7 @@ func (m *refModel) running() []*refJob {
 // its verdict and, when refused, why. fault says the relay's bus fails,
 // full that the disk is full (which refuses anything but a move to the safe
 // value).
-func (m *refModel) decide(cap string, v bool, now time.Time, fault, full bool, forgetful bool) (verdict, string) {
+func (m *refModel) decide(cap string, v bool, now time.Time, fault, full bool) (verdict, string) {
 	if fault {
 		return vUnsure, ""
 	}
@@ -171,7 +171,7 @@ func (m *refModel) decide(cap string, v bool, now time.Time, fault, full bool, f
 		return vRefuse, "interlock"
 	}
 	if cap == "heater" {
-		switch why := m.limited(now, forgetful); why {
+		switch why := m.limited(now, false); why {
 		case "":
 		case "ambiguous":
 			return vUnsure, ""

@@ -214,9 +214,12 @@ func TestModel(t *testing.T) {
 	}
 }
 
-// runVariant runs the seeds on the variant's gateway: safe declares the
-// heater's safe_value, nosafe does not (issue 23's dead-man case).
-func runVariant(t *testing.T, variant string) {
+// modelGateway is the manifest and policy of the variant: safe declares
+// the heater's safe_value, nosafe does not (issue 23's dead-man case). It
+// skips t when the policy is refused without it (issue 23's fix makes
+// max_on without a safe_value a lint error).
+func modelGateway(t *testing.T, variant string) (*manifests.Manifest, *manifests.Policy) {
+	t.Helper()
 	safe := ""
 	if variant == "safe" {
 		safe = ", safe_value: false"
@@ -228,12 +231,17 @@ func runVariant(t *testing.T, variant string) {
 	pol, err := manifests.ParsePolicy("model.policy.yml", []byte(modelPolicy), m)
 	if err != nil {
 		if variant == "nosafe" {
-			// max_on without a safe_value is refused (issue 23's fix): the
-			// dead-man case of this variant cannot be configured any more.
 			t.Skipf("the policy is refused without the heater's safe_value: %v", err)
 		}
 		t.Fatal(err)
 	}
+	return m, pol
+}
+
+// runVariant runs the seeds (or the steps of -model.replay) on the
+// variant's gateway.
+func runVariant(t *testing.T, variant string) {
+	m, pol := modelGateway(t, variant)
 	if *modelReplay != "" {
 		steps, err := parseSteps(*modelReplay)
 		if err != nil {
@@ -245,16 +253,7 @@ func runVariant(t *testing.T, variant string) {
 		t.Logf("model %s: replayed %d of %d steps; violations: %v", variant, ran, len(steps), known)
 		return
 	}
-	seeds := []uint64{}
-	switch {
-	case *modelSeed != 0:
-		seeds = append(seeds, *modelSeed)
-	case *modelDuration > 0:
-	default:
-		for s := range *modelSeeds {
-			seeds = append(seeds, uint64(s+1))
-		}
-	}
+	seeds := seedsToRun()
 	start := time.Now()
 	total, runs, known := 0, 0, map[string]int{}
 	for i := 0; ; i++ {
@@ -286,6 +285,22 @@ func runVariant(t *testing.T, variant string) {
 	slices.Sort(ks)
 	t.Logf("model %s: %d steps in %s (%d seeds: %s); known-bug violations: %s", variant, total,
 		time.Since(start).Round(time.Millisecond), runs, seedsOrDuration(seeds), strings.Join(ks, ", "))
+}
+
+// seedsToRun are the seeds the flags name: -model.seed, or 1 to
+// -model.seeds; none under -model.duration, which draws them.
+func seedsToRun() []uint64 {
+	var seeds []uint64
+	switch {
+	case *modelSeed != 0:
+		seeds = append(seeds, *modelSeed)
+	case *modelDuration > 0:
+	default:
+		for s := range *modelSeeds {
+			seeds = append(seeds, uint64(s+1))
+		}
+	}
+	return seeds
 }
 
 func seedsOrDuration(seeds []uint64) string {
@@ -627,7 +642,7 @@ func (d *driver) do(cap string, v bool, inRevert bool) {
 	e := d.env
 	d.keyN++
 	key := fmt.Sprintf("k%d", d.keyN)
-	verdict, why := d.ref.decide(cap, v, d.now(), e.faulty(cap), e.full.Load(), false)
+	verdict, why := d.ref.decide(cap, v, d.now(), e.faulty(cap), e.full.Load())
 	if inRevert && verdict == vAllow {
 		verdict = vUnsure
 	}
@@ -673,7 +688,7 @@ func (d *driver) compare(cap string, v bool, verdict verdict, why string, applie
 		case "held-by-job":
 			class = "job-hold-do"
 		case "cooldown", "rate-limit":
-			if vv, _ := d.ref.decide(cap, v, d.now(), false, false, true); vv == vAllow {
+			if d.ref.limited(d.now(), true) == "" {
 				class = "history-fail-open"
 			}
 		}
@@ -707,7 +722,7 @@ func (d *driver) replay(n int, mark int) {
 }
 
 func (d *driver) canDo(cap string, v bool, mark int) {
-	verdict, why := d.ref.decide(cap, v, d.now(), d.env.faulty(cap), false, false)
+	verdict, why := d.ref.decide(cap, v, d.now(), d.env.faulty(cap), false)
 	body := d.call("can_do", map[string]any{"intent": map[string]any{"action": "do_set_" + cap, "value": v}})
 	synctest.Wait()
 	for _, ev := range d.env.rec.since(mark) {
@@ -722,7 +737,7 @@ func (d *driver) canDo(cap string, v bool, mark int) {
 	for _, c := range cands {
 		if c.(map[string]any)["capability"] == "do_set_"+cap {
 			class := "divergence-can_do"
-			if vv, _ := d.ref.decide(cap, v, d.now(), false, false, true); vv == vAllow {
+			if (why == "cooldown" || why == "rate-limit") && d.ref.limited(d.now(), true) == "" {
 				class = "history-fail-open"
 			}
 			d.violate(class, "can_do(do_set_%s, %t) offers it; the model refuses it: %s", cap, v, why)
@@ -733,7 +748,7 @@ func (d *driver) canDo(cap string, v bool, mark int) {
 func (d *driver) start() {
 	e := d.env
 	found := d.ref.val["heater"]
-	verdict, why := d.ref.decide("heater", true, d.now(), e.faulty("heater"), e.full.Load(), false)
+	verdict, why := d.ref.decide("heater", true, d.now(), e.faulty("heater"), e.full.Load())
 	held := d.ref.running()
 	if verdict == vAllow && len(held) > 0 {
 		verdict, why = vRefuse, "held-by-job"
@@ -752,7 +767,7 @@ func (d *driver) start() {
 		d.tainted = true
 	case applied && verdict == vRefuse:
 		class := "divergence-" + why
-		if vv, _ := d.ref.decide("heater", true, d.now(), false, false, true); vv == vAllow && (why == "cooldown" || why == "rate-limit") {
+		if (why == "cooldown" || why == "rate-limit") && d.ref.limited(d.now(), true) == "" {
 			class = "history-fail-open"
 		}
 		d.violate(class, "start_heat_boost applied; the model refuses its first step: %s", why)
