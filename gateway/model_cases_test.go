@@ -1,0 +1,49 @@
+package gateway_test
+
+import "testing"
+
+// modelCases are the shortest step sequences TestModel found (shrunk with
+// -model.shrink) for each bug of issue 23 it catches, run as they stand on
+// every test run: fast, deterministic regressions of each invariant.
+var modelCases = []struct {
+	bug     string // the invariant (knownBug key) the sequence violated when found
+	variant string // safe or nosafe (see runVariant)
+	steps   string
+}{
+	{"unrecorded-actuation", "safe", "start_heat_boost, do_cancel_heat_boost(job #0)"},
+	{"write-storm", "safe", "do_set_fan(true), advance(2m0s), disk_full, advance(4m0s)"},
+	{"renewal-disarms", "safe", "do_set_fan(true), renew_fan_in_revert, advance(11m0s)"},
+	{"two-jobs", "safe", "start_heat_boost, advance(2m0s), start_heat_boost, do_cancel_heat_boost(job #0), advance(1m0s), do_cancel_heat_boost(job #0)"},
+	{"job-hold-do", "safe", "start_heat_boost, advance(2m0s), do_set_heater(true)"},
+	{"deadman-blocked", "nosafe", "do_set_heater(true), advance(2m0s), do_set_heater(true), advance(2m0s), start_heat_boost, advance(4m0s), crash_restart, advance(11m0s)"},
+	{"history-fail-open", "nosafe", "start_heat_boost, disk_full, advance(11m0s), crash_restart, advance(1m0s), do_set_heater(false)"},
+}
+
+// TestModelCases runs modelCases. A violation that is not a known bug
+// fails, as in TestModel. A case whose bug is still listed in knownBug but
+// no longer occurs fails too: its fix is merged, and the entry must go so
+// that TestModel fails if the bug comes back.
+func TestModelCases(t *testing.T) {
+	for _, tc := range modelCases {
+		t.Run(tc.bug, func(t *testing.T) {
+			steps, err := parseSteps(tc.steps)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, pol := modelGateway(t, tc.variant)
+			vs, _ := runModel(t, m, pol, tc.variant == "safe", steps)
+			seen := false
+			for _, v := range vs {
+				if why, known := knownBug[v.Class]; known {
+					seen = seen || v.Class == tc.bug
+					t.Logf("known bug (%s): %s at step %d: %s", why, v.Class, v.Step, v.Msg)
+					continue
+				}
+				t.Errorf("%s at step %d: %s\n  steps: %s", v.Class, v.Step, v.Msg, tc.steps)
+			}
+			if _, known := knownBug[tc.bug]; known && !seen {
+				t.Errorf("knownBug[%q] is set but its case no longer violates it: the fix is in, remove the entry so that TestModel fails if it comes back\n  steps: %s", tc.bug, tc.steps)
+			}
+		})
+	}
+}
