@@ -352,39 +352,40 @@ func (r CapabilityReport) Validate() error {
 		errs = append(errs, errors.New("metadata.timestamp is missing"))
 	}
 	for i, c := range r.Candidates {
-		at := fmt.Sprintf("candidates[%d] (%s)", i, c.Capability)
+		// at is formatted only for an error: a valid report allocates nothing.
+		at := func() string { return fmt.Sprintf("candidates[%d] (%s)", i, c.Capability) }
 		if c.Capability == "" || c.Source == "" {
-			errs = append(errs, fmt.Errorf("%s: capability and source are required", at))
+			errs = append(errs, fmt.Errorf("%s: capability and source are required", at()))
 		}
 		if c.ValidUntil.IsZero() {
-			errs = append(errs, fmt.Errorf("%s: valid_until is missing", at))
+			errs = append(errs, fmt.Errorf("%s: valid_until is missing", at()))
 		}
 		if !c.Permission.Valid() {
-			errs = append(errs, fmt.Errorf("%s: permission %q is not a proMCP permission", at, c.Permission))
+			errs = append(errs, fmt.Errorf("%s: permission %q is not a proMCP permission", at(), c.Permission))
 		}
 		if c.Confidence < 0 || c.Confidence > 1 || c.Confidence != c.Confidence {
-			errs = append(errs, fmt.Errorf("%s: confidence %v outside 0..1", at, c.Confidence))
+			errs = append(errs, fmt.Errorf("%s: confidence %v outside 0..1", at(), c.Confidence))
 		}
 		if c.SideEffects == nil || c.Constraints.EnumValues == nil {
-			errs = append(errs, fmt.Errorf("%s: side_effects and constraints.enum_values must be lists", at))
+			errs = append(errs, fmt.Errorf("%s: side_effects and constraints.enum_values must be lists", at()))
 		}
 		if c.EstimatedLatencyMS < 0 {
-			errs = append(errs, fmt.Errorf("%s: estimated_latency_ms is negative", at))
+			errs = append(errs, fmt.Errorf("%s: estimated_latency_ms is negative", at()))
 		}
 		if c.CurrentState != nil && c.CurrentState.Timestamp.IsZero() {
-			errs = append(errs, fmt.Errorf("%s: current_state.timestamp is missing", at))
+			errs = append(errs, fmt.Errorf("%s: current_state.timestamp is missing", at()))
 		}
 	}
 	for i, b := range r.Blocked {
-		at := fmt.Sprintf("blocked[%d] (%s)", i, b.Capability)
+		at := func() string { return fmt.Sprintf("blocked[%d] (%s)", i, b.Capability) }
 		if b.Capability == "" || b.Source == "" {
-			errs = append(errs, fmt.Errorf("%s: capability and source are required", at))
+			errs = append(errs, fmt.Errorf("%s: capability and source are required", at()))
 		}
 		if !b.Permission.Valid() || b.Permission == Allowed {
-			errs = append(errs, fmt.Errorf("%s: permission %q is not a blocking permission", at, b.Permission))
+			errs = append(errs, fmt.Errorf("%s: permission %q is not a blocking permission", at(), b.Permission))
 		}
 		if strings.TrimSpace(b.Reason) == "" {
-			errs = append(errs, fmt.Errorf("%s: reason is missing", at))
+			errs = append(errs, fmt.Errorf("%s: reason is missing", at()))
 		}
 	}
 	return contract("can_do", errs)

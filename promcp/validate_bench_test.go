@@ -55,6 +55,16 @@ func BenchmarkValidate(b *testing.B) {
 				}
 			}
 		})
+		if r, ok := tc.body.(promcp.CapabilityReport); ok {
+			// What a can_do now runs instead of the JSON Schema validator.
+			b.Run(tc.name+"/check-schema", func(b *testing.B) {
+				for b.Loop() {
+					if err := r.CheckSchema(); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
 		b.Run(tc.name+"/json-schema", func(b *testing.B) {
 			b.SetBytes(int64(len(raw)))
 			for b.Loop() {

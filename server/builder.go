@@ -582,7 +582,15 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 		rep.Metadata.Timestamp = rep.Metadata.Timestamp.UTC()
 		rep.Metadata.TotalLatencyMS = time.Since(start).Milliseconds()
 		rep.Normalize()
-		return s.result("can_do", rep, rep.Validate(), failed)
+		verr := rep.Validate()
+		if verr == nil {
+			// The typed check is the output schema's (kept equal to it by
+			// promcp's TestCheckSchemaEqualsSchema), without a JSON decode.
+			if verr = rep.CheckSchema(); verr == nil {
+				return s.encode("can_do", rep, failed)
+			}
+		}
+		return s.result("can_do", rep, verr, failed)
 	})
 }
 
