@@ -53,9 +53,21 @@ func startFleet(t testing.TB, timeout time.Duration) *fleet {
 		name := fmt.Sprintf("gw%d", i)
 		leaf := f.hub.StartLeaf(name)
 		g := &gateway{name: name, leaf: leaf, hist: policy.NewMemoryState()}
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		st, err := shared.Open(ctx, leaf.Conn(t), shared.Config{Gateway: name, LocalDomain: name, Timeout: timeout, Linked: leaf.Linked})
-		cancel()
+		nc := leaf.Conn(t)
+		// Just after the leaf links, the hub's JetStream may not answer
+		// through it yet (no responders): Open says so with
+		// ErrUnreachable, and the test opens again until it binds.
+		var st *shared.State
+		var err error
+		for try := 0; try < 20; try++ {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			st, err = shared.Open(ctx, nc, shared.Config{Gateway: name, LocalDomain: name, Timeout: timeout, Linked: leaf.Linked})
+			cancel()
+			if !errors.Is(err, shared.ErrUnreachable) {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
 		if err != nil {
 			t.Fatalf("open %s: %v", name, err)
 		}
