@@ -91,7 +91,7 @@ func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequ
 	args, _ := json.Marshal(map[string]any{"intent": req.Intent, "scope": "local"})
 	c := server.CallerFrom(ctx)
 	data, _ := json.Marshal(canDoRequest{QueryID: queryID, Arguments: args, Caller: wireCaller{Name: c.Name, Role: c.Role},
-		Deadline: time.Now().Add(v.cfg.Budget).UTC()})
+		Credential: c.Credential, Deadline: time.Now().Add(v.cfg.Budget).UTC()})
 	token := newRequestToken()
 	ch := make(chan *nats.Msg, len(targets)+8)
 	sub, err := v.nc.ChanSubscribe(InboxPrefix(v.cfg.Node)+".*."+token+".*", ch)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/promcp/promcp-device/audit"
+	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 )
 
@@ -103,6 +106,20 @@ type MemberConfig struct {
 	// capped at admin or at that very role; otherwise it acts as viewer.
 	Routes    map[string]string
 	RouteRole string
+	// Credentials verify the caller credential (a bearer JWT) a routed
+	// call or can_do carries: with JWT providers here (Credentials.HasJWT),
+	// the gateway takes the caller's name and role from the JWT it
+	// verified itself, still capped by the route, and refuses a call whose
+	// credential does not verify. Nil, or without JWT providers: the
+	// entry node's claim, capped by the route.
+	Credentials *server.Tokens
+	// RequireCredential refuses routed calls and can_do that carry no
+	// credential this gateway verifies (fleet file
+	// require_caller_credential: true).
+	RequireCredential bool
+	// Audit records a routed do_* refused for its caller credential (the
+	// gateway's audit log; nil: logged only).
+	Audit func(context.Context, audit.Record) error
 	// Now is the gateway's clock (default time.Now): a routed call or
 	// can_do is dropped, never run, once its deadline has passed on it.
 	Now func() time.Time
@@ -365,6 +382,10 @@ type canDoRequest struct {
 	// Arguments are can_do's arguments, for the gateway's own can_do.
 	Arguments json.RawMessage `json:"arguments"`
 	Caller    wireCaller      `json:"caller"`
+	// Credential is the caller's bearer JWT as the entry node received
+	// it, for the owning gateway to verify itself ("" when the caller
+	// proved itself otherwise).
+	Credential string `json:"credential,omitempty"`
 	// Deadline is when the coordinator stops waiting: the gateway does
 	// not start on the question after it.
 	Deadline time.Time `json:"deadline"`
@@ -397,7 +418,12 @@ func (m *Member) serveCanDo(req micro.Request) {
 		_ = req.Respond(b)
 		return
 	}
-	caller := m.routeCaller(entry, q.Caller, "can_do")
+	caller, err := m.routeCaller(entry, q.Caller, q.Credential, "can_do")
+	if err != nil {
+		b, _ := json.Marshal(canDoReply{GatewayID: m.cfg.GatewayID, Error: err.Error()})
+		_ = req.Respond(b)
+		return
+	}
 	m.async(func() {
 		ctx, cancel, ok := m.inTime(req, entry, "can_do", q.Deadline)
 		if !ok {
@@ -426,6 +452,8 @@ type callRequest struct {
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
 	Caller    wireCaller      `json:"caller"`
+	// Credential is the caller's bearer JWT, as in canDoRequest.
+	Credential string `json:"credential,omitempty"`
 	// Deadline is when the entry node stops waiting: the gateway never
 	// starts the call after it.
 	Deadline time.Time `json:"deadline"`
@@ -443,7 +471,11 @@ func (m *Member) serveCall(req micro.Request) {
 		_ = req.Error("400", fmt.Sprintf("bad call on %s: want a JSON body with a deadline (%v)", req.Subject(), err), nil)
 		return
 	}
-	caller := m.routeCaller(entry, c.Caller, c.Tool)
+	caller, err := m.routeCaller(entry, c.Caller, c.Credential, c.Tool)
+	if err != nil {
+		m.refuseCall(req, entry, c, err)
+		return
+	}
 	m.async(func() {
 		ctx, cancel, ok := m.inTime(req, entry, c.Tool, c.Deadline)
 		if !ok {
@@ -462,6 +494,35 @@ func (m *Member) serveCall(req micro.Request) {
 		}
 		_ = req.Respond(b)
 	}, req)
+}
+
+// refuseCall answers a routed call whose caller this gateway refused
+// (its credential did not verify, or none came where one is required):
+// a tool result with the error, nothing run; a do_* is audited as
+// refused, by the caller the entry node claimed, via the entry node.
+func (m *Member) refuseCall(req micro.Request, entry string, c callRequest, err error) {
+	perr, _ := errors.AsType[*promcp.Error](err)
+	if perr == nil {
+		perr = &promcp.Error{Code: promcp.CodeRefused, Message: err.Error()}
+	}
+	body := map[string]any{"error": perr}
+	if strings.HasPrefix(c.Tool, "do_") {
+		var a struct {
+			Key   string `json:"idempotency_key"`
+			Value any    `json:"value"`
+		}
+		_ = json.Unmarshal(c.Arguments, &a)
+		body = map[string]any{"status": promcp.StatusFailed, "permission": promcp.PermissionInsufficient, "reason": perr.Message,
+			"error": perr, "idempotency_key": a.Key, "applied_value": nil, "previous_value": nil, "requested_value": a.Value,
+			"side_effects": []string{}, "compensable": false, "compensation_hint": nil, "timestamp": m.cfg.Now().UTC()}
+		if m.cfg.Audit != nil {
+			_ = m.cfg.Audit(context.Background(), audit.Record{Event: audit.EventRefused, Caller: c.Caller.Name, Role: c.Caller.Role,
+				Via: entry + ", caller credential refused", Tool: c.Tool, Key: audit.BoundKey(a.Key), Arguments: audit.Args(c.Arguments, false),
+				Permission: string(promcp.PermissionInsufficient), Status: string(promcp.StatusFailed), Reason: perr.Message})
+		}
+	}
+	b, _ := json.Marshal(resultOf(body, true))
+	_ = req.Respond(b)
 }
 
 // inTime checks a request's deadline on the gateway's clock just before
@@ -512,20 +573,48 @@ func capRole(role, max string) string {
 	return max
 }
 
-// routeCaller is who a request through entry acts as: the caller the
-// entry node names, with the role capped by this gateway's route policy,
-// and the route (Via) for the audit.
-func (m *Member) routeCaller(entry string, c wireCaller, tool string) server.Caller {
+// routeCaller is who a request through entry acts as, and the route
+// (Via) for the audit. With a credential and JWT providers here, the
+// caller is the one the JWT names, verified by this gateway ("verified
+// jwt" in Via); a credential that does not verify refuses the request,
+// and so does a missing one under RequireCredential. Otherwise it is the
+// caller the entry node names. Either way the role is capped by this
+// gateway's route policy.
+func (m *Member) routeCaller(entry string, c wireCaller, credential, tool string) (server.Caller, error) {
 	max, ok := m.cfg.Routes[entry]
 	if !ok {
 		max = m.cfg.RouteRole
+	}
+	via := entry
+	switch {
+	case credential != "" && m.cfg.Credentials.HasJWT():
+		v, err := m.cfg.Credentials.CheckJWT(context.Background(), credential)
+		if err != nil {
+			reason := err.Error()
+			if ae, ok := errors.AsType[*server.AuthError](err); ok {
+				reason = ae.Reason
+			}
+			m.cfg.Log.Warn("fleet: refused a routed call: the caller's credential does not verify", "entry", entry, "claimed", c.Name,
+				"tool", tool, "why", err.Error())
+			return server.Caller{}, &promcp.Error{Code: promcp.CodeRefused, Message: fmt.Sprintf(
+				"gateway %s refused %s through %s: the caller's credential does not verify: %s", m.cfg.GatewayID, tool, entry, reason)}
+		}
+		if v.Name != c.Name || v.Role != c.Role {
+			m.cfg.Log.Info("fleet: routed caller taken from its verified credential, not the entry node's claim", "entry", entry,
+				"claimed", c.Name, "claimed_role", c.Role, "caller", v.Name, "role", v.Role, "tool", tool)
+		}
+		c, via = wireCaller{Name: v.Name, Role: v.Role}, entry+", verified jwt"
+	case m.cfg.RequireCredential:
+		m.cfg.Log.Warn("fleet: refused a routed call without a verifiable caller credential", "entry", entry, "claimed", c.Name, "tool", tool)
+		return server.Caller{}, &promcp.Error{Code: promcp.CodeRefused, Message: fmt.Sprintf(
+			"gateway %s refused %s through %s: it requires a caller credential (a JWT of its identity providers) with every routed call", m.cfg.GatewayID, tool, entry)}
 	}
 	role := capRole(c.Role, max)
 	if role != c.Role {
 		m.cfg.Log.Warn("fleet: routed caller's role capped by the route", "entry", entry, "caller", c.Name, "claimed", c.Role,
 			"acts_as", role, "tool", tool)
 	}
-	return server.Caller{Name: c.Name, Role: role, Via: entry}
+	return server.Caller{Name: c.Name, Role: role, Via: via}, nil
 }
 
 // async runs f on its own goroutine, at most maxInFlight at once; a

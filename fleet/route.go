@@ -28,7 +28,8 @@ func (v *View) Call(ctx context.Context, gw, tool string, args json.RawMessage, 
 	defer cancel()
 	dl, _ := ctx.Deadline()
 	c := server.CallerFrom(ctx)
-	data, err := json.Marshal(callRequest{Tool: tool, Arguments: args, Caller: wireCaller{Name: c.Name, Role: c.Role}, Deadline: dl.UTC()})
+	data, err := json.Marshal(callRequest{Tool: tool, Arguments: args, Caller: wireCaller{Name: c.Name, Role: c.Role},
+		Credential: c.Credential, Deadline: dl.UTC()})
 	if err != nil {
 		return nil, err
 	}

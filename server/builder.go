@@ -41,6 +41,11 @@ type Caller struct {
 	// bound by NATS), "" for a call made to this gateway directly. The
 	// audit records it.
 	Via string
+	// Credential is the bearer JWT the caller proved itself with over
+	// HTTP (set by Authenticate; "" for opaque tokens, certificates and
+	// stdio), so that a fleet endpoint can forward it with a routed call
+	// for the owning gateway to verify itself. Never log it.
+	Credential string
 }
 
 type callerKey struct{}

@@ -93,6 +93,31 @@ func (t *Tokens) Check(ctx context.Context, token string) (Caller, error) {
 	return Caller{}, &AuthError{Reason: "the token's issuer is not trusted", Detail: strings.Join(other, "; ")}
 }
 
+// hasJWT tells whether JWT providers were added (AcceptJWT).
+func (t *Tokens) hasJWT() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.jwt) > 0
+}
+
+// CheckJWT verifies a caller credential that travelled with a routed
+// fleet call: only a JWT of one of the providers is accepted, never an
+// opaque token (which another node could have replayed from its own
+// tokens file). The error is an *AuthError saying why.
+func (t *Tokens) CheckJWT(ctx context.Context, token string) (Caller, error) {
+	if t == nil || !t.hasJWT() {
+		return Caller{}, &AuthError{Reason: "this gateway has no JWT identity provider to verify the caller's credential"}
+	}
+	if !looksLikeJWT(token) {
+		return Caller{}, &AuthError{Reason: "the caller's credential is not a JWT"}
+	}
+	return t.Check(ctx, token)
+}
+
+// HasJWT tells whether the tokens verify JWTs (a policy's jwt identity
+// providers): a gateway that does verifies routed callers itself.
+func (t *Tokens) HasJWT() bool { return t != nil && t.hasJWT() }
+
 type tokenEntry struct {
 	hash   [sha256.Size]byte
 	caller Caller

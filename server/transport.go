@@ -413,8 +413,12 @@ func Authenticate(r *http.Request, tokens *Tokens, certs []*CertVerifier) (Calle
 		if !strings.EqualFold(scheme, "Bearer") {
 			return Caller{}, cmp.Or(first, error(&AuthError{Reason: "the Authorization scheme is not Bearer"}))
 		}
-		c, err := tokens.Check(r.Context(), strings.TrimSpace(token))
+		token = strings.TrimSpace(token)
+		c, err := tokens.Check(r.Context(), token)
 		if err == nil {
+			if tokens.hasJWT() && looksLikeJWT(token) {
+				c.Credential = token
+			}
 			return c, nil
 		}
 		first = cmp.Or(first, err)
