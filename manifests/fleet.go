@@ -74,6 +74,10 @@ type Fleet struct {
 	// NATS): routes: {hub1: {max_role: supervisor}}. A node not listed
 	// carries at most the gateway's own --role.
 	Routes map[string]FleetRoute
+	// RequireCallerCredential makes a gateway refuse routed calls and
+	// can_do that carry no caller JWT it verifies itself (its policy's
+	// jwt identity providers): require_caller_credential: true.
+	RequireCallerCredential bool
 	// Trust is the node's identity (its nkey), the fleet CA, and on a hub
 	// its TLS certificate and the identities file of the fleet's nodes;
 	// written by promcp-device fleet init. Nil only when Insecure.
@@ -108,7 +112,7 @@ type FleetPing struct {
 }
 
 var (
-	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http", "routes", "identity", "ca", "cert", "key", "identities", "credentials", "users", "insecure"}
+	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http", "routes", "identity", "ca", "cert", "key", "identities", "credentials", "users", "insecure", "require_caller_credential"}
 	listenKeys  = []string{"client", "cluster", "leaf"}
 	clusterKeys = []string{"name", "peers"}
 	pingKeys    = []string{"interval", "max_missed"}
@@ -189,6 +193,7 @@ func ParseFleet(file string, data []byte) (*Fleet, error) {
 		}
 		f.HTTP = hostPort(o, "http")
 		fleetRoutes(f, o)
+		f.RequireCallerCredential = o.boolean("require_caller_credential")
 		fleetCredentials(f, o, time.Now())
 		if !d.aborted {
 			checkFleet(f, o)

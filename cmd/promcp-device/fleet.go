@@ -277,10 +277,14 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	if err != nil {
 		return failErr(err, false)
 	}
+	if fl.RequireCallerCredential && !tokens.HasJWT() {
+		return usageErr("the fleet file says require_caller_credential: true, but the gateway verifies no JWTs: declare a jwt identity provider in the policy and serve --http, or every routed call would be refused")
+	}
 	locations, vocab := registryWords(gw.manifest)
 	n.member, err = fleet.Join(ctx, n.nc, fleet.MemberConfig{GatewayID: fl.Gateway, Zone: fl.Zone, Tags: fl.Tags, Profile: fl.Profile,
 		Locations: locations, Vocabulary: vocab,
-		Shared: n.equipment, Routes: routeRoles(fl), RouteRole: f.role, Log: log}, local)
+		Shared: n.equipment, Routes: routeRoles(fl), RouteRole: f.role,
+		Credentials: tokens, RequireCredential: fl.RequireCallerCredential, Audit: gw.srv.Audit, Log: log}, local)
 	if err != nil {
 		return failErr(err, false)
 	}
