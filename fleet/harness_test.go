@@ -236,7 +236,7 @@ func startGateway(t testing.TB, id, zone, hubURL string, cut bool, opts ...func(
 	}
 	g.local = &gate{Local: l, hold: map[string]chan struct{}{}}
 	cfg := fleet.MemberConfig{GatewayID: id, Zone: zone, Profile: "full",
-		Locations: []string{""}, Upkeep: 500 * time.Millisecond, RouteRole: server.RoleOperator}
+		Locations: []string{""}, Upkeep: 500 * time.Millisecond, RouteRole: server.RoleOperator, Audit: g.srv.Audit}
 	for _, o := range opts {
 		o(&cfg)
 	}
