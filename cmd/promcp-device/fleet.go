@@ -319,6 +319,7 @@ func cmdHub(c *cli) int {
 	replicas := c.Int("replicas", 3, "copies of the fleet's buckets (`N`): 3 for a three-member hub, 1 for a lone trial hub")
 	tokensFile := c.String("tokens", "", "require bearer tokens listed in `FILE` on the fleet endpoint (see promcp-device token add)")
 	role := c.String("role", "operator", "without --tokens: the `ROLE` of every call on the fleet endpoint (each gateway's policy decides)")
+	policyFile := c.String("policy", "", "honour the jwt identity providers of the policy `FILE` (its identity and roles) on the fleet endpoint; the JWT travels with each routed call for the owning gateway to verify")
 	logLevel := c.String("log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
 	var origins listFlag
 	c.Var(&origins, "allow-origin", "a browser `ORIGIN` allowed to call the fleet endpoint (repeatable); loopback origins are always allowed")
@@ -348,6 +349,11 @@ func cmdHub(c *cli) int {
 	var tokens *server.Tokens
 	if *tokensFile != "" {
 		if tokens, err = server.LoadTokens(*tokensFile); err != nil {
+			return c.fail(err)
+		}
+	}
+	if *policyFile != "" {
+		if tokens, err = hubIdentity(log, *policyFile, fl.HTTP, *role, tokens); err != nil {
 			return c.fail(err)
 		}
 	}
@@ -387,6 +393,31 @@ func cmdHub(c *cli) int {
 	<-c.ctx.Done()
 	log.Info("hub member stopping")
 	return 0
+}
+
+// hubIdentity adds the jwt identity providers of the policy file to the
+// hub's fleet endpoint tokens. The endpoint serves plain HTTP, so an
+// mtls provider is refused rather than ignored.
+func hubIdentity(log *slog.Logger, file, httpAddr, role string, tokens *server.Tokens) (*server.Tokens, error) {
+	pol, err := manifests.LoadPolicy(file, nil)
+	if err != nil {
+		return nil, failErr(err, true)
+	}
+	if pol.Identity == nil || len(pol.Identity.Providers) == 0 {
+		return nil, usageErr("--policy %s declares no identity providers for the hub's fleet endpoint", file)
+	}
+	for _, p := range pol.Identity.Providers {
+		if p.Type == manifests.ProviderMTLS {
+			return nil, usageErr("--policy %s: %s: the hub's fleet endpoint serves plain HTTP and takes jwt providers only, not mtls", file, p.Pos)
+		}
+	}
+	if httpAddr == "" {
+		log.Warn("--policy given but the fleet file names no http: endpoint; the identity providers are unused")
+		return tokens, nil
+	}
+	f := &serveFlags{httpAddr: httpAddr, role: role}
+	tokens, _, err = f.identity(log, pol, tokens)
+	return tokens, err
 }
 
 // openHubShared creates the shared state's buckets and streams, trying
