@@ -78,8 +78,9 @@ var (
 )
 
 // identityNote says what of §6 identity is not honoured yet.
-const identityNote = "a routed fleet call carries the caller's name and role, not its credential: the gateway that owns " +
-	"the hardware trusts the node that forwarded it, and the fleet endpoint and the console accept bearer tokens and JWTs, not client certificates"
+const identityNote = "a client certificate does not travel with a routed fleet call (a JWT does, and the gateway that owns " +
+	"the hardware verifies it itself): a caller proved by certificate at another node is that node's claim, capped by the route; " +
+	"the fleet endpoint and the console accept bearer tokens and JWTs, not client certificates"
 
 // identity decodes the identity block at key k, and notes what of it is
 // not honoured yet.

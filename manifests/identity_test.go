@@ -49,7 +49,7 @@ func TestPolicyIdentity(t *testing.T) {
 			if got := j.Pos.String(); got != "/site/p.policy.yml:4:7" {
 				t.Fatalf("jwt provider at %s; want /site/p.policy.yml:4:7", got)
 			}
-			if len(pol.Notes) != 1 || !strings.HasPrefix(pol.Notes[0].String(), "/site/p.policy.yml:3:3: identity: a routed fleet call carries") {
+			if len(pol.Notes) != 1 || !strings.HasPrefix(pol.Notes[0].String(), "/site/p.policy.yml:3:3: identity: a client certificate does not travel with a routed fleet call") {
 				t.Fatalf("notes %v; want one at identity", pol.Notes)
 			}
 		})

@@ -213,7 +213,7 @@ func TestServeIdentityProviders(t *testing.T) {
 	if l := s.log(); !strings.Contains(l, "refused a request: the token has expired") || !strings.Contains(l, "refused a request: the client certificate is not issued by a trusted CA") {
 		t.Fatalf("the log does not give the reasons:\n%s", l)
 	}
-	if l := s.log(); !strings.Contains(l, "identity: a routed fleet call carries the caller's name and role, not its credential") {
+	if l := s.log(); !strings.Contains(l, "identity: a client certificate does not travel with a routed fleet call") {
 		t.Fatalf("the log does not say what of §6 identity is not honoured:\n%s", l)
 	}
 }
@@ -252,7 +252,7 @@ func TestLintIdentityNote(t *testing.T) {
 	line := strings.Count(base, "\n") + 1
 	os.WriteFile(filepath.Join(dir, "physmcp.policy.yml"), []byte(base+"identity:\n  providers:\n    - {type: jwt, issuer: i, audience: a, jwks_url: \"https://i/jwks\"}\n"), 0o600)
 	stdout, _, code := runCLI(t, "lint", filepath.Join(dir, "physmcp.manifest.yml"))
-	want := filepath.Join(dir, "physmcp.policy.yml") + ":" + strconv.Itoa(line+1) + ":3: warning: identity: a routed fleet call carries the caller's name and role, not its credential"
+	want := filepath.Join(dir, "physmcp.policy.yml") + ":" + strconv.Itoa(line+1) + ":3: warning: identity: a client certificate does not travel with a routed fleet call"
 	if code != 0 || !strings.Contains(stdout, want) {
 		t.Fatalf("lint: exit %d\n%s\nwant exit 0 and %q", code, stdout, want)
 	}
