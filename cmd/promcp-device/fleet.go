@@ -354,7 +354,8 @@ func cmdHub(c *cli) int {
 	}
 	if *policyFile != "" {
 		if tokens, err = hubIdentity(log, *policyFile, fl.HTTP, *role, tokens); err != nil {
-			return c.fail(err)
+			fmt.Fprintln(c.stderr, "promcp-device hub:", err)
+			return 2
 		}
 	}
 	n, _, err := connectFleet(fl, log)
@@ -401,14 +402,14 @@ func cmdHub(c *cli) int {
 func hubIdentity(log *slog.Logger, file, httpAddr, role string, tokens *server.Tokens) (*server.Tokens, error) {
 	pol, err := manifests.LoadPolicy(file, nil)
 	if err != nil {
-		return nil, failErr(err, true)
+		return nil, err
 	}
 	if pol.Identity == nil || len(pol.Identity.Providers) == 0 {
-		return nil, usageErr("--policy %s declares no identity providers for the hub's fleet endpoint", file)
+		return nil, fmt.Errorf("--policy %s declares no identity providers for the hub's fleet endpoint", file)
 	}
 	for _, p := range pol.Identity.Providers {
 		if p.Type == manifests.ProviderMTLS {
-			return nil, usageErr("--policy %s: %s: the hub's fleet endpoint serves plain HTTP and takes jwt providers only, not mtls", file, p.Pos)
+			return nil, fmt.Errorf("--policy %s: the hub's fleet endpoint serves plain HTTP and takes jwt providers only, not mtls", p.Pos)
 		}
 	}
 	if httpAddr == "" {
