@@ -397,8 +397,11 @@ func TestAuthenticateCaller(t *testing.T) {
 	tokens := server.NewTokens()
 	tokens.AcceptJWT(jf.v)
 	r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
-	r.Header.Set("Authorization", "Bearer "+jf.is.Token(t, claims("alice", "admin")))
-	if c, err := server.Authenticate(r, tokens, []*server.CertVerifier{cf.v}); err != nil || c != (server.Caller{Name: "alice", Role: "admin"}) {
+	tok := jf.is.Token(t, claims("alice", "admin"))
+	r.Header.Set("Authorization", "Bearer "+tok)
+	// The JWT is kept as the caller's credential, for a fleet endpoint to
+	// forward with a routed call.
+	if c, err := server.Authenticate(r, tokens, []*server.CertVerifier{cf.v}); err != nil || c != (server.Caller{Name: "alice", Role: "admin", Credential: tok}) {
 		t.Fatalf("JWT alone: %+v, %v", c, err)
 	}
 	// Lookup (the console's, /metrics' and the fleet endpoint's check)
