@@ -16,3 +16,7 @@ func Scatter(ctx context.Context, v *View, req promcp.CanDoRequest, targets []st
 	replies, _ := v.scatter(ctx, newQueryID(), req, targets)
 	return len(replies)
 }
+
+// Mute stops m answering: its service stops, its registry entry and
+// heartbeat stay, as a gateway that hangs would leave them.
+func Mute(m *Member) { _ = m.svc.Stop() }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,13 +126,17 @@ func rpc(t *testing.T, url, method string, out any) {
 	}
 }
 
-// One gateway slow to answer: the fleet can_do returns at the budget with
-// the others' candidates, reports the slow one unreachable, and drops its
-// answer when it comes.
+// One gateway frozen (it took the request, then stopped, as a stopped
+// process would): the fleet can_do returns at the budget with the others'
+// candidates, reports the frozen one unreachable, and drops its answer
+// when it comes.
 func TestFleetCanDoSlowGateway(t *testing.T) {
 	_, gws, v := fleetOf(t, "hub1", "north", "north", "north")
 	slow := gws[2]
-	release := slow.local.Hold("can_do")
+	frozen := make(chan struct{})
+	fleet.SetPause(slow.member, func() { <-frozen })
+	var once sync.Once
+	release := func() { once.Do(func() { close(frozen) }) }
 	defer release()
 
 	start := time.Now()
@@ -162,6 +167,28 @@ func TestFleetCanDoSlowGateway(t *testing.T) {
 	rep = v.CanDo(t.Context(), promcp.CanDoRequest{Intent: promcp.Intent{Action: "do_set_pump"}}, "")
 	if len(rep.Candidates) != 3 || !raceEnabled && time.Since(start) >= testBudget {
 		t.Errorf("after release: %d candidates in %s", len(rep.Candidates), time.Since(start))
+	}
+}
+
+// One gateway whose own can_do is stuck (a slow bus) answers within its
+// share of the coordinator's budget, saying it did not finish: the
+// coordinator hears from it before the budget, blocks it with that reason
+// and does not take it for a partition.
+func TestFleetCanDoAnswersWithinShare(t *testing.T) {
+	_, gws, v := fleetOf(t, "hub1", "north", "north")
+	stuck := gws[1]
+	release := stuck.local.Hold("can_do")
+	defer release()
+	rep := v.CanDo(t.Context(), promcp.CanDoRequest{Intent: promcp.Intent{Action: "do_set_pump"}}, "")
+	mm := rep.Metadata.MeshMetadata
+	if mm.ResponsesReceived != 2 || mm.PartitionState != fleet.StateHealthy || len(rep.Candidates) != 1 {
+		t.Fatalf("report = %+v %+v", rep.Candidates, mm)
+	}
+	if len(rep.Blocked) != 1 || rep.Blocked[0].DeviceID != "gw2" || !strings.Contains(rep.Blocked[0].Reason, "within its share") {
+		t.Fatalf("blocked = %+v", rep.Blocked)
+	}
+	if n := stuck.member.SlowAnswers(); n != 1 {
+		t.Errorf("SlowAnswers = %d, want 1", n)
 	}
 }
 

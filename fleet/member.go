@@ -136,6 +136,7 @@ type Member struct {
 	sem   chan struct{} // bounds the requests served at once
 
 	stale atomic.Int64           // requests dropped after their deadline
+	slow  atomic.Int64           // can_do answered without its result (SlowAnswers)
 	pause atomic.Pointer[func()] // tests: runs before a request's deadline check
 
 	mu   sync.Mutex
@@ -430,21 +431,51 @@ func (m *Member) serveCanDo(req micro.Request) {
 			return
 		}
 		defer cancel()
-		reply := canDoReply{GatewayID: m.cfg.GatewayID}
-		res, err := m.local.Call(ctx, caller, "can_do", q.Arguments)
-		switch {
-		case err != nil:
-			reply.Error = err.Error()
-		default:
-			reply.Report, err = structured(res)
-			if err != nil {
-				reply.Error = err.Error()
-			}
-		}
-		b, _ := json.Marshal(reply)
+		b, _ := json.Marshal(m.localCanDo(ctx, caller, q.Arguments, q.Deadline))
 		_ = req.Respond(b)
 	}, req)
 }
+
+// answerShare is the share of the time left to a can_do's deadline within
+// which the gateway answers: the rest is the margin for the answer's way
+// back to the coordinator.
+const answerShare = 0.8
+
+// localCanDo is the gateway's part of a fleet can_do: its own can_do,
+// answered by answerShare of the time left before deadline. When its
+// can_do has not finished by then (a slow bus, a hub read that waits),
+// the gateway answers anyway, with an error saying so, so that the
+// coordinator hears from it within its budget and never takes it for
+// unreachable.
+func (m *Member) localCanDo(ctx context.Context, caller server.Caller, args json.RawMessage, deadline time.Time) canDoReply {
+	by := time.Duration(float64(deadline.Sub(m.cfg.Now())) * answerShare)
+	ctx, cancel := context.WithTimeout(ctx, by)
+	defer cancel()
+	done := make(chan canDoReply, 1)
+	go func() {
+		reply := canDoReply{GatewayID: m.cfg.GatewayID}
+		res, err := m.local.Call(ctx, caller, "can_do", args)
+		if err == nil {
+			reply.Report, err = structured(res)
+		}
+		if err != nil {
+			reply.Error = err.Error()
+		}
+		done <- reply
+	}()
+	select {
+	case r := <-done:
+		return r
+	case <-ctx.Done():
+		m.slow.Add(1)
+		return canDoReply{GatewayID: m.cfg.GatewayID, Error: fmt.Sprintf("gateway %s's can_do did not finish within its share (%s) of the coordinator's budget", m.cfg.GatewayID, by.Round(time.Millisecond))}
+	}
+}
+
+// SlowAnswers is how many can_do requests the gateway answered without its
+// own can_do's result, because it had not finished within the share of
+// the coordinator's budget.
+func (m *Member) SlowAnswers() int64 { return m.slow.Load() }
 
 // callRequest is a routed tool call. As for can_do, the entry node comes
 // from the subject and the caller's role is capped by the route.

@@ -50,13 +50,11 @@ type View struct {
 
 	late atomic.Int64 // answers that arrived after their budget, all queries
 
-	peersMu sync.Mutex
-	peersAt time.Time
-	peers   int
+	peers background // PeerCount's figure
+	hub   background // HubReachable's figure (1: reachable)
+	bg    sync.WaitGroup
 
-	hubMu    sync.Mutex
-	hubAt    time.Time
-	hubOK    bool
+	ctx      context.Context // ends when the view closes
 	stop     context.CancelFunc
 	done     chan struct{}
 	ready    chan struct{}
@@ -73,7 +71,7 @@ func Watch(nc *nats.Conn, cfg ViewConfig) *View {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	v := &View{cfg: cfg, nc: nc, gateways: map[string]Info{}, stop: cancel, done: make(chan struct{}), ready: make(chan struct{})}
+	v := &View{cfg: cfg, nc: nc, gateways: map[string]Info{}, ctx: ctx, stop: cancel, done: make(chan struct{}), ready: make(chan struct{})}
 	go v.watch(ctx)
 	return v
 }
@@ -82,6 +80,7 @@ func Watch(nc *nats.Conn, cfg ViewConfig) *View {
 func (v *View) Close() {
 	v.stop()
 	<-v.done
+	v.bg.Wait()
 }
 
 // Ready is closed once the registry has been read in full once.
@@ -321,24 +320,112 @@ func (v *View) replace(gateways map[string]Info) {
 }
 
 // HubReachable says whether the hub answers: the edge's leaf link is up,
-// or a JetStream call on the hub domain succeeds (cached for a second).
+// and a JetStream call on the hub domain succeeded at the last probe. The
+// probe runs in the background (every second, each bounded by the
+// budget), never inside a request: only the first call, before any
+// probe has finished, waits for one (at most until ctx ends).
 func (v *View) HubReachable(ctx context.Context) bool {
 	if v.cfg.LinkUp != nil && !v.cfg.LinkUp() {
 		return false
 	}
-	v.hubMu.Lock()
-	defer v.hubMu.Unlock()
-	if time.Since(v.hubAt) < time.Second {
-		return v.hubOK
-	}
+	return v.hub.get(ctx, v, v.probeHub) != 0
+}
+
+// probeHub is one probe of the hub: 1 when a JetStream call on the hub
+// domain succeeds within the budget.
+func (v *View) probeHub(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, v.cfg.Budget)
 	defer cancel()
 	js, err := jetstream.NewWithDomain(v.nc, HubDomain)
 	if err == nil {
 		_, err = js.AccountInfo(ctx)
 	}
-	v.hubOK, v.hubAt = err == nil, time.Now()
-	return v.hubOK
+	if err != nil {
+		return 0
+	}
+	return 1
+}
+
+// background is a figure a view keeps up to date on its own goroutine
+// while it is asked for: requests read it, never compute it.
+type background struct {
+	mu      sync.Mutex
+	running bool
+	fresh   chan struct{} // closed when the next figure is in
+	val     int
+	at      time.Time // when val was measured; zero: never
+	asked   time.Time // the last get
+}
+
+const (
+	// backgroundEvery is how often a background figure is measured again.
+	backgroundEvery = time.Second
+	// backgroundStale is the age after which a get waits for a new figure
+	// (at most until its context ends) rather than answer with the last.
+	backgroundStale = 10 * time.Second
+	// backgroundIdle stops the measuring when no one has asked for this
+	// long (a figure that costs a ping to every gateway is not kept
+	// without use).
+	backgroundIdle = time.Minute
+)
+
+// get returns the figure measure last gave, and (re)starts the measuring
+// loop when it is not running. Only when there is no figure younger than
+// backgroundStale does it wait for the next one, and then at most until
+// ctx ends (returning the last figure, or 0).
+func (b *background) get(ctx context.Context, v *View, measure func(context.Context) int) int {
+	b.mu.Lock()
+	now := time.Now()
+	b.asked = now
+	if !b.running && v.ctx.Err() == nil {
+		b.running, b.fresh = true, make(chan struct{})
+		v.bg.Add(1)
+		go b.loop(v, measure)
+	}
+	if !b.at.IsZero() && now.Sub(b.at) < backgroundStale || !b.running {
+		defer b.mu.Unlock()
+		return b.val
+	}
+	fresh := b.fresh
+	b.mu.Unlock()
+	select {
+	case <-fresh:
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.val
+}
+
+// loop measures every backgroundEvery until the view closes or no one
+// has asked for backgroundIdle.
+func (b *background) loop(v *View, measure func(context.Context) int) {
+	defer v.bg.Done()
+	t := time.NewTicker(backgroundEvery)
+	defer t.Stop()
+	for {
+		val := measure(v.ctx)
+		b.mu.Lock()
+		b.val, b.at = val, time.Now()
+		close(b.fresh)
+		b.fresh = make(chan struct{})
+		idle := time.Since(b.asked) > backgroundIdle
+		if idle || v.ctx.Err() != nil {
+			b.running = false
+		}
+		b.mu.Unlock()
+		if idle {
+			return
+		}
+		select {
+		case <-v.ctx.Done():
+			b.mu.Lock()
+			b.running = false
+			b.mu.Unlock()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Alive pings the registered gateways, each on its own subject
@@ -390,17 +477,13 @@ func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
 	return alive
 }
 
-// PeerCount is how many registered gateways answer a ping now (this one
-// included when it is a registered gateway), at least 1: the peer count
-// a policy's quorum.min_peers is held against. It is cached for a second;
-// a ping waits at most the can_do budget.
+// PeerCount is how many registered gateways answered the last ping (this
+// one included when it is a registered gateway), at least 1: the peer
+// count a policy's quorum.min_peers is held against. The pings run in the
+// background (every second, each waiting at most the can_do budget), so
+// a request that needs the count never waits on a silent gateway: only
+// the first call, before any ping round has finished, waits for one (at
+// most until ctx ends).
 func (v *View) PeerCount(ctx context.Context) int {
-	v.peersMu.Lock()
-	defer v.peersMu.Unlock()
-	if time.Since(v.peersAt) < time.Second {
-		return v.peers
-	}
-	alive := v.Alive(ctx, v.cfg.Budget)
-	v.peers, v.peersAt = max(len(alive), 1), time.Now()
-	return v.peers
+	return max(v.peers.get(ctx, v, func(ctx context.Context) int { return len(v.Alive(ctx, v.cfg.Budget)) }), 1)
 }

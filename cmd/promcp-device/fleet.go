@@ -290,6 +290,7 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	}
 	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log})
 	n.peers.Store(n.view)
+	go n.peerCount() // start keeping the peer count, so that no request waits for the first one
 	hc := server.HTTPConfig{AllowedOrigins: f.origins,
 		Sessions: server.SessionLimits{Total: f.maxSessions, PerCaller: f.maxTokenSessions, IdleTTL: f.sessionIdle}}
 	if err := n.serveFleetEndpoint(tokens, server.Caller{Name: "local", Role: f.role}, hc, stdout, log); err != nil {

@@ -17,16 +17,24 @@ const fleetUsage = `Usage:
       issue gateway ID's nkey (DIR/ID/) and add it to DIR/identities, which the hubs reload
   promcp-device fleet revoke DIR ID
       revoke node ID in DIR/identities: the hubs cut its links and refuse it from then on
+  promcp-device fleet sim [--gateways 10,100,1000] [--hubs 1] [--queries 50] [--budget 500ms]
+      measure a simulated fleet in this process (needs a build with -tags natsserver): real hubs,
+      each simulated gateway its own TLS connection and nkey; fleet can_do p50/p99 for an intent
+      every gateway matches and one that matches 10, heap per gateway, process RSS
 `
 
 // cmdFleet runs the fleet's credential commands: init, add-gateway,
 // revoke. They work on files only; the hubs reload the identities file.
+// It also runs the fleet simulator (sim).
 func cmdFleet(c *cli) int {
-	if len(c.args) == 0 || !slices.Contains([]string{"init", "add-gateway", "revoke"}, c.args[0]) {
+	if len(c.args) == 0 || !slices.Contains([]string{"init", "add-gateway", "revoke", "sim"}, c.args[0]) {
 		fmt.Fprint(c.stderr, fleetUsage)
 		return 2
 	}
 	sub := c.sub()
+	if c.args[0] == "sim" {
+		return fleetSim(sub)
+	}
 	// DIR (and ID) come first, the flags after them: parse from the
 	// first flag on.
 	var pos []string
