@@ -167,7 +167,10 @@ func testLocalNoHub(t *testing.T, f *fleet) {
 	defer sub.Unsubscribe()
 	_ = watch.Flush()
 	var runs atomic.Int64
-	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) { runs.Add(1); return []byte("ok"), true, nil }
+	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
+		runs.Add(1)
+		return []byte("ok"), true, nil
+	}
 	round := func(label string) time.Duration {
 		const n = 20
 		start := time.Now()
