@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ func TestFaults(t *testing.T) {
 	t.Run("rate counted once", func(t *testing.T) { testRateOnce(t, f) })
 	t.Run("takeover after lease", func(t *testing.T) { testTakeover(t, f) })
 	t.Run("two claims of one gateway", func(t *testing.T) { testTwoClaims(t, f) })
+	t.Run("lost replies", func(t *testing.T) { testLostReplies(t, f) })
 	t.Run("local calls need no hub", func(t *testing.T) { testLocalNoHub(t, f) }) // last: stops two hub nodes
 }
 
@@ -202,5 +204,54 @@ func testLocalNoHub(t *testing.T, f *fleet) {
 	_, _, err = store.Do(ctx, "routed-down", "do_x", act)
 	if !errors.Is(err, shared.ErrClaimUnknown) || runs.Load() != before {
 		t.Fatalf("routed call with no hub quorum: err=%v, ran %d times; want ErrClaimUnknown and no run", err, runs.Load()-before)
+	}
+}
+
+// testLostReplies: a reservation whose reply is lost, and whose read
+// back fails too, is recognised as this claim's own on the next pass (it
+// refused itself policy_denied before: a retry was a new claim, over its
+// own orphan); a settle whose reply is lost is recognised as applied.
+func testLostReplies(t *testing.T, f *fleet) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	g := f.gws[1]
+	octx, ocancel := context.WithTimeout(ctx, 20*time.Second)
+	st, err := shared.Open(octx, g.leaf.Conn(t), shared.Config{Gateway: g.name})
+	ocancel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var lost []string
+	lose := map[string]int{"reserve": 1, "settle": 1}
+	loseRead := false
+	shared.LoseReplies(st, func(op string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case op == "read" && loseRead:
+			loseRead = false
+			lost = append(lost, op)
+			return context.DeadlineExceeded
+		case lose[op] > 0:
+			lose[op]--
+			loseRead = op == "reserve"
+			lost = append(lost, op)
+			return context.DeadlineExceeded
+		}
+		return nil
+	})
+	res := st.Reserver(policy.NewLocalReserver(policy.NewMemoryState()), testRules)
+	c := claim("do_shared_lost")
+	if d, err := act(ctx, &gateway{res: res}, c, 0); err != nil || !d.Allowed() {
+		t.Fatalf("claim whose reserve and settle replies were lost: %s (%s) %v (lost %v)", d.Permission, d.Reason, err, lost)
+	}
+	if len(lost) != 3 {
+		t.Fatalf("lost %v, want a reserve reply, its read back and a settle reply", lost)
+	}
+	// The record is committed: another gateway is held by its cooldown.
+	c2 := claim("do_shared_lost")
+	if d, err := act(ctx, f.gws[2], c2, time.Hour); err != nil || d.Permission != promcp.CooldownActive {
+		t.Fatalf("after the actuation: %s (%s) %v, want cooldown_active", d.Permission, d.Reason, err)
 	}
 }

@@ -566,6 +566,11 @@ func (r *reserver) take1(res *policy.Reservation) *held {
 
 // readLease reads a key of fleet_lease from the stream leader.
 func (s *State) readLease(ctx context.Context, key string) (leaseView, error) {
+	if s.fault != nil {
+		if err := s.fault("read"); err != nil {
+			return leaseView{}, fmt.Errorf("reading %s: %w", key, err)
+		}
+	}
 	lease, _, _, err := s.handles(ctx)
 	if err != nil {
 		return leaseView{}, err

@@ -426,6 +426,11 @@ func (s *State) call(ctx context.Context, op string, q svcRequest) (svcReply, er
 	if !rep.Now.IsZero() && s.skewStale(after) {
 		s.measureSkew(rep.Now, before, after)
 	}
+	if s.fault != nil {
+		if err := s.fault(op); err != nil {
+			return svcReply{}, err
+		}
+	}
 	return rep, rep.err(op)
 }
 

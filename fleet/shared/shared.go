@@ -132,6 +132,10 @@ type State struct {
 	skewSeen bool
 	// unlinkedSince is when a claim first found the leaf link down.
 	unlinkedSince time.Time
+	// fault, set by tests only (export_test.go), loses replies: called
+	// with "read" before a read of fleet_lease and with the operation
+	// after the hubs answered it, an error it returns is the call's.
+	fault func(op string) error
 }
 
 // Open binds the fleet buckets and streams in the hub domain, creating
