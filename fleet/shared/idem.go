@@ -163,11 +163,14 @@ func (f *fleetStore) run(ctx context.Context, k, key, fingerprint string, act id
 }
 
 // alone answers a call whose hub claim failed (err). With StoreFor, a
-// hub-claimed key is refused (nothing runs: a read error is not a
-// partition, and the key may run elsewhere). With Store (every key on
-// the hub, as before) the call runs with the local store only.
+// hub-claimed key is refused (nothing runs: a timeout or a hub without
+// quorum is not a partition, and the key may run elsewhere) unless no
+// hub serves the fleet state at all (no responders, no JetStream: no
+// gateway can claim it either), when the local store decides. With Store
+// (every key on the hub, as before) the call runs with the local store
+// only.
 func (f *fleetStore) alone(ctx context.Context, key, fingerprint string, act idempotency.Action, err error) ([]byte, bool, error) {
-	if f.hub != nil {
+	if f.hub != nil && Classify(err) != ClassUnreachable {
 		return nil, false, fmt.Errorf("%w (nothing ran; send it again with the same idempotency_key): %w", ErrClaimUnknown, err)
 	}
 	f.s.cfg.Log.Warn("fleet: idempotency claim not possible, deduplicating on this gateway only", "err", err)
