@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/promcp/promcp-device/idempotency"
 )
 
@@ -165,16 +167,25 @@ func (f *fleetStore) run(ctx context.Context, k, key, fingerprint string, act id
 // alone answers a call whose hub claim failed (err). With StoreFor, a
 // hub-claimed key is refused (nothing runs: a timeout or a hub without
 // quorum is not a partition, and the key may run elsewhere) unless no
-// hub serves the fleet state at all (no responders, no JetStream: no
-// gateway can claim it either), when the local store decides. With Store
+// hub runs the shared-state service at all (no responders while the
+// link to the hub is up: no gateway can claim the key either), when the
+// local store decides. With Store
 // (every key on the hub, as before) the call runs with the local store
 // only.
 func (f *fleetStore) alone(ctx context.Context, key, fingerprint string, act idempotency.Action, err error) ([]byte, bool, error) {
-	if f.hub != nil && Classify(err) != ClassUnreachable {
+	if f.hub != nil && !f.noService(err) {
 		return nil, false, fmt.Errorf("%w (nothing ran; send it again with the same idempotency_key): %w", ErrClaimUnknown, err)
 	}
 	f.s.cfg.Log.Warn("fleet: idempotency claim not possible, deduplicating on this gateway only", "err", err)
 	return f.local.Do(ctx, key, fingerprint, act)
+}
+
+// noService reports whether err says that no hub runs the shared-state
+// service: no responders while the leaf link is up (or its state is not
+// known). A link that is down is a partition of unknown length, not an
+// answer: refused.
+func (f *fleetStore) noService(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) && (f.s.cfg.Linked == nil || f.s.cfg.Linked())
 }
 
 // read returns the claim of k and its revision; a claim older than the
