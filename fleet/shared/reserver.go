@@ -46,6 +46,9 @@ type leaseRecord struct {
 	// LastReq is the request whose actuation Last is (its identity: a
 	// gateway recognises its own actuations by it, and counts them once).
 	LastReq string `json:"last_req,omitempty"`
+	// LastLapsed says that Last is a pending reservation taken over once
+	// its lease lapsed (never settled), not a committed actuation.
+	LastLapsed bool `json:"last_lapsed,omitempty"`
 	// LeaseMS is how long the pending record holds the actuator (ms) from
 	// its hub write time; 0 is the hubs' default lease.
 	LeaseMS int64 `json:"lease_ms,omitempty"`
@@ -238,7 +241,7 @@ func (r *reserver) reserveOnce(ctx context.Context, c policy.Claim, rule Rule, d
 	}
 	if seen.rev != 0 && seen.rec.State == statePending && seen.rec.claimant == cl.id {
 		// Our own reservation, written although its reply was lost.
-		return r.hold(ctx, c, rule, res, d, &held{key: cl.key, rev: seen.rev, rec: seen.rec, prev: actuation{seen.rec.Last, seen.rec.LastReq}})
+		return r.hold(ctx, c, rule, res, d, &held{key: cl.key, rev: seen.rev, rec: seen.rec, prev: actuation{seen.rec.Last, seen.rec.LastReq}}, cl)
 	}
 	if until, who := r.othersPending(seen); who != "" {
 		_ = r.local.Release(ctx, res)
@@ -249,7 +252,7 @@ func (r *reserver) reserveOnce(ctx context.Context, c policy.Claim, rule Rule, d
 	}
 	h, d2, werr := r.take(ctx, c, rule, seen, cl)
 	if h != nil {
-		return r.hold(ctx, c, rule, res, d, h)
+		return r.hold(ctx, c, rule, res, d, h, cl)
 	}
 	_ = r.local.Release(ctx, res)
 	switch {
@@ -281,13 +284,20 @@ func (r *reserver) reserveOnce(ctx context.Context, c policy.Claim, rule Rule, d
 
 // hold records h as res's fleet side (taking the rate slot first when
 // the rule has a limit and h has none).
-func (r *reserver) hold(ctx context.Context, c policy.Claim, rule Rule, res *policy.Reservation, d policy.Decision, h *held) (*policy.Reservation, policy.Decision, error, bool) {
+func (r *reserver) hold(ctx context.Context, c policy.Claim, rule Rule, res *policy.Reservation, d policy.Decision, h *held, cl *claimState) (*policy.Reservation, policy.Decision, error, bool) {
 	if rule.RateLimit != nil && h.rateSeq == 0 {
 		seq, d2, err := r.s.takeRate(ctx, c, rule)
 		if seq == 0 {
 			_ = r.s.putBack(ctx, h)
 			_ = r.local.Release(ctx, res)
-			return nil, d2, err, false
+			if err == nil || ctx.Err() != nil {
+				return nil, d2, err, false // refused (rate limit), or the caller gave up
+			}
+			// The slot's write failed: tried again like the record's.
+			if reach, again := r.again(ctx, err, cl); !again {
+				return nil, r.noQuorum(c, rule, reach), nil, false
+			}
+			return nil, d2, nil, true
 		}
 		h.rateSeq = seq
 	}
@@ -465,6 +475,8 @@ func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
 		switch {
 		case rerr == nil && now.rec.claimant == rec.claimant && now.rec.State == rec.State:
 			return nil // applied after all: its reply was lost
+		case rerr == nil && rec.State == stateCommitted && now.rec.LastReq == rec.Request && !now.rec.LastLapsed:
+			return nil // applied, its reply lost, and another claim came after it
 		case rerr == nil && now.rec.claimant != rec.claimant:
 			return fmt.Errorf("%w (the record now belongs to gateway %s)", err, now.rec.Gateway)
 		case rerr == nil:

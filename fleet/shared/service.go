@@ -260,6 +260,7 @@ func (v *Service) lease(ctx context.Context, gw, op string, q svcRequest) svcRep
 		}
 		l := cur.last()
 		rec.Last, rec.LastReq = l.at, l.req
+		rec.LastLapsed = cur.rev != 0 && cur.rec.State == statePending && l.req == cur.rec.Request
 		if q.TTL > 0 {
 			rec.LeaseMS = min(max(q.TTL, time.Second.Milliseconds()), v.cfg.MaxLease.Milliseconds())
 		}
@@ -270,7 +271,7 @@ func (v *Service) lease(ctx context.Context, gw, op string, q svcRequest) svcRep
 		if q.State != stateCommitted && q.State != stateReleased {
 			return refuse("settle: state %q (want committed or released)", q.State)
 		}
-		rec.State, rec.Last, rec.LastReq, rec.LeaseMS = q.State, cur.rec.Last, cur.rec.LastReq, cur.rec.LeaseMS
+		rec.State, rec.Last, rec.LastReq, rec.LastLapsed, rec.LeaseMS = q.State, cur.rec.Last, cur.rec.LastReq, cur.rec.LastLapsed, cur.rec.LeaseMS
 	}
 	lease, _, _, err := v.s.handles(ctx)
 	if err != nil {
