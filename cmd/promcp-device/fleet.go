@@ -256,16 +256,23 @@ func (n *fleetNode) peerCount() int {
 	return v.PeerCount(ctx)
 }
 
-// fleetStore makes the gateway's idempotency store fleet-wide: a key is
-// claimed on the hub before the action runs, so the same key sent to two
-// gateways (or to one, directly and through the fleet) runs once.
+// fleetStore makes the gateway's idempotency store fleet-aware: the key
+// of a call routed to this gateway through the fleet is claimed on the
+// hub before the action runs, so the same key sent through two entry
+// nodes runs once; a call made to this gateway directly is deduplicated
+// on the gateway alone (no hub round trip: its own actuators do not wait
+// for the hub). Both go through the local store, so one key sent
+// directly and routed to this gateway runs once too.
 func (n *fleetNode) fleetStore(opts *gatewayOptions, st *state, ttl time.Duration) {
 	var local idempotency.Store = idempotency.NewMemory(ttl, nil)
 	if st.store != nil {
 		local = st.store
 	}
-	opts.server = append(opts.server, server.WithStore(n.shared.Store(local, ttl), ttl))
+	opts.server = append(opts.server, server.WithStore(n.shared.StoreFor(local, ttl, routedCall), ttl))
 }
+
+// routedCall reports whether the call in ctx came through the fleet.
+func routedCall(ctx context.Context) bool { return server.CallerFrom(ctx).Via != "" }
 
 // joinFleet makes the served gateway a member of the fleet: registered,
 // answering the fleet's can_do and routed calls, watching the registry,

@@ -385,10 +385,15 @@ func (x *attack) ownTurn(t *testing.T) {
 	if rec["last"] == nil || before["gw"] != "gw1" {
 		t.Fatalf("gw1's actuation not carried in the record: before %v, after %v", before, rec)
 	}
-	if rep := x.ask(t, "reserve", map[string]any{"key": fansKey, "rev": rev2, "req": "thief-2"}); rep["refused"] != true {
-		t.Fatalf("gw2 reserving again over its own pending reservation within the lease: %v; want refused", rep)
+	// Not written: answered as a lost race (so that a second claim of
+	// gw2's waits for its first), and the record stays thief-1's.
+	if rep := x.ask(t, "reserve", map[string]any{"key": fansKey, "rev": rev2, "req": "thief-2"}); rep["err"] == nil {
+		t.Fatalf("gw2 reserving again over its own pending reservation within the lease: %v; want not written", rep)
 	} else {
-		t.Logf("refused by the hubs' lease check: %v", rep["err"])
+		t.Logf("not written, by the hubs' lease check: %v", rep["err"])
+	}
+	if rev3, rec := x.leaseRecord(t, fansKey); rev3 != rev2 || rec["req"] != "thief-1" {
+		t.Fatalf("gw2's pending reservation after a reservation over it: %v at %d; want thief-1 unchanged at %d", rec, rev3, rev2)
 	}
 	if rep := x.ask(t, "settle", map[string]any{"key": fansKey, "rev": rev2, "req": "thief-1", "state": "released"}); rep["err"] != nil {
 		t.Fatalf("gw2 settling its own reservation: %v", rep)

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/promcp/promcp-device/idempotency"
 )
 
@@ -44,6 +46,9 @@ type fleetStore struct {
 	s     *State
 	local idempotency.Store
 	ttl   time.Duration
+	// hub reports whether a call's key is claimed on the hub; nil: every
+	// key is.
+	hub func(ctx context.Context) bool
 }
 
 // Store returns an idempotency.Store that claims each key fleet-wide
@@ -60,6 +65,27 @@ func (s *State) Store(local idempotency.Store, ttl time.Duration) idempotency.St
 	return &fleetStore{s: s, local: local, ttl: ttl}
 }
 
+// StoreFor is Store for a gateway whose own calls are decided locally:
+// a call for which hub reports false (a call made to this gateway
+// directly, on its own actuators) is deduplicated by local alone, with
+// no hub round trip, so it runs as fast during a hub outage as with the
+// hub up; a call for which hub reports true (a call routed to this
+// gateway through the fleet, which a client may send again through
+// another entry node) claims its key on the hub first. A hub-claimed key
+// whose claim cannot be read or written is refused, never run on local
+// alone: a timeout is not a partition, and the key may be running
+// elsewhere.
+func (s *State) StoreFor(local idempotency.Store, ttl time.Duration, hub func(ctx context.Context) bool) idempotency.Store {
+	f := s.Store(local, ttl).(*fleetStore)
+	f.hub = hub
+	return f
+}
+
+// ErrClaimUnknown is returned, wrapped, when a key that is claimed on the
+// hub could not be read or claimed there: nothing ran; the call may be
+// sent again with the same key.
+var ErrClaimUnknown = errors.New("the fleet idempotency claim could not be checked on the hub")
+
 var plainKey = regexp.MustCompile(`^[-_=A-Za-z0-9]{1,128}$`)
 
 // idemKey is the KV key of an idempotency key: the key itself when KV
@@ -75,6 +101,9 @@ func idemKey(key string) string {
 
 // Do implements idempotency.Store.
 func (f *fleetStore) Do(ctx context.Context, key, fingerprint string, act idempotency.Action) ([]byte, bool, error) {
+	if f.hub != nil && !f.hub(ctx) {
+		return f.local.Do(ctx, key, fingerprint, act)
+	}
 	k := idemKey(key)
 	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
 		rev, rec, err := f.read(ctx, k)
@@ -135,11 +164,28 @@ func (f *fleetStore) run(ctx context.Context, k, key, fingerprint string, act id
 	return out, replayed, err
 }
 
-// alone runs the call with the local store only: the hub cannot commit
-// a claim (err).
+// alone answers a call whose hub claim failed (err). With StoreFor, a
+// hub-claimed key is refused (nothing runs: a timeout or a hub without
+// quorum is not a partition, and the key may run elsewhere) unless no
+// hub runs the shared-state service at all (no responders while the
+// link to the hub is up: no gateway can claim the key either), when the
+// local store decides. With Store
+// (every key on the hub, as before) the call runs with the local store
+// only.
 func (f *fleetStore) alone(ctx context.Context, key, fingerprint string, act idempotency.Action, err error) ([]byte, bool, error) {
+	if f.hub != nil && !f.noService(err) {
+		return nil, false, fmt.Errorf("%w (nothing ran; send it again with the same idempotency_key): %w", ErrClaimUnknown, err)
+	}
 	f.s.cfg.Log.Warn("fleet: idempotency claim not possible, deduplicating on this gateway only", "err", err)
 	return f.local.Do(ctx, key, fingerprint, act)
+}
+
+// noService reports whether err says that no hub runs the shared-state
+// service: no responders while the leaf link is up (or its state is not
+// known). A link that is down is a partition of unknown length, not an
+// answer: refused.
+func (f *fleetStore) noService(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) && (f.s.cfg.Linked == nil || f.s.cfg.Linked())
 }
 
 // read returns the claim of k and its revision; a claim older than the

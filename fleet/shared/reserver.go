@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/internal/positive"
 	"github.com/promcp/promcp-device/policy"
 	"github.com/promcp/promcp-device/promcp"
 )
@@ -42,6 +43,24 @@ type leaseRecord struct {
 	// Last is the hub time of the last actuation before this record's
 	// own: what remains when a pending reservation is released.
 	Last time.Time `json:"last,omitzero"`
+	// LastReq is the request whose actuation Last is (its identity: a
+	// gateway recognises its own actuations by it, and counts them once).
+	LastReq string `json:"last_req,omitempty"`
+	// LastLapsed says that Last is a pending reservation taken over once
+	// its lease lapsed (never settled), not a committed actuation.
+	LastLapsed bool `json:"last_lapsed,omitempty"`
+	// LeaseMS is how long the pending record holds the actuator (ms) from
+	// its hub write time; 0 is the hubs' default lease.
+	LeaseMS int64 `json:"lease_ms,omitempty"`
+}
+
+// lease is how long the record, pending, holds its actuator: its own
+// lease bounded by max, or def when it names none.
+func (r leaseRecord) lease(def, max time.Duration) time.Duration {
+	if r.LeaseMS <= 0 {
+		return def
+	}
+	return min(time.Duration(r.LeaseMS)*time.Millisecond, max)
 }
 
 // leaseView is a key of fleet_lease as read.
@@ -51,28 +70,35 @@ type leaseView struct {
 	created time.Time // hub time of the write
 }
 
-// actuations returns the hub times the record counts as actuations: a
-// pending or committed record's own write, and the one before it.
-func (v leaseView) actuations() []time.Time {
-	var ts []time.Time
+// actuation is an actuation a lease record counts: its hub time and the
+// request (claim id) that made it.
+type actuation struct {
+	at  time.Time
+	req string
+}
+
+// actuations returns the actuations the record counts: a pending or
+// committed record's own write, and the one before it.
+func (v leaseView) actuations() []actuation {
+	var as []actuation
 	if !v.rec.Last.IsZero() {
-		ts = append(ts, v.rec.Last)
+		as = append(as, actuation{v.rec.Last, v.rec.LastReq})
 	}
 	if v.rev != 0 && v.rec.State != stateReleased {
-		ts = append(ts, v.created)
+		as = append(as, actuation{v.created, v.rec.Request})
 	}
-	return ts
+	return as
 }
 
 // last is the latest actuation the record counts.
-func (v leaseView) last() time.Time {
-	var t time.Time
+func (v leaseView) last() actuation {
+	var l actuation
 	for _, a := range v.actuations() {
-		if a.After(t) {
-			t = a
+		if a.at.After(l.at) {
+			l = a
 		}
 	}
-	return t
+	return l
 }
 
 // held is a shared reservation's fleet side.
@@ -80,7 +106,7 @@ type held struct {
 	key     string
 	rev     uint64
 	rec     leaseRecord
-	prev    time.Time // Last to restore on release
+	prev    actuation // Last to restore on release
 	rateSeq uint64    // FLEET_RATE slot taken, 0 for none
 }
 
@@ -93,7 +119,15 @@ type reserver struct {
 
 	mu   sync.Mutex
 	held map[*policy.Reservation]*held
+	// mine holds the claim ids of this gateway's recent actuations of
+	// shared actuators (in its local history already): fold counts them
+	// once. Oldest first, at most mineMax.
+	mine []string
 }
+
+// mineMax bounds the claim ids a reserver remembers: a lease record
+// names at most two actuations, so only the latest few matter.
+const mineMax = 256
 
 // Reserver returns a policy.Reserver for this gateway: claims that rules
 // marks shared are decided on the fleet-wide state as well as the local
@@ -109,22 +143,34 @@ func (s *State) Reserver(local policy.Reserver, rules Rules) policy.Reserver {
 
 func leaseKey(owner, action string) string { return "cooldown." + owner + "." + action }
 
-// maxRetries bounds how often a shared claim is tried again after a
-// write that lost without the key changing (a lame-duck leader, FLEET.md
-// §5.14) or that failed while the hub's quorum still answers (a hub node
-// lost mid-write, §6), before it is refused partition_no_quorum. With
-// the back-off (doubling from a few milliseconds, at most maxBackoff) the
-// retries span about two seconds: a new stream leader is elected in
-// 40-120 ms on an idle machine and in over a second on a loaded one, and
-// losing one hub node must fail no action.
-const maxRetries = 12
-
 // maxBackoff bounds the wait between two tries.
-const maxBackoff = 250 * time.Millisecond
+const maxBackoff = 500 * time.Millisecond
 
 // backoff is the wait before try number tries+1, from base.
 func backoff(base time.Duration, tries int) time.Duration {
 	return min(base<<min(tries, 16), maxBackoff)
+}
+
+// Lease bounds: a claim's lease covers its actuation (the time left to
+// the call's deadline, and a margin), at least the rule's lease (or
+// DefaultLease), at most MaxLease.
+const (
+	// DefaultLease is the lease of a claim whose rule names none and
+	// whose context has no deadline.
+	DefaultLease = 30 * time.Second
+	// MaxLease bounds any lease: a crashed gateway's pending record
+	// holds its actuator at most this long.
+	MaxLease   = 10 * time.Minute
+	leaseSlack = 5 * time.Second
+)
+
+// leaseFor is the lease of a claim made within ctx under rule.
+func leaseFor(ctx context.Context, rule Rule, now time.Time) time.Duration {
+	l := positive.Or(rule.Lease, DefaultLease)
+	if dl, ok := ctx.Deadline(); ok {
+		l = max(l, dl.Sub(now)+leaseSlack)
+	}
+	return min(l, MaxLease)
 }
 
 // Reserve implements policy.Reserver.
@@ -138,160 +184,246 @@ func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx 
 			Reason:  fmt.Sprintf("%s cannot be held fleet-wide: owner %q or action is not a name of letters, digits, '-' and '_'", c.Action, rule.Owner),
 			Details: "fix the fleet rules' owner"}, nil
 	}
-	key := leaseKey(rule.Owner, c.Action)
-	for tries := 0; ; {
-		var seen leaseView
-		var readErr error
-		res, d, err := r.local.Reserve(ctx, c, func(ctx context.Context, v policy.View) policy.Decision {
-			lv, err := r.s.readLease(ctx, key)
-			if err != nil {
-				readErr = err
-				return policy.Decision{Permission: promcp.PartitionNoQuorum, Reason: "reading the fleet record failed"}
-			}
-			seen, readErr = lv, nil
-			r.fold(&v, c, lv)
-			return decide(ctx, v)
-		})
-		if res != nil && readErr != nil {
-			_ = r.local.Release(ctx, res)
-			res = nil
-		}
-		switch {
-		case err != nil:
+	cl := claimState{id: r.s.claimant(), key: leaseKey(rule.Owner, c.Action), lease: leaseFor(ctx, rule, r.s.cfg.Now()), start: r.s.cfg.Now()}
+	for {
+		res, d, err, again := r.reserveOnce(ctx, c, rule, decide, &cl)
+		if !again {
 			return res, d, err
-		case readErr != nil:
-			if ctx.Err() != nil {
-				return nil, d, ctx.Err()
-			}
-			if reach, again := r.again(ctx, readErr, tries); !again {
-				return nil, r.noQuorum(c, rule, reach), nil
-			}
-			tries++
-			continue
-		case res == nil:
-			return nil, d, nil
 		}
-		if until, who := r.othersPending(c, rule, seen); who != "" {
-			_ = r.local.Release(ctx, res)
-			if err := r.s.waitChange(ctx, key, seen.rev, until); err != nil {
-				return nil, d, fmt.Errorf("waiting for the action in progress on %s at gateway %s: %w", c.Action, who, err)
-			}
-			continue
-		}
-		h, d2, werr := r.take(ctx, c, rule, key, seen)
-		if h != nil {
-			r.mu.Lock()
-			r.held[res] = h
-			r.mu.Unlock()
-			return res, d, nil
-		}
-		_ = r.local.Release(ctx, res)
-		switch {
-		case werr == nil:
-			return nil, d2, nil // refused (rate limit, or no quorum for the rate slot)
-		case ctx.Err() != nil:
-			return nil, d, ctx.Err()
-		case errors.Is(werr, errRaceLost):
-			continue // decide again on the winner's record
-		case errors.Is(werr, ErrRefused):
-			r.s.cfg.Log.Warn("fleet: the hubs refused a shared claim", "action", c.Action, "owner", rule.Owner, "err", werr)
-			return nil, policy.Decision{Permission: promcp.PolicyDenied, Value: c.Value, ValidUntil: c.Now.Add(policy.MaxSensorValidity),
-				Reason:  fmt.Sprintf("%s acts on shared equipment (%s), and the fleet hubs refused this gateway's record: %v", c.Action, rule.Owner, werr),
-				Details: "the hubs let a gateway write only its own records and those of the equipment its registry entry lists as shared; nothing moved"}, nil
-		}
-		if reach, again := r.again(ctx, werr, tries); !again {
-			return nil, r.noQuorum(c, rule, reach), nil
-		}
-		tries++
 	}
+}
+
+// claimState is one Reserve call's state across its tries: its identity
+// (one claim id for every try, so that a write whose reply was lost is
+// recognised as its own), its lease, and its retry budget.
+type claimState struct {
+	id    claimant
+	key   string
+	lease time.Duration
+	start time.Time // when the first hub call failed; zero before
+	tries int
+	waits int // back-offs over a lapsed record the hub still holds
+}
+
+// reserveOnce is one pass of Reserve; again says to pass once more.
+func (r *reserver) reserveOnce(ctx context.Context, c policy.Claim, rule Rule, decide func(ctx context.Context, v policy.View) policy.Decision, cl *claimState) (*policy.Reservation, policy.Decision, error, bool) {
+	var seen leaseView
+	var readErr error
+	res, d, err := r.local.Reserve(ctx, c, func(ctx context.Context, v policy.View) policy.Decision {
+		lv, err := r.s.readLease(ctx, cl.key)
+		if err != nil {
+			readErr = err
+			return policy.Decision{Permission: promcp.PartitionNoQuorum, Reason: "reading the fleet record failed"}
+		}
+		seen, readErr = lv, nil
+		if lv.rec.claimant != cl.id {
+			r.fold(&v, c, lv)
+		}
+		return decide(ctx, v)
+	})
+	if res != nil && readErr != nil {
+		_ = r.local.Release(ctx, res)
+		res = nil
+	}
+	switch {
+	case err != nil:
+		return res, d, err, false
+	case readErr != nil:
+		if ctx.Err() != nil {
+			return nil, d, ctx.Err(), false
+		}
+		if reach, again := r.again(ctx, readErr, cl); !again {
+			return nil, r.noQuorum(c, rule, reach), nil, false
+		}
+		return nil, d, nil, true
+	case res == nil:
+		return nil, d, nil, false
+	}
+	if seen.rev != 0 && seen.rec.State == statePending && seen.rec.claimant == cl.id {
+		// Our own reservation, written although its reply was lost.
+		return r.hold(ctx, c, rule, res, d, &held{key: cl.key, rev: seen.rev, rec: seen.rec, prev: actuation{seen.rec.Last, seen.rec.LastReq}}, cl)
+	}
+	if until, who := r.othersPending(seen); who != "" {
+		_ = r.local.Release(ctx, res)
+		if err := r.s.waitChange(ctx, cl.key, seen.rev, until); err != nil {
+			return nil, d, fmt.Errorf("waiting for the action in progress on %s at gateway %s: %w", c.Action, who, err), false
+		}
+		return nil, d, nil, true
+	}
+	h, d2, werr := r.take(ctx, c, rule, seen, cl)
+	if h != nil {
+		return r.hold(ctx, c, rule, res, d, h, cl)
+	}
+	_ = r.local.Release(ctx, res)
+	switch {
+	case werr == nil:
+		return nil, d2, nil, false // refused (rate limit, or no quorum for the rate slot)
+	case ctx.Err() != nil:
+		return nil, d, ctx.Err(), false
+	case errors.Is(werr, errRaceLost):
+		if seen.rev != 0 && seen.rec.State == statePending {
+			// A lapsed record the hub (on its clock) still holds: back
+			// off before reading it again, never a hot loop.
+			cl.waits++
+			if !sleepCtx(ctx, backoff(20*time.Millisecond, cl.waits)) {
+				return nil, d, ctx.Err(), false
+			}
+		}
+		return nil, d, nil, true // decide again on the winner's record
+	case errors.Is(werr, ErrRefused):
+		r.s.cfg.Log.Warn("fleet: the hubs refused a shared claim", "action", c.Action, "owner", rule.Owner, "err", werr)
+		return nil, policy.Decision{Permission: promcp.PolicyDenied, Value: c.Value, ValidUntil: c.Now.Add(policy.MaxSensorValidity),
+			Reason:  fmt.Sprintf("%s acts on shared equipment (%s), and the fleet hubs refused this gateway's record: %v", c.Action, rule.Owner, werr),
+			Details: "the hubs let a gateway write only its own records and those of the equipment its registry entry lists as shared; nothing moved"}, nil, false
+	}
+	if reach, again := r.again(ctx, werr, cl); !again {
+		return nil, r.noQuorum(c, rule, reach), nil, false
+	}
+	return nil, d, nil, true
+}
+
+// hold records h as res's fleet side (taking the rate slot first when
+// the rule has a limit and h has none).
+func (r *reserver) hold(ctx context.Context, c policy.Claim, rule Rule, res *policy.Reservation, d policy.Decision, h *held, cl *claimState) (*policy.Reservation, policy.Decision, error, bool) {
+	if rule.RateLimit != nil && h.rateSeq == 0 {
+		seq, d2, err := r.s.takeRate(ctx, c, rule)
+		if seq == 0 {
+			_ = r.s.putBack(ctx, h)
+			_ = r.local.Release(ctx, res)
+			if err == nil || ctx.Err() != nil {
+				return nil, d2, err, false // refused (rate limit), or the caller gave up
+			}
+			// The slot's write failed: tried again like the record's.
+			if reach, again := r.again(ctx, err, cl); !again {
+				return nil, r.noQuorum(c, rule, reach), nil, false
+			}
+			return nil, d2, nil, true
+		}
+		h.rateSeq = seq
+	}
+	r.mu.Lock()
+	r.held[res] = h
+	r.mu.Unlock()
+	return res, d, nil, false
 }
 
 // errRaceLost is a compare-and-set lost to another claimant's write.
 var errRaceLost = errors.New("another claimant wrote first")
 
 // again decides whether a claim whose hub call failed with err is tried
-// once more: when the hub's quorum still answers (a node lost mid-write,
-// or a stale conflict), or the leaf link comes back within the grace, and
-// the retries are not spent. Otherwise it returns what is reachable.
-func (r *reserver) again(ctx context.Context, err error, tries int) (Reach, bool) {
+// once more: while the hub's quorum answers or its state is unknown (a
+// stalled leader: an election takes seconds), or the leaf link comes back
+// within the grace, for up to the election wait counted from the claim's
+// first failure and within ctx. A hub that reports its quorum lost (fewer
+// current replicas than a quorum) refuses at once.
+func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach, bool) {
+	now := r.s.cfg.Now()
+	if cl.tries == 0 {
+		cl.start = now
+	}
 	reach := r.s.probe(ctx, err)
-	if tries >= maxRetries {
+	if now.Sub(cl.start) >= r.s.cfg.ElectionWait {
 		return reach, false
 	}
+	tries := cl.tries
+	cl.tries++
 	if reach.Cut && r.s.waitLinked(ctx) {
 		return reach, true
 	}
-	if reach.Reachable >= reach.Required || Classify(err) == ClassConflict || (reach.Reachable < 0 && tries == 0) {
+	if reach.Reachable >= reach.Required || Classify(err) == ClassConflict || (reach.Reachable < 0 && !reach.Cut) {
 		return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
 	}
 	return reach, false
 }
 
 // take writes the reservation into fleet_lease (compare-and-set against
-// the revision decided on) and takes its rate slot. It returns the held
-// state; or a refusing Decision (rate limit); or the write's error
-// (errRaceLost when another claimant wrote first).
-func (r *reserver) take(ctx context.Context, c policy.Claim, rule Rule, key string, seen leaseView) (*held, policy.Decision, error) {
-	rec := leaseRecord{claimant: r.s.claimant(), State: statePending, Last: seen.last()}
-	rev, werr := r.s.writeLease(ctx, opReserve, key, rec, seen.rev)
+// the revision decided on) under the claim's own id and lease. It returns
+// the held state (its rate slot is taken by hold); or the write's error
+// (errRaceLost when another claimant wrote first). A write whose reply
+// was lost is recognised by the claim id on the record read back.
+func (r *reserver) take(ctx context.Context, c policy.Claim, rule Rule, seen leaseView, cl *claimState) (*held, policy.Decision, error) {
+	rec := leaseRecord{claimant: cl.id, State: statePending, LeaseMS: cl.lease.Milliseconds()}
+	if l := seen.last(); !l.at.IsZero() {
+		rec.Last, rec.LastReq = l.at, l.req
+	}
+	rev, werr := r.s.writeLease(ctx, opReserve, cl.key, rec, seen.rev, cl.lease)
 	if werr != nil {
-		now, rerr := r.s.readLease(ctx, key)
+		now, rerr := r.s.readLease(ctx, cl.key)
 		switch {
-		case rerr == nil && now.rev != 0 && now.rec.claimant == rec.claimant:
-			rev = now.rev // our own write, applied after all (§6)
-		case Classify(werr) == ClassConflict && rerr == nil && now.rev != seen.rev:
+		case rerr == nil && now.rev != 0 && now.rec.claimant == rec.claimant && now.rec.State == statePending:
+			rev, rec = now.rev, now.rec // our own write, applied after all (§6)
+		case Classify(werr) == ClassConflict && rerr == nil:
 			return nil, policy.Decision{}, errRaceLost
 		default:
 			return nil, policy.Decision{}, werr
 		}
 	}
-	h := &held{key: key, rev: rev, rec: rec, prev: rec.Last}
-	if rule.RateLimit != nil {
-		seq, d, err := r.s.takeRate(ctx, c, rule)
-		if seq == 0 {
-			_ = r.s.putBack(ctx, h)
-			return nil, d, err
-		}
-		h.rateSeq = seq
-	}
-	return h, policy.Decision{}, nil
+	return &held{key: cl.key, rev: rev, rec: rec, prev: actuation{rec.Last, rec.LastReq}}, policy.Decision{}, nil
 }
 
-// othersPending returns the gateway holding a pending reservation on the
-// shared actuator, and until when (on this gateway's clock) it holds: the
-// action waits for it to end. It returns "" when there is none, or when
-// it is older than the lease (its holder is taken as gone, and the
-// reservation as an actuation at its start).
-func (r *reserver) othersPending(c policy.Claim, rule Rule, v leaseView) (time.Time, string) {
-	if v.rev == 0 || v.rec.State != statePending || v.rec.Gateway == r.s.cfg.Gateway {
+// othersPending returns the claimant holding a pending reservation on
+// the shared actuator (another gateway, or another claim of this one),
+// and until when (on this gateway's clock, read now: a wait that outlasts
+// the lease ends it) it holds: the action waits for it to end. It returns
+// "" when there is none, or when it is older than its lease (its holder
+// is taken as gone, and the reservation as an actuation at its start).
+func (r *reserver) othersPending(v leaseView) (time.Time, string) {
+	if v.rev == 0 || v.rec.State != statePending {
 		return time.Time{}, ""
 	}
-	lease := rule.Lease
-	if lease <= 0 {
-		lease = 30 * time.Second
-	}
-	until := r.s.hubTime(v.created).Add(lease)
-	if !c.Now.Before(until) {
+	until := r.s.hubTime(v.created).Add(v.rec.lease(DefaultLease, MaxLease))
+	if !r.s.cfg.Now().Before(until) {
 		return time.Time{}, ""
 	}
-	return until, v.rec.Gateway
+	who := v.rec.Gateway
+	if who == r.s.cfg.Gateway {
+		who += " (another call of this gateway)"
+	}
+	return until, who
 }
 
 // fold adds the fleet's actuations of the shared actuator to the view,
-// mapped onto the gateway's clock.
+// mapped onto the gateway's clock. This gateway's own actuations, known
+// by their claim ids, are in the local history already: they are
+// counted once (the hub's write time never equals the gateway's commit
+// time, so times cannot tell them apart).
 func (r *reserver) fold(v *policy.View, c policy.Claim, lv leaseView) {
-	for _, t := range lv.actuations() {
-		lt := r.s.hubTime(t)
+	for _, a := range lv.actuations() {
+		if r.isMine(a.req) {
+			continue
+		}
+		lt := r.s.hubTime(a.at)
 		if lt.After(c.Now.Add(maxAhead)) {
 			// The hubs take every time from their clock: a time ahead
 			// of it was not written by them, and is not believed.
-			r.s.cfg.Log.Warn("fleet: ignoring a shared record's actuation time in the future", "action", c.Action, "at", t, "writer", lv.rec.Gateway)
+			r.s.cfg.Log.Warn("fleet: ignoring a shared record's actuation time in the future", "action", c.Action, "at", a.at, "writer", lv.rec.Gateway)
 			continue
 		}
 		if c.Window > 0 && lt.After(c.Now.Add(-c.Window)) && !slices.ContainsFunc(v.History, lt.Equal) {
 			v.History = append(v.History, lt)
 		}
 	}
+}
+
+// isMine reports whether req is the claim id of one of this gateway's
+// recent actuations.
+func (r *reserver) isMine(req string) bool {
+	if req == "" {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Contains(r.mine, req)
+}
+
+// remember notes req as this gateway's actuation (in its local history).
+func (r *reserver) remember(req string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.mine) >= mineMax {
+		r.mine = slices.Delete(r.mine, 0, len(r.mine)-mineMax+1)
+	}
+	r.mine = append(r.mine, req)
 }
 
 // noQuorum is the refusal of a shared claim whose replicated write (or
@@ -319,6 +451,7 @@ func (r *reserver) Commit(ctx context.Context, res *policy.Reservation, at time.
 	if h == nil {
 		return nil
 	}
+	r.remember(h.rec.Request) // in the local history now: counted once
 	rec := h.rec
 	rec.State = stateCommitted
 	if err := r.s.settle(ctx, h, rec); err != nil {
@@ -332,22 +465,24 @@ func (r *reserver) Commit(ctx context.Context, res *policy.Reservation, at time.
 // lost mid-write is retried): the key is read back, and the write tried
 // again while it still holds this claimant's pending record.
 func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
-	rev := h.rev
+	rev, start := h.rev, s.cfg.Now()
 	for try := 0; ; try++ {
-		_, err := s.writeLease(ctx, opSettle, h.key, rec, rev)
+		_, err := s.writeLease(ctx, opSettle, h.key, rec, rev, 0)
 		if err == nil {
 			return nil
 		}
 		now, rerr := s.readLease(ctx, h.key)
 		switch {
-		case rerr == nil && now.rec.Request == rec.Request && now.rec.State == rec.State:
-			return nil // applied after all
-		case rerr == nil && now.rec.Request != rec.Request:
+		case rerr == nil && now.rec.claimant == rec.claimant && now.rec.State == rec.State:
+			return nil // applied after all: its reply was lost
+		case rerr == nil && rec.State == stateCommitted && now.rec.LastReq == rec.Request && !now.rec.LastLapsed:
+			return nil // applied, its reply lost, and another claim came after it
+		case rerr == nil && now.rec.claimant != rec.claimant:
 			return fmt.Errorf("%w (the record now belongs to gateway %s)", err, now.rec.Gateway)
 		case rerr == nil:
 			rev = now.rev
 		}
-		if errors.Is(err, ErrRefused) || try >= maxRetries || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
+		if errors.Is(err, ErrRefused) || s.cfg.Now().Sub(start) >= s.cfg.ElectionWait || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
 			return err
 		}
 	}
@@ -443,6 +578,11 @@ func (r *reserver) take1(res *policy.Reservation) *held {
 
 // readLease reads a key of fleet_lease from the stream leader.
 func (s *State) readLease(ctx context.Context, key string) (leaseView, error) {
+	if s.fault != nil {
+		if err := s.fault("read"); err != nil {
+			return leaseView{}, fmt.Errorf("reading %s: %w", key, err)
+		}
+	}
 	lease, _, _, err := s.handles(ctx)
 	if err != nil {
 		return leaseView{}, err
@@ -466,11 +606,11 @@ func (s *State) readLease(ctx context.Context, key string) (leaseView, error) {
 // record of this gateway's request rec.Request, op settle moves this
 // gateway's pending record to rec.State. The hubs take the record's
 // times from their own clock and its gateway from the subject.
-func (s *State) writeLease(ctx context.Context, op, key string, rec leaseRecord, rev uint64) (uint64, error) {
+func (s *State) writeLease(ctx context.Context, op, key string, rec leaseRecord, rev uint64, lease time.Duration) (uint64, error) {
 	if err := s.bind(ctx, true); err != nil {
 		return 0, err
 	}
-	rep, err := s.call(ctx, op, svcRequest{Key: key, Rev: rev, Req: rec.Request, State: rec.State})
+	rep, err := s.call(ctx, op, svcRequest{Key: key, Rev: rev, Req: rec.Request, State: rec.State, TTL: lease.Milliseconds()})
 	return rep.Rev, err
 }
 
@@ -526,7 +666,7 @@ func (s *State) skewStale(now time.Time) bool {
 // back to the actuation before it, and the rate slot is freed.
 func (s *State) putBack(ctx context.Context, h *held) error {
 	rec := h.rec
-	rec.State, rec.Last = stateReleased, h.prev
+	rec.State, rec.Last, rec.LastReq = stateReleased, h.prev.at, h.prev.req
 	var errs []error
 	if err := s.settle(ctx, h, rec); err != nil {
 		errs = append(errs, fmt.Errorf("fleet: releasing %s: %w", h.key, err))

@@ -97,10 +97,11 @@ type ServiceConfig struct {
 	// MinIdemTTL is the least age at which another gateway's
 	// idempotency claim may be replaced; 0 is 1 h.
 	MinIdemTTL time.Duration
-	// MaxLease is how long a gateway's pending reservation holds it: the
-	// gateway may not reserve again over its own pending record (it
-	// settles it first) until the record is this old, so no gateway keeps
-	// an actuator reserved past its lease by reserving again; 0 is 30 s.
+	// MaxLease bounds how long a pending reservation holds its actuator:
+	// each record holds for the lease its claimant asked (at least 1 s,
+	// at most MaxLease), a record that names none for MaxLease; no
+	// reservation, the claimant's own included, is written over a pending
+	// one within its lease. 0 is shared.MaxLease (10 min).
 	MaxLease time.Duration
 	Log      *slog.Logger
 	// Now is the hub's clock (default time.Now).
@@ -129,7 +130,7 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 		cfg.Node = "hub"
 	}
 	cfg.MinIdemTTL = positive.Or(cfg.MinIdemTTL, time.Hour)
-	cfg.MaxLease = positive.Or(cfg.MaxLease, 30*time.Second)
+	cfg.MaxLease = positive.Or(cfg.MaxLease, MaxLease)
 	st, err := Open(ctx, nc, Config{Gateway: cfg.Node, HubDomain: cfg.HubDomain, Replicas: cfg.Replicas, IdemTTL: cfg.IdemTTL,
 		RateMaxAge: cfg.RateMaxAge, Log: cfg.Log, Now: cfg.Now})
 	if st == nil {
@@ -244,21 +245,25 @@ func (v *Service) lease(ctx context.Context, gw, op string, q svcRequest) svcRep
 	rec := leaseRecord{claimant: claimant{Gateway: gw, Request: q.Req}, State: statePending}
 	switch op {
 	case opReserve:
-		if cur.rev != 0 && cur.rec.State == statePending && v.cfg.Now().Before(cur.created.Add(v.cfg.MaxLease)) {
-			if cur.rec.Gateway == gw {
-				return refuse("reserve: %s holds gateway %s's pending reservation %s (settle it first; it lapses %s after it was made)",
-					q.Key, gw, cur.rec.Request, v.cfg.MaxLease)
+		if cur.rev != 0 && cur.rec.State == statePending {
+			if until := cur.created.Add(cur.rec.lease(min(DefaultLease, v.cfg.MaxLease), v.cfg.MaxLease)); v.cfg.Now().Before(until) {
+				// A pending reservation within its lease (another
+				// gateway's, or another claim of this one) is its
+				// claimant's to settle: no one erases it. Answered as a
+				// lost race, so that the claimant reads the record again
+				// and waits; once the lease lapses it is taken over.
+				v.cfg.Log.Warn("fleet shared service: refused a reservation over a pending one", "gateway", gw,
+					"key", q.Key, "holder", cur.rec.Gateway, "holder_req", cur.rec.Request)
+				return svcReply{Err: fmt.Sprintf("reserve: %s holds gateway %s's pending reservation %s until %s", q.Key, cur.rec.Gateway,
+					cur.rec.Request, until.UTC().Format(time.RFC3339Nano)), Class: ClassConflict, Code: int(jetstream.JSErrCodeStreamWrongLastSequence)}
 			}
-			// Another gateway's reservation within its lease is its own
-			// to settle: no one erases it. Answered as a lost race, so
-			// that an honest gateway whose clock saw the lease end a
-			// moment early reads the record again and waits.
-			v.cfg.Log.Warn("fleet shared service: refused a reservation over another gateway's pending one", "gateway", gw,
-				"key", q.Key, "holder", cur.rec.Gateway)
-			return svcReply{Err: fmt.Sprintf("reserve: %s holds gateway %s's pending reservation until %s", q.Key, cur.rec.Gateway,
-				cur.created.Add(v.cfg.MaxLease).UTC().Format(time.RFC3339Nano)), Class: ClassConflict, Code: int(jetstream.JSErrCodeStreamWrongLastSequence)}
 		}
-		rec.Last = cur.last()
+		l := cur.last()
+		rec.Last, rec.LastReq = l.at, l.req
+		rec.LastLapsed = cur.rev != 0 && cur.rec.State == statePending && l.req == cur.rec.Request
+		if q.TTL > 0 {
+			rec.LeaseMS = min(max(q.TTL, time.Second.Milliseconds()), v.cfg.MaxLease.Milliseconds())
+		}
 	default:
 		if cur.rev == 0 || cur.rec.State != statePending || cur.rec.claimant != rec.claimant {
 			return refuse("settle: %s is not a pending reservation of gateway %s request %s", q.Key, gw, q.Req)
@@ -266,7 +271,7 @@ func (v *Service) lease(ctx context.Context, gw, op string, q svcRequest) svcRep
 		if q.State != stateCommitted && q.State != stateReleased {
 			return refuse("settle: state %q (want committed or released)", q.State)
 		}
-		rec.State, rec.Last = q.State, cur.rec.Last
+		rec.State, rec.Last, rec.LastReq, rec.LastLapsed, rec.LeaseMS = q.State, cur.rec.Last, cur.rec.LastReq, cur.rec.LastLapsed, cur.rec.LeaseMS
 	}
 	lease, _, _, err := v.s.handles(ctx)
 	if err != nil {
@@ -421,6 +426,11 @@ func (s *State) call(ctx context.Context, op string, q svcRequest) (svcReply, er
 	}
 	if !rep.Now.IsZero() && s.skewStale(after) {
 		s.measureSkew(rep.Now, before, after)
+	}
+	if s.fault != nil {
+		if err := s.fault(op); err != nil {
+			return svcReply{}, err
+		}
 	}
 	return rep, rep.err(op)
 }

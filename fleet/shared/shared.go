@@ -45,6 +45,12 @@ type Config struct {
 	// no earlier deadline; 0 is 2 s. Across a leaf link a hub without
 	// quorum gives no fast error: the write fails at this deadline.
 	Timeout time.Duration
+	// ElectionWait is how long a shared claim (or the settling of its
+	// record) keeps retrying, within its context, while the hub's quorum
+	// answers or its state is unknown: a stalled hub leader is replaced
+	// by an election that takes several seconds. 0 is 12 s. A hub that
+	// reports its quorum lost is refused at once.
+	ElectionWait time.Duration
 	// LocalDomain is the JetStream domain of the gateway's embedded leaf
 	// server, where its audit stream AUDIT_<Gateway> lives and buffers
 	// while the hub is out of reach; "" keeps no local audit stream (a
@@ -86,6 +92,7 @@ func (c *Config) fill() error {
 	}
 	c.RateMaxAge = positive.Or(c.RateMaxAge, 24*time.Hour)
 	c.Timeout = positive.Or(c.Timeout, 2*time.Second)
+	c.ElectionWait = positive.Or(c.ElectionWait, 12*time.Second)
 	if c.LocalDomain != "" && !idRE.MatchString(c.LocalDomain) {
 		return fmt.Errorf("fleet shared state: local domain %q: want letters, digits, '-' or '_'", c.LocalDomain)
 	}
@@ -125,6 +132,10 @@ type State struct {
 	skewSeen bool
 	// unlinkedSince is when a claim first found the leaf link down.
 	unlinkedSince time.Time
+	// fault, set by tests only (export_test.go), loses replies: called
+	// with "read" before a read of fleet_lease and with the operation
+	// after the hubs answered it, an error it returns is the call's.
+	fault func(op string) error
 }
 
 // Open binds the fleet buckets and streams in the hub domain, creating

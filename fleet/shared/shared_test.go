@@ -40,6 +40,10 @@ func testRules(c policy.Claim) (shared.Rule, bool) {
 		return shared.Rule{Owner: "gw1"}, true
 	case strings.HasPrefix(c.Action, "do_quorum"):
 		return shared.Rule{Owner: "gw1", Quorum: true}, true
+	case strings.HasPrefix(c.Action, "do_five"):
+		return shared.Rule{Owner: "gw1", RateLimit: &manifests.RateLimit{Max: 5, Per: time.Hour}}, true
+	case strings.HasPrefix(c.Action, "do_lease1"):
+		return shared.Rule{Owner: "gw1", Lease: time.Second}, true
 	case strings.HasPrefix(c.Action, "do_rate"):
 		return shared.Rule{Owner: "gw1", RateLimit: &manifests.RateLimit{Max: 2, Per: time.Hour}}, true
 	}

@@ -98,9 +98,13 @@ func testTrust(t *testing.T, f *fleet) {
 		t.Fatalf("reserve with a writer's last = %+v, want no last", own)
 	}
 	// Nor can it keep the actuator reserved by reserving again over its
-	// own pending reservation (within the lease).
-	if rep := ask(t, nc, "gw2", "reserve", map[string]any{"key": "cooldown.gw2.do_own", "rev": ownRev, "req": "r3"}); rep["refused"] != true {
-		t.Fatalf("gw2 reserving again over its pending reservation = %v, want refused", rep)
+	// own pending reservation (within the lease): not written (answered as
+	// a lost race, so that a second claim of gw2's waits for the first).
+	if rep := ask(t, nc, "gw2", "reserve", map[string]any{"key": "cooldown.gw2.do_own", "rev": ownRev, "req": "r3"}); rep["err"] == nil {
+		t.Fatalf("gw2 reserving again over its pending reservation = %v, want not written", rep)
+	}
+	if again, rev := readLease(t, kv, "cooldown.gw2.do_own"); rev != ownRev || again.Request != "r1" {
+		t.Fatalf("gw2's pending reservation r1 after a reservation over it = %+v rev %d, want r1 unchanged at %d", again, rev, ownRev)
 	}
 
 	// gw1 holds a reservation; gw2 may not release or commit it.

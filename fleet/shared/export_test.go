@@ -1,0 +1,7 @@
+package shared
+
+// LoseReplies makes s lose replies: fault is called with "read" before
+// each read of fleet_lease and with the operation after the hubs
+// answered it; an error it returns is the call's (the hubs' write, if
+// any, stands).
+func LoseReplies(s *State, fault func(op string) error) { s.fault = fault }
