@@ -874,6 +874,9 @@ func (d *driver) race(cap string) {
 		d.do(cap, true, true)
 	}
 	e.pause.disarm()
+	if e.pause.late.Swap(false) {
+		d.violate("model-pause-stuck", "the revert of %s held for the renewal race was never released (the renewal waited on it): the model's hook would deadlock the gateway", cap)
+	}
 }
 
 // crash kills the process and starts another on the same state.
