@@ -15,8 +15,8 @@ var modelCases = []struct {
 	{"renewal-disarms", "safe", "do_set_fan(true), renew_fan_in_revert, advance(11m0s)"},
 	{"two-jobs", "safe", "start_heat_boost, advance(2m0s), start_heat_boost, do_cancel_heat_boost(job #0), advance(1m0s), do_cancel_heat_boost(job #0)"},
 	{"job-hold-do", "safe", "start_heat_boost, advance(2m0s), do_set_heater(true)"},
-	{"deadman-blocked", "nosafe", "do_set_heater(true), advance(2m0s), do_set_heater(true), advance(2m0s), start_heat_boost, advance(4m0s), crash_restart, advance(11m0s)"},
-	{"history-fail-open", "nosafe", "start_heat_boost, disk_full, advance(11m0s), crash_restart, advance(1m0s), do_set_heater(false)"},
+	{"deadman-blocked", "safe", "do_set_heater(true), advance(2m0s), do_set_heater(true), advance(2m0s), start_heat_boost, advance(4m0s), crash_restart, advance(11m0s)"},
+	{"history-fail-open", "safe", "start_heat_boost, disk_full, advance(11m0s), crash_restart, advance(1m0s), do_set_heater(false)"},
 }
 
 // TestModelCases runs modelCases. A violation that is not a known bug

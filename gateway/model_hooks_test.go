@@ -277,6 +277,13 @@ func (s *modelState) History(action string, since time.Time) []time.Time {
 	return append(s.BoltState.History(action, since), s.mem.History(action, since)...)
 }
 
+// HistoryErr implements policy.FallibleState (the reserver asks it, not
+// History): the durable history and this process's memory.
+func (s *modelState) HistoryErr(action string, since time.Time) ([]time.Time, error) {
+	out, err := s.BoltState.HistoryErr(action, since)
+	return append(out, s.mem.History(action, since)...), err
+}
+
 func (s *modelState) Record(action string, at time.Time) {
 	switch {
 	case s.p.dead.Load():
