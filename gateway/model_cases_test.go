@@ -16,6 +16,10 @@ var modelCases = []struct {
 	{"two-jobs", "safe", "start_heat_boost, advance(2m0s), start_heat_boost, do_cancel_heat_boost(job #0), advance(1m0s), do_cancel_heat_boost(job #0)"},
 	{"job-hold-do", "safe", "start_heat_boost, advance(2m0s), do_set_heater(true)"},
 	{"deadman-blocked", "safe", "do_set_heater(true), advance(2m0s), do_set_heater(true), advance(2m0s), start_heat_boost, advance(4m0s), crash_restart, advance(11m0s)"},
+	// Found by the model on path's code: after a restart the dead-man's
+	// generations started again, a new arming's revert reused an earlier
+	// revert's idempotency key, was answered "replayed" and wrote nothing.
+	{"deadman-bound", "safe", "start_heat_boost, do_set_fan(true), renew_heater_in_revert, crash_restart, start_heat_boost, do_set_fan(true), advance(6m0s)"},
 	{"history-fail-open", "safe", "start_heat_boost, disk_full, advance(11m0s), crash_restart, advance(1m0s), do_set_heater(false)"},
 }
 
