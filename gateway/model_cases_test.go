@@ -20,6 +20,11 @@ var modelCases = []struct {
 	// generations started again, a new arming's revert reused an earlier
 	// revert's idempotency key, was answered "replayed" and wrote nothing.
 	{"deadman-bound", "safe", "start_heat_boost, do_set_fan(true), renew_heater_in_revert, crash_restart, start_heat_boost, do_set_fan(true), advance(6m0s)"},
+	// Found by the model on path's code: a compensation that failed (the
+	// process dying, a bus fault) kept its failed outcome under its key
+	// (JOB/undo-N); the compensation at restart, with the same key, was
+	// answered from it and never wrote: the heater stayed on.
+	{"compensation", "safe", "start_heat_boost, crash_restart"},
 	{"history-fail-open", "safe", "start_heat_boost, disk_full, advance(11m0s), crash_restart, advance(1m0s), do_set_heater(false)"},
 }
 
