@@ -203,7 +203,11 @@ func (m *refModel) limitedBy(now time.Time, forgetful, once bool) string {
 	var in []time.Time
 	var last time.Time
 	for _, a := range m.hist {
-		if forgetful && a.forgotten || once && slices.ContainsFunc(in, a.at.Equal) {
+		// A move to the safe value made while the disk was full goes ahead
+		// with its records kept in memory (README, Safety: one actuation
+		// path): a crash forgets it, as documented, so it never counts
+		// after a restart. (Nothing else actuates while the disk is full.)
+		if (forgetful || !a.on) && a.forgotten || once && slices.ContainsFunc(in, a.at.Equal) {
 			continue
 		}
 		if a.at.After(last) {
