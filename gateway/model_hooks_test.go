@@ -8,8 +8,11 @@ package gateway_test
 //
 //   - idempotency.Store: Begin is wrapped (recorded; refused while the disk
 //     is full or the process is dead);
-//   - server.Auditor: Append is recorded and refused alike, and may pause
-//     on a dead-man revert record (the renewal race, modelEnv.pause);
+//   - server.Auditor: Append is recorded and refused alike (it never
+//     blocks: the server appends under its backlog's lock);
+//   - the server's logger: the "dead-man revert" line (after the revert
+//     committed, before its timer is disarmed) may pause, bounded, for the
+//     renewal race (modelEnv.pause) or in a storm of reverts;
 //   - gateway.JobStore (jobs.Bolt): every write refused alike;
 //   - policy.State (boltstate): an actuation recorded while the disk is
 //     full is kept in this process's memory only, as BoltState does when
