@@ -78,11 +78,11 @@ var (
 // server.Actuate, attempt record first) and write-storm (found by this
 // model: a dead-man timer a full disk could not delete or re-arm fired
 // again at once, for ever; jobs.DeadMan now forgets it in memory and
-// retries the store on the clock).
+// retries the store on the clock). timer-lost-full-disk (a timer armed
+// while the disk was full, lost at restart) is gone by construction: while
+// the disk is full only moves to the safe value actuate, and they arm no
+// timer; 100 000 random steps (3 min) did not see it.
 var knownBug = map[string]string{
-	// A dead-man timer armed while the disk was full is kept in memory
-	// only: a restart forgets it and the heater stays on ("full disk").
-	"timer-lost-full-disk": "issue 23: a dead-man timer not recorded (full disk) is lost at restart",
 }
 
 // A model step: what the driver does next.
