@@ -82,8 +82,7 @@ var (
 // while the disk was full, lost at restart) is gone by construction: while
 // the disk is full only moves to the safe value actuate, and they arm no
 // timer; 100 000 random steps (3 min) did not see it.
-var knownBug = map[string]string{
-}
+var knownBug = map[string]string{}
 
 // A model step: what the driver does next.
 type modelStep struct {
