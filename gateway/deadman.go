@@ -115,7 +115,11 @@ func (g *Gateway) revert(ctx context.Context, t jobs.Timer) error {
 		return fmt.Errorf("%s is no longer served; dropping its timer", t.Tool)
 	}
 	caller := server.Caller{Name: DeadManCaller, Role: g.systemRole(t.Tool)}
-	key := fmt.Sprintf("deadman-%s-%d-%d", t.Tool, t.Gen, t.Tries)
+	// The arming is named by when it ran and its Gen: a Gen alone restarts
+	// from the store's after a restart, and a new arming reusing an old
+	// revert's key would be answered from the idempotency store (replayed)
+	// without writing: the actuator left on with its timer gone.
+	key := fmt.Sprintf("deadman-%s-%d.%d-%d", t.Tool, t.Armed.UnixNano(), t.Gen, t.Tries)
 	r := g.act(server.WithCaller(ctx, caller), c, server.Internal{Key: key, Caller: caller, Value: t.To}, actuation{revert: &t})
 	if r.Status == promcp.StatusFailed && r.Reason == errRenewed {
 		return jobs.ErrRenewed

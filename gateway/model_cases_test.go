@@ -15,8 +15,20 @@ var modelCases = []struct {
 	{"renewal-disarms", "safe", "do_set_fan(true), renew_fan_in_revert, advance(11m0s)"},
 	{"two-jobs", "safe", "start_heat_boost, advance(2m0s), start_heat_boost, do_cancel_heat_boost(job #0), advance(1m0s), do_cancel_heat_boost(job #0)"},
 	{"job-hold-do", "safe", "start_heat_boost, advance(2m0s), do_set_heater(true)"},
-	{"deadman-blocked", "nosafe", "do_set_heater(true), advance(2m0s), do_set_heater(true), advance(2m0s), start_heat_boost, advance(4m0s), crash_restart, advance(11m0s)"},
-	{"history-fail-open", "nosafe", "start_heat_boost, disk_full, advance(11m0s), crash_restart, advance(1m0s), do_set_heater(false)"},
+	{"deadman-blocked", "safe", "do_set_heater(true), advance(2m0s), do_set_heater(true), advance(2m0s), start_heat_boost, advance(4m0s), crash_restart, advance(11m0s)"},
+	// Found by the model on path's code: after a restart the dead-man's
+	// generations started again, a new arming's revert reused an earlier
+	// revert's idempotency key, was answered "replayed" and wrote nothing.
+	{"deadman-bound", "safe", "start_heat_boost, do_set_fan(true), renew_heater_in_revert, crash_restart, start_heat_boost, do_set_fan(true), advance(6m0s)"},
+	// Found by the model on path's code: a compensation that failed (the
+	// process dying, a bus fault) kept its failed outcome under its key
+	// (JOB/undo-N); the compensation at restart, with the same key, was
+	// answered from it and never wrote: the heater stayed on.
+	{"compensation", "safe", "start_heat_boost, crash_restart"},
+	// A safe move made while the disk was full is forgotten by a crash
+	// (documented); the rate limit after the restart does not count it.
+	{"history-fail-open", "safe", "disk_full, do_set_heater(false), disk_ok, do_set_heater(false), do_set_heater(false), do_set_heater(false), do_set_fan(true), crash_restart, renew_fan_in_revert, start_heat_boost"},
+	{"history-fail-open", "safe", "start_heat_boost, disk_full, advance(11m0s), crash_restart, advance(1m0s), do_set_heater(false)"},
 }
 
 // TestModelCases runs modelCases. A violation that is not a known bug

@@ -8,8 +8,11 @@ package gateway_test
 //
 //   - idempotency.Store: Begin is wrapped (recorded; refused while the disk
 //     is full or the process is dead);
-//   - server.Auditor: Append is recorded and refused alike, and may pause
-//     on a dead-man revert record (the renewal race, modelEnv.pause);
+//   - server.Auditor: Append is recorded and refused alike (it never
+//     blocks: the server appends under its backlog's lock);
+//   - the server's logger: the "dead-man revert" line (after the revert
+//     committed, before its timer is disarmed) may pause, bounded, for the
+//     renewal race (modelEnv.pause) or in a storm of reverts;
 //   - gateway.JobStore (jobs.Bolt): every write refused alike;
 //   - policy.State (boltstate): an actuation recorded while the disk is
 //     full is kept in this process's memory only, as BoltState does when
@@ -21,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -97,7 +101,8 @@ func startProc(t *testing.T, env *modelEnv, n int) *modelProc {
 	}
 	p.srv, err = server.New("model", "test", server.WithClock(env.clk),
 		server.WithStore(&modelIdem{Bolt: p.idem, env: env, p: p}, p.idem.TTL()),
-		server.WithAuditor(&modelAudit{log: p.log, env: env, p: p}))
+		server.WithAuditor(&modelAudit{log: p.log, env: env, p: p}),
+		server.WithLogger(slog.New(&modelLog{env: env, p: p})))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,18 +182,49 @@ func (a *modelAudit) Append(ctx context.Context, r audit.Record) error {
 		err = a.log.Append(ctx, r)
 	}
 	a.env.rec.add(modelEvent{Kind: evAudit, Tool: r.Tool, Event: r.Event, Key: r.Key, Status: r.Status, Reason: r.Reason, OK: err == nil})
-	if r.Event == gateway.EventDeadManRevert {
-		if a.env.rec.noted(r.Tool) {
-			// A revert noted again and again: held (see modelPin.Out).
-			select {
-			case <-a.p.killed:
-				return errDead
-			case <-a.env.rec.healing():
-			}
-		}
-		a.env.pause.at(r.Tool)
-	}
+	// Nothing here may block: the server appends under its backlog's lock
+	// (server/actuate.go), so a record held here would hold every other
+	// caller's attempt record too. The revert is held after its record,
+	// outside that lock, in modelLog.
 	return err
+}
+
+// modelLog is the server's logger: it holds the gateway's "dead-man
+// revert" line (gateway.noteRevert, written after the revert committed
+// and its audit record was appended, before DeadMan.fire disarms its
+// timer) for the renewal race (modelPause) and in a storm of reverts.
+// It holds no lock of the gateway's while it waits.
+type modelLog struct {
+	env *modelEnv
+	p   *modelProc
+}
+
+func (h *modelLog) Enabled(context.Context, slog.Level) bool { return true }
+func (h *modelLog) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *modelLog) WithGroup(string) slog.Handler            { return h }
+
+func (h *modelLog) Handle(_ context.Context, r slog.Record) error {
+	if r.Message != "dead-man revert" {
+		return nil
+	}
+	tool := ""
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "tool" {
+			tool = a.Value.String()
+			return false
+		}
+		return true
+	})
+	if h.env.rec.noted(tool) {
+		// A revert noted again and again: held (see modelPin.Out).
+		select {
+		case <-h.p.killed:
+			return nil
+		case <-h.env.rec.healing():
+		}
+	}
+	h.env.pause.at(tool, h.p.killed)
+	return nil
 }
 
 // modelJobs is the process's job and timer store: writes fail while the
@@ -242,6 +278,13 @@ type modelState struct {
 
 func (s *modelState) History(action string, since time.Time) []time.Time {
 	return append(s.BoltState.History(action, since), s.mem.History(action, since)...)
+}
+
+// HistoryErr implements policy.FallibleState (the reserver asks it, not
+// History): the durable history and this process's memory.
+func (s *modelState) HistoryErr(action string, since time.Time) ([]time.Time, error) {
+	out, err := s.BoltState.HistoryErr(action, since)
+	return append(out, s.mem.History(action, since)...), err
 }
 
 func (s *modelState) Record(action string, at time.Time) {
@@ -298,6 +341,7 @@ type modelPause struct {
 	tool    string        // the tool whose revert record pauses; "" none
 	paused  chan struct{} // closed when a revert record pauses
 	release chan struct{} // closed to let it go on
+	late    atomic.Bool   // a pause ran out its bound: nothing released it
 }
 
 func (p *modelPause) arm(tool string) {
@@ -306,8 +350,16 @@ func (p *modelPause) arm(tool string) {
 	p.tool, p.paused, p.release = tool, make(chan struct{}), make(chan struct{})
 }
 
-// at pauses, if armed for tool, until released.
-func (p *modelPause) at(tool string) {
+// modelPauseBound bounds a pause: in the synctest bubble fake time only
+// moves when every goroutine is blocked, so a pause that nothing releases
+// (the driver is itself waiting on the paused revert) lets go after it
+// instead of hanging the test; the driver then sees the pause released
+// late (modelPause.late) and reports it.
+const modelPauseBound = time.Hour
+
+// at pauses, if armed for tool, until released, the process is killed or
+// modelPauseBound passes.
+func (p *modelPause) at(tool string, killed <-chan struct{}) {
 	p.mu.Lock()
 	if p.tool == "" || p.tool != tool {
 		p.mu.Unlock()
@@ -317,7 +369,12 @@ func (p *modelPause) at(tool string) {
 	paused, release := p.paused, p.release
 	p.mu.Unlock()
 	close(paused)
-	<-release
+	select {
+	case <-release:
+	case <-killed:
+	case <-time.After(modelPauseBound):
+		p.late.Store(true)
+	}
 }
 
 // disarm forgets an armed pause that did not happen, and lets go of one

@@ -78,7 +78,7 @@ type verdict int
 const (
 	vAllow  verdict = iota
 	vRefuse         // refused for why
-	vUnsure         // the model does not say (a fault, a full disk on a safe move)
+	vUnsure         // the model does not say (a bus fault, a renewal in a revert)
 )
 
 // refModel is the reference model's state between steps. The relays'
@@ -159,9 +159,10 @@ func (m *refModel) decide(cap string, v bool, now time.Time, fault, full bool) (
 		return vUnsure, ""
 	}
 	if m.safe(cap, v) {
-		if full {
-			return vUnsure, "" // goes ahead and is recorded later, or is refused: the gateway decides
-		}
+		// A move to the safe value always goes ahead: under a full disk
+		// too, its records kept and written when the disk has room
+		// (README, Safety: one actuation path); on a heater a job holds
+		// too (it is a stop).
 		return vAllow, ""
 	}
 	if full {
@@ -203,7 +204,11 @@ func (m *refModel) limitedBy(now time.Time, forgetful, once bool) string {
 	var in []time.Time
 	var last time.Time
 	for _, a := range m.hist {
-		if forgetful && a.forgotten || once && slices.ContainsFunc(in, a.at.Equal) {
+		// A move to the safe value made while the disk was full goes ahead
+		// with its records kept in memory (README, Safety: one actuation
+		// path): a crash forgets it, as documented, so it never counts
+		// after a restart. (Nothing else actuates while the disk is full.)
+		if (forgetful || !a.on) && a.forgotten || once && slices.ContainsFunc(in, a.at.Equal) {
 			continue
 		}
 		if a.at.After(last) {

@@ -63,6 +63,10 @@ type DeadMan struct {
 	timers map[string]Timer
 	gen    uint64 // the last Gen given
 	wake   chan struct{}
+	// stale holds the timers disarmed in memory whose deletion from the
+	// store failed (a full disk), with when it is tried again: the timer
+	// no longer fires, and its record goes as soon as the store takes it.
+	stale map[string]time.Time
 }
 
 // NewDeadMan returns a DeadMan holding the timers of its store.
@@ -74,7 +78,7 @@ func NewDeadMan(o DeadManOptions) (*DeadMan, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	d := &DeadMan{o: o, timers: map[string]Timer{}, wake: make(chan struct{}, 1)}
+	d := &DeadMan{o: o, timers: map[string]Timer{}, wake: make(chan struct{}, 1), stale: map[string]time.Time{}}
 	if o.Store != nil {
 		ts, err := o.Store.LoadTimers()
 		if err != nil {
@@ -115,6 +119,9 @@ func (d *DeadMan) Arm(t Timer) (Timer, error) {
 	}
 	d.mu.Lock()
 	d.timers[t.Tool] = t
+	if err == nil {
+		delete(d.stale, t.Tool) // its record is overwritten
+	}
 	d.mu.Unlock()
 	d.poke()
 	return t, err
@@ -122,7 +129,9 @@ func (d *DeadMan) Arm(t Timer) (Timer, error) {
 
 // Disarm stops tool's timer of arming gen (its actuator is back at its
 // safe value); a timer armed since (a renewal) stays. It reports whether
-// it disarmed one.
+// it disarmed one. The timer is forgotten in memory first: if the store
+// cannot delete its record (a full disk), it does not fire again; the
+// deletion is retried every Retry on the clock until the store takes it.
 func (d *DeadMan) Disarm(tool string, gen uint64) (bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -134,10 +143,43 @@ func (d *DeadMan) Disarm(tool string, gen uint64) (bool, error) {
 	d.poke()
 	if d.o.Store != nil {
 		if err := d.o.Store.DeleteTimer(tool); err != nil {
-			return true, fmt.Errorf("removing the dead-man timer of %s: %w", tool, err)
+			d.stale[tool] = d.o.Clock.Now().Add(d.o.Retry)
+			return true, fmt.Errorf("removing the dead-man timer of %s (retried every %s): %w", tool, d.o.Retry, err)
 		}
 	}
+	delete(d.stale, tool)
 	return true, nil
+}
+
+// retryStale retries the deletions of disarmed timers' records that are
+// due at now, and returns when the next one is due (zero: none waits).
+func (d *DeadMan) retryStale(now time.Time) time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var next time.Time
+	for tool, at := range d.stale {
+		if _, armed := d.timers[tool]; armed {
+			delete(d.stale, tool) // re-armed: its next write replaces the record
+			continue
+		}
+		if at.After(now) {
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		if err := d.o.Store.DeleteTimer(tool); err != nil {
+			d.o.Log.Error("dead-man timer record still not removed; retrying", "tool", tool, "retry", d.o.Retry, "err", err)
+			at = now.Add(d.o.Retry)
+			d.stale[tool] = at
+			if next.IsZero() || at.Before(next) {
+				next = at
+			}
+			continue
+		}
+		delete(d.stale, tool)
+	}
+	return next
 }
 
 // Due returns tool's timer, if armed.
@@ -173,6 +215,10 @@ func (d *DeadMan) next() (Timer, bool) {
 // due (the process was down) revert at once.
 func (d *DeadMan) Run(ctx context.Context) {
 	for {
+		var retry <-chan time.Time
+		if at := d.retryStale(d.o.Clock.Now()); !at.IsZero() {
+			retry = d.o.Clock.After(at.Sub(d.o.Clock.Now()))
+		}
 		t, ok := d.next()
 		var fire <-chan time.Time
 		if ok {
@@ -188,6 +234,8 @@ func (d *DeadMan) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-d.wake:
+			continue
+		case <-retry:
 			continue
 		case <-fire:
 		}

@@ -42,7 +42,7 @@ func (s *Server) Actuate(ctx context.Context, in Internal, h DoHandler) promcp.D
 	req.Params.Name, req.Params.Arguments = in.Tool, args
 	t := DoTool{Name: in.Tool, BeginsItself: true, SideEffects: in.SideEffects}
 	c := &doCall{s: s, t: t, h: h, req: req, caller: in.Caller, start: time.Now(),
-		base: promcp.DoResult{SideEffects: in.SideEffects}, args: args, argsValid: true, key: audit.BoundKey(in.Key)}
+		base: promcp.DoResult{SideEffects: in.SideEffects}, args: args, argsValid: true, key: audit.BoundKey(in.Key), internal: true}
 	c.fp = fingerprint(in.Tool, args)
 	if s.desk != nil {
 		c.appr, c.grant = s.desk.granted(in.Tool, in.Caller, c.key, c.fp)

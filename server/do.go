@@ -138,6 +138,7 @@ type doCall struct {
 	appr      *audit.Approval  // who approved this call, once known
 	grant     *approval.Grant  // the one-time approval token it spends, if any
 	evidence  *promcp.Evidence // the handler's, for the envelope (not kept for replay)
+	internal  bool             // the gateway's own actuation (Actuate): a failed try is not kept
 }
 
 // do runs a do_* call. It returns the typed result, or, when a human must
@@ -288,6 +289,13 @@ func (c *doCall) act(ctx context.Context, at idempotency.Attempt) ([]byte, bool,
 		event = audit.EventRecovered
 	case !keep:
 		event = audit.EventRefused
+	}
+	if c.internal && r.Status == promcp.StatusFailed {
+		// The gateway's own actuation (a job step, a compensation, a
+		// revert) retries with the same key: a failed try is not kept, or
+		// the retry (a compensation at restart) would be answered from it
+		// and never write.
+		keep = false
 	}
 	_ = c.recordKept(ctx, event, &r) // the device has been touched: answer whatever the log says, record it when it can
 	b, merr := json.Marshal(r)
