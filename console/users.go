@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/promcp/promcp-device/internal/fileowner"
 	"github.com/promcp/promcp-device/server"
 )
 
@@ -421,7 +422,7 @@ func writeFile(path, content string, fi os.FileInfo) error {
 		werr = tmp.Chmod(0o600)
 	}
 	if werr == nil && fi != nil {
-		werr = keepOwner(tmp, fi)
+		werr = fileowner.Keep(tmp, fi, "the users file")
 	}
 	if werr == nil {
 		werr = tmp.Sync()

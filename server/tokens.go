@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/promcp/promcp-device/internal/fileowner"
 )
 
 // ErrTokenFile is wrapped by every error in a tokens file.
@@ -264,7 +266,7 @@ func RevokeTokens(path, name, hashPrefix string) (int, error) {
 		werr = tmp.Chmod(0o600)
 	}
 	if werr == nil {
-		werr = keepOwner(tmp, fi)
+		werr = fileowner.Keep(tmp, fi, "the tokens file")
 	}
 	if werr == nil {
 		werr = tmp.Sync()
