@@ -87,7 +87,11 @@ type VerifyOptions struct {
 func VerifyLog(path string, o VerifyOptions) (Summary, error) {
 	before, _ := Files(path)
 	s, err := verifyLog(path, o)
-	for range 3 {
+	// Each retry follows a change of the file set, so a busy writer that
+	// rotates several times during one read (seen under load in CI) makes
+	// it read again, never report a false break; a log that is not being
+	// written settles at once.
+	for range 50 {
 		after, _ := Files(path)
 		if err == nil || slices.Equal(before, after) {
 			break
