@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go"
 
 	"github.com/promcp/promcp-device/fleet/shared"
+	"github.com/promcp/promcp-device/fleet/shared/sharedtest"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
@@ -186,18 +187,29 @@ func testLocalNoHub(t *testing.T, f *fleet) {
 		return time.Since(start) / n
 	}
 	up := round("up")
+	_ = watch.Flush()
+	if n := asked.Load(); n != 0 {
+		t.Errorf("%d requests to the hubs' service for 20 local calls, want none", n)
+	}
 	routedCtx := context.WithValue(context.Background(), routedKey{}, true)
 	if _, _, err := store.Do(routedCtx, "routed-up", "do_x", act); err != nil {
 		t.Fatalf("routed call with the hub up: %v", err)
+	}
+	// The watcher sees the routed call's requests (its claim and its
+	// outcome) while every hub node is up: counted before the outage, which
+	// may cut the watcher's own connection.
+	if err := sharedtest.Poll(10*time.Second, func(context.Context) error {
+		if n := asked.Load(); n < 2 {
+			return fmt.Errorf("%d requests to the hubs' service seen", n)
+		}
+		return nil
+	}); err != nil || asked.Load() != 2 {
+		t.Errorf("%d requests to the hubs' service for one routed call, want 2 (its claim and outcome): %v", asked.Load(), err)
 	}
 	f.hub.Stop(1)
 	f.hub.Stop(2)
 	down := round("down")
 	t.Logf("local do_* idempotency, per call: hub up %s, two of three hub nodes down %s", up, down)
-	_ = watch.Flush()
-	if n := asked.Load(); n != 2 {
-		t.Errorf("%d requests to the hubs' service, want 2 (the routed call's claim and outcome; local calls ask none)", n)
-	}
 	before := runs.Load()
 	ctx, cancel := context.WithTimeout(routedCtx, 10*time.Second)
 	defer cancel()
