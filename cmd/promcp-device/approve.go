@@ -20,14 +20,11 @@ import (
 // that does not exist, a tool the manifest does not serve, a value outside
 // the tool's constraints), so that it never prints a token that cannot work.
 func cmdApprove(c *cli) int {
-	keyFile := c.String("approval-key", "", "the gateway's approval key `FILE` (the one given to serve --approval-key; never created here)")
-	manifest := c.String("manifest", "", "the gateway's manifest `FILE`, to check the tool and the value")
-	tool := c.String("tool", "", "the do_* `TOOL` to approve")
+	g := addGrantFlags(c, "to check the tool and the value", "approve", "who approves (`NAME`, recorded in the audit log with the action; default: your login name)")
+	keyFile, manifest, tool := g.keyFile, g.manifest, g.tool
 	value := c.String("value", "", "the `JSON` value to approve, such as 95 or true")
 	key := c.String("key", "", "the idempotency `KEY` the agent will use")
 	ttl := c.Duration("ttl", 0, "how long the approval stays usable (default: the policy's approval ttl for the tool, else 10m; never longer than it)")
-	by := c.String("by", "", "who approves (`NAME`, recorded in the audit log with the action; default: your login name)")
-	gw := c.String("gateway-id", "", "the gateway `ID` the token is for, as serve --gateway-id gives it (default: the manifest's gateway: name)")
 	if !c.parse() {
 		return 2
 	}
@@ -45,15 +42,11 @@ func cmdApprove(c *cli) int {
 	if err != nil {
 		return exit(c.stderr, err)
 	}
-	s, err := loadSigner(*keyFile)
+	s, name, err := g.signer(name)
 	if err != nil {
 		return c.fail(err)
 	}
-	if *gw != "" {
-		name = *gw
-	}
-	s = s.For(name)
-	who := approver(*by)
+	who := approver(*g.by)
 	now := time.Now()
 	exp := now.Add(until)
 	fmt.Fprintln(c.stdout, s.Issue(approval.Grant{Tool: *tool, Value: approval.Canonical(v), Key: *key, Expires: exp, By: who, Issued: now.UTC()}))
@@ -105,6 +98,39 @@ func approvable(path, tool, raw string, v any, ttl time.Duration) (time.Duration
 		return 0, "", &exitError{2, fmt.Sprintf("promcp-device approve: --ttl %s is longer than the approval ttl %s that %s sets for %s", ttl, policyTTL, pc.file, tool)}
 	}
 	return ttl, m.Gateway, nil
+}
+
+// grantFlags are the flags approve and override share: the key that signs,
+// the manifest that names the gateway and checks the tool, the tool, who
+// grants it, and the gateway the token is bound to.
+type grantFlags struct {
+	keyFile, manifest, tool, by, gw *string
+}
+
+// addGrantFlags declares the shared flags on c; manifestUse says what the
+// manifest is read for, verb what is granted ("approve"), byHelp the --by
+// text.
+func addGrantFlags(c *cli, manifestUse, verb, byHelp string) grantFlags {
+	return grantFlags{
+		keyFile:  c.String("approval-key", "", "the gateway's approval key `FILE` (the one given to serve --approval-key; never created here)"),
+		manifest: c.String("manifest", "", "the gateway's manifest `FILE`, "+manifestUse),
+		tool:     c.String("tool", "", "the do_* `TOOL` to "+verb),
+		by:       c.String("by", "", byHelp),
+		gw:       c.String("gateway-id", "", "the gateway `ID` the token is for, as serve --gateway-id gives it (default: the manifest's gateway: name)"),
+	}
+}
+
+// signer loads the approval key and binds it to the gateway the token is
+// for: --gateway-id, else name (the manifest's); it returns that gateway.
+func (g grantFlags) signer(name string) (*approval.Signer, string, error) {
+	s, err := loadSigner(*g.keyFile)
+	if err != nil {
+		return nil, "", err
+	}
+	if *g.gw != "" {
+		name = *g.gw
+	}
+	return s.For(name), name, nil
 }
 
 // loadSigner signs with the key in file, which must exist.

@@ -19,12 +19,9 @@ import (
 // overrides). It refuses what the gateway would refuse anyway: a policy
 // without an emergency block, a tool the manifest does not serve.
 func cmdOverride(c *cli) int {
-	keyFile := c.String("approval-key", "", "the gateway's approval key `FILE` (the one given to serve --approval-key; never created here)")
-	manifest := c.String("manifest", "", "the gateway's manifest `FILE`, whose policy declares the emergency block")
-	tool := c.String("tool", "", "the do_* `TOOL` to override")
+	g := addGrantFlags(c, "whose policy declares the emergency block", "override", "who overrides (`NAME`, recorded in the audit log with each action; default: your login name)")
+	keyFile, manifest, tool := g.keyFile, g.manifest, g.tool
 	ttl := c.Duration("ttl", 0, "how long the override lasts (default and most: the policy's emergency ttl)")
-	by := c.String("by", "", "who overrides (`NAME`, recorded in the audit log with each action; default: your login name)")
-	gw := c.String("gateway-id", "", "the gateway `ID` the token is for, as serve --gateway-id gives it (default: the manifest's gateway: name)")
 	if !c.parse() {
 		return 2
 	}
@@ -44,15 +41,11 @@ func cmdOverride(c *cli) int {
 	case *ttl > em.TTL:
 		return c.usage("--ttl %s is longer than the emergency ttl %s that %s sets", manifests.FormatDuration(*ttl), manifests.FormatDuration(em.TTL), em.Pos)
 	}
-	s, err := loadSigner(*keyFile)
+	s, name, err := g.signer(name)
 	if err != nil {
 		return c.fail(err)
 	}
-	if *gw != "" {
-		name = *gw
-	}
-	s = s.For(name)
-	who := approver(*by)
+	who := approver(*g.by)
 	now := time.Now().Truncate(time.Second)
 	exp := now.Add(*ttl)
 	fmt.Fprintln(c.stdout, s.Issue(approval.Grant{Tool: *tool, Override: true, Expires: exp, By: who, Issued: now.UTC()}))
