@@ -93,8 +93,13 @@ func TestQuorum(t *testing.T) {
 	f.hub.Restart(0)
 	f.hub.Restart(1)
 	g := f.gws[0]
-	if err := sharedtest.Poll(30*time.Second, func(context.Context) error {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// An attempt that times out while the hub re-elects may leave its
+	// pending record (its write may have committed with the reply lost):
+	// the next attempt waits for it as for any claim in progress, until
+	// its lease (30 s) ends. So the poll outlasts a lease, and each
+	// attempt has time to see its own write through.
+	if err := sharedtest.Poll(120*time.Second, func(context.Context) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if d, err := act(ctx, g, claim("do_quorum_heal"), 0); err != nil || !d.Allowed() {
 			return fmt.Errorf("%s (%s) err=%v", d.Permission, d.Reason, err)
