@@ -65,7 +65,7 @@ func TestDeadManRevertsUnlessRenewed(t *testing.T) {
 
 func waitDisarmed(t *testing.T, d *jobs.DeadMan, tool string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		if _, armed := d.Due(tool); !armed {
 			return

@@ -88,7 +88,7 @@ func TestFullDiskJob(t *testing.T) {
 	if err := audittest.Fill(filler); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	var st map[string]any
 	for {
 		body, _ := s.call("read_status_fan_up", map[string]any{"job_id": id})

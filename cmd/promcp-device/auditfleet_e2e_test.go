@@ -37,7 +37,7 @@ func TestAuditTailFleet(t *testing.T) {
 		}
 	}
 	nc := hub.Connect()
-	if err := sharedtest.Poll(20*time.Second, func(ctx context.Context) error {
+	if err := sharedtest.Poll(2*time.Minute, func(ctx context.Context) error {
 		recs, err := shared.TailFleet(ctx, nc, "", 0)
 		if err == nil && len(recs) < 2 {
 			err = fmt.Errorf("%d records in FLEET_AUDIT", len(recs))

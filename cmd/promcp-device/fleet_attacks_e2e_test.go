@@ -189,7 +189,7 @@ func (x *attack) refusedByNATS(t *testing.T, kind, subject string) {
 			want = rest
 		}
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		if line := violation(x.f.hubLogs[0]()[x.logMark:], kind, "gw2", want); line != "" {
 			x.mu.Lock()
@@ -561,7 +561,7 @@ func (x *attack) revoked(t *testing.T) {
 	if out, err := exec.Command(x.f.bin, "fleet", "revoke", filepath.Join(x.f.dir, "fleet"), "gw2").CombinedOutput(); err != nil {
 		t.Fatalf("fleet revoke: %v\n%s", err, out)
 	}
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		nc, err := x.dial("gw2")
 		if err != nil {

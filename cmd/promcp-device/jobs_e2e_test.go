@@ -28,7 +28,7 @@ func jobsSession(t *testing.T, scale string, args ...string) *session {
 // or fails after 30 s of real time.
 func statusUntil(t *testing.T, s *session, job, id, what string, ok func(map[string]any) bool) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	args := map[string]any{}
 	if id != "" {
 		args["job_id"] = id
@@ -294,10 +294,10 @@ func TestDeadManRevertsWithNoClient(t *testing.T) {
 		t.Fatalf("do_set_heater(true) = %v, want revert_at about 20 s after its timestamp", r)
 	}
 	s.c.Close() // no client is connected from here on
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(2 * time.Minute)
 	for hasEvent(auditEvents(t, dir), "deadman_revert", "do_set_heater") == nil {
 		if time.Now().After(deadline) {
-			t.Fatal("no dead-man revert within 30 s (200 s simulated)")
+			t.Fatal("no dead-man revert within 2 minutes (the simulated clock runs faster)")
 		}
 		time.Sleep(100 * time.Millisecond) // the gateway's clock runs on
 	}
@@ -320,7 +320,7 @@ func TestDeadManRevertsWithNoClient(t *testing.T) {
 	}
 	proc.Kill()
 	httpJobs(t, "--state", dir2, "--sim-start", start.Add(time.Hour).Format(time.RFC3339))
-	deadline = time.Now().Add(30 * time.Second)
+	deadline = time.Now().Add(2 * time.Minute)
 	for {
 		if ev := hasEvent(auditEvents(t, dir2), "deadman_revert", "do_set_heater"); ev != nil {
 			when, _ := time.Parse(time.RFC3339Nano, ev["time"].(string))

@@ -119,7 +119,7 @@ func TestMQTT311BrokerServedOnSim(t *testing.T) {
 	s := stdioSession(t, mcp.ProtocolVersion20251125, "--manifest", manifest)
 	good := func(tool string) map[string]any {
 		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
+		deadline := time.Now().Add(time.Minute)
 		for {
 			body, _ := s.call(tool, map[string]any{})
 			if body["quality"] == "good" {
