@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -186,6 +187,73 @@ func TestSchemasRefuseWhatTheLoaderRefuses(t *testing.T) {
 		}
 		if _, err := manifests.Parse("bad.yml", []byte(bad)); err == nil {
 			t.Errorf("the loader accepts %q", bad)
+		}
+	}
+}
+
+var (
+	mdLink    = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	mdHeading = regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	slugDrop  = regexp.MustCompile(`[^\p{L}\p{N}_\- ]`)
+)
+
+// anchors are the GitHub anchors of a Markdown page's headings (fenced
+// code left out).
+func anchors(page string) map[string]bool {
+	var prose strings.Builder
+	fenced := false
+	for _, l := range strings.Split(page, "\n") {
+		if strings.HasPrefix(l, "```") {
+			fenced = !fenced
+			continue
+		}
+		if !fenced {
+			prose.WriteString(l + "\n")
+		}
+	}
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, m := range mdHeading.FindAllStringSubmatch(prose.String(), -1) {
+		s := strings.ReplaceAll(slugDrop.ReplaceAllString(strings.ToLower(strings.TrimSpace(m[1])), ""), " ", "-")
+		if n := seen[s]; n > 0 {
+			out[fmt.Sprintf("%s-%d", s, n)] = true
+		} else {
+			out[s] = true
+		}
+		seen[s]++
+	}
+	return out
+}
+
+// TestDocsLinksResolve: every relative link of README.md and docs/*.md
+// names a file of the repository, and every #anchor a heading of its page.
+func TestDocsLinksResolve(t *testing.T) {
+	pages, _ := filepath.Glob("../../docs/*.md")
+	pages = append(pages, "../../README.md")
+	for _, p := range pages {
+		text := string(readFile(t, p))
+		for _, l := range strings.Split(text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(l), "```") {
+				continue
+			}
+			for _, m := range mdLink.FindAllStringSubmatch(l, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				file, anchor, _ := strings.Cut(target, "#")
+				path := p
+				if file != "" {
+					path = filepath.Join(filepath.Dir(p), file)
+					if _, err := os.Stat(path); err != nil {
+						t.Errorf("%s: link %s: %v", p, target, err)
+						continue
+					}
+				}
+				if anchor != "" && strings.HasSuffix(path, ".md") && !anchors(string(readFile(t, path)))[anchor] {
+					t.Errorf("%s: link %s: no heading with anchor #%s in %s", p, target, anchor, path)
+				}
+			}
 		}
 	}
 }
