@@ -28,8 +28,11 @@ func TestDocsUpToDate(t *testing.T) {
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
 		old, err := os.ReadFile(filepath.Join("../../docs", name))
-		if err != nil || !bytes.Equal(old, files[name]) {
-			t.Errorf("docs/%s differs from what the code generates (%v): run %s to regenerate", name, err, regenerate)
+		switch {
+		case err != nil:
+			t.Errorf("docs/%s: %v: run %s to generate it", name, err, regenerate)
+		case !bytes.Equal(old, files[name]):
+			t.Errorf("docs/%s differs from what the code generates: run %s to regenerate", name, regenerate)
 		}
 	}
 	schemas, _ := filepath.Glob("../../docs/schema/*.json")
