@@ -69,7 +69,7 @@ func (v *View) request(ctx context.Context, gw, subject string, data []byte) (*n
 		if msg.Subject != inbox {
 			// A message JetStream delivered here keeps the subject it was
 			// stored under: it is no answer (a gateway may create
-			// consumers with any deliver subject; README, Fleet, Trust).
+			// consumers with any deliver subject; docs/fleet.md, Trust).
 			continue
 		}
 		if len(msg.Data) == 0 && msg.Header.Get("Status") == "503" {

@@ -12,7 +12,7 @@ import (
 
 const greenhouseManifest = "../manifests/examples/greenhouse.yml"
 
-// TestScore: the examples of the README's "can_do matching" section, on
+// TestScore: the examples of the "can_do matching" section of docs/policy.md, on
 // the greenhouse's actions.
 func TestScore(t *testing.T) {
 	m, err := manifests.Load(greenhouseManifest)

@@ -161,7 +161,7 @@ func (m *refModel) decide(cap string, v bool, now time.Time, fault, full bool) (
 	if m.safe(cap, v) {
 		// A move to the safe value always goes ahead: under a full disk
 		// too, its records kept and written when the disk has room
-		// (README, Safety: one actuation path); on a heater a job holds
+		// (docs/architecture.md: one actuation path); on a heater a job holds
 		// too (it is a stop).
 		return vAllow, ""
 	}
@@ -205,8 +205,8 @@ func (m *refModel) limitedBy(now time.Time, forgetful, once bool) string {
 	var last time.Time
 	for _, a := range m.hist {
 		// A move to the safe value made while the disk was full goes ahead
-		// with its records kept in memory (README, Safety: one actuation
-		// path): a crash forgets it, as documented, so it never counts
+		// with its records kept in memory (docs/architecture.md: one
+		// actuation path): a crash forgets it, as documented, so it never counts
 		// after a restart. (Nothing else actuates while the disk is full.)
 		if (forgetful || !a.on) && a.forgotten || once && slices.ContainsFunc(in, a.at.Equal) {
 			continue

@@ -645,8 +645,8 @@ func (d *driver) do(cap string, v bool, inRevert bool) {
 			began = true
 		case ev.Kind == evWrite && ev.Dev == cap && !began && !(ev.Full && d.safeWrite(ev.Dev, ev.Value)):
 			// A move to the safe value goes ahead while the disk is full, its
-			// key and records kept to be written later (README, Safety: one
-			// actuation path); anything else needs its Begin.
+			// key and records kept to be written later (docs/architecture.md:
+			// the one actuation path); anything else needs its Begin.
 			d.violate("no-begin", "do_set_%s(%t) wrote before its idempotency Begin succeeded", cap, v)
 		}
 	}

@@ -92,7 +92,7 @@ func fleetCredentials(f *Fleet, o obj, now time.Time) {
 	for _, k := range []string{"credentials", "users"} {
 		if o.has(k) {
 			o.add(k, ErrNotAllowed, ": user/password fleet credentials are no longer accepted (the passwords crossed the links in clear text); "+
-				"run promcp-device fleet init DIR --hubs ... and name identity:, ca: (and on a hub cert:, key:, identities:) instead (README, Fleet)")
+				"run promcp-device fleet init DIR --hubs ... and name identity:, ca: (and on a hub cert:, key:, identities:) instead (docs/fleet.md, Trust)")
 		}
 	}
 	if !o.has("identity") && !o.has("ca") {

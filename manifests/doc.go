@@ -5,12 +5,17 @@
 // rest of the program can trust: every reference resolves, every enum holds a
 // known value, every device fits its bus.
 //
-// Complete examples live in manifests/examples: greenhouse.yml (SHT31
-// sensors, a heater relay, a vent motor, a fan VFD on Modbus RTU and an
-// energy meter on Modbus TCP, with a simulated world) and
-// lab-bench.yml (a generic I2C register-map device, a door switch and a pump);
-// pi-sensors.yml has every I2C chip model (BME280, ADS1115, INA219, MCP23017,
-// PCF8574).
+// The reference generated from this package's tables and this
+// documentation is docs/manifest-reference.md (go run ./cmd/promcp-device
+// docs writes it, with the JSON Schemas of docs/schema); what each part
+// serves is in docs/manifest.md. Complete examples live in
+// manifests/examples: greenhouse.yml (SHT31 sensors, a heater relay, a vent
+// motor, a fan VFD on Modbus RTU and an energy meter on Modbus TCP, with a
+// simulated world), lab-bench.yml (a generic I2C register-map device, a
+// door switch and a pump), pi-sensors.yml (the I2C chip models),
+// irrigation.yml (1-Wire, PWM, SPI and a pulse counter on one Pi),
+// mqtt-home.yml (Tasmota and Zigbee2MQTT devices on a broker) and
+// pi-outdoor.yml.
 //
 // # Format
 //
@@ -44,7 +49,7 @@
 //
 //	key        type      default   constraint
 //	name       name      required  unique among buses
-//	kind       string    required  i2c, gpio, modbus_tcp, modbus_rtu, modbus_rtu_tcp or serial
+//	kind       string    required  i2c, gpio, modbus_tcp, modbus_rtu, modbus_rtu_tcp, serial, mqtt, onewire, pwm or spi (the models each carries: see the model table)
 //	device     string    ""        i2c only: the host's bus, "1", "/dev/i2c-1" or "I2C1"; "" opens the first bus found
 //	timeout    duration  100ms     more than 0; bounds one transaction on the bus, response included
 //	address    string    -         modbus_tcp and modbus_rtu_tcp: required, host:port ("192.168.1.50:502")
@@ -54,9 +59,10 @@
 //	parity     string    none      modbus_rtu and serial: none, even or odd
 //	stop_bits  integer   1         modbus_rtu and serial: 1 or 2
 //	rs485      string    none      modbus_rtu and serial: RS-485 direction control; none (the adapter switches), kernel (TIOCSRS485) or rts (the driver toggles RTS)
-//	frame_gap  duration  3.5 chars modbus_rtu only: silence between frames; default 3.5 character times, 1.75ms above 19200 baud
+//	frame_gap  duration  3.5 chars  modbus_rtu only: silence between frames; default 3.5 character times, 1.75ms above 19200 baud
 //	retries    integer   2         Modbus and serial buses: 0..10 retries of a failed transaction, with back-off
 //	speed      integer   1000000   spi only: the clock in Hz, 10000..10000000 (an mcp3008 caps it at 1350000)
+//	mqtt       mqtt bus  -         mqtt: required, the broker connection (see MQTT); other kinds: not allowed
 //
 // Three more kinds reach devices through the kernel (a Raspberry Pi enables
 // them in config.txt): onewire (dtoverlay=w1-gpio; device is the w1 sysfs
@@ -74,12 +80,12 @@
 //	key         type             default   constraint
 //	name        name             required  unique among devices
 //	bus         string           required  the name of a bus
-//	model       string           required  sht3x or registers (on an i2c bus), gpio_in or gpio_out (on a gpio bus), modbus (on a modbus_* bus), serial_line (on a serial bus)
+//	model       string           required  a model the bus's kind carries (the model table below; docs/manifest-reference.md lists the kinds that carry each)
 //	address     integer          -         i2c models: required, a 7-bit I2C address 0x03..0x77 (sht3x: 0x44 or 0x45), unique on its bus; gpio models: not allowed
 //	pin         string           -         gpio models: required, the host's pin name such as "GPIO17", unique in the manifest (ignoring case); i2c models: not allowed
 //	active_low  boolean          false     gpio models only: logical true drives the line low
-//	pull        string           unchanged gpio_in only: none, up or down
-//	registers   list of register -         registers and modbus models: required, at least one (a modbus register has its own keys, below); other models: not allowed
+//	pull        string           unchanged  gpio_in only: none, up or down
+//	registers   list of registers  -       registers and modbus models: required, at least one (a modbus register has its own keys, below); other models: not allowed
 //	unit_id     integer          -         modbus: required, 1..247 on a serial line or RTU over TCP, 0..255 on Modbus TCP; unique on its bus
 //	max_span    integer          0         modbus: read adjacent registers of one table in one transaction while the run stays within this many registers (bits for coil and discrete); 0 or 1 reads each alone; at most 125
 //	timeout     duration         bus's     modbus and serial_line: more than 0; bounds one transaction with this device
@@ -87,6 +93,7 @@
 //	terminator  string           "\r\n"    serial_line: ends the request and the response line
 //	response    string           -         serial_line: required, a regular expression with a named group per value ("T=(?P<temperature>[-0-9.]+)")
 //	sim         device sim       none      simulator settings, see below
+//	mqtt        mqtt device      -         mqtt: required, the device's topics (see MQTT); other models: not allowed
 //	rom         string           -         ds18b20: required, its w1 id, "28-" and 12 lower-case hex digits ("28-0316a2795aff"), unique on its bus; other models: not allowed
 //	channel     integer          -         pwm: required, the chip's channel 0..15 (pwm-2chan: 0 on GPIO18, 1 on GPIO19), unique on its bus; other models: not allowed
 //	frequency   number           25000     pwm: Hz, 0.1..100000000, set at start-up when the channel has no period yet; other models: not allowed
@@ -119,7 +126,7 @@
 //	gpio_out   none: leave channel out           boolean          yes
 //	modbus     the name of one of its registers  boolean for bool registers, else number or integer  if the register is writable
 //	serial_line a named group of its response    number, integer  no
-//	ds18b20    temperature (°C; may be left out) number           no
+//	ds18b20    temperature (°C; may be left out)  number           no
 //	pwm        duty (%), frequency (Hz)          number           yes, read back from the kernel's files
 //	mcp3008    its inputs' names; ch0..ch7, diff0..diff7 (V); raw0..raw7 (the 10-bit code)  number; raw: number or integer  no
 //	pulse_counter total, rate (per s), rate_per_minute (pulses × per_pulse)  number or integer  no
@@ -130,6 +137,7 @@
 //	mcp23017   the name of one of its pins       boolean          if the pin's mode is output
 //	pcf8574    the name of one of its pins       boolean          if the pin's mode is output
 //	ina219     bus_voltage (V), shunt_voltage (mV), current (A), power (W)  number  no
+//	mqtt       the name of one of its channels (or its preset's)  number, integer, boolean or enum  if the channel has a command topic
 //
 // An input of an ads1015, ads1115 or mcp3008 (devices[].inputs[]):
 //
@@ -207,12 +215,14 @@
 //	history      history          defaults  the recent samples the capability keeps, see below
 //
 // A binding (capabilities[].read): device is required and names a device;
-// channel is required for sht3x and registers devices and not allowed for
-// gpio devices (see the model table).
+// channel names one of the device's channels, and is required for every
+// model but gpio_in, gpio_out and ds18b20 (see the model table: a gpio
+// device has no channel).
 //
 // An action (capabilities[].do) writes to the same channel that read binds,
-// which must be writable (a gpio_out device, or a register with writable:
-// true):
+// which must be writable (see the model table: a gpio_out device, a
+// register with writable: true, an expander's output pin, a pwm channel,
+// an mqtt channel with a command topic):
 //
 //	key           type             default   constraint
 //	tool          string           required  do_ then lower_snake_case ("do_set_heater"), at most 64 characters
@@ -238,15 +248,16 @@
 //
 // Constraints (capabilities[].do.constraints); an absent bound is no bound:
 //
-//	key   type             constraint
-//	min   number           number and integer only; not more than max
-//	max   number           number and integer only
-//	step  number           number and integer only; more than 0
-//	enum  list of strings  required for, and only for, enum capabilities; no duplicates
+//	key   type             default  constraint
+//	min   number           none     number and integer only; not more than max
+//	max   number           none     number and integer only
+//	step  number           none     number and integer only; more than 0
+//	enum  list of strings  none     required for, and only for, enum capabilities; no duplicates
 //
 // A capability's health (capabilities[].health) tunes how the quality of its
-// readings is derived; the rules and their precedence are in the README and
-// the capabilities package. Every key is optional:
+// readings is derived; the rules and their precedence are in
+// docs/manifest.md ("Quality, health and caching") and the capabilities
+// package. Every key is optional:
 //
 //	key              type       default  constraint
 //	plausible        range      none     number and integer only: {min, max} in the capability's unit, min not more than max; a value outside is degraded ("implausible")
@@ -304,11 +315,11 @@
 //	key           type             default     constraint
 //	name          name             required    unique among jobs; its three tools unique among the gateway's tools
 //	description   string           ""          free text
-//	side_effects  list of strings  the actions' declared in start_<name>
-//	hold          {capability, value, for, restore}  apply value, hold it for (a duration), then restore (default: the value before the job)
-//	ramp          {capability, to, rate, every}      move a number capability to `to` at rate (unit per second), one write every `every` (default 1s); at most MaxJobSteps writes
-//	steps         list of {capability, value, hold, compensate}  apply each value and hold it; compensate (a value, or restore) undoes the step on cancel or failure, newest first
-//	on_restart    compensate|resume  compensate  what becomes of a job the server stopped during (under --state)
+//	side_effects  list of strings  the actions'  declared in start_<name>
+//	hold          mapping          none        {capability, value, for, restore}: apply value, hold it for (a duration), then restore (default: the value before the job)
+//	ramp          mapping          none        {capability, to, rate, every}: move a number capability to `to` at rate (unit per second), one write every `every` (default 1s); at most MaxJobSteps writes
+//	steps         list of steps    none        each {capability, value, hold, compensate}: apply each value and hold it; compensate (a value, or restore) undoes the step on cancel or failure, newest first
+//	on_restart    string           compensate  compensate or resume: what becomes of a job the server stopped during (under --state)
 //
 // Each value must fit its capability's type and constraints, and each
 // capability must have a do:. Every step acts through the capability's
@@ -332,7 +343,7 @@
 //	vent_time_constant  duration         10m       more than 0; extra drift toward outside for each open vent
 //	heater_rate         number           0.5       more than 0; °C per minute for each heater that is on
 //	noise               number           0         0 or more; standard deviation of temperature noise, °C (humidity gets ten times that, in %)
-//	sensors             list of strings  none      temperature sensors in this zone (sht3x, bme280, bmp280, ds18b20); a sensor belongs to one zone
+//	sensors             list of strings  none      temperature sensors in this zone, of the models in ZoneSensorModels (the manifest reference lists them); a sensor belongs to one zone
 //	heaters             list of strings  none      gpio_out devices warming this zone while on
 //	vents               list of strings  none      gpio_out devices venting this zone while on
 //	fans                list of strings  none      modbus devices with sim profile vfd; each adds speed/50Hz of a vent with fan_time_constant

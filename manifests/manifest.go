@@ -371,8 +371,8 @@ type Zone struct {
 	// Noise is the standard deviation of sensor noise on temperature, °C
 	// (humidity gets ten times that, in %). Zero means none.
 	Noise float64
-	// Sensors are the devices that measure this zone: any of
-	// ZoneSensorModels (sht3x, bme280, bmp280, ds18b20).
+	// Sensors are the devices that measure this zone, of the models in
+	// ZoneSensorModels (docs/manifest-reference.md lists them).
 	Sensors []string
 	// Heaters are gpio_out devices that warm this zone while on.
 	Heaters []string

@@ -127,7 +127,7 @@ func (b *backlog) flushLocked(ctx context.Context) error {
 }
 
 // FlushAudit writes the audit records kept while the log could not be
-// written (see README, Safety: a full state disk); it returns how many
+// written (see docs/policy.md, "A full state disk"); it returns how many
 // still wait.
 func (s *Server) FlushAudit(ctx context.Context) int {
 	b, ok := s.auditor.(*backlog)

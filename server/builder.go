@@ -189,7 +189,7 @@ type DoRequest struct {
 	Begin func(ctx context.Context) error
 	// BeginSafe is Begin for a move to the declared safe value
 	// (policy.TowardSafe): it never refuses; what a full state disk keeps
-	// it from recording is recorded as soon as it can be (README, Safety).
+	// it from recording is recorded as soon as it can be (docs/policy.md, "A full state disk").
 	// Nil where Begin is.
 	BeginSafe func(ctx context.Context) error
 }

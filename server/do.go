@@ -316,8 +316,8 @@ func (c *doCall) act(ctx context.Context, at idempotency.Attempt) ([]byte, bool,
 // it never refuses. What it cannot record now (a full state disk) is
 // logged, and its audit record is kept and written first as soon as the
 // log takes an append; until then every other action is refused (its own
-// attempt record cannot be written ahead of the kept one). See README,
-// Safety.
+// attempt record cannot be written ahead of the kept one). See docs/policy.md,
+// "A full state disk".
 func (c *doCall) beginner(at idempotency.Attempt) (begin, beginSafe func(context.Context) error, failed func() error) {
 	var began bool
 	var beginErr error

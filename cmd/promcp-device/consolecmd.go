@@ -23,7 +23,7 @@ func (f *serveFlags) checkConsoleUsers() error {
 	if f.console && f.tokensFile != "" && f.consoleUsers == "" {
 		return usageErr("--console with --tokens needs --console-users FILE: people sign in to the console with operator accounts, " +
 			"not MCP tokens (an agent holds a token).\n" +
-			"  Create an account with: promcp-device console-user add NAME --role supervisor --file /etc/promcp/console-users.txt")
+			"  Create an account with: promcp-device console-user add NAME --role supervisor --file /etc/promcp/secrets/console-users.txt")
 	}
 	return nil
 }

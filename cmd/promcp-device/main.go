@@ -25,6 +25,7 @@
 //	promcp-device bench (--url URL | --serve FILE) [--sessions N] [--duration D] [--protocol V] [--call TOOL[:JSON]]...
 //	promcp-device read --manifest FILE [CAPABILITY...] [--sim] [--json]
 //	promcp-device do --dry-run --manifest FILE [--sim] [--role ROLE] [--json] TOOL VALUE
+//	promcp-device docs [--dir DIR] [--check]
 //	promcp-device version
 package main
 
@@ -84,6 +85,7 @@ Usage:
   promcp-device read --manifest FILE [CAPABILITY...] [--sim] [--json]
                                                              read each capability once and print its value and quality
   promcp-device do --dry-run --manifest FILE TOOL VALUE      say what the action would do now (policy, register); write nothing
+  promcp-device docs [--dir DIR] [--check]                  write (or check) docs/manifest-reference.md and docs/schema/*.json from the code
   promcp-device version                                      print the version, commit and build date
 
 Run "promcp-device COMMAND -h" for a command's flags.
@@ -95,7 +97,7 @@ func commands() map[string]func(*cli) int {
 		"serve": cmdServe, "hub": cmdHub, "audit": cmdAudit, "token": cmdToken, "console-user": cmdConsoleUser, "lint": cmdLint, "tools": cmdTools,
 		"convert": cmdConvert, "approve": cmdApprove, "override": cmdOverride, "demo": cmdDemo, "test": cmdTest, "sim": cmdSim, "ports": cmdPorts,
 		"scan": cmdScan, "bench": cmdBench, "fleet": cmdFleet, "read": cmdRead, "do": cmdDo,
-		"version": cmdVersion, "--version": cmdVersion, "-version": cmdVersion,
+		"docs": cmdDocs, "version": cmdVersion, "--version": cmdVersion, "-version": cmdVersion,
 	}
 }
 

@@ -2,7 +2,7 @@ package main
 
 // /metrics, /healthz and /readyz beside /mcp: what an operator's
 // Prometheus scrapes and what a supervisor (systemd, a load balancer)
-// probes. See "## Metrics and health" in the README.
+// probes. See "Metrics and health" in docs/operations.md.
 
 import (
 	"context"

@@ -15,8 +15,8 @@ import (
 // approval argument of do_*; the gateway honours it only from a caller
 // whose role the policy's emergency admits, only with an audit log, and
 // it lifts time windows, cooldown, rate limit and approval, never the
-// role, the range, an interlock or quorum (see README, Emergency
-// overrides). It refuses what the gateway would refuse anyway: a policy
+// role, the range, an interlock or quorum (see docs/policy.md,
+// Emergency overrides). It refuses what the gateway would refuse anyway: a policy
 // without an emergency block, a tool the manifest does not serve.
 func cmdOverride(c *cli) int {
 	g := addGrantFlags(c, "whose policy declares the emergency block", "override", "who overrides (`NAME`, recorded in the audit log with each action; default: your login name)")
@@ -78,7 +78,7 @@ func overridable(path, tool string) (*manifests.Emergency, string, error) {
 		return nil, "", &exitError{1, err.Error()}
 	}
 	if pc.policy == nil || pc.policy.Emergency == nil {
-		return nil, "", &exitError{1, fmt.Sprintf("promcp-device override: the policy of %s declares no emergency block, so the gateway accepts no override (see README, Emergency overrides)", path)}
+		return nil, "", &exitError{1, fmt.Sprintf("promcp-device override: the policy of %s declares no emergency block, so the gateway accepts no override (see docs/policy.md, Emergency overrides)", path)}
 	}
 	return pc.policy.Emergency, m.Gateway, nil
 }

@@ -120,13 +120,13 @@ func jsonEqual(a, b json.RawMessage) bool {
 	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
-// TestReadOnlyCanDoAsTheREADMESays: the README's --read-only row says what
-// can_do answers on a read-only gateway.
+// TestReadOnlyCanDoAsTheREADMESays: the --read-only row of the docs
+// (docs/security.md) says what can_do answers on a read-only gateway.
 func TestReadOnlyCanDoAsTheREADMESays(t *testing.T) {
-	readme := readFile(t, "../../README.md")
+	readme := readFile(t, "../../docs/security.md")
 	const says = "`can_do` lists the actions that match the intent as blocked `policy_denied`, reason \"this gateway serves read-only: do_X is not available\", and no candidate"
 	if !strings.Contains(string(readme), says) {
-		t.Fatalf("README no longer says %q", says)
+		t.Fatalf("docs/security.md no longer says %q", says)
 	}
 	s := stdioSession(t, protocols[0], "--manifest", greenhouse, "--read-only")
 	r, _ := s.call("can_do", map[string]any{"intent": map[string]any{"semantic_tags": []any{"heating"}, "action": "turn on heater", "location": "zone1", "value": true}})
@@ -137,7 +137,7 @@ func TestReadOnlyCanDoAsTheREADMESays(t *testing.T) {
 	}
 	b := blocked[0].(map[string]any)
 	if b["capability"] != "do_set_heater" || b["permission"] != "policy_denied" || b["reason"] != "this gateway serves read-only: do_set_heater is not available" {
-		t.Fatalf("blocked = %v; want do_set_heater policy_denied, the README's reason", b)
+		t.Fatalf("blocked = %v; want do_set_heater policy_denied, the reason the docs give", b)
 	}
 }
 

@@ -34,7 +34,7 @@ func TestLintRefusesMisspeltRole(t *testing.T) {
 		return strings.Replace(p, "roles: [viewer, operator, supervisor, admin]", "roles: [veiwer, operator, supervisor, admin]", 1)
 	})
 	out, _, code := runCLI(t, "lint", m)
-	want := `greenhouse.policy.yml:13:9: roles[0]: bad name role "veiwer" is one edit from the built-in role "viewer"`
+	want := `greenhouse.policy.yml:14:9: roles[0]: bad name role "veiwer" is one edit from the built-in role "viewer"`
 	if code != 1 || !strings.Contains(out, want) {
 		t.Fatalf("lint: exit %d\n%s\nwant exit 1 and %q", code, out, want)
 	}

@@ -281,7 +281,7 @@ func simGPIOLines(m *manifests.Manifest) []gpioLine {
 func listW1(ctx context.Context, b scanW1Bus) ([]string, error) {
 	ents, err := os.ReadDir(b.dir)
 	if err != nil {
-		return nil, fmt.Errorf("1-Wire %s: %w (is the w1-gpio overlay loaded? see README)", b.dir, err)
+		return nil, fmt.Errorf("1-Wire %s: %w (is the w1-gpio overlay loaded? see docs/devices.md)", b.dir, err)
 	}
 	var roms []string
 	masters := 0
@@ -301,7 +301,7 @@ func listW1(ctx context.Context, b scanW1Bus) ([]string, error) {
 		}
 	}
 	if masters == 0 {
-		return nil, fmt.Errorf("1-Wire %s: no w1_bus_master (is the w1-gpio overlay loaded? see README)", b.dir)
+		return nil, fmt.Errorf("1-Wire %s: no w1_bus_master (is the w1-gpio overlay loaded? see docs/devices.md)", b.dir)
 	}
 	return roms, nil
 }

@@ -107,7 +107,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.DurationVar(&f.sessionIdle, "session-idle", server.DefaultSessionIdleTTL, "with --http: end a session unused for this `DURATION` (its client gets 404 and starts a new one)")
 	fs.StringVar(&f.provenance, "provenance", string(server.ProvenanceMeta), "where each result's provenance envelope (_tool, _toulmin, _tags) goes: `meta` (the _meta stamp) or inline (in the result body, declared in each output schema)")
 	fs.StringVar(&f.fleetFile, "fleet", "", "join the fleet the fleet `FILE` describes (role edge or thin-edge): register, answer the fleet's can_do and routed calls, serve its fleet endpoint if the file gives http")
-	fs.StringVar(&f.homeAssistant, "homeassistant", "", "publish the capabilities to Home Assistant (MQTT discovery) and take its commands through policy, as the broker, topics and caller the bridge `FILE` says (see README, Home Assistant)")
+	fs.StringVar(&f.homeAssistant, "homeassistant", "", "publish the capabilities to Home Assistant (MQTT discovery) and take its commands through policy, as the broker, topics and caller the bridge `FILE` says (see docs/operations.md, Home Assistant)")
 	f.audit = auditFlags(fs)
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
 	fs.BoolVar(&f.consoleSecureCookie, "console-secure-cookie", false, "with --console: mark the session cookie Secure even over plain HTTP, for a gateway behind a reverse proxy that terminates TLS (X-Forwarded-Proto is never trusted)")

@@ -148,15 +148,15 @@ func TestDemoManifests(t *testing.T) {
 	}
 }
 
-// TestSiteTestREADMEExample runs the site test the README shows, so that
-// the example stays one that passes.
+// TestSiteTestREADMEExample runs the site test docs/site-tests.md shows,
+// so that the example stays one that passes.
 func TestSiteTestREADMEExample(t *testing.T) {
-	b := readFile(t, "../../README.md")
+	b := readFile(t, "../../docs/site-tests.md")
 	_, sec, ok := strings.Cut(string(b), "\n## Test your site in CI\n")
 	_, block, ok2 := strings.Cut(sec, "```yaml\n")
 	block, _, ok3 := strings.Cut(block, "```\n")
 	if !ok || !ok2 || !ok3 {
-		t.Fatal("README: no yaml example under Test your site in CI")
+		t.Fatal("docs/site-tests.md: no yaml example under Test your site in CI")
 	}
 	examples, _ := filepath.Abs("../../manifests/examples")
 	block = strings.ReplaceAll(block, "../greenhouse", examples+"/greenhouse")

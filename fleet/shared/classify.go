@@ -9,7 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Class is what a hub error means for a shared claim (FLEET.md §4).
+// Class is what a hub error means for a shared claim (docs/fleet.md, "Hub errors and what they mean").
 type Class int
 
 const (
@@ -31,7 +31,7 @@ const (
 	ClassUnreachable
 )
 
-// JetStream API error codes FLEET.md §4 relies on, beside those nats.go names.
+// JetStream API error codes docs/fleet.md ("Hub errors") relies on, beside those nats.go names.
 const (
 	codeSystemUnavailable = 10008
 	codeMaxMsgsPerSubject = 10077
@@ -100,7 +100,7 @@ func (r Reach) Reason(what string) string {
 }
 
 // probe finds out how many of the lease bucket's replicas answer, after a
-// write failed with err (FLEET.md §3.3, §4): a hub that does not answer
+// write failed with err (docs/fleet.md: "Failure timings", "Hub errors"): a hub that does not answer
 // at all has none reachable; a stream leader that answers reports its
 // replicas' Offline flags; otherwise the JetStream meta group tells: when
 // it answers (account info) a quorum of hub servers is up and the stream

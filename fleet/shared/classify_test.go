@@ -14,7 +14,7 @@ import (
 	"github.com/promcp/promcp-device/promcp"
 )
 
-// TestClassify: the errors of FLEET.md §4, as nats.go returns them
+// TestClassify: the errors of docs/fleet.md, "Hub errors and what they mean", as nats.go returns them
 // (wrapped as our calls wrap them), sort into what a claim does next.
 func TestClassify(t *testing.T) {
 	api := func(code jetstream.ErrorCode) error {

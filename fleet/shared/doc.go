@@ -1,5 +1,5 @@
 // Package shared keeps a fleet's shared policy state on the hub's NATS
-// JetStream (FLEET.md): cooldowns and leases on shared equipment by
+// JetStream (docs/fleet.md): cooldowns and leases on shared equipment by
 // compare-and-set in the replicated KV bucket fleet_lease, fleet-wide rate
 // limits in the stream FLEET_RATE, fleet-wide idempotency claims in the KV
 // bucket fleet_idem, and audit records forwarded from each gateway's
@@ -21,7 +21,7 @@
 // claim of each key in fleet_idem. [State.Forwarder] copies the gateway's
 // audit records (audit.Options.OnWrite) to its stream AUDIT_<gateway>,
 // sourced into FLEET_AUDIT; [TailFleet] reads them. [Classify] sorts hub
-// errors as FLEET.md §4 does. Package sharedtest starts a loopback fleet
+// errors as docs/fleet.md ("Hub errors and what they mean") does. Package sharedtest starts a loopback fleet
 // (three hub nodes, leaf gateways with cuttable links) for tests.
 //
 // Gateways never write fleet_lease, fleet_idem or FLEET_RATE themselves:

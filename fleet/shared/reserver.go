@@ -26,7 +26,7 @@ const (
 
 // claimant names who wrote a record of fleet_lease or fleet_idem: the
 // gateway and its request, so that a write that timed out and was applied
-// later is recognised as the claimant's own (FLEET.md §6).
+// later is recognised as the claimant's own (docs/fleet.md, "Failure modes designed for").
 type claimant struct {
 	Gateway string `json:"gw"`
 	Request string `json:"req"`
@@ -461,7 +461,7 @@ func (r *reserver) Commit(ctx context.Context, res *policy.Reservation, at time.
 }
 
 // settle writes rec over the held pending record. A write that fails is
-// not taken as lost (FLEET.md §6: it may be applied later, and a hub node
+// not taken as lost (docs/fleet.md, "Failure modes designed for": it may be applied later, and a hub node
 // lost mid-write is retried): the key is read back, and the write tried
 // again while it still holds this claimant's pending record.
 func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {

@@ -244,7 +244,7 @@ func (s *State) bind(ctx context.Context, bounded bool) error {
 }
 
 // bucket binds a KV bucket, creating it when absent; noDirect turns
-// direct gets off (FLEET.md §5.2) before binding, so that the handle reads
+// direct gets off (docs/fleet.md, "Reads are not read-your-writes") before binding, so that the handle reads
 // through the stream leader.
 func (s *State) bucket(ctx context.Context, cfg jetstream.KeyValueConfig, noDirect bool) (jetstream.KeyValue, error) {
 	_, err := s.js.KeyValue(ctx, cfg.Bucket)

@@ -11,6 +11,9 @@ for g in dialout i2c gpio spi; do
   getent group "$g" >/dev/null || groupadd --system "$g"
 done
 install -d -o promcp -g promcp -m 0700 /var/lib/promcp
+# The gateway's secrets (tokens, console accounts, TLS key), readable by
+# its user alone: docs/operations.md and promcp-device.env name this path.
+install -d -o promcp -g promcp -m 0700 /etc/promcp/secrets
 if [ -d /run/systemd/system ]; then
   systemctl daemon-reload || true
   # An upgrade restarts a running service on the new binary; a first

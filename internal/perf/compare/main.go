@@ -3,7 +3,7 @@
 // TypeScript SDK server, e2e/perf-peer.mjs) and promcp-device serve --sim
 // on the greenhouse, loads them in one interleaved run with
 // `promcp-device bench` (rep by rep, each measure on every server in
-// turn), and prints the README's Performance table as paired ratios: the
+// turn), and prints docs/performance.md's table as paired ratios: the
 // median over the reps of each rep's ratio. Then it measures can_do and
 // tools/list on generated manifests of 200 and 1,000 capabilities. It is
 // not part of promcp-device.
