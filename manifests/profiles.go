@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/promcp/promcp-device/drivers/modbus/modbusconf"
 )
@@ -125,6 +126,10 @@ func (o obj) deviceProfile(dev *Device) {
 	if !enum(o, "profile", &dev.Profile, deviceProfiles, false) {
 		dev.Profile = ""
 		return
+	}
+	if !slices.Contains(models, string(dev.Model)) {
+		dev.Profile = ""
+		return // the model is missing or unknown: reported
 	}
 	if dev.Model != ModelModbus {
 		hint := ""
