@@ -24,6 +24,10 @@ type meterTwin struct {
 	phases []string  // "" for a single-phase meter, else "_l1", "_l2", "_l3"
 	volts  []float64 // per phase, V
 	energy float64   // imported, kWh
+	// at maps each of the profile's register names to the name of the
+	// device's register at the same table and address (the manifest may
+	// rename it); a value the device does not declare is absent.
+	at map[string]string
 }
 
 // newMeterTwin returns the twin of slave s with profile p, or nil when p is
@@ -34,18 +38,25 @@ func newMeterTwin(s *ModbusSlave, p manifests.DeviceProfile) *meterTwin {
 	if !p.IsMeter() {
 		return nil
 	}
-	m := &meterTwin{phases: []string{""}}
+	m := &meterTwin{phases: []string{""}, at: map[string]string{}}
+	for _, pr := range manifests.ProfileRegisters(p) {
+		for name, r := range s.regs {
+			if r.Table == pr.Table && r.Address == pr.Address {
+				m.at[pr.Name] = name
+			}
+		}
+	}
 	if p == manifests.ProfileEastronSDM630 {
 		m.phases = []string{"_l1", "_l2", "_l3"}
 	}
 	for _, ph := range m.phases {
 		v := MainsVoltage
-		if f, ok := s.deviceValue("voltage" + ph); ok && f > 0 {
+		if f, ok := s.deviceValue(m.at["voltage"+ph]); ok && f > 0 {
 			v = f
 		}
 		m.volts = append(m.volts, v)
 	}
-	m.energy, _ = s.deviceValue("import_energy")
+	m.energy, _ = s.deviceValue(m.at["import_energy"])
 	return m
 }
 
@@ -54,25 +65,26 @@ func newMeterTwin(s *ModbusSlave, p manifests.DeviceProfile) *meterTwin {
 // w.mu is held.
 func (s *ModbusSlave) advanceMeter(dt float64) {
 	m := s.meter
+	set := func(name string, v float64) { s.setDeviceValue(m.at[name], v) }
 	p := s.w.sitePowerLocked()
 	m.energy += p * dt / 3600 / 1000
 	share := p / float64(len(m.phases))
 	for i, ph := range m.phases {
-		s.setDeviceValue("voltage"+ph, m.volts[i])
-		s.setDeviceValue("current"+ph, share/m.volts[i])
+		set("voltage"+ph, m.volts[i])
+		set("current"+ph, share/m.volts[i])
 		if ph != "" {
-			s.setDeviceValue("power"+ph, share)
+			set("power"+ph, share)
 		}
 	}
-	s.setDeviceValue("power", p)
-	s.setDeviceValue("frequency", MainsFrequency)
-	s.setDeviceValue("import_energy", m.energy)
-	s.setDeviceValue("total_energy", m.energy)
+	set("power", p)
+	set("frequency", MainsFrequency)
+	set("import_energy", m.energy)
+	set("total_energy", m.energy)
 }
 
-// deviceValue returns the value a register holds as the device sent it
+// deviceValue returns the value register name holds as the device sent it
 // (before the manifest's scale and offset), false when the device has no
-// such register or it holds no number.
+// such register ("" included) or it holds no number.
 func (s *ModbusSlave) deviceValue(name string) (float64, bool) {
 	r, ok := s.regs[name]
 	if !ok {
@@ -86,10 +98,10 @@ func (s *ModbusSlave) deviceValue(name string) (float64, bool) {
 	return (f - r.Offset) / r.Scale, true
 }
 
-// setDeviceValue sets a register to a value as the device would send it,
-// so that a register the manifest rescales (power in kW: scale 0.001)
-// still reads the same quantity; a register the device does not have is
-// left alone.
+// setDeviceValue sets register name to a value as the device would send
+// it, so that a register the manifest rescales (power in kW: scale 0.001)
+// still reads the same quantity; a register the device does not have ("")
+// is left alone.
 func (s *ModbusSlave) setDeviceValue(name string, v float64) {
 	if r, ok := s.regs[name]; ok {
 		s.setLocked(name, v*r.Scale+r.Offset)

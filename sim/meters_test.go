@@ -148,3 +148,36 @@ func TestRelayBoardKnownFrames(t *testing.T) {
 		t.Errorf("coil 4 on a relay_board_4: % x, want the exception 03 85 02", res)
 	}
 }
+
+// TestEastronTwinKeepsOverrides: a register the manifest declares over the
+// profile's (power rescaled to kW) still reads the quantity the meter
+// sends, and sim.values start the energy.
+func TestEastronTwinKeepsOverrides(t *testing.T) {
+	w, clk := newWorld(t, manifesttest.Parse(t, "kw.yml", `
+version: 1
+gateway: meters
+buses: [{name: lan, kind: modbus_tcp, address: "192.0.2.1:502"}]
+devices:
+  - name: flat
+    bus: lan
+    model: modbus
+    unit_id: 1
+    profile: eastron_sdm120
+    registers:
+      - {name: power_kw, table: input, address: 0x0C, type: float32, scale: 0.001}
+    sim: {values: {import_energy: 1523.5}}
+capabilities:
+  - {name: flat_power, type: number, unit: kW, read: {device: flat, channel: power_kw}}
+`))
+	flat, _ := w.ModbusSlave("flat")
+	if p, err := flat.Get("power_kw"); err != nil || p != float64(float32(sim.MeterBaseLoad))*0.001 {
+		t.Errorf("power_kw = %v, %v; want the 150 W base load as %v kW", p, err, sim.MeterBaseLoad*0.001)
+	}
+	if _, err := flat.Get("power"); err == nil {
+		t.Error("the profile's power register is still there beside power_kw at the same address")
+	}
+	clk.Advance(10 * time.Hour)
+	if e, _ := flat.Get("total_energy"); e != float64(float32(1523.5+1.5)) {
+		t.Errorf("total_energy after 10 h at 150 W from 1523.5 kWh = %v, want 1525", e)
+	}
+}
