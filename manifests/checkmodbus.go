@@ -117,10 +117,8 @@ func (c *checker) lineDevice(dev Device, bus *Bus, path string, units map[string
 		c.once(units, key, field("unit_id"), "unit id %d on bus %q", dev.UnitID, dev.Bus)
 	}
 	rp := field("registers")
-	if len(dev.ModbusRegisters) == 0 {
-		if !c.d.bad[rp] {
-			c.d.add(rp, ErrMissing, "registers (want at least one register: {name, table, address, type})")
-		}
+	if len(dev.ModbusRegisters) == 0 && !c.d.bad[rp] && !c.d.has(field("profile")) {
+		c.d.add(rp, ErrMissing, "registers (want at least one register: {name, table, address, type}, or a profile: %s)", oneOf(deviceProfiles))
 	}
 	seen := map[string]string{}
 	for i, r := range dev.ModbusRegisters {

@@ -85,7 +85,8 @@
 //	pin         string           -         gpio models: required, the host's pin name such as "GPIO17", unique in the manifest (ignoring case); i2c models: not allowed
 //	active_low  boolean          false     gpio models only: logical true drives the line low
 //	pull        string           unchanged  gpio_in only: none, up or down
-//	registers   list of registers  -       registers and modbus models: required, at least one (a modbus register has its own keys, below); other models: not allowed
+//	registers   list of registers  -       registers and modbus models: required, at least one (a modbus register has its own keys, below), unless a modbus device has a profile; other models: not allowed
+//	profile     string           none      modbus only: eastron_sdm120, eastron_sdm630, relay_board_4, relay_board_8 or relay_board_16 fills the register map (see DeviceProfile); own registers replace the profile's of the same name or table and address
 //	unit_id     integer          -         modbus: required, 1..247 on a serial line or RTU over TCP, 0..255 on Modbus TCP; unique on its bus
 //	max_span    integer          0         modbus: read adjacent registers of one table in one transaction while the run stays within this many registers (bits for coil and discrete); 0 or 1 reads each alone; at most 125
 //	timeout     duration         bus's     modbus and serial_line: more than 0; bounds one transaction with this device
@@ -370,7 +371,7 @@
 // (devices[].mqtt):
 //
 //	key           type              default       constraint
-//	preset        word              none          tasmota or zigbee2mqtt; needs topic
+//	preset        word              none          tasmota, zigbee2mqtt or shelly; needs topic
 //	topic         string            none          the Tasmota topic or Zigbee2MQTT friendly name; one level, no wildcards
 //	availability  string            the preset's  topic where the device or its Last Will says it is offline
 //	offline       string            offline       the availability payload meaning offline (case ignored; a JSON "state" counts)
@@ -392,7 +393,11 @@
 // tele/<topic>/SENSOR, and the availability topic tele/<topic>/LWT. With
 // preset zigbee2mqtt, any channel is a JSON key of zigbee2mqtt/<topic>,
 // commanded on zigbee2mqtt/<topic>/set with {"<channel>": value}, and the
-// availability topic zigbee2mqtt/<topic>/availability. Declared channels
+// availability topic zigbee2mqtt/<topic>/availability. With preset shelly
+// (a first-generation Shelly), a channel is the topic under
+// shellies/<topic>/ ("emeter/0/power", "relay/0"), relay/<n> is commanded
+// on shellies/<topic>/relay/<n>/command with on or off, and the
+// availability topic is shellies/<topic>/online (false is offline). Declared channels
 // replace the preset's of the same name. In the simulator, sim.values
 // (by channel) and sim.level (power) give a preset device's first state.
 //

@@ -131,8 +131,12 @@ type Device struct {
 	// serial_line only); zero means the bus's timeout. A slow device gets
 	// its own without slowing the detection of a dead one elsewhere.
 	Timeout time.Duration
-	// ModbusRegisters is the register map of a modbus device.
+	// ModbusRegisters is the register map of a modbus device: its own
+	// registers, then those of its Profile that none of them replaces.
 	ModbusRegisters []ModbusRegister
+	// Profile is the modbus device's profile (a register map it takes
+	// instead of declaring one, see DeviceProfile); "" for none.
+	Profile DeviceProfile
 	// Line is the request and response of a serial_line device.
 	Line LineInstrument
 	// MQTT holds the topics of an mqtt device; nil on other models.

@@ -124,6 +124,9 @@ func (d *MQTTDevice) Channel(name string) (MQTTChannel, bool) {
 	case d.Preset == PresetZigbee2MQTT:
 		return withDefaults(MQTTChannel{Name: name, State: "zigbee2mqtt/" + t, Path: name,
 			Command: "zigbee2mqtt/" + t + "/set", Payload: `{"` + name + `":{{json}}}`}), true
+	case d.Preset == PresetShelly:
+		ch, ok := shellyChannel(t, name)
+		return withDefaults(ch), ok
 	}
 	return MQTTChannel{}, false
 }
@@ -138,6 +141,10 @@ func (d *MQTTDevice) AvailabilityTopic() (topic, offline string) {
 		topic = "tele/" + d.Topic + "/LWT"
 	case d.Preset == PresetZigbee2MQTT && d.Topic != "":
 		topic = "zigbee2mqtt/" + d.Topic + "/availability"
+	case d.Preset == PresetShelly && d.Topic != "" && d.Offline == "":
+		topic, offline = "shellies/"+d.Topic+"/online", "false"
+	case d.Preset == PresetShelly && d.Topic != "":
+		topic = "shellies/" + d.Topic + "/online"
 	}
 	if offline == "" {
 		offline = "offline"
@@ -174,7 +181,7 @@ var (
 	mqttBusKeys     = []string{"broker", "client_id", "ca", "cert", "key", "credentials", "protocol", "keepalive"}
 	mqttDeviceKeys  = []string{"preset", "topic", "availability", "offline", "channels"}
 	mqttChannelKeys = []string{"name", "state", "path", "command", "payload", "on", "off", "retain"}
-	mqttPresets     = words(PresetTasmota, PresetZigbee2MQTT)
+	mqttPresets     = words(PresetTasmota, PresetZigbee2MQTT, PresetShelly)
 )
 
 func (o obj) mqttBus(m *MQTTBus) {
@@ -263,7 +270,7 @@ func (o obj) mqttDevice(m *MQTTDevice) {
 	m.Offline = o.str("offline")
 	m.Channels = list(o, "channels", mqttChannelKeys, obj.mqttChannel)
 	if m.Preset != "" && m.Topic == "" {
-		o.require("topic", "the device's topic (Tasmota) or friendly name (Zigbee2MQTT), such as \"front_door\"")
+		o.require("topic", "the device's topic (Tasmota), friendly name (Zigbee2MQTT) or id (Shelly), such as \"front_door\" or \"shellyem-B9F3C1\"")
 	}
 	if m.Preset == "" && len(m.Channels) == 0 && !o.d.bad[o.at("channels")] {
 		o.add("channels", ErrMissing, "channels (want a preset, %s, or channels with a state topic each)", oneOf(mqttPresets))
@@ -304,7 +311,7 @@ func (c *checker) mqttDevice(dev Device, bus *Bus, path string) {
 		c.d.add(field("model"), ErrNotAllowed, "on %s bus %q: mqtt (want an mqtt bus)", bus.Kind, bus.Name)
 	}
 	if dev.MQTT == nil && !c.d.bad[field("mqtt")] {
-		c.d.add(field("mqtt"), ErrMissing, "mqtt (want {preset: tasmota|zigbee2mqtt, topic: ...} or {channels: [...]})")
+		c.d.add(field("mqtt"), ErrMissing, "mqtt (want {preset: tasmota|zigbee2mqtt|shelly, topic: ...} or {channels: [...]})")
 	}
 	if dev.MQTT != nil {
 		seen := map[string]string{}
@@ -336,7 +343,7 @@ func (c *checker) mqttChannel(cp *Capability, dev *Device, path string) {
 		return
 	}
 	if cp.Do != nil && ch.Command == "" {
-		c.d.add(join(path, "do"), ErrNotAllowed, "on read-only channel %q of mqtt device %q (want command: on the channel, or a power channel of a tasmota preset)", cp.Read.Channel, dev.Name)
+		c.d.add(join(path, "do"), ErrNotAllowed, "on read-only channel %q of mqtt device %q (want command: on the channel, a power channel of a tasmota preset, or relay/<n> of a shelly preset)", cp.Read.Channel, dev.Name)
 	}
 }
 
@@ -346,6 +353,8 @@ func mqttChannelHint(d *MQTTDevice, names []string) string {
 		return "want power, power1..power8, or a JSON path in tele/" + d.Topic + "/SENSOR" + alsoNames(names)
 	case PresetZigbee2MQTT:
 		return "want a JSON key of zigbee2mqtt/" + d.Topic + alsoNames(names)
+	case PresetShelly:
+		return "want a topic under shellies/" + d.Topic + "/, such as emeter/0/power or relay/0" + alsoNames(names)
 	}
 	return candidates("channel", names)
 }

@@ -62,6 +62,9 @@ type ModbusSlave struct {
 	lateDelay time.Duration
 	lateN     uint64 // requests counted for late
 	lateSent  uint64 // answers delayed so far
+
+	// meter is the twin of a device whose profile is an energy meter.
+	meter *meterTwin
 }
 
 func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, error) {
@@ -111,6 +114,9 @@ func newModbusSlave(w *World, d manifests.Device, now time.Time) (*ModbusSlave, 
 		if v, err := s.getLocked("speed_setpoint"); err == nil {
 			s.speed, _ = v.(float64)
 		}
+	}
+	if s.profile == "" {
+		s.meter = newMeterTwin(s, d.Profile)
 	}
 	return s, nil
 }
@@ -305,6 +311,10 @@ func (s *ModbusSlave) advance(now time.Time) {
 		s.energy += p * dt / 3600 / 1000
 		s.setLocked("power", p)
 		s.setLocked("energy", s.energy)
+	default:
+		if s.meter != nil {
+			s.advanceMeter(dt)
+		}
 	}
 }
 

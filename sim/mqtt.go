@@ -129,6 +129,9 @@ type mqttDevice struct {
 	silent  bool // stays connected but publishes nothing
 	// A scenario's dropout (Last Will: offline) and stuck (silent) fault.
 	faultOffline, faultSilent bool
+
+	now  func() time.Time // the world's clock
+	last time.Time        // a Shelly's meters integrated up to here
 }
 
 func addMQTTDevice(w *World, d manifests.Device, _ *build) error {
@@ -138,7 +141,7 @@ func addMQTTDevice(w *World, d manifests.Device, _ *build) error {
 	if w.mqtt == nil {
 		w.mqtt = &mqttWorld{}
 	}
-	w.mqtt.devs = append(w.mqtt.devs, &mqttDevice{d: d, values: map[string]any{}, online: true})
+	w.mqtt.devs = append(w.mqtt.devs, &mqttDevice{d: d, values: map[string]any{}, online: true, now: w.clk.Now})
 	return nil
 }
 
@@ -166,6 +169,9 @@ func (mw *mqttWorld) initial() {
 				dev.values[c.Read.Channel] = f
 			}
 		}
+		if dev.isShelly() {
+			dev.shellyDefaults()
+		}
 	}
 }
 
@@ -184,6 +190,8 @@ func (mw *mqttWorld) start(b *Broker) error {
 		switch dev.d.MQTT.Preset {
 		case manifests.PresetZigbee2MQTT:
 			filters = []string{"zigbee2mqtt/" + t + "/set"}
+		case manifests.PresetShelly:
+			filters = []string{"shellies/" + t + "/relay/+/command"}
 		case "":
 			filters = nil
 			for _, c := range dev.d.MQTT.Channels {
@@ -225,6 +233,10 @@ func (dev *mqttDevice) publishAvailability() {
 		}
 		return
 	}
+	if dev.isShelly() {
+		dev.publishShellyOnline(b, online)
+		return
+	}
 	if dev.d.MQTT.Preset == manifests.PresetTasmota {
 		p := "Offline"
 		if online {
@@ -252,6 +264,10 @@ func (dev *mqttDevice) publishState() {
 	t := dev.d.MQTT.Topic
 	if dev.d.MQTT.Preset == "" {
 		dev.publishGenericLocked()
+		return
+	}
+	if dev.isShelly() {
+		dev.publishShellyLocked()
 		return
 	}
 	if dev.d.MQTT.Preset == manifests.PresetZigbee2MQTT {
@@ -319,6 +335,8 @@ func (dev *mqttDevice) command(topic string, payload []byte) {
 	}
 	if dev.d.MQTT.Preset == "" {
 		dev.genericCommandsLocked(topic, payload)
+	} else if dev.isShelly() {
+		dev.shellyCommandLocked(topic, payload)
 	} else if dev.d.MQTT.Preset == manifests.PresetZigbee2MQTT {
 		var set map[string]any
 		if json.Unmarshal(payload, &set) == nil {

@@ -134,7 +134,7 @@ func TestSiteTestUpdate(t *testing.T) {
 func TestDemoManifests(t *testing.T) {
 	t.Parallel()
 	for name, act := range map[string]string{"lab-bench": "do_set_light_level", "pi-sensors": "do_set_valve_1", "pi-outdoor": "do_set_fan_speed",
-		"mqtt-home": "do_set_dehumidifier", "irrigation": "do_set_valve_main"} {
+		"mqtt-home": "do_set_dehumidifier", "irrigation": "do_set_valve_main", "energy-meters": "do_set_water_heater"} {
 		out, stderr, code := runCLI(t, "demo", "--manifest", "../../manifests/examples/"+name+".yml")
 		if code != 0 {
 			t.Errorf("%s: exit %d\n%s\n%s", name, code, out, stderr)
