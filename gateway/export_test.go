@@ -88,3 +88,6 @@ func CanDoRelated(g *Gateway, action, location string) (indexed, scanned []strin
 	}
 	return indexed, scanned
 }
+
+// CanDoHits counts the answers Serve's can_do scope gave again.
+func CanDoHits(g *Gateway) uint64 { return g.jobsScope.answers.hits.Load() }
