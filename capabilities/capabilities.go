@@ -276,7 +276,17 @@ type Set struct {
 	byName      map[string]*Capability
 	closers     []func() error
 	writerTaken atomic.Bool // TakeWriter
+	// changes counts the changes of every cached sample of the set (see
+	// Changes).
+	changes atomic.Uint64
 }
+
+// Changes counts the changes of the set's cached samples: a transaction
+// whose outcome is cached, a write that drops the cached sample. While it
+// stays the same, every capability reads from the same samples as before
+// (until they age out: Reading.Time plus the capability's TTL), so an
+// answer computed from them may be given again (gateway: can_do).
+func (s *Set) Changes() uint64 { return s.changes.Load() }
 
 // All returns the capabilities in manifest order.
 func (s *Set) All() []*Capability { return s.caps }
@@ -328,6 +338,7 @@ func Open(ctx context.Context, m *manifests.Manifest, hw Hardware, opts Options)
 		}
 		s.caps = append(s.caps, c)
 		s.byName[mc.Name] = c
+		c.src.changes = &s.changes // before any read: the set is not served yet
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package capabilities
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/promcp/promcp-device/clock"
@@ -48,6 +49,15 @@ type sampler struct {
 	seq  uint64
 	gen  uint64   // incremented by invalidate
 	last *attempt // nil before the first attempt and after invalidate
+	// changes, when set, counts every change of last (Set.Changes).
+	changes *atomic.Uint64
+}
+
+// changed counts a change of last; s.mu is held.
+func (s *sampler) changed() {
+	if s.changes != nil {
+		s.changes.Add(1)
+	}
 }
 
 // readFunc is one transaction of a source: the value and the bytes the
@@ -131,6 +141,7 @@ func (s *sampler) run(ctx context.Context) *attempt {
 	}
 	if gen == s.gen && ctx.Err() == nil {
 		s.last = a // a transaction that started before a write is not cached
+		s.changed()
 	}
 	return a
 }
@@ -146,5 +157,6 @@ func (s *sampler) invalidate() {
 	s.mu.Lock()
 	s.gen++
 	s.last = nil
+	s.changed()
 	s.mu.Unlock()
 }

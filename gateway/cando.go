@@ -57,10 +57,14 @@ type scope struct {
 	g     *Gateway
 	caps  []*capabilities.Capability
 	reads map[string]bool // the read_* tools of caps
+	index *index          // built with the scope: no call scans every capability
+	// answers are the answers given, reused while nothing they depend on
+	// can have changed (see answerCache).
+	answers answerCache
 }
 
 func newScope(g *Gateway, caps []*capabilities.Capability) *scope {
-	s := &scope{g: g, caps: caps, reads: map[string]bool{}}
+	s := &scope{g: g, caps: caps, reads: map[string]bool{}, index: newIndex(caps)}
 	for _, c := range caps {
 		s.reads[c.ReadTool()] = true
 	}
@@ -68,11 +72,35 @@ func newScope(g *Gateway, caps []*capabilities.Capability) *scope {
 }
 
 // canDo answers the intent: every action of the scope scored, decided by
-// the same policy evaluation that do_* runs, and sorted best first.
+// the same policy evaluation that do_* runs, and sorted best first. The
+// same question is answered again from the answer kept while nothing it
+// depends on can have changed (see answerCache).
 func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, error) {
 	if rep, ok := s.canStart(ctx, req); ok {
-		return rep, nil
+		return rep, nil // a job's progress decides it: not kept
 	}
+	key, keyed := s.answerKey(ctx, req)
+	keyed = keyed && s.g.reusable()
+	var gen generation
+	if keyed {
+		gen = s.g.generation()
+		if rep, ok := s.answers.get(key, gen, s.g.srv.Clock().Now()); gen.ok && ok {
+			return copyReport(rep), nil
+		}
+	}
+	now := s.g.srv.Clock().Now()
+	rep, exp := s.answer(ctx, req)
+	if keyed && gen.ok && !exp.failed && s.g.generation() == gen {
+		if before, ok := s.reuseBefore(rep, now, exp.at); ok {
+			s.answers.put(key, gen, copyReport(rep), now, before)
+		}
+	}
+	return rep, nil
+}
+
+// answer computes the answer to req, and the expiry of the readings it
+// used.
+func (s *scope) answer(ctx context.Context, req promcp.CanDoRequest) (promcp.CapabilityReport, expiry) {
 	matches := s.matches(req.Intent)
 	if len(req.ScopeDevices) > 0 {
 		matches = slices.DeleteFunc(matches, func(m match) bool { return !slices.Contains(req.ScopeDevices, deviceID(m.c)) })
@@ -84,7 +112,7 @@ func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Capa
 	for _, m := range matches {
 		b.add(ctx, m, req.Intent)
 	}
-	rep := b.rep
+	rep, exp := b.rep, b.exp
 	rep.Metadata.Note = s.note(rep, len(matches), req)
 	rep.Context.Location = req.Intent.Location
 	if q := req.Query; q != nil {
@@ -93,12 +121,13 @@ func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Capa
 		for _, c := range s.caps {
 			if c.Name == q.Target {
 				cur, found = c.Read(ctx), true
+				exp.reading(policy.Reading{Time: cur.Time, Quality: cur.Quality, TTL: c.TTL()})
 				break
 			}
 		}
 		rep.Context.ImpliedTarget = q.ImpliedTarget(cur.Value, found && cur.Quality != promcp.QualityError && cur.Value != nil)
 	}
-	return rep, nil
+	return rep, exp
 }
 
 // prefetch reads every capability the matched actions are decided on (the
@@ -158,25 +187,29 @@ func (s *scope) prefetch(ctx context.Context, matches []match) {
 	wg.Wait()
 }
 
-// matches scores every action against intent, keeps those at or above
-// MinConfidence, best first. An action that names a tool exactly asks
-// about that tool only.
+// matches scores the actions intent can match (the index's candidates)
+// against it, keeps those at or above MinConfidence, best first, manifest
+// order among equals. An action that names a tool exactly asks about that
+// tool only.
 func (s *scope) matches(intent promcp.Intent) []match {
-	named := ""
+	ix := s.index
+	cands := ix.candidates(intent)
 	if a := strings.TrimSpace(intent.Action); a != "" {
-		for _, c := range s.caps {
-			if c.Do != nil && (a == c.Do.Tool || "do_"+a == c.Do.Tool) {
-				named = c.Do.Tool
-			}
+		// The last action in manifest order that a names, as when every
+		// action was scanned.
+		named := slices.Concat(ix.byName[a], ix.byName["do_"+a])
+		named = slices.DeleteFunc(named, func(i int) bool { t := ix.actions[i].c.Do.Tool; return t != a && t != "do_"+a })
+		if len(named) > 0 {
+			tool := ix.actions[slices.Max(named)].c.Do.Tool
+			cands = slices.DeleteFunc(cands, func(i int) bool { return ix.actions[i].c.Do.Tool != tool })
 		}
 	}
+	sc := newScoring(intent)
 	var matches []match
-	for _, c := range s.caps {
-		if c.Do == nil || named != "" && c.Do.Tool != named {
-			continue
-		}
-		if s, ok := Score(intent, c.Capability, c.Source); ok && s >= MinConfidence {
-			matches = append(matches, match{c, s})
+	for _, i := range cands {
+		a := &ix.actions[i]
+		if s, ok := sc.score(a.terms); ok && s >= MinConfidence {
+			matches = append(matches, match{a.c, s})
 		}
 	}
 	slices.SortStableFunc(matches, func(a, b match) int {
@@ -198,6 +231,7 @@ type reportBuilder struct {
 	s    *scope
 	rep  promcp.CapabilityReport
 	seen map[string]bool
+	exp  expiry // of the readings the decisions used
 }
 
 // related lists tool among the related reads, once, when the scope serves
@@ -233,12 +267,13 @@ func (b *reportBuilder) add(ctx context.Context, m match, intent promcp.Intent) 
 	b.related(c.ReadTool())
 	b.rep.Context.CurrentObservations[c.ReadTool()] = promcp.Observation{
 		Value: cur.Value, Unit: promcp.Unit(c.Unit), Timestamp: cur.Time.UTC(), Quality: cur.Quality}
-	for _, r := range b.s.caps {
-		if r.Do == nil && relatedTo(r.Capability, c.Capability, intent.Location) {
+	for _, pos := range b.s.index.related(c) {
+		if r := b.s.caps[pos]; relatedTo(r.Capability, c.Capability, intent.Location) {
 			b.related(r.ReadTool())
 		}
 	}
 	pr := g.request(ctx, c, intent.Value, intent.Value != nil, cur)
+	b.exp.request(pr)
 	for _, in := range pr.Inputs {
 		b.observe(in.Name, in.Reading)
 	}
@@ -468,39 +503,53 @@ const ConfirmedConfidence = 0.7
 // a prefix of the other of at least four letters ("heat" matches "heater"
 // and "heating").
 func Score(intent promcp.Intent, c manifests.Capability, source string) (score float64, ok bool) {
-	device := source[strings.LastIndex(source, "/")+1:]
-	name := words(c.Name + " " + c.Do.Tool + " " + device)
-	around := words(c.Location + " " + strings.Join(c.Tags, " "))
-	vocab := append(slices.Clone(name), around...)
+	return newScoring(intent).score(newTerms(c, source))
+}
+
+// scoring is an intent prepared for Score: its words split once for every
+// action it is scored against.
+type scoring struct {
+	action, target, location string
+	actionWords, targetWords []string // content words
+	tags                     []string // each tag's words joined by "_"
+}
+
+func newScoring(intent promcp.Intent) scoring {
+	sc := scoring{action: strings.TrimSpace(intent.Action), target: strings.TrimSpace(intent.Target),
+		location: strings.ToLower(strings.TrimSpace(intent.Location))}
+	sc.actionWords, sc.targetWords = content(words(sc.action)), content(words(sc.target))
+	for _, t := range intent.SemanticTags {
+		if w := strings.Join(words(t), "_"); w != "" {
+			sc.tags = append(sc.tags, w)
+		}
+	}
+	return sc
+}
+
+// score is Score for the action of t.
+func (sc scoring) score(t terms) (score float64, ok bool) {
+	c := t.c
 	var sum, weight float64
 	add := func(w, s float64) { sum += w * s; weight += w }
 
-	if a := strings.TrimSpace(intent.Action); a != "" {
+	if a := sc.action; a != "" {
 		if a == c.Do.Tool || "do_"+a == c.Do.Tool {
 			add(weightAction, 1)
-		} else if ws := content(words(a)); len(ws) > 0 {
-			add(weightAction, naming(ws, name, around))
+		} else if len(sc.actionWords) > 0 {
+			add(weightAction, naming(sc.actionWords, t.name, t.around))
 		}
 	}
-	if t := strings.TrimSpace(intent.Target); t != "" {
-		if t == c.Name || t == c.Do.Tool || t == device {
+	if tg := sc.target; tg != "" {
+		if tg == c.Name || tg == c.Do.Tool || tg == t.device {
 			add(weightTarget, 1)
-		} else if ws := content(words(t)); len(ws) > 0 {
-			add(weightTarget, naming(ws, name, around))
+		} else if len(sc.targetWords) > 0 {
+			add(weightTarget, naming(sc.targetWords, t.name, t.around))
 		}
 	}
-	if len(intent.SemanticTags) > 0 {
-		var tags []string
-		for _, t := range intent.SemanticTags {
-			if w := strings.Join(words(t), "_"); w != "" {
-				tags = append(tags, w)
-			}
-		}
-		if len(tags) > 0 {
-			add(weightTags, share(tags, vocab))
-		}
+	if len(sc.tags) > 0 {
+		add(weightTags, share(sc.tags, t.vocab))
 	}
-	if l := strings.ToLower(strings.TrimSpace(intent.Location)); l != "" {
+	if l := sc.location; l != "" {
 		switch {
 		case c.Location == "":
 			add(weightLocation, 0.5)

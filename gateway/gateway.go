@@ -39,6 +39,9 @@ type Gateway struct {
 	holds   holds         // the actuators the running jobs hold
 	bgStop  context.CancelFunc
 	bgDone  chan struct{}
+	// gen counts the changes of the policy state that can_do answers
+	// depend on (see answerCache).
+	gen stateGen
 	// jobsScope is the can_do scope of Serve's surface, which answers for
 	// the jobs' start_* tools.
 	jobsScope *scope
@@ -76,6 +79,7 @@ type GatewayOptions struct {
 // order: reads, then actions, then can_do.
 func Serve(srv *server.Server, set *capabilities.Set, opts ...GatewayOptions) (*Gateway, error) {
 	g := &Gateway{srv: srv, set: set}
+	g.holds.gen = &g.gen
 	if len(opts) > 0 {
 		g.opts = opts[0]
 	}
@@ -243,6 +247,10 @@ func (g *Gateway) doHandler(c *capabilities.Capability) server.DoHandler {
 // the gateway makes on its own (act). It is the only caller of do.
 func (g *Gateway) handler(c *capabilities.Capability, a actuation) server.DoHandler {
 	return func(ctx context.Context, req server.DoRequest) (promcp.DoResult, error) {
+		// Every change of the history, reservations and dead-man timers
+		// happens in g.do: no can_do answer is reused or kept meanwhile.
+		g.gen.begin()
+		defer g.gen.end()
 		tr := &doTrace{}
 		r, err := g.do(ctx, c, req, tr, a)
 		g.afterDo(c, &r)

@@ -20,6 +20,14 @@ import (
 type holds struct {
 	mu  sync.Mutex
 	job map[string]string // by do_* tool: the job id holding it
+	gen *stateGen         // counts every change (nil: not counted)
+}
+
+// changed counts a change of the holds; h.mu is held.
+func (h *holds) changed() {
+	if h.gen != nil {
+		h.gen.n.Add(1)
+	}
 }
 
 // take gives tools to job, all or none; it returns the tool already held
@@ -38,6 +46,7 @@ func (h *holds) take(job string, tools []string) (tool, holder string) {
 	for _, t := range tools {
 		h.job[t] = job
 	}
+	h.changed()
 	return "", ""
 }
 
@@ -50,6 +59,7 @@ func (h *holds) release(job string) {
 			delete(h.job, t)
 		}
 	}
+	h.changed()
 }
 
 // holder is the job holding tool, "" for none.

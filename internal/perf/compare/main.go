@@ -39,6 +39,11 @@ type config struct {
 	sessions                   []int
 	slow                       bool // calls of seconds (see bench)
 	skipScale, onlyScale       bool
+	// baseName is what base was built from (a git ref), for the table.
+	baseName string
+	// sizeAfter and sizeBefore are the linux/arm64 stripped binaries'
+	// sizes in bytes, when known (scripts/perf-compare builds them).
+	sizeAfter, sizeBefore int64
 }
 
 func main() {
@@ -49,6 +54,9 @@ func main() {
 	flag.StringVar(&c.peer, "peer", "e2e/perf-peer.mjs", "the TypeScript SDK server script")
 	flag.StringVar(&c.manifest, "manifest", "manifests/examples/greenhouse.yml", "the manifest our server serves")
 	flag.StringVar(&c.base, "base", "", "an earlier promcp-device `BINARY` to measure beside ours on the same reads (before/after in one run)")
+	flag.StringVar(&c.baseName, "base-name", "", "what -base was built from (a git ref), named in the table's before column")
+	flag.Int64Var(&c.sizeAfter, "arm64-size", 0, "the linux/arm64 stripped binary's size in bytes (ours), for the table")
+	flag.Int64Var(&c.sizeBefore, "arm64-size-base", 0, "the same for -base")
 	flag.BoolVar(&c.skipScale, "no-scale", false, "skip the runs at 200 and 1,000 capabilities")
 	flag.BoolVar(&c.onlyScale, "only-scale", false, "only the runs at 200 and 1,000 capabilities")
 	flag.IntVar(&c.reps, "reps", 3, "repetitions (the ratios are medians over them)")
@@ -238,7 +246,15 @@ func run(ctx context.Context, c config) error {
 			return err
 		}
 	}
+	// Resident memory after the load: every read and can_do run above.
+	rss := [2]int64{rssKiB(sv.ours.pid), 0}
+	if sv.base != nil {
+		rss[1] = rssKiB(sv.base.pid)
+	}
 	c.print(r, sv.base != nil)
+	if sv.base != nil {
+		c.printBeforeAfter(r, rss)
+	}
 	if !c.skipScale {
 		if err := c.scale(ctx); err != nil {
 			return err
@@ -278,6 +294,7 @@ func (c config) readRep(ctx context.Context, sv servers, r ratios, rep, i, n int
 	r.add("callsTS", i, m, us.PerSecond/pe.PerSecond)
 	if sv.base != nil {
 		ba := res[5]
+		r.add("cpuTS0", i, m, cpu(ba)/cpu(pe))
 		r.add("callsBase", i, m, us.PerSecond/ba.PerSecond)
 		r.add("cpuBase", i, m, cpu(us)/cpu(ba))
 		r.add("calls0", i, m, ba.PerSecond/fl.PerSecond)
@@ -350,6 +367,37 @@ func (c config) print(r ratios, base bool) {
 			goal += " "
 		}
 		fmt.Printf("| %s | %s | %s|\n", row[0], r.triple(row[1]), goal)
+	}
+}
+
+// printBeforeAfter prints the issue's table (issue 28) with a column for
+// -base (before) and one for ours (after), from this one interleaved run;
+// rss is ours and the base's resident memory after the load, in KiB.
+func (c config) printBeforeAfter(r ratios, rss [2]int64) {
+	sess := strings.Trim(strings.Join(strings.Fields(fmt.Sprint(c.sessions)), " / "), "[]")
+	before := "before"
+	if c.baseName != "" {
+		before += " (" + c.baseName + ")"
+	}
+	mb := func(kib int64) string { return fmt.Sprintf("%.1f MB", float64(kib)/1024) }
+	size := func(b int64) string {
+		if b <= 0 {
+			return "—"
+		}
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	}
+	rows := [][4]string{
+		{"cached `read_*` calls/s vs the floor", r.triple("calls0"), r.triple("calls"), "≥ 0.95"},
+		{"server CPU per read vs the floor", r.triple("cpu0"), r.triple("cpu"), "≤ 1.1"},
+		{"CPU per read, after vs before", "—", r.triple("cpuBase"), "≤ 1.0"},
+		{"CPU per call vs the TypeScript SDK", r.triple("cpuTS0"), r.triple("cpuTS"), "≤ 0.1"},
+		{"`can_do` CPU vs a read's (8 sessions)", r.triple("candoCPU0"), r.triple("candoCPU"), "≤ 1.5"},
+		{"resident memory, " + filepath.Base(c.manifest) + " after load", mb(rss[1]), mb(rss[0]), "≤ 20 MB"},
+		{"linux/arm64 binary, stripped", size(c.sizeBefore), size(c.sizeAfter), "≤ 14 MiB"},
+	}
+	fmt.Printf("\n| measure (%s sessions) | %s | after | goal |\n| --- | --- | --- | --- |\n", sess, before)
+	for _, row := range rows {
+		fmt.Printf("| %s | %s | %s | %s |\n", row[0], row[1], row[2], row[3])
 	}
 }
 
