@@ -32,16 +32,22 @@ func (m Mesh) ListPeers(ctx context.Context) server.MeshPeers {
 }
 
 func (m Mesh) peers(ctx context.Context) []Peer {
-	alive := m.View.Alive(ctx, m.View.cfg.Budget)
+	// A gateway that follows only some gateways lists every live one,
+	// with the registry entries of those it follows (the others by id).
+	ids := m.View.peerIDs(ctx)
+	alive := m.View.ping(ctx, ids, m.View.cfg.Budget)
 	peers := []Peer{}
-	for _, in := range m.View.Gateways() {
-		p := Peer{DeviceID: in.GatewayID, Zone: in.Zone, Tags: in.Tags, Profile: in.Profile, ManifestHash: in.ManifestHash,
-			PhysMCPVersion: in.PhysMCPVersion, PromcpVersion: in.PromcpVersion, Status: "unreachable", Tools: []string{}}
-		if alive[in.GatewayID] {
-			p.Status = "alive"
+	for _, id := range ids {
+		p := Peer{DeviceID: id, Status: "unreachable", Tools: []string{}}
+		if in, ok := m.View.Gateway(id); ok {
+			p.Zone, p.Tags, p.Profile, p.ManifestHash = in.Zone, in.Tags, in.Profile, in.ManifestHash
+			p.PhysMCPVersion, p.PromcpVersion = in.PhysMCPVersion, in.PromcpVersion
+			for _, t := range in.Tools {
+				p.Tools = append(p.Tools, t.Name)
+			}
 		}
-		for _, t := range in.Tools {
-			p.Tools = append(p.Tools, t.Name)
+		if alive[id] {
+			p.Status = "alive"
 		}
 		peers = append(peers, p)
 	}

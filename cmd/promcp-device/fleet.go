@@ -295,7 +295,14 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	if err != nil {
 		return failErr(err, false)
 	}
-	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log})
+	vc := fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log}
+	if fl.HTTP == "" {
+		// A gateway that coordinates nothing holds its own registry
+		// entry only (its peer count reads the heartbeats' keys): its
+		// memory does not grow with the fleet.
+		vc.Follow = []string{fl.Gateway}
+	}
+	n.view = fleet.Watch(n.nc, vc)
 	n.peers.Store(n.view)
 	go n.peerCount() // start keeping the peer count, so that no request waits for the first one
 	hc := server.HTTPConfig{AllowedOrigins: f.origins,

@@ -224,7 +224,7 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	fd := gwFile("gw_d", "west", "")
 	sd := stdioSession(t, mcp.LATEST_PROTOCOL_VERSION, "--manifest", greenhouse, "--fleet", fd)
 	var ms fleet.MeshStatus
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	for deadline := time.Now().Add(3 * time.Minute); ; {
 		if e := sd.meshCall("physmcp/mesh_status", 950, &ms); e != nil {
 			t.Fatalf("physmcp/mesh_status over stdio with --fleet: %+v", e)
 		}
