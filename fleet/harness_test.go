@@ -133,7 +133,7 @@ func startHub(t testing.TB, noAdvertise bool) *testHub {
 	}
 	t.Cleanup(nc.Close)
 	h.nc = nc
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // the hub elects its leaders
 	defer cancel()
 	if err := fleet.SetupHub(ctx, nc, 3); err != nil {
 		t.Fatal(err)
