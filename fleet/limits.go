@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/promcp/promcp-device/fleet/shared"
+	"github.com/promcp/promcp-device/manifests"
 )
 
 // StoreLimits bound what the hub keeps of the fleet's records: the audit
@@ -25,9 +26,9 @@ type StoreLimits struct {
 
 // Default store limits (the fleet file's limits: block).
 const (
-	DefaultAuditMaxAge     = 30 * 24 * time.Hour
-	DefaultAuditMaxBytes   = 1 << 30
-	DefaultRecordsMaxBytes = 256 << 20
+	DefaultAuditMaxAge     = manifests.DefaultAuditMaxAge
+	DefaultAuditMaxBytes   = manifests.DefaultAuditMaxBytes
+	DefaultRecordsMaxBytes = manifests.DefaultRecordsMaxBytes
 )
 
 func (l StoreLimits) withDefaults() StoreLimits {
