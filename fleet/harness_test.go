@@ -133,7 +133,7 @@ func startHub(t testing.TB, noAdvertise bool) *testHub {
 	}
 	t.Cleanup(nc.Close)
 	h.nc = nc
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // the hub elects its leaders
 	defer cancel()
 	if err := fleet.SetupHub(ctx, nc, 3); err != nil {
 		t.Fatal(err)
@@ -312,7 +312,7 @@ func watchAll(t testing.TB, nc *nats.Conn, node string, role manifests.FleetRole
 	t.Helper()
 	v := fleet.Watch(nc, fleet.ViewConfig{Node: node, Role: role, LinkUp: linkUp, Budget: testBudget})
 	t.Cleanup(v.Close)
-	eventually(t, 30*time.Second, "every gateway registered", func() bool { return len(v.Gateways()) == n })
+	eventually(t, 3*time.Minute, "every gateway registered", func() bool { return len(v.Gateways()) == n })
 	return v
 }
 

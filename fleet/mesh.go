@@ -2,6 +2,10 @@ package fleet
 
 import (
 	"context"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/promcp/promcp-device/server"
@@ -32,16 +36,22 @@ func (m Mesh) ListPeers(ctx context.Context) server.MeshPeers {
 }
 
 func (m Mesh) peers(ctx context.Context) []Peer {
-	alive := m.View.Alive(ctx, m.View.cfg.Budget)
+	// A gateway that follows only some gateways lists every live one,
+	// with the registry entries of those it follows (the others by id).
+	ids := m.View.peerIDs(ctx)
+	alive := m.View.ping(ctx, ids, m.View.cfg.Budget)
 	peers := []Peer{}
-	for _, in := range m.View.Gateways() {
-		p := Peer{DeviceID: in.GatewayID, Zone: in.Zone, Tags: in.Tags, Profile: in.Profile, ManifestHash: in.ManifestHash,
-			PhysMCPVersion: in.PhysMCPVersion, PromcpVersion: in.PromcpVersion, Status: "unreachable", Tools: []string{}}
-		if alive[in.GatewayID] {
-			p.Status = "alive"
+	for _, id := range ids {
+		p := Peer{DeviceID: id, Status: "unreachable", Tools: []string{}}
+		if in, ok := m.View.Gateway(id); ok {
+			p.Zone, p.Tags, p.Profile, p.ManifestHash = in.Zone, in.Tags, in.Profile, in.ManifestHash
+			p.PhysMCPVersion, p.PromcpVersion = in.PhysMCPVersion, in.PromcpVersion
+			for _, t := range in.Tools {
+				p.Tools = append(p.Tools, t.Name)
+			}
 		}
-		for _, t := range in.Tools {
-			p.Tools = append(p.Tools, t.Name)
+		if alive[id] {
+			p.Status = "alive"
 		}
 		peers = append(peers, p)
 	}
@@ -75,10 +85,69 @@ func (m Mesh) Status(ctx context.Context) MeshStatus {
 }
 
 // Manifest is physmcp/manifest: on a gateway its own registry entry, on
-// another node the entries of every gateway.
+// another node the first page of every gateway's (ManifestPage).
 func (m Mesh) Manifest() any {
+	page, _ := m.ManifestPage("", server.DefaultManifestPage)
+	return page
+}
+
+// ManifestPage is a page of physmcp/manifest on a node that is not a
+// gateway: the registry entries of the gateways after cursor, by id, at
+// most limit of them, and the cursor of the next page while there is one.
+// A cursor names the last gateway of its page, so a page follows on
+// whatever joined or left since. On a gateway, its own entry (one page).
+func (m Mesh) ManifestPage(cursor string, limit int) (any, error) {
 	if m.Member != nil {
-		return m.Member.Info()
+		if cursor != "" {
+			return nil, fmt.Errorf("params.cursor: %q: a gateway's manifest is its own entry and has no further pages", cursor)
+		}
+		return m.Member.Info(), nil
 	}
-	return map[string]any{"gateways": m.View.Gateways()}
+	after, err := decodeCursor(cursor)
+	if err != nil {
+		return nil, err
+	}
+	all := m.View.Gateways()
+	i, _ := slices.BinarySearchFunc(all, after, func(in Info, id string) int { return strings.Compare(in.GatewayID, id) })
+	if i < len(all) && after != "" && all[i].GatewayID == after {
+		i++
+	}
+	page := ManifestPage{Gateways: all[i:min(i+limit, len(all))], Total: len(all)}
+	if end := i + len(page.Gateways); end < len(all) && len(page.Gateways) > 0 {
+		page.NextCursor = encodeCursor(page.Gateways[len(page.Gateways)-1].GatewayID)
+	}
+	return page, nil
+}
+
+// ManifestPage is one page of a fleet node's physmcp/manifest.
+type ManifestPage struct {
+	Gateways []Info `json:"gateways"`
+	// NextCursor is params.cursor for the next page; absent on the last.
+	NextCursor string `json:"nextCursor,omitempty"`
+	// Total is how many gateways the registry holds now, all pages.
+	Total int `json:"total"`
+}
+
+// cursorPrefix marks a manifest cursor, so that another method's cursor
+// is told apart.
+const cursorPrefix = "gw:"
+
+func encodeCursor(id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(cursorPrefix + id))
+}
+
+// decodeCursor is the gateway id cursor names ("" for the first page).
+func decodeCursor(cursor string) (string, error) {
+	if cursor == "" {
+		return "", nil
+	}
+	b, err := base64.RawURLEncoding.DecodeString(cursor)
+	if err != nil {
+		return "", fmt.Errorf("params.cursor: %q is not a cursor of this method (%w); pass the nextCursor of the previous page, or none for the first", cursor, err)
+	}
+	id, ok := strings.CutPrefix(string(b), cursorPrefix)
+	if !ok || !nodeRE.MatchString(id) {
+		return "", fmt.Errorf("params.cursor: %q is not a cursor of this method (it names no gateway); pass the nextCursor of the previous page, or none for the first", cursor)
+	}
+	return id, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -32,6 +33,7 @@ func (v *View) pollOnce(ctx context.Context) error {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
 	var regSeq uint64
+	keys := v.followKeys()
 	seen := map[string]Info{}
 	for {
 		seq, err := lastSeq(ctx, v.nc, "KV_"+RegistryBucket)
@@ -39,7 +41,7 @@ func (v *View) pollOnce(ctx context.Context) error {
 			return err
 		}
 		if seq != regSeq || regSeq == 0 {
-			entries, err := lastPerKey(ctx, v.nc, RegistryBucket)
+			entries, err := lastPerKey(ctx, v.nc, RegistryBucket, keys)
 			if err != nil {
 				return err
 			}
@@ -49,7 +51,7 @@ func (v *View) pollOnce(ctx context.Context) error {
 			}
 			regSeq = seq
 		}
-		alive, err := lastPerKey(ctx, v.nc, AliveBucket)
+		alive, err := lastPerKey(ctx, v.nc, AliveBucket, keys)
 		if err != nil {
 			return err
 		}
@@ -91,9 +93,27 @@ func lastSeq(ctx context.Context, nc *nats.Conn, stream string) (uint64, error) 
 	return st.CachedInfo().State.LastSeq, nil
 }
 
-// lastPerKey reads the last message of every key gw.* of bucket with one
-// batched direct get (multi_last) in the hub domain.
-func lastPerKey(ctx context.Context, nc *nats.Conn, bucket string) ([]kvLast, error) {
+// followKeys are the registry and alive keys a gateway's view reads:
+// gw.<id> for each gateway it follows, or gw.* (every gateway) when it
+// follows the whole fleet.
+func (v *View) followKeys() []string {
+	if len(v.cfg.Follow) == 0 {
+		return []string{"gw.*"}
+	}
+	keys := make([]string, 0, len(v.cfg.Follow))
+	for _, id := range v.cfg.Follow {
+		if nodeRE.MatchString(id) {
+			keys = append(keys, "gw."+id)
+		}
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}
+
+// lastPerKey reads the last message of each of bucket's keys (subject
+// filters such as gw.* or gw.<id>) with one batched direct get
+// (multi_last) in the hub domain.
+func lastPerKey(ctx context.Context, nc *nats.Conn, bucket string, keys []string) ([]kvLast, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	inbox := nc.NewInbox()
@@ -103,7 +123,11 @@ func lastPerKey(ctx context.Context, nc *nats.Conn, bucket string) ([]kvLast, er
 	}
 	defer sub.Unsubscribe()
 	prefix := "$KV." + bucket + "."
-	req, _ := json.Marshal(map[string]any{"multi_last": []string{prefix + "gw.*"}})
+	filters := make([]string, len(keys))
+	for i, k := range keys {
+		filters[i] = prefix + k
+	}
+	req, _ := json.Marshal(map[string]any{"multi_last": filters})
 	if err := nc.PublishRequest("$JS."+HubDomain+".API.DIRECT.GET.KV_"+bucket, inbox, req); err != nil {
 		return nil, err
 	}

@@ -54,6 +54,8 @@ func TestFleetSim(t *testing.T) {
 			t.Logf("  heap %.1f KB per gateway (gateway and hub side), process RSS %.1f -> %.1f MB (+%.1f MB per 100 gateways)",
 				float64(res.HeapPerGateway)/1e3, float64(res.RSSBefore)/1e6, float64(res.RSSAfter)/1e6,
 				(float64(res.RSSAfter)-float64(res.RSSBefore))/1e6*100/float64(n))
+			t.Logf("  one more gateway: heap %.1f KB, registry held %d B following itself (as gateways do); heap %.1f KB, registry held %d B holding the whole registry",
+				float64(res.GatewayHeap)/1e3, res.GatewayState, float64(res.GatewayHeapFull)/1e3, res.GatewayStateFull)
 		})
 	}
 }

@@ -35,7 +35,15 @@ type ViewConfig struct {
 	// Poll is how often a gateway (any role but hub) reads the registry
 	// and the heartbeats (1 s when 0); hub members watch them.
 	Poll time.Duration
-	Log  *slog.Logger
+	// Follow, when not empty, is the gateways (ids) whose registry
+	// entries and heartbeats a gateway's view reads, and all it holds: the
+	// gateway itself and those it shares equipment with or routes to. The
+	// reads then name these keys (subject filters), so what a gateway
+	// holds and reads does not grow with the fleet. Empty: the whole
+	// registry, as a hub member or a coordinator (a node serving the
+	// fleet endpoint) needs it. A hub member ignores it.
+	Follow []string
+	Log    *slog.Logger
 }
 
 // View is a node's picture of the fleet: the registry, watched, and the
@@ -428,17 +436,23 @@ func (b *background) loop(v *View, measure func(context.Context) int) {
 	}
 }
 
-// Alive pings the registered gateways, each on its own subject
-// (promcp.cando.<gw>.<node>, a ping that runs nothing), and returns those
-// that answered within wait (it returns as soon as all did). An answer
-// counts for the gateway whose request it answers: only that gateway may
-// subscribe to its subject, so no node can answer for another.
+// Alive pings the registered gateways this view holds, each on its own
+// subject (promcp.cando.<gw>.<node>, a ping that runs nothing), and
+// returns those that answered within wait (it returns as soon as all
+// did). An answer counts for the gateway whose request it answers: only
+// that gateway may subscribe to its subject, so no node can answer for
+// another.
 func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
-	alive := map[string]bool{}
 	var ids []string
 	for _, in := range v.Gateways() {
 		ids = append(ids, in.GatewayID)
 	}
+	return v.ping(ctx, ids, wait)
+}
+
+// ping pings gateways ids as Alive does.
+func (v *View) ping(ctx context.Context, ids []string, wait time.Duration) map[string]bool {
+	alive := map[string]bool{}
 	if len(ids) == 0 {
 		return alive
 	}
@@ -477,6 +491,31 @@ func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
 	return alive
 }
 
+// peerIDs are the gateways a peer count pings: those this view holds,
+// or, for a gateway that follows only some (ViewConfig.Follow), every
+// gateway whose heartbeat is alive, read (ids only, not held) from the
+// alive bucket at each count.
+func (v *View) peerIDs(ctx context.Context) []string {
+	var ids []string
+	if len(v.cfg.Follow) > 0 && v.cfg.Role != manifests.RoleHub {
+		entries, err := lastPerKey(ctx, v.nc, AliveBucket, []string{"gw.*"})
+		if err == nil {
+			for _, e := range entries {
+				if id, ok := strings.CutPrefix(e.key, "gw."); ok && e.op == jetstream.KeyValuePut && nodeRE.MatchString(id) {
+					ids = append(ids, id)
+				}
+			}
+			slices.Sort(ids)
+			return ids
+		}
+		v.cfg.Log.Debug("fleet: reading the heartbeats for a peer count; counting the followed gateways", "err", err)
+	}
+	for _, in := range v.Gateways() {
+		ids = append(ids, in.GatewayID)
+	}
+	return ids
+}
+
 // PeerCount is how many registered gateways answered the last ping (this
 // one included when it is a registered gateway), at least 1: the peer
 // count a policy's quorum.min_peers is held against. The pings run in the
@@ -485,5 +524,7 @@ func (v *View) Alive(ctx context.Context, wait time.Duration) map[string]bool {
 // the first call, before any ping round has finished, waits for one (at
 // most until ctx ends).
 func (v *View) PeerCount(ctx context.Context) int {
-	return max(v.peers.get(ctx, v, func(ctx context.Context) int { return len(v.Alive(ctx, v.cfg.Budget)) }), 1)
+	return max(v.peers.get(ctx, v, func(ctx context.Context) int {
+		return len(v.ping(ctx, v.peerIDs(ctx), v.cfg.Budget))
+	}), 1)
 }

@@ -32,6 +32,10 @@ const (
 	DefaultLeafPingMaxOut   = 2
 	DefaultCanDoBudget      = 500 * time.Millisecond
 	DefaultClusterName      = "hub"
+	// The hub's store limits (limits: in a hub's fleet file).
+	DefaultAuditMaxAge     = 30 * 24 * time.Hour
+	DefaultAuditMaxBytes   = 1 << 30
+	DefaultRecordsMaxBytes = 256 << 20
 )
 
 // Fleet is a fleet file: the role of this node and how it reaches the rest.
@@ -86,6 +90,18 @@ type Fleet struct {
 	// trusted network only; logged as a warning on every start); without
 	// it a file lacking identity and ca is refused.
 	Insecure bool
+	// Limits bound what a hub keeps (limits: on a hub only; the defaults
+	// otherwise).
+	Limits FleetLimits
+}
+
+// FleetLimits bound the hub's audit stream (FLEET_AUDIT: by age and size,
+// oldest first) and its lease and idempotency buckets (by size each; a
+// new record is refused when full).
+type FleetLimits struct {
+	AuditMaxAge     time.Duration
+	AuditMaxBytes   int64
+	RecordsMaxBytes int64
 }
 
 // FleetRoute is what calls through one entry node may carry.
@@ -112,7 +128,8 @@ type FleetPing struct {
 }
 
 var (
-	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http", "routes", "identity", "ca", "cert", "key", "identities", "credentials", "users", "insecure", "require_caller_credential"}
+	fleetKeys   = []string{"version", "role", "gateway", "zone", "tags", "profile", "hubs", "listen", "cluster", "store", "leaf_ping", "can_do_budget", "http", "routes", "identity", "ca", "cert", "key", "identities", "credentials", "users", "insecure", "require_caller_credential", "limits"}
+	limitKeys   = []string{"audit_max_age", "audit_max_bytes", "records_max_bytes"}
 	listenKeys  = []string{"client", "cluster", "leaf"}
 	clusterKeys = []string{"name", "peers"}
 	pingKeys    = []string{"interval", "max_missed"}
@@ -194,6 +211,7 @@ func ParseFleet(file string, data []byte) (*Fleet, error) {
 		f.HTTP = hostPort(o, "http")
 		fleetRoutes(f, o)
 		f.RequireCallerCredential = o.boolean("require_caller_credential")
+		fleetLimits(f, o)
 		fleetCredentials(f, o, time.Now())
 		if !d.aborted {
 			checkFleet(f, o)
@@ -201,6 +219,40 @@ func ParseFleet(file string, data []byte) (*Fleet, error) {
 		}
 		return f
 	})
+}
+
+// fleetLimits decodes limits: {audit_max_age, audit_max_bytes,
+// records_max_bytes}, each within a range that keeps a hub working.
+func fleetLimits(f *Fleet, o obj) {
+	f.Limits = FleetLimits{AuditMaxAge: DefaultAuditMaxAge, AuditMaxBytes: DefaultAuditMaxBytes, RecordsMaxBytes: DefaultRecordsMaxBytes}
+	l, ok := o.sub("limits", limitKeys)
+	if !ok {
+		return
+	}
+	if l.has("audit_max_age") {
+		f.Limits.AuditMaxAge = l.dur("audit_max_age")
+		if f.Limits.AuditMaxAge < time.Hour || f.Limits.AuditMaxAge > 10*365*24*time.Hour {
+			l.add("audit_max_age", ErrRange, "%s (want 1h to 87600h; the default is 720h, 30 days)", f.Limits.AuditMaxAge)
+		}
+	}
+	for _, b := range []struct {
+		key     string
+		dst     *int64
+		lo, def int64
+	}{
+		{"audit_max_bytes", &f.Limits.AuditMaxBytes, 1 << 20, DefaultAuditMaxBytes},
+		{"records_max_bytes", &f.Limits.RecordsMaxBytes, 1 << 20, DefaultRecordsMaxBytes},
+	} {
+		if !l.has(b.key) {
+			continue
+		}
+		if n, ok := l.integer(b.key); ok {
+			*b.dst = n
+			if n < b.lo || n > 1<<40 {
+				l.add(b.key, ErrRange, "%d (want %d to %d bytes; the default is %d)", n, b.lo, int64(1)<<40, b.def)
+			}
+		}
+	}
 }
 
 // fleetRoutes decodes routes: a mapping of node ids to {max_role: ROLE}.
@@ -243,6 +295,9 @@ func checkFleet(f *Fleet, o obj) {
 		}
 		if f.Listen.Cluster != "" || f.Listen.Leaf != "" || len(f.Cluster.Peers) > 0 {
 			o.add("listen", ErrNotAllowed, ": a %s listens for no cluster or leaf links (only a hub does)", f.Role)
+		}
+		if o.has("limits") {
+			o.add("limits", ErrNotAllowed, ": a gateway (role %s) keeps none of the fleet's records (the hub's fleet file sets their limits)", f.Role)
 		}
 	case RoleHub:
 		if len(f.Hubs) > 0 {

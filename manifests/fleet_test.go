@@ -44,6 +44,7 @@ cluster:
 http: 127.0.0.1:8090
 leaf_ping: {interval: 2s, max_missed: 3}
 can_do_budget: 300ms
+limits: {audit_max_age: 168h, records_max_bytes: 67108864}
 insecure: true
 `
 	f, err := manifests.ParseFleet("hub1.yml", []byte(src))
@@ -53,6 +54,9 @@ insecure: true
 	if f.Cluster.Name != "hub" || len(f.Cluster.Peers) != 2 || f.Profile != "aggregator" || f.LeafPing.Interval != 2*time.Second ||
 		f.LeafPing.MaxMissed != 3 || f.CanDoBudget != 300*time.Millisecond || f.Listen.Leaf != "127.0.0.1:7422" {
 		t.Fatalf("hub = %+v", f)
+	}
+	if f.Limits != (manifests.FleetLimits{AuditMaxAge: 168 * time.Hour, AuditMaxBytes: manifests.DefaultAuditMaxBytes, RecordsMaxBytes: 64 << 20}) {
+		t.Errorf("limits = %+v", f.Limits)
 	}
 }
 
@@ -68,8 +72,17 @@ func TestParseFleetErrors(t *testing.T) {
 		{"version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\"}\nhttp: \"a:2\"\n", `listen: missing listen.cluster`},
 		{"version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\nlisten: {leaf: \"a:2\"}\n", `listen: not allowed`},
 		{"version: 1\nrole: edge\ngatway: gw1\n", `gatway: unknown field`},
+		{hubLimits + "limits: {audit_max_age: 10m}\n", `f.yml:6:25: limits.audit_max_age: out of range`},
+		{hubLimits + "limits: {audit_max_bytes: 1000}\n", `f.yml:6:27: limits.audit_max_bytes: out of range`},
+		{hubLimits + "limits: {records_max_bytes: -1}\n", `limits.records_max_bytes: out of range`},
+		{hubLimits + "limits: {audit_max_bytes: lots}\n", `limits.audit_max_bytes`},
+		{hubLimits + "limits: {max_age: 1h}\n", `limits.max_age: unknown field`},
+		{"version: 1\nrole: edge\ngateway: gw1\nhubs: [a:1]\nlimits: {audit_max_age: 2h}\n", `f.yml:5:9: limits: not allowed`},
 	})
 }
+
+// hubLimits is a hub's fleet file, five lines, for its limits: to follow.
+const hubLimits = "version: 1\nrole: hub\ngateway: h1\nlisten: {client: \"a:1\", cluster: \"a:2\", leaf: \"a:3\"}\nhttp: \"a:4\"\n"
 
 // fleetCase is a fleet file and a part of the error it must be refused
 // with.

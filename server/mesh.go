@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
@@ -55,6 +56,21 @@ type Mesh interface {
 	// every gateway's.
 	Manifest() any
 }
+
+// ManifestPager is a Mesh whose physmcp/manifest comes in pages (a
+// fleet's, listing every gateway): ManifestPage answers the page after
+// cursor ("" for the first) of at most limit entries, with the cursor of
+// the next page in the answer while there is one. An error is the
+// caller's: a cursor this node did not issue (named params.cursor).
+type ManifestPager interface {
+	ManifestPage(cursor string, limit int) (any, error)
+}
+
+// physmcp/manifest page sizes (params.limit): the default and the most.
+const (
+	DefaultManifestPage = 50
+	MaxManifestPage     = 500
+)
 
 // MeshPeer is one entry of physmcp/list_peers.
 type MeshPeer struct {
@@ -224,6 +240,7 @@ func (m standalone) Manifest() any { return m.manifest() }
 type meshCall struct {
 	ID     json.RawMessage
 	Method string
+	Params json.RawMessage
 }
 
 // parseMeshCall tells a request for a physmcp/ method (with an id) from
@@ -237,12 +254,13 @@ func parseMeshCall(msg []byte) (meshCall, bool) {
 		JSONRPC string          `json:"jsonrpc"`
 		ID      json.RawMessage `json:"id"`
 		Method  string          `json:"method"`
+		Params  json.RawMessage `json:"params"`
 	}
 	if json.Unmarshal(msg, &req) != nil || req.JSONRPC != "2.0" || !strings.HasPrefix(req.Method, "physmcp/") ||
 		len(req.ID) == 0 || string(req.ID) == "null" {
 		return meshCall{}, false
 	}
-	return meshCall{ID: req.ID, Method: req.Method}, true
+	return meshCall{ID: req.ID, Method: req.Method, Params: req.Params}, true
 }
 
 // answerMesh is the JSON-RPC response to c.
@@ -255,7 +273,12 @@ func (s *Server) answerMesh(ctx context.Context, c meshCall) []byte {
 	case MethodMeshStatus:
 		result = m.Status(ctx)
 	case MethodManifest:
-		result = m.Manifest()
+		var err error
+		if result, err = manifestPage(m, c.Params); err != nil {
+			b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.ID, "error": map[string]any{"code": mcp.INVALID_PARAMS,
+				"message": c.Method + ": " + err.Error()}})
+			return b
+		}
 	default:
 		b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.ID, "error": map[string]any{"code": mcp.METHOD_NOT_FOUND,
 			"message": "method " + c.Method + " not found (" + MethodListPeers + ", " + MethodMeshStatus + " and " + MethodManifest + " are served)"}})
@@ -267,6 +290,43 @@ func (s *Server) answerMesh(ctx context.Context, c meshCall) []byte {
 			"message": "encoding the " + c.Method + " answer: " + err.Error()}})
 	}
 	return b
+}
+
+// manifestPage answers physmcp/manifest with params: {"cursor": the
+// nextCursor of the previous page, "limit": entries per page, 1 to
+// MaxManifestPage, DefaultManifestPage when left out}. A node whose
+// manifest is one entry (a gateway) has no pages: it takes no cursor.
+func manifestPage(m Mesh, params json.RawMessage) (any, error) {
+	var p struct {
+		Cursor *string         `json:"cursor"`
+		Limit  *int            `json:"limit"`
+		Meta   json.RawMessage `json:"_meta"` // MCP's request metadata, allowed and unused
+	}
+	if len(params) > 0 && string(params) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(params))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&p); err != nil {
+			return nil, fmt.Errorf("params: %w (want {\"cursor\": string, \"limit\": number})", err)
+		}
+	}
+	limit := DefaultManifestPage
+	if p.Limit != nil {
+		if *p.Limit < 1 || *p.Limit > MaxManifestPage {
+			return nil, fmt.Errorf("params.limit: %d: want 1 to %d", *p.Limit, MaxManifestPage)
+		}
+		limit = *p.Limit
+	}
+	cursor := ""
+	if p.Cursor != nil {
+		cursor = *p.Cursor
+	}
+	if pager, ok := m.(ManifestPager); ok {
+		return pager.ManifestPage(cursor, limit)
+	}
+	if cursor != "" {
+		return nil, fmt.Errorf("params.cursor: %q: this node's manifest is one entry and has no further pages", cursor)
+	}
+	return m.Manifest(), nil
 }
 
 // meshFront answers the mesh methods POSTed to next's endpoint (the body

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -101,6 +102,7 @@ func TestMeshMethodsStdio(t *testing.T) {
 		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`,
 		`{"jsonrpc":"2.0","id":4,"method":"physmcp/mesh_status"}`,
 		`{"jsonrpc":"2.0","id":5,"method":"physmcp/manifest"}`,
+		`{"jsonrpc":"2.0","id":6,"method":"physmcp/manifest","params":{"cursor":"Z3c6ZzI"}}`,
 	}, "\n") + "\n"
 	pr, pw := io.Pipe()
 	var out syncBuffer
@@ -110,7 +112,7 @@ func TestMeshMethodsStdio(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := map[float64]map[string]any{}
-	for len(got) < 5 {
+	for len(got) < 6 {
 		for _, line := range out.lines() {
 			var m map[string]any
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
@@ -136,6 +138,10 @@ func TestMeshMethodsStdio(t *testing.T) {
 	}
 	if r, _ := got[5]["result"].(map[string]any); r["gateway_id"] != "g1" {
 		t.Errorf("manifest over stdio: %v", got[5])
+	}
+	// A standalone gateway's manifest is one page: a cursor is refused.
+	if e, _ := got[6]["error"].(map[string]any); e["code"] != -32602.0 || !strings.Contains(fmt.Sprint(e["message"]), "params.cursor") {
+		t.Errorf("manifest with a cursor over stdio: %v", got[6])
 	}
 	if _, ok := got[3]["result"]; !ok {
 		t.Errorf("tools/list between the mesh methods: %v", got[3])

@@ -295,7 +295,14 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	if err != nil {
 		return failErr(err, false)
 	}
-	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log})
+	vc := fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log}
+	if fl.HTTP == "" {
+		// A gateway that coordinates nothing holds its own registry
+		// entry only (its peer count reads the heartbeats' keys): its
+		// memory does not grow with the fleet.
+		vc.Follow = []string{fl.Gateway}
+	}
+	n.view = fleet.Watch(n.nc, vc)
 	n.peers.Store(n.view)
 	go n.peerCount() // start keeping the peer count, so that no request waits for the first one
 	hc := server.HTTPConfig{AllowedOrigins: f.origins,
@@ -384,6 +391,12 @@ func cmdHub(c *cli) int {
 		fmt.Fprintln(c.stderr, "promcp-device hub: the fleet's shared state:", err)
 		return 1
 	}
+	// The fleet file's limits on what the hub keeps, set on streams made
+	// before (or without) them too.
+	if err := applyLimits(c.ctx, n.nc, fl.Limits, log); err != nil {
+		fmt.Fprintln(c.stderr, "promcp-device hub: the limits of the fleet's records:", err)
+		return 1
+	}
 	n.view = fleet.Watch(n.nc, fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, Log: log})
 	// Gateways write shared records only through the hubs, which check
 	// each against the equipment the gateway registered as shared.
@@ -448,6 +461,28 @@ func openHubShared(ctx context.Context, nc *nats.Conn, cfg shared.Config) error 
 			return err
 		}
 		cfg.Log.Warn("fleet: the shared state's buckets not ready yet; trying again", "err", err)
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
+
+// applyLimits sets the fleet file's store limits on the hub's streams,
+// trying again every 250 ms for up to 60 s while the cluster elects.
+func applyLimits(ctx context.Context, nc *nats.Conn, l manifests.FleetLimits, log *slog.Logger) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	lim := fleet.StoreLimits{AuditMaxAge: l.AuditMaxAge, AuditMaxBytes: l.AuditMaxBytes, RecordsMaxBytes: l.RecordsMaxBytes}
+	for {
+		actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+		err := fleet.ApplyLimits(actx, nc, lim)
+		acancel()
+		if err == nil {
+			return nil
+		}
+		log.Warn("fleet: the limits of the fleet's records not set yet; trying again", "err", err)
 		select {
 		case <-ctx.Done():
 			return err

@@ -197,6 +197,8 @@ func TestFleetThroughTheBinary(t *testing.T) {
 		t.Errorf("mesh_status = %+v, %v", st.Result, err)
 	}
 
+	checkManifestPages(t, url, []string{"gw_a", "gw_b"})
+
 	// audit tail --fleet dials the hub as a hub member, over TLS; without
 	// the member's identity the hub refuses it.
 	if _, errOut, code := runCLI(t, "audit", "tail", "--fleet", "--nats", hub.ClientURL(), "--identity", filepath.Join(fdir, "hub1", "hub1.nk"),
@@ -224,7 +226,7 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	fd := gwFile("gw_d", "west", "")
 	sd := stdioSession(t, mcp.LATEST_PROTOCOL_VERSION, "--manifest", greenhouse, "--fleet", fd)
 	var ms fleet.MeshStatus
-	for deadline := time.Now().Add(2 * time.Minute); ; {
+	for deadline := time.Now().Add(3 * time.Minute); ; {
 		if e := sd.meshCall("physmcp/mesh_status", 950, &ms); e != nil {
 			t.Fatalf("physmcp/mesh_status over stdio with --fleet: %+v", e)
 		}
@@ -242,5 +244,75 @@ func TestFleetThroughTheBinary(t *testing.T) {
 	}
 	if ms.Node != "gw_d" || ms.Role != "thin-edge" || ms.Reachable != 3 || ms.Quorum.AlivePeers != 3 {
 		t.Errorf("mesh_status over stdio with --fleet = %+v", ms)
+	}
+}
+
+// manifestRPC posts physmcp/manifest with params to the fleet endpoint
+// url and decodes the answer.
+func manifestRPC(t *testing.T, url string, params map[string]any) (page fleet.ManifestPage, rpcErr *mcp.JSONRPCErrorDetails) {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 31, "method": "physmcp/manifest", "params": params})
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ans struct {
+		Result *fleet.ManifestPage      `json:"result"`
+		Error  *mcp.JSONRPCErrorDetails `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&ans); err != nil {
+		t.Fatalf("physmcp/manifest %v: %v", params, err)
+	}
+	if ans.Result != nil {
+		page = *ans.Result
+	}
+	return page, ans.Error
+}
+
+// checkManifestPages pages through physmcp/manifest on the fleet
+// endpoint url one gateway a page, and checks it lists want in id order
+// and refuses a bad cursor and a bad limit by their parameter.
+func checkManifestPages(t *testing.T, url string, want []string) {
+	t.Helper()
+	var got []string
+	params := map[string]any{"limit": 1}
+	for range len(want) + 1 {
+		page, e := manifestRPC(t, url, params)
+		if e != nil {
+			t.Fatalf("physmcp/manifest %v: %+v", params, e)
+		}
+		if len(page.Gateways) != 1 || page.Total != len(want) {
+			t.Fatalf("physmcp/manifest %v: %d gateways of %d, want 1 of %d", params, len(page.Gateways), page.Total, len(want))
+		}
+		got = append(got, page.Gateways[0].GatewayID)
+		if page.NextCursor == "" {
+			break
+		}
+		params = map[string]any{"limit": 1, "cursor": page.NextCursor}
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("physmcp/manifest pages list %v, want %v", got, want)
+	}
+	if page, e := manifestRPC(t, url, nil); e != nil || len(page.Gateways) != len(want) || page.NextCursor != "" {
+		t.Errorf("physmcp/manifest without params (default page size): %+v, %+v", page, e)
+	}
+	for _, bad := range []struct {
+		params map[string]any
+		names  string
+	}{
+		{map[string]any{"cursor": "not a cursor!"}, "params.cursor"},
+		{map[string]any{"cursor": "Z3c6Li4v"}, "params.cursor"}, // "gw:../": no gateway id
+		{map[string]any{"limit": 0}, "params.limit"},
+		{map[string]any{"limit": 501}, "params.limit"},
+		{map[string]any{"page": 2}, "params"},
+	} {
+		_, e := manifestRPC(t, url, bad.params)
+		if e == nil || e.Code != mcp.INVALID_PARAMS || !strings.Contains(e.Message, bad.names) {
+			t.Errorf("physmcp/manifest %v: %+v; want invalid params naming %s", bad.params, e, bad.names)
+		}
 	}
 }

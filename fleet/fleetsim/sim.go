@@ -65,7 +65,24 @@ type Result struct {
 	// gateways joined and once all had.
 	RSSBefore, RSSAfter uint64
 	Startup             time.Duration // from the first gateway's connection to the coordinator seeing all
+	// GatewayHeap is the live heap one more gateway (its connection, its
+	// member and its registry view, following itself only as a gateway
+	// does) added once the fleet was up; GatewayHeapFull the same for a
+	// gateway whose view holds the whole registry (a coordinator's, or
+	// every gateway's before views followed only what they need).
+	GatewayHeap, GatewayHeapFull uint64
+	// GatewayState and GatewayStateFull are the registry entries those
+	// two views hold, in bytes of JSON: the fleet state a gateway keeps,
+	// without the heap's noise.
+	GatewayState, GatewayStateFull int
 }
+
+// Probe gateways: joined after the measured queries, to measure one
+// gateway's heap.
+const (
+	probeScoped = "probe_scoped"
+	probeFull   = "probe_full"
+)
 
 // fleetRun holds what a run started, to stop it.
 type fleetRun struct{ stops []func() }
@@ -98,7 +115,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		gwIDs = append(gwIDs, fmt.Sprintf("gw%04d", i))
 	}
 	fdir := filepath.Join(cfg.Dir, "fleet")
-	if _, err := trust.Init(fdir, trust.InitOptions{Hubs: hubIDs, Gateways: gwIDs}); err != nil {
+	if _, err := trust.Init(fdir, trust.InitOptions{Hubs: hubIDs, Gateways: append(slices.Clone(gwIDs), probeScoped, probeFull)}); err != nil {
 		return Result{}, fmt.Errorf("fleetsim: %w", err)
 	}
 	hubs, err := startHubs(r, cfg.Dir, fdir, hubIDs)
@@ -135,7 +152,67 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.RSSAfter = rss()
 	res.All = measure(ctx, v, promcp.Intent{Action: "fan"}, cfg.Queries)
 	res.Narrow = measure(ctx, v, promcp.Intent{Action: "fan", Location: "lab"}, cfg.Queries)
+	url := hubs[len(hubs)-1].ClientURL()
+	if res.GatewayHeap, res.GatewayState, err = probe(ctx, r, url, fdir, probeScoped, cfg, []string{probeScoped}); err != nil {
+		return Result{}, err
+	}
+	if res.GatewayHeapFull, res.GatewayStateFull, err = probe(ctx, r, url, fdir, probeFull, cfg, nil); err != nil {
+		return Result{}, err
+	}
 	return res, nil
+}
+
+// probe joins one more gateway, id, with a registry view following
+// follow (nil: the whole registry), and returns the live heap it added
+// once its view has read the registry and a few polls more (the median
+// of five collections before and after), and the size of the registry
+// entries its view holds.
+func probe(ctx context.Context, r *fleetRun, url, dir, id string, cfg Config, follow []string) (heap uint64, state int, err error) {
+	heap0 := medianHeap()
+	nc, err := connect(r, url, id, dir)
+	if err != nil {
+		return 0, 0, err
+	}
+	m, err := fleet.Join(ctx, nc, fleet.MemberConfig{GatewayID: id, Zone: "probe", Profile: "full"}, NewLocal())
+	if err != nil {
+		return 0, 0, fmt.Errorf("fleetsim: join %s: %w", id, err)
+	}
+	r.onClose(func() { m.Close() })
+	v := fleet.Watch(nc, fleet.ViewConfig{Node: id, Role: manifests.RoleThinEdge, Budget: cfg.Budget, Follow: follow})
+	r.onClose(v.Close)
+	want := 1
+	if follow == nil {
+		want = cfg.Gateways + 1
+	}
+	if err := waitFor(ctx, time.Minute+time.Duration(cfg.Gateways)*10*time.Millisecond, func() bool {
+		_, self := v.Gateway(id)
+		return self && len(v.Gateways()) >= want
+	}); err != nil {
+		return 0, 0, fmt.Errorf("fleetsim: %s's view holds %d gateways: %w", id, len(v.Gateways()), err)
+	}
+	select { // a few more polls: what the view holds in its steady state
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	case <-time.After(3 * time.Second):
+	}
+	for _, in := range v.Gateways() {
+		b, _ := json.Marshal(in)
+		state += len(b)
+	}
+	if heap1 := medianHeap(); heap1 > heap0 {
+		heap = heap1 - heap0
+	}
+	return heap, state, nil
+}
+
+// medianHeap is the median of five live heaps, each after a collection.
+func medianHeap() uint64 {
+	var hs []uint64
+	for range 5 {
+		hs = append(hs, liveHeap())
+	}
+	slices.Sort(hs)
+	return hs[2]
 }
 
 func defaults(cfg Config) Config {
