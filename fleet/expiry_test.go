@@ -61,7 +61,7 @@ func TestFleetCrashedGatewayExpires(t *testing.T) {
 	// gw1 crashes: its leaf server and connection go, its entry stays.
 	killed := time.Now()
 	gws[0].leaf.Shutdown()
-	eventually(t, 10*time.Second, "every hub member drops gw1's interest", func() bool { return interest(h, subj) == 0 })
+	eventually(t, 2*time.Minute, "every hub member drops gw1's interest", func() bool { return interest(h, subj) == 0 })
 	// Meanwhile its calls fail at once (no responders, not a timeout).
 	if _, ok := v.Gateway("gw1"); !ok {
 		t.Fatalf("gw1 expired %s after the crash, before its call could be tried (TTL %s)", time.Since(killed), testTTL)
@@ -96,7 +96,7 @@ func TestFleetCrashedGatewayExpires(t *testing.T) {
 
 	// gw1 starts again: it registers on its own.
 	startGateway(t, "gw1", "north", h.leafURLs[0], false)
-	back := eventually(t, 30*time.Second, "gw1 back on the fleet endpoint", func() bool {
+	back := eventually(t, 2*time.Minute, "gw1 back on the fleet endpoint", func() bool {
 		return strings.Contains(rootDescription(t, root), "/mcp/gw1")
 	})
 	t.Logf("restarted gateway back %s after its restart", back)
@@ -175,7 +175,7 @@ func TestFleetHeartbeatFollowsRegistryTTL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "gw9 reaches the hub's registry", func() bool {
+	eventually(t, 2*time.Minute, "gw9 reaches the hub's registry", func() bool {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 		defer cancel()
 		_, err := js9.KeyValue(ctx, fleet.AliveBucket)
@@ -195,7 +195,7 @@ func TestFleetHeartbeatFollowsRegistryTTL(t *testing.T) {
 		return e.Revision()
 	}
 	first := uint64(0)
-	eventually(t, 30*time.Second, "gw9 registered", func() bool { first = revision(); return first > 0 })
+	eventually(t, 2*time.Minute, "gw9 registered", func() bool { first = revision(); return first > 0 })
 	// Rewritten twice more, well before the hour: every TTL/3.
 	seen := map[uint64]bool{first: true}
 	eventually(t, 4*testTTL, "gw9 heartbeats twice", func() bool {

