@@ -1,0 +1,22 @@
+package manifests
+
+// ModelSCD4x is a Sensirion SCD40/41 photoacoustic CO₂ sensor on I2C
+// (0x62), in periodic measurement. Channels: co2 (ppm), temperature (°C),
+// humidity (%).
+const ModelSCD4x Model = "scd4x"
+
+func declSCD4x() ModelDecl {
+	return ModelDecl{
+		Model:       ModelSCD4x,
+		Doc:         "Sensirion SCD40/41 CO₂, temperature and humidity sensor",
+		Addresses:   []uint16{0x62},
+		AddressHint: "an scd4x answers at 0x62 only",
+		Channels: []ChannelDecl{
+			{Name: "co2", Unit: "ppm", Min: 0, Max: 40000, Sim: 600},
+			{Name: "temperature", Unit: "°C", Min: -10, Max: 60, Sim: DefaultSimTemperature},
+			{Name: "humidity", Unit: "%", Min: 0, Max: 100, Sim: DefaultSimHumidity},
+		},
+		Faults: allFaults(),
+		Zone:   true,
+	}
+}
