@@ -345,7 +345,8 @@ func (c *checker) checkSim() {
 // ZoneSensorModels are the models a zone's sensors may be: every
 // temperature sensor, which the zone's air (its heaters, vents and fans)
 // drives in the simulator.
-var ZoneSensorModels = []Model{ModelSHT3x, ModelBME280, ModelBMP280, ModelDS18B20}
+// The declared models with Zone are among them.
+var ZoneSensorModels = slices.Concat([]Model{ModelSHT3x, ModelBME280, ModelBMP280, ModelDS18B20}, declaredZoneSensors())
 
 // zoneSensor checks that name is a device of one of ZoneSensorModels.
 func (c *checker) zoneSensor(name, path string) bool {

@@ -372,7 +372,8 @@ type Zone struct {
 	// (humidity gets ten times that, in %). Zero means none.
 	Noise float64
 	// Sensors are the devices that measure this zone: any of
-	// ZoneSensorModels (sht3x, bme280, bmp280, ds18b20).
+	// ZoneSensorModels (sht3x, bme280, bmp280, ds18b20, and the declared
+	// models with Zone: sht4x, scd4x).
 	Sensors []string
 	// Heaters are gpio_out devices that warm this zone while on.
 	Heaters []string

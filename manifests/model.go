@@ -181,3 +181,14 @@ const (
 	DefaultSimTemperature = 20.0 // °C
 	DefaultSimHumidity    = 50.0 // %RH
 )
+
+// declaredZoneSensors are the declared models a zone's air drives.
+func declaredZoneSensors() []Model {
+	var ms []Model
+	for _, d := range Declared() {
+		if d.Zone {
+			ms = append(ms, d.Model)
+		}
+	}
+	return ms
+}

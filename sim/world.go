@@ -99,7 +99,7 @@ func New(m *manifests.Manifest, clk clock.Clock) (*World, error) {
 		}
 	}
 
-	bl := &build{now: clk.Now(), devs: map[string]manifests.Device{}, pinOf: map[string]*pinState{}, shts: map[string]*sht3x{}, bmes: map[string]*bme280{}}
+	bl := &build{now: clk.Now(), devs: map[string]manifests.Device{}, pinOf: map[string]*pinState{}, shts: map[string]*sht3x{}, bmes: map[string]*bme280{}, airs: map[string]*air{}}
 	table := models()
 	for _, d := range m.Devices {
 		bl.devs[d.Name] = d
@@ -149,9 +149,13 @@ func (w *World) addZones(sc *manifests.Sim, bl *build) error {
 				b.zone = z
 				continue
 			}
+			if a, ok := bl.airs[name]; ok && a.decl.Zone {
+				a.zone = z
+				continue
+			}
 			s, ok := bl.shts[name]
 			if !ok {
-				return fmt.Errorf("sim: zone %s: sensor %q is not a temperature sensor (sht3x, bme280, bmp280 or ds18b20)", zc.Name, name)
+				return fmt.Errorf("sim: zone %s: sensor %q is not a temperature sensor (sht3x, bme280, bmp280, ds18b20, sht4x or scd4x)", zc.Name, name)
 			}
 			s.zone = z
 		}

@@ -65,10 +65,12 @@ func NewSCD4x(bus *Bus, addr uint16, sleep SleepFunc) *SCD4x {
 }
 
 // Sense returns the latest measurement. The first call starts periodic
-// measurement and waits one [SCD4xPeriod] for the first result; a sensor
-// that refuses the start (it is already measuring, after a restart of the
-// gateway) is asked for its data all the same. A new measurement comes
-// every 5 s: between two, Sense returns the last one read. Errors wrap
+// measurement; a sensor that refuses the start (it is already measuring,
+// after a restart of the gateway) is asked for its data all the same. The
+// first measurement comes one [SCD4xPeriod] after the start: until then
+// Sense fails with ErrSCD4xNotReady rather than hold the bus for 5 s. A
+// new measurement comes every 5 s: between two, Sense returns the last
+// one read. Errors wrap
 // drivers.ErrNACK, drivers.ErrTimeout, drivers.ErrCRC, ErrSCD4xNotReady or
 // ctx's error.
 func (d *SCD4x) Sense(ctx context.Context) (CO2Reading, error) {
@@ -78,11 +80,9 @@ func (d *SCD4x) Sense(ctx context.Context) (CO2Reading, error) {
 	}
 	defer release()
 	if !d.started {
-		if err := d.command(ctx, SCD4xStartPeriodic, nil); err == nil {
-			if err := d.sleep(ctx, SCD4xPeriod); err != nil {
-				return CO2Reading{}, fmt.Errorf("scd4x start: waiting for the first measurement: %w", drivers.Classify(err))
-			}
-		}
+		// A refusal is not an error yet: a sensor already measuring
+		// refuses the start and answers data ready.
+		_ = d.command(ctx, SCD4xStartPeriodic, nil)
 		d.started = true
 	}
 	var ready [3]byte

@@ -147,7 +147,7 @@ func TestSCD4xDatasheetExample(t *testing.T) {
 			t.Fatalf("raw % x", r.Raw)
 		}
 	}
-	if len(waits) != 4 || waits[0] != SCD4xPeriod || waits[1] != SCD4xCommandTime {
+	if len(waits) != 3 || waits[0] != SCD4xCommandTime {
 		t.Fatalf("waits %v", waits)
 	}
 }
