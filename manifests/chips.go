@@ -34,7 +34,7 @@ func isChip(m Model) bool {
 	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
 		return true
 	}
-	return isDeclared(m)
+	return isDeclaredChip(m)
 }
 
 // IsExpander reports whether m is a GPIO expander model.

@@ -18,7 +18,7 @@ import (
 var (
 	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim", "jobs"}
 	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries", "mqtt", "speed"}
-	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim", "inputs", "pins", "shunt_ohms", "max_current", "rom", "channel", "frequency", "vref", "edge", "debounce", "per_pulse"}
+	deviceKeys      = slices.Concat([]string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim", "inputs", "pins"}, declaredKeys(), []string{"rom", "channel", "frequency", "vref", "edge", "debounce", "per_pulse"})
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
 	deviceSimKeys   = []string{"values", "level", "profile", "response"}

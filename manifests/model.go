@@ -24,6 +24,9 @@ type ModelDecl struct {
 	An bool
 	// Doc says in one line what the model is, for the docs and lint.
 	Doc string
+	// Bus is the bus kind a kernel-file model is on (dht22: gpio, read
+	// through the kernel's files); "" is an I2C chip.
+	Bus BusKind
 	// Addresses are the I2C addresses the chip answers at; the first is
 	// the usual one.
 	Addresses []uint16
@@ -62,7 +65,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declINA219(), declSHT4x(), declSCD4x(), declBH1750()}
+	return []ModelDecl{declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
@@ -109,6 +112,28 @@ func (d ModelDecl) FaultApplies(k FaultKind) bool { return slices.Contains(d.Fau
 func isDeclared(m Model) bool {
 	_, ok := Decl(m)
 	return ok
+}
+
+// isDeclaredChip reports whether m is a declared I2C chip.
+func isDeclaredChip(m Model) bool {
+	d, ok := Decl(m)
+	return ok && d.Bus == ""
+}
+
+// declaredOn reports whether m is a declared kernel-file model on a bus of
+// kind k.
+func declaredOn(m Model, k BusKind) bool {
+	d, ok := Decl(m)
+	return ok && d.Bus != "" && d.Bus == k
+}
+
+// declaredKeys are the declared models' own device keys.
+func declaredKeys() []string {
+	var ks []string
+	for _, d := range Declared() {
+		ks = append(ks, d.Keys...)
+	}
+	return ks
 }
 
 // declaredWords are the names of the declared models.
