@@ -1,13 +1,19 @@
 package capabilities_test
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/clock"
+	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/drivers/iio"
+	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/manifests/manifesttest"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/simtest"
@@ -21,14 +27,15 @@ func TestPiClimateOnTheSimulator(t *testing.T) {
 		m := manifesttest.Load(t, "../manifests/examples/pi-climate.yml")
 		clk := clock.NewManual(epoch)
 		w := simtest.World(t, m, clk)
-		set := simtest.Open(t, m, simtest.Hardware(w), capabilities.Options{Clock: clk})
+		set := simtest.Open(t, m, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir()), capabilities.Options{Clock: clk})
 
 		co2 := get(t, set, "room_co2").Read(t.Context())
 		if co2.Quality == promcp.QualityGood || co2.Value != nil || co2.Err == nil {
 			t.Fatalf("co2 before the first period: %+v, want an error without a value", co2)
 		}
 		clk.Advance(i2c.SCD4xPeriod)
-		for name, want := range map[string]float64{"room_temperature": 22, "room_humidity": 48, "room_co2": 780, "room_light": 320} {
+		for name, want := range map[string]float64{"room_temperature": 22, "room_humidity": 48, "room_co2": 780, "room_light": 320,
+			"porch_temperature": 9, "porch_humidity": 80} {
 			r := get(t, set, name).Read(t.Context())
 			v, ok := r.Value.(float64)
 			if r.Quality != promcp.QualityGood || !ok || math.Abs(v-want) > 0.5 {
@@ -37,6 +44,49 @@ func TestPiClimateOnTheSimulator(t *testing.T) {
 			if len(r.Grounds.Raw) == 0 {
 				t.Errorf("%s: no grounds", name)
 			}
+		}
+	})
+}
+
+// The kernel's errors from a DHT22 are never a reading: a bad frame (EIO)
+// and no answer (ETIMEDOUT) leave the last good value stale, with the
+// kernel's reason, and a fresh value once the sensor answers again.
+func TestDHT22KernelErrorsOnTheSimulator(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := manifesttest.Load(t, "../manifests/examples/pi-climate.yml")
+		clk := clock.NewManual(epoch)
+		w := simtest.World(t, m, clk)
+		set := simtest.Open(t, m, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir()), capabilities.Options{Clock: clk})
+		porch := get(t, set, "porch_temperature")
+		good := porch.Read(t.Context())
+		if good.Quality != promcp.QualityGood || string(good.Grounds.Raw) != "9000\n80000\n" {
+			t.Fatalf("first read %+v, grounds %q", good, good.Grounds.Raw)
+		}
+		for _, tc := range []struct {
+			kind  manifests.FaultKind
+			class error
+			text  string
+		}{
+			{manifests.FaultCRC, iio.ErrBadFrame, "EIO: checksum mismatch"},
+			{manifests.FaultNACK, drivers.ErrCRC, "missed edges"},
+			{manifests.FaultTimeout, drivers.ErrTimeout, "connection timed out"},
+		} {
+			if err := w.Inject("porch_sensor", manifests.Fault{Kind: tc.kind}); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(3 * time.Second)
+			r := porch.Read(t.Context())
+			if r.Quality == promcp.QualityGood || !errors.Is(r.Err, tc.class) || !strings.Contains(r.Err.Error(), tc.text) {
+				t.Errorf("%s: %+v, want not good with a %v error saying %q", tc.kind, r, tc.class, tc.text)
+			}
+			if r.Value != nil && !r.Time.Equal(good.Time) {
+				t.Errorf("%s: a value %v of %v, want none or the last good one of %v", tc.kind, r.Value, r.Time, good.Time)
+			}
+			w.Clear("porch_sensor")
+		}
+		clk.Advance(3 * time.Second)
+		if r := porch.Read(t.Context()); r.Quality != promcp.QualityGood {
+			t.Fatalf("after the faults: %+v", r)
 		}
 	})
 }

@@ -45,6 +45,7 @@ func models() map[manifests.Model]opener {
 		manifests.ModelPWM:          openPWM,
 		manifests.ModelMCP3008:      openMCP3008,
 		manifests.ModelPulseCounter: onPin(openPulseCounter),
+		manifests.ModelDHT22:        openDHT22,
 	}
 }
 

@@ -25,11 +25,12 @@ type kernelFiles struct {
 	pwm     map[string]map[int]*pwmOutput // by bus name, then channel
 	spi     map[string]*mcp3008           // by bus name
 	pulses  map[string]*pulseSource       // by pin name
+	dht     map[string][]*dht22           // by bus name
 }
 
 func (w *World) files() *kernelFiles {
 	if w.kf == nil {
-		w.kf = &kernelFiles{ds18b20: map[string]*ds18b20{}, w1Bus: map[string][]*ds18b20{}, pwm: map[string]map[int]*pwmOutput{}}
+		w.kf = &kernelFiles{ds18b20: map[string]*ds18b20{}, w1Bus: map[string][]*ds18b20{}, pwm: map[string]map[int]*pwmOutput{}, dht: map[string][]*dht22{}}
 	}
 	return w.kf
 }
@@ -157,6 +158,10 @@ func (w *World) Sysfs(ctx context.Context, b manifests.Bus, dir string) (sysfs.F
 				return nil, err
 			}
 		}
+	case manifests.BusGPIO: // the IIO sensors on its lines
+		if len(kf.dht[b.Name]) == 0 {
+			return nil, fmt.Errorf("sim bus %s: %w: no IIO sensor on this gpio bus", b.Name, drivers.ErrUnavailable)
+		}
 	default:
 		return nil, fmt.Errorf("sim bus %s: %w: not a onewire or pwm bus", b.Name, drivers.ErrUnavailable)
 	}
@@ -228,6 +233,11 @@ func (t *sysTree) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		fs := t.w.faultLocked(t.romDevice(name), t.w.clk.Now())
 		t.w.mu.Unlock()
 		sleep(fs.delay(manifests.DefaultTimeout))
+	}
+	if t.kind == manifests.BusGPIO {
+		if err := t.readDHT(name); err != nil {
+			return nil, drivers.Classify(err)
+		}
 	}
 	return t.dir.ReadFile(ctx, name)
 }

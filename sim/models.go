@@ -49,6 +49,7 @@ func models() map[manifests.Model]adder {
 		manifests.ModelPWM:          addPWM,
 		manifests.ModelMCP3008:      addMCP3008,
 		manifests.ModelPulseCounter: addPulseCounter,
+		manifests.ModelDHT22:        addDHT22,
 	}
 }
 
