@@ -19,9 +19,10 @@ import (
 	"github.com/promcp/promcp-device/simtest"
 )
 
-// pi-climate.yml serves its SHT4x, SCD4x and BH1750 on the simulator: each
-// read is good, ground on the chip's bytes, and the SCD4x is not ready
-// (an error, never a reading) before its first 5 s period.
+// pi-climate.yml serves its SHT4x, SCD4x, BH1750 and DHT22 on the
+// simulator: each read is good, grounded on the chip's bytes. The SCD4x,
+// stopped and so started again by the driver, is not ready (an error,
+// never a reading) before its first 5 s period.
 func TestPiClimateOnTheSimulator(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m := manifesttest.Load(t, "../manifests/examples/pi-climate.yml")
@@ -29,6 +30,14 @@ func TestPiClimateOnTheSimulator(t *testing.T) {
 		w := simtest.World(t, m, clk)
 		set := simtest.Open(t, m, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir()), capabilities.Options{Clock: clk})
 
+		b, err := w.I2C(t.Context(), "i2c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer b.Close()
+		if err := b.Tx(0x62, []byte{0x3F, 0x86}, nil); err != nil { // stop_periodic_measurement
+			t.Fatal(err)
+		}
 		co2 := get(t, set, "room_co2").Read(t.Context())
 		if co2.Quality == promcp.QualityGood || co2.Value != nil || co2.Err == nil {
 			t.Fatalf("co2 before the first period: %+v, want an error without a value", co2)

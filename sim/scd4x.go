@@ -87,7 +87,10 @@ func (d *scd4x) latest(now time.Time) (time.Time, bool) {
 }
 
 // addSCD4x adds a simulated SCD4x; a zone may drive its temperature and
-// humidity, sim.values.co2 its CO₂.
+// humidity, sim.values.co2 its CO₂. It has been measuring for one period
+// when the world begins (as after a restart of the gateway), so that a
+// simulated gateway reads it at once; stop_periodic_measurement makes it
+// a sensor just powered up.
 func addSCD4x(w *World, d manifests.Device, bl *build) error {
-	return addDeclared(w, d, bl, func(a *air) *scd4x { return &scd4x{a: a} })
+	return addDeclared(w, d, bl, func(a *air) *scd4x { return &scd4x{a: a, started: bl.now.Add(-i2c.SCD4xPeriod)} })
 }
