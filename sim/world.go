@@ -18,8 +18,8 @@ import (
 
 // Readings of a sensor that belongs to no zone.
 const (
-	DefaultTemperature = 20.0 // °C
-	DefaultHumidity    = 50.0 // %RH
+	DefaultTemperature = manifests.DefaultSimTemperature // °C
+	DefaultHumidity    = manifests.DefaultSimHumidity    // %RH
 )
 
 // World is a simulated gateway: the I²C buses and GPIO pins of a manifest,
