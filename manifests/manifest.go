@@ -376,7 +376,7 @@ type Zone struct {
 	Noise float64
 	// Sensors are the devices that measure this zone: any of
 	// ZoneSensorModels (sht3x, bme280, bmp280, ds18b20, and the declared
-	// models with Zone: sht4x, scd4x).
+	// models whose declaration says Zone).
 	Sensors []string
 	// Heaters are gpio_out devices that warm this zone while on.
 	Heaters []string

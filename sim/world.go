@@ -155,7 +155,7 @@ func (w *World) addZones(sc *manifests.Sim, bl *build) error {
 			}
 			s, ok := bl.shts[name]
 			if !ok {
-				return fmt.Errorf("sim: zone %s: sensor %q is not a temperature sensor (sht3x, bme280, bmp280, ds18b20, sht4x or scd4x)", zc.Name, name)
+				return fmt.Errorf("sim: zone %s: sensor %q is not a temperature sensor (%s)", zc.Name, name, zoneSensorWords())
 			}
 			s.zone = z
 		}
@@ -298,4 +298,13 @@ func (w *World) sitePowerLocked() float64 {
 		}
 	}
 	return p
+}
+
+// zoneSensorWords names the models a zone's sensor may be.
+func zoneSensorWords() string {
+	ws := make([]string, len(manifests.ZoneSensorModels))
+	for i, m := range manifests.ZoneSensorModels {
+		ws[i] = string(m)
+	}
+	return manifests.OneOf(ws, "none")
 }
