@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/promcp/promcp-device/manifests"
@@ -51,7 +50,7 @@ func (a *air) read(now time.Time, fs *faultState) []float64 {
 		hit := fs != nil && (fs.f.Channel == "" || fs.f.Channel == c.Name)
 		switch {
 		case hit && fs.is(manifests.FaultNoise):
-			v += fs.spike() * math.Max(1, (c.Max-c.Min)/100)
+			v += fs.spike() // Amplitude is in the channel's unit
 		case hit && fs.is(manifests.FaultImplausible) && fs.f.Value != nil:
 			v = *fs.f.Value
 		case hit && fs.is(manifests.FaultImplausible):

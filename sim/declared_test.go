@@ -121,3 +121,23 @@ func TestSimSCD4xAlreadyMeasuring(t *testing.T) {
 		t.Fatalf("%+v, %v", r, err)
 	}
 }
+
+// Noise on one channel of a twin adds spikes of the fault's amplitude, in
+// the channel's unit, to that channel alone.
+func TestSimDeclaredNoise(t *testing.T) {
+	w, _ := newWorld(t, manifesttest.Parse(t, "climate.yml", climateManifest))
+	bus := i2c.NewBus("i2c1", openBus(t, w, "i2c1"), 0, nil)
+	if err := w.Inject("light", manifests.Fault{Kind: manifests.FaultNoise, Channel: "illuminance", Amplitude: 100}); err != nil {
+		t.Fatal(err)
+	}
+	bh := i2c.NewBH1750(bus, 0x23, noWait)
+	for range 4 {
+		r, err := bh.Sense(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := math.Abs(r.Lux - 28066.67); d < 49 || d > 101 {
+			t.Fatalf("%v lx: a spike of %.1f, want 50..100", r.Lux, d)
+		}
+	}
+}
