@@ -99,3 +99,26 @@ func TestDHT22KernelErrorsOnTheSimulator(t *testing.T) {
 		}
 	})
 }
+
+// A declared channel's range is its health rule when the capability gives
+// none: a DHT22 frame with a good checksum but 110 %RH (a failing sensor)
+// is degraded, not good.
+func TestDeclaredRangeIsTheDefaultHealthRule(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := manifesttest.Load(t, "../manifests/examples/pi-climate.yml")
+		clk := clock.NewManual(epoch)
+		w := simtest.World(t, m, clk)
+		set := simtest.Open(t, m, simtest.Sysfs(w, simtest.Hardware(w), t.TempDir()), capabilities.Options{Clock: clk})
+		hum := get(t, set, "porch_humidity")
+		if hum.Capability.Health.Plausible != nil {
+			t.Fatal("the example gives porch_humidity a plausible range; this test wants none")
+		}
+		if err := w.Inject("porch_sensor", manifests.Fault{Kind: manifests.FaultImplausible, Channel: "humidity"}); err != nil {
+			t.Fatal(err)
+		}
+		r := hum.Read(t.Context())
+		if v, _ := r.Value.(float64); r.Quality != promcp.QualityDegraded || v != 110 {
+			t.Fatalf("%+v, want 110 %% degraded against the dht22's 0..100", r)
+		}
+	})
+}

@@ -57,6 +57,11 @@ type ChannelDecl struct {
 	Unit string
 	// Min and Max bound a plausible reading: what the chip can measure.
 	Min, Max float64
+	// Health makes Min..Max the channel's health rule: a capability that
+	// gives no health.plausible is degraded outside it (a frame that
+	// passed its checksum but is no reading). False where the range
+	// depends on the device's keys (an ina219's current on its shunt).
+	Health bool
 	// Sim is the simulated twin's reading when no zone or sim.values sets
 	// it: a plausible indoor value.
 	Sim float64
@@ -103,6 +108,21 @@ func (d ModelDecl) Channel(name string) (ChannelDecl, bool) {
 		return ChannelDecl{}, false
 	}
 	return d.Channels[i], true
+}
+
+// DefaultPlausible is the health rule of channel of model m when the
+// capability gives none: the channel's declared range, if the declaration
+// makes it one; nil otherwise.
+func DefaultPlausible(m Model, channel string) *Range {
+	d, ok := Decl(m)
+	if !ok {
+		return nil
+	}
+	c, ok := d.Channel(channel)
+	if !ok || !c.Health {
+		return nil
+	}
+	return &Range{Min: c.Min, Max: c.Max}
 }
 
 // FaultApplies reports whether the twin injects k.

@@ -12,7 +12,7 @@ func declBH1750() ModelDecl {
 		Addresses:   []uint16{0x23, 0x5C},
 		AddressHint: "a bh1750 answers at 0x23, or 0x5c with ADDR high",
 		Channels: []ChannelDecl{
-			{Name: "illuminance", Unit: "lx", Min: 0, Max: 54612.5, Sim: 320},
+			{Name: "illuminance", Unit: "lx", Min: 0, Max: 54612.5, Sim: 320, Health: true},
 		},
 		Faults: chipFaults(),
 	}

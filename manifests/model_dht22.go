@@ -24,8 +24,8 @@ func declDHT22() ModelDecl {
 		Doc:   "Aosong DHT22/AM2302 temperature and humidity sensor, through the kernel's dht11 IIO driver",
 		Bus:   BusGPIO,
 		Channels: []ChannelDecl{
-			{Name: "temperature", Unit: "°C", Min: -40, Max: 80, Sim: DefaultSimTemperature},
-			{Name: "humidity", Unit: "%", Min: 0, Max: 100, Sim: DefaultSimHumidity},
+			{Name: "temperature", Unit: "°C", Min: -40, Max: 80, Sim: DefaultSimTemperature, Health: true},
+			{Name: "humidity", Unit: "%", Min: 0, Max: 100, Sim: DefaultSimHumidity, Health: true},
 		},
 		Keys:     []string{"iio_device"},
 		KeysNote: "only dht22 is read through an IIO device",

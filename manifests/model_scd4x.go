@@ -12,9 +12,9 @@ func declSCD4x() ModelDecl {
 		Addresses:   []uint16{0x62},
 		AddressHint: "an scd4x answers at 0x62 only",
 		Channels: []ChannelDecl{
-			{Name: "co2", Unit: "ppm", Min: 0, Max: 40000, Sim: 600},
-			{Name: "temperature", Unit: "°C", Min: -10, Max: 60, Sim: DefaultSimTemperature},
-			{Name: "humidity", Unit: "%", Min: 0, Max: 100, Sim: DefaultSimHumidity},
+			{Name: "co2", Unit: "ppm", Min: 0, Max: 40000, Sim: 600, Health: true},
+			{Name: "temperature", Unit: "°C", Min: -10, Max: 60, Sim: DefaultSimTemperature, Health: true},
+			{Name: "humidity", Unit: "%", Min: 0, Max: 100, Sim: DefaultSimHumidity, Health: true},
 		},
 		Faults: allFaults(),
 		Zone:   true,

@@ -13,8 +13,8 @@ func declSHT4x() ModelDecl {
 		Addresses:   []uint16{0x44, 0x45, 0x46},
 		AddressHint: "an sht4x answers at 0x44; the SHT4x-B parts at 0x45, -C at 0x46",
 		Channels: []ChannelDecl{
-			{Name: "temperature", Unit: "°C", Min: -40, Max: 125, Sim: DefaultSimTemperature},
-			{Name: "humidity", Unit: "%", Min: 0, Max: 100, Sim: DefaultSimHumidity},
+			{Name: "temperature", Unit: "°C", Min: -40, Max: 125, Sim: DefaultSimTemperature, Health: true},
+			{Name: "humidity", Unit: "%", Min: 0, Max: 100, Sim: DefaultSimHumidity, Health: true},
 		},
 		Faults: allFaults(),
 		Zone:   true,

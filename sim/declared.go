@@ -54,7 +54,7 @@ func (a *air) read(now time.Time, fs *faultState) []float64 {
 		case hit && fs.is(manifests.FaultImplausible) && fs.f.Value != nil:
 			v = *fs.f.Value
 		case hit && fs.is(manifests.FaultImplausible):
-			v = c.Max // railed
+			v = c.Max + (c.Max-c.Min)/10 // railed: past what it can measure, as its encoding allows
 		}
 		vs[i] = v
 	}

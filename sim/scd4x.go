@@ -64,7 +64,7 @@ func (d *scd4x) command(now time.Time, fs *faultState, cmd uint16) error {
 		}
 		d.read = latest
 		vs := d.a.read(now, fs)
-		co2 := uint16(math.Round(max(min(vs[0], 40000), 0)))
+		co2 := uint16(math.Round(max(min(vs[0], 65535), 0)))
 		b := append(i2c.SensirionWord(co2), i2c.SensirionWord(i2c.RawTemperature(vs[1]))...)
 		d.out = frozen(fs, append(b, i2c.SensirionWord(i2c.RawHumidity(vs[2]))...))
 	default:

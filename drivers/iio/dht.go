@@ -96,11 +96,13 @@ func DHT22Decode(f [5]byte) (milliC, milliRH int64, err error) {
 	return t * 100, rh * 100, nil
 }
 
-// DHT22Encode is the frame a DHT22 sends for celsius and humidity (in
-// tenths, rounded; humidity clamped to 0..100 %, temperature to -40..80).
+// DHT22Encode is the frame a DHT22 sends for celsius and humidity, in
+// tenths, rounded and clamped to what the frame holds (±3276.7 °C,
+// 0..6553.5 %): a failing sensor sends values past its range with a good
+// checksum.
 func DHT22Encode(celsius, humidity float64) [5]byte {
-	t := int64(roundTenths(min(max(celsius, -40), 80)))
-	rh := int64(roundTenths(min(max(humidity, 0), 100)))
+	t := int64(roundTenths(min(max(celsius, -3276.7), 3276.7)))
+	rh := int64(roundTenths(min(max(humidity, 0), 6553.5)))
 	var f [5]byte
 	f[0], f[1] = byte(rh>>8), byte(rh)
 	at := t
