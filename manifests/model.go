@@ -48,6 +48,10 @@ type ModelDecl struct {
 	// Zone says whether a sim zone's air drives the model's temperature
 	// and humidity channels.
 	Zone bool
+	// Sample is a device of the model as a manifest writes it (a list
+	// item of devices, on a bus named i2c1 or gpio), for the docs and as
+	// a starting point; a test loads it with a capability per channel.
+	Sample string
 }
 
 // ChannelDecl is one channel of a declared model.

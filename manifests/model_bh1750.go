@@ -15,5 +15,10 @@ func declBH1750() ModelDecl {
 			{Name: "illuminance", Unit: "lx", Min: 0, Max: 54612.5, Sim: 320, Health: true},
 		},
 		Faults: chipFaults(),
+		Sample: `- name: light_sensor
+  bus: i2c1
+  model: bh1750
+  address: 0x23      # ADDR to GND; 0x5c with ADDR to 3V3
+`,
 	}
 }

@@ -34,6 +34,12 @@ func declDHT22() ModelDecl {
 		// (nack, crc) and ETIMEDOUT for a sensor that never answered.
 		Faults: []FaultKind{FaultDropout, FaultNACK, FaultStuck, FaultNoise, FaultImplausible, FaultTimeout, FaultCRC},
 		Zone:   true,
+		Sample: `- name: porch_sensor
+  bus: gpio
+  model: dht22
+  pin: GPIO4                 # dtoverlay=dht11,gpiopin=4
+  iio_device: "iio:device0"  # ls /sys/bus/iio/devices/*/name: the dht11
+`,
 	}
 }
 

@@ -31,6 +31,13 @@ func declINA219() ModelDecl {
 		decode:   decodeINA219,
 		check:    checkINA219,
 		Faults:   chipFaults(),
+		Sample: `- name: supply
+  bus: i2c1
+  model: ina219
+  address: 0x40      # A1, A0 to GND
+  shunt_ohms: 0.1    # the breakout's R100
+  max_current: 3.2
+`,
 	}
 }
 

@@ -18,5 +18,10 @@ func declSCD4x() ModelDecl {
 		},
 		Faults: allFaults(),
 		Zone:   true,
+		Sample: `- name: co2_sensor
+  bus: i2c1
+  model: scd4x
+  address: 0x62      # give its capabilities ttl: 5s, its measuring period
+`,
 	}
 }

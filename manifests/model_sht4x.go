@@ -18,5 +18,10 @@ func declSHT4x() ModelDecl {
 		},
 		Faults: allFaults(),
 		Zone:   true,
+		Sample: `- name: air
+  bus: i2c1
+  model: sht4x
+  address: 0x44      # SHT40-AD1B; 0x45 for the -B parts
+`,
 	}
 }

@@ -1,6 +1,7 @@
 package manifests
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -101,6 +102,37 @@ func TestDeclarations(t *testing.T) {
 		}
 		if (len(d.Keys) > 0) != (d.decode != nil) {
 			t.Errorf("%s: keys %v without a decoder, or a decoder without keys", d.Model, d.Keys)
+		}
+	}
+}
+
+// Each declaration's sample loads as written, with a capability on each
+// of its channels in the channel's unit.
+func TestDeclaredSamplesLoad(t *testing.T) {
+	for _, d := range Declared() {
+		if d.Sample == "" {
+			t.Errorf("%s: no sample", d.Model)
+			continue
+		}
+		var b strings.Builder
+		b.WriteString("version: 1\ngateway: sample\nbuses: [{name: i2c1, kind: i2c}, {name: gpio, kind: gpio}]\ndevices:\n")
+		for _, line := range strings.SplitAfter(d.Sample, "\n") {
+			if line != "" {
+				b.WriteString("  " + line)
+			}
+		}
+		b.WriteString("capabilities:\n")
+		name := strings.TrimPrefix(strings.SplitN(d.Sample, "\n", 2)[0], "- name: ")
+		for _, c := range d.Channels {
+			fmt.Fprintf(&b, "  - {name: %s, description: d, type: number, unit: %q, read: {device: %s, channel: %s}}\n", c.Name, c.Unit, name, c.Name)
+		}
+		m, err := Parse("sample.yml", []byte(b.String()))
+		if err != nil {
+			t.Errorf("%s: the sample does not load:\n%v\n%s", d.Model, err, b.String())
+			continue
+		}
+		if m.Devices[0].Model != d.Model {
+			t.Errorf("%s: the sample is a %s", d.Model, m.Devices[0].Model)
 		}
 	}
 }
