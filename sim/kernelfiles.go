@@ -129,10 +129,11 @@ func (w *World) zoneSensor(name string, z *zone) bool {
 	return false
 }
 
-// Sysfs serves the kernel's files of the onewire or pwm bus b in dir (a
-// directory the caller made and removes): the w1 devices directory with
-// a ROM-id directory per DS18B20, or a PWM chip with export, npwm and a
-// pwmN directory per exported channel. Reading a w1_slave runs a
+// Sysfs serves the kernel's files of the onewire, pwm or gpio bus b in dir
+// (a directory the caller made and removes): the w1 devices directory with
+// a ROM-id directory per DS18B20, a PWM chip with export, npwm and a
+// pwmN directory per exported channel, or the IIO devices of a gpio bus's
+// DHT22s (their files rendered at each read, see dht22). Reading a w1_slave runs a
 // conversion of the zone's temperature on the world's clock, as the
 // kernel does; writing a PWM attribute is checked as the kernel checks it
 // (EINVAL for a duty cycle longer than the period).
@@ -163,7 +164,7 @@ func (w *World) Sysfs(ctx context.Context, b manifests.Bus, dir string) (sysfs.F
 			return nil, fmt.Errorf("sim bus %s: %w: no IIO sensor on this gpio bus", b.Name, drivers.ErrUnavailable)
 		}
 	default:
-		return nil, fmt.Errorf("sim bus %s: %w: not a onewire or pwm bus", b.Name, drivers.ErrUnavailable)
+		return nil, fmt.Errorf("sim bus %s: %w: not a onewire, pwm or gpio bus (with IIO sensors)", b.Name, drivers.ErrUnavailable)
 	}
 	return t, nil
 }
