@@ -422,6 +422,9 @@ func bind(gateway string, mc manifests.Capability, devices map[string]*device, o
 	if hc.OnDeviceError == "" {
 		hc.OnDeviceError = dev.onDeviceError
 	}
+	if hc.Plausible == nil {
+		hc.Plausible = manifests.DefaultPlausible(dev.model, mc.Read.Channel)
+	}
 	c.health = newTracker(hc, c.TTL(), mc.Unit)
 	var err error
 	c.src, c.pick, err = dev.source(mc.Read.Channel, channelType(mc, dev))

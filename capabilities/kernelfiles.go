@@ -17,6 +17,8 @@ func HostSysfs(_ context.Context, b manifests.Bus) (sysfs.FS, error) {
 			root = manifests.DefaultW1Root
 		case manifests.BusPWM:
 			root = manifests.DefaultPWMChip
+		case manifests.BusGPIO: // the IIO sensors on its lines (dht22)
+			root = manifests.DefaultIIORoot
 		}
 	}
 	return sysfs.Dir(root), nil

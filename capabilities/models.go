@@ -36,12 +36,16 @@ func models() map[manifests.Model]opener {
 		manifests.ModelINA219:     onI2C(openINA219),
 		manifests.ModelMCP23017:   onI2C(openMCP23017),
 		manifests.ModelPCF8574:    onI2C(openPCF8574),
+		manifests.ModelSHT4x:      onI2C(openSHT4x),
+		manifests.ModelSCD4x:      onI2C(openSCD4x),
+		manifests.ModelBH1750:     onI2C(openBH1750),
 
 		// 1-Wire, PWM and SPI through the kernel; pulses on a GPIO edge.
 		manifests.ModelDS18B20:      openDS18B20,
 		manifests.ModelPWM:          openPWM,
 		manifests.ModelMCP3008:      openMCP3008,
 		manifests.ModelPulseCounter: onPin(openPulseCounter),
+		manifests.ModelDHT22:        openDHT22,
 	}
 }
 

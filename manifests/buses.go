@@ -74,7 +74,7 @@ const DefaultDebounce = 5 * time.Millisecond
 var romRE = regexp.MustCompile(`^28-[0-9a-f]{12}$`)
 
 func isBusModel(m Model) bool {
-	return m == ModelDS18B20 || m == ModelPWM || m == ModelMCP3008 || m == ModelPulseCounter
+	return m == ModelDS18B20 || m == ModelPWM || m == ModelMCP3008 || m == ModelPulseCounter || declaredOn(m, BusGPIO)
 }
 
 // busFor is the bus kind each kernel-file model needs.
@@ -86,6 +86,9 @@ func busFor(m Model) BusKind {
 		return BusPWM
 	case ModelPulseCounter:
 		return BusGPIO
+	}
+	if d, ok := Decl(m); ok && d.Bus != "" {
+		return d.Bus
 	}
 	return BusSPI
 }
@@ -182,6 +185,9 @@ func (c *checker) busDevice(dev Device, bus *Bus, path string, seen, pins map[st
 	if dev.Model == ModelPulseCounter {
 		c.gpioDevice(dev, path, pins)
 		c.notAllowed(path, []string{"active_low", "registers"}, "for model %s (edge says which edge counts)", dev.Model)
+	} else if declaredOn(dev.Model, BusGPIO) {
+		c.gpioDevice(dev, path, pins)
+		c.notAllowed(path, []string{"active_low", "pull", "registers"}, "for model %s (the kernel's driver drives its line)", dev.Model)
 	} else {
 		c.notAllowed(path, []string{"address", "pin", "active_low", "pull", "registers"}, "for model %s (it is named by its %s)", dev.Model, busKey(dev.Model))
 	}
@@ -256,6 +262,10 @@ func (c *checker) busChannel(cp *Capability, dev *Device, path string) {
 		chans = pwmChannels
 	case ModelMCP3008:
 		chans = append(slices.Clip(mcp3008Channels), InputNames(*dev)...)
+	default:
+		if d, ok := Decl(dev.Model); ok {
+			chans = d.ChannelNames()
+		}
 	}
 	switch {
 	case !c.d.has(chp):

@@ -24,9 +24,12 @@ func channelTypes(m Model) []ValueType {
 		return []ValueType{TypeNumber, TypeInteger}
 	case ModelMCP23017, ModelPCF8574:
 		return []ValueType{TypeBoolean}
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelINA219:
+	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015:
 		return []ValueType{TypeNumber}
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
+		return []ValueType{TypeNumber}
+	}
+	if isDeclared(m) {
 		return []ValueType{TypeNumber}
 	}
 	return nil
@@ -166,7 +169,7 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	case ModelMQTT:
 		c.mqttChannel(cp, dev, path)
 		return nil
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219:
+	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
 		c.chipChannel(cp, dev, chp)
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		c.busChannel(cp, dev, path)
@@ -183,7 +186,10 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 			c.d.add(chp, ErrBadReference, "channel %q of device %q (%s)", cp.Read.Channel, dev.Name, candidates("channel", chans))
 		}
 	default:
-		return nil // unknown model: reported
+		if !isDeclared(dev.Model) {
+			return nil // unknown model: reported
+		}
+		c.chipChannel(cp, dev, chp)
 	}
 	if want := channelTypes(dev.Model); slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
 		c.d.add(join(path, "type"), ErrNotAllowed, "on %s channel: %s (want %s)", article(dev.Model), cp.Type, oneOf(words(want...)))
@@ -339,7 +345,8 @@ func (c *checker) checkSim() {
 // ZoneSensorModels are the models a zone's sensors may be: every
 // temperature sensor, which the zone's air (its heaters, vents and fans)
 // drives in the simulator.
-var ZoneSensorModels = []Model{ModelSHT3x, ModelBME280, ModelBMP280, ModelDS18B20}
+// The declared models with Zone are among them.
+var ZoneSensorModels = slices.Concat([]Model{ModelSHT3x, ModelBME280, ModelBMP280, ModelDS18B20}, declaredZoneSensors())
 
 // zoneSensor checks that name is a device of one of ZoneSensorModels.
 func (c *checker) zoneSensor(name, path string) bool {
@@ -397,8 +404,11 @@ func (c *checker) simDevice(name, path string, want Model) bool {
 
 // article prefixes a model with "a" or "an" as it is read aloud.
 func article(m Model) string {
-	if m == ModelSHT3x || m == ModelADS1115 || m == ModelADS1015 || m == ModelMCP23017 || m == ModelINA219 {
+	if m == ModelSHT3x || m == ModelADS1115 || m == ModelADS1015 || m == ModelMCP23017 {
 		return "an " + string(m)
+	}
+	if d, ok := Decl(m); ok {
+		return d.articled()
 	}
 	return "a " + string(m)
 }

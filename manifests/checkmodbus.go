@@ -28,7 +28,7 @@ func carries(k BusKind, m Model) bool {
 	case k == BusI2C:
 		return isI2C(m)
 	case k == BusGPIO:
-		return isGPIO(m) || m == ModelPulseCounter
+		return isGPIO(m) || m == ModelPulseCounter || declaredOn(m, BusGPIO)
 	case k == BusSerial:
 		return m == ModelSerialLine
 	case k == BusMQTT:

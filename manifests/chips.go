@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"fmt"
-	"math"
 	"slices"
 )
 
@@ -26,18 +25,16 @@ const (
 	// ModelPCF8574 is an 8-pin PCF8574 (0x20..0x27) or PCF8574A
 	// (0x38..0x3F) expander. Channels: its Pins by name.
 	ModelPCF8574 Model = "pcf8574"
-	// ModelINA219 is a TI INA219 current monitor (0x40..0x4F). Channels:
-	// bus_voltage (V), shunt_voltage (mV), current (A), power (W).
-	ModelINA219 Model = "ina219"
 )
 
-// isChip reports whether m is one of the I2C chip models of this file.
+// isChip reports whether m is one of the I2C chip models of this file or
+// a declared model (model_*.go).
 func isChip(m Model) bool {
 	switch m {
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219:
+	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
 		return true
 	}
-	return false
+	return isDeclaredChip(m)
 }
 
 // IsExpander reports whether m is a GPIO expander model.
@@ -99,35 +96,23 @@ type ExpanderPin struct {
 	PullUp bool
 }
 
-// INA219 defaults: the breakout boards' 0.1 Ω shunt and the 3.2 A the
-// chip reads across it at ±320 mV.
-const (
-	DefaultShuntOhms  = 0.1
-	DefaultMaxCurrent = 3.2
-)
-
 var (
 	adcInputKeys     = []string{"name", "input", "full_scale", "as", "shunt_ohms", "zero", "full"}
 	expanderPinKeys  = []string{"name", "pin", "mode", "active_low", "pull_up"}
 	adcMuxes         = []string{"a0", "a1", "a2", "a3", "a0_a1", "a0_a3", "a1_a3", "a2_a3"}
 	adcScales        = words(ScaleVolts, ScaleMilliamps, ScalePercent)
 	adcFullScales    = []float64{6.144, 4.096, 2.048, 1.024, 0.512, 0.256}
-	ina219Channels   = []string{"bus_voltage", "shunt_voltage", "current", "power"}
 	bme280Channels   = []string{"temperature", "pressure", "humidity"}
 	bmp280Channels   = []string{"temperature", "pressure"}
 	expanderPinModes = []string{"input", "output"}
 )
 
-// chip decodes the keys of the chip models (inputs, pins, shunt_ohms,
-// max_current).
+// chip decodes the keys of the chip models (inputs, pins) and of the
+// declared models.
 func (o obj) chip(dev *Device) {
 	dev.Inputs = list(o, "inputs", adcInputKeys, func(o obj, in *ADCInput) { o.adcInput(in, dev.Model) })
 	dev.Pins = list(o, "pins", expanderPinKeys, obj.expanderPin)
-	if dev.Model == ModelINA219 {
-		dev.ShuntOhms, dev.MaxCurrent = DefaultShuntOhms, DefaultMaxCurrent
-	}
-	numIf(o, "shunt_ohms", &dev.ShuntOhms, positive, ": %g (want the shunt resistor in ohms, more than 0, such as 0.1)")
-	numIf(o, "max_current", &dev.MaxCurrent, positive, ": %g (want the largest expected current in amperes, more than 0)")
+	o.decodeDeclared(dev)
 }
 
 // adcInput decodes one of the inputs of a device of model m: the input's
@@ -196,8 +181,9 @@ func chipAddressProblem(m Model, addr uint16) string {
 		return "an mcp23017 answers at 0x20..0x27, set by A2..A0"
 	case m == ModelPCF8574 && !in(0x20, 0x27) && !in(0x38, 0x3F):
 		return "a pcf8574 answers at 0x20..0x27, a PCF8574A at 0x38..0x3f"
-	case m == ModelINA219 && !in(0x40, 0x4F):
-		return "an ina219 answers at 0x40..0x4f, set by A1 and A0"
+	}
+	if d, ok := Decl(m); ok {
+		return d.addressProblem(addr)
 	}
 	return ""
 }
@@ -209,8 +195,9 @@ func chipExampleAddress(m Model) int {
 		return 0x76
 	case IsADS(m):
 		return 0x48
-	case m == ModelINA219:
-		return 0x40
+	}
+	if d, ok := Decl(m); ok && len(d.Addresses) > 0 {
+		return int(d.Addresses[0])
 	}
 	return 0x20
 }
@@ -223,12 +210,13 @@ func ChipChannels(dev Device) []string {
 		return bme280Channels
 	case dev.Model == ModelBMP280:
 		return bmp280Channels
-	case dev.Model == ModelINA219:
-		return ina219Channels
 	case IsADS(dev.Model):
 		return namesOf(dev.Inputs, func(in ADCInput) string { return in.Name })
 	case IsExpander(dev.Model):
 		return namesOf(dev.Pins, func(p ExpanderPin) string { return p.Name })
+	}
+	if d, ok := Decl(dev.Model); ok {
+		return d.ChannelNames()
 	}
 	return nil
 }
@@ -242,22 +230,12 @@ func (c *checker) chipDevice(dev Device, path string) {
 	if !IsExpander(dev.Model) && c.d.has(field("pins")) {
 		c.d.add(field("pins"), ErrNotAllowed, "for model %s (only mcp23017 and pcf8574 have pins)", dev.Model)
 	}
-	if dev.Model != ModelINA219 {
-		c.notAllowed(path, []string{"shunt_ohms", "max_current"}, "for model %s (only ina219 has a shunt)", dev.Model)
-	}
+	c.checkDeclared(dev, path)
 	if hasInputs(dev.Model) {
 		c.adcInputs(dev, path)
 	}
 	if !isChip(dev.Model) {
 		return
-	}
-	if dev.Model == ModelINA219 {
-		// The INA219's calibration register must fit 15 bits.
-		lsb := dev.MaxCurrent / 32768
-		if cal := math.Trunc(0.04096 / (lsb * dev.ShuntOhms)); dev.ShuntOhms > 0 && dev.MaxCurrent > 0 && (cal < 2 || cal > 0xFFFE) {
-			lo, hi := 32768*0.04096/(dev.ShuntOhms*0xFFFE), 32768*0.04096/(dev.ShuntOhms*2)
-			c.d.add(field("max_current"), ErrRange, ": %g A with shunt %g Ω gives calibration register %.0f (want 2..65534: with this shunt, max_current %.3g..%.4g A)", dev.MaxCurrent, dev.ShuntOhms, cal, lo, hi)
-		}
 	}
 	if IsExpander(dev.Model) {
 		pp := field("pins")
@@ -368,6 +346,9 @@ func (c *checker) chipSimValues(dev Device, vp string) {
 // chipFaultApplies reports which faults the simulator injects on a chip:
 // none has a checksum; an expander's pins have no range or noise.
 func chipFaultApplies(m Model, k FaultKind) bool {
+	if d, ok := Decl(m); ok {
+		return d.FaultApplies(k)
+	}
 	switch k {
 	case FaultCRC:
 		return false

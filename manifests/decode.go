@@ -6,6 +6,7 @@ import (
 	"math"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 
 	"github.com/goccy/go-yaml/ast"
@@ -17,7 +18,7 @@ import (
 var (
 	manifestKeys    = []string{"version", "gateway", "description", "policy", "buses", "devices", "capabilities", "groups", "sim", "jobs"}
 	busKeys         = []string{"name", "kind", "device", "timeout", "address", "port", "baud", "data_bits", "parity", "stop_bits", "rs485", "frame_gap", "retries", "mqtt", "speed"}
-	deviceKeys      = []string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "profile", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim", "inputs", "pins", "shunt_ohms", "max_current", "rom", "channel", "frequency", "vref", "edge", "debounce", "per_pulse"}
+	deviceKeys      = slices.Concat([]string{"name", "bus", "model", "address", "pin", "active_low", "pull", "registers", "profile", "unit_id", "max_span", "timeout", "request", "terminator", "response", "mqtt", "sim", "inputs", "pins"}, declaredKeys(), []string{"rom", "channel", "frequency", "vref", "edge", "debounce", "per_pulse"})
 	modbusRegKeys   = []string{"name", "table", "address", "type", "byte_order", "bit", "length", "scale", "offset", "writable"}
 	registerKeys    = []string{"name", "address", "type", "byte_order", "scale", "offset", "writable"}
 	deviceSimKeys   = []string{"values", "level", "profile", "response"}
@@ -35,7 +36,7 @@ var (
 // The closed sets of values, as the manifest spells them.
 var (
 	busKinds   = words(BusI2C, BusGPIO, BusModbusTCP, BusModbusRTU, BusModbusRTUTCP, BusSerial, BusMQTT, BusOneWire, BusPWM, BusSPI)
-	models     = words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelMQTT, ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219, ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter)
+	models     = slices.Concat(words(ModelSHT3x, ModelRegisters, ModelGPIOIn, ModelGPIOOut, ModelModbus, ModelSerialLine, ModelMQTT, ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574), declaredWords(), words(ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter))
 	parities   = words(modbusconf.ParityNone, modbusconf.ParityEven, modbusconf.ParityOdd)
 	rs485Modes = words(modbusconf.RS485None, modbusconf.RS485Kernel, modbusconf.RS485RTS)
 	tables     = words(modbusconf.TableCoil, modbusconf.TableDiscrete, modbusconf.TableHolding, modbusconf.TableInput)

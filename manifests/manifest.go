@@ -169,6 +169,9 @@ type Device struct {
 	// ShuntOhms and MaxCurrent calibrate an ina219 (Load fills the
 	// defaults, 0.1 Ω and 3.2 A).
 	ShuntOhms, MaxCurrent float64
+	// IIODevice is the IIO device a dht22 is read through, such as
+	// "iio:device0" (dht22 only).
+	IIODevice string
 }
 
 // Pull is a GPIO input's pull resistor.

@@ -66,7 +66,7 @@ func FaultApplies(m Model, k FaultKind) bool {
 		// SPI is clocked by the host: no timeouts, no CRC; a chip gone
 		// leaves MISO high.
 		return k == FaultNACK || k == FaultDropout || k == FaultStuck || k == FaultNoise || k == FaultImplausible
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574, ModelINA219:
+	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
 		return chipFaultApplies(m, k)
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
@@ -75,6 +75,9 @@ func FaultApplies(m Model, k FaultKind) bool {
 	case ModelMQTT:
 		// A device on a broker drops off (its Last Will) or falls silent.
 		return k == FaultDropout || k == FaultStuck
+	}
+	if d, ok := Decl(m); ok {
+		return d.FaultApplies(k)
 	}
 	return false
 }

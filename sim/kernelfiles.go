@@ -25,11 +25,12 @@ type kernelFiles struct {
 	pwm     map[string]map[int]*pwmOutput // by bus name, then channel
 	spi     map[string]*mcp3008           // by bus name
 	pulses  map[string]*pulseSource       // by pin name
+	dht     map[string][]*dht22           // by bus name
 }
 
 func (w *World) files() *kernelFiles {
 	if w.kf == nil {
-		w.kf = &kernelFiles{ds18b20: map[string]*ds18b20{}, w1Bus: map[string][]*ds18b20{}, pwm: map[string]map[int]*pwmOutput{}}
+		w.kf = &kernelFiles{ds18b20: map[string]*ds18b20{}, w1Bus: map[string][]*ds18b20{}, pwm: map[string]map[int]*pwmOutput{}, dht: map[string][]*dht22{}}
 	}
 	return w.kf
 }
@@ -128,10 +129,11 @@ func (w *World) zoneSensor(name string, z *zone) bool {
 	return false
 }
 
-// Sysfs serves the kernel's files of the onewire or pwm bus b in dir (a
-// directory the caller made and removes): the w1 devices directory with
-// a ROM-id directory per DS18B20, or a PWM chip with export, npwm and a
-// pwmN directory per exported channel. Reading a w1_slave runs a
+// Sysfs serves the kernel's files of the onewire, pwm or gpio bus b in dir
+// (a directory the caller made and removes): the w1 devices directory with
+// a ROM-id directory per DS18B20, a PWM chip with export, npwm and a
+// pwmN directory per exported channel, or the IIO devices of a gpio bus's
+// DHT22s (their files rendered at each read, see dht22). Reading a w1_slave runs a
 // conversion of the zone's temperature on the world's clock, as the
 // kernel does; writing a PWM attribute is checked as the kernel checks it
 // (EINVAL for a duty cycle longer than the period).
@@ -157,8 +159,12 @@ func (w *World) Sysfs(ctx context.Context, b manifests.Bus, dir string) (sysfs.F
 				return nil, err
 			}
 		}
+	case manifests.BusGPIO: // the IIO sensors on its lines
+		if len(kf.dht[b.Name]) == 0 {
+			return nil, fmt.Errorf("sim bus %s: %w: no IIO sensor on this gpio bus", b.Name, drivers.ErrUnavailable)
+		}
 	default:
-		return nil, fmt.Errorf("sim bus %s: %w: not a onewire or pwm bus", b.Name, drivers.ErrUnavailable)
+		return nil, fmt.Errorf("sim bus %s: %w: not a onewire, pwm or gpio bus (with IIO sensors)", b.Name, drivers.ErrUnavailable)
 	}
 	return t, nil
 }
@@ -228,6 +234,11 @@ func (t *sysTree) ReadFile(ctx context.Context, name string) ([]byte, error) {
 		fs := t.w.faultLocked(t.romDevice(name), t.w.clk.Now())
 		t.w.mu.Unlock()
 		sleep(fs.delay(manifests.DefaultTimeout))
+	}
+	if t.kind == manifests.BusGPIO {
+		if err := t.readDHT(name); err != nil {
+			return nil, drivers.Classify(err)
+		}
 	}
 	return t.dir.ReadFile(ctx, name)
 }

@@ -15,6 +15,7 @@ type build struct {
 	pinOf map[string]*pinState        // by device name
 	shts  map[string]*sht3x           // by device name
 	bmes  map[string]*bme280          // by device name
+	airs  map[string]*air             // declared models' twins, by device name
 }
 
 // adder adds the simulated counterpart of one device to the world.
@@ -39,12 +40,16 @@ func models() map[manifests.Model]adder {
 		manifests.ModelINA219:     addINA219,
 		manifests.ModelMCP23017:   addExpander,
 		manifests.ModelPCF8574:    addExpander,
+		manifests.ModelSHT4x:      addSHT4x,
+		manifests.ModelSCD4x:      addSCD4x,
+		manifests.ModelBH1750:     addBH1750,
 
 		// 1-Wire, PWM and SPI through the kernel; pulses on a GPIO edge.
 		manifests.ModelDS18B20:      addDS18B20,
 		manifests.ModelPWM:          addPWM,
 		manifests.ModelMCP3008:      addMCP3008,
 		manifests.ModelPulseCounter: addPulseCounter,
+		manifests.ModelDHT22:        addDHT22,
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 
 // Readings of a sensor that belongs to no zone.
 const (
-	DefaultTemperature = 20.0 // °C
-	DefaultHumidity    = 50.0 // %RH
+	DefaultTemperature = manifests.DefaultSimTemperature // °C
+	DefaultHumidity    = manifests.DefaultSimHumidity    // %RH
 )
 
 // World is a simulated gateway: the I²C buses and GPIO pins of a manifest,
@@ -99,7 +99,7 @@ func New(m *manifests.Manifest, clk clock.Clock) (*World, error) {
 		}
 	}
 
-	bl := &build{now: clk.Now(), devs: map[string]manifests.Device{}, pinOf: map[string]*pinState{}, shts: map[string]*sht3x{}, bmes: map[string]*bme280{}}
+	bl := &build{now: clk.Now(), devs: map[string]manifests.Device{}, pinOf: map[string]*pinState{}, shts: map[string]*sht3x{}, bmes: map[string]*bme280{}, airs: map[string]*air{}}
 	table := models()
 	for _, d := range m.Devices {
 		bl.devs[d.Name] = d
@@ -149,9 +149,13 @@ func (w *World) addZones(sc *manifests.Sim, bl *build) error {
 				b.zone = z
 				continue
 			}
+			if a, ok := bl.airs[name]; ok && a.decl.Zone {
+				a.zone = z
+				continue
+			}
 			s, ok := bl.shts[name]
 			if !ok {
-				return fmt.Errorf("sim: zone %s: sensor %q is not a temperature sensor (sht3x, bme280, bmp280 or ds18b20)", zc.Name, name)
+				return fmt.Errorf("sim: zone %s: sensor %q is not a temperature sensor (%s)", zc.Name, name, zoneSensorWords())
 			}
 			s.zone = z
 		}
@@ -294,4 +298,13 @@ func (w *World) sitePowerLocked() float64 {
 		}
 	}
 	return p
+}
+
+// zoneSensorWords names the models a zone's sensor may be.
+func zoneSensorWords() string {
+	ws := make([]string, len(manifests.ZoneSensorModels))
+	for i, m := range manifests.ZoneSensorModels {
+		ws[i] = string(m)
+	}
+	return manifests.OneOf(ws, "none")
 }
