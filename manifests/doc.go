@@ -106,10 +106,13 @@
 //	pins        list of pin      -         mcp23017 and pcf8574: required, at least one (below); other models: not allowed
 //	shunt_ohms  number           0.1       ina219 only: the shunt resistor, more than 0
 //	max_current number           3.2       ina219 only: the largest expected current, A; sets the calibration (2..65534)
+//	iio_device  string           -         dht22 only: the kernel dht11 driver's IIO device under /sys/bus/iio/devices, such as "iio:device0"
 //
 // The I2C chip models and their addresses: bme280 and bmp280 0x76 or 0x77;
 // ads1115 and ads1015 0x48..0x4b; mcp23017 0x20..0x27; pcf8574 0x20..0x27
-// (PCF8574A 0x38..0x3f); ina219 0x40..0x4f.
+// (PCF8574A 0x38..0x3f); ina219 0x40..0x4f; sht4x 0x44..0x46; scd4x 0x62;
+// bh1750 0x23 or 0x5c. A dht22 sits on a gpio bus with a pin, read through
+// the kernel's dht11 IIO driver (iio_device).
 //
 // ds18b20 (on a onewire bus), pwm (on a pwm bus) and mcp3008 (on an spi bus)
 // have no address, pin, active_low, pull or registers. An mcp3008's sim
@@ -139,6 +142,10 @@
 //	pcf8574    the name of one of its pins       boolean          if the pin's mode is output
 //	ina219     bus_voltage (V), shunt_voltage (mV), current (A), power (W)  number  no
 //	mqtt       the name of one of its channels (or its preset's)  number, integer, boolean or enum  if the channel has a command topic
+//	sht4x      temperature (°C), humidity (%)    number           no
+//	scd4x      co2 (ppm), temperature (°C), humidity (%)  number  no
+//	bh1750     illuminance (lx)                  number           no
+//	dht22      temperature (°C), humidity (%)    number           no
 //
 // An input of an ads1015, ads1115 or mcp3008 (devices[].inputs[]):
 //
