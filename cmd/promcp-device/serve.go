@@ -25,7 +25,6 @@ import (
 	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/sysfs"
-	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/jobs"
@@ -747,8 +746,9 @@ func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk clock.Clock, lo
 // replace them.
 func meshSelf(m *manifests.Manifest) server.MeshSelf {
 	locations, vocab := registryWords(m)
+	physmcp, promcpVersion := meshVersions()
 	return server.MeshSelf{ID: m.Gateway, Locations: locations, Vocabulary: vocab, Profile: "full",
-		PhysMCPVersion: fleet.PhysMCPVersion, PromcpVersion: fleet.PromcpVersion}
+		PhysMCPVersion: physmcp, PromcpVersion: promcpVersion}
 }
 
 // registryWords are the locations of m's capabilities ("" for one in the
