@@ -1,3 +1,5 @@
+//go:build !noconsole
+
 package main
 
 import (
@@ -166,18 +168,5 @@ func describer(m *manifests.Manifest) notify.Describer {
 			}
 		}
 		return "", ""
-	}
-}
-
-// approvalTTL is the approval ttl the policy sets for a tool (0: none).
-func approvalTTL(pol *manifests.Policy) func(string) time.Duration {
-	return func(tool string) time.Duration {
-		if pol == nil {
-			return 0
-		}
-		if a := pol.Actions[tool]; a != nil && a.Approval != nil {
-			return a.Approval.TTL
-		}
-		return 0
 	}
 }

@@ -20,7 +20,6 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/clock"
-	"github.com/promcp/promcp-device/console"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
@@ -59,11 +58,11 @@ type serveFlags struct {
 	extraArg                                             string // the first of them, to name it
 	origins                                              listFlag
 	audit                                                *auditConfig
-	provenance                                           string // where the provenance envelope goes: meta or inline
-	console                                              bool   // serve the operator console at /console
-	consoleApprovers                                     string // the roles that approve in the console
-	consoleSecureCookie                                  bool   // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
-	users                                                *console.Users
+	provenance                                           string          // where the provenance envelope goes: meta or inline
+	console                                              bool            // serve the operator console at /console
+	consoleApprovers                                     string          // the roles that approve in the console
+	consoleSecureCookie                                  bool            // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
+	users                                                consoleAccounts // --console-users loaded (nil without the console)
 	desk                                                 *server.Desk
 	notify                                               *notifyConfig
 	fleetFile                                            string                 // --fleet: join the fleet this file describes
@@ -111,7 +110,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
 	fs.BoolVar(&f.consoleSecureCookie, "console-secure-cookie", false, "with --console: mark the session cookie Secure even over plain HTTP, for a gateway behind a reverse proxy that terminates TLS (X-Forwarded-Proto is never trusted)")
 	fs.StringVar(&f.consoleUsers, "console-users", "", "with --console: the operator accounts `FILE` people sign in with (name, role, bcrypt hash; see promcp-device console-user add); required with --tokens: MCP tokens do not sign in")
-	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console-users: the `ROLES` (comma-separated) whose accounts approve or deny waiting do_* calls in the console")
+	fs.StringVar(&f.consoleApprovers, "console-approvers", defaultApprovers(), "with --console-users: the `ROLES` (comma-separated) whose accounts approve or deny waiting do_* calls in the console")
 	f.notify = notifyFlags(fs)
 	if !c.parse() {
 		return nil
@@ -447,6 +446,19 @@ func (f *serveFlags) withState(opts *gatewayOptions, st *state, log *slog.Logger
 		f.desk = server.NewDesk(nil, 0)
 		f.desk.SetApprovalTTL(approvalTTL(opts.policy)) // a request lapses on the policy's approval ttl
 		opts.server = append(opts.server, server.WithDesk(f.desk))
+	}
+}
+
+// approvalTTL is the approval ttl the policy sets for a tool (0: none).
+func approvalTTL(pol *manifests.Policy) func(string) time.Duration {
+	return func(tool string) time.Duration {
+		if pol == nil {
+			return 0
+		}
+		if a := pol.Actions[tool]; a != nil && a.Approval != nil {
+			return a.Approval.TTL
+		}
+		return 0
 	}
 }
 
