@@ -68,6 +68,7 @@ type serveFlags struct {
 	fleetFile                                            string                 // --fleet: join the fleet this file describes
 	certs                                                []*server.CertVerifier // the policy's mtls identity providers
 	homeAssistant                                        string                 // --homeassistant: the Home Assistant bridge file
+	manifestDigest                                       string                 // of the manifest file's bytes, as read once by load
 }
 
 // parseServeFlags reads serve's command line; nil (with a usage message
@@ -324,10 +325,17 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 
 // load reads the manifest and, with --scenario, the fault scenario.
 func (f *serveFlags) load() (*manifests.Manifest, *manifests.Scenario, error) {
-	m, err := manifests.Load(f.manifest)
+	// The file is read once: its bytes are parsed here and digested for
+	// the warrant (gatewayOptions).
+	data, err := os.ReadFile(f.manifest)
+	if err != nil {
+		return nil, nil, failErr(commandErr("serve", fmt.Errorf("load manifest: %w", err)), true)
+	}
+	m, err := manifests.Parse(f.manifest, data)
 	if err != nil {
 		return nil, nil, failErr(commandErr("serve", err), true)
 	}
+	f.manifestDigest = promcp.BodyDigest(data)
 	if f.group != "" {
 		if _, ok := m.Group(f.group); !ok {
 			if len(m.Groups) == 0 {
@@ -373,16 +381,12 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 	if f.provenance != string(server.ProvenanceMeta) && f.provenance != string(server.ProvenanceInline) {
 		return opts, usageErr("--provenance %q: want meta or inline", f.provenance)
 	}
-	manifest, err := os.ReadFile(f.manifest)
-	if err != nil {
-		return opts, failErr(err, false)
-	}
 	policyDigest := ""
 	if pc.sha256 != "" {
 		policyDigest = "sha256:" + pc.sha256
 	}
 	opts.server = append(opts.server, server.WithProvenance(server.Placement(f.provenance)),
-		server.WithWarrant(promcp.BodyDigest(manifest), policyDigest))
+		server.WithWarrant(f.manifestDigest, policyDigest))
 	if refuse := pc.announce(log, m, f.allowNoPolicy, f.readOnly); refuse != "" {
 		opts.server = append(opts.server, server.WithRefuseDo(refuse))
 	}
