@@ -1,3 +1,5 @@
+//go:build !nometrics
+
 package main
 
 // /metrics, /healthz and /readyz beside /mcp: what an operator's
@@ -26,6 +28,8 @@ const (
 	metricsAuth = "auth" // behind the same bearer tokens as /mcp (none needed without --tokens)
 	metricsOpen = "open" // no token needed: for a scraper that has none
 	metricsOff  = "off"  // not served (404)
+
+	defaultMetrics = metricsAuth // --metrics' default (off in a build without metrics)
 )
 
 // opsEndpoints serves /metrics, /healthz and /readyz.

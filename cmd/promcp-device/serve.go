@@ -99,7 +99,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.StringVar(&f.group, "group", "", "over stdio: serve only the tool group `NAME` of the manifest (groups:); over --http every group is served at /mcp/NAME")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT` on stderr: text (key=value) or json (one object a line, for journald or a log shipper)")
-	fs.StringVar(&f.metricsMode, "metrics", metricsAuth, "with --http: serve /metrics (Prometheus), /healthz and /readyz `MODE`: auth (behind --tokens like /mcp), open (no token), off")
+	fs.StringVar(&f.metricsMode, "metrics", defaultMetrics, "with --http: serve /metrics (Prometheus), /healthz and /readyz `MODE`: auth (behind --tokens like /mcp), open (no token), off")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "with --http: the most connections served at once (`N`); more wait to be accepted")
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
 	fs.IntVar(&f.maxTokenSessions, "max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
