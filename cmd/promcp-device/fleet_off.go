@@ -46,6 +46,9 @@ type auditFleetConfig struct{ fleet bool }
 func auditFleetFlags(fs *flag.FlagSet) *auditFleetConfig {
 	c := &auditFleetConfig{}
 	fs.BoolVar(&c.fleet, "fleet", false, "tail: read the fleet's records from the hub (not in this binary: built with -tags nofleet)")
+	for _, name := range []string{"nats", "hub-domain", "timeout", "identity", "ca"} {
+		fs.Func(name, "tail --fleet (not in this binary: built with -tags nofleet)", func(string) error { c.fleet = true; return nil })
+	}
 	return c
 }
 

@@ -50,7 +50,7 @@ func (f *serveFlags) opsEndpoints(*gatewayOptions) (*opsEndpoints, error) {
 	case metricsOff:
 		return nil, nil
 	case metricsAuth, metricsOpen:
-		return nil, failErr(fmt.Errorf("--metrics %s: %w", f.metricsMode, builtWithout("metrics", "nometrics")), false)
+		return nil, failErr(fmt.Errorf("--metrics %s: %w", f.metricsMode, builtWithout("Prometheus metrics and health endpoints", "nometrics")), false)
 	}
 	return nil, usageErr("--metrics %q: want auth, open or off", f.metricsMode)
 }
