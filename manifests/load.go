@@ -38,24 +38,38 @@ func loadFile[T any](path, what string, parse func(file string, data []byte) (*T
 //
 // A PhysMCP manifest (see IsPhysMCP) is translated first; see physmcp.go.
 func Parse(file string, data []byte) (*Manifest, error) {
-	if IsPhysMCP(data) {
+	// The YAML is parsed once: the keys that tell a PhysMCP manifest are
+	// read off the same tree the decoder then walks.
+	f, err := parseBytes(data)
+	if err == nil && isPhysMCPKeys(fileKeys(f)) {
 		return parsePhysMCP(file, data)
 	}
-	return parse(file, data, func(d *decoder, root ast.Node) *Manifest {
+	return parseParsed(file, f, err, decodeManifest(file))
+}
+
+// decodeManifest decodes and checks a manifest's parsed document.
+func decodeManifest(file string) func(d *decoder, root ast.Node) *Manifest {
+	return func(d *decoder, root ast.Node) *Manifest {
 		m := d.manifest(root)
 		m.File = file
 		if !d.aborted {
 			check(m, d)
 		}
 		return m
-	})
+	}
 }
 
 // parse decodes the single document in data with dec, and returns what
 // dec made of it, or every problem reported (those of dec included).
 func parse[T any](file string, data []byte, dec func(d *decoder, root ast.Node) *T) (*T, error) {
+	f, err := parseBytes(data)
+	return parseParsed(file, f, err, dec)
+}
+
+// parseParsed is parse on what parseBytes returned (f, or err).
+func parseParsed[T any](file string, f *ast.File, err error, dec func(d *decoder, root ast.Node) *T) (*T, error) {
 	p := &problems{file: file}
-	root, ok := parseYAML(p, data)
+	root, ok := rootOf(p, f, err)
 	if !ok {
 		return nil, p.err()
 	}
@@ -70,6 +84,11 @@ func parse[T any](file string, data []byte, dec func(d *decoder, root ast.Node) 
 // empty document), or reports why there is none.
 func parseYAML(p *problems, data []byte) (root ast.Node, ok bool) {
 	f, err := parseBytes(data)
+	return rootOf(p, f, err)
+}
+
+// rootOf is parseYAML on what parseBytes returned (f, or err).
+func rootOf(p *problems, f *ast.File, err error) (root ast.Node, ok bool) {
 	if err != nil {
 		pos := Position{Line: 1, Column: 1}
 		msg := err.Error()

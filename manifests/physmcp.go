@@ -87,21 +87,33 @@ type physmcpInfo struct {
 
 // IsPhysMCP reports whether data is a PhysMCP manifest: a mapping with
 // physmcp_version, or with device and capabilities and no version.
-func IsPhysMCP(data []byte) bool {
-	keys := topKeys(data)
+func IsPhysMCP(data []byte) bool { return isPhysMCPKeys(topKeys(data)) }
+
+// isPhysMCPKeys is IsPhysMCP on the document's top-level keys.
+func isPhysMCPKeys(keys map[string]bool) bool {
 	return keys["physmcp_version"] || keys["device"] && keys["capabilities"] && !keys["version"]
 }
 
 // IsPhysMCPPolicy reports whether data is a PhysMCP policy file.
-func IsPhysMCPPolicy(data []byte) bool {
-	keys := topKeys(data)
+func IsPhysMCPPolicy(data []byte) bool { return isPhysMCPPolicyKeys(topKeys(data)) }
+
+// isPhysMCPPolicyKeys is IsPhysMCPPolicy on the file's top-level keys.
+func isPhysMCPPolicyKeys(keys map[string]bool) bool {
 	return keys["physmcp_policy_version"] || keys["time_windows"] || keys["capabilities"] && !keys["version"] && !keys["device"]
 }
 
 func topKeys(data []byte) map[string]bool {
-	out := map[string]bool{}
 	f, err := parseBytes(data)
-	if err != nil || len(f.Docs) == 0 || f.Docs[0] == nil {
+	if err != nil {
+		return map[string]bool{}
+	}
+	return fileKeys(f)
+}
+
+// fileKeys are the top-level keys of the first document of f.
+func fileKeys(f *ast.File) map[string]bool {
+	out := map[string]bool{}
+	if f == nil || len(f.Docs) == 0 || f.Docs[0] == nil {
 		return out
 	}
 	if m, ok := f.Docs[0].Body.(*ast.MappingNode); ok {

@@ -271,10 +271,11 @@ var (
 // ParsePolicy decodes and validates a policy file held in data against m.
 // Errors are *Error values, positioned and sorted, joined, as for Parse.
 func ParsePolicy(file string, data []byte, m *Manifest) (*Policy, error) {
-	if IsPhysMCPPolicy(data) {
+	f, err := parseBytes(data) // once: the keys that tell a PhysMCP policy come off the same tree
+	if err == nil && isPhysMCPPolicyKeys(fileKeys(f)) {
 		return parsePhysMCPPolicy(file, data, m)
 	}
-	return parse(file, data, func(d *decoder, root ast.Node) *Policy {
+	return parseParsed(file, f, err, func(d *decoder, root ast.Node) *Policy {
 		pol := d.policy(root, m)
 		pol.File = file
 		return pol

@@ -1,3 +1,5 @@
+//go:build !noconsole
+
 package main
 
 import (
@@ -12,6 +14,12 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 )
+
+// consoleAccounts are the console's operator accounts (--console-users).
+type consoleAccounts = *console.Users
+
+// defaultApprovers is --console-approvers' default.
+func defaultApprovers() string { return strings.Join(console.DefaultApprovers, ",") }
 
 // checkConsoleUsers refuses --console-users without --console, and
 // --console with --tokens but without --console-users: people sign in to

@@ -1,3 +1,5 @@
+//go:build !noconsole
+
 package main
 
 import (

@@ -1,3 +1,5 @@
+//go:build !nofleet
+
 package main
 
 import (
@@ -494,3 +496,7 @@ func applyLimits(ctx context.Context, nc *nats.Conn, l manifests.FleetLimits, lo
 // errNoEmbedded is the refusal of a binary built without nats-server.
 var errNoEmbedded = errors.New("this binary was built without the embedded NATS server, which roles hub and edge need " +
 	"(rebuild with: go build -tags natsserver ./cmd/promcp-device); a gateway can join with role thin-edge instead")
+
+// meshVersions are the protocol versions the gateway reports in PhysMCP's
+// mesh methods (the fleet's; fleet_off.go repeats them without it).
+func meshVersions() (physmcp, promcp string) { return fleet.PhysMCPVersion, fleet.PromcpVersion }

@@ -1,4 +1,4 @@
-//go:build !natsserver
+//go:build !natsserver && !nofleet
 
 package main
 

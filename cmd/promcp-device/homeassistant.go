@@ -1,3 +1,5 @@
+//go:build !nomqtt
+
 package main
 
 import (
@@ -11,6 +13,9 @@ import (
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/server"
 )
+
+// haConfig is the Home Assistant bridge's configuration.
+type haConfig = hass.Config
 
 // loadHomeAssistant reads --homeassistant FILE (nil without it), checked
 // against the manifest and the roles its policy declares, and compiles its

@@ -1,9 +1,11 @@
+//go:build !noconsole
+
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
@@ -11,7 +13,6 @@ import (
 	"time"
 
 	"github.com/promcp/promcp-device/clock"
-	"github.com/promcp/promcp-device/drivers/mqtt"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/notify"
 	"github.com/promcp/promcp-device/server"
@@ -106,22 +107,16 @@ func (c *notifyConfig) start(desk *server.Desk, m *manifests.Manifest, clk clock
 	for _, w := range c.webhooks {
 		cfg.Webhooks = append(cfg.Webhooks, notify.Webhook{URL: w, Secret: secret, Topic: c.topic})
 	}
-	var client *mqtt.Client
+	var client io.Closer
 	if c.broker != "" {
-		var err error
-		client, err = mqtt.New(mqtt.Config{Name: "notify", Broker: c.broker, ClientID: "promcp-notify-" + m.Gateway}, nil, log.With("part", "notify"))
+		pub, err := notifyMQTT(c.broker, m.Gateway, log)
 		if err != nil {
-			return nil, fmt.Errorf("--notify-mqtt: %w", err)
+			return nil, err
 		}
-		cfg.MQTT, cfg.MQTTTopic = client, c.mqttTopic
+		client, cfg.MQTT, cfg.MQTTTopic = pub, pub, c.mqttTopic
 		if cfg.MQTTTopic == "" {
 			cfg.MQTTTopic = "promcp/" + m.Gateway + "/approvals"
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if err := client.AwaitConnection(ctx); err != nil {
-			log.Warn("notify: the MQTT broker is not reachable yet; notifications retry, and are dropped while it stays down", "broker", c.broker, "err", err)
-		}
-		cancel()
 	}
 	n, err := notify.New(cfg)
 	if err != nil {
@@ -166,18 +161,5 @@ func describer(m *manifests.Manifest) notify.Describer {
 			}
 		}
 		return "", ""
-	}
-}
-
-// approvalTTL is the approval ttl the policy sets for a tool (0: none).
-func approvalTTL(pol *manifests.Policy) func(string) time.Duration {
-	return func(tool string) time.Duration {
-		if pol == nil {
-			return 0
-		}
-		if a := pol.Actions[tool]; a != nil && a.Approval != nil {
-			return a.Approval.TTL
-		}
-		return 0
 	}
 }

@@ -1,3 +1,5 @@
+//go:build !nometrics
+
 package main
 
 // /metrics, /healthz and /readyz beside /mcp: what an operator's
@@ -26,6 +28,8 @@ const (
 	metricsAuth = "auth" // behind the same bearer tokens as /mcp (none needed without --tokens)
 	metricsOpen = "open" // no token needed: for a scraper that has none
 	metricsOff  = "off"  // not served (404)
+
+	defaultMetrics = metricsAuth // --metrics' default (off in a build without metrics)
 )
 
 // opsEndpoints serves /metrics, /healthz and /readyz.
@@ -189,12 +193,19 @@ func (a auditOutcome) Append(ctx context.Context, r audit.Record) error {
 // there is no listener, and with --metrics off) and adds their observers
 // to opts.
 func (f *serveFlags) opsEndpoints(opts *gatewayOptions) (*opsEndpoints, error) {
+	switch f.metricsMode {
+	case metricsAuth, metricsOpen:
+	case metricsOff:
+		return nil, nil // no registry, no collectors
+	default:
+		return nil, usageErr("--metrics %q: want auth, open or off", f.metricsMode)
+	}
+	if f.httpAddr == "" {
+		return nil, nil // over stdio there is no /metrics: nothing is registered
+	}
 	ops, err := newOps(f.metricsMode, f.stateDir)
 	if err != nil {
 		return nil, usageErr("%v", err)
-	}
-	if f.httpAddr == "" || ops.mode == metricsOff {
-		return nil, nil
 	}
 	opts.ops = ops
 	opts.server = append(opts.server, server.WithObserver(ops.metrics))

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -20,12 +21,10 @@ import (
 	"github.com/promcp/promcp-device/approval"
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/clock"
-	"github.com/promcp/promcp-device/console"
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/host"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/drivers/sysfs"
-	"github.com/promcp/promcp-device/fleet"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
 	"github.com/promcp/promcp-device/jobs"
@@ -60,16 +59,17 @@ type serveFlags struct {
 	extraArg                                             string // the first of them, to name it
 	origins                                              listFlag
 	audit                                                *auditConfig
-	provenance                                           string // where the provenance envelope goes: meta or inline
-	console                                              bool   // serve the operator console at /console
-	consoleApprovers                                     string // the roles that approve in the console
-	consoleSecureCookie                                  bool   // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
-	users                                                *console.Users
+	provenance                                           string          // where the provenance envelope goes: meta or inline
+	console                                              bool            // serve the operator console at /console
+	consoleApprovers                                     string          // the roles that approve in the console
+	consoleSecureCookie                                  bool            // the console's cookie is Secure over plain HTTP too (TLS at a proxy)
+	users                                                consoleAccounts // --console-users loaded (nil without the console)
 	desk                                                 *server.Desk
 	notify                                               *notifyConfig
 	fleetFile                                            string                 // --fleet: join the fleet this file describes
 	certs                                                []*server.CertVerifier // the policy's mtls identity providers
 	homeAssistant                                        string                 // --homeassistant: the Home Assistant bridge file
+	manifestDigest                                       string                 // of the manifest file's bytes, as read once by load
 }
 
 // parseServeFlags reads serve's command line; nil (with a usage message
@@ -100,7 +100,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.StringVar(&f.group, "group", "", "over stdio: serve only the tool group `NAME` of the manifest (groups:); over --http every group is served at /mcp/NAME")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `LEVEL` on stderr: debug, info, warn, error")
 	fs.StringVar(&f.logFormat, "log-format", "text", "log `FORMAT` on stderr: text (key=value) or json (one object a line, for journald or a log shipper)")
-	fs.StringVar(&f.metricsMode, "metrics", metricsAuth, "with --http: serve /metrics (Prometheus), /healthz and /readyz `MODE`: auth (behind --tokens like /mcp), open (no token), off")
+	fs.StringVar(&f.metricsMode, "metrics", defaultMetrics, "with --http: serve /metrics (Prometheus), /healthz and /readyz `MODE`: auth (behind --tokens like /mcp), open (no token), off")
 	fs.IntVar(&f.maxConns, "max-conns", server.DefaultMaxConns, "with --http: the most connections served at once (`N`); more wait to be accepted")
 	fs.IntVar(&f.maxSessions, "max-sessions", server.DefaultMaxSessions, "with --http: the most MCP sessions open at once (`N`), all tokens together")
 	fs.IntVar(&f.maxTokenSessions, "max-sessions-per-token", server.DefaultMaxSessionsPerCaller, "with --http: the most MCP sessions one token holds at once (`N`)")
@@ -112,7 +112,7 @@ func parseServeFlags(c *cli) *serveFlags {
 	fs.BoolVar(&f.console, "console", false, "with --http: serve the operator console (values, actuators, audit log, approvals) at /console on the same listener, behind the same tokens")
 	fs.BoolVar(&f.consoleSecureCookie, "console-secure-cookie", false, "with --console: mark the session cookie Secure even over plain HTTP, for a gateway behind a reverse proxy that terminates TLS (X-Forwarded-Proto is never trusted)")
 	fs.StringVar(&f.consoleUsers, "console-users", "", "with --console: the operator accounts `FILE` people sign in with (name, role, bcrypt hash; see promcp-device console-user add); required with --tokens: MCP tokens do not sign in")
-	fs.StringVar(&f.consoleApprovers, "console-approvers", strings.Join(console.DefaultApprovers, ","), "with --console-users: the `ROLES` (comma-separated) whose accounts approve or deny waiting do_* calls in the console")
+	fs.StringVar(&f.consoleApprovers, "console-approvers", defaultApprovers(), "with --console-users: the `ROLES` (comma-separated) whose accounts approve or deny waiting do_* calls in the console")
 	f.notify = notifyFlags(fs)
 	if !c.parse() {
 		return nil
@@ -248,6 +248,10 @@ func cmdServe(c *cli) int {
 		}
 		defer stop() // before the gateway closes: the bridge publishes it offline
 	}
+	// Start-up's garbage (the YAML trees, the schemas compiled at init)
+	// goes back to the OS now, not over minutes of scavenging: a gateway's
+	// resident memory is what it serves with.
+	debug.FreeOSMemory()
 	return f.serve(c.ctx, gw, tokens, hl, c.stdin, c.stdout, c.stderr, log)
 }
 
@@ -326,10 +330,17 @@ func (f *serveFlags) check(log *slog.Logger) (*server.Tokens, error) {
 
 // load reads the manifest and, with --scenario, the fault scenario.
 func (f *serveFlags) load() (*manifests.Manifest, *manifests.Scenario, error) {
-	m, err := manifests.Load(f.manifest)
+	// The file is read once: its bytes are parsed here and digested for
+	// the warrant (gatewayOptions).
+	data, err := os.ReadFile(f.manifest)
+	if err != nil {
+		return nil, nil, failErr(commandErr("serve", fmt.Errorf("load manifest: %w", err)), true)
+	}
+	m, err := manifests.Parse(f.manifest, data)
 	if err != nil {
 		return nil, nil, failErr(commandErr("serve", err), true)
 	}
+	f.manifestDigest = promcp.BodyDigest(data)
 	if f.group != "" {
 		if _, ok := m.Group(f.group); !ok {
 			if len(m.Groups) == 0 {
@@ -375,16 +386,12 @@ func (f *serveFlags) gatewayOptions(log *slog.Logger, m *manifests.Manifest, tok
 	if f.provenance != string(server.ProvenanceMeta) && f.provenance != string(server.ProvenanceInline) {
 		return opts, usageErr("--provenance %q: want meta or inline", f.provenance)
 	}
-	manifest, err := os.ReadFile(f.manifest)
-	if err != nil {
-		return opts, failErr(err, false)
-	}
 	policyDigest := ""
 	if pc.sha256 != "" {
 		policyDigest = "sha256:" + pc.sha256
 	}
 	opts.server = append(opts.server, server.WithProvenance(server.Placement(f.provenance)),
-		server.WithWarrant(promcp.BodyDigest(manifest), policyDigest))
+		server.WithWarrant(f.manifestDigest, policyDigest))
 	if refuse := pc.announce(log, m, f.allowNoPolicy, f.readOnly); refuse != "" {
 		opts.server = append(opts.server, server.WithRefuseDo(refuse))
 	}
@@ -448,6 +455,19 @@ func (f *serveFlags) withState(opts *gatewayOptions, st *state, log *slog.Logger
 		f.desk = server.NewDesk(nil, 0)
 		f.desk.SetApprovalTTL(approvalTTL(opts.policy)) // a request lapses on the policy's approval ttl
 		opts.server = append(opts.server, server.WithDesk(f.desk))
+	}
+}
+
+// approvalTTL is the approval ttl the policy sets for a tool (0: none).
+func approvalTTL(pol *manifests.Policy) func(string) time.Duration {
+	return func(tool string) time.Duration {
+		if pol == nil {
+			return 0
+		}
+		if a := pol.Actions[tool]; a != nil && a.Approval != nil {
+			return a.Approval.TTL
+		}
+		return 0
 	}
 }
 
@@ -747,8 +767,9 @@ func (o gatewayOptions) serverOptions(m *manifests.Manifest, clk clock.Clock, lo
 // replace them.
 func meshSelf(m *manifests.Manifest) server.MeshSelf {
 	locations, vocab := registryWords(m)
+	physmcp, promcpVersion := meshVersions()
 	return server.MeshSelf{ID: m.Gateway, Locations: locations, Vocabulary: vocab, Profile: "full",
-		PhysMCPVersion: fleet.PhysMCPVersion, PromcpVersion: fleet.PromcpVersion}
+		PhysMCPVersion: physmcp, PromcpVersion: promcpVersion}
 }
 
 // registryWords are the locations of m's capabilities ("" for one in the

@@ -79,6 +79,9 @@ func cmdVersion(c *cli) int {
 		return 2
 	}
 	fmt.Fprintln(c.stdout, readBuildInfo())
+	if l := featureLine(); l != "" {
+		fmt.Fprintln(c.stdout, "  "+l)
+	}
 	return 0
 }
 

@@ -1,3 +1,5 @@
+//go:build !nofleet
+
 package trust
 
 import (
