@@ -1,3 +1,5 @@
+//go:build !nomqtt
+
 package sim_test
 
 import (
