@@ -92,7 +92,7 @@ func waitDone(t *testing.T, e *jobs.Engine, id string) jobs.Job {
 	t.Helper()
 	select {
 	case <-e.Done(id):
-	case <-time.After(10 * time.Second):
+	case <-time.After(time.Minute):
 		t.Fatalf("job %s did not end", id)
 	}
 	j, err := e.Get(id)
