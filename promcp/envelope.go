@@ -47,11 +47,15 @@ type Toulmin struct {
 	Claim string `json:"claim"`
 	// Grounds is the evidence: *ReadGrounds, *DoGrounds or *CanDoGrounds.
 	Grounds any `json:"grounds"`
-	// Warrant is what connects the grounds to the claim.
-	Warrant Warrant `json:"warrant"`
+	// Warrant is what connects the grounds to the claim: a Warrant, or
+	// (as promcp-device sends it) a *WarrantRef to the tool's published
+	// Standing, which ResolveEnvelope expands.
+	Warrant any `json:"warrant"`
 	// Qualifier is how far the claim holds.
 	Qualifier Qualifier `json:"qualifier"`
-	// Rebuttal lists what would make the claim wrong now; never null.
+	// Rebuttal lists what would make the claim wrong now; never null. An
+	// item that is a RebuttalRef stands for the tool's standing rebuttal
+	// (Standing.Rebuttal), which ResolveEnvelope splices in its place.
 	Rebuttal []string `json:"rebuttal"`
 }
 

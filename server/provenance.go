@@ -184,8 +184,7 @@ func (s *Server) envelope(tool string, p map[string]any, body any, checked strin
 	source, _ := p["source"].(string)
 	digest, _ := p["output_schema"].(string)
 	env := &promcp.Envelope{Tool: tool}
-	env.Toulmin.Warrant = promcp.Warrant{Manifest: s.manifestDigest, Policy: s.policyDigest,
-		Contract: "proMCP v0.2", OutputSchema: digest}
+	w := promcp.Warrant{Manifest: s.manifestDigest, Policy: s.policyDigest, Contract: "proMCP v0.2", OutputSchema: digest}
 	env.Tags.Check = checked
 	var ev *promcp.Evidence
 	switch r := body.(type) {
@@ -197,11 +196,12 @@ func (s *Server) envelope(tool string, p map[string]any, body any, checked strin
 		doEnvelope(env, r, source)
 	case promcp.CapabilityReport:
 		ev = r.Evidence
+		w.Driver, w.Model = "policy", "policy"
 		canDoEnvelope(env, r)
 	}
 	if ev != nil {
 		if ev.Driver != "" {
-			env.Toulmin.Warrant.Driver, env.Toulmin.Warrant.Model = ev.Driver, ev.Model
+			w.Driver, w.Model = ev.Driver, ev.Model
 		}
 		if ev.Rebuttal != nil {
 			env.Toulmin.Rebuttal = append(ev.Rebuttal, env.Toulmin.Rebuttal...)
@@ -219,6 +219,7 @@ func (s *Server) envelope(tool string, p map[string]any, body any, checked strin
 	if env.Toulmin.Rebuttal == nil {
 		env.Toulmin.Rebuttal = []string{}
 	}
+	s.byReference(env, w)
 	return env
 }
 
@@ -311,7 +312,6 @@ func doEnvelope(env *promcp.Envelope, r promcp.DoResult, source string) {
 func canDoEnvelope(env *promcp.Envelope, r promcp.CapabilityReport) {
 	t := &env.Toulmin
 	env.Tags.Bucket, env.Tags.Origin, env.Tags.Freshness = "read_only", "policy", "live"
-	env.Toulmin.Warrant.Driver, env.Toulmin.Warrant.Model = "policy", "policy"
 	g, _ := evidenceGrounds[*promcp.CanDoGrounds](r.Evidence)
 	if g == nil {
 		g = &promcp.CanDoGrounds{}
@@ -349,7 +349,7 @@ func canDoEnvelope(env *promcp.Envelope, r promcp.CapabilityReport) {
 	if len(unsure) > 0 {
 		t.Rebuttal = append(t.Rebuttal, "confidence below 0.7, not a confirmed match: "+strings.Join(unsure, ", "))
 	}
-	t.Rebuttal = append(t.Rebuttal, "a reading, a reservation or another caller's action may change the policy's answer before do_* is called")
+	t.Rebuttal = append(t.Rebuttal, canDoStanding)
 }
 
 // evidenceGrounds returns ev's grounds as a T, if they are one. The

@@ -72,6 +72,7 @@ func TestEnvelopeOnEveryKind(t *testing.T) {
 		placement := tc.placement
 		t.Run(fmt.Sprintf("%s/surface=%t", placement, tc.surface), func(t *testing.T) {
 			c := envelopeServer(t, placement, tc.surface)
+			want := standingDigests(t, c)
 			call := func(name string, args map[string]any) (env map[string]any) {
 				t.Helper()
 				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
@@ -98,6 +99,11 @@ func TestEnvelopeOnEveryKind(t *testing.T) {
 				if ok, why := promcp.IsStamped(env); !ok || env[promcp.EnvelopeTool] != name {
 					t.Fatalf("%s(%v): envelope %v: %s", name, args, env, why)
 				}
+				// Every result refers to its tool's standing part: it
+				// resolves, and its digest is the one tools/list gives.
+				if ref, err := promcp.ResolveEnvelope(env, readText(t, c), want); err != nil || !ref {
+					t.Fatalf("%s(%v): references (%t): %v", name, args, ref, err)
+				}
 				return env
 			}
 			tags := func(env map[string]any) map[string]any { return env[promcp.EnvelopeTags].(map[string]any) }
@@ -107,7 +113,7 @@ func TestEnvelopeOnEveryKind(t *testing.T) {
 			if g := arg(env, "grounds").(map[string]any); g["source"] != "tank/level" || g["sampled_at"] != "2026-11-30T12:00:00Z" {
 				t.Errorf("read_level grounds %v", g)
 			}
-			if w := arg(env, "warrant").(map[string]any); w["manifest"] != "sha256:m" {
+			if w := arg(env, "warrant").(map[string]any); w["manifest"] != "sha256:m" || w["contract"] != "proMCP v0.2" {
 				t.Errorf("read_level warrant %v", w)
 			}
 			env = call("read_dead", map[string]any{})
@@ -132,7 +138,54 @@ func TestEnvelopeOnEveryKind(t *testing.T) {
 			if g := arg(env, "grounds").(map[string]any); g["intent"].(map[string]any)["action"] != "do_fill" || g["scope"] != "local" {
 				t.Errorf("can_do grounds %v", g)
 			}
+			if w := arg(env, "warrant").(map[string]any); w["driver"] != "policy" || w["model"] != "policy" {
+				t.Errorf("can_do warrant %v", w)
+			}
+			if r := arg(env, "rebuttal").([]any); len(r) == 0 || r[len(r)-1] != "a reading, a reservation or another caller's action may change the policy's answer before do_* is called" {
+				t.Errorf("can_do rebuttal %v: the standing line is not resolved", r)
+			}
 		})
+	}
+}
+
+// standingDigests are the digests of the tools' standing parts by URI, as
+// tools/list gives them (_meta promcp.WarrantMetaKey); every tool has one.
+func standingDigests(t *testing.T, c *client.Client) map[string]string {
+	t.Helper()
+	list, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, tool := range list.Tools {
+		var m map[string]string
+		if tool.Meta != nil {
+			b, _ := json.Marshal(tool.Meta.AdditionalFields[promcp.WarrantMetaKey])
+			_ = json.Unmarshal(b, &m)
+		}
+		if m["uri"] != promcp.WarrantURI(tool.Name) || m["digest"] == "" {
+			t.Fatalf("tools/list: %s has no standing part in _meta: %v", tool.Name, tool.Meta)
+		}
+		out[m["uri"]] = m["digest"]
+	}
+	return out
+}
+
+// readText reads a resource's text with resources/read.
+func readText(t *testing.T, c *client.Client) func(uri string) ([]byte, error) {
+	return func(uri string) ([]byte, error) {
+		res, err := c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Contents) != 1 {
+			return nil, fmt.Errorf("%s: %d contents", uri, len(res.Contents))
+		}
+		tc, ok := res.Contents[0].(mcp.TextResourceContents)
+		if !ok {
+			return nil, fmt.Errorf("%s: not text: %T", uri, res.Contents[0])
+		}
+		return []byte(tc.Text), nil
 	}
 }
 
