@@ -62,8 +62,8 @@ func (s Standing) Encode() (text []byte, digest string) {
 // not the published one (a refused do_* was decided by "policy", not by the
 // device's driver).
 type WarrantRef struct {
-	Ref    string `json:"ref"`
-	Digest string `json:"digest"`
+	Ref    string  `json:"ref"`
+	Digest string  `json:"digest"`
 	Driver *string `json:"driver,omitempty"`
 	Model  *string `json:"model,omitempty"`
 }
