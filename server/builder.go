@@ -769,6 +769,9 @@ func rawArguments(req mcp.CallToolRequest) []byte {
 // the same kind, which the caller can still parse.
 // encode sends a body already checked against the contract.
 func (s *Server) encode(tool string, body any, isError bool) (*mcp.CallToolResult, error) {
+	if res := s.reuse(tool, body, isError, "typed"); res != nil {
+		return res, nil // a cached sample read again: encoded once
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return s.contractFailure(tool, err), nil
@@ -777,6 +780,11 @@ func (s *Server) encode(tool string, body any, isError bool) (*mcp.CallToolResul
 }
 
 func (s *Server) result(tool string, body any, verr error, isError bool) (*mcp.CallToolResult, error) {
+	if verr == nil {
+		if res := s.reuse(tool, body, isError, "json-schema"); res != nil {
+			return res, nil // the same body, validated as the same bytes before
+		}
+	}
 	b, err := json.Marshal(body)
 	if err == nil && verr == nil {
 		err = s.validator.Validate("out:"+tool, b)

@@ -99,17 +99,11 @@ func withEnvelopeSchema(out json.RawMessage) (json.RawMessage, error) {
 //
 // The stamp is sent as JSON built here: the envelope and the two keys of
 // the call, then the tool's fixed keys encoded once at registration
-// (stampTail). A read whose body and evidence equal the tool's previous
-// one (a cached sample read again) reuses that call's stamp whole.
+// (stampTail). A read tool keeps its last result (stampMemo): a call whose
+// body equals it (a cached sample read again) is answered with the same
+// bytes, neither the body nor the stamp encoded again (reuse).
 func (s *Server) finish(tool string, body any, b []byte, isError bool, checked string) *mcp.CallToolResult {
 	fixed := s.provenance[tool]
-	memo := s.stamps[tool]
-	if memo != nil {
-		if last := memo.Load(); last != nil && last.checked == checked && string(last.in) == string(b) && reflect.DeepEqual(last.body, body) {
-			return toolResult(last.sent, isError, last.stamp)
-		}
-	}
-	in := b
 	p := map[string]any{"tool": tool}
 	if fixed != nil {
 		p = fixed
@@ -145,31 +139,52 @@ func (s *Server) finish(tool string, body any, b []byte, isError bool, checked s
 	stamp = append(stamp, `,"checked":`...)
 	stamp = strconv.AppendQuote(stamp, checked)
 	stamp = append(append(stamp, ','), tail...)
-	if memo != nil {
-		memo.Store(&stampMemo{body: body, in: in, sent: b, checked: checked, stamp: stamp})
+	m := &stampMemo{body: body, checked: checked, isError: isError,
+		content:    []mcp.Content{mcp.NewTextContent(string(b))},
+		structured: json.RawMessage(b), stamp: json.RawMessage(stamp)}
+	if memo := s.stamps[tool]; memo != nil {
+		memo.Store(m)
 	}
-	return toolResult(b, isError, stamp)
+	return m.result()
 }
 
-// toolResult is the result sent as b, stamped with stamp (the
-// JSON of the provenance object).
-func toolResult(b []byte, isError bool, stamp json.RawMessage) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
-		StructuredContent: json.RawMessage(b),
-		IsError:           isError,
-		Result:            mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{ProvenanceKey: stamp}}},
+// reuse returns the result of tool's last call when body (checked as
+// checked) equals that call's: the bytes encoded then, sent again. nil
+// when there is none to reuse (not a read tool, or another body).
+func (s *Server) reuse(tool string, body any, isError bool, checked string) *mcp.CallToolResult {
+	memo := s.stamps[tool]
+	if memo == nil {
+		return nil
 	}
+	last := memo.Load()
+	if last == nil || last.checked != checked || last.isError != isError || !reflect.DeepEqual(last.body, body) {
+		return nil
+	}
+	return last.result()
 }
 
-// stampMemo is a read tool's last result: its body (the value and its
-// JSON as handed to finish, and the bytes sent) and its stamp. Never
-// changed once stored.
+// stampMemo is a read tool's last result: its body (the value, compared
+// with the next call's) and what was sent, encoded once: the text content,
+// the structured content (the same bytes) and the stamp, each already
+// boxed as mcp-go holds it. Never changed once stored: every call gets its
+// own CallToolResult and _meta map (mcp-go adds to _meta), sharing these.
 type stampMemo struct {
-	body     any
-	in, sent []byte
-	checked  string
-	stamp    json.RawMessage
+	body       any
+	checked    string
+	isError    bool
+	content    []mcp.Content
+	structured any // json.RawMessage
+	stamp      any // json.RawMessage
+}
+
+// result is the tool result sent for m.
+func (m *stampMemo) result() *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           m.content,
+		StructuredContent: m.structured,
+		IsError:           m.isError,
+		Result:            mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{ProvenanceKey: m.stamp}}},
+	}
 }
 
 // stampTail encodes the fixed keys of a tool's stamp once: the members of

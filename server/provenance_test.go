@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -257,5 +258,60 @@ func TestStampReuse(t *testing.T) {
 	}
 	if s4["body"] == s2["body"] || s4["checked"] != "typed" || s4["tool"] != "read_level" || s4["kind"] != "read" {
 		t.Errorf("stamp of a new value %v: want a new body digest, checked typed, tool and kind", s4)
+	}
+}
+
+// TestCachedReadEncodedOnce: a read answered with the same body and
+// evidence as the call before (a cached sample read again) is sent as the
+// bytes encoded for that call, shared: neither the body nor its stamp is
+// encoded again; each call still gets its own result and _meta map (mcp-go
+// adds to _meta). A new value is encoded anew.
+func TestCachedReadEncodedOnce(t *testing.T) {
+	srv, err := server.New("tank", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampled := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	value := 42.0
+	err = srv.Read(server.ReadTool{Name: "read_level", Unit: "%", Value: map[string]any{"type": "number"}, Source: "tank/level",
+		Standing: server.Standing{Driver: "sim", Model: "tank", Rebuttal: []string{"a health rule"}}},
+		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) {
+			at := sampled
+			g := &promcp.ReadGrounds{Source: "tank/level", Raw: "2a", SampledAt: &at, Cached: true}
+			return promcp.ReadResult{Value: value, Unit: "%", Quality: promcp.QualityGood, Timestamp: sampled,
+				Evidence: &promcp.Evidence{Grounds: g, Driver: "sim", Model: "tank", Rebuttal: []string{"stale soon", "a health rule"}}}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.MCP().GetTool("read_level").Handler
+	call := func() *mcp.CallToolResult {
+		res, err := h(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "read_level", Arguments: map[string]any{}}})
+		if err != nil || res.IsError {
+			t.Fatalf("read_level: %v %v", res, err)
+		}
+		return res
+	}
+	shared := func(a, b *mcp.CallToolResult) bool {
+		sa, _ := a.StructuredContent.(json.RawMessage)
+		sb, _ := b.StructuredContent.(json.RawMessage)
+		return &a.Content[0] == &b.Content[0] && &sa[0] == &sb[0] &&
+			&a.Meta.AdditionalFields[server.ProvenanceKey].(json.RawMessage)[0] == &b.Meta.AdditionalFields[server.ProvenanceKey].(json.RawMessage)[0]
+	}
+	r1, r2 := call(), call()
+	if !shared(r1, r2) {
+		t.Error("the same body again was encoded again")
+	}
+	if r1 == r2 || r1.Meta == r2.Meta {
+		t.Error("two calls share one result or one _meta")
+	}
+	stamp := string(r2.Meta.AdditionalFields[server.ProvenanceKey].(json.RawMessage))
+	if !strings.Contains(stamp, `"rebuttal":["stale soon","promcp://warrant/read_level#rebuttal"]`) ||
+		!strings.Contains(stamp, `"warrant":{"ref":"promcp://warrant/read_level","digest":"sha256:`) {
+		t.Errorf("stamp %s: want the warrant and the standing rebuttal by reference", stamp)
+	}
+	value = 43
+	if r3 := call(); shared(r2, r3) || !strings.Contains(r3.Content[0].(mcp.TextContent).Text, "43") {
+		t.Errorf("a new value was not encoded anew: %v", r3.Content)
 	}
 }
