@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { createHash } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -39,13 +40,39 @@ function checkEnvelope(name, env, where) {
   assert.ok(Array.isArray(env._toulmin.rebuttal));
 }
 
+// resolveReferences checks that the envelope's warrant comes by reference
+// (the tool's standing part, published once) and that the reference
+// resolves: resources/read returns text whose sha256 is the digest the
+// result and tools/list give, for this tool.
+async function resolveReferences(client, name, env, digests, texts) {
+  const ref = env._toulmin.warrant;
+  assert.equal(ref.ref, `promcp://warrant/${name}`, `${name}: the warrant by reference`);
+  assert.equal(ref.digest, digests.get(ref.ref), `${name}: the reference's digest is tools/list's`);
+  if (!texts.has(ref.ref)) {
+    const { contents } = await client.readResource({ uri: ref.ref });
+    texts.set(ref.ref, contents[0].text);
+  }
+  const text = texts.get(ref.ref);
+  assert.equal('sha256:' + createHash('sha256').update(text, 'utf8').digest('hex'), ref.digest, `${name}: the standing part hashes to its digest`);
+  const standing = JSON.parse(text);
+  assert.equal(standing.tool, name);
+  for (const item of env._toulmin.rebuttal) {
+    if (item.startsWith('promcp://')) assert.equal(item, `${ref.ref}#rebuttal`, `${name}: a rebuttal reference to its own standing part`);
+  }
+}
+
 async function exercise(client, placement = 'meta') {
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   addFormats(ajv);
   const { tools } = await client.listTools();
   assert.deepEqual(tools.map((t) => t.name).sort(), wantTools);
   const schemas = new Map();
+  const digests = new Map();
+  const texts = new Map();
   for (const t of tools) {
+    const w = t._meta?.['io.promcp/warrant'];
+    assert.equal(w?.uri, `promcp://warrant/${t.name}`, `${t.name}: tools/list gives its standing part`);
+    digests.set(w.uri, w.digest);
     assert.ok(t.outputSchema, `${t.name} has an outputSchema`);
     assert.equal(t.inputSchema.type, 'object', `${t.name} inputSchema is an object`);
     schemas.set(t.name, ajv.compile(t.outputSchema));
@@ -70,10 +97,12 @@ async function exercise(client, placement = 'meta') {
     assert.equal(prov.placement, placement);
     if (placement === 'inline') {
       checkEnvelope(name, res.structuredContent, 'the body');
+      await resolveReferences(client, name, res.structuredContent, digests, texts);
       assert.equal(prov._toulmin, undefined, `${name}: the envelope is not in _meta too`);
       assert.ok(schemas.get(name).schema.properties._toulmin, `${name}: the outputSchema declares _toulmin`);
     } else {
       checkEnvelope(name, prov, '_meta');
+      await resolveReferences(client, name, prov, digests, texts);
       assert.equal(res.structuredContent._toulmin, undefined, `${name}: the body is the contract's alone`);
     }
     return res;

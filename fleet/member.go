@@ -50,10 +50,16 @@ func MCPLocal(ctx context.Context, srv *mcpserver.MCPServer) (Local, error) {
 	if _, err := c.Initialize(ctx, init); err != nil {
 		return nil, fmt.Errorf("fleet: initialize the in-process client: %w", err)
 	}
-	return &mcpLocal{c: c}, nil
+	return &mcpLocal{c: c, standing: map[string][]byte{}}, nil
 }
 
-type mcpLocal struct{ c *client.Client }
+type mcpLocal struct {
+	c *client.Client
+	// standing are the texts of the gateway's standing parts by URI
+	// (resources/read), for expand.
+	mu       sync.Mutex
+	standing map[string][]byte
+}
 
 func (l *mcpLocal) Tools(ctx context.Context) ([]mcp.Tool, error) {
 	res, err := l.c.ListTools(ctx, mcp.ListToolsRequest{})
@@ -75,7 +81,61 @@ func (l *mcpLocal) Call(ctx context.Context, caller server.Caller, tool string, 
 	if len(args) > 0 {
 		req.Params.Arguments = args
 	}
-	return l.c.CallTool(server.WithCaller(ctx, caller), req)
+	res, err := l.c.CallTool(server.WithCaller(ctx, caller), req)
+	if err == nil {
+		l.expand(ctx, res)
+	}
+	return res, err
+}
+
+// expand resolves the references of a result's envelope in its _meta
+// stamp (the warrant and the standing rebuttal, published by the gateway
+// as resources the fleet endpoint does not serve), so that the result
+// the fleet relays is whole where its caller reads it. An envelope inline
+// in the body is left as it is (its text and digest are the body's); one
+// that does not resolve too.
+func (l *mcpLocal) expand(ctx context.Context, res *mcp.CallToolResult) {
+	if res == nil || res.Meta == nil {
+		return
+	}
+	stamp, ok := res.Meta.AdditionalFields[server.ProvenanceKey].(map[string]any)
+	if !ok || stamp[promcp.EnvelopeToulmin] == nil {
+		return
+	}
+	if _, err := promcp.ResolveEnvelope(stamp, func(uri string) ([]byte, error) { return l.readStanding(ctx, uri) }, nil); err != nil {
+		l.mu.Lock()
+		clear(l.standing) // read them again
+		l.mu.Unlock()
+	}
+}
+
+// readStanding reads a standing part once; after a reference did not
+// resolve (a text no longer hashing to its digest), expand forgets them.
+func (l *mcpLocal) readStanding(ctx context.Context, uri string) ([]byte, error) {
+	l.mu.Lock()
+	b, ok := l.standing[uri]
+	l.mu.Unlock()
+	if ok {
+		return b, nil
+	}
+	rr, err := l.c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+	if err != nil {
+		return nil, err
+	}
+	if len(rr.Contents) != 1 {
+		return nil, fmt.Errorf("%s: %d contents", uri, len(rr.Contents))
+	}
+	tc, ok := rr.Contents[0].(mcp.TextResourceContents)
+	if !ok {
+		return nil, fmt.Errorf("%s: not text", uri)
+	}
+	b = []byte(tc.Text)
+	l.mu.Lock()
+	if len(l.standing) < 4096 {
+		l.standing[uri] = b
+	}
+	l.mu.Unlock()
+	return b, nil
 }
 
 // MemberConfig describes a gateway joining the fleet.

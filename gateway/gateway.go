@@ -177,6 +177,9 @@ func (g *Gateway) readTool(c *capabilities.Capability) server.ReadTool {
 		Unit:        promcp.Unit(c.Unit),
 		Value:       valueSchema(c.Capability, false),
 		Source:      c.Source,
+		// Published once, referenced from each result's envelope: the
+		// health lines of readEvidence's rebuttal (not its first, timed).
+		Standing: server.Standing{Driver: c.Binding.Driver, Model: string(c.Model), Rebuttal: healthRebuttals(c)[1:]},
 	}
 }
 
@@ -205,6 +208,7 @@ func (g *Gateway) doTool(c *capabilities.Capability) server.DoTool {
 		SideEffects:   c.Do.SideEffects,
 		Compensable:   c.Do.Compensable,
 		Source:        c.Source,
+		Standing:      server.Standing{Driver: c.Binding.Driver, Model: string(c.Model)},
 	}
 }
 

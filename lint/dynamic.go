@@ -33,6 +33,7 @@ var dynamicRules = []Rule{
 	{"C004", Warning, "each answer carries the provenance stamp in _meta (" + ProvenanceKey + ") with all its keys", true},
 	{"C005", Error, "the provenance stamp agrees with the answer: its tool, kind, output_schema digest (recomputed from tools/list) and body digest (of the text content)", true},
 	{"C006", Warning, "each answer carries the seed's provenance envelope, complete (is_stamped: _tool, _toulmin with exactly claim, grounds, warrant, qualifier, rebuttal, _tags with exactly origin, bucket, freshness, check), in the _meta stamp or inline in the body, naming the tool called", true},
+	{"C007", Error, "each reference in the envelope (the warrant's ref and a standing rebuttal item) resolves by resources/read to the tool's standing part, whose SHA-256 is the digest the reference gives and tools/list gives in the tool's _meta (" + promcp.WarrantMetaKey + ")", true},
 }
 
 // StampKeys are the keys of a complete provenance stamp, the same on every
@@ -60,9 +61,14 @@ func (s *Session) CallReads(ctx context.Context, r *Report) error {
 		return err
 	}
 	s.schemas = map[string][]byte{}
+	s.standing, s.texts = map[string]string{}, map[string][]byte{}
 	var dos []string
 	for _, t := range s.Tools {
 		s.schemas[t.Name] = t.OutputSchema
+		var ref struct{ URI, Digest string }
+		if raw, ok := t.Meta[promcp.WarrantMetaKey]; ok && json.Unmarshal(raw, &ref) == nil && ref.URI != "" {
+			s.standing[ref.URI] = ref.Digest
+		}
 		if k, ok := promcp.KindOf(t.Name); ok && k == promcp.KindDo {
 			dos = append(dos, t.Name)
 		}
@@ -156,7 +162,7 @@ func (s *Session) probe(ctx context.Context, r *Report, v *promcp.Validator, nam
 	if res.Meta != nil {
 		stamp, _ = res.Meta.AdditionalFields[ProvenanceKey].(map[string]any)
 	}
-	checkEnvelope(name, stamp, b, add)
+	s.checkEnvelope(ctx, name, stamp, b, add)
 	if stamp == nil {
 		add("C004", "answer has no provenance stamp in _meta."+ProvenanceKey)
 		return
@@ -195,7 +201,7 @@ func (s *Session) probe(ctx context.Context, r *Report, v *promcp.Validator, nam
 // checkEnvelope checks the seed's envelope (is_stamped) of the answer to
 // tool: inline in the body b, or in the _meta stamp. An answer with neither
 // a stamp nor an inline envelope is C004's alone.
-func checkEnvelope(tool string, stamp map[string]any, b []byte, add func(code, msg string)) {
+func (s *Session) checkEnvelope(ctx context.Context, tool string, stamp map[string]any, b []byte, add func(code, msg string)) {
 	var body map[string]any
 	_ = json.Unmarshal(b, &body)
 	inline := body[promcp.EnvelopeTool] != nil || body[promcp.EnvelopeToulmin] != nil || body[promcp.EnvelopeTags] != nil
@@ -212,6 +218,33 @@ func checkEnvelope(tool string, stamp map[string]any, b []byte, add func(code, m
 	if env[promcp.EnvelopeTool] != tool {
 		add("C006", fmt.Sprintf("the provenance envelope in %s names %v, not %s", where, env[promcp.EnvelopeTool], tool))
 	}
+	read := func(uri string) ([]byte, error) { return s.readResource(ctx, uri) }
+	if _, err := promcp.ResolveEnvelope(env, read, s.standing); err != nil {
+		add("C007", "the provenance envelope in "+where+" does not resolve: "+clip(oneLine(err), 300))
+	}
+}
+
+// readResource returns the text of the resource uri (resources/read),
+// each URI read once per session.
+func (s *Session) readResource(ctx context.Context, uri string) ([]byte, error) {
+	if b, ok := s.texts[uri]; ok {
+		return b, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	defer cancel()
+	res, err := s.c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+	if err != nil {
+		return nil, fmt.Errorf("resources/read: %w", err)
+	}
+	if len(res.Contents) != 1 {
+		return nil, fmt.Errorf("resources/read: %d contents, want 1", len(res.Contents))
+	}
+	tc, ok := res.Contents[0].(mcp.TextResourceContents)
+	if !ok {
+		return nil, fmt.Errorf("resources/read: %T, want text", res.Contents[0])
+	}
+	s.texts[uri] = []byte(tc.Text)
+	return s.texts[uri], nil
 }
 
 // contract checks an answer against its kind's JSON Schema and the typed

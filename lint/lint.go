@@ -106,6 +106,9 @@ type Tool struct {
 	ResponseSchema    json.RawMessage `json:"responseSchema,omitempty"`
 	ResponseSchemaAlt json.RawMessage `json:"response_schema,omitempty"`
 	Annotations       *Annotations    `json:"annotations,omitempty"`
+	// Meta is the tool's _meta: promcp-device gives there the URI and
+	// digest of the tool's standing part (promcp.WarrantMetaKey).
+	Meta map[string]json.RawMessage `json:"_meta,omitempty"`
 }
 
 // label is the name findings are reported under.

@@ -46,6 +46,10 @@ type Session struct {
 	stdio   *transport.Stdio // nil for a URL
 	Tools   []*Tool
 	schemas map[string][]byte // output schemas by tool, for CallReads
+	// standing are the digests of the tools' standing parts by URI, as
+	// tools/list gives them; texts the resources read, by URI (CallReads).
+	standing map[string]string
+	texts    map[string][]byte
 }
 
 // Connect starts a client for t, initializes it and lists the tools (every

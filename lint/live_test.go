@@ -137,6 +137,18 @@ func brokenServer() *mcpserver.MCPServer {
 		body["_tool"], body["_toulmin"], body["_tags"] = "read_bad_inline", arg, map[string]any{"origin": "device", "bucket": "read_only", "freshness": "live", "check": "typed"}
 		return answer("read_bad_inline", outs["read_bad_inline"], body, true), nil
 	})
+	read("read_bad_ref", kindSchema(promcp.KindRead), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		// The warrant by reference, to a standing part that does not hash
+		// to the digest given.
+		res := answer("read_bad_ref", outs["read_bad_ref"], readBody(42.0, "good"), true)
+		stamp := res.Meta.AdditionalFields[lint.ProvenanceKey].(map[string]any)
+		stamp["_toulmin"].(map[string]any)["warrant"] = map[string]any{"ref": promcp.WarrantURI("read_bad_ref"), "digest": promcp.BodyDigest([]byte("{}"))}
+		return res, nil
+	})
+	text, _ := promcp.Standing{Tool: "read_bad_ref"}.Encode()
+	s.AddResource(mcp.Resource{URI: promcp.WarrantURI("read_bad_ref"), Name: "warrant"}, func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: promcp.WarrantURI("read_bad_ref"), Text: string(text)}}, nil
+	})
 	outs["read_needs_arg"] = mustJSON(kindSchema(promcp.KindRead))
 	s.AddTool(mcp.Tool{Name: "read_needs_arg", Description: "Tank level of one channel, for the lint fixture.",
 		RawInputSchema:  mustJSON(map[string]any{"type": "object", "properties": map[string]any{"channel": map[string]any{"type": "integer"}}, "required": []string{"channel"}}),
@@ -207,14 +219,14 @@ func lintFixture(t *testing.T, name string, callReads bool) []string {
 
 // TestFixtureServer: each rule about answers fires on the one tool that
 // breaks it, over a real stdio MCP connection; the tool definitions follow
-// proMCP, so the only static finding is S004 (11 tools).
+// proMCP, so the only static finding is S004 (12 tools).
 func TestFixtureServer(t *testing.T) {
 	got := lintFixture(t, "broken", false)
 	if !slices.Equal(got, []string{"server:S004"}) {
 		t.Errorf("static findings %v, want S004 only", got)
 	}
 	got = lintFixture(t, "broken", true)
-	want := []string{"read_bad_contract:C002", "read_bad_contract:C003", "read_bad_inline:C006", "read_bad_own:C003", "read_bad_stamp:C004",
+	want := []string{"read_bad_contract:C002", "read_bad_contract:C003", "read_bad_inline:C006", "read_bad_own:C003", "read_bad_ref:C007", "read_bad_stamp:C004",
 		"read_bad_stamp:C005", "read_needs_arg:C000", "read_no_envelope:C006", "read_text_only:C001", "read_unstamped:C004", "server:S004"}
 	if !slices.Equal(got, want) {
 		t.Errorf("findings %v,\nwant %v", got, want)

@@ -47,11 +47,15 @@ type Toulmin struct {
 	Claim string `json:"claim"`
 	// Grounds is the evidence: *ReadGrounds, *DoGrounds or *CanDoGrounds.
 	Grounds any `json:"grounds"`
-	// Warrant is what connects the grounds to the claim.
-	Warrant Warrant `json:"warrant"`
+	// Warrant is what connects the grounds to the claim: a Warrant, or
+	// (as promcp-device sends it) a *WarrantRef to the tool's published
+	// Standing, which ResolveEnvelope expands.
+	Warrant any `json:"warrant"`
 	// Qualifier is how far the claim holds.
 	Qualifier Qualifier `json:"qualifier"`
-	// Rebuttal lists what would make the claim wrong now; never null.
+	// Rebuttal lists what would make the claim wrong now; never null. An
+	// item that is a RebuttalRef stands for the tool's standing rebuttal
+	// (Standing.Rebuttal), which ResolveEnvelope splices in its place.
 	Rebuttal []string `json:"rebuttal"`
 }
 
@@ -183,9 +187,9 @@ func EnvelopeSchema() map[string]any {
 	toulmin := map[string]any{
 		"claim":     map[string]any{"type": "string", "description": "The result as stated."},
 		"grounds":   map[string]any{"type": "object", "description": "The evidence: what was read or written, and the decision."},
-		"warrant":   map[string]any{"type": "object", "description": "The configuration and code connecting the grounds to the claim."},
+		"warrant":   map[string]any{"type": "object", "description": "The configuration and code connecting the grounds to the claim: by reference, {ref, digest} to the tool's standing part (resources/read of ref; its sha256 is digest), with driver and model where this call's differ."},
 		"qualifier": map[string]any{"type": "object", "description": "How far the claim holds: quality (read), status (do), feasible (can_do), and why."},
-		"rebuttal":  map[string]any{"type": "array", "items": str, "description": "What would make the claim wrong now."},
+		"rebuttal":  map[string]any{"type": "array", "items": str, "description": "What would make the claim wrong now; the item <warrant ref>#rebuttal stands for the tool's standing rebuttal."},
 	}
 	tags := map[string]any{}
 	for _, k := range TagKeys {

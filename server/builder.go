@@ -78,6 +78,21 @@ type ReadTool struct {
 	// Args are more optional arguments, by name, as JSON Schemas (a
 	// read_status_* tool's job_id); nil: max_age_ms only.
 	Args map[string]any
+	// Standing is what is the same in every result of the tool: the
+	// driver and model that read it and its standing rebuttal, published
+	// once (promcp.Standing, at promcp.WarrantURI) and referenced from
+	// each result's envelope.
+	Standing Standing
+}
+
+// Standing declares the standing part of a tool's envelope: the driver
+// and device model (the warrant's code) and the lines of the rebuttal
+// that hold for every result. A result whose evidence names another
+// driver or model says so beside the reference; a result whose rebuttal
+// lacks a standing line carries its rebuttal in full.
+type Standing struct {
+	Driver, Model string
+	Rebuttal      []string
 }
 
 // DoTool declares a do_* tool.
@@ -127,6 +142,9 @@ type DoTool struct {
 	// the final result, delivered by tasks/result. A cancelled ctx is
 	// tasks/cancel. A call not made as a task answers at once.
 	Await func(ctx context.Context, first promcp.DoResult, progress func(done, total float64, message string)) promcp.DoResult
+	// Standing is the standing part of the tool's envelope (see
+	// ReadTool.Standing).
+	Standing Standing
 }
 
 // ReadHandler answers a read_* call. A returned error becomes a typed
@@ -229,6 +247,7 @@ type Server struct {
 	provenance    map[string]map[string]any             // by tool; written at registration only
 	stampTail     map[string][]byte                     // the fixed keys of each tool's stamp, encoded (finish)
 	stamps        map[string]*atomic.Pointer[stampMemo] // each read tool's last stamp (finish)
+	standing      map[string]*standing                  // each tool's published standing part (standing.go)
 
 	placement                    Placement // where the provenance envelope goes
 	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
@@ -400,7 +419,7 @@ func (s *Server) checkName(name string, kind promcp.Kind) error {
 
 // register compiles the tool's schemas (failing registration when one does
 // not compile) and adds it to the MCP server.
-func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, h mcpserver.ToolHandlerFunc) error {
+func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, st Standing, h mcpserver.ToolHandlerFunc) error {
 	if tool.RawInputSchema == nil || tool.RawOutputSchema == nil {
 		return fmt.Errorf("tool %s: input and output schemas are required", tool.Name)
 	}
@@ -417,11 +436,14 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, h mcps
 	if _, err := s.validator.Compile("out:"+tool.Name, tool.RawOutputSchema); err != nil {
 		return fmt.Errorf("tool %s: output schema: %w", tool.Name, err)
 	}
-	s.tools = append(s.tools, Tool{Kind: kind, MCP: tool})
 	s.provenance[tool.Name] = provenance(s.name, s.version, kind, tool, source, s.placement)
 	if s.stampTail == nil { // at the first registration, on every surface
 		s.stampTail, s.stamps = map[string][]byte{}, map[string]*atomic.Pointer[stampMemo]{}
+		s.standing = map[string]*standing{}
+		s.mcp.AddResourceTemplate(standingTemplate(), s.readStanding)
 	}
+	tool = s.publish(tool, st)
+	s.tools = append(s.tools, Tool{Kind: kind, MCP: tool})
 	s.stampTail[tool.Name] = stampTail(s.provenance[tool.Name])
 	if kind == promcp.KindRead {
 		s.stamps[tool.Name] = &atomic.Pointer[stampMemo]{}
@@ -452,7 +474,7 @@ func (s *Server) Read(t ReadTool, h ReadHandler) error {
 	}
 	typed := typedReadCheck(t)
 	memo := &argMemo{m: map[string]map[string]any{}}
-	return s.register(promcp.KindRead, tool, t.Source, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return s.register(promcp.KindRead, tool, t.Source, t.Standing, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args, argErr := memo.arguments(s, t.Name, req)
 		var res promcp.ReadResult
 		if argErr != nil {
@@ -532,7 +554,7 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 	if t.Await != nil {
 		tool.Execution = &mcp.ToolExecution{TaskSupport: mcp.TaskSupportOptional}
 	}
-	return s.register(promcp.KindDo, tool, t.Source, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return s.register(promcp.KindDo, tool, t.Source, t.Standing, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if req.Params.Task != nil {
 			// mcp-go cancels a task's context once tools/call has answered
 			// with the task; tasks/cancel reaches Await through s.tasks.
@@ -574,7 +596,7 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 	// Agents ask the same few intents again before acting: arguments that
 	// passed the input schema are remembered (argMemo), not checked anew.
 	memo := &argMemo{m: map[string]map[string]any{}}
-	return s.register(promcp.KindCanDo, tool, "", func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return s.register(promcp.KindCanDo, tool, "", Standing{Driver: "policy", Model: "policy", Rebuttal: []string{canDoStanding}}, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		rep, failed := s.canDo(ctx, h, req, memo)
 		s.restrictCandidates(CallerFrom(ctx), &rep)
@@ -747,6 +769,9 @@ func rawArguments(req mcp.CallToolRequest) []byte {
 // the same kind, which the caller can still parse.
 // encode sends a body already checked against the contract.
 func (s *Server) encode(tool string, body any, isError bool) (*mcp.CallToolResult, error) {
+	if res := s.reuse(tool, body, isError, "typed"); res != nil {
+		return res, nil // a cached sample read again: encoded once
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return s.contractFailure(tool, err), nil
@@ -755,6 +780,11 @@ func (s *Server) encode(tool string, body any, isError bool) (*mcp.CallToolResul
 }
 
 func (s *Server) result(tool string, body any, verr error, isError bool) (*mcp.CallToolResult, error) {
+	if verr == nil {
+		if res := s.reuse(tool, body, isError, "json-schema"); res != nil {
+			return res, nil // the same body, validated as the same bytes before
+		}
+	}
 	b, err := json.Marshal(body)
 	if err == nil && verr == nil {
 		err = s.validator.Validate("out:"+tool, b)

@@ -99,17 +99,11 @@ func withEnvelopeSchema(out json.RawMessage) (json.RawMessage, error) {
 //
 // The stamp is sent as JSON built here: the envelope and the two keys of
 // the call, then the tool's fixed keys encoded once at registration
-// (stampTail). A read whose body and evidence equal the tool's previous
-// one (a cached sample read again) reuses that call's stamp whole.
+// (stampTail). A read tool keeps its last result (stampMemo): a call whose
+// body equals it (a cached sample read again) is answered with the same
+// bytes, neither the body nor the stamp encoded again (reuse).
 func (s *Server) finish(tool string, body any, b []byte, isError bool, checked string) *mcp.CallToolResult {
 	fixed := s.provenance[tool]
-	memo := s.stamps[tool]
-	if memo != nil {
-		if last := memo.Load(); last != nil && last.checked == checked && string(last.in) == string(b) && reflect.DeepEqual(last.body, body) {
-			return toolResult(last.sent, isError, last.stamp)
-		}
-	}
-	in := b
 	p := map[string]any{"tool": tool}
 	if fixed != nil {
 		p = fixed
@@ -145,31 +139,52 @@ func (s *Server) finish(tool string, body any, b []byte, isError bool, checked s
 	stamp = append(stamp, `,"checked":`...)
 	stamp = strconv.AppendQuote(stamp, checked)
 	stamp = append(append(stamp, ','), tail...)
-	if memo != nil {
-		memo.Store(&stampMemo{body: body, in: in, sent: b, checked: checked, stamp: stamp})
+	m := &stampMemo{body: body, checked: checked, isError: isError,
+		content:    []mcp.Content{mcp.NewTextContent(string(b))},
+		structured: json.RawMessage(b), stamp: json.RawMessage(stamp)}
+	if memo := s.stamps[tool]; memo != nil {
+		memo.Store(m)
 	}
-	return toolResult(b, isError, stamp)
+	return m.result()
 }
 
-// toolResult is the result sent as b, stamped with stamp (the
-// JSON of the provenance object).
-func toolResult(b []byte, isError bool, stamp json.RawMessage) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
-		StructuredContent: json.RawMessage(b),
-		IsError:           isError,
-		Result:            mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{ProvenanceKey: stamp}}},
+// reuse returns the result of tool's last call when body (checked as
+// checked) equals that call's: the bytes encoded then, sent again. nil
+// when there is none to reuse (not a read tool, or another body).
+func (s *Server) reuse(tool string, body any, isError bool, checked string) *mcp.CallToolResult {
+	memo := s.stamps[tool]
+	if memo == nil {
+		return nil
 	}
+	last := memo.Load()
+	if last == nil || last.checked != checked || last.isError != isError || !reflect.DeepEqual(last.body, body) {
+		return nil
+	}
+	return last.result()
 }
 
-// stampMemo is a read tool's last result: its body (the value and its
-// JSON as handed to finish, and the bytes sent) and its stamp. Never
-// changed once stored.
+// stampMemo is a read tool's last result: its body (the value, compared
+// with the next call's) and what was sent, encoded once: the text content,
+// the structured content (the same bytes) and the stamp, each already
+// boxed as mcp-go holds it. Never changed once stored: every call gets its
+// own CallToolResult and _meta map (mcp-go adds to _meta), sharing these.
 type stampMemo struct {
-	body     any
-	in, sent []byte
-	checked  string
-	stamp    json.RawMessage
+	body       any
+	checked    string
+	isError    bool
+	content    []mcp.Content
+	structured any // json.RawMessage
+	stamp      any // json.RawMessage
+}
+
+// result is the tool result sent for m.
+func (m *stampMemo) result() *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           m.content,
+		StructuredContent: m.structured,
+		IsError:           m.isError,
+		Result:            mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{ProvenanceKey: m.stamp}}},
+	}
 }
 
 // stampTail encodes the fixed keys of a tool's stamp once: the members of
@@ -184,8 +199,7 @@ func (s *Server) envelope(tool string, p map[string]any, body any, checked strin
 	source, _ := p["source"].(string)
 	digest, _ := p["output_schema"].(string)
 	env := &promcp.Envelope{Tool: tool}
-	env.Toulmin.Warrant = promcp.Warrant{Manifest: s.manifestDigest, Policy: s.policyDigest,
-		Contract: "proMCP v0.2", OutputSchema: digest}
+	w := promcp.Warrant{Manifest: s.manifestDigest, Policy: s.policyDigest, Contract: "proMCP v0.2", OutputSchema: digest}
 	env.Tags.Check = checked
 	var ev *promcp.Evidence
 	switch r := body.(type) {
@@ -197,11 +211,12 @@ func (s *Server) envelope(tool string, p map[string]any, body any, checked strin
 		doEnvelope(env, r, source)
 	case promcp.CapabilityReport:
 		ev = r.Evidence
+		w.Driver, w.Model = "policy", "policy"
 		canDoEnvelope(env, r)
 	}
 	if ev != nil {
 		if ev.Driver != "" {
-			env.Toulmin.Warrant.Driver, env.Toulmin.Warrant.Model = ev.Driver, ev.Model
+			w.Driver, w.Model = ev.Driver, ev.Model
 		}
 		if ev.Rebuttal != nil {
 			env.Toulmin.Rebuttal = append(ev.Rebuttal, env.Toulmin.Rebuttal...)
@@ -219,6 +234,7 @@ func (s *Server) envelope(tool string, p map[string]any, body any, checked strin
 	if env.Toulmin.Rebuttal == nil {
 		env.Toulmin.Rebuttal = []string{}
 	}
+	s.byReference(env, w)
 	return env
 }
 
@@ -311,7 +327,6 @@ func doEnvelope(env *promcp.Envelope, r promcp.DoResult, source string) {
 func canDoEnvelope(env *promcp.Envelope, r promcp.CapabilityReport) {
 	t := &env.Toulmin
 	env.Tags.Bucket, env.Tags.Origin, env.Tags.Freshness = "read_only", "policy", "live"
-	env.Toulmin.Warrant.Driver, env.Toulmin.Warrant.Model = "policy", "policy"
 	g, _ := evidenceGrounds[*promcp.CanDoGrounds](r.Evidence)
 	if g == nil {
 		g = &promcp.CanDoGrounds{}
@@ -349,7 +364,7 @@ func canDoEnvelope(env *promcp.Envelope, r promcp.CapabilityReport) {
 	if len(unsure) > 0 {
 		t.Rebuttal = append(t.Rebuttal, "confidence below 0.7, not a confirmed match: "+strings.Join(unsure, ", "))
 	}
-	t.Rebuttal = append(t.Rebuttal, "a reading, a reservation or another caller's action may change the policy's answer before do_* is called")
+	t.Rebuttal = append(t.Rebuttal, canDoStanding)
 }
 
 // evidenceGrounds returns ev's grounds as a T, if they are one. The

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +73,7 @@ func TestEnvelopeOnEveryKind(t *testing.T) {
 		placement := tc.placement
 		t.Run(fmt.Sprintf("%s/surface=%t", placement, tc.surface), func(t *testing.T) {
 			c := envelopeServer(t, placement, tc.surface)
+			want := standingDigests(t, c)
 			call := func(name string, args map[string]any) (env map[string]any) {
 				t.Helper()
 				res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
@@ -98,6 +100,11 @@ func TestEnvelopeOnEveryKind(t *testing.T) {
 				if ok, why := promcp.IsStamped(env); !ok || env[promcp.EnvelopeTool] != name {
 					t.Fatalf("%s(%v): envelope %v: %s", name, args, env, why)
 				}
+				// Every result refers to its tool's standing part: it
+				// resolves, and its digest is the one tools/list gives.
+				if ref, err := promcp.ResolveEnvelope(env, readText(t, c), want); err != nil || !ref {
+					t.Fatalf("%s(%v): references (%t): %v", name, args, ref, err)
+				}
 				return env
 			}
 			tags := func(env map[string]any) map[string]any { return env[promcp.EnvelopeTags].(map[string]any) }
@@ -107,7 +114,7 @@ func TestEnvelopeOnEveryKind(t *testing.T) {
 			if g := arg(env, "grounds").(map[string]any); g["source"] != "tank/level" || g["sampled_at"] != "2026-11-30T12:00:00Z" {
 				t.Errorf("read_level grounds %v", g)
 			}
-			if w := arg(env, "warrant").(map[string]any); w["manifest"] != "sha256:m" {
+			if w := arg(env, "warrant").(map[string]any); w["manifest"] != "sha256:m" || w["contract"] != "proMCP v0.2" {
 				t.Errorf("read_level warrant %v", w)
 			}
 			env = call("read_dead", map[string]any{})
@@ -132,7 +139,54 @@ func TestEnvelopeOnEveryKind(t *testing.T) {
 			if g := arg(env, "grounds").(map[string]any); g["intent"].(map[string]any)["action"] != "do_fill" || g["scope"] != "local" {
 				t.Errorf("can_do grounds %v", g)
 			}
+			if w := arg(env, "warrant").(map[string]any); w["driver"] != "policy" || w["model"] != "policy" {
+				t.Errorf("can_do warrant %v", w)
+			}
+			if r := arg(env, "rebuttal").([]any); len(r) == 0 || r[len(r)-1] != "a reading, a reservation or another caller's action may change the policy's answer before do_* is called" {
+				t.Errorf("can_do rebuttal %v: the standing line is not resolved", r)
+			}
 		})
+	}
+}
+
+// standingDigests are the digests of the tools' standing parts by URI, as
+// tools/list gives them (_meta promcp.WarrantMetaKey); every tool has one.
+func standingDigests(t *testing.T, c *client.Client) map[string]string {
+	t.Helper()
+	list, err := c.ListTools(t.Context(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, tool := range list.Tools {
+		var m map[string]string
+		if tool.Meta != nil {
+			b, _ := json.Marshal(tool.Meta.AdditionalFields[promcp.WarrantMetaKey])
+			_ = json.Unmarshal(b, &m)
+		}
+		if m["uri"] != promcp.WarrantURI(tool.Name) || m["digest"] == "" {
+			t.Fatalf("tools/list: %s has no standing part in _meta: %v", tool.Name, tool.Meta)
+		}
+		out[m["uri"]] = m["digest"]
+	}
+	return out
+}
+
+// readText reads a resource's text with resources/read.
+func readText(t *testing.T, c *client.Client) func(uri string) ([]byte, error) {
+	return func(uri string) ([]byte, error) {
+		res, err := c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Contents) != 1 {
+			return nil, fmt.Errorf("%s: %d contents", uri, len(res.Contents))
+		}
+		tc, ok := res.Contents[0].(mcp.TextResourceContents)
+		if !ok {
+			return nil, fmt.Errorf("%s: not text: %T", uri, res.Contents[0])
+		}
+		return []byte(tc.Text), nil
 	}
 }
 
@@ -204,5 +258,60 @@ func TestStampReuse(t *testing.T) {
 	}
 	if s4["body"] == s2["body"] || s4["checked"] != "typed" || s4["tool"] != "read_level" || s4["kind"] != "read" {
 		t.Errorf("stamp of a new value %v: want a new body digest, checked typed, tool and kind", s4)
+	}
+}
+
+// TestCachedReadEncodedOnce: a read answered with the same body and
+// evidence as the call before (a cached sample read again) is sent as the
+// bytes encoded for that call, shared: neither the body nor its stamp is
+// encoded again; each call still gets its own result and _meta map (mcp-go
+// adds to _meta). A new value is encoded anew.
+func TestCachedReadEncodedOnce(t *testing.T) {
+	srv, err := server.New("tank", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampled := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	value := 42.0
+	err = srv.Read(server.ReadTool{Name: "read_level", Unit: "%", Value: map[string]any{"type": "number"}, Source: "tank/level",
+		Standing: server.Standing{Driver: "sim", Model: "tank", Rebuttal: []string{"a health rule"}}},
+		func(context.Context, server.ReadRequest) (promcp.ReadResult, error) {
+			at := sampled
+			g := &promcp.ReadGrounds{Source: "tank/level", Raw: "2a", SampledAt: &at, Cached: true}
+			return promcp.ReadResult{Value: value, Unit: "%", Quality: promcp.QualityGood, Timestamp: sampled,
+				Evidence: &promcp.Evidence{Grounds: g, Driver: "sim", Model: "tank", Rebuttal: []string{"stale soon", "a health rule"}}}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := srv.MCP().GetTool("read_level").Handler
+	call := func() *mcp.CallToolResult {
+		res, err := h(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "read_level", Arguments: map[string]any{}}})
+		if err != nil || res.IsError {
+			t.Fatalf("read_level: %v %v", res, err)
+		}
+		return res
+	}
+	shared := func(a, b *mcp.CallToolResult) bool {
+		sa, _ := a.StructuredContent.(json.RawMessage)
+		sb, _ := b.StructuredContent.(json.RawMessage)
+		return &a.Content[0] == &b.Content[0] && &sa[0] == &sb[0] &&
+			&a.Meta.AdditionalFields[server.ProvenanceKey].(json.RawMessage)[0] == &b.Meta.AdditionalFields[server.ProvenanceKey].(json.RawMessage)[0]
+	}
+	r1, r2 := call(), call()
+	if !shared(r1, r2) {
+		t.Error("the same body again was encoded again")
+	}
+	if r1 == r2 || r1.Meta == r2.Meta {
+		t.Error("two calls share one result or one _meta")
+	}
+	stamp := string(r2.Meta.AdditionalFields[server.ProvenanceKey].(json.RawMessage))
+	if !strings.Contains(stamp, `"rebuttal":["stale soon","promcp://warrant/read_level#rebuttal"]`) ||
+		!strings.Contains(stamp, `"warrant":{"ref":"promcp://warrant/read_level","digest":"sha256:`) {
+		t.Errorf("stamp %s: want the warrant and the standing rebuttal by reference", stamp)
+	}
+	value = 43
+	if r3 := call(); shared(r2, r3) || !strings.Contains(r3.Content[0].(mcp.TextContent).Text, "43") {
+		t.Errorf("a new value was not encoded anew: %v", r3.Content)
 	}
 }

@@ -94,6 +94,11 @@ func (s *session) call(name string, args map[string]any) (map[string]any, bool) 
 	if kind != promcp.KindCanDo && prov["source"] == nil {
 		s.t.Fatalf("%s: _meta provenance = %v, want the source", name, prov)
 	}
+	// Its references (the warrant, the standing rebuttal) resolve where
+	// the client reads the result: on a gateway, and through a fleet.
+	if _, err := promcp.ResolveEnvelope(prov, s.readResource(s.t), nil); prov[promcp.EnvelopeToulmin] != nil && err != nil {
+		s.t.Fatalf("%s: the envelope's references do not resolve here: %v", name, err)
+	}
 	var body map[string]any
 	if err := json.Unmarshal(b, &body); err != nil {
 		s.t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -58,7 +59,50 @@ func stamped(t *testing.T, s *session, placement, name string, args map[string]a
 	if env[promcp.EnvelopeTool] != name {
 		t.Fatalf("%s: _tool = %v", name, env[promcp.EnvelopeTool])
 	}
+	// The warrant and the standing rebuttal come by reference: they
+	// resolve by resources/read to the digest the result and tools/list
+	// give; the checks below read the resolved envelope.
+	if ref, err := promcp.ResolveEnvelope(env, s.readResource(t), s.standingDigests(t)); err != nil || !ref {
+		t.Fatalf("%s(%v): the envelope's references (%t): %v", name, args, ref, err)
+	}
 	return body, env, stamp
+}
+
+// standingDigests are the digests of the tools' standing parts by URI, as
+// tools/list gives them in each tool's _meta.
+func (s *session) standingDigests(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, tool := range s.tools {
+		var ref struct{ URI, Digest string }
+		if tool.Meta != nil {
+			b, _ := json.Marshal(tool.Meta.AdditionalFields[promcp.WarrantMetaKey])
+			_ = json.Unmarshal(b, &ref)
+		}
+		if ref.URI != promcp.WarrantURI(tool.Name) || ref.Digest == "" {
+			t.Fatalf("tools/list: %s gives no standing part in _meta: %v", tool.Name, tool.Meta)
+		}
+		out[ref.URI] = ref.Digest
+	}
+	return out
+}
+
+// readResource reads a resource's text over the session.
+func (s *session) readResource(t *testing.T) func(uri string) ([]byte, error) {
+	return func(uri string) ([]byte, error) {
+		res, err := s.c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Contents) != 1 {
+			return nil, fmt.Errorf("%s: %d contents", uri, len(res.Contents))
+		}
+		tc, ok := res.Contents[0].(mcp.TextResourceContents)
+		if !ok {
+			return nil, fmt.Errorf("%s: %T, not text", uri, res.Contents[0])
+		}
+		return []byte(tc.Text), nil
+	}
 }
 
 func argument(env map[string]any) (toulmin, grounds, warrant, qualifier, tags map[string]any, rebuttal []any) {
