@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	rtmetrics "runtime/metrics"
 	"strconv"
 	"strings"
 	"time"
@@ -27,12 +28,16 @@ func goRuntime() []snapshot {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	threads, _ := runtime.ThreadCreateProfile(nil)
+	rt := runtimeValues("/gc/gogc:percent", "/gc/gomemlimit:bytes", "/sched/gomaxprocs:threads")
 	out := []snapshot{
 		gauge("go_goroutines", "Number of goroutines that currently exist.", float64(runtime.NumGoroutine())),
 		gauge("go_threads", "Number of OS threads created.", float64(threads)),
 		{name: "go_info", help: "Information about the Go environment.", typ: typeGauge,
 			samples: []sample{{labels: []string{"version", runtime.Version()}, value: 1}}},
 		gcPauses(),
+		gauge("go_gc_gogc_percent", "Heap size target percentage configured by the user, otherwise 100. This value is set by the GOGC environment variable, and the runtime/debug.SetGCPercent function. Sourced from /gc/gogc:percent.", rt[0]),
+		gauge("go_gc_gomemlimit_bytes", "Go runtime memory limit configured by the user, otherwise math.MaxInt64. This value is set by the GOMEMLIMIT environment variable, and the runtime/debug.SetMemoryLimit function. Sourced from /gc/gomemlimit:bytes.", rt[1]),
+		gauge("go_sched_gomaxprocs_threads", "The current runtime.GOMAXPROCS setting, or the number of operating system threads that can execute user-level Go code simultaneously. Sourced from /sched/gomaxprocs:threads.", rt[2]),
 		gauge("go_memstats_last_gc_time_seconds", "Number of seconds since 1970 of last garbage collection.", float64(ms.LastGC)/1e9),
 	}
 	for _, m := range []struct {
@@ -66,6 +71,26 @@ func goRuntime() []snapshot {
 			out = append(out, counter("go_memstats_"+m.name, m.help, float64(m.v)))
 		} else {
 			out = append(out, gauge("go_memstats_"+m.name, m.help, float64(m.v)))
+		}
+	}
+	return out
+}
+
+// runtimeValues reads runtime/metrics by name (0 for one this Go does
+// not have).
+func runtimeValues(names ...string) []float64 {
+	samples := make([]rtmetrics.Sample, len(names))
+	for i, n := range names {
+		samples[i].Name = n
+	}
+	rtmetrics.Read(samples)
+	out := make([]float64, len(names))
+	for i, s := range samples {
+		switch s.Value.Kind() {
+		case rtmetrics.KindUint64:
+			out[i] = float64(s.Value.Uint64())
+		case rtmetrics.KindFloat64:
+			out[i] = s.Value.Float64()
 		}
 	}
 	return out
@@ -115,19 +140,66 @@ func process() []snapshot {
 		out = append(out, gauge("process_open_fds", "Number of open file descriptors.", float64(len(fds))))
 	}
 	if limits, err := os.ReadFile("/proc/self/limits"); err == nil {
-		for _, l := range strings.Split(string(limits), "\n") {
-			if rest, ok := strings.CutPrefix(l, "Max open files"); ok {
-				if fs := strings.Fields(rest); len(fs) > 0 {
-					v, err := strconv.ParseFloat(fs[0], 64) // "unlimited" does not parse: left out
-					if err != nil {
-						continue
-					}
-					out = append(out, gauge("process_max_fds", "Maximum number of open file descriptors.", v))
-				}
-			}
+		if v, ok := limit(string(limits), "Max open files"); ok {
+			out = append(out, gauge("process_max_fds", "Maximum number of open file descriptors.", v))
+		}
+		if v, ok := limit(string(limits), "Max address space"); ok {
+			out = append(out, gauge("process_virtual_memory_max_bytes", "Maximum amount of virtual memory available in bytes.", v))
 		}
 	}
+	if in, outBytes, ok := netOctets(); ok {
+		out = append(out, counter("process_network_receive_bytes_total", "Number of bytes received by the process over the network.", in),
+			counter("process_network_transmit_bytes_total", "Number of bytes sent by the process over the network.", outBytes))
+	}
 	return out
+}
+
+// limit is the soft limit of a line of /proc/self/limits; unlimited is
+// the largest uint64, as the Prometheus client gives it.
+func limit(limits, prefix string) (float64, bool) {
+	for _, l := range strings.Split(limits, "\n") {
+		if rest, ok := strings.CutPrefix(l, prefix); ok {
+			fs := strings.Fields(rest)
+			if len(fs) == 0 {
+				return 0, false
+			}
+			if fs[0] == "unlimited" {
+				return float64(^uint64(0)), true
+			}
+			v, err := strconv.ParseFloat(fs[0], 64)
+			return v, err == nil
+		}
+	}
+	return 0, false
+}
+
+// netOctets reads IpExt InOctets and OutOctets from /proc/self/net/netstat
+// (the process's network namespace), as the Prometheus client does.
+func netOctets() (in, out float64, ok bool) {
+	b, err := os.ReadFile("/proc/self/net/netstat")
+	if err != nil {
+		return 0, 0, false
+	}
+	lines := strings.Split(string(b), "\n")
+	for i := 0; i+1 < len(lines); i++ {
+		names, values := strings.Fields(lines[i]), strings.Fields(lines[i+1])
+		if len(names) == 0 || names[0] != "IpExt:" || len(values) != len(names) {
+			continue
+		}
+		var got int
+		for j, n := range names {
+			v, err := strconv.ParseFloat(values[j], 64)
+			switch {
+			case err != nil:
+			case n == "InOctets":
+				in, got = v, got+1
+			case n == "OutOctets":
+				out, got = v, got+1
+			}
+		}
+		return in, out, got == 2
+	}
+	return 0, 0, false
 }
 
 // bootTime is the system's boot time in seconds since 1970 (btime in
