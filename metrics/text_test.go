@@ -205,3 +205,18 @@ func TestTextConcurrent(t *testing.T) {
 		t.Errorf("%d tool calls counted, want %d", n, writers*each)
 	}
 }
+
+// TestObserveAllocs: recording a read or a tool call on a series that
+// exists allocates nothing (the hot path of every read).
+func TestObserveAllocs(t *testing.T) {
+	m := New()
+	r := capabilities.Reading{Quality: promcp.QualityGood}
+	m.ObserveRead("temp", r, time.Millisecond)
+	m.ToolCalled("do_x", promcp.KindDo, time.Millisecond, "success", "allowed")
+	if n := testing.AllocsPerRun(100, func() {
+		m.ObserveRead("temp", r, time.Millisecond)
+		m.ToolCalled("do_x", promcp.KindDo, time.Millisecond, "success", "allowed")
+	}); n != 0 {
+		t.Errorf("%v allocations per read and tool call, want 0", n)
+	}
+}
