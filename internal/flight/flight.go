@@ -26,7 +26,9 @@ type call[V any] struct {
 	val     V
 	err     error
 	waiters int // guarded by Group.mu
-	cancel  context.CancelFunc
+	// cancel cancels the context fn runs under; nil when the first caller
+	// cannot cancel, so that the call cannot lose all its callers.
+	cancel context.CancelFunc
 }
 
 // Do runs fn once for all concurrent callers of key and returns its
@@ -41,6 +43,12 @@ type call[V any] struct {
 // whose ctx ends returns exactly ctx.Err(): a joined caller at once, the
 // first caller when fn returns. A caller whose ctx is already done returns
 // ctx.Err() without starting or joining a call.
+//
+// A first caller whose ctx can never end (its Done is nil, as with
+// context.Background) never leaves, so the call can never lose all its
+// callers: fn then runs under ctx itself, and nothing is derived or
+// registered for it (no allocation on the uncontended path of a caller
+// that cannot cancel).
 func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context) (V, error)) (v V, err error, joined bool) {
 	if err := ctx.Err(); err != nil {
 		return v, err, false
@@ -52,9 +60,11 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 		if g.calls == nil {
 			g.calls = map[K]*call[V]{}
 		}
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-		c = &call[V]{done: make(chan struct{}), cancel: cancel}
+		c = &call[V]{done: make(chan struct{})}
+		cctx = ctx
+		if ctx.Done() != nil {
+			cctx, c.cancel = context.WithCancel(context.WithoutCancel(ctx))
+		}
 		g.calls[key] = c
 	}
 	c.waiters++
@@ -69,19 +79,31 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 			return v, ctx.Err(), true
 		}
 	}
+	if c.cancel == nil { // this caller cannot leave: nothing to watch
+		c.val, c.err = fn(cctx)
+		g.finish(key, c)
+		return c.val, c.err, false
+	}
 	stop := context.AfterFunc(ctx, func() { g.leave(key, c) })
 	c.val, c.err = fn(cctx)
+	g.finish(key, c)
+	if !stop() { // this caller's ctx ended first
+		return v, ctx.Err(), false
+	}
+	return c.val, c.err, false
+}
+
+// finish publishes c's outcome to its callers.
+func (g *Group[K, V]) finish(key K, c *call[V]) {
 	g.mu.Lock()
 	if g.calls[key] == c {
 		delete(g.calls, key)
 	}
 	g.mu.Unlock()
-	c.cancel()
-	close(c.done)
-	if !stop() { // this caller's ctx ended first
-		return v, ctx.Err(), false
+	if c.cancel != nil {
+		c.cancel()
 	}
-	return c.val, c.err, false
+	close(c.done)
 }
 
 // Forget detaches the call in flight for key, if any: its callers still get
@@ -98,7 +120,7 @@ func (g *Group[K, V]) leave(key K, c *call[V]) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	c.waiters--
-	if c.waiters == 0 {
+	if c.waiters == 0 && c.cancel != nil {
 		c.cancel()
 		if g.calls[key] == c {
 			delete(g.calls, key)

@@ -124,3 +124,71 @@ func TestDoneContextStartsNothing(t *testing.T) {
 		t.Fatalf("Do = %v, want Canceled", err)
 	}
 }
+
+type key struct{}
+
+// A first caller that cannot cancel (context.Background) runs fn under its
+// own context, values and all; a joined caller that leaves gets its own
+// error and does not end the call, which the first caller still gets.
+func TestFirstCallerThatCannotCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		release := make(chan struct{})
+		var sawValue, sawDone atomic.Bool
+		fn := func(ctx context.Context) (int, error) {
+			sawValue.Store(ctx.Value(key{}) == "v")
+			select {
+			case <-release:
+				return 7, nil
+			case <-ctx.Done():
+				sawDone.Store(true)
+				return 0, ctx.Err()
+			}
+		}
+		first := make(chan int, 1)
+		go func() {
+			v, _, _ := g.Do(context.WithValue(context.Background(), key{}, "v"), "k", fn)
+			first <- v
+		}()
+		synctest.Wait()
+		joiner, cancel := context.WithCancel(t.Context())
+		joinerErr := make(chan error, 1)
+		go func() { _, err, _ := g.Do(joiner, "k", fn); joinerErr <- err }()
+		synctest.Wait()
+		cancel()
+		if err := <-joinerErr; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the joined caller that left got %v, want Canceled", err)
+		}
+		synctest.Wait()
+		close(release)
+		if v := <-first; v != 7 || sawDone.Load() {
+			t.Fatalf("the first caller got %d (call cancelled: %v), want 7 from a call that ran on", v, sawDone.Load())
+		}
+		if !sawValue.Load() {
+			t.Fatal("fn did not see the first caller's values")
+		}
+		// The next caller that can cancel starts a new call, which ends when
+		// it leaves.
+		release = make(chan struct{})
+		ctx, cancel2 := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { _, err, _ := g.Do(ctx, "k", fn); done <- err }()
+		synctest.Wait()
+		cancel2()
+		if err := <-done; !errors.Is(err, context.Canceled) || !sawDone.Load() {
+			t.Fatalf("a lone caller that left got %v (call cancelled: %v), want Canceled and the call cancelled", err, sawDone.Load())
+		}
+	})
+}
+
+// A first caller that cannot cancel costs the call no derived context and
+// no registration: the uncontended path allocates only the call itself.
+func TestUncancellableCallAllocatesOnlyTheCall(t *testing.T) {
+	var g flight.Group[string, int]
+	fn := func(context.Context) (int, error) { return 1, nil }
+	ctx := context.Background()
+	n := testing.AllocsPerRun(100, func() { g.Do(ctx, "k", fn) })
+	if n > 2 { // the call and its done channel
+		t.Fatalf("Do allocated %v times, want at most 2", n)
+	}
+}
