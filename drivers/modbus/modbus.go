@@ -214,8 +214,10 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 		if err := l.tr.prepare(ctx, l.deadline(ctx, u)); err != nil {
 			return nil, err
 		}
-		stop := context.AfterFunc(ctx, l.tr.abort)
-		defer stop()
+		if ctx.Done() != nil { // a caller that cannot cancel needs no watch
+			stop := context.AfterFunc(ctx, l.tr.abort)
+			defer stop()
+		}
 		return op(u.client)
 	}()
 	if n := l.tr.discards(); n > 0 {
