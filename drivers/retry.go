@@ -87,7 +87,12 @@ func (t Turn) Wait(ctx context.Context) (release func(), err error) {
 // caller gave up waiting. Unlike Wait, it also gives the line back when ctx
 // ended just as the line came free.
 func (t Turn) Take(ctx context.Context) (release func(), err error) {
-	release, err = t.Wait(ctx)
+	select { // a free line is taken without making ctx's Done channel
+	case t <- struct{}{}:
+		release = func() { <-t }
+	default:
+		release, err = t.Wait(ctx)
+	}
 	if err == nil && ctx.Err() != nil {
 		release()
 		err = Classify(ctx.Err())

@@ -13,6 +13,7 @@ import (
 
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/internal/flight"
 )
 
 // Config is what a Line needs beyond its transport. The zero value of each
@@ -75,6 +76,8 @@ type Line struct {
 	rtu  bool
 	log  *slog.Logger
 	turn drivers.Turn
+	// abort is tr.abort, bound once rather than per transaction.
+	abort func()
 
 	mu    sync.Mutex
 	units map[uint8]*Unit
@@ -135,7 +138,7 @@ func newLine(cfg Config, tr transport, rtu bool, log *slog.Logger) *Line {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Line{cfg: cfg, tr: tr, rtu: rtu, log: log.With("bus", cfg.Name), turn: drivers.NewTurn(), units: map[uint8]*Unit{}}
+	return &Line{cfg: cfg, tr: tr, rtu: rtu, log: log.With("bus", cfg.Name), turn: drivers.NewTurn(), abort: tr.abort, units: map[uint8]*Unit{}}
 }
 
 // Close closes the transport. Transactions in flight fail.
@@ -214,10 +217,11 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 		if err := l.tr.prepare(ctx, l.deadline(ctx, u)); err != nil {
 			return nil, err
 		}
-		if ctx.Done() != nil { // a caller that cannot cancel needs no watch
-			stop := context.AfterFunc(ctx, l.tr.abort)
-			defer stop()
-		}
+		// A caller that gives up aborts the transaction. Under a coalesced
+		// read (flight.Group) the watch costs no allocation; a caller that
+		// cannot cancel needs none.
+		w := flight.Watch(ctx, l.abort)
+		defer w.Stop()
 		return op(u.client)
 	}()
 	if n := l.tr.discards(); n > 0 {
