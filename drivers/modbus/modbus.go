@@ -198,12 +198,11 @@ func (l *Line) Unit(id uint8, opts ...UnitOption) *Unit {
 
 // tx runs one transaction for u: waits for the line's turn under ctx,
 // arms the transport with min(timeout, ctx deadline), runs op.
-func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) ([]byte, error)) ([]byte, error) {
-	release, err := l.turn.Take(ctx)
-	if err != nil {
+func (l *Line) tx(ctx context.Context, u *Unit, what opName, op func(mb.Client) ([]byte, error)) ([]byte, error) {
+	if err := l.turn.Acquire(ctx); err != nil {
 		return nil, err
 	}
-	defer release()
+	defer l.turn.Release()
 	start := time.Now()
 	l.mu.Lock()
 	l.stats.Transactions++
@@ -228,7 +227,7 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 		l.mu.Lock()
 		l.stats.Discarded += n
 		l.mu.Unlock()
-		l.log.Debug("modbus discarded bytes that were not the reply", "unit", u.id, "key", what, "bytes", n)
+		l.log.Debug("modbus discarded bytes that were not the reply", "unit", u.id, "key", what.String(), "bytes", n)
 	}
 	if err != nil {
 		l.tr.reset()
@@ -239,10 +238,12 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 		if ctx.Err() != nil && !isTimeout(err) {
 			err = fmt.Errorf("%w (%w)", drivers.Classify(ctx.Err()), err)
 		}
-		l.log.Debug("modbus tx", "unit", u.id, "key", what, "dur", time.Since(start), "err", err)
+		l.log.Debug("modbus tx", "unit", u.id, "key", what.String(), "dur", time.Since(start), "err", err)
 		return nil, err
 	}
-	l.log.Debug("modbus tx", "unit", u.id, "key", what, "dur", time.Since(start))
+	if l.log.Enabled(ctx, slog.LevelDebug) { // its arguments would cost allocations on every read
+		l.log.Debug("modbus tx", "unit", u.id, "key", what.String(), "dur", time.Since(start))
+	}
 	return res, nil
 }
 
