@@ -22,6 +22,8 @@ type Group[K comparable, V any] struct {
 }
 
 type call[V any] struct {
+	// done is closed when fn has returned; made by the first caller to
+	// join (guarded by Group.mu), so that an uncontended call has none.
 	done    chan struct{}
 	val     V
 	err     error
@@ -62,7 +64,7 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 		if g.calls == nil {
 			g.calls = map[K]*call[V]{}
 		}
-		c = &call[V]{done: make(chan struct{})}
+		c = &call[V]{}
 		if cancellable(ctx) {
 			c.run = &c.rc
 			c.run.Context, c.run.cancelCtx = context.WithCancel(context.WithoutCancel(ctx))
@@ -70,6 +72,9 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 		g.calls[key] = c
 	}
 	c.waiters++
+	if joined && c.done == nil {
+		c.done = make(chan struct{})
+	}
 	g.mu.Unlock()
 
 	if joined {
@@ -95,17 +100,22 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 	return c.val, c.err, false
 }
 
-// finish publishes c's outcome to its callers.
+// finish publishes c's outcome to its callers. A caller can join c only
+// while it is in g.calls, so one that joined made c.done before this
+// looks.
 func (g *Group[K, V]) finish(key K, c *call[V]) {
 	g.mu.Lock()
 	if g.calls[key] == c {
 		delete(g.calls, key)
 	}
+	done := c.done
 	g.mu.Unlock()
 	if c.run != nil {
 		c.run.cancel()
 	}
-	close(c.done)
+	if done != nil {
+		close(done)
+	}
 }
 
 // Forget detaches the call in flight for key, if any: its callers still get
