@@ -21,7 +21,7 @@ import (
 
 // meterBench serves a simulated energy meter on loopback TCP and returns
 // its address and the read_site_power tool handler of a gateway over it.
-func meterBench(b *testing.B) (string, mcpserver.ToolHandlerFunc, *capabilities.Capability) {
+func meterBench(b testing.TB) (string, mcpserver.ToolHandlerFunc, *capabilities.Capability) {
 	b.Helper()
 	var addr string
 	g := gatewaytest.Serve(b, simtest.Manifest(b, "meter-bench.yml"), gatewaytest.Options{Hardware: func(w *sim.World) capabilities.HardwareFuncs {
