@@ -87,13 +87,30 @@ func (t Turn) Wait(ctx context.Context) (release func(), err error) {
 // caller gave up waiting. Unlike Wait, it also gives the line back when ctx
 // ended just as the line came free.
 func (t Turn) Take(ctx context.Context) (release func(), err error) {
-	release, err = t.Wait(ctx)
-	if err == nil && ctx.Err() != nil {
-		release()
-		err = Classify(ctx.Err())
+	if err := t.Acquire(ctx); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("waiting for the line: %w", err)
-	}
-	return release, nil
+	return func() { <-t }, nil
 }
+
+// Acquire is Take without the release function, which costs an allocation
+// per call: the caller gives the line back with Release.
+func (t Turn) Acquire(ctx context.Context) error {
+	select { // a free line is taken without making ctx's Done channel
+	case t <- struct{}{}:
+	default:
+		select {
+		case t <- struct{}{}:
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the line: %w", Classify(ctx.Err()))
+		}
+	}
+	if ctx.Err() != nil {
+		t.Release()
+		return fmt.Errorf("waiting for the line: %w", Classify(ctx.Err()))
+	}
+	return nil
+}
+
+// Release gives back a line taken with Acquire.
+func (t Turn) Release() { <-t }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/drivers"
+	"github.com/promcp/promcp-device/internal/flight"
 )
 
 // Config is what a Line needs beyond its transport. The zero value of each
@@ -75,6 +76,8 @@ type Line struct {
 	rtu  bool
 	log  *slog.Logger
 	turn drivers.Turn
+	// abort is tr.abort, bound once rather than per transaction.
+	abort func()
 
 	mu    sync.Mutex
 	units map[uint8]*Unit
@@ -135,7 +138,7 @@ func newLine(cfg Config, tr transport, rtu bool, log *slog.Logger) *Line {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Line{cfg: cfg, tr: tr, rtu: rtu, log: log.With("bus", cfg.Name), turn: drivers.NewTurn(), units: map[uint8]*Unit{}}
+	return &Line{cfg: cfg, tr: tr, rtu: rtu, log: log.With("bus", cfg.Name), turn: drivers.NewTurn(), abort: tr.abort, units: map[uint8]*Unit{}}
 }
 
 // Close closes the transport. Transactions in flight fail.
@@ -195,12 +198,11 @@ func (l *Line) Unit(id uint8, opts ...UnitOption) *Unit {
 
 // tx runs one transaction for u: waits for the line's turn under ctx,
 // arms the transport with min(timeout, ctx deadline), runs op.
-func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) ([]byte, error)) ([]byte, error) {
-	release, err := l.turn.Take(ctx)
-	if err != nil {
+func (l *Line) tx(ctx context.Context, u *Unit, what opName, op func(mb.Client) ([]byte, error)) ([]byte, error) {
+	if err := l.turn.Acquire(ctx); err != nil {
 		return nil, err
 	}
-	defer release()
+	defer l.turn.Release()
 	start := time.Now()
 	l.mu.Lock()
 	l.stats.Transactions++
@@ -214,15 +216,18 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 		if err := l.tr.prepare(ctx, l.deadline(ctx, u)); err != nil {
 			return nil, err
 		}
-		stop := context.AfterFunc(ctx, l.tr.abort)
-		defer stop()
+		// A caller that gives up aborts the transaction. Under a coalesced
+		// read (flight.Group) the watch costs no allocation; a caller that
+		// cannot cancel needs none.
+		w := flight.Watch(ctx, l.abort)
+		defer w.Stop()
 		return op(u.client)
 	}()
 	if n := l.tr.discards(); n > 0 {
 		l.mu.Lock()
 		l.stats.Discarded += n
 		l.mu.Unlock()
-		l.log.Debug("modbus discarded bytes that were not the reply", "unit", u.id, "key", what, "bytes", n)
+		l.log.Debug("modbus discarded bytes that were not the reply", "unit", u.id, "key", what.String(), "bytes", n)
 	}
 	if err != nil {
 		l.tr.reset()
@@ -233,10 +238,12 @@ func (l *Line) tx(ctx context.Context, u *Unit, what string, op func(mb.Client) 
 		if ctx.Err() != nil && !isTimeout(err) {
 			err = fmt.Errorf("%w (%w)", drivers.Classify(ctx.Err()), err)
 		}
-		l.log.Debug("modbus tx", "unit", u.id, "key", what, "dur", time.Since(start), "err", err)
+		l.log.Debug("modbus tx", "unit", u.id, "key", what.String(), "dur", time.Since(start), "err", err)
 		return nil, err
 	}
-	l.log.Debug("modbus tx", "unit", u.id, "key", what, "dur", time.Since(start))
+	if l.log.Enabled(ctx, slog.LevelDebug) { // its arguments would cost allocations on every read
+		l.log.Debug("modbus tx", "unit", u.id, "key", what.String(), "dur", time.Since(start))
+	}
 	return res, nil
 }
 

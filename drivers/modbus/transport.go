@@ -51,9 +51,9 @@ type streamTransport struct {
 	conn  net.Conn
 	fresh bool      // conn was dialled for the armed transaction
 	ready time.Time // deadline of the armed transaction
-	// redial reconnects within the armed transaction; set by prepare, it
-	// carries the caller's ctx for this one transaction only.
-	redial func() error
+	// ctx is the armed transaction's caller's, for redial; set by prepare
+	// for that one transaction (kept, not used, until the next).
+	ctx context.Context
 	// stray counts bytes discarded on an RTU stream.
 	stray uint64
 }
@@ -67,22 +67,25 @@ func (t *streamTransport) discards() uint64 {
 }
 
 func (t *streamTransport) prepare(ctx context.Context, deadline time.Time) error {
-	t.ready = deadline
-	t.redial = func() error {
-		dctx, cancel := context.WithDeadline(ctx, deadline)
-		defer cancel()
-		c, err := t.dial(dctx)
-		if err != nil {
-			return fmt.Errorf("%w: dial: %w", errPeer, err)
-		}
-		t.conn, t.fresh = c, true
-		return c.SetDeadline(deadline)
-	}
+	t.ready, t.ctx = deadline, ctx
 	if t.conn == nil {
 		return t.redial()
 	}
 	t.fresh = false
 	return t.conn.SetDeadline(deadline)
+}
+
+// redial connects within the armed transaction, under its caller's ctx
+// and deadline.
+func (t *streamTransport) redial() error {
+	dctx, cancel := context.WithDeadline(t.ctx, t.ready)
+	defer cancel()
+	c, err := t.dial(dctx)
+	if err != nil {
+		return fmt.Errorf("%w: dial: %w", errPeer, err)
+	}
+	t.conn, t.fresh = c, true
+	return c.SetDeadline(t.ready)
 }
 
 // Send sends adu and reads the response. When a connection kept from an

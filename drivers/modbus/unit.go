@@ -26,7 +26,7 @@ type Unit struct {
 
 	mu        sync.Mutex
 	timeout   time.Duration // per transaction
-	flights   flight.Group[string, []byte]
+	flights   flight.Group[opName, []byte]
 	fails     int           // calls failed in a row
 	openUntil time.Time     // breaker open until then
 	cooldown  time.Duration // current cool-down
@@ -39,13 +39,13 @@ func (u *Unit) ID() uint8 { return u.id }
 // coalesce runs fn once for all concurrent callers with the same key (see
 // flight.Group: the read goes on as long as one caller still waits for it).
 // A caller that gives up gets its ctx's error, classified.
-func (u *Unit) coalesce(ctx context.Context, key string, fn func(ctx context.Context) ([]byte, error)) ([]byte, error) {
+func (u *Unit) coalesce(ctx context.Context, key opName, fn func(ctx context.Context) ([]byte, error)) ([]byte, error) {
 	res, err, joined := u.flights.Do(ctx, key, fn)
 	if cerr := ctx.Err(); err != nil && err == cerr {
 		if joined {
-			return nil, u.errorf(key, fmt.Errorf("waiting for the answer: %w", drivers.Classify(cerr)))
+			return nil, u.errorf(key.String(), fmt.Errorf("waiting for the answer: %w", drivers.Classify(cerr)))
 		}
-		return nil, u.errorf(key, drivers.Classify(cerr))
+		return nil, u.errorf(key.String(), drivers.Classify(cerr))
 	}
 	return res, err
 }
@@ -92,18 +92,37 @@ func (u *Unit) settle(now time.Time, o drivers.Outcome) {
 }
 
 // call runs op with retries, back-off (drivers.Retry) and the breaker.
-func (u *Unit) call(ctx context.Context, what string, op func(mb.Client) ([]byte, error)) ([]byte, error) {
+func (u *Unit) call(ctx context.Context, what opName, op func(mb.Client) ([]byte, error)) ([]byte, error) {
 	cfg := u.line.cfg
 	if err := u.admit(cfg.Clock.Now()); err != nil {
-		return nil, u.errorf(what, err)
+		return nil, u.errorf(what.String(), err)
 	}
 	p := drivers.RetryPolicy{Retries: cfg.Retries, Backoff: cfg.Backoff, Clock: cfg.Clock, Retryable: retryable}
 	res, o, err := drivers.Retry(ctx, p, func(ctx context.Context) ([]byte, error) { return u.line.tx(ctx, u, what, op) })
 	u.settle(cfg.Clock.Now(), o)
 	if err != nil {
-		return nil, u.errorf(what, err)
+		return nil, u.errorf(what.String(), err)
 	}
 	return res, nil
+}
+
+// opName names a call, and keys the coalescing of reads: count values of
+// table from address, or a write (count 0: one coil). Its text, for errors
+// and logs, is made only when needed.
+type opName struct {
+	table          modbusconf.Table
+	address, count uint16
+	write          bool
+}
+
+func (o opName) String() string {
+	switch {
+	case o.write && o.count == 0:
+		return fmt.Sprintf("%s %d write", o.table, o.address)
+	case o.write:
+		return fmt.Sprintf("%s %d+%d write", o.table, o.address, o.count)
+	}
+	return fmt.Sprintf("%s %d+%d", o.table, o.address, o.count)
 }
 
 func (u *Unit) errorf(what string, err error) error {
@@ -130,15 +149,15 @@ func readOp(table modbusconf.Table, address, count uint16) func(mb.Client) ([]by
 // and returns their 2*count bytes as sent (each register big endian).
 // Identical concurrent reads share one transaction.
 func (u *Unit) ReadRegisters(ctx context.Context, table modbusconf.Table, address, count uint16) ([]byte, error) {
-	what := fmt.Sprintf("%s %d+%d", table, address, count)
+	what := opName{table: table, address: address, count: count}
 	op := readOp(table, address, count)
 	if op == nil || table.IsBits() {
-		return nil, u.errorf(what, fmt.Errorf("table %q holds no registers", table))
+		return nil, u.errorf(what.String(), fmt.Errorf("table %q holds no registers", table))
 	}
 	return u.coalesce(ctx, what, func(ctx context.Context) ([]byte, error) {
 		b, err := u.call(ctx, what, op)
 		if err == nil && len(b) != 2*int(count) {
-			err = u.errorf(what, fmt.Errorf("%w: %d bytes for %d registers", ErrFrame, len(b), count))
+			err = u.errorf(what.String(), fmt.Errorf("%w: %d bytes for %d registers", ErrFrame, len(b), count))
 		}
 		return b, err
 	})
@@ -147,17 +166,17 @@ func (u *Unit) ReadRegisters(ctx context.Context, table modbusconf.Table, addres
 // ReadBits reads count coils or discrete inputs from address (0-based).
 // Identical concurrent reads share one transaction.
 func (u *Unit) ReadBits(ctx context.Context, table modbusconf.Table, address, count uint16) ([]bool, error) {
-	what := fmt.Sprintf("%s %d+%d", table, address, count)
+	what := opName{table: table, address: address, count: count}
 	op := readOp(table, address, count)
 	if op == nil || !table.IsBits() {
-		return nil, u.errorf(what, fmt.Errorf("table %q holds no bits", table))
+		return nil, u.errorf(what.String(), fmt.Errorf("table %q holds no bits", table))
 	}
 	b, err := u.coalesce(ctx, what, func(ctx context.Context) ([]byte, error) { return u.call(ctx, what, op) })
 	if err != nil {
 		return nil, err
 	}
 	if len(b) < (int(count)+7)/8 {
-		return nil, u.errorf(what, fmt.Errorf("%w: %d bytes for %d bits", ErrFrame, len(b), count))
+		return nil, u.errorf(what.String(), fmt.Errorf("%w: %d bytes for %d bits", ErrFrame, len(b), count))
 	}
 	bits := make([]bool, count)
 	for i := range bits {
@@ -173,7 +192,7 @@ func (u *Unit) WriteRegisters(ctx context.Context, address uint16, wire []byte) 
 	if n == 0 || len(wire)%2 != 0 {
 		return u.errorf("write", fmt.Errorf("%d bytes is not a whole number of registers", len(wire)))
 	}
-	what := fmt.Sprintf("holding %d+%d write", address, n)
+	what := opName{table: modbusconf.TableHolding, address: address, count: uint16(n), write: true}
 	_, err := u.call(ctx, what, func(c mb.Client) ([]byte, error) {
 		if n == 1 {
 			return c.WriteSingleRegister(address, uint16(wire[0])<<8|uint16(wire[1]))
@@ -189,7 +208,7 @@ func (u *Unit) WriteCoil(ctx context.Context, address uint16, on bool) error {
 	if on {
 		v = 0xFF00
 	}
-	_, err := u.call(ctx, fmt.Sprintf("coil %d write", address), func(c mb.Client) ([]byte, error) {
+	_, err := u.call(ctx, opName{table: modbusconf.TableCoil, address: address, write: true}, func(c mb.Client) ([]byte, error) {
 		return c.WriteSingleCoil(address, v)
 	})
 	return err
@@ -203,7 +222,7 @@ func (u *Unit) WriteCoils(ctx context.Context, address uint16, bits []bool) erro
 			packed[i/8] |= 1 << (i % 8)
 		}
 	}
-	_, err := u.call(ctx, fmt.Sprintf("coil %d+%d write", address, len(bits)), func(c mb.Client) ([]byte, error) {
+	_, err := u.call(ctx, opName{table: modbusconf.TableCoil, address: address, count: uint16(len(bits)), write: true}, func(c mb.Client) ([]byte, error) {
 		return c.WriteMultipleCoils(address, uint16(len(bits)), packed)
 	})
 	return err

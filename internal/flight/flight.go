@@ -22,11 +22,17 @@ type Group[K comparable, V any] struct {
 }
 
 type call[V any] struct {
+	// done is closed when fn has returned; made by the first caller to
+	// join (guarded by Group.mu), so that an uncontended call has none.
 	done    chan struct{}
 	val     V
 	err     error
 	waiters int // guarded by Group.mu
-	cancel  context.CancelFunc
+	// run is the context fn runs under (&rc, allocated with the call); nil
+	// when the first caller cannot cancel, so that the call cannot lose
+	// all its callers.
+	run *runCtx
+	rc  runCtx
 }
 
 // Do runs fn once for all concurrent callers of key and returns its
@@ -41,23 +47,34 @@ type call[V any] struct {
 // whose ctx ends returns exactly ctx.Err(): a joined caller at once, the
 // first caller when fn returns. A caller whose ctx is already done returns
 // ctx.Err() without starting or joining a call.
+//
+// A first caller whose ctx can never end (its Done is nil, as with
+// context.Background) never leaves, so the call can never lose all its
+// callers: fn then runs under ctx itself, and nothing is derived or
+// registered for it (no allocation on the uncontended path of a caller
+// that cannot cancel). Otherwise the first caller is watched with Watch,
+// which costs nothing more when ctx is itself a call's (nested groups).
 func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context) (V, error)) (v V, err error, joined bool) {
 	if err := ctx.Err(); err != nil {
 		return v, err, false
 	}
 	g.mu.Lock()
 	c, joined := g.calls[key]
-	var cctx context.Context
 	if !joined {
 		if g.calls == nil {
 			g.calls = map[K]*call[V]{}
 		}
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithCancel(context.WithoutCancel(ctx))
-		c = &call[V]{done: make(chan struct{}), cancel: cancel}
+		c = &call[V]{}
+		if cancellable(ctx) {
+			c.run = &c.rc
+			c.run.Context, c.run.cancelCtx = context.WithCancel(context.WithoutCancel(ctx))
+		}
 		g.calls[key] = c
 	}
 	c.waiters++
+	if joined && c.done == nil {
+		c.done = make(chan struct{})
+	}
 	g.mu.Unlock()
 
 	if joined {
@@ -69,19 +86,36 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 			return v, ctx.Err(), true
 		}
 	}
-	stop := context.AfterFunc(ctx, func() { g.leave(key, c) })
-	c.val, c.err = fn(cctx)
+	if c.run == nil { // this caller cannot leave: nothing to watch
+		c.val, c.err = fn(ctx)
+		g.finish(key, c)
+		return c.val, c.err, false
+	}
+	w := Watch(ctx, func() { g.leave(key, c) })
+	c.val, c.err = fn(c.run)
+	g.finish(key, c)
+	if !w.Stop() { // this caller's ctx ended first
+		return v, ctx.Err(), false
+	}
+	return c.val, c.err, false
+}
+
+// finish publishes c's outcome to its callers. A caller can join c only
+// while it is in g.calls, so one that joined made c.done before this
+// looks.
+func (g *Group[K, V]) finish(key K, c *call[V]) {
 	g.mu.Lock()
 	if g.calls[key] == c {
 		delete(g.calls, key)
 	}
+	done := c.done
 	g.mu.Unlock()
-	c.cancel()
-	close(c.done)
-	if !stop() { // this caller's ctx ended first
-		return v, ctx.Err(), false
+	if c.run != nil {
+		c.run.cancel()
 	}
-	return c.val, c.err, false
+	if done != nil {
+		close(done)
+	}
 }
 
 // Forget detaches the call in flight for key, if any: its callers still get
@@ -93,15 +127,110 @@ func (g *Group[K, V]) Forget(key K) {
 }
 
 // leave records that a caller no longer waits for c; the last one to leave
-// cancels it, and the next caller starts afresh rather than join it.
+// cancels it, and the next caller starts afresh rather than join it. The
+// cancelling is done after g.mu is released: it runs c's context's watcher
+// (see Watch), which may be another call's leave.
 func (g *Group[K, V]) leave(key K, c *call[V]) {
 	g.mu.Lock()
-	defer g.mu.Unlock()
 	c.waiters--
-	if c.waiters == 0 {
-		c.cancel()
-		if g.calls[key] == c {
-			delete(g.calls, key)
-		}
+	last := c.waiters == 0 && c.run != nil
+	if last && g.calls[key] == c {
+		delete(g.calls, key)
 	}
+	g.mu.Unlock()
+	if last {
+		c.run.cancel()
+	}
+}
+
+// cancellable reports whether ctx can end, without making a cancellable
+// context's Done channel where nothing else needs it.
+func cancellable(ctx context.Context) bool {
+	if _, ok := ctx.(*runCtx); ok {
+		return true
+	}
+	return ctx.Done() != nil
+}
+
+// runCtx is the context a call runs under when its first caller can
+// cancel: the first caller's values, no deadline, cancelled when every
+// caller has left (or fn has returned). It has one slot for a function to
+// run when it is cancelled (Watch), so that the usual single watcher — a
+// nested group's first caller, a bus transaction's abort — costs no
+// allocation.
+type runCtx struct {
+	context.Context // context.WithCancel(context.WithoutCancel(caller's ctx))
+	cancelCtx       context.CancelFunc
+
+	mu        sync.Mutex
+	watcher   func() // run when cancelled unless stopped first
+	cancelled bool
+}
+
+// cancel cancels r and then runs its watcher, if any, on this goroutine.
+func (r *runCtx) cancel() {
+	r.cancelCtx()
+	r.mu.Lock()
+	f := r.watcher
+	r.watcher, r.cancelled = nil, true
+	r.mu.Unlock()
+	if f != nil {
+		f()
+	}
+}
+
+// A Watcher is what Watch returns.
+type Watcher struct {
+	r    *runCtx
+	stop func() bool
+	ran  bool
+}
+
+// Watch arranges for f to run once ctx is done, as context.AfterFunc does.
+// When ctx is the context a Group call runs under (what Do passes to fn)
+// and nothing else watches it, this costs no allocation, and f runs on the
+// goroutine that cancels the call (the last caller leaving), so it must
+// not block; otherwise Watch is context.AfterFunc, and for a ctx that can
+// never end (Done nil) it does nothing.
+func Watch(ctx context.Context, f func()) Watcher {
+	r, ok := ctx.(*runCtx)
+	if !ok {
+		if ctx.Done() == nil {
+			return Watcher{}
+		}
+		return Watcher{stop: context.AfterFunc(ctx, f)}
+	}
+	r.mu.Lock()
+	switch {
+	case r.cancelled:
+		r.mu.Unlock()
+		f()
+		return Watcher{ran: true}
+	case r.watcher == nil:
+		r.watcher = f
+		r.mu.Unlock()
+		return Watcher{r: r}
+	}
+	r.mu.Unlock()
+	return Watcher{stop: context.AfterFunc(ctx, f)}
+}
+
+// Stop stops f from running. It reports whether it did: false when f has
+// run or has been started (ctx ended first).
+func (w Watcher) Stop() bool {
+	switch {
+	case w.ran:
+		return false
+	case w.stop != nil:
+		return w.stop()
+	case w.r != nil:
+		w.r.mu.Lock()
+		defer w.r.mu.Unlock()
+		if w.r.cancelled {
+			return false
+		}
+		w.r.watcher = nil
+		return true
+	}
+	return true
 }

@@ -124,3 +124,196 @@ func TestDoneContextStartsNothing(t *testing.T) {
 		t.Fatalf("Do = %v, want Canceled", err)
 	}
 }
+
+type key struct{}
+
+// A first caller that cannot cancel (context.Background) runs fn under its
+// own context, values and all; a joined caller that leaves gets its own
+// error and does not end the call, which the first caller still gets.
+func TestFirstCallerThatCannotCancel(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		release := make(chan struct{})
+		var sawValue, sawDone atomic.Bool
+		fn := func(ctx context.Context) (int, error) {
+			sawValue.Store(ctx.Value(key{}) == "v")
+			select {
+			case <-release:
+				return 7, nil
+			case <-ctx.Done():
+				sawDone.Store(true)
+				return 0, ctx.Err()
+			}
+		}
+		first := make(chan int, 1)
+		go func() {
+			v, _, _ := g.Do(context.WithValue(context.Background(), key{}, "v"), "k", fn)
+			first <- v
+		}()
+		synctest.Wait()
+		joiner, cancel := context.WithCancel(t.Context())
+		joinerErr := make(chan error, 1)
+		go func() { _, err, _ := g.Do(joiner, "k", fn); joinerErr <- err }()
+		synctest.Wait()
+		cancel()
+		if err := <-joinerErr; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the joined caller that left got %v, want Canceled", err)
+		}
+		synctest.Wait()
+		close(release)
+		if v := <-first; v != 7 || sawDone.Load() {
+			t.Fatalf("the first caller got %d (call cancelled: %v), want 7 from a call that ran on", v, sawDone.Load())
+		}
+		if !sawValue.Load() {
+			t.Fatal("fn did not see the first caller's values")
+		}
+		// The next caller that can cancel starts a new call, which ends when
+		// it leaves.
+		release = make(chan struct{})
+		ctx, cancel2 := context.WithCancel(t.Context())
+		done := make(chan error, 1)
+		go func() { _, err, _ := g.Do(ctx, "k", fn); done <- err }()
+		synctest.Wait()
+		cancel2()
+		if err := <-done; !errors.Is(err, context.Canceled) || !sawDone.Load() {
+			t.Fatalf("a lone caller that left got %v (call cancelled: %v), want Canceled and the call cancelled", err, sawDone.Load())
+		}
+	})
+}
+
+// A first caller that cannot cancel costs the call no derived context and
+// no registration: the uncontended path allocates only the call itself.
+func TestUncancellableCallAllocatesOnlyTheCall(t *testing.T) {
+	var g flight.Group[string, int]
+	fn := func(context.Context) (int, error) { return 1, nil }
+	ctx := context.Background()
+	n := testing.AllocsPerRun(100, func() { g.Do(ctx, "k", fn) })
+	if n > 1 { // the call; its done channel is made only for a joiner
+		t.Fatalf("Do allocated %v times, want at most 1", n)
+	}
+}
+
+// Nested groups (a capability's sampler over a unit's coalescing of
+// identical reads): the inner call goes on while one of its callers still
+// waits, even when the outer call that started it has lost all its
+// callers, and ends once the last of them leaves.
+func TestNestedCallEndsWithItsLastCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var outer flight.Group[string, int]
+		var inner flight.Group[string, int]
+		var innerCancelled atomic.Bool
+		release := make(chan struct{})
+		innerFn := func(ctx context.Context) (int, error) {
+			select {
+			case <-release:
+				return 5, nil
+			case <-ctx.Done():
+				innerCancelled.Store(true)
+				return 0, ctx.Err()
+			}
+		}
+		ctxA, cancelA := context.WithCancel(t.Context())
+		outerErr := make(chan error, 1)
+		go func() {
+			_, err, _ := outer.Do(ctxA, "a", func(ctx context.Context) (int, error) {
+				v, err, _ := inner.Do(ctx, "span", innerFn)
+				return v, err
+			})
+			outerErr <- err
+		}()
+		synctest.Wait()
+		ctxB, cancelB := context.WithCancel(t.Context())
+		joined := make(chan int, 1)
+		go func() { v, _, _ := inner.Do(ctxB, "span", innerFn); joined <- v }()
+		synctest.Wait()
+		cancelA() // the outer call loses its only caller
+		synctest.Wait()
+		if innerCancelled.Load() {
+			t.Fatal("the inner call was cancelled while a caller still waited for it")
+		}
+		cancelB() // and now the inner call's last caller leaves
+		synctest.Wait()
+		if !innerCancelled.Load() {
+			t.Fatal("the inner call went on after every caller had left")
+		}
+		// The outer caller's goroutine ran the inner call: it returns now.
+		if err := <-outerErr; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the outer caller that left got %v, want Canceled", err)
+		}
+		<-joined
+	})
+}
+
+// Watch on a call's context runs f when the last caller leaves, not when
+// fn returns after Stop; a second watcher is served too; a watcher added
+// after the cancel runs at once.
+func TestWatch(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		var first, second, late atomic.Int32
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			g.Do(ctx, "k", func(ctx context.Context) (int, error) {
+				w1 := flight.Watch(ctx, func() { first.Add(1) })
+				w2 := flight.Watch(ctx, func() { second.Add(1) })
+				<-ctx.Done()
+				synctest.Wait() // the second watcher runs on its own goroutine
+				if w1.Stop() || w2.Stop() {
+					t.Error("Stop after the cancel reported it stopped the watcher")
+				}
+				flight.Watch(ctx, func() { late.Add(1) })
+				return 0, ctx.Err()
+			})
+		}()
+		synctest.Wait()
+		cancel()
+		<-done
+		if first.Load() != 1 || second.Load() != 1 || late.Load() != 1 {
+			t.Fatalf("watchers ran %d, %d, %d times, want once each", first.Load(), second.Load(), late.Load())
+		}
+
+		var stopped atomic.Int32
+		g.Do(t.Context(), "k", func(ctx context.Context) (int, error) {
+			w := flight.Watch(ctx, func() { stopped.Add(1) })
+			if !w.Stop() {
+				t.Error("Stop before the cancel did not stop the watcher")
+			}
+			return 0, nil
+		})
+		if flight.Watch(context.Background(), func() { t.Error("a watcher of Background ran") }).Stop() != true {
+			t.Error("Stop of a watcher of Background reported it had run")
+		}
+		if stopped.Load() != 0 {
+			t.Fatal("a stopped watcher ran when its call ended")
+		}
+	})
+}
+
+// Nested calls under a caller that can cancel: the inner call and a
+// watcher of its context cost no registration on the outer context.
+func TestNestedCancellableCallAllocations(t *testing.T) {
+	var outer, inner flight.Group[string, int]
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	nop := func() {}
+	innerFn := func(ctx context.Context) (int, error) {
+		w := flight.Watch(ctx, nop)
+		w.Stop()
+		return 1, nil
+	}
+	outerFn := func(ctx context.Context) (int, error) {
+		v, err, _ := inner.Do(ctx, "k", innerFn)
+		return v, err
+	}
+	n := testing.AllocsPerRun(100, func() { outer.Do(ctx, "k", outerFn) })
+	t.Logf("%v allocations per nested call", n)
+	// Per call: the call, WithoutCancel, WithCancel and the leave closure
+	// (4 each), and the outer's context.AfterFunc on ctx; 20 when the
+	// calls made their done channels up front and the inner call and the
+	// watcher registered on the outer's context with context.AfterFunc.
+	if n > 12 {
+		t.Fatalf("a nested cancellable call allocated %v times, want at most 12", n)
+	}
+}
