@@ -7,15 +7,10 @@ import (
 	"strings"
 )
 
-// sht3xChannels are the channels of ModelSHT3x.
-var sht3xChannels = []string{"temperature", "humidity"}
-
 // channelTypes are the capability types that a model's channels can carry:
 // pins are booleans, the sensor gives numbers, registers numbers or integers.
 func channelTypes(m Model) []ValueType {
 	switch m {
-	case ModelSHT3x:
-		return []ValueType{TypeNumber}
 	case ModelRegisters:
 		return []ValueType{TypeNumber, TypeInteger}
 	case ModelGPIOIn, ModelGPIOOut:
@@ -143,13 +138,6 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	chp := join(path, "read.channel")
 	var reg *Register
 	switch dev.Model {
-	case ModelSHT3x:
-		switch {
-		case !c.d.has(chp):
-			c.d.add(chp, ErrMissing, "channel (want %s)", oneOf(sht3xChannels))
-		case !slices.Contains(sht3xChannels, cp.Read.Channel):
-			c.d.add(chp, ErrUnknownValue, "%q (want %s)", cp.Read.Channel, oneOf(sht3xChannels))
-		}
 	case ModelRegisters:
 		switch {
 		case !c.d.has(chp):
@@ -224,7 +212,7 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 	}
 	if dev != nil {
 		switch {
-		case dev.Model == ModelSHT3x || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
+		case isDeclared(dev.Model) || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
 			c.d.add(dp, ErrNotAllowed, "on read-only %s device %q (want a gpio_out device or a register with writable: true)", dev.Model, dev.Name)
 		case isChip(dev.Model) && !chipWritable(*dev, cp.Read.Channel):
 			c.d.add(dp, ErrNotAllowed, "on %s channel %q of device %q (want an expander pin with mode: output)", dev.Model, cp.Read.Channel, dev.Name)
@@ -346,7 +334,7 @@ func (c *checker) checkSim() {
 // temperature sensor, which the zone's air (its heaters, vents and fans)
 // drives in the simulator.
 // The declared models with Zone are among them.
-var ZoneSensorModels = slices.Concat([]Model{ModelSHT3x, ModelBME280, ModelBMP280, ModelDS18B20}, declaredZoneSensors())
+var ZoneSensorModels = slices.Concat([]Model{ModelBME280, ModelBMP280, ModelDS18B20}, declaredZoneSensors())
 
 // zoneSensor checks that name is a device of one of ZoneSensorModels.
 func (c *checker) zoneSensor(name, path string) bool {
@@ -404,7 +392,7 @@ func (c *checker) simDevice(name, path string, want Model) bool {
 
 // article prefixes a model with "a" or "an" as it is read aloud.
 func article(m Model) string {
-	if m == ModelSHT3x || m == ModelADS1115 || m == ModelADS1015 || m == ModelMCP23017 {
+	if m == ModelADS1115 || m == ModelADS1015 || m == ModelMCP23017 {
 		return "an " + string(m)
 	}
 	if d, ok := Decl(m); ok {

@@ -49,8 +49,6 @@ func FaultKinds() []FaultKind {
 // (chatter) and slow apply. The register protocol has no checksum.
 func FaultApplies(m Model, k FaultKind) bool {
 	switch m {
-	case ModelSHT3x:
-		return slices.Contains(FaultKinds(), k)
 	case ModelRegisters:
 		return k != FaultCRC && slices.Contains(FaultKinds(), k)
 	case ModelGPIOIn, ModelGPIOOut:
@@ -277,8 +275,6 @@ func (o obj) faultDevice(sf ScheduledFault, m *Manifest, kindOK bool) {
 	case o.has("channel"):
 		var chans []string
 		switch dev.Model {
-		case ModelSHT3x:
-			chans = sht3xChannels
 		case ModelRegisters:
 			chans = registerNames(*dev)
 		default:
