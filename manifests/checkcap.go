@@ -19,7 +19,7 @@ func channelTypes(m Model) []ValueType {
 		return []ValueType{TypeNumber, TypeInteger}
 	case ModelMCP23017, ModelPCF8574:
 		return []ValueType{TypeBoolean}
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015:
+	case ModelADS1115, ModelADS1015:
 		return []ValueType{TypeNumber}
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		return []ValueType{TypeNumber}
@@ -157,7 +157,7 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	case ModelMQTT:
 		c.mqttChannel(cp, dev, path)
 		return nil
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
+	case ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
 		c.chipChannel(cp, dev, chp)
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		c.busChannel(cp, dev, path)
@@ -334,7 +334,7 @@ func (c *checker) checkSim() {
 // temperature sensor, which the zone's air (its heaters, vents and fans)
 // drives in the simulator.
 // The declared models with Zone are among them.
-var ZoneSensorModels = slices.Concat([]Model{ModelBME280, ModelBMP280, ModelDS18B20}, declaredZoneSensors())
+var ZoneSensorModels = slices.Concat([]Model{ModelDS18B20}, declaredZoneSensors())
 
 // zoneSensor checks that name is a device of one of ZoneSensorModels.
 func (c *checker) zoneSensor(name, path string) bool {

@@ -7,12 +7,6 @@ import (
 
 // I2C chip models: sensors and expanders with a fixed register layout.
 const (
-	// ModelBME280 is a Bosch BME280 (0x76 or 0x77). Channels: temperature
-	// (°C), pressure (hPa), humidity (%).
-	ModelBME280 Model = "bme280"
-	// ModelBMP280 is a Bosch BMP280 (0x76 or 0x77). Channels: temperature
-	// (°C), pressure (hPa).
-	ModelBMP280 Model = "bmp280"
 	// ModelADS1115 is a TI ADS1115 16-bit ADC (0x48..0x4B). Channels: its
 	// Inputs by name.
 	ModelADS1115 Model = "ads1115"
@@ -31,7 +25,7 @@ const (
 // a declared model (model_*.go).
 func isChip(m Model) bool {
 	switch m {
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
+	case ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
 		return true
 	}
 	return isDeclaredChip(m)
@@ -102,8 +96,6 @@ var (
 	adcMuxes         = []string{"a0", "a1", "a2", "a3", "a0_a1", "a0_a3", "a1_a3", "a2_a3"}
 	adcScales        = words(ScaleVolts, ScaleMilliamps, ScalePercent)
 	adcFullScales    = []float64{6.144, 4.096, 2.048, 1.024, 0.512, 0.256}
-	bme280Channels   = []string{"temperature", "pressure", "humidity"}
-	bmp280Channels   = []string{"temperature", "pressure"}
 	expanderPinModes = []string{"input", "output"}
 )
 
@@ -173,8 +165,6 @@ func (o obj) expanderPin(p *ExpanderPin) {
 func chipAddressProblem(m Model, addr uint16) string {
 	in := func(lo, hi uint16) bool { return addr >= lo && addr <= hi }
 	switch {
-	case (m == ModelBME280 || m == ModelBMP280) && addr != 0x76 && addr != 0x77:
-		return "a " + string(m) + " answers at 0x76, or 0x77 with SDO high"
 	case IsADS(m) && !in(0x48, 0x4B):
 		return "an " + string(m) + " answers at 0x48..0x4b, ADDR to GND, VDD, SDA or SCL"
 	case m == ModelMCP23017 && !in(0x20, 0x27):
@@ -191,8 +181,6 @@ func chipAddressProblem(m Model, addr uint16) string {
 // chipExampleAddress is the usual address of a chip model.
 func chipExampleAddress(m Model) int {
 	switch {
-	case m == ModelBME280 || m == ModelBMP280:
-		return 0x76
 	case IsADS(m):
 		return 0x48
 	}
@@ -206,10 +194,6 @@ func chipExampleAddress(m Model) int {
 // sensors, the inputs or pins by name for the ADCs and expanders.
 func ChipChannels(dev Device) []string {
 	switch {
-	case dev.Model == ModelBME280:
-		return bme280Channels
-	case dev.Model == ModelBMP280:
-		return bmp280Channels
 	case IsADS(dev.Model):
 		return namesOf(dev.Inputs, func(in ADCInput) string { return in.Name })
 	case IsExpander(dev.Model):

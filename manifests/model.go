@@ -74,7 +74,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declSHT3x(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22()}
+	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
