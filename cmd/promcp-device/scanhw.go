@@ -324,7 +324,7 @@ func printI2C(c *cli, b scanI2CBus, found []i2c.Identity, identify bool) {
 		fmt.Fprintf(c.stdout, "  %s\n", id)
 	}
 	if !identify {
-		fmt.Fprintln(c.stdout, "  (an SHT3x does not answer a bare read: --identify finds one at 0x44 or 0x45)")
+		fmt.Fprintln(c.stdout, "  (an SHT3x, SHT4x or SCD4x does not answer a bare read: --identify finds one at 0x44..0x46 or 0x62)")
 	}
 }
 

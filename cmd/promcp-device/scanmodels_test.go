@@ -1,0 +1,34 @@
+package main
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/promcp/promcp-device/drivers/i2c"
+	"github.com/promcp/promcp-device/manifests"
+)
+
+// The scan knows every declared I2C model: each of its addresses has it
+// among the candidates the scan names there, and the skeleton has its
+// channels (from the declaration, with their units and ranges).
+func TestScanKnowsEveryDeclaredModel(t *testing.T) {
+	for _, d := range manifests.Declared() {
+		if d.Bus != "" {
+			continue // not on I2C
+		}
+		for _, a := range d.Addresses {
+			if !slices.Contains(i2c.CandidatesAt(a), string(d.Model)) {
+				t.Errorf("%s at 0x%02x: the scan's candidates there are %v", d.Model, a, i2c.CandidatesAt(a))
+			}
+		}
+		chs := skChannels(string(d.Model))
+		if len(chs) != len(d.Channels) {
+			t.Errorf("%s: the skeleton has channels %v, the declaration %v", d.Model, chs, d.ChannelNames())
+		}
+		for _, c := range chs {
+			if c.unit == "" || c.what == "" || c.min >= c.max {
+				t.Errorf("%s.%s: %+v", d.Model, c.name, c)
+			}
+		}
+	}
+}
