@@ -39,7 +39,7 @@ type hwScan struct {
 func addHWScanFlags(c *cli) *hwScan {
 	hs := &hwScan{}
 	c.StringVar(&hs.i2c, "i2c", "", "scan the I2C `BUS` (1 for /dev/i2c-1, or a periph bus name; with --sim, a bus of the manifest): a one-byte read of each address 0x08..0x77, nothing written")
-	c.BoolVar(&hs.identify, "identify", false, "with I2C: also read the chip id of each answering address of a supported chip (a register-pointer write; an SHT3x's serial-number query); never at an expander's address")
+	c.BoolVar(&hs.identify, "identify", false, "with I2C: also read the chip id of each answering address of a supported chip (a register-pointer write; the SHT3x's, SHT4x's and SCD4x's read-only queries where a bare read is not answered); never at an expander's address")
 	c.BoolVar(&hs.onewire, "onewire", false, "list the 1-Wire ROM ids in --w1-dir (family 28: DS18B20)")
 	c.StringVar(&hs.w1Dir, "w1-dir", "/sys/bus/w1/devices", "the kernel's 1-Wire devices `DIR`")
 	c.BoolVar(&hs.gpio, "gpio", false, "list the lines of each gpiochip: number, name and whether in use")
