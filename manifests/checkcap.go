@@ -19,8 +19,6 @@ func channelTypes(m Model) []ValueType {
 		return []ValueType{TypeNumber, TypeInteger}
 	case ModelMCP23017, ModelPCF8574:
 		return []ValueType{TypeBoolean}
-	case ModelADS1115, ModelADS1015:
-		return []ValueType{TypeNumber}
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		return []ValueType{TypeNumber}
 	}
@@ -157,7 +155,7 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	case ModelMQTT:
 		c.mqttChannel(cp, dev, path)
 		return nil
-	case ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
+	case ModelMCP23017, ModelPCF8574:
 		c.chipChannel(cp, dev, chp)
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		c.busChannel(cp, dev, path)
@@ -392,7 +390,7 @@ func (c *checker) simDevice(name, path string, want Model) bool {
 
 // article prefixes a model with "a" or "an" as it is read aloud.
 func article(m Model) string {
-	if m == ModelADS1115 || m == ModelADS1015 || m == ModelMCP23017 {
+	if m == ModelMCP23017 {
 		return "an " + string(m)
 	}
 	if d, ok := Decl(m); ok {

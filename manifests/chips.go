@@ -7,12 +7,6 @@ import (
 
 // I2C chip models: sensors and expanders with a fixed register layout.
 const (
-	// ModelADS1115 is a TI ADS1115 16-bit ADC (0x48..0x4B). Channels: its
-	// Inputs by name.
-	ModelADS1115 Model = "ads1115"
-	// ModelADS1015 is a TI ADS1015 12-bit ADC (0x48..0x4B). Channels: its
-	// Inputs by name.
-	ModelADS1015 Model = "ads1015"
 	// ModelMCP23017 is a Microchip MCP23017 16-pin expander (0x20..0x27).
 	// Channels: its Pins by name (booleans; outputs writable).
 	ModelMCP23017 Model = "mcp23017"
@@ -25,7 +19,7 @@ const (
 // a declared model (model_*.go).
 func isChip(m Model) bool {
 	switch m {
-	case ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
+	case ModelMCP23017, ModelPCF8574:
 		return true
 	}
 	return isDeclaredChip(m)
@@ -165,8 +159,6 @@ func (o obj) expanderPin(p *ExpanderPin) {
 func chipAddressProblem(m Model, addr uint16) string {
 	in := func(lo, hi uint16) bool { return addr >= lo && addr <= hi }
 	switch {
-	case IsADS(m) && !in(0x48, 0x4B):
-		return "an " + string(m) + " answers at 0x48..0x4b, ADDR to GND, VDD, SDA or SCL"
 	case m == ModelMCP23017 && !in(0x20, 0x27):
 		return "an mcp23017 answers at 0x20..0x27, set by A2..A0"
 	case m == ModelPCF8574 && !in(0x20, 0x27) && !in(0x38, 0x3F):
@@ -181,8 +173,6 @@ func chipAddressProblem(m Model, addr uint16) string {
 // chipExampleAddress is the usual address of a chip model.
 func chipExampleAddress(m Model) int {
 	switch {
-	case IsADS(m):
-		return 0x48
 	}
 	if d, ok := Decl(m); ok && len(d.Addresses) > 0 {
 		return int(d.Addresses[0])
@@ -194,12 +184,12 @@ func chipExampleAddress(m Model) int {
 // sensors, the inputs or pins by name for the ADCs and expanders.
 func ChipChannels(dev Device) []string {
 	switch {
-	case IsADS(dev.Model):
-		return namesOf(dev.Inputs, func(in ADCInput) string { return in.Name })
 	case IsExpander(dev.Model):
 		return namesOf(dev.Pins, func(p ExpanderPin) string { return p.Name })
 	}
-	if d, ok := Decl(dev.Model); ok {
+	if d, ok := Decl(dev.Model); ok && d.named != nil {
+		return d.named(dev)
+	} else if ok {
 		return d.ChannelNames()
 	}
 	return nil

@@ -92,7 +92,7 @@ func TestDeclarations(t *testing.T) {
 		if d.Bus == "" && (len(d.Addresses) == 0 || d.AddressHint == "") {
 			t.Errorf("%s: an I2C chip without addresses or their hint", d.Model)
 		}
-		if len(d.Channels) == 0 || d.Doc == "" {
+		if (len(d.Channels) == 0) == (d.named == nil) || d.Doc == "" {
 			t.Errorf("%s: no channels or no doc", d.Model)
 		}
 		for _, c := range d.Channels {
@@ -123,7 +123,19 @@ func TestDeclaredSamplesLoad(t *testing.T) {
 		}
 		b.WriteString("capabilities:\n")
 		name := strings.TrimPrefix(strings.SplitN(d.Sample, "\n", 2)[0], "- name: ")
-		for _, c := range d.Channels {
+		chans := d.Channels
+		if d.named != nil { // the sample's inputs, in volts
+			for _, line := range strings.Split(d.Sample, "\n") {
+				if _, rest, ok := strings.Cut(line, "{name: "); ok {
+					n, _, _ := strings.Cut(rest, ",")
+					chans = append(chans, ChannelDecl{Name: n, Unit: "V"})
+				}
+			}
+			if len(chans) == 0 {
+				t.Errorf("%s: the sample names no channel", d.Model)
+			}
+		}
+		for _, c := range chans {
 			fmt.Fprintf(&b, "  - {name: %s, description: d, type: number, unit: %q, read: {device: %s, channel: %s}}\n", c.Name, c.Unit, name, c.Name)
 		}
 		m, err := Parse("sample.yml", []byte(b.String()))

@@ -22,6 +22,12 @@ func TestScanKnowsEveryDeclaredModel(t *testing.T) {
 			}
 		}
 		chs := skChannels(string(d.Model))
+		if len(d.Channels) == 0 {
+			if d.Model == manifests.ModelADS1115 && len(chs) == 0 {
+				t.Errorf("%s: the skeleton has no channels for its inputs", d.Model)
+			}
+			continue // the device names its channels (an ADC's inputs)
+		}
 		if len(chs) != len(d.Channels) {
 			t.Errorf("%s: the skeleton has channels %v, the declaration %v", d.Model, chs, d.ChannelNames())
 		}

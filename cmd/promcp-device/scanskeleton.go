@@ -44,8 +44,8 @@ var skWhat = map[string]string{"humidity": "Relative humidity", "pressure": "Bar
 // starts from; else skOthers'.
 func skChannels(model string) []skChannel {
 	d, ok := manifests.Decl(manifests.Model(model))
-	if !ok {
-		return skOthers[model]
+	if !ok || len(d.Channels) == 0 {
+		return skOthers[model] // not declared, or its channels are the device's (an ADC's inputs)
 	}
 	chs := make([]skChannel, len(d.Channels))
 	for i, c := range d.Channels {
@@ -63,8 +63,8 @@ func skChannels(model string) []skChannel {
 // comments (an ina219's shunt).
 func skSampleKeys(model string) string {
 	d, ok := manifests.Decl(manifests.Model(model))
-	if !ok {
-		return ""
+	if !ok || len(d.Channels) == 0 {
+		return "" // its keys name its channels: the skeleton writes them
 	}
 	var b strings.Builder
 	for _, line := range strings.Split(d.Sample, "\n") {
