@@ -17,12 +17,12 @@ func channelTypes(m Model) []ValueType {
 		return []ValueType{TypeBoolean}
 	case ModelSerialLine:
 		return []ValueType{TypeNumber, TypeInteger}
-	case ModelMCP23017, ModelPCF8574:
-		return []ValueType{TypeBoolean}
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		return []ValueType{TypeNumber}
 	}
-	if isDeclared(m) {
+	if d, ok := Decl(m); ok && d.Type != "" {
+		return []ValueType{d.Type}
+	} else if ok {
 		return []ValueType{TypeNumber}
 	}
 	return nil
@@ -155,8 +155,6 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	case ModelMQTT:
 		c.mqttChannel(cp, dev, path)
 		return nil
-	case ModelMCP23017, ModelPCF8574:
-		c.chipChannel(cp, dev, chp)
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		c.busChannel(cp, dev, path)
 		if want := busChannelTypes(dev.Model, cp.Read.Channel); slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
@@ -210,7 +208,7 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 	}
 	if dev != nil {
 		switch {
-		case isDeclared(dev.Model) || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
+		case isDeclared(dev.Model) && !IsExpander(dev.Model) || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
 			c.d.add(dp, ErrNotAllowed, "on read-only %s device %q (want a gpio_out device or a register with writable: true)", dev.Model, dev.Name)
 		case isChip(dev.Model) && !chipWritable(*dev, cp.Read.Channel):
 			c.d.add(dp, ErrNotAllowed, "on %s channel %q of device %q (want an expander pin with mode: output)", dev.Model, cp.Read.Channel, dev.Name)
@@ -390,9 +388,6 @@ func (c *checker) simDevice(name, path string, want Model) bool {
 
 // article prefixes a model with "a" or "an" as it is read aloud.
 func article(m Model) string {
-	if m == ModelMCP23017 {
-		return "an " + string(m)
-	}
 	if d, ok := Decl(m); ok {
 		return d.articled()
 	}

@@ -37,6 +37,8 @@ type ModelDecl struct {
 	// named, for a model whose channels a device names in its keys (an
 	// ADC's inputs), returns the channels of dev; Channels are then none.
 	named func(dev Device) []string
+	// Type is the type of the channels' values; "" is number.
+	Type ValueType
 	// Keys are the device keys only this model takes; KeysNote says why
 	// another model does not take them ("only ina219 has a shunt").
 	Keys     []string
@@ -77,7 +79,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22()}
+	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.

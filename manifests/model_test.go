@@ -136,6 +136,10 @@ func TestDeclaredSamplesLoad(t *testing.T) {
 			}
 		}
 		for _, c := range chans {
+			if d.Type == TypeBoolean {
+				fmt.Fprintf(&b, "  - {name: %s, description: d, type: boolean, read: {device: %s, channel: %s}}\n", c.Name, name, c.Name)
+				continue
+			}
 			fmt.Fprintf(&b, "  - {name: %s, description: d, type: number, unit: %q, read: {device: %s, channel: %s}}\n", c.Name, c.Unit, name, c.Name)
 		}
 		m, err := Parse("sample.yml", []byte(b.String()))

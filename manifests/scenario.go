@@ -64,8 +64,6 @@ func FaultApplies(m Model, k FaultKind) bool {
 		// SPI is clocked by the host: no timeouts, no CRC; a chip gone
 		// leaves MISO high.
 		return k == FaultNACK || k == FaultDropout || k == FaultStuck || k == FaultNoise || k == FaultImplausible
-	case ModelMCP23017, ModelPCF8574:
-		return chipFaultApplies(m, k)
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).
