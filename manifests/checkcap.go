@@ -208,7 +208,7 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 	}
 	if dev != nil {
 		switch {
-		case isDeclared(dev.Model) && !IsExpander(dev.Model) || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
+		case isChip(dev.Model) && !IsExpander(dev.Model) || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
 			c.d.add(dp, ErrNotAllowed, "on read-only %s device %q (want a gpio_out device or a register with writable: true)", dev.Model, dev.Name)
 		case isChip(dev.Model) && !chipWritable(*dev, cp.Read.Channel):
 			c.d.add(dp, ErrNotAllowed, "on %s channel %q of device %q (want an expander pin with mode: output)", dev.Model, cp.Read.Channel, dev.Name)
@@ -330,7 +330,7 @@ func (c *checker) checkSim() {
 // temperature sensor, which the zone's air (its heaters, vents and fans)
 // drives in the simulator.
 // The declared models with Zone are among them.
-var ZoneSensorModels = slices.Concat([]Model{ModelDS18B20}, declaredZoneSensors())
+var ZoneSensorModels = declaredZoneSensors()
 
 // zoneSensor checks that name is a device of one of ZoneSensorModels.
 func (c *checker) zoneSensor(name, path string) bool {

@@ -53,10 +53,6 @@ func FaultApplies(m Model, k FaultKind) bool {
 		return k != FaultCRC && slices.Contains(FaultKinds(), k)
 	case ModelGPIOIn, ModelGPIOOut:
 		return k == FaultStuck || k == FaultNoise || k == FaultSlow
-	case ModelDS18B20:
-		// nack and dropout take the sensor off the bus; implausible
-		// without a value is the power-on 85 °C.
-		return k != FaultTimeout && slices.Contains(FaultKinds(), k)
 	case ModelPulseCounter:
 		// stuck: the line makes no edges; noise: each pulse bounces.
 		return k == FaultStuck || k == FaultNoise

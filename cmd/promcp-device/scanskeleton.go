@@ -29,11 +29,10 @@ type skChannel struct {
 	min, max         float64
 }
 
-// skOthers are the channels of the models a scan identifies that are not
-// declared (manifests.Declared): their channels are the skeleton's own.
+// skOthers are the channels of the models a scan identifies whose
+// declaration has no fixed channels (an ADC's inputs): the skeleton's own.
 var skOthers = map[string][]skChannel{
-	i2c.ChipADS1115:                {{name: "a0", unit: "V", what: "Voltage on A0"}, {name: "a1", unit: "V", what: "Voltage on A1"}, {name: "a2", unit: "V", what: "Voltage on A2"}, {name: "a3", unit: "V", what: "Voltage on A3"}},
-	string(manifests.ModelDS18B20): {{name: "temperature", unit: "°C", what: "Temperature", min: -55, max: 125}},
+	i2c.ChipADS1115: {{name: "a0", unit: "V", what: "Voltage on A0"}, {name: "a1", unit: "V", what: "Voltage on A1"}, {name: "a2", unit: "V", what: "Voltage on A2"}, {name: "a3", unit: "V", what: "Voltage on A3"}},
 }
 
 // skWhat names a channel in a description: "Bus voltage", "CO2".
