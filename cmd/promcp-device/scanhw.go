@@ -147,6 +147,18 @@ func cmdScanHW(c *cli, hs *hwScan) int {
 	return code
 }
 
+// declaredAt names the declared I2C models that answer at addr: the
+// scan's candidates there besides those it can identify.
+func declaredAt(addr uint16) []string {
+	var ms []string
+	for _, d := range manifests.Declared() {
+		if d.Bus == "" && slices.Contains(d.Addresses, addr) {
+			ms = append(ms, string(d.Model))
+		}
+	}
+	return ms
+}
+
 // scanI2C opens b and scans its addresses.
 // opened is false when the bus did not open.
 func (hs *hwScan) scanI2C(ctx context.Context, b scanI2CBus) (found []i2c.Identity, opened bool, err error) {
@@ -155,7 +167,7 @@ func (hs *hwScan) scanI2C(ctx context.Context, b scanI2CBus) (found []i2c.Identi
 		return nil, false, fmt.Errorf("i2c %s: %w", b.name, err)
 	}
 	defer pb.Close()
-	found, err = i2c.ScanAddresses(ctx, i2c.NewBus(b.name, pb, hs.timeout, nil), i2c.ScanOptions{Identify: hs.identify})
+	found, err = i2c.ScanAddresses(ctx, i2c.NewBus(b.name, pb, hs.timeout, nil), i2c.ScanOptions{Identify: hs.identify, More: declaredAt})
 	return found, true, err
 }
 

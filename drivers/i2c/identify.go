@@ -160,6 +160,23 @@ type ScanOptions struct {
 	Identify bool
 	// Sleep waits between a Sensirion query and its answer; nil: [Sleep].
 	Sleep SleepFunc
+	// More names candidates at addr beyond [CandidatesAt]'s (promcp-device
+	// scan: every model the manifest declares there), listed for an
+	// answering address this package cannot identify; nil: none.
+	More func(addr uint16) []string
+}
+
+// candidatesAt is CandidatesAt(addr) and o.More's.
+func (o ScanOptions) candidatesAt(addr uint16) []string {
+	c := CandidatesAt(addr)
+	if o.More != nil {
+		for _, m := range o.More(addr) {
+			if !slices.Contains(c, m) {
+				c = append(c, m)
+			}
+		}
+	}
+	return c
 }
 
 // ScanAddresses probes every address of ScanFirst..ScanLast on b, in
@@ -184,7 +201,7 @@ func ScanAddresses(ctx context.Context, b *Bus, o ScanOptions) ([]Identity, erro
 // Identify probes one address as [ScanAddresses] does: present reports
 // whether anything answered there.
 func Identify(ctx context.Context, b *Bus, addr uint16, o ScanOptions) (id Identity, present bool, err error) {
-	id = Identity{Addr: addr, Candidates: CandidatesAt(addr)}
+	id = Identity{Addr: addr, Candidates: o.candidatesAt(addr)}
 	var one [1]byte
 	err = b.Tx(ctx, addr, nil, one[:])
 	switch {

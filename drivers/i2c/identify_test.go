@@ -287,3 +287,20 @@ func TestIdentifySHT4xSCD4xBH1750(t *testing.T) {
 		t.Errorf("without Identify: %v, %v, writes %v; want the two bh1750s alone, nothing written", found, err, writes)
 	}
 }
+
+// ScanOptions.More adds the candidates a caller knows at an address (a
+// model declared there that this package cannot identify): an answering
+// chip is listed as possibly one, nothing written for it.
+func TestScanMoreCandidates(t *testing.T) {
+	bus := sparse(t, []uint16{0x10}, probe(0x10, 0))
+	more := func(addr uint16) []string {
+		if addr == 0x10 {
+			return []string{"veml7700"}
+		}
+		return nil
+	}
+	found, err := ScanAddresses(t.Context(), NewBus("1", bus, 0, nil), ScanOptions{Identify: true, More: more})
+	if err != nil || len(found) != 1 || found[0].String() != "0x10: unidentified (could be veml7700)" || strings.Contains(strings.Join(bus.writes, " "), "0x10:") {
+		t.Fatalf("%v, %v, writes %v; want 0x10 as a possible veml7700, nothing written to it", found, err, bus.writes)
+	}
+}
