@@ -42,9 +42,6 @@ const (
 
 // Device models on the kernel-file buses.
 const (
-	// ModelDS18B20 is a Maxim DS18B20 thermometer on a onewire bus, named
-	// by its ROM id ("28-0316a2795aff"). Channel: temperature (°C).
-	ModelDS18B20 Model = "ds18b20"
 	// ModelPWM is one channel of a hardware PWM chip driving a fan or a
 	// dimmer. Channels: duty (%, writable) and frequency (Hz, writable).
 	ModelPWM Model = "pwm"

@@ -102,7 +102,7 @@ func (c *checker) checkBuses() {
 	}
 }
 
-func isI2C(m Model) bool  { return m == ModelSHT3x || m == ModelRegisters || isChip(m) }
+func isI2C(m Model) bool  { return m == ModelRegisters || isChip(m) }
 func isGPIO(m Model) bool { return m == ModelGPIOIn || m == ModelGPIOOut }
 
 func (c *checker) checkDevices() {
@@ -180,8 +180,6 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 		c.d.add(field("address"), ErrMissing, "address (want the 7-bit I2C address of the %s, such as 0x%02x)", dev.Model, exampleAddress(dev.Model))
 	case dev.Address == 0:
 		// out of range: reported
-	case dev.Model == ModelSHT3x && dev.Address != 0x44 && dev.Address != 0x45:
-		c.d.add(field("address"), ErrRange, ": %s (want 0x44 or 0x45 for an sht3x)", hex(int64(dev.Address)))
 	case chipAddressProblem(dev.Model, dev.Address) != "":
 		c.d.add(field("address"), ErrRange, ": %s (%s)", hex(int64(dev.Address)), chipAddressProblem(dev.Model, dev.Address))
 	default:
@@ -195,9 +193,6 @@ func (c *checker) i2cDevice(dev Device, path string, addrs map[string]string) {
 }
 
 func exampleAddress(m Model) int {
-	if m == ModelSHT3x {
-		return 0x44
-	}
 	if isChip(m) {
 		return chipExampleAddress(m)
 	}

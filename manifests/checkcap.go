@@ -7,29 +7,22 @@ import (
 	"strings"
 )
 
-// sht3xChannels are the channels of ModelSHT3x.
-var sht3xChannels = []string{"temperature", "humidity"}
-
 // channelTypes are the capability types that a model's channels can carry:
 // pins are booleans, the sensor gives numbers, registers numbers or integers.
 func channelTypes(m Model) []ValueType {
 	switch m {
-	case ModelSHT3x:
-		return []ValueType{TypeNumber}
 	case ModelRegisters:
 		return []ValueType{TypeNumber, TypeInteger}
 	case ModelGPIOIn, ModelGPIOOut:
 		return []ValueType{TypeBoolean}
 	case ModelSerialLine:
 		return []ValueType{TypeNumber, TypeInteger}
-	case ModelMCP23017, ModelPCF8574:
-		return []ValueType{TypeBoolean}
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015:
-		return []ValueType{TypeNumber}
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		return []ValueType{TypeNumber}
 	}
-	if isDeclared(m) {
+	if d, ok := Decl(m); ok && d.Type != "" {
+		return []ValueType{d.Type}
+	} else if ok {
 		return []ValueType{TypeNumber}
 	}
 	return nil
@@ -143,13 +136,6 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	chp := join(path, "read.channel")
 	var reg *Register
 	switch dev.Model {
-	case ModelSHT3x:
-		switch {
-		case !c.d.has(chp):
-			c.d.add(chp, ErrMissing, "channel (want %s)", oneOf(sht3xChannels))
-		case !slices.Contains(sht3xChannels, cp.Read.Channel):
-			c.d.add(chp, ErrUnknownValue, "%q (want %s)", cp.Read.Channel, oneOf(sht3xChannels))
-		}
 	case ModelRegisters:
 		switch {
 		case !c.d.has(chp):
@@ -169,8 +155,6 @@ func (c *checker) channel(cp *Capability, dev *Device, path string) *Register {
 	case ModelMQTT:
 		c.mqttChannel(cp, dev, path)
 		return nil
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
-		c.chipChannel(cp, dev, chp)
 	case ModelDS18B20, ModelPWM, ModelMCP3008, ModelPulseCounter:
 		c.busChannel(cp, dev, path)
 		if want := busChannelTypes(dev.Model, cp.Read.Channel); slices.Contains(valueTypes, string(cp.Type)) && !slices.Contains(want, cp.Type) {
@@ -224,7 +208,7 @@ func (c *checker) action(cp *Capability, dev *Device, reg *Register, path string
 	}
 	if dev != nil {
 		switch {
-		case dev.Model == ModelSHT3x || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
+		case isChip(dev.Model) && !IsExpander(dev.Model) || dev.Model == ModelGPIOIn || dev.Model == ModelSerialLine:
 			c.d.add(dp, ErrNotAllowed, "on read-only %s device %q (want a gpio_out device or a register with writable: true)", dev.Model, dev.Name)
 		case isChip(dev.Model) && !chipWritable(*dev, cp.Read.Channel):
 			c.d.add(dp, ErrNotAllowed, "on %s channel %q of device %q (want an expander pin with mode: output)", dev.Model, cp.Read.Channel, dev.Name)
@@ -346,7 +330,7 @@ func (c *checker) checkSim() {
 // temperature sensor, which the zone's air (its heaters, vents and fans)
 // drives in the simulator.
 // The declared models with Zone are among them.
-var ZoneSensorModels = slices.Concat([]Model{ModelSHT3x, ModelBME280, ModelBMP280, ModelDS18B20}, declaredZoneSensors())
+var ZoneSensorModels = declaredZoneSensors()
 
 // zoneSensor checks that name is a device of one of ZoneSensorModels.
 func (c *checker) zoneSensor(name, path string) bool {
@@ -404,9 +388,6 @@ func (c *checker) simDevice(name, path string, want Model) bool {
 
 // article prefixes a model with "a" or "an" as it is read aloud.
 func article(m Model) string {
-	if m == ModelSHT3x || m == ModelADS1115 || m == ModelADS1015 || m == ModelMCP23017 {
-		return "an " + string(m)
-	}
 	if d, ok := Decl(m); ok {
 		return d.articled()
 	}

@@ -5,37 +5,12 @@ import (
 	"slices"
 )
 
-// I2C chip models: sensors and expanders with a fixed register layout.
-const (
-	// ModelBME280 is a Bosch BME280 (0x76 or 0x77). Channels: temperature
-	// (°C), pressure (hPa), humidity (%).
-	ModelBME280 Model = "bme280"
-	// ModelBMP280 is a Bosch BMP280 (0x76 or 0x77). Channels: temperature
-	// (°C), pressure (hPa).
-	ModelBMP280 Model = "bmp280"
-	// ModelADS1115 is a TI ADS1115 16-bit ADC (0x48..0x4B). Channels: its
-	// Inputs by name.
-	ModelADS1115 Model = "ads1115"
-	// ModelADS1015 is a TI ADS1015 12-bit ADC (0x48..0x4B). Channels: its
-	// Inputs by name.
-	ModelADS1015 Model = "ads1015"
-	// ModelMCP23017 is a Microchip MCP23017 16-pin expander (0x20..0x27).
-	// Channels: its Pins by name (booleans; outputs writable).
-	ModelMCP23017 Model = "mcp23017"
-	// ModelPCF8574 is an 8-pin PCF8574 (0x20..0x27) or PCF8574A
-	// (0x38..0x3F) expander. Channels: its Pins by name.
-	ModelPCF8574 Model = "pcf8574"
-)
+// The keys and checks the I2C chip models share: the inputs of the
+// ADCs (an mcp3008's too) and the pins of the expanders. The models are
+// declared in model_*.go.
 
-// isChip reports whether m is one of the I2C chip models of this file or
-// a declared model (model_*.go).
-func isChip(m Model) bool {
-	switch m {
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
-		return true
-	}
-	return isDeclaredChip(m)
-}
+// isChip reports whether m is a declared I2C chip model.
+func isChip(m Model) bool { return isDeclaredChip(m) }
 
 // IsExpander reports whether m is a GPIO expander model.
 func IsExpander(m Model) bool { return m == ModelMCP23017 || m == ModelPCF8574 }
@@ -102,8 +77,6 @@ var (
 	adcMuxes         = []string{"a0", "a1", "a2", "a3", "a0_a1", "a0_a3", "a1_a3", "a2_a3"}
 	adcScales        = words(ScaleVolts, ScaleMilliamps, ScalePercent)
 	adcFullScales    = []float64{6.144, 4.096, 2.048, 1.024, 0.512, 0.256}
-	bme280Channels   = []string{"temperature", "pressure", "humidity"}
-	bmp280Channels   = []string{"temperature", "pressure"}
 	expanderPinModes = []string{"input", "output"}
 )
 
@@ -171,17 +144,6 @@ func (o obj) expanderPin(p *ExpanderPin) {
 
 // chipAddressProblem says why addr is not an address of model m, or "".
 func chipAddressProblem(m Model, addr uint16) string {
-	in := func(lo, hi uint16) bool { return addr >= lo && addr <= hi }
-	switch {
-	case (m == ModelBME280 || m == ModelBMP280) && addr != 0x76 && addr != 0x77:
-		return "a " + string(m) + " answers at 0x76, or 0x77 with SDO high"
-	case IsADS(m) && !in(0x48, 0x4B):
-		return "an " + string(m) + " answers at 0x48..0x4b, ADDR to GND, VDD, SDA or SCL"
-	case m == ModelMCP23017 && !in(0x20, 0x27):
-		return "an mcp23017 answers at 0x20..0x27, set by A2..A0"
-	case m == ModelPCF8574 && !in(0x20, 0x27) && !in(0x38, 0x3F):
-		return "a pcf8574 answers at 0x20..0x27, a PCF8574A at 0x38..0x3f"
-	}
 	if d, ok := Decl(m); ok {
 		return d.addressProblem(addr)
 	}
@@ -190,12 +152,6 @@ func chipAddressProblem(m Model, addr uint16) string {
 
 // chipExampleAddress is the usual address of a chip model.
 func chipExampleAddress(m Model) int {
-	switch {
-	case m == ModelBME280 || m == ModelBMP280:
-		return 0x76
-	case IsADS(m):
-		return 0x48
-	}
 	if d, ok := Decl(m); ok && len(d.Addresses) > 0 {
 		return int(d.Addresses[0])
 	}
@@ -206,16 +162,10 @@ func chipExampleAddress(m Model) int {
 // sensors, the inputs or pins by name for the ADCs and expanders.
 func ChipChannels(dev Device) []string {
 	switch {
-	case dev.Model == ModelBME280:
-		return bme280Channels
-	case dev.Model == ModelBMP280:
-		return bmp280Channels
-	case IsADS(dev.Model):
-		return namesOf(dev.Inputs, func(in ADCInput) string { return in.Name })
-	case IsExpander(dev.Model):
-		return namesOf(dev.Pins, func(p ExpanderPin) string { return p.Name })
 	}
-	if d, ok := Decl(dev.Model); ok {
+	if d, ok := Decl(dev.Model); ok && d.named != nil {
+		return d.named(dev)
+	} else if ok {
 		return d.ChannelNames()
 	}
 	return nil
@@ -341,19 +291,4 @@ func (c *checker) chipSimValues(dev Device, vp string) {
 			c.d.add(join(vp, name), ErrRange, ": %g (want 0 or 1, the pin's logical level)", v)
 		}
 	}
-}
-
-// chipFaultApplies reports which faults the simulator injects on a chip:
-// none has a checksum; an expander's pins have no range or noise.
-func chipFaultApplies(m Model, k FaultKind) bool {
-	if d, ok := Decl(m); ok {
-		return d.FaultApplies(k)
-	}
-	switch k {
-	case FaultCRC:
-		return false
-	case FaultNoise, FaultImplausible:
-		return !IsExpander(m)
-	}
-	return slices.Contains(FaultKinds(), k)
 }

@@ -200,7 +200,7 @@
 //
 //	key      type                       default  constraint
 //	values   mapping of name to number  none     registers and modbus models: initial engineering value by register name; must fit the register's raw type
-//	                                             I2C chip models: the simulated chip's value by channel, in the channel's unit (bme280 default 20 °C, 1013.25 hPa, 50 %; ina219 default 12 V, 0.5 A; expander input pins 0 or 1, the logical level)
+//	                                             I2C chip models: the simulated chip's value by channel, in the channel's unit (bme280 default 20 °C, 1013.25 hPa, 50 %; sht3x 20 °C, 50 % where no zone drives it; ina219 default 12 V, 0.5 A; expander input pins 0 or 1, the logical level)
 //	level    boolean                    false    gpio models only: initial logical level
 //	response string                     -        serial_line only: the line the simulated instrument answers with; must match the device's response pattern
 //	profile  string                     ""       modbus only: vfd (speed follows speed_setpoint at 5 Hz/s; needs registers speed_setpoint in holding and speed, optionally running) or energy_meter (power in W and energy in kWh of the simulated site; needs registers power and energy)

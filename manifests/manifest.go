@@ -85,9 +85,6 @@ type Model string
 
 // Device models known to this version.
 const (
-	// ModelSHT3x is a Sensirion SHT30/31/35 temperature and humidity sensor on
-	// I2C (address 0x44 or 0x45). Channels: temperature (°C), humidity (%).
-	ModelSHT3x Model = "sht3x"
 	// ModelRegisters is a generic I2C register-map device. Channels: the
 	// names of its Registers.
 	ModelRegisters Model = "registers"

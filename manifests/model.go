@@ -34,6 +34,11 @@ type ModelDecl struct {
 	AddressHint string
 	// Channels are the model's fixed channels.
 	Channels []ChannelDecl
+	// named, for a model whose channels a device names in its keys (an
+	// ADC's inputs), returns the channels of dev; Channels are then none.
+	named func(dev Device) []string
+	// Type is the type of the channels' values; "" is number.
+	Type ValueType
 	// Keys are the device keys only this model takes; KeysNote says why
 	// another model does not take them ("only ina219 has a shunt").
 	Keys     []string
@@ -49,7 +54,7 @@ type ModelDecl struct {
 	// and humidity channels.
 	Zone bool
 	// Sample is a device of the model as a manifest writes it (a list
-	// item of devices, on a bus named i2c1 or gpio), for the docs and as
+	// item of devices, on a bus named i2c1, gpio or w1), for the docs and as
 	// a starting point; a test loads it with a capability per channel.
 	Sample string
 }
@@ -74,7 +79,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22()}
+	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.

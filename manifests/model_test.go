@@ -92,7 +92,7 @@ func TestDeclarations(t *testing.T) {
 		if d.Bus == "" && (len(d.Addresses) == 0 || d.AddressHint == "") {
 			t.Errorf("%s: an I2C chip without addresses or their hint", d.Model)
 		}
-		if len(d.Channels) == 0 || d.Doc == "" {
+		if (len(d.Channels) == 0) == (d.named == nil) || d.Doc == "" {
 			t.Errorf("%s: no channels or no doc", d.Model)
 		}
 		for _, c := range d.Channels {
@@ -115,7 +115,7 @@ func TestDeclaredSamplesLoad(t *testing.T) {
 			continue
 		}
 		var b strings.Builder
-		b.WriteString("version: 1\ngateway: sample\nbuses: [{name: i2c1, kind: i2c}, {name: gpio, kind: gpio}]\ndevices:\n")
+		b.WriteString("version: 1\ngateway: sample\nbuses: [{name: i2c1, kind: i2c}, {name: gpio, kind: gpio}, {name: w1, kind: onewire}]\ndevices:\n")
 		for _, line := range strings.SplitAfter(d.Sample, "\n") {
 			if line != "" {
 				b.WriteString("  " + line)
@@ -123,7 +123,23 @@ func TestDeclaredSamplesLoad(t *testing.T) {
 		}
 		b.WriteString("capabilities:\n")
 		name := strings.TrimPrefix(strings.SplitN(d.Sample, "\n", 2)[0], "- name: ")
-		for _, c := range d.Channels {
+		chans := d.Channels
+		if d.named != nil { // the sample's inputs, in volts
+			for _, line := range strings.Split(d.Sample, "\n") {
+				if _, rest, ok := strings.Cut(line, "{name: "); ok {
+					n, _, _ := strings.Cut(rest, ",")
+					chans = append(chans, ChannelDecl{Name: n, Unit: "V"})
+				}
+			}
+			if len(chans) == 0 {
+				t.Errorf("%s: the sample names no channel", d.Model)
+			}
+		}
+		for _, c := range chans {
+			if d.Type == TypeBoolean {
+				fmt.Fprintf(&b, "  - {name: %s, description: d, type: boolean, read: {device: %s, channel: %s}}\n", c.Name, name, c.Name)
+				continue
+			}
 			fmt.Fprintf(&b, "  - {name: %s, description: d, type: number, unit: %q, read: {device: %s, channel: %s}}\n", c.Name, c.Unit, name, c.Name)
 		}
 		m, err := Parse("sample.yml", []byte(b.String()))

@@ -165,7 +165,7 @@ func TestParseErrors(t *testing.T) {
 		{"unit on boolean", "type: boolean", "type: boolean\n    unit: on", "capabilities[1].unit", ErrNotAllowed},
 		{"ttl negative", "ttl: 2s", "ttl: -2s", "capabilities[0].ttl", ErrRange},
 		{"read device", "device: climate,", "device: clim,", "capabilities[0].read.device", ErrBadReference},
-		{"sht3x channel", "channel: temperature", "channel: pressure", "capabilities[0].read.channel", ErrUnknownValue},
+		{"sht3x channel", "channel: temperature", "channel: pressure", "capabilities[0].read.channel", ErrBadReference},
 		{"register channel", "channel: level}", "channel: levels}", "capabilities[2].read.channel", ErrBadReference},
 		{"gpio channel", "read: {device: relay}", "read: {device: relay, channel: level}", "capabilities[1].read.channel", ErrNotAllowed},
 		{"do tool name", "tool: do_set_relay", "tool: set_relay", "capabilities[1].do.tool", ErrBadName},

@@ -49,16 +49,10 @@ func FaultKinds() []FaultKind {
 // (chatter) and slow apply. The register protocol has no checksum.
 func FaultApplies(m Model, k FaultKind) bool {
 	switch m {
-	case ModelSHT3x:
-		return slices.Contains(FaultKinds(), k)
 	case ModelRegisters:
 		return k != FaultCRC && slices.Contains(FaultKinds(), k)
 	case ModelGPIOIn, ModelGPIOOut:
 		return k == FaultStuck || k == FaultNoise || k == FaultSlow
-	case ModelDS18B20:
-		// nack and dropout take the sensor off the bus; implausible
-		// without a value is the power-on 85 °C.
-		return k != FaultTimeout && slices.Contains(FaultKinds(), k)
 	case ModelPulseCounter:
 		// stuck: the line makes no edges; noise: each pulse bounces.
 		return k == FaultStuck || k == FaultNoise
@@ -66,8 +60,6 @@ func FaultApplies(m Model, k FaultKind) bool {
 		// SPI is clocked by the host: no timeouts, no CRC; a chip gone
 		// leaves MISO high.
 		return k == FaultNACK || k == FaultDropout || k == FaultStuck || k == FaultNoise || k == FaultImplausible
-	case ModelBME280, ModelBMP280, ModelADS1115, ModelADS1015, ModelMCP23017, ModelPCF8574:
-		return chipFaultApplies(m, k)
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).
@@ -277,8 +269,6 @@ func (o obj) faultDevice(sf ScheduledFault, m *Manifest, kindOK bool) {
 	case o.has("channel"):
 		var chans []string
 		switch dev.Model {
-		case ModelSHT3x:
-			chans = sht3xChannels
 		case ModelRegisters:
 			chans = registerNames(*dev)
 		default:

@@ -16,7 +16,7 @@ import (
 // back to the chip's resolution.
 
 // DefaultPressure is a simulated BME280's pressure without a sim value, hPa.
-const DefaultPressure = 1013.25
+const DefaultPressure = manifests.DefaultSimPressure
 
 // bmeSimCalib1 and bmeSimCalib2 are the trimming parameters of the
 // simulated BME280 and BMP280: those of a real BME280 (periph.io's bmxx80

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/promcp/promcp-device/drivers"
 	"github.com/promcp/promcp-device/drivers/i2c"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/manifests/manifesttest"
+	"github.com/promcp/promcp-device/sim"
+	"periph.io/x/conn/v3/physic"
 )
 
 const climateManifest = `version: 1
@@ -140,4 +143,28 @@ func TestSimDeclaredNoise(t *testing.T) {
 			t.Fatalf("%v lx: a spike of %.1f, want 50..100", r.Lux, d)
 		}
 	}
+}
+
+// An sht3x without a zone reads its sim.values, as the other declared
+// sensors do; without them, the simulator's default air.
+func TestSimSHT3xValues(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w, clk := newWorld(t, manifesttest.Parse(t, "sht3x.yml", `version: 1
+gateway: g
+buses: [{name: i2c1, kind: i2c}]
+devices:
+  - {name: set, bus: i2c1, model: sht3x, address: 0x44, sim: {values: {temperature: 31.5, humidity: 62}}}
+  - {name: plain, bus: i2c1, model: sht3x, address: 0x45}
+`))
+		bus := i2c.NewBus("i2c1", openBus(t, w, "i2c1"), 0, nil)
+		for _, c := range []struct {
+			addr  uint16
+			t, rh float64
+		}{{0x44, 31.5, 62}, {0x45, sim.DefaultTemperature, sim.DefaultHumidity}} {
+			s, err := i2c.NewSHT3x(bus, c.addr, i2c.WithSleep(sleepOn(clk))).Sense(t.Context())
+			if err != nil || math.Abs(s.Temperature.Celsius()-c.t) > 0.01 || math.Abs(float64(s.Humidity)/float64(physic.PercentRH)-c.rh) > 0.02 {
+				t.Errorf("sht3x at 0x%02x: %+v, %v; want %g °C, %g %%", c.addr, s, err, c.t, c.rh)
+			}
+		}
+	})
 }

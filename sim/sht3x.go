@@ -33,7 +33,8 @@ const (
 // sht3x is a simulated Sensirion SHT3x in single-shot mode. Guarded by
 // World.mu.
 type sht3x struct {
-	zone   *zone // nil: constant DefaultTemperature and DefaultHumidity
+	zone   *zone   // nil: constant t and rh
+	t, rh  float64 // without a zone: DefaultTemperature and DefaultHumidity, or sim.values
 	status uint16
 	serial uint32 // the factory serial number
 	out    []byte // what the next read returns; nil: nothing pending
@@ -44,7 +45,7 @@ type sht3x struct {
 func newSHT3x(name string) *sht3x {
 	h := fnv.New32a()
 	h.Write([]byte(name))
-	return &sht3x{status: statusPowerUp, serial: h.Sum32()}
+	return &sht3x{status: statusPowerUp, serial: h.Sum32(), t: DefaultTemperature, rh: DefaultHumidity}
 }
 
 func (d *sht3x) tx(now time.Time, fs *faultState, w, r []byte) error {
@@ -102,7 +103,7 @@ func (d *sht3x) tx(now time.Time, fs *faultState, w, r []byte) error {
 // measure returns the 6 bytes of a measurement of the sensor's zone now,
 // as the active fault (if any) distorts it.
 func (d *sht3x) measure(now time.Time, fs *faultState) []byte {
-	t, rh := DefaultTemperature, DefaultHumidity
+	t, rh := d.t, d.rh
 	if d.zone != nil {
 		t, rh = d.zone.sample(now)
 	}
@@ -145,6 +146,14 @@ func word(v uint16) []byte {
 func addSHT3x(w *World, d manifests.Device, bl *build) error {
 	return w.addI2C(d, func() (device, error) {
 		s := newSHT3x(d.Name)
+		if d.Sim != nil {
+			if v, ok := d.Sim.Values["temperature"]; ok {
+				s.t = v
+			}
+			if v, ok := d.Sim.Values["humidity"]; ok {
+				s.rh = v
+			}
+		}
 		bl.shts[d.Name] = s
 		return s, nil
 	})

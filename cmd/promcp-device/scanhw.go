@@ -39,7 +39,7 @@ type hwScan struct {
 func addHWScanFlags(c *cli) *hwScan {
 	hs := &hwScan{}
 	c.StringVar(&hs.i2c, "i2c", "", "scan the I2C `BUS` (1 for /dev/i2c-1, or a periph bus name; with --sim, a bus of the manifest): a one-byte read of each address 0x08..0x77, nothing written")
-	c.BoolVar(&hs.identify, "identify", false, "with I2C: also read the chip id of each answering address of a supported chip (a register-pointer write; an SHT3x's serial-number query); never at an expander's address")
+	c.BoolVar(&hs.identify, "identify", false, "with I2C: also read the chip id of each answering address of a supported chip (a register-pointer write; the SHT3x's, SHT4x's and SCD4x's read-only queries where a bare read is not answered); never at an expander's address")
 	c.BoolVar(&hs.onewire, "onewire", false, "list the 1-Wire ROM ids in --w1-dir (family 28: DS18B20)")
 	c.StringVar(&hs.w1Dir, "w1-dir", "/sys/bus/w1/devices", "the kernel's 1-Wire devices `DIR`")
 	c.BoolVar(&hs.gpio, "gpio", false, "list the lines of each gpiochip: number, name and whether in use")
@@ -147,6 +147,18 @@ func cmdScanHW(c *cli, hs *hwScan) int {
 	return code
 }
 
+// declaredAt names the declared I2C models that answer at addr: the
+// scan's candidates there besides those it can identify.
+func declaredAt(addr uint16) []string {
+	var ms []string
+	for _, d := range manifests.Declared() {
+		if d.Bus == "" && slices.Contains(d.Addresses, addr) {
+			ms = append(ms, string(d.Model))
+		}
+	}
+	return ms
+}
+
 // scanI2C opens b and scans its addresses.
 // opened is false when the bus did not open.
 func (hs *hwScan) scanI2C(ctx context.Context, b scanI2CBus) (found []i2c.Identity, opened bool, err error) {
@@ -155,7 +167,7 @@ func (hs *hwScan) scanI2C(ctx context.Context, b scanI2CBus) (found []i2c.Identi
 		return nil, false, fmt.Errorf("i2c %s: %w", b.name, err)
 	}
 	defer pb.Close()
-	found, err = i2c.ScanAddresses(ctx, i2c.NewBus(b.name, pb, hs.timeout, nil), i2c.ScanOptions{Identify: hs.identify})
+	found, err = i2c.ScanAddresses(ctx, i2c.NewBus(b.name, pb, hs.timeout, nil), i2c.ScanOptions{Identify: hs.identify, More: declaredAt})
 	return found, true, err
 }
 
@@ -324,7 +336,7 @@ func printI2C(c *cli, b scanI2CBus, found []i2c.Identity, identify bool) {
 		fmt.Fprintf(c.stdout, "  %s\n", id)
 	}
 	if !identify {
-		fmt.Fprintln(c.stdout, "  (an SHT3x does not answer a bare read: --identify finds one at 0x44 or 0x45)")
+		fmt.Fprintln(c.stdout, "  (an SHT3x, SHT4x or SCD4x does not answer a bare read: --identify finds one at 0x44..0x46 or 0x62)")
 	}
 }
 

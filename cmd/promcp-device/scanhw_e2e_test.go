@@ -59,7 +59,7 @@ func TestScanSimIrrigation(t *testing.T) {
 func TestScanSimSHT3xNeedsIdentify(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "found.yml")
 	stdout, stderr, code := runCLI(t, "scan", "--sim", "--manifest", greenhouse, "--i2c", "i2c1", "-o", out)
-	if code != 1 || !strings.Contains(stdout, "i2c i2c1: 0 answered") || !strings.Contains(stdout, "--identify finds one at 0x44 or 0x45") ||
+	if code != 1 || !strings.Contains(stdout, "i2c i2c1: 0 answered") || !strings.Contains(stdout, "--identify finds one at 0x44..0x46 or 0x62") ||
 		!strings.Contains(stderr, "not written: no supported device was identified") {
 		t.Fatalf("read-only scan: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -124,5 +124,37 @@ func TestScanOneWireFiles(t *testing.T) {
 	_, stderr, code = runCLI(t, "scan", "--onewire", "--w1-dir", filepath.Join(dir, "none"))
 	if code != 1 || !strings.Contains(stderr, "1-Wire "+filepath.Join(dir, "none")) || !strings.Contains(stderr, "w1-gpio overlay") {
 		t.Errorf("scan of a missing w1 dir: exit %d, %q", code, stderr)
+	}
+}
+
+// scan --sim on pi-climate.yml finds its three I2C chips as the real ones
+// are found: the BH1750 answers a read (and is told from an expander at
+// 0x23 by its 2-byte register), the SHT4x and SCD4x only their queries
+// with --identify. The skeleton lints and serves their readings.
+func TestScanSimPiClimate(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "found.yml")
+	stdout, stderr, code := runCLI(t, "scan", "--sim", "--manifest", "../../manifests/examples/pi-climate.yml", "--i2c", "i2c1", "--identify", "-o", out)
+	if code != 0 {
+		t.Fatalf("scan: exit %d\n%s%s", code, stdout, stderr)
+	}
+	for _, want := range []string{
+		"i2c i2c1: 3 answered at 0x08..0x77",
+		"0x23: bh1750: a 22-byte read returns 2 bytes",
+		"0x44: sht4x: serial number 0x",
+		"0x62: scd4x: data-ready status 0x",
+		"wrote " + out + ": 3 devices, 6 capabilities",
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("scan output lacks %q:\n%s", want, stdout)
+		}
+	}
+	if lint, _, code := runCLI(t, "lint", "--strict", out); code != 0 || strings.Contains(lint, "warning") {
+		t.Fatalf("lint --strict of the skeleton: exit %d\n%s", code, lint)
+	}
+	s := stdioSession(t, protocols[0], "--manifest", out)
+	for _, c := range []struct{ tool, unit string }{{"read_sht4x_44_humidity", "%"}, {"read_scd4x_62_co2", "ppm"}, {"read_bh1750_23_illuminance", "lx"}} {
+		if r, isErr := s.call(c.tool, map[string]any{}); isErr || r["quality"] != "good" || r["unit"] != c.unit {
+			t.Errorf("%s = %v, want a good reading in %s", c.tool, r, c.unit)
+		}
 	}
 }

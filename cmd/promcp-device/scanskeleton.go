@@ -29,15 +29,52 @@ type skChannel struct {
 	min, max         float64
 }
 
-// skModels are the channels of each model a scan identifies, from the
-// datasheets' ranges.
-var skModels = map[string][]skChannel{
-	i2c.ChipBME280:                 {{name: "temperature", unit: "°C", what: "Temperature", min: -40, max: 85}, {name: "pressure", unit: "hPa", what: "Barometric pressure", min: 300, max: 1100}, {name: "humidity", unit: "%", what: "Relative humidity", min: 0, max: 100}},
-	i2c.ChipBMP280:                 {{name: "temperature", unit: "°C", what: "Temperature", min: -40, max: 85}, {name: "pressure", unit: "hPa", what: "Barometric pressure", min: 300, max: 1100}},
-	i2c.ChipSHT3x:                  {{name: "temperature", unit: "°C", what: "Temperature", min: -40, max: 125}, {name: "humidity", unit: "%", what: "Relative humidity", min: 0, max: 100}},
-	i2c.ChipINA219:                 {{name: "bus_voltage", unit: "V", what: "Bus voltage", min: 0, max: 26}, {name: "shunt_voltage", unit: "mV", what: "Shunt voltage"}, {name: "current", unit: "A", what: "Current"}, {name: "power", unit: "W", what: "Power"}},
-	i2c.ChipADS1115:                {{name: "a0", unit: "V", what: "Voltage on A0"}, {name: "a1", unit: "V", what: "Voltage on A1"}, {name: "a2", unit: "V", what: "Voltage on A2"}, {name: "a3", unit: "V", what: "Voltage on A3"}},
-	string(manifests.ModelDS18B20): {{name: "temperature", unit: "°C", what: "Temperature", min: -55, max: 125}},
+// skOthers are the channels of the models a scan identifies whose
+// declaration has no fixed channels (an ADC's inputs): the skeleton's own.
+var skOthers = map[string][]skChannel{
+	i2c.ChipADS1115: {{name: "a0", unit: "V", what: "Voltage on A0"}, {name: "a1", unit: "V", what: "Voltage on A1"}, {name: "a2", unit: "V", what: "Voltage on A2"}, {name: "a3", unit: "V", what: "Voltage on A3"}},
+}
+
+// skWhat names a channel in a description: "Bus voltage", "CO2".
+var skWhat = map[string]string{"humidity": "Relative humidity", "pressure": "Barometric pressure", "co2": "CO2 concentration"}
+
+// skChannels are the channels of model: a declared model's, with the
+// range the chip can measure as the plausible range a health check
+// starts from; else skOthers'.
+func skChannels(model string) []skChannel {
+	d, ok := manifests.Decl(manifests.Model(model))
+	if !ok || len(d.Channels) == 0 {
+		return skOthers[model] // not declared, or its channels are the device's (an ADC's inputs)
+	}
+	chs := make([]skChannel, len(d.Channels))
+	for i, c := range d.Channels {
+		what, ok := skWhat[c.Name]
+		if !ok {
+			what = strings.ToUpper(c.Name[:1]) + strings.ReplaceAll(c.Name[1:], "_", " ")
+		}
+		chs[i] = skChannel{name: c.Name, unit: c.Unit, what: what, min: c.Min, max: c.Max}
+	}
+	return chs
+}
+
+// skSampleKeys are the lines of a declared model's sample past its name,
+// bus, model and address: its own keys with the sample's values and
+// comments (an ina219's shunt).
+func skSampleKeys(model string) string {
+	d, ok := manifests.Decl(manifests.Model(model))
+	if !ok || len(d.Channels) == 0 {
+		return "" // its keys name its channels: the skeleton writes them
+	}
+	var b strings.Builder
+	for _, line := range strings.Split(d.Sample, "\n") {
+		k, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "- "), ":")
+		switch k {
+		case "", "name", "bus", "model", "address":
+		default:
+			b.WriteString("  " + line + "\n")
+		}
+	}
+	return b.String()
 }
 
 // addI2C adds bus b and the devices found on it.
@@ -52,9 +89,8 @@ func (s *skeleton) addI2C(b scanI2CBus, found []i2c.Identity) {
 		fmt.Fprintf(&s.devices, "  - name: %s\n    bus: %s\n    model: %s\n    address: 0x%02x   # %s\n", name, b.name, id.Model, id.Addr, id.Evidence)
 		s.nDevices++
 		where := fmt.Sprintf("the %s at 0x%02x on %s", strings.ToUpper(id.Model), id.Addr, b.name)
+		s.devices.WriteString(skSampleKeys(id.Model))
 		switch id.Model {
-		case i2c.ChipINA219:
-			fmt.Fprintf(&s.devices, "    shunt_ohms: %g     # the breakout's R100: check yours\n    max_current: %g\n", manifests.DefaultShuntOhms, manifests.DefaultMaxCurrent)
 		case i2c.ChipADS1115:
 			s.devices.WriteString("    inputs:            # each against GND, ±4.096 V: name and scale them (as: percent, milliamps)\n")
 			for i := range 4 {
@@ -64,7 +100,7 @@ func (s *skeleton) addI2C(b scanI2CBus, found []i2c.Identity) {
 			s.addExpander(name, id.Model, where)
 			continue
 		}
-		s.addChannels(name, where, skModels[id.Model])
+		s.addChannels(name, where, skChannels(id.Model))
 	}
 }
 
@@ -140,7 +176,7 @@ func (s *skeleton) addW1(b scanW1Bus, roms []string) {
 		name := "ds18b20_" + strings.TrimPrefix(rom, "28-")
 		fmt.Fprintf(&s.devices, "  - name: %s\n    bus: %s\n    model: %s\n    rom: %s\n", name, b.name, m, rom)
 		s.nDevices++
-		s.addChannels(name, "the DS18B20 "+rom+" on "+b.name, skModels[string(m)])
+		s.addChannels(name, "the DS18B20 "+rom+" on "+b.name, skChannels(string(m)))
 	}
 }
 

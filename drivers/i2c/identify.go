@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/promcp/promcp-device/drivers"
 )
@@ -27,7 +29,16 @@ import (
 // no command is pending, so an address scan cannot see it; with Identify,
 // 0x44 and 0x45 get the SHT3x's "read serial number" command (0x3780),
 // a query that changes no setting and starts no measurement (Sensirion's
-// SHT3x datasheet and driver). The expander addresses (0x20..0x27,
+// SHT3x datasheet and driver). The SHT4x and SCD4x do not acknowledge a
+// bare read either: where the SHT3x's query is not answered, 0x44..0x46
+// get the SHT4x's serial-number command (0x89, one byte that no SHT3x
+// command starts with), and 0x62 the SCD4x's get_data_ready_status
+// (0xE4B8), the one query the SCD4x answers both idle and while it
+// measures; each answer is checked against its CRC. A BH1750 has no id
+// register and its every instruction changes its mode: one that answers
+// a read at 0x5C is named by its address, the evidence saying so; at 0x23,
+// an expander's address, the expanders' 22-byte read tells them apart (a
+// BH1750 sends its 2-byte data register, then the line stays high). The expander addresses (0x20..0x27,
 // 0x38..0x3F) are never written even with Identify: a byte written to a
 // PCF8574 sets its outputs. The pointer byte goes to whatever answers: a
 // chip that is none of the candidates may take it otherwise (a PCF8591 at
@@ -51,7 +62,14 @@ const (
 	ChipADS1015  = "ads1015"
 	ChipMCP23017 = "mcp23017"
 	ChipPCF8574  = "pcf8574"
+	ChipSHT4x    = "sht4x"
+	ChipSCD4x    = "scd4x"
+	ChipBH1750   = "bh1750"
 )
+
+// The SHT4x and SCD4x answer a query after a wait, not within the
+// transaction: what Identify waits between the query and the read.
+const identifyWait = 10 * time.Millisecond
 
 // SHT3x's serial-number command, with clock stretching: the sensor answers
 // two CRC-protected words.
@@ -106,15 +124,24 @@ func joinOr(s []string) string {
 func CandidatesAt(addr uint16) []string {
 	var c []string
 	switch {
+	case addr == 0x23:
+		c = append(c, ChipMCP23017, ChipPCF8574, ChipBH1750)
 	case addr >= 0x20 && addr <= 0x27:
 		c = append(c, ChipMCP23017, ChipPCF8574)
 	case addr >= 0x38 && addr <= 0x3F:
 		c = append(c, ChipPCF8574)
 	case addr == 0x76 || addr == 0x77:
 		c = append(c, ChipBME280, ChipBMP280)
+	case addr == 0x5C:
+		c = append(c, ChipBH1750)
+	case addr == 0x62:
+		c = append(c, ChipSCD4x)
 	}
 	if addr == 0x44 || addr == 0x45 {
 		c = append(c, ChipSHT3x)
+	}
+	if addr >= 0x44 && addr <= 0x46 {
+		c = append(c, ChipSHT4x)
 	}
 	if addr >= 0x40 && addr <= 0x4F {
 		c = append(c, ChipINA219)
@@ -131,6 +158,25 @@ type ScanOptions struct {
 	// pointer or the SHT3x's serial-number query (see the package's scan
 	// notes); without it the scan only reads.
 	Identify bool
+	// Sleep waits between a Sensirion query and its answer; nil: [Sleep].
+	Sleep SleepFunc
+	// More names candidates at addr beyond [CandidatesAt]'s (promcp-device
+	// scan: every model the manifest declares there), listed for an
+	// answering address this package cannot identify; nil: none.
+	More func(addr uint16) []string
+}
+
+// candidatesAt is CandidatesAt(addr) and o.More's.
+func (o ScanOptions) candidatesAt(addr uint16) []string {
+	c := CandidatesAt(addr)
+	if o.More != nil {
+		for _, m := range o.More(addr) {
+			if !slices.Contains(c, m) {
+				c = append(c, m)
+			}
+		}
+	}
+	return c
 }
 
 // ScanAddresses probes every address of ScanFirst..ScanLast on b, in
@@ -155,13 +201,13 @@ func ScanAddresses(ctx context.Context, b *Bus, o ScanOptions) ([]Identity, erro
 // Identify probes one address as [ScanAddresses] does: present reports
 // whether anything answered there.
 func Identify(ctx context.Context, b *Bus, addr uint16, o ScanOptions) (id Identity, present bool, err error) {
-	id = Identity{Addr: addr, Candidates: CandidatesAt(addr)}
+	id = Identity{Addr: addr, Candidates: o.candidatesAt(addr)}
 	var one [1]byte
 	err = b.Tx(ctx, addr, nil, one[:])
 	switch {
 	case errors.Is(err, drivers.ErrNACK):
-		if o.Identify && slices.Contains(id.Candidates, ChipSHT3x) {
-			return identifySHT3x(ctx, b, id)
+		if o.Identify {
+			return identifySensirion(ctx, b, id, o)
 		}
 		return id, false, nil
 	case err != nil:
@@ -170,6 +216,8 @@ func Identify(ctx context.Context, b *Bus, addr uint16, o ScanOptions) (id Ident
 	switch {
 	case slices.Contains(id.Candidates, ChipPCF8574):
 		err = identifyExpander(ctx, b, &id)
+	case slices.Equal(id.Candidates, []string{ChipBH1750}):
+		id.Model, id.Evidence = ChipBH1750, fmt.Sprintf("answers a read at 0x%02x, a BH1750's address (it has no id register: check that it is one)", addr)
 	case !o.Identify:
 		if len(id.Candidates) > 0 {
 			id.Evidence = "answers a read; --identify would read its id"
@@ -245,6 +293,82 @@ func identifyINAorADS(ctx context.Context, b *Bus, id *Identity) error {
 	return nil
 }
 
+// identifySensirion sends the queries of the Sensirion chips that can sit
+// at an address that did not acknowledge a read: an SHT3x's, then an
+// SHT4x's serial number; an SCD4x's data-ready status. present is false
+// when none answered.
+func identifySensirion(ctx context.Context, b *Bus, id Identity, o ScanOptions) (Identity, bool, error) {
+	sleep := o.Sleep
+	if sleep == nil {
+		sleep = Sleep
+	}
+	var found Identity
+	present := false
+	for _, q := range []struct {
+		chip string
+		try  func() (Identity, bool, error)
+	}{
+		{ChipSHT3x, func() (Identity, bool, error) { return identifySHT3x(ctx, b, id) }},
+		{ChipSHT4x, func() (Identity, bool, error) {
+			return identifyAfterWait(ctx, b, id, sleep, ChipSHT4x, []byte{SHT4xSerial}, 6)
+		}},
+		{ChipSCD4x, func() (Identity, bool, error) {
+			return identifyAfterWait(ctx, b, id, sleep, ChipSCD4x, []byte{SCD4xDataReady >> 8, SCD4xDataReady & 0xFF}, 3)
+		}},
+	} {
+		if !slices.Contains(id.Candidates, q.chip) {
+			continue
+		}
+		got, ok, err := q.try()
+		switch {
+		case err != nil:
+			return got, ok, err
+		case got.Model != "":
+			return got, true, nil
+		case ok && !present:
+			found, present = got, true // answered, but not as this chip
+		}
+	}
+	if !present {
+		return id, false, nil
+	}
+	return found, true, nil
+}
+
+// identifyAfterWait writes chip's query q, waits, reads n bytes (CRC-
+// protected words) and names chip if their checksums hold.
+func identifyAfterWait(ctx context.Context, b *Bus, id Identity, sleep SleepFunc, chip string, q []byte, n int) (Identity, bool, error) {
+	if err := b.Tx(ctx, id.Addr, q, nil); errors.Is(err, drivers.ErrNACK) {
+		return id, false, nil
+	} else if err != nil {
+		return id, false, err
+	}
+	if err := sleep(ctx, identifyWait); err != nil {
+		return id, false, err
+	}
+	r := make([]byte, n)
+	if err := b.Tx(ctx, id.Addr, nil, r); errors.Is(err, drivers.ErrNACK) {
+		return id, false, nil
+	} else if err != nil {
+		return id, false, err
+	}
+	what := map[string]string{ChipSHT4x: "serial-number answer", ChipSCD4x: "data-ready status"}[chip]
+	for i := 0; i+2 < n; i += 3 {
+		if CRC8(r[i:i+2]) != r[i+2] {
+			id.Evidence = fmt.Sprintf("%s % x fails the %s checksum", what, r, strings.ToUpper(chip))
+			return id, true, nil
+		}
+	}
+	id.Model = chip
+	if chip == ChipSHT4x {
+		id.Serial, id.HasSerial = uint32(r[0])<<24|uint32(r[1])<<16|uint32(r[3])<<8|uint32(r[4]), true
+		id.Evidence = fmt.Sprintf("serial number 0x%08x (checksums good)", id.Serial)
+	} else {
+		id.Evidence = fmt.Sprintf("data-ready status 0x%02x%02x (checksum good)", r[0], r[1])
+	}
+	return id, true, nil
+}
+
 // identifySHT3x sends an SHT3x's serial-number query to an address that
 // did not acknowledge a read, and checks the answer's checksums.
 func identifySHT3x(ctx context.Context, b *Bus, id Identity) (Identity, bool, error) {
@@ -279,6 +403,10 @@ func identifyExpander(ctx context.Context, b *Bus, id *Identity) error {
 	r := make([]byte, 22)
 	if err := b.Tx(ctx, id.Addr, nil, r); err != nil {
 		return err
+	}
+	if slices.Contains(id.Candidates, ChipBH1750) && !slices.ContainsFunc(r[2:], func(v byte) bool { return v != 0xFF }) && (r[0] != 0xFF || r[1] != 0xFF) {
+		id.Model, id.Evidence = ChipBH1750, fmt.Sprintf("a 22-byte read returns 2 bytes (0x%02x%02x), then the line high: a BH1750's data register, not an MCP23017's 22 registers", r[0], r[1])
+		return nil
 	}
 	for _, v := range r[1:] {
 		if v != r[0] {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"periph.io/x/conn/v3/i2c/i2ctest"
 	"periph.io/x/conn/v3/physic"
@@ -155,7 +156,7 @@ func TestIdentifyUnknownAnswers(t *testing.T) {
 		{0x4A, []i2ctest.IO{probe(0x4A, 0), {Addr: 0x4A, W: []byte{0x00}, R: []byte{0x12, 0x34}}, {Addr: 0x4A, W: []byte{0x01}, R: []byte{0x05, 0x83}}},
 			"0x4a: unidentified (could be ina219, ads1115 or ads1015): register 0x00 reads 0x1234, not the INA219's power-on 0x399F; register 0x01 reads 0x0583, not the ADS1x15's power-on 0x8583 (configured since power-on?)"},
 		{0x45, []i2ctest.IO{{Addr: 0x45, W: []byte{0x37, 0x80}, R: []byte{0xBE, 0xEF, 0x93, 0xBE, 0xEF, 0x92}}},
-			"0x45: unidentified (could be sht3x or ina219): serial-number answer be ef 93 be ef 92 fails the SHT3x checksum"},
+			"0x45: unidentified (could be sht3x, sht4x or ina219): serial-number answer be ef 93 be ef 92 fails the SHT3x checksum"},
 		{0x10, []i2ctest.IO{probe(0x10, 0)}, "0x10: unidentified"},
 	}
 	for _, tc := range cases {
@@ -199,5 +200,107 @@ func TestScanAddressesBusError(t *testing.T) {
 	found, err := ScanAddresses(context.Background(), NewBus("1", fail, 0, nil), ScanOptions{})
 	if err == nil || len(found) != 0 || !strings.Contains(err.Error(), "i2c 1 addr 0x30") {
 		t.Fatalf("found %v, err %v; want an error naming i2c 1 addr 0x30", found, err)
+	}
+}
+
+// sensirionChip answers as a Sensirion chip does: it acknowledges only its
+// own commands (cmdLen bytes; a query in cmds) and a read only after one,
+// with the query's answer.
+type sensirionChip struct {
+	cmdLen  int
+	answers map[string][]byte // by the query's bytes
+	pending []byte
+}
+
+func (c *sensirionChip) tx(w, r []byte) error {
+	nack := fmt.Errorf("i2c-dev: %w", drivers.ErrnoRemoteIO)
+	if len(w) > 0 {
+		a, ok := c.answers[string(w)]
+		if len(w) != c.cmdLen || !ok {
+			return nack
+		}
+		c.pending = a
+	}
+	if len(r) > 0 {
+		if c.pending == nil {
+			return nack
+		}
+		copy(r, c.pending)
+		c.pending = nil
+	}
+	return nil
+}
+
+// The SHT4x at 0x44..0x46 and the SCD4x at 0x62 do not acknowledge a bare
+// read: with Identify, each is named by its CRC-checked answer to a query
+// that changes nothing (an SHT3x's serial query first where one can sit;
+// the SHT4x NACKs it); without, nothing is written and they are absent.
+// A BH1750 answers a read and is named by its address, nothing written.
+func TestIdentifySHT4xSCD4xBH1750(t *testing.T) {
+	sht4x := &sensirionChip{cmdLen: 1, answers: map[string][]byte{"\x89": append(SensirionWord(0x0F4A), SensirionWord(0x3B21)...)}}
+	scd4x := &sensirionChip{cmdLen: 2, answers: map[string][]byte{"\xE4\xB8": SensirionWord(0x8006)}}
+	bh1750 := func(w, r []byte) error { // its data register, then the line high
+		for i := range r {
+			r[i] = 0xFF
+		}
+		copy(r, []byte{0x01, 0x90})
+		return nil
+	}
+	chips := map[uint16]func(w, r []byte) error{0x45: sht4x.tx, 0x46: sht4x.tx, 0x62: scd4x.tx, 0x23: bh1750, 0x5C: bh1750}
+	var writes []string
+	pb := i2cBusFunc(func(addr uint16, w, r []byte) error {
+		if len(w) > 0 {
+			writes = append(writes, fmt.Sprintf("0x%02x:% x", addr, w))
+		}
+		if f, ok := chips[addr]; ok {
+			return f(w, r)
+		}
+		return fmt.Errorf("i2c-dev: %w", drivers.ErrnoRemoteIO)
+	})
+	noWait := func(context.Context, time.Duration) error { return nil }
+	found, err := ScanAddresses(t.Context(), NewBus("1", pb, 0, nil), ScanOptions{Identify: true, Sleep: noWait})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, id := range found {
+		got = append(got, id.String())
+	}
+	want := []string{
+		"0x23: bh1750: a 22-byte read returns 2 bytes (0x0190), then the line high: a BH1750's data register, not an MCP23017's 22 registers",
+		"0x45: sht4x: serial number 0x0f4a3b21 (checksums good)",
+		"0x46: sht4x: serial number 0x0f4a3b21 (checksums good)",
+		"0x5c: bh1750: answers a read at 0x5c, a BH1750's address (it has no id register: check that it is one)",
+		"0x62: scd4x: data-ready status 0x8006 (checksum good)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("found:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	wantWrites := "0x44:37 80 0x44:89 0x45:37 80 0x45:89 0x46:89 0x62:e4 b8"
+	if g := strings.Join(writes, " "); g != wantWrites {
+		t.Errorf("writes %s\nwant   %s", g, wantWrites)
+	}
+
+	writes = nil
+	found, err = ScanAddresses(t.Context(), NewBus("1", pb, 0, nil), ScanOptions{Sleep: noWait})
+	if err != nil || len(found) != 2 || found[0].Model != ChipBH1750 || found[1].Model != ChipBH1750 || len(writes) != 0 {
+		t.Errorf("without Identify: %v, %v, writes %v; want the two bh1750s alone, nothing written", found, err, writes)
+	}
+}
+
+// ScanOptions.More adds the candidates a caller knows at an address (a
+// model declared there that this package cannot identify): an answering
+// chip is listed as possibly one, nothing written for it.
+func TestScanMoreCandidates(t *testing.T) {
+	bus := sparse(t, []uint16{0x10}, probe(0x10, 0))
+	more := func(addr uint16) []string {
+		if addr == 0x10 {
+			return []string{"veml7700"}
+		}
+		return nil
+	}
+	found, err := ScanAddresses(t.Context(), NewBus("1", bus, 0, nil), ScanOptions{Identify: true, More: more})
+	if err != nil || len(found) != 1 || found[0].String() != "0x10: unidentified (could be veml7700)" || strings.Contains(strings.Join(bus.writes, " "), "0x10:") {
+		t.Fatalf("%v, %v, writes %v; want 0x10 as a possible veml7700, nothing written to it", found, err, bus.writes)
 	}
 }
