@@ -349,7 +349,7 @@ func testSkew(t *testing.T, f *fleet) {
 		t.Fatalf("first actuation: %s (%s) %v", d.Permission, d.Reason, err)
 	}
 	ahead := func() time.Time { return time.Now().Add(time.Hour) }
-	st, err := shared.Open(ctx, f.gws[0].leaf.Conn(t), shared.Config{Gateway: "gw1", Now: ahead})
+	st, err := shared.Open(ctx, f.gws[0].leaf.Conn(t), shared.Config{Gateway: "gw1", Clock: aheadClock{}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,3 +364,9 @@ func testSkew(t *testing.T, f *fleet) {
 		t.Fatalf("cooldown clears %s after now on the ahead clock, want within 10 minutes", until)
 	}
 }
+
+// aheadClock is the real clock an hour ahead.
+type aheadClock struct{}
+
+func (aheadClock) Now() time.Time                         { return time.Now().Add(time.Hour) }
+func (aheadClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
