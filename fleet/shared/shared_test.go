@@ -44,6 +44,8 @@ func testRules(c policy.Claim) (shared.Rule, bool) {
 		return shared.Rule{Owner: "gw1", RateLimit: &manifests.RateLimit{Max: 5, Per: time.Hour}}, true
 	case strings.HasPrefix(c.Action, "do_lease1"):
 		return shared.Rule{Owner: "gw1", Lease: time.Second}, true
+	case strings.HasPrefix(c.Action, "do_fleetrate"):
+		return shared.Rule{Owner: "gw1", RateLimit: &manifests.RateLimit{Max: 5, Per: time.Hour}}, true
 	case strings.HasPrefix(c.Action, "do_rate"):
 		return shared.Rule{Owner: "gw1", RateLimit: &manifests.RateLimit{Max: 2, Per: time.Hour}}, true
 	}
@@ -52,8 +54,14 @@ func testRules(c policy.Claim) (shared.Rule, bool) {
 
 func startFleet(t testing.TB, timeout time.Duration) *fleet {
 	t.Helper()
+	return startFleetOf(t, 3, timeout)
+}
+
+// startFleetOf starts a hub and n gateways, gw1 to gw<n>.
+func startFleetOf(t testing.TB, n int, timeout time.Duration) *fleet {
+	t.Helper()
 	f := &fleet{hub: sharedtest.StartHub(t)}
-	for i := 1; i <= 3; i++ {
+	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("gw%d", i)
 		leaf := f.hub.StartLeaf(name)
 		g := &gateway{name: name, leaf: leaf, hist: policy.NewMemoryState()}
@@ -61,16 +69,20 @@ func startFleet(t testing.TB, timeout time.Duration) *fleet {
 		// Just after the leaf links, the hub's JetStream may not answer
 		// through it yet (no responders): Open says so with
 		// ErrUnreachable, and the test opens again until it binds.
+		// Minutes allowed: under load the hub's interest reaches a new
+		// leaf late.
 		var st *shared.State
 		var err error
-		for try := 0; try < 20; try++ {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			st, err = shared.Open(ctx, nc, shared.Config{Gateway: name, LocalDomain: name, Timeout: timeout, Linked: leaf.Linked})
 			cancel()
-			if !errors.Is(err, shared.ErrUnreachable) {
+			if !errors.Is(err, shared.ErrUnreachable) || time.Now().After(deadline) {
 				break
 			}
-			time.Sleep(250 * time.Millisecond)
+			pause := time.NewTimer(250 * time.Millisecond) // a pause between attempts, not a wait for a condition
+			<-pause.C
 		}
 		if err != nil {
 			t.Fatalf("open %s: %v", name, err)
