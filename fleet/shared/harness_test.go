@@ -138,7 +138,7 @@ func bounded() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 30*time.Second)
 }
 
-// scenarioRate: three clients on each gateway race for a fleet rate limit
+// scenarioRate: two clients on each gateway race for a fleet rate limit
 // of 5 per hour, one gateway's links delayed 20 ms: at most 5 execute
 // fleet-wide (each gateway's own actuations counted once).
 func scenarioRate(t *testing.T, f *fleet, h *sharedtest.History) time.Time {
@@ -151,7 +151,7 @@ func scenarioRate(t *testing.T, f *fleet, h *sharedtest.History) time.Time {
 		}
 	}()
 	const action = "do_fleetrate" // one per fleet: the limit is the rule's
-	clients(3*len(f.gws), 4, nil, func(i, _ int) {
+	clients(2*len(f.gws), 2, nil, func(i, _ int) {
 		g := f.gws[i%len(f.gws)]
 		ctx, cancel := bounded()
 		defer cancel()
