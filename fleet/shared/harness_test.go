@@ -289,7 +289,9 @@ func scenarioLostReplies(t *testing.T, f *fleet, h *sharedtest.History) time.Tim
 		case err == nil:
 			known.Store(key, true)
 			h.End(op, sharedtest.OK, "")
-		case errors.Is(err, shared.ErrClaimUnknown) || errors.Is(err, context.DeadlineExceeded):
+		case errors.Is(err, shared.ErrClaimUnknown):
+			h.End(op, sharedtest.Unknown, "claim_unknown: "+err.Error())
+		case errors.Is(err, context.DeadlineExceeded):
 			h.End(op, sharedtest.Unknown, err.Error())
 		default:
 			h.End(op, sharedtest.Failed, err.Error())
