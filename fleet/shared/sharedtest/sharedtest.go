@@ -1,7 +1,11 @@
 // Package sharedtest starts a fleet on loopback for tests: a three-node
 // hub cluster (JetStream domain "hub") and leaf servers for gateways, each
-// with its own JetStream domain and a link to the hub that a test can cut
-// and heal. Everything listens on 127.0.0.1 and stops with the test.
+// with its own JetStream domain. Every link between two nodes (routes,
+// leaf links, clients of a hub member) passes through a Proxy that a test
+// can cut, delay, make lose replies or freeze (Hub.Freeze: a node stopped
+// as by SIGSTOP); a History records what concurrent clients did, for
+// checks against the fleet's invariants. Everything listens on 127.0.0.1
+// and stops with the test.
 package sharedtest
 
 import (
