@@ -81,6 +81,10 @@ var keySeq atomic.Int64
 
 func newKey() string { return fmt.Sprintf("k%d", keySeq.Add(1)) }
 
+// actuation is how long an actuator of the scenarios takes: reservations
+// that overlap show as executions at once.
+const actuation = 20 * time.Millisecond
+
 // doShared is one do_* of action by client through r: claim (a rate
 // limit of rate per hour when rate > 0, else no cooldown), execute,
 // commit; recorded in h.
@@ -106,6 +110,8 @@ func doShared(ctx context.Context, h *sharedtest.History, client string, r polic
 	granted := time.Now()
 	dl, _ := ctx.Deadline()
 	h.Executed(sharedtest.Exec{Client: client, Action: action, Deadline: dl})
+	actuating := time.NewTimer(actuation) // the actuator moving, on real time
+	<-actuating.C
 	settle := time.Now()
 	err = r.Commit(ctx, res, settle, true)
 	h.Held(sharedtest.Hold{Client: client, Unit: action, Invoked: invoked, Granted: granted, Settle: settle, Committed: err == nil, Lease: lease})

@@ -159,8 +159,17 @@ func (h *Hub) serve(i int) {
 	h.t.Cleanup(func() { svc.Close() })
 }
 
+// start starts node i, up to three times: under load a member may take
+// longer than natsembed's 10 s to be ready (its JetStream store recovered).
 func (h *Hub) start(i int) {
-	ns, err := natsembed.StartHub(h.cfgs[i], nil)
+	var ns *server.Server
+	var err error
+	for try := 0; try < 3; try++ {
+		if ns, err = natsembed.StartHub(h.cfgs[i], nil); err == nil {
+			break
+		}
+		h.t.Logf("hub node %d, try %d: %v", i, try+1, err)
+	}
 	if err != nil {
 		h.t.Errorf("hub node %d: %v", i, err)
 		return
