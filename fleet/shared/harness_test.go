@@ -96,8 +96,12 @@ func doShared(ctx context.Context, h *sharedtest.History, client string, r polic
 		decide = rateDecide(c, rate)
 	}
 	invoked := time.Now()
-	rule, _ := testRules(c)
+	rule, isShared := testRules(c)
 	lease := shared.LeaseFor(ctx, rule, invoked)
+	unit := action // a shared actuator is one for the fleet
+	if !isShared {
+		unit, lease = client+"/"+action, 0 // a local one is the gateway's own
+	}
 	res, d, err := r.Reserve(ctx, c, decide)
 	switch {
 	case err != nil:
@@ -114,7 +118,7 @@ func doShared(ctx context.Context, h *sharedtest.History, client string, r polic
 	<-actuating.C
 	settle := time.Now()
 	err = r.Commit(ctx, res, settle, true)
-	h.Held(sharedtest.Hold{Client: client, Unit: action, Invoked: invoked, Granted: granted, Settle: settle, Committed: err == nil, Lease: lease})
+	h.Held(sharedtest.Hold{Client: client, Unit: unit, Invoked: invoked, Granted: granted, Settle: settle, Committed: err == nil, Lease: lease})
 	if err != nil {
 		h.End(op, sharedtest.Unknown, "executed, commit: "+err.Error())
 		return sharedtest.Unknown
@@ -458,6 +462,7 @@ func logFailures(t *testing.T, h *sharedtest.History) {
 	type agg struct {
 		n       int
 		longest time.Duration
+		sample  string
 	}
 	by := map[string]*agg{}
 	for _, op := range h.Ops() {
@@ -470,9 +475,10 @@ func logFailures(t *testing.T, h *sharedtest.History) {
 		}
 		by[k].n++
 		by[k].longest = max(by[k].longest, op.Ended.Sub(op.Invoked))
+		by[k].sample = op.Reason
 	}
 	for k, a := range by {
-		t.Logf("%s: %d, longest %s", k, a.n, a.longest.Round(time.Millisecond))
+		t.Logf("%s: %d, longest %s (last: %.240s)", k, a.n, a.longest.Round(time.Millisecond), a.sample)
 	}
 }
 
