@@ -29,7 +29,7 @@ import (
 // after the budget are dropped (counted in LateAnswers). The server that
 // serves the report derives feasible from the merged candidates.
 func (v *View) CanDo(ctx context.Context, req promcp.CanDoRequest, only string) promcp.CapabilityReport {
-	start := time.Now()
+	start := v.cfg.Clock.Now()
 	targets := v.targets(req, only)
 	rep := promcp.CapabilityReport{QueryID: newQueryID(),
 		Context: promcp.ReportContext{RelatedReads: []string{}, CurrentObservations: map[string]promcp.Observation{}, Location: req.Intent.Location}}
@@ -90,6 +90,7 @@ func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequ
 	}
 	args, _ := json.Marshal(map[string]any{"intent": req.Intent, "scope": "local"})
 	c := server.CallerFrom(ctx)
+	// Real time: the deadline and the budget bound a NATS scatter-gather.
 	data, _ := json.Marshal(canDoRequest{QueryID: queryID, Arguments: args, Caller: wireCaller{Name: c.Name, Role: c.Role},
 		Credential: c.Credential, Deadline: time.Now().Add(v.cfg.Budget).UTC()})
 	token := newRequestToken()

@@ -56,7 +56,7 @@ func createBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.Key
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("fleet: create the %s bucket: %w (last error: %v)", cfg.Bucket, ctx.Err(), last)
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond): // real time: waits for the hub's JetStream
 		}
 	}
 }

@@ -73,7 +73,7 @@ func (l *mcpLocal) Call(ctx context.Context, caller server.Caller, tool string, 
 	// A routed call's context ends at its deadline: checked here again,
 	// last thing before the gateway's server (which, once a do_* has
 	// begun, finishes it whatever the caller does).
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) { // real time: a context's deadline is
 		return nil, fmt.Errorf("%s not run: its deadline %s has passed: %w", tool, dl.UTC().Format(time.RFC3339Nano), context.DeadlineExceeded)
 	}
 	req := mcp.CallToolRequest{}
@@ -269,7 +269,7 @@ func (m *Member) load(ctx context.Context) error {
 	defer m.mu.Unlock()
 	m.info = Info{GatewayID: m.cfg.GatewayID, Zone: m.cfg.Zone, Tags: m.cfg.Tags, Profile: m.cfg.Profile,
 		ManifestHash: Hash(tools), PromcpVersion: PromcpVersion, PhysMCPVersion: PhysMCPVersion,
-		Locations: m.cfg.Locations, Vocabulary: m.cfg.Vocabulary, Shared: m.cfg.Shared, Tools: tools, Registered: time.Now().UTC()}
+		Locations: m.cfg.Locations, Vocabulary: m.cfg.Vocabulary, Shared: m.cfg.Shared, Tools: tools, Registered: m.cfg.Now().UTC()}
 	return nil
 }
 
@@ -308,7 +308,7 @@ func (m *Member) Refresh(ctx context.Context) error {
 func (m *Member) upkeep(ctx context.Context) {
 	defer close(m.done)
 	every := m.cfg.Upkeep
-	t := time.NewTicker(every)
+	t := time.NewTicker(every) // real time: heartbeats expire on the hub's timers
 	defer t.Stop()
 	logged := false
 	for {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/promcp/promcp-device/server"
 )
@@ -32,7 +31,7 @@ type MeshStatus = server.MeshStatus
 // ListPeers is physmcp/list_peers: every registered gateway and whether
 // it answers now.
 func (m Mesh) ListPeers(ctx context.Context) server.MeshPeers {
-	return server.MeshPeers{Peers: m.peers(ctx), Timestamp: time.Now().UTC()}
+	return server.MeshPeers{Peers: m.peers(ctx), Timestamp: m.View.cfg.Clock.Now().UTC()}
 }
 
 func (m Mesh) peers(ctx context.Context) []Peer {
@@ -81,7 +80,7 @@ func (m Mesh) Status(ctx context.Context) MeshStatus {
 		q.AlivePeers = max(reach, 1)
 	}
 	return MeshStatus{Node: m.View.cfg.Node, Role: string(m.View.cfg.Role), PartitionState: state, HubReachable: hub,
-		MeshSize: len(peers), Reachable: reach, Quorum: q, Peers: peers, LateAnswersDropped: m.View.LateAnswers(), Timestamp: time.Now().UTC()}
+		MeshSize: len(peers), Reachable: reach, Quorum: q, Peers: peers, LateAnswersDropped: m.View.LateAnswers(), Timestamp: m.View.cfg.Clock.Now().UTC()}
 }
 
 // Manifest is physmcp/manifest: on a gateway its own registry entry, on

@@ -30,7 +30,7 @@ func (v *View) pollOnce(ctx context.Context) error {
 	if every <= 0 {
 		every = defaultPoll
 	}
-	tick := time.NewTicker(every)
+	tick := time.NewTicker(every) // real time: paces NATS reads
 	defer tick.Stop()
 	var regSeq uint64
 	keys := v.followKeys()

@@ -87,7 +87,7 @@ func (e *Endpoint) routedRead(gw, tool string, unit any) func(context.Context, m
 		if err == nil {
 			return restamp(res, gw, req.Params.Name), nil
 		}
-		body := map[string]any{"value": nil, "unit": unit, "timestamp": time.Now().UTC(), "quality": promcp.QualityError,
+		body := map[string]any{"value": nil, "unit": unit, "timestamp": e.v.cfg.Clock.Now().UTC(), "quality": promcp.QualityError,
 			"quality_reason": "gateway " + gw + " did not answer",
 			"error":          promcp.Error{Code: promcp.CodeSourceUnreachable, Message: "routed read to gateway " + gw + " failed: " + err.Error()}}
 		return resultOf(body, true), nil
@@ -111,7 +111,7 @@ func (e *Endpoint) routedDo(gw, tool string) func(context.Context, mcp.CallToolR
 		}
 		_ = json.Unmarshal(args, &a)
 		body := map[string]any{"idempotency_key": a.Key, "applied_value": nil, "previous_value": nil, "side_effects": []string{},
-			"compensable": false, "compensation_hint": nil, "timestamp": time.Now().UTC(), "requested_value": a.Value}
+			"compensable": false, "compensation_hint": nil, "timestamp": e.v.cfg.Clock.Now().UTC(), "requested_value": a.Value}
 		if errors.Is(err, nats.ErrNoResponders) {
 			// Nobody received it: nothing happened.
 			body["status"], body["permission"] = promcp.StatusFailed, promcp.SourceUnreachable

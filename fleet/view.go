@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/nats-io/nats.go/micro"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/manifests"
 )
 
@@ -44,6 +45,10 @@ type ViewConfig struct {
 	// fleet endpoint) needs it. A hub member ignores it.
 	Follow []string
 	Log    *slog.Logger
+	// Clock stamps reports and ages the background figures (nil:
+	// clock.System). Budgets and paces of NATS requests stay on real
+	// time: the replies, pings and the servers' timeouts run on it.
+	Clock clock.Clock
 }
 
 // View is a node's picture of the fleet: the registry, watched, and the
@@ -78,6 +83,7 @@ func Watch(nc *nats.Conn, cfg ViewConfig) *View {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	ctx, cancel := context.WithCancel(context.Background())
 	v := &View{cfg: cfg, nc: nc, gateways: map[string]Info{}, ctx: ctx, stop: cancel, done: make(chan struct{}), ready: make(chan struct{})}
 	go v.watch(ctx)
@@ -151,7 +157,7 @@ func (v *View) watch(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Second):
+		case <-time.After(time.Second): // real time: a pause between NATS watches
 		}
 	}
 }
@@ -184,7 +190,7 @@ func (v *View) watchOnce(ctx context.Context) error {
 	a := &followed{bucket: AliveBucket, initial: true}
 	seen := map[string]Info{}
 	beating := map[string]bool{}
-	check := time.NewTicker(3 * time.Second)
+	check := time.NewTicker(3 * time.Second) // real time: heartbeats expire on the hub's timers
 	defer check.Stop()
 	for {
 		select {
@@ -383,7 +389,7 @@ const (
 // ctx ends (returning the last figure, or 0).
 func (b *background) get(ctx context.Context, v *View, measure func(context.Context) int) int {
 	b.mu.Lock()
-	now := time.Now()
+	now := v.cfg.Clock.Now()
 	b.asked = now
 	if !b.running && v.ctx.Err() == nil {
 		b.running, b.fresh = true, make(chan struct{})
@@ -409,15 +415,15 @@ func (b *background) get(ctx context.Context, v *View, measure func(context.Cont
 // has asked for backgroundIdle.
 func (b *background) loop(v *View, measure func(context.Context) int) {
 	defer v.bg.Done()
-	t := time.NewTicker(backgroundEvery)
+	t := time.NewTicker(backgroundEvery) // real time: paces NATS pings
 	defer t.Stop()
 	for {
 		val := measure(v.ctx)
 		b.mu.Lock()
-		b.val, b.at = val, time.Now()
+		b.val, b.at = val, v.cfg.Clock.Now()
 		close(b.fresh)
 		b.fresh = make(chan struct{})
-		idle := time.Since(b.asked) > backgroundIdle
+		idle := v.cfg.Clock.Now().Sub(b.asked) > backgroundIdle
 		if idle || v.ctx.Err() != nil {
 			b.running = false
 		}
@@ -456,6 +462,7 @@ func (v *View) ping(ctx context.Context, ids []string, wait time.Duration) map[s
 	if len(ids) == 0 {
 		return alive
 	}
+	// Real time: the deadline and the wait bound a NATS round trip.
 	data, _ := json.Marshal(canDoRequest{Ping: true, Deadline: time.Now().Add(wait).UTC()})
 	token := newRequestToken()
 	ch := make(chan *nats.Msg, len(ids)+8)

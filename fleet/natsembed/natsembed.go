@@ -38,6 +38,10 @@ type HubConfig struct {
 	// Routes are the other members' cluster URLs (nats://host:port);
 	// members gossip the rest, so one seed is enough.
 	Routes []string
+	// ClusterAdvertise is the cluster address (host:port) a member gossips
+	// to the others; "" is its listen address. Tests that put every route
+	// through a proxy set it so that no member dials another around it.
+	ClusterAdvertise string
 	// StoreDir is the JetStream store; "" means a temporary directory.
 	StoreDir string
 	// Ping is the liveness check of every link (leaf links included).
@@ -191,6 +195,7 @@ func cluster(opts *server.Options, cfg HubConfig) error {
 	// data race with the route dialler unless already in order.
 	slices.SortFunc(routes, func(a, b *url.URL) int { return strings.Compare(a.String(), b.String()) })
 	opts.Routes = routes
+	opts.Cluster.Advertise = cfg.ClusterAdvertise
 	return nil
 }
 

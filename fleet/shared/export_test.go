@@ -5,3 +5,6 @@ package shared
 // answered it; an error it returns is the call's (the hubs' write, if
 // any, stands).
 func LoseReplies(s *State, fault func(op string) error) { s.fault = fault }
+
+// LeaseFor is the lease a shared claim asks (leaseFor).
+var LeaseFor = leaseFor

@@ -203,7 +203,7 @@ func (f *fleetStore) read(ctx context.Context, k string) (uint64, *idemRecord, e
 	if err := json.Unmarshal(e.Value(), &rec); err != nil {
 		return e.Revision(), nil, nil // not ours: overwrite
 	}
-	if !f.s.cfg.Now().Before(f.s.hubTime(e.Created()).Add(f.ttl)) {
+	if !f.s.cfg.Clock.Now().Before(f.s.hubTime(e.Created()).Add(f.ttl)) {
 		return e.Revision(), nil, nil
 	}
 	return e.Revision(), &rec, nil

@@ -85,7 +85,7 @@ func testStoreConformance(t *testing.T, f *fleet) {
 			t.Fatal(err)
 		}
 		leaf := f.gws[0].leaf
-		s, err := shared.Open(ctx, leaf.Conn(t), shared.Config{Gateway: "conf", Now: clk.Now})
+		s, err := shared.Open(ctx, leaf.Conn(t), shared.Config{Gateway: "conf", Clock: clk})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -184,7 +184,7 @@ func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx 
 			Reason:  fmt.Sprintf("%s cannot be held fleet-wide: owner %q or action is not a name of letters, digits, '-' and '_'", c.Action, rule.Owner),
 			Details: "fix the fleet rules' owner"}, nil
 	}
-	cl := claimState{id: r.s.claimant(), key: leaseKey(rule.Owner, c.Action), lease: leaseFor(ctx, rule, r.s.cfg.Now()), start: r.s.cfg.Now()}
+	cl := claimState{id: r.s.claimant(), key: leaseKey(rule.Owner, c.Action), lease: leaseFor(ctx, rule, r.s.cfg.Clock.Now()), start: r.s.cfg.Clock.Now()}
 	for {
 		res, d, err, again := r.reserveOnce(ctx, c, rule, decide, &cl)
 		if !again {
@@ -317,7 +317,8 @@ var errRaceLost = errors.New("another claimant wrote first")
 // first failure and within ctx. A hub that reports its quorum lost (fewer
 // current replicas than a quorum) refuses at once.
 func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach, bool) {
-	now := r.s.cfg.Now()
+	now := time.Now() // real time: the election waited for runs on it
+
 	if cl.tries == 0 {
 		cl.start = now
 	}
@@ -372,7 +373,7 @@ func (r *reserver) othersPending(v leaseView) (time.Time, string) {
 		return time.Time{}, ""
 	}
 	until := r.s.hubTime(v.created).Add(v.rec.lease(DefaultLease, MaxLease))
-	if !r.s.cfg.Now().Before(until) {
+	if !r.s.cfg.Clock.Now().Before(until) {
 		return time.Time{}, ""
 	}
 	who := v.rec.Gateway
@@ -465,7 +466,8 @@ func (r *reserver) Commit(ctx context.Context, res *policy.Reservation, at time.
 // lost mid-write is retried): the key is read back, and the write tried
 // again while it still holds this claimant's pending record.
 func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
-	rev, start := h.rev, s.cfg.Now()
+	// The election wait is real time: the hubs elect on it.
+	rev, start := h.rev, time.Now()
 	for try := 0; ; try++ {
 		_, err := s.writeLease(ctx, opSettle, h.key, rec, rev, 0)
 		if err == nil {
@@ -482,7 +484,7 @@ func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
 		case rerr == nil:
 			rev = now.rev
 		}
-		if errors.Is(err, ErrRefused) || s.cfg.Now().Sub(start) >= s.cfg.ElectionWait || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
+		if errors.Is(err, ErrRefused) || time.Since(start) >= s.cfg.ElectionWait || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
 			return err
 		}
 	}
@@ -637,7 +639,7 @@ func (s *State) cas(ctx context.Context, kv jetstream.KeyValue, key string, rec 
 	if err != nil {
 		return 0, err
 	}
-	before := s.cfg.Now()
+	before := s.cfg.Clock.Now()
 	var nrev uint64
 	if rev == 0 {
 		nrev, err = kv.Create(ctx, key, b)
@@ -647,7 +649,7 @@ func (s *State) cas(ctx context.Context, kv jetstream.KeyValue, key string, rec 
 	if err != nil {
 		return 0, err
 	}
-	if after := s.cfg.Now(); s.skewStale(after) {
+	if after := s.cfg.Clock.Now(); s.skewStale(after) {
 		if e, gerr := kv.GetRevision(ctx, key, nrev); gerr == nil {
 			s.measureSkew(e.Created(), before, after)
 		}
@@ -686,7 +688,7 @@ func (s *State) waitChange(ctx context.Context, key string, rev uint64, until ti
 		if !sleepCtx(ctx, pause) {
 			return ctx.Err()
 		}
-		if !s.cfg.Now().Before(until) {
+		if !s.cfg.Clock.Now().Before(until) {
 			return nil
 		}
 		v, err := s.readLease(ctx, key)
@@ -708,7 +710,7 @@ func (s *State) waitLinked(ctx context.Context) bool {
 		return false
 	}
 	for {
-		now := s.cfg.Now()
+		now := time.Now() // real time: the leaf's reconnects run on it
 		s.mu.Lock()
 		if s.cfg.Linked() {
 			s.unlinkedSince = time.Time{}
@@ -727,7 +729,8 @@ func (s *State) waitLinked(ctx context.Context) bool {
 }
 
 // sleepCtx pauses for d unless ctx ends first (a back-off between hub
-// calls, not a wait for a condition).
+// calls, not a wait for a condition). Real time: it paces requests to
+// NATS, whose elections and timeouts run on real time.
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/internal/positive"
 )
 
@@ -104,8 +105,8 @@ type ServiceConfig struct {
 	// one within its lease. 0 is shared.MaxLease (10 min).
 	MaxLease time.Duration
 	Log      *slog.Logger
-	// Now is the hub's clock (default time.Now).
-	Now func() time.Time
+	// Clock is the hub's clock (nil: clock.System).
+	Clock clock.Clock
 }
 
 // Service is a hub member's shared-state service.
@@ -123,16 +124,14 @@ func Serve(ctx context.Context, nc *nats.Conn, cfg ServiceConfig) (*Service, err
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	if cfg.Node == "" {
 		cfg.Node = "hub"
 	}
 	cfg.MinIdemTTL = positive.Or(cfg.MinIdemTTL, time.Hour)
 	cfg.MaxLease = positive.Or(cfg.MaxLease, MaxLease)
 	st, err := Open(ctx, nc, Config{Gateway: cfg.Node, HubDomain: cfg.HubDomain, Replicas: cfg.Replicas, IdemTTL: cfg.IdemTTL,
-		RateMaxAge: cfg.RateMaxAge, Log: cfg.Log, Now: cfg.Now})
+		RateMaxAge: cfg.RateMaxAge, Log: cfg.Log, Clock: cfg.Clock})
 	if st == nil {
 		return nil, err
 	}
@@ -152,7 +151,7 @@ func (v *Service) Close() error { return v.sub.Unsubscribe() }
 func (v *Service) handle(m *nats.Msg) {
 	go func() {
 		rep := v.answer(m)
-		rep.Now = v.cfg.Now().UTC()
+		rep.Now = v.cfg.Clock.Now().UTC()
 		b, _ := json.Marshal(rep)
 		_ = m.Respond(b)
 	}()
@@ -246,7 +245,7 @@ func (v *Service) lease(ctx context.Context, gw, op string, q svcRequest) svcRep
 	switch op {
 	case opReserve:
 		if cur.rev != 0 && cur.rec.State == statePending {
-			if until := cur.created.Add(cur.rec.lease(min(DefaultLease, v.cfg.MaxLease), v.cfg.MaxLease)); v.cfg.Now().Before(until) {
+			if until := cur.created.Add(cur.rec.lease(min(DefaultLease, v.cfg.MaxLease), v.cfg.MaxLease)); v.cfg.Clock.Now().Before(until) {
 				// A pending reservation within its lease (another
 				// gateway's, or another claim of this one) is its
 				// claimant's to settle: no one erases it. Answered as a
@@ -295,7 +294,7 @@ func conflict(key string, want, now uint64) svcReply {
 // clock: no writer sets a time (the hubs take them from their clock), so
 // such a record was written past the service, and is not believed.
 func (v *Service) sane(key string, lv leaseView) leaseView {
-	if lv.rec.Last.After(v.cfg.Now().Add(maxAhead)) {
+	if lv.rec.Last.After(v.cfg.Clock.Now().Add(maxAhead)) {
 		v.cfg.Log.Warn("fleet shared service: ignoring a lease record's last actuation in the future (not written by a hub)",
 			"key", key, "last", lv.rec.Last, "writer", lv.rec.Gateway)
 		lv.rec.Last = time.Time{}
@@ -335,7 +334,7 @@ func (v *Service) idemOp(ctx context.Context, gw, op string, q svcRequest) svcRe
 	switch op {
 	case opIdemClaim:
 		ttl := max(time.Duration(q.TTL)*time.Millisecond, v.cfg.MinIdemTTL)
-		if e != nil && readable && cur.Gateway != gw && v.cfg.Now().Before(e.Created().Add(ttl)) {
+		if e != nil && readable && cur.Gateway != gw && v.cfg.Clock.Now().Before(e.Created().Add(ttl)) {
 			return refuse("idem_claim: %s is gateway %s's claim, not expired", q.Key, cur.Gateway)
 		}
 		nrev, err := v.s.cas(ctx, idem, q.Key, idemRecord{claimant: mine, Fingerprint: q.Fingerprint, State: idemRunning}, q.Rev)
@@ -414,12 +413,12 @@ func (s *State) call(ctx context.Context, op string, q svcRequest) (svcReply, er
 		q.Timeout = time.Until(dl).Milliseconds()
 	}
 	b, _ := json.Marshal(q)
-	before := s.cfg.Now()
+	before := s.cfg.Clock.Now()
 	m, err := s.nc.RequestWithContext(ctx, ServiceSubject(s.cfg.Gateway, op), b)
 	if err != nil {
 		return svcReply{}, err
 	}
-	after := s.cfg.Now()
+	after := s.cfg.Clock.Now()
 	var rep svcReply
 	if err := json.Unmarshal(m.Data, &rep); err != nil {
 		return svcReply{}, fmt.Errorf("fleet shared service: unreadable answer to %s: %w", op, err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/promcp/promcp-device/clock"
 	"github.com/promcp/promcp-device/internal/positive"
 )
 
@@ -67,9 +68,11 @@ type Config struct {
 	LinkGrace time.Duration
 	// Log receives warnings; nil discards them.
 	Log *slog.Logger
-	// Now is the gateway's clock (default time.Now); fleet ages are
-	// measured on the hub's clock and mapped onto this one.
-	Now func() time.Time
+	// Clock is the gateway's clock (nil: clock.System); fleet ages are
+	// measured on the hub's clock and mapped onto this one. Waits on NATS
+	// itself (write timeouts, election back-offs) stay on real time: the
+	// hubs' Raft elections and the server's timeouts run on it.
+	Clock clock.Clock
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
@@ -100,9 +103,7 @@ func (c *Config) fill() error {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 	return nil
 }
 
@@ -193,7 +194,7 @@ func (s *State) Config() Config { return s.cfg }
 func (s *State) bind(ctx context.Context, bounded bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.lease != nil && s.idem != nil && s.rate != nil && (s.sourced || time.Since(s.sourceTry) < 5*time.Second) {
+	if s.lease != nil && s.idem != nil && s.rate != nil && (s.sourced || s.cfg.Clock.Now().Sub(s.sourceTry) < 5*time.Second) {
 		return nil
 	}
 	if bounded {
@@ -233,7 +234,7 @@ func (s *State) bind(ctx context.Context, bounded bool) error {
 	if s.cfg.LocalDomain != "" && !s.sourced {
 		// A missing audit source does not hold claims back: it is tried
 		// again at most every 5 s; records wait in AUDIT_<gw> meanwhile.
-		s.sourceTry = time.Now()
+		s.sourceTry = s.cfg.Clock.Now()
 		if err := s.ensureSource(ctx); err != nil {
 			s.cfg.Log.Warn("fleet audit: hub does not source this gateway's records yet", "err", err)
 			return nil

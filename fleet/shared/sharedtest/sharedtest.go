@@ -1,14 +1,16 @@
 // Package sharedtest starts a fleet on loopback for tests: a three-node
 // hub cluster (JetStream domain "hub") and leaf servers for gateways, each
-// with its own JetStream domain and a link to the hub that a test can cut
-// and heal. Everything listens on 127.0.0.1 and stops with the test.
+// with its own JetStream domain. Every link between two nodes (routes,
+// leaf links, clients of a hub member) passes through a Proxy that a test
+// can cut, delay, make lose replies or freeze (Hub.Freeze: a node stopped
+// as by SIGSTOP); a History records what concurrent clients did, for
+// checks against the fleet's invariants. Everything listens on 127.0.0.1
+// and stops with the test.
 package sharedtest
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,6 +35,7 @@ type Hub struct {
 	mu    sync.Mutex
 	nodes []*server.Server
 	cfgs  []natsembed.HubConfig
+	links links // every proxy between two nodes of the fleet
 }
 
 // GatewayIDs are the gateways a test hub has credentials for.
@@ -56,14 +59,26 @@ func StartHub(t testing.TB) *Hub {
 	if _, err := trust.Init(h.dir, trust.InitOptions{Hubs: names, Gateways: GatewayIDs}); err != nil {
 		t.Fatal(err)
 	}
-	var routes []string
+	var clusters []string
 	for range n {
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", testnet.FreePort(t)))
+		clusters = append(clusters, fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t)))
 	}
+	// Every route goes through a proxy of its own (member i dials member
+	// j through i->j), and members gossip an address that refuses every
+	// link, so that no member dials another around the proxies.
+	nowhere := StartProxy(t, "127.0.0.1:1")
+	nowhere.Cut()
 	for i, name := range names {
+		var routes []string
+		for j := range n {
+			if j != i {
+				p := h.link(name, names[j], clusters[j])
+				routes = append(routes, "nats://"+p.Addr())
+			}
+		}
 		h.cfgs = append(h.cfgs, natsembed.HubConfig{Name: name, ClusterName: "hub",
 			Client:  fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t)),
-			Cluster: strings.TrimPrefix(routes[i], "nats://"), Routes: routes,
+			Cluster: clusters[i], Routes: routes, ClusterAdvertise: nowhere.Addr(),
 			Leaf: fmt.Sprintf("127.0.0.1:%d", testnet.FreePort(t)), NoAdvertise: true, StoreDir: t.TempDir(),
 			Trust: h.hubTrust(name)})
 		h.nodes = append(h.nodes, nil)
@@ -116,10 +131,12 @@ func (h *Hub) NodeTrust(node string) *natsembed.NodeTrust {
 }
 
 // ConnectAs connects node (a hub member or a gateway of the fleet
-// directory) to hub node i as a client, with its own credentials.
+// directory) to hub node i as a client, with its own credentials,
+// through a proxy of its own (frozen with either node).
 func (h *Hub) ConnectAs(i int, node string) *nats.Conn {
 	h.t.Helper()
-	nc, err := nats.Connect(h.ClientURL(i), append(natsembed.ClientOptions(node, h.NodeTrust(node)),
+	p := h.link(node, h.cfgs[i].Name, h.cfgs[i].Client)
+	nc, err := nats.Connect("nats://"+p.Addr(), append(natsembed.ClientOptions(node, h.NodeTrust(node)),
 		nats.ReconnectWait(50*time.Millisecond), nats.MaxReconnects(-1))...)
 	if err != nil {
 		h.t.Fatal(err)
@@ -142,8 +159,17 @@ func (h *Hub) serve(i int) {
 	h.t.Cleanup(func() { svc.Close() })
 }
 
+// start starts node i, up to three times: under load a member may take
+// longer than natsembed's 10 s to be ready (its JetStream store recovered).
 func (h *Hub) start(i int) {
-	ns, err := natsembed.StartHub(h.cfgs[i], nil)
+	var ns *server.Server
+	var err error
+	for try := 0; try < 3; try++ {
+		if ns, err = natsembed.StartHub(h.cfgs[i], nil); err == nil {
+			break
+		}
+		h.t.Logf("hub node %d, try %d: %v", i, try+1, err)
+	}
 	if err != nil {
 		h.t.Errorf("hub node %d: %v", i, err)
 		return
@@ -182,7 +208,8 @@ func (h *Hub) Node(i int) *server.Server {
 	return h.nodes[i]
 }
 
-// ClientURL is node i's client URL (TLS and an nkey required).
+// ClientURL is node i's client URL (TLS and an nkey required), with no
+// proxy in between: a connection to it sees no fault but the node's own.
 func (h *Hub) ClientURL(i int) string {
 	return "nats://" + h.cfgs[i].Client
 }
@@ -254,8 +281,8 @@ func (h *Hub) StartLeaf(name string) *Leaf {
 	h.t.Helper()
 	l := &Leaf{Name: name, trust: h.NodeTrust(name)}
 	var remotes []string
-	for _, addr := range h.LeafURLs() {
-		p := StartProxy(h.t, addr)
+	for i, addr := range h.LeafURLs() {
+		p := h.link(name, h.cfgs[i].Name, addr)
 		l.proxies = append(l.proxies, p)
 		remotes = append(remotes, "nats://"+p.Addr())
 	}
@@ -315,90 +342,4 @@ func (l *Leaf) WaitLinked(t testing.TB, up bool, timeout time.Duration) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// Proxy forwards TCP connections on loopback to a target and can cut them.
-type Proxy struct {
-	ln     net.Listener
-	target string
-	mu     sync.Mutex
-	cut    bool
-	conns  map[net.Conn]struct{}
-}
-
-// StartProxy listens on a loopback port and forwards to target.
-func StartProxy(t testing.TB, target string) *Proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Proxy{ln: ln, target: target, conns: map[net.Conn]struct{}{}}
-	go p.serve()
-	t.Cleanup(func() { ln.Close(); p.Cut() })
-	return p
-}
-
-// Addr is the proxy's listening address.
-func (p *Proxy) Addr() string { return p.ln.Addr().String() }
-
-func (p *Proxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		p.mu.Lock()
-		if p.cut {
-			p.mu.Unlock()
-			c.Close()
-			continue
-		}
-		p.mu.Unlock()
-		go p.pipe(c)
-	}
-}
-
-func (p *Proxy) pipe(c net.Conn) {
-	u, err := net.Dial("tcp", p.target)
-	if err != nil {
-		c.Close()
-		return
-	}
-	p.mu.Lock()
-	if p.cut {
-		p.mu.Unlock()
-		c.Close()
-		u.Close()
-		return
-	}
-	p.conns[c], p.conns[u] = struct{}{}, struct{}{}
-	p.mu.Unlock()
-	done := make(chan struct{}, 2)
-	go func() { _, _ = io.Copy(u, c); done <- struct{}{} }()
-	go func() { _, _ = io.Copy(c, u); done <- struct{}{} }()
-	<-done
-	c.Close()
-	u.Close()
-	p.mu.Lock()
-	delete(p.conns, c)
-	delete(p.conns, u)
-	p.mu.Unlock()
-}
-
-// Cut closes every forwarded connection and refuses new ones.
-func (p *Proxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for c := range p.conns {
-		c.Close()
-	}
-}
-
-// Heal accepts connections again.
-func (p *Proxy) Heal() {
-	p.mu.Lock()
-	p.cut = false
-	p.mu.Unlock()
 }
