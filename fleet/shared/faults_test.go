@@ -162,13 +162,36 @@ func testLocalNoHub(t *testing.T, f *fleet) {
 		func(ctx context.Context) bool { return ctx.Value(routedKey{}) != nil })
 	watch := f.hub.Connect()
 	defer watch.Close()
-	var asked atomic.Int64
-	sub, err := watch.Subscribe(shared.ServiceSubject(g.name, "*"), func(*nats.Msg) { asked.Add(1) })
+	var asked, probed atomic.Int64
+	probe := shared.ServiceSubject(g.name, "probe")
+	sub, err := watch.Subscribe(shared.ServiceSubject(g.name, "*"), func(m *nats.Msg) {
+		if m.Subject == probe {
+			probed.Add(1)
+			return
+		}
+		asked.Add(1)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sub.Unsubscribe()
 	_ = watch.Flush()
+	// The watcher's interest reaches the hub node the gateway's requests
+	// enter by only once the routes have propagated it (Flush covers the
+	// watcher's own node): probe through the gateway's leaf until the
+	// watcher sees one, or it could miss the requests it is here to count
+	// (CI once counted 1 of a routed call's 2).
+	gwConn := g.leaf.Conn(t)
+	if err := sharedtest.Poll(2*time.Minute, func(context.Context) error {
+		_ = gwConn.Publish(probe, nil)
+		_ = gwConn.Flush()
+		if probed.Load() == 0 {
+			return errors.New("the watcher has not seen a probe through the gateway's leaf")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	var runs atomic.Int64
 	act := func(context.Context, idempotency.Attempt) ([]byte, bool, error) {
 		runs.Add(1)
@@ -198,7 +221,7 @@ func testLocalNoHub(t *testing.T, f *fleet) {
 	// The watcher sees the routed call's requests (its claim and its
 	// outcome) while every hub node is up: counted before the outage, which
 	// may cut the watcher's own connection.
-	if err := sharedtest.Poll(10*time.Second, func(context.Context) error {
+	if err := sharedtest.Poll(time.Minute, func(context.Context) error {
 		if n := asked.Load(); n < 2 {
 			return fmt.Errorf("%d requests to the hubs' service seen", n)
 		}
