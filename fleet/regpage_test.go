@@ -71,7 +71,7 @@ func registryHub(t *testing.T, n int) *natsserver.Server {
 // gateway's view still holds every registered gateway (the view a
 // coordinator serves the fleet endpoint from), and a gateway that follows
 // only itself still pings every live gateway for its peer count: the
-// reads page instead of failing.
+// reads page instead of failing. A hub's view (a watch) holds them all too.
 func TestFleetRegistryReadsPagePastTheServersBatchLimit(t *testing.T) {
 	const n = 1100
 	ns := registryHub(t, n)
@@ -108,6 +108,11 @@ func TestFleetRegistryReadsPagePastTheServersBatchLimit(t *testing.T) {
 	if ids := fleet.PeerIDs(t.Context(), self); len(ids) != n {
 		t.Errorf("a gateway following itself pings %d gateways for its peer count, want %d", len(ids), n)
 	}
+	// A hub's view watches (an ordered consumer per bucket), no batch
+	// limit: it holds them all as well.
+	hub := fleet.Watch(connect(), fleet.ViewConfig{Node: "hub1", Role: manifests.RoleHub, Budget: testBudget})
+	t.Cleanup(hub.Close)
+	eventually(t, 3*time.Minute, fmt.Sprintf("a hub's view holds %d gateways", n), func() bool { return len(hub.Gateways()) == n })
 }
 
 // A registry read is one request while the fleet fits the server's batch
