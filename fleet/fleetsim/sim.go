@@ -79,8 +79,9 @@ type Result struct {
 	// follows only itself, joined last but one: every live gateway
 	// answering its pings (Gateways + 1, itself included), read from
 	// the heartbeats' keys, which page past nats-server's 1,024 keys per
-	// batched read.
-	PeerCount int
+	// batched read. PeerCountFirst is its first round's (a ping round
+	// that ran into the budget counts fewer), PeerCount its fifth's.
+	PeerCount, PeerCountFirst int
 }
 
 // Probe gateways: joined after the measured queries, to measure one
@@ -163,7 +164,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	if res.GatewayHeap, res.GatewayState, scoped, err = probe(ctx, r, url, fdir, probeScoped, cfg, []string{probeScoped}); err != nil {
 		return Result{}, err
 	}
-	res.PeerCount = scoped.PeerCount(ctx)
+	if res.PeerCountFirst, res.PeerCount, err = peerRounds(ctx, scoped); err != nil {
+		return Result{}, err
+	}
 	if res.GatewayHeapFull, res.GatewayStateFull, _, err = probe(ctx, r, url, fdir, probeFull, cfg, nil); err != nil {
 		return Result{}, err
 	}
@@ -211,6 +214,21 @@ func probe(ctx context.Context, r *fleetRun, url, dir, id string, cfg Config, fo
 		heap = heap1 - heap0
 	}
 	return heap, state, v, nil
+}
+
+// peerRounds is v's peer count after its first ping round and after
+// its fifth (they run every second in the background).
+func peerRounds(ctx context.Context, v *fleet.View) (first, last int, err error) {
+	first = v.PeerCount(ctx)
+	for range 4 {
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(1500 * time.Millisecond):
+		}
+		last = v.PeerCount(ctx)
+	}
+	return first, last, nil
 }
 
 // medianHeap is the median of five live heaps, each after a collection.
