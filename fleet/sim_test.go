@@ -56,6 +56,8 @@ func TestFleetSim(t *testing.T) {
 				(float64(res.RSSAfter)-float64(res.RSSBefore))/1e6*100/float64(n))
 			t.Logf("  one more gateway: heap %.1f KB, registry held %d B following itself (as gateways do); heap %.1f KB, registry held %d B holding the whole registry",
 				float64(res.GatewayHeap)/1e3, res.GatewayState, float64(res.GatewayHeapFull)/1e3, res.GatewayStateFull)
+			t.Logf("  peer count of the gateway following itself: %d after its first ping round, %d after its fifth (want %d, every live gateway)",
+				res.PeerCountFirst, res.PeerCount, n+1)
 		})
 	}
 }

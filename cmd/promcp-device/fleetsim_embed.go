@@ -32,7 +32,7 @@ func fleetSim(c *cli) int {
 		}
 		ns = append(ns, n)
 	}
-	fmt.Fprintf(c.stdout, "gateways  hubs  all p50/p99 (ms)  10 p50/p99 (ms)  short  heap/gw (KB)  RSS before->after (MB)  startup  one gw heap own/all (KB)  registry held own/all (KB)\n")
+	fmt.Fprintf(c.stdout, "gateways  hubs  all p50/p99 (ms)  10 p50/p99 (ms)  short  heap/gw (KB)  RSS before->after (MB)  startup  one gw heap own/all (KB)  registry held own/all (KB)  peers first/later\n")
 	for _, n := range ns {
 		dir, err := os.MkdirTemp("", "promcp-fleet-sim-")
 		if err != nil {
@@ -44,12 +44,12 @@ func fleetSim(c *cli) int {
 			return c.fail(err)
 		}
 		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		fmt.Fprintf(c.stdout, "%8d  %4d  %7.1f/%-8.1f  %6.1f/%-7.1f  %2d/%-2d  %12.0f  %9.1f->%-9.1f  %s  %.0f/%.0f  %.1f/%.1f\n",
+		fmt.Fprintf(c.stdout, "%8d  %4d  %7.1f/%-8.1f  %6.1f/%-7.1f  %2d/%-2d  %12.0f  %9.1f->%-9.1f  %s  %.0f/%.0f  %.1f/%.1f  %d/%d\n",
 			n, *hubs, ms(res.All.P50), ms(res.All.P99), ms(res.Narrow.P50), ms(res.Narrow.P99),
 			res.All.Short, res.Narrow.Short, float64(res.HeapPerGateway)/1e3,
 			float64(res.RSSBefore)/1e6, float64(res.RSSAfter)/1e6, res.Startup.Round(time.Millisecond),
 			float64(res.GatewayHeap)/1e3, float64(res.GatewayHeapFull)/1e3,
-			float64(res.GatewayState)/1e3, float64(res.GatewayStateFull)/1e3)
+			float64(res.GatewayState)/1e3, float64(res.GatewayStateFull)/1e3, res.PeerCountFirst, res.PeerCount)
 		if res.All.Consulted != n || res.Narrow.Consulted != 10 {
 			fmt.Fprintf(c.stderr, "promcp-device: fan-out asked %d and %d gateways, want %d and 10\n", res.All.Consulted, res.Narrow.Consulted, n)
 		}

@@ -75,6 +75,13 @@ type Result struct {
 	// two views hold, in bytes of JSON: the fleet state a gateway keeps,
 	// without the heap's noise.
 	GatewayState, GatewayStateFull int
+	// PeerCount is the peer count (quorum.min_peers) of the gateway that
+	// follows only itself, joined last but one: every live gateway
+	// answering its pings (Gateways + 1, itself included), read from
+	// the heartbeats' keys, which page past nats-server's 1,024 keys per
+	// batched read. PeerCountFirst is its first round's (a ping round
+	// that ran into the budget counts fewer), PeerCount its fifth's.
+	PeerCount, PeerCountFirst int
 }
 
 // Probe gateways: joined after the measured queries, to measure one
@@ -153,10 +160,14 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	res.All = measure(ctx, v, promcp.Intent{Action: "fan"}, cfg.Queries)
 	res.Narrow = measure(ctx, v, promcp.Intent{Action: "fan", Location: "lab"}, cfg.Queries)
 	url := hubs[len(hubs)-1].ClientURL()
-	if res.GatewayHeap, res.GatewayState, err = probe(ctx, r, url, fdir, probeScoped, cfg, []string{probeScoped}); err != nil {
+	var scoped *fleet.View
+	if res.GatewayHeap, res.GatewayState, scoped, err = probe(ctx, r, url, fdir, probeScoped, cfg, []string{probeScoped}); err != nil {
 		return Result{}, err
 	}
-	if res.GatewayHeapFull, res.GatewayStateFull, err = probe(ctx, r, url, fdir, probeFull, cfg, nil); err != nil {
+	if res.PeerCountFirst, res.PeerCount, err = peerRounds(ctx, scoped); err != nil {
+		return Result{}, err
+	}
+	if res.GatewayHeapFull, res.GatewayStateFull, _, err = probe(ctx, r, url, fdir, probeFull, cfg, nil); err != nil {
 		return Result{}, err
 	}
 	return res, nil
@@ -165,20 +176,20 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 // probe joins one more gateway, id, with a registry view following
 // follow (nil: the whole registry), and returns the live heap it added
 // once its view has read the registry and a few polls more (the median
-// of five collections before and after), and the size of the registry
-// entries its view holds.
-func probe(ctx context.Context, r *fleetRun, url, dir, id string, cfg Config, follow []string) (heap uint64, state int, err error) {
+// of five collections before and after), the size of the registry
+// entries its view holds, and the view.
+func probe(ctx context.Context, r *fleetRun, url, dir, id string, cfg Config, follow []string) (heap uint64, state int, v *fleet.View, err error) {
 	heap0 := medianHeap()
 	nc, err := connect(r, url, id, dir)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	m, err := fleet.Join(ctx, nc, fleet.MemberConfig{GatewayID: id, Zone: "probe", Profile: "full"}, NewLocal())
 	if err != nil {
-		return 0, 0, fmt.Errorf("fleetsim: join %s: %w", id, err)
+		return 0, 0, nil, fmt.Errorf("fleetsim: join %s: %w", id, err)
 	}
 	r.onClose(func() { m.Close() })
-	v := fleet.Watch(nc, fleet.ViewConfig{Node: id, Role: manifests.RoleThinEdge, Budget: cfg.Budget, Follow: follow})
+	v = fleet.Watch(nc, fleet.ViewConfig{Node: id, Role: manifests.RoleThinEdge, Budget: cfg.Budget, Follow: follow})
 	r.onClose(v.Close)
 	want := 1
 	if follow == nil {
@@ -188,11 +199,11 @@ func probe(ctx context.Context, r *fleetRun, url, dir, id string, cfg Config, fo
 		_, self := v.Gateway(id)
 		return self && len(v.Gateways()) >= want
 	}); err != nil {
-		return 0, 0, fmt.Errorf("fleetsim: %s's view holds %d gateways: %w", id, len(v.Gateways()), err)
+		return 0, 0, nil, fmt.Errorf("fleetsim: %s's view holds %d gateways: %w", id, len(v.Gateways()), err)
 	}
 	select { // a few more polls: what the view holds in its steady state
 	case <-ctx.Done():
-		return 0, 0, ctx.Err()
+		return 0, 0, nil, ctx.Err()
 	case <-time.After(3 * time.Second):
 	}
 	for _, in := range v.Gateways() {
@@ -202,7 +213,22 @@ func probe(ctx context.Context, r *fleetRun, url, dir, id string, cfg Config, fo
 	if heap1 := medianHeap(); heap1 > heap0 {
 		heap = heap1 - heap0
 	}
-	return heap, state, nil
+	return heap, state, v, nil
+}
+
+// peerRounds is v's peer count after its first ping round and after
+// its fifth (they run every second in the background).
+func peerRounds(ctx context.Context, v *fleet.View) (first, last int, err error) {
+	first = v.PeerCount(ctx)
+	for range 4 {
+		select {
+		case <-ctx.Done():
+			return 0, 0, ctx.Err()
+		case <-time.After(1500 * time.Millisecond):
+		}
+		last = v.PeerCount(ctx)
+	}
+	return first, last, nil
 }
 
 // medianHeap is the median of five live heaps, each after a collection.

@@ -66,7 +66,8 @@ func GatewayPermissions(n string) Permissions {
 		p.Publish = append(p.Publish, key, "$JS."+HubDomain+".API."+key)
 		p.Publish = append(p.Publish, jsAPI("STREAM.INFO.KV_"+b)...)
 		// Direct gets: a key's last value, and every key's at once
-		// (multi_last; how a gateway's view reads them, View.pollOnce).
+		// (multi_last, paged with next_by_subj batches past the server's
+		// 1,024 keys; how a gateway's view reads them, View.pollOnce).
 		p.Publish = append(p.Publish, jsAPI("DIRECT.GET.KV_"+b)...)
 		p.Publish = append(p.Publish, jsAPI("DIRECT.GET.KV_"+b+".>")...)
 		p.Publish = append(p.Publish, jsAPI("STREAM.MSG.GET.KV_"+b)...)
