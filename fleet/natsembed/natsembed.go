@@ -268,6 +268,9 @@ func ping(opts *server.Options, p manifests.FleetPing) {
 	opts.MaxPingsOut = positive.Or(p.MaxMissed, manifests.DefaultLeafPingMaxOut)
 }
 
+// readyWait is how long a starting server may take to accept connections.
+const readyWait = time.Minute
+
 func start(opts *server.Options, log *slog.Logger, names *nodeNames) (*server.Server, error) {
 	ns, err := server.NewServer(opts)
 	if err != nil {
@@ -277,9 +280,12 @@ func start(opts *server.Options, log *slog.Logger, names *nodeNames) (*server.Se
 		ns.SetLoggerV2(&slogAdapter{log: log.With("nats", opts.ServerName), names: names}, false, false, false)
 	}
 	go ns.Start()
-	if !ns.ReadyForConnections(10 * time.Second) {
+	// A member recovering a large JetStream store (a Pi's SD card), or a
+	// loaded machine, can take well over 10 s to listen; giving up sooner
+	// leaves the fleet a member short for no reason.
+	if !ns.ReadyForConnections(readyWait) {
 		ns.Shutdown()
-		return nil, fmt.Errorf("nats server %s: not ready after 10s", opts.ServerName)
+		return nil, fmt.Errorf("nats server %s: not ready after %s", opts.ServerName, readyWait)
 	}
 	return ns, nil
 }

@@ -160,7 +160,7 @@ func (h *Hub) serve(i int) {
 }
 
 // start starts node i, up to three times: under load a member may take
-// longer than natsembed's 10 s to be ready (its JetStream store recovered).
+// longer than natsembed's wait to be ready (its JetStream store recovered).
 func (h *Hub) start(i int) {
 	var ns *server.Server
 	var err error
