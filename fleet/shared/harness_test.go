@@ -26,7 +26,7 @@ import (
 // refused as unreachable). Timings and counts are logged as a table,
 // never asserted: the machine may be loaded.
 func TestFaultHarness(t *testing.T) {
-	f := startFleetOf(t, 4, 2*time.Second)
+	f := startProxiedFleetOf(t, 4, 2*time.Second)
 	rows := map[string]sharedtest.Figures{}
 	var order []string
 	// scenario runs one; healthy are the gateways that the fault leaves

@@ -59,15 +59,27 @@ func startFleet(t testing.TB, timeout time.Duration) *fleet {
 
 // startFleetOf starts a hub and n gateways, gw1 to gw<n>. A fleet whose
 // gateway cannot open its shared state (the hub's JetStream giving no
-// responders through its leaf for a minute, seen about once in six
-// starts right after the hub started, with every route through a proxy)
-// is left and another one started, three at most.
+// responders through its leaf for a minute: seen about once in six
+// starts with every route through a proxy, as the fault harness starts
+// its fleet) is left and another one started, three at most.
 func startFleetOf(t testing.TB, n int, timeout time.Duration) *fleet {
+	t.Helper()
+	return startFleetWith(t, n, timeout, sharedtest.StartHub)
+}
+
+// startProxiedFleetOf is startFleetOf with every route between hub
+// members through a proxy (the fault harness freezes members).
+func startProxiedFleetOf(t testing.TB, n int, timeout time.Duration) *fleet {
+	t.Helper()
+	return startFleetWith(t, n, timeout, sharedtest.StartProxiedHub)
+}
+
+func startFleetWith(t testing.TB, n int, timeout time.Duration, startHub func(testing.TB) *sharedtest.Hub) *fleet {
 	t.Helper()
 	var err error
 	for try := 1; try <= 3; try++ {
 		var f *fleet
-		if f, err = tryFleet(t, n, timeout); err == nil {
+		if f, err = tryFleet(t, n, timeout, startHub); err == nil {
 			return f
 		}
 		t.Logf("fleet %d of 3 not usable: %v", try, err)
@@ -83,9 +95,9 @@ func startFleetOf(t testing.TB, n int, timeout time.Duration) *fleet {
 }
 
 // tryFleet starts a hub and n gateways and opens their shared state.
-func tryFleet(t testing.TB, n int, timeout time.Duration) (*fleet, error) {
+func tryFleet(t testing.TB, n int, timeout time.Duration, startHub func(testing.TB) *sharedtest.Hub) (*fleet, error) {
 	t.Helper()
-	f := &fleet{hub: sharedtest.StartHub(t)}
+	f := &fleet{hub: startHub(t)}
 	for i := 1; i <= n; i++ {
 		name := fmt.Sprintf("gw%d", i)
 		leaf := f.hub.StartLeaf(name)
