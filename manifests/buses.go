@@ -42,9 +42,6 @@ const (
 
 // Device models on the kernel-file buses.
 const (
-	// ModelPWM is one channel of a hardware PWM chip driving a fan or a
-	// dimmer. Channels: duty (%, writable) and frequency (Hz, writable).
-	ModelPWM Model = "pwm"
 	// ModelMCP3008 is a Microchip MCP3008 10-bit ADC on an spi bus.
 	// Channels: ch0..ch7 (single-ended) and diff0..diff7 (the datasheet's
 	// differential pairs), in volts of Vref; raw0..raw7 the 10-bit code.
@@ -304,7 +301,7 @@ func busChannelTypes(m Model, channel string) []ValueType {
 // busReadOnly says why a capability of a kernel-file model cannot have an
 // action, or "".
 func busReadOnly(dev *Device) string {
-	if dev.Model == ModelPWM {
+	if d, ok := Decl(dev.Model); ok && d.writable() {
 		return ""
 	}
 	return fmt.Sprintf("on read-only %s device %q (want a pwm, gpio_out device or a register with writable: true)", dev.Model, dev.Name)

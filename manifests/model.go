@@ -54,7 +54,7 @@ type ModelDecl struct {
 	// and humidity channels.
 	Zone bool
 	// Sample is a device of the model as a manifest writes it (a list
-	// item of devices, on a bus named i2c1, gpio or w1), for the docs and as
+	// item of devices, on a bus named i2c1, gpio, w1 or pwm0), for the docs and as
 	// a starting point; a test loads it with a capability per channel.
 	Sample string
 }
@@ -74,12 +74,15 @@ type ChannelDecl struct {
 	// Sim is the simulated twin's reading when no zone or sim.values sets
 	// it: a plausible indoor value.
 	Sim float64
+	// Writable says a capability on the channel may have a do: side (a
+	// pwm's duty); false is read-only.
+	Writable bool
 }
 
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20()}
+	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
@@ -132,6 +135,11 @@ func DefaultPlausible(m Model, channel string) *Range {
 		return nil
 	}
 	return &Range{Min: c.Min, Max: c.Max}
+}
+
+// writable reports whether any of d's channels may be written.
+func (d ModelDecl) writable() bool {
+	return slices.ContainsFunc(d.Channels, func(c ChannelDecl) bool { return c.Writable })
 }
 
 // FaultApplies reports whether the twin injects k.
