@@ -42,10 +42,6 @@ const (
 
 // Device models on the kernel-file buses.
 const (
-	// ModelMCP3008 is a Microchip MCP3008 10-bit ADC on an spi bus.
-	// Channels: ch0..ch7 (single-ended) and diff0..diff7 (the datasheet's
-	// differential pairs), in volts of Vref; raw0..raw7 the 10-bit code.
-	ModelMCP3008 Model = "mcp3008"
 	// ModelPulseCounter counts the edges of a GPIO input (a flow meter, a
 	// rain gauge). Channels: total, rate (per second) and rate_per_minute,
 	// each pulses × per_pulse.
@@ -223,17 +219,6 @@ func busKey(m Model) string {
 	return "bus"
 }
 
-// mcp3008Channels are the channels of an MCP3008.
-var mcp3008Channels = func() []string {
-	var cs []string
-	for _, p := range []string{"ch", "diff", "raw"} {
-		for i := range 8 {
-			cs = append(cs, p+strconv.Itoa(i))
-		}
-	}
-	return cs
-}()
-
 // pulseChannels are the channels of a pulse_counter.
 var pulseChannels = []string{"total", "rate", "rate_per_minute"}
 
@@ -292,8 +277,13 @@ func channelList(cs []string) string {
 
 // busChannelTypes are the types a kernel-file model's channel carries.
 func busChannelTypes(m Model, channel string) []ValueType {
-	if m == ModelPulseCounter || m == ModelMCP3008 && strings.HasPrefix(channel, "raw") {
+	if m == ModelPulseCounter {
 		return []ValueType{TypeInteger, TypeNumber}
+	}
+	if d, ok := Decl(m); ok {
+		if c, ok := d.Channel(channel); ok && c.Integer {
+			return []ValueType{TypeInteger, TypeNumber}
+		}
 	}
 	return []ValueType{TypeNumber}
 }

@@ -54,7 +54,7 @@ type ModelDecl struct {
 	// and humidity channels.
 	Zone bool
 	// Sample is a device of the model as a manifest writes it (a list
-	// item of devices, on a bus named i2c1, gpio, w1 or pwm0), for the docs and as
+	// item of devices, on a bus named i2c1, gpio, w1, pwm0 or spi0), for the docs and as
 	// a starting point; a test loads it with a capability per channel.
 	Sample string
 }
@@ -74,6 +74,9 @@ type ChannelDecl struct {
 	// Sim is the simulated twin's reading when no zone or sim.values sets
 	// it: a plausible indoor value.
 	Sim float64
+	// Integer says the channel's values are counts: a capability on it
+	// may be integer as well as number (an mcp3008's raw code).
+	Integer bool
 	// Writable says a capability on the channel may have a do: side (a
 	// pwm's duty); false is read-only.
 	Writable bool
@@ -82,7 +85,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM()}
+	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.

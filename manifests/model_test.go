@@ -115,7 +115,7 @@ func TestDeclaredSamplesLoad(t *testing.T) {
 			continue
 		}
 		var b strings.Builder
-		b.WriteString("version: 1\ngateway: sample\nbuses: [{name: i2c1, kind: i2c}, {name: gpio, kind: gpio}, {name: w1, kind: onewire}, {name: pwm0, kind: pwm}]\ndevices:\n")
+		b.WriteString("version: 1\ngateway: sample\nbuses: [{name: i2c1, kind: i2c}, {name: gpio, kind: gpio}, {name: w1, kind: onewire}, {name: pwm0, kind: pwm}, {name: spi0, kind: spi}]\ndevices:\n")
 		for _, line := range strings.SplitAfter(d.Sample, "\n") {
 			if line != "" {
 				b.WriteString("  " + line)

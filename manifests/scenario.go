@@ -56,10 +56,6 @@ func FaultApplies(m Model, k FaultKind) bool {
 	case ModelPulseCounter:
 		// stuck: the line makes no edges; noise: each pulse bounces.
 		return k == FaultStuck || k == FaultNoise
-	case ModelMCP3008:
-		// SPI is clocked by the host: no timeouts, no CRC; a chip gone
-		// leaves MISO high.
-		return k == FaultNACK || k == FaultDropout || k == FaultStuck || k == FaultNoise || k == FaultImplausible
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).
