@@ -40,14 +40,6 @@ const (
 	DefaultVRef = 3.3
 )
 
-// Device models on the kernel-file buses.
-const (
-	// ModelPulseCounter counts the edges of a GPIO input (a flow meter, a
-	// rain gauge). Channels: total, rate (per second) and rate_per_minute,
-	// each pulses × per_pulse.
-	ModelPulseCounter Model = "pulse_counter"
-)
-
 // Edges a pulse_counter counts.
 const (
 	EdgeFalling = "falling"
@@ -64,19 +56,12 @@ const DefaultDebounce = 5 * time.Millisecond
 var romRE = regexp.MustCompile(`^28-[0-9a-f]{12}$`)
 
 func isBusModel(m Model) bool {
-	return m == ModelDS18B20 || m == ModelPWM || m == ModelMCP3008 || m == ModelPulseCounter || declaredOn(m, BusGPIO)
+	d, ok := Decl(m)
+	return ok && d.Bus != ""
 }
 
 // busFor is the bus kind each kernel-file model needs.
 func busFor(m Model) BusKind {
-	switch m {
-	case ModelDS18B20:
-		return BusOneWire
-	case ModelPWM:
-		return BusPWM
-	case ModelPulseCounter:
-		return BusGPIO
-	}
 	if d, ok := Decl(m); ok && d.Bus != "" {
 		return d.Bus
 	}
@@ -277,9 +262,6 @@ func channelList(cs []string) string {
 
 // busChannelTypes are the types a kernel-file model's channel carries.
 func busChannelTypes(m Model, channel string) []ValueType {
-	if m == ModelPulseCounter {
-		return []ValueType{TypeInteger, TypeNumber}
-	}
 	if d, ok := Decl(m); ok {
 		if c, ok := d.Channel(channel); ok && c.Integer {
 			return []ValueType{TypeInteger, TypeNumber}

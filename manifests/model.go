@@ -85,7 +85,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008()}
+	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.

@@ -53,9 +53,6 @@ func FaultApplies(m Model, k FaultKind) bool {
 		return k != FaultCRC && slices.Contains(FaultKinds(), k)
 	case ModelGPIOIn, ModelGPIOOut:
 		return k == FaultStuck || k == FaultNoise || k == FaultSlow
-	case ModelPulseCounter:
-		// stuck: the line makes no edges; noise: each pulse bounces.
-		return k == FaultStuck || k == FaultNoise
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).
