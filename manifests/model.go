@@ -27,6 +27,10 @@ type ModelDecl struct {
 	// Bus is the bus kind a kernel-file model is on (dht22: gpio, read
 	// through the kernel's files); "" is an I2C chip.
 	Bus BusKind
+	// Pin says the model is a host pin itself (gpio_in, gpio_out), on a
+	// gpio bus but no kernel-file model: checked as a pin, its one
+	// channel (named "") its level.
+	Pin bool
 	// Addresses are the I2C addresses the chip answers at; the first is
 	// the usual one.
 	Addresses []uint16
@@ -85,7 +89,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
+	return []ModelDecl{declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
@@ -164,7 +168,7 @@ func isDeclaredChip(m Model) bool {
 // kind k.
 func declaredOn(m Model, k BusKind) bool {
 	d, ok := Decl(m)
-	return ok && d.Bus != "" && d.Bus == k
+	return ok && d.Bus != "" && d.Bus == k && !d.Pin
 }
 
 // declaredKeys are the declared models' own device keys.
