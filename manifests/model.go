@@ -111,11 +111,14 @@ func Models() []Model {
 	return ms
 }
 
-// ChannelNames are the names of the model's channels.
+// ChannelNames are the names of the model's channels. A pin's one
+// channel, named "", is none: a capability leaves it out.
 func (d ModelDecl) ChannelNames() []string {
-	ns := make([]string, len(d.Channels))
-	for i, c := range d.Channels {
-		ns[i] = c.Name
+	var ns []string
+	for _, c := range d.Channels {
+		if c.Name != "" {
+			ns = append(ns, c.Name)
+		}
 	}
 	return ns
 }
