@@ -57,7 +57,7 @@ var romRE = regexp.MustCompile(`^28-[0-9a-f]{12}$`)
 
 func isBusModel(m Model) bool {
 	d, ok := Decl(m)
-	return ok && d.Bus != "" && !d.Pin
+	return ok && (isKernelBus(d.Bus) || d.Bus == BusGPIO && !d.Pin)
 }
 
 // busFor is the bus kind each kernel-file model needs.

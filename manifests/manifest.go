@@ -91,10 +91,6 @@ const (
 	// ModelModbus is a Modbus slave at UnitID on a Modbus bus. Channels: the
 	// names of its ModbusRegisters.
 	ModelModbus Model = "modbus"
-	// ModelSerialLine is an instrument on a serial bus that answers a text
-	// request with a line. Channels: the named groups of its response
-	// pattern.
-	ModelSerialLine Model = "serial_line"
 )
 
 // Device is one chip or pin on a bus.

@@ -25,7 +25,8 @@ type ModelDecl struct {
 	// Doc says in one line what the model is, for the docs and lint.
 	Doc string
 	// Bus is the bus kind a kernel-file model is on (dht22: gpio, read
-	// through the kernel's files); "" is an I2C chip.
+	// through the kernel's files), or a serial_line's serial; "" is an
+	// I2C chip.
 	Bus BusKind
 	// Pin says the model is a host pin itself (gpio_in, gpio_out), on a
 	// gpio bus but no kernel-file model: checked as a pin, its one
@@ -58,7 +59,7 @@ type ModelDecl struct {
 	// and humidity channels.
 	Zone bool
 	// Sample is a device of the model as a manifest writes it (a list
-	// item of devices, on a bus named i2c1, gpio, w1, pwm0 or spi0), for the docs and as
+	// item of devices, on a bus named i2c1, gpio, w1, pwm0, spi0 or rs232), for the docs and as
 	// a starting point; a test loads it with a capability per channel.
 	Sample string
 }
@@ -89,7 +90,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
+	return []ModelDecl{declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
