@@ -40,21 +40,6 @@ const (
 	DefaultVRef = 3.3
 )
 
-// Device models on the kernel-file buses.
-const (
-	// ModelPWM is one channel of a hardware PWM chip driving a fan or a
-	// dimmer. Channels: duty (%, writable) and frequency (Hz, writable).
-	ModelPWM Model = "pwm"
-	// ModelMCP3008 is a Microchip MCP3008 10-bit ADC on an spi bus.
-	// Channels: ch0..ch7 (single-ended) and diff0..diff7 (the datasheet's
-	// differential pairs), in volts of Vref; raw0..raw7 the 10-bit code.
-	ModelMCP3008 Model = "mcp3008"
-	// ModelPulseCounter counts the edges of a GPIO input (a flow meter, a
-	// rain gauge). Channels: total, rate (per second) and rate_per_minute,
-	// each pulses × per_pulse.
-	ModelPulseCounter Model = "pulse_counter"
-)
-
 // Edges a pulse_counter counts.
 const (
 	EdgeFalling = "falling"
@@ -71,19 +56,12 @@ const DefaultDebounce = 5 * time.Millisecond
 var romRE = regexp.MustCompile(`^28-[0-9a-f]{12}$`)
 
 func isBusModel(m Model) bool {
-	return m == ModelDS18B20 || m == ModelPWM || m == ModelMCP3008 || m == ModelPulseCounter || declaredOn(m, BusGPIO)
+	d, ok := Decl(m)
+	return ok && (isKernelBus(d.Bus) || d.Bus == BusGPIO && !d.Pin)
 }
 
 // busFor is the bus kind each kernel-file model needs.
 func busFor(m Model) BusKind {
-	switch m {
-	case ModelDS18B20:
-		return BusOneWire
-	case ModelPWM:
-		return BusPWM
-	case ModelPulseCounter:
-		return BusGPIO
-	}
 	if d, ok := Decl(m); ok && d.Bus != "" {
 		return d.Bus
 	}
@@ -226,17 +204,6 @@ func busKey(m Model) string {
 	return "bus"
 }
 
-// mcp3008Channels are the channels of an MCP3008.
-var mcp3008Channels = func() []string {
-	var cs []string
-	for _, p := range []string{"ch", "diff", "raw"} {
-		for i := range 8 {
-			cs = append(cs, p+strconv.Itoa(i))
-		}
-	}
-	return cs
-}()
-
 // pulseChannels are the channels of a pulse_counter.
 var pulseChannels = []string{"total", "rate", "rate_per_minute"}
 
@@ -295,8 +262,10 @@ func channelList(cs []string) string {
 
 // busChannelTypes are the types a kernel-file model's channel carries.
 func busChannelTypes(m Model, channel string) []ValueType {
-	if m == ModelPulseCounter || m == ModelMCP3008 && strings.HasPrefix(channel, "raw") {
-		return []ValueType{TypeInteger, TypeNumber}
+	if d, ok := Decl(m); ok {
+		if c, ok := d.Channel(channel); ok && c.Integer {
+			return []ValueType{TypeInteger, TypeNumber}
+		}
 	}
 	return []ValueType{TypeNumber}
 }
@@ -304,7 +273,7 @@ func busChannelTypes(m Model, channel string) []ValueType {
 // busReadOnly says why a capability of a kernel-file model cannot have an
 // action, or "".
 func busReadOnly(dev *Device) string {
-	if dev.Model == ModelPWM {
+	if d, ok := Decl(dev.Model); ok && d.writable() {
 		return ""
 	}
 	return fmt.Sprintf("on read-only %s device %q (want a pwm, gpio_out device or a register with writable: true)", dev.Model, dev.Name)

@@ -28,13 +28,13 @@ func carries(k BusKind, m Model) bool {
 	case k == BusI2C:
 		return isI2C(m)
 	case k == BusGPIO:
-		return isGPIO(m) || m == ModelPulseCounter || declaredOn(m, BusGPIO)
+		return isGPIO(m) || declaredOn(m, BusGPIO)
 	case k == BusSerial:
 		return m == ModelSerialLine
 	case k == BusMQTT:
 		return m == ModelMQTT
 	case isKernelBus(k):
-		return (m == ModelDS18B20 || m == ModelPWM || m == ModelMCP3008) && busFor(m) == k
+		return declaredOn(m, k)
 	}
 	return m == ModelModbus
 }

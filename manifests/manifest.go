@@ -88,18 +88,9 @@ const (
 	// ModelRegisters is a generic I2C register-map device. Channels: the
 	// names of its Registers.
 	ModelRegisters Model = "registers"
-	// ModelGPIOIn is a digital input pin. Channel: "" (the level, a boolean).
-	ModelGPIOIn Model = "gpio_in"
-	// ModelGPIOOut is a digital output pin driving a relay or a vent motor.
-	// Channel: "" (the level, a boolean); writable.
-	ModelGPIOOut Model = "gpio_out"
 	// ModelModbus is a Modbus slave at UnitID on a Modbus bus. Channels: the
 	// names of its ModbusRegisters.
 	ModelModbus Model = "modbus"
-	// ModelSerialLine is an instrument on a serial bus that answers a text
-	// request with a line. Channels: the named groups of its response
-	// pattern.
-	ModelSerialLine Model = "serial_line"
 )
 
 // Device is one chip or pin on a bus.

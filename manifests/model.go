@@ -25,8 +25,13 @@ type ModelDecl struct {
 	// Doc says in one line what the model is, for the docs and lint.
 	Doc string
 	// Bus is the bus kind a kernel-file model is on (dht22: gpio, read
-	// through the kernel's files); "" is an I2C chip.
+	// through the kernel's files), or a serial_line's serial; "" is an
+	// I2C chip.
 	Bus BusKind
+	// Pin says the model is a host pin itself (gpio_in, gpio_out), on a
+	// gpio bus but no kernel-file model: checked as a pin, its one
+	// channel (named "") its level.
+	Pin bool
 	// Addresses are the I2C addresses the chip answers at; the first is
 	// the usual one.
 	Addresses []uint16
@@ -54,7 +59,7 @@ type ModelDecl struct {
 	// and humidity channels.
 	Zone bool
 	// Sample is a device of the model as a manifest writes it (a list
-	// item of devices, on a bus named i2c1, gpio or w1), for the docs and as
+	// item of devices, on a bus named i2c1, gpio, w1, pwm0, spi0 or rs232), for the docs and as
 	// a starting point; a test loads it with a capability per channel.
 	Sample string
 }
@@ -74,12 +79,18 @@ type ChannelDecl struct {
 	// Sim is the simulated twin's reading when no zone or sim.values sets
 	// it: a plausible indoor value.
 	Sim float64
+	// Integer says the channel's values are counts: a capability on it
+	// may be integer as well as number (an mcp3008's raw code).
+	Integer bool
+	// Writable says a capability on the channel may have a do: side (a
+	// pwm's duty); false is read-only.
+	Writable bool
 }
 
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20()}
+	return []ModelDecl{declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
@@ -101,11 +112,14 @@ func Models() []Model {
 	return ms
 }
 
-// ChannelNames are the names of the model's channels.
+// ChannelNames are the names of the model's channels. A pin's one
+// channel, named "", is none: a capability leaves it out.
 func (d ModelDecl) ChannelNames() []string {
-	ns := make([]string, len(d.Channels))
-	for i, c := range d.Channels {
-		ns[i] = c.Name
+	var ns []string
+	for _, c := range d.Channels {
+		if c.Name != "" {
+			ns = append(ns, c.Name)
+		}
 	}
 	return ns
 }
@@ -134,6 +148,11 @@ func DefaultPlausible(m Model, channel string) *Range {
 	return &Range{Min: c.Min, Max: c.Max}
 }
 
+// writable reports whether any of d's channels may be written.
+func (d ModelDecl) writable() bool {
+	return slices.ContainsFunc(d.Channels, func(c ChannelDecl) bool { return c.Writable })
+}
+
 // FaultApplies reports whether the twin injects k.
 func (d ModelDecl) FaultApplies(k FaultKind) bool { return slices.Contains(d.Faults, k) }
 
@@ -153,7 +172,7 @@ func isDeclaredChip(m Model) bool {
 // kind k.
 func declaredOn(m Model, k BusKind) bool {
 	d, ok := Decl(m)
-	return ok && d.Bus != "" && d.Bus == k
+	return ok && d.Bus != "" && d.Bus == k && !d.Pin
 }
 
 // declaredKeys are the declared models' own device keys.

@@ -96,6 +96,9 @@ func TestDeclarations(t *testing.T) {
 			t.Errorf("%s: no channels or no doc", d.Model)
 		}
 		for _, c := range d.Channels {
+			if d.Type == TypeBoolean {
+				continue // a level: no unit, no range
+			}
 			if c.Unit == "" || c.Min >= c.Max || c.Sim < c.Min || c.Sim > c.Max {
 				t.Errorf("%s.%s: unit %q, range %g..%g, sim %g", d.Model, c.Name, c.Unit, c.Min, c.Max, c.Sim)
 			}
@@ -115,7 +118,7 @@ func TestDeclaredSamplesLoad(t *testing.T) {
 			continue
 		}
 		var b strings.Builder
-		b.WriteString("version: 1\ngateway: sample\nbuses: [{name: i2c1, kind: i2c}, {name: gpio, kind: gpio}, {name: w1, kind: onewire}]\ndevices:\n")
+		b.WriteString("version: 1\ngateway: sample\nbuses: [{name: i2c1, kind: i2c}, {name: gpio, kind: gpio}, {name: w1, kind: onewire}, {name: pwm0, kind: pwm}, {name: spi0, kind: spi}, {name: rs232, kind: serial, port: /dev/ttyUSB0}]\ndevices:\n")
 		for _, line := range strings.SplitAfter(d.Sample, "\n") {
 			if line != "" {
 				b.WriteString("  " + line)
@@ -131,11 +134,18 @@ func TestDeclaredSamplesLoad(t *testing.T) {
 					chans = append(chans, ChannelDecl{Name: n, Unit: "V"})
 				}
 			}
+			if len(chans) == 0 { // the channels the loaded sample names
+				chans = sampleChannels(t, b.String(), d)
+			}
 			if len(chans) == 0 {
 				t.Errorf("%s: the sample names no channel", d.Model)
 			}
 		}
 		for _, c := range chans {
+			if d.Type == TypeBoolean && c.Name == "" { // a pin: its level
+				fmt.Fprintf(&b, "  - {name: level, description: d, type: boolean, read: {device: %s}}\n", name)
+				continue
+			}
 			if d.Type == TypeBoolean {
 				fmt.Fprintf(&b, "  - {name: %s, description: d, type: boolean, read: {device: %s, channel: %s}}\n", c.Name, name, c.Name)
 				continue
@@ -151,4 +161,19 @@ func TestDeclaredSamplesLoad(t *testing.T) {
 			t.Errorf("%s: the sample is a %s", d.Model, m.Devices[0].Model)
 		}
 	}
+}
+
+// sampleChannels loads a sample manifest without capabilities and returns
+// the channels its device names, in a unit of 1.
+func sampleChannels(t *testing.T, text string, d ModelDecl) []ChannelDecl {
+	m, err := Parse("sample.yml", []byte(text))
+	if err != nil || len(m.Devices) == 0 {
+		t.Errorf("%s: the sample does not load:\n%v", d.Model, err)
+		return nil
+	}
+	var chans []ChannelDecl
+	for _, n := range d.named(m.Devices[0]) {
+		chans = append(chans, ChannelDecl{Name: n, Unit: "1"})
+	}
+	return chans
 }

@@ -44,22 +44,12 @@ func FaultKinds() []FaultKind {
 }
 
 // FaultApplies reports whether the simulator can inject fault k on a device
-// of model m. A GPIO line has no transaction that can fail, be NACKed, time
-// out or carry a checksum, and no range to leave: only stuck, noise
-// (chatter) and slow apply. The register protocol has no checksum.
+// of model m: a declared model's are its declaration's Faults. The
+// register protocol has no checksum.
 func FaultApplies(m Model, k FaultKind) bool {
 	switch m {
 	case ModelRegisters:
 		return k != FaultCRC && slices.Contains(FaultKinds(), k)
-	case ModelGPIOIn, ModelGPIOOut:
-		return k == FaultStuck || k == FaultNoise || k == FaultSlow
-	case ModelPulseCounter:
-		// stuck: the line makes no edges; noise: each pulse bounces.
-		return k == FaultStuck || k == FaultNoise
-	case ModelMCP3008:
-		// SPI is clocked by the host: no timeouts, no CRC; a chip gone
-		// leaves MISO high.
-		return k == FaultNACK || k == FaultDropout || k == FaultStuck || k == FaultNoise || k == FaultImplausible
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).

@@ -2,6 +2,7 @@ package manifests
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +40,17 @@ func TestIsScenario(t *testing.T) {
 		if got := IsScenario([]byte(tc.data)); got != tc.want {
 			t.Errorf("IsScenario(%q) = %t, want %t", tc.data, got, tc.want)
 		}
+	}
+}
+
+// A fault's channel on a pin, which has none, says the device has no
+// channels (not an empty list): the pins are declared with one channel
+// named "".
+func TestScenarioPinChannel(t *testing.T) {
+	m := mustLoad(t, "scenarios", "bench.yml")
+	_, err := ParseScenario("s.yml", []byte("version: 1\nscenario: x\nfaults:\n  - {at: 1s, device: door, fault: noise, channel: level}\n"), m)
+	want := `faults[0].channel: undefined channel "level" of device "door" (the manifest declares no channels)`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v\nwant %s", err, want)
 	}
 }
