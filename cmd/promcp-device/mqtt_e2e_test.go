@@ -22,32 +22,16 @@ func TestMQTTHomeServedOnSim(t *testing.T) {
 	// Each device's first message travels through the broker on its own:
 	// the door's may come after the cellar's, however long a loaded
 	// machine takes (a minute bounds a broker that never delivers).
-	deadline := time.Now().Add(time.Minute)
-	good := func(tool string) map[string]any {
-		t.Helper()
-		for {
-			body, _ := s.call(tool, map[string]any{})
-			if body["quality"] == "good" || time.Now().After(deadline) {
-				return body
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	deadline := time.Now().Add(2 * time.Minute)
+	good := func(tool string) map[string]any { return s.untilGood(tool, deadline) }
 	if body := good("read_cellar_temperature"); body["quality"] != "good" || body["value"] != 14.2 {
 		t.Fatalf("read_cellar_temperature = %v, want good 14.2 from zigbee2mqtt/cellar_climate", body)
 	}
 	if body := good("read_front_door_closed"); body["quality"] != "good" || body["value"] != true {
 		t.Errorf("read_front_door_closed = %v, want good true", body)
 	}
-	rep, _ := s.call("can_do", map[string]any{"intent": map[string]any{"action": "turn on the dehumidifier", "location": "cellar"}})
-	cands, _ := rep["candidates"].([]any)
-	blocked, _ := rep["blocked"].([]any)
-	found := false
-	for _, c := range append(cands, blocked...) {
-		e := c.(map[string]any)
-		found = found || e["capability"] == "do_set_dehumidifier" && e["source"] == "home-1/mqtt:tasmota/dehumidifier_plug"
-	}
-	if !found {
+	if found, rep := s.canDoOffers(map[string]any{"action": "turn on the dehumidifier", "location": "cellar"},
+		"do_set_dehumidifier", "home-1/mqtt:tasmota/dehumidifier_plug"); !found {
 		t.Errorf("can_do = %v, want do_set_dehumidifier from home-1/mqtt:tasmota/dehumidifier_plug", rep)
 	}
 
@@ -119,17 +103,11 @@ func TestMQTT311BrokerServedOnSim(t *testing.T) {
 	s := stdioSession(t, mcp.ProtocolVersion20251125, "--manifest", manifest)
 	good := func(tool string) map[string]any {
 		t.Helper()
-		deadline := time.Now().Add(time.Minute)
-		for {
-			body, _ := s.call(tool, map[string]any{})
-			if body["quality"] == "good" {
-				return body
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s over MQTT 3.1.1 = %v, want good", tool, body)
-			}
-			time.Sleep(50 * time.Millisecond) // the first messages travel through the broker
+		body := s.untilGood(tool, time.Now().Add(2*time.Minute))
+		if body["quality"] != "good" {
+			t.Fatalf("%s over MQTT 3.1.1 = %v, want good", tool, body)
 		}
+		return body
 	}
 	if body := good("read_cellar_temperature"); body["value"] != 14.2 {
 		t.Fatalf("read_cellar_temperature over MQTT 3.1.1 = %v, want 14.2", body)

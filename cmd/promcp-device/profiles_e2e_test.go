@@ -32,16 +32,7 @@ func TestEnergyMetersServedOnSim(t *testing.T) {
 	// The Shelly's first messages travel through the broker on their own
 	// (two minutes bound a broker that never delivers, never asserted).
 	deadline := time.Now().Add(2 * time.Minute)
-	good := func(tool string) map[string]any {
-		t.Helper()
-		for {
-			body, _ := s.call(tool, map[string]any{})
-			if body["quality"] == "good" || time.Now().After(deadline) {
-				return body
-			}
-			time.Sleep(50 * time.Millisecond) // the next message is the broker's
-		}
-	}
+	good := func(tool string) map[string]any { return s.untilGood(tool, deadline) }
 	if body := good("read_garage_power"); body["quality"] != "good" || body["value"] != 150.0 {
 		t.Fatalf("read_garage_power = %v, want good 150 from shellies/shellyem-B9F3C1/emeter/0/power", body)
 	}
@@ -52,15 +43,8 @@ func TestEnergyMetersServedOnSim(t *testing.T) {
 	if res["status"] != "success" || res["applied_value"] != true {
 		t.Errorf("do_set_ev_charger(true) = %v, want success, the Shelly's relay/0 read back on", res)
 	}
-	rep, _ := s.call("can_do", map[string]any{"intent": map[string]any{"action": "charge the car", "location": "garage"}})
-	cands, _ := rep["candidates"].([]any)
-	blocked, _ := rep["blocked"].([]any)
-	found := false
-	for _, c := range append(cands, blocked...) {
-		e := c.(map[string]any)
-		found = found || e["capability"] == "do_set_ev_charger" && e["source"] == "energy-1/mqtt:shelly/garage_em"
-	}
-	if !found {
+	if found, rep := s.canDoOffers(map[string]any{"action": "charge the car", "location": "garage"},
+		"do_set_ev_charger", "energy-1/mqtt:shelly/garage_em"); !found {
 		t.Errorf("can_do = %v, want do_set_ev_charger from energy-1/mqtt:shelly/garage_em", rep)
 	}
 
