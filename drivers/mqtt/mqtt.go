@@ -192,9 +192,10 @@ func (c *Client) up(cm session) {
 	for t := range c.watched {
 		topics = append(topics, t)
 	}
+	gen := c.ups
 	c.mu.Unlock()
 	c.log.Info("mqtt: connected", "broker", c.cfg.Broker, "topics", len(topics))
-	go c.subscribe(cm, topics)
+	go c.subscribe(cm, gen, topics)
 }
 
 func (c *Client) downed() bool {
@@ -206,15 +207,48 @@ func (c *Client) downed() bool {
 	return true
 }
 
-func (c *Client) subscribe(cm session, topics []string) {
+// subscribe subscribes cm, connection number gen, to topics, and tries
+// again with back-off while that connection is the current one: a
+// subscription whose acknowledgement did not come in time (a loaded
+// broker) would otherwise leave its topics silent while the connection
+// stays up ("no message yet (connected)"). A newer connection subscribes
+// anew, so this one stops.
+func (c *Client) subscribe(cm session, gen int, topics []string) {
 	if len(topics) == 0 {
 		return
 	}
-	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
-	defer cancel()
-	if err := cm.subscribe(ctx, topics); err != nil {
-		c.log.Warn("mqtt: subscribe failed", "topics", topics, "err", err)
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(c.ctx, c.cfg.ConnectTimeout)
+		err := cm.subscribe(ctx, topics)
+		cancel()
+		if err == nil {
+			return
+		}
+		if !c.connectedAs(gen) {
+			c.log.Warn("mqtt: subscribe failed; the next connection subscribes again", "topics", topics, "err", err)
+			return
+		}
+		wait := c.backoff(attempt)
+		c.log.Warn("mqtt: subscribe failed; trying again", "topics", topics, "err", err, "in", wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-c.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		if !c.connectedAs(gen) {
+			return
+		}
 	}
+}
+
+// connectedAs reports whether connection number gen is still the current
+// one and the client open.
+func (c *Client) connectedAs(gen int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cur != nil && c.ups == gen && c.ctx.Err() == nil
 }
 
 func (c *Client) received(topic string, payload []byte, retained bool) {
@@ -240,10 +274,10 @@ func (c *Client) Watch(topic string) {
 		return
 	}
 	c.watched[topic] = true
-	cm := c.cur
+	cm, gen := c.cur, c.ups
 	c.mu.Unlock()
 	if cm != nil {
-		go c.subscribe(cm, []string{topic})
+		go c.subscribe(cm, gen, []string{topic})
 	}
 }
 
