@@ -85,9 +85,6 @@ type Model string
 
 // Device models known to this version.
 const (
-	// ModelRegisters is a generic I2C register-map device. Channels: the
-	// names of its Registers.
-	ModelRegisters Model = "registers"
 	// ModelModbus is a Modbus slave at UnitID on a Modbus bus. Channels: the
 	// names of its ModbusRegisters.
 	ModelModbus Model = "modbus"

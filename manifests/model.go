@@ -26,7 +26,8 @@ type ModelDecl struct {
 	Doc string
 	// Bus is the bus kind a kernel-file model is on (dht22: gpio, read
 	// through the kernel's files), or a serial_line's serial; "" is an
-	// I2C chip.
+	// I2C chip; i2c is an I2C device that is no chip (registers: no fixed
+	// addresses, its channels its own).
 	Bus BusKind
 	// Pin says the model is a host pin itself (gpio_in, gpio_out), on a
 	// gpio bus but no kernel-file model: checked as a pin, its one
@@ -90,7 +91,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
+	return []ModelDecl{declRegisters(), declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
@@ -264,4 +265,10 @@ func declaredZoneSensors() []Model {
 		}
 	}
 	return ms
+}
+
+// isDeclaredI2C reports whether m is a declared I2C device that is no chip.
+func isDeclaredI2C(m Model) bool {
+	d, ok := Decl(m)
+	return ok && d.Bus == BusI2C
 }

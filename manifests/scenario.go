@@ -44,12 +44,9 @@ func FaultKinds() []FaultKind {
 }
 
 // FaultApplies reports whether the simulator can inject fault k on a device
-// of model m: a declared model's are its declaration's Faults. The
-// register protocol has no checksum.
+// of model m: a declared model's are its declaration's Faults.
 func FaultApplies(m Model, k FaultKind) bool {
 	switch m {
-	case ModelRegisters:
-		return k != FaultCRC && slices.Contains(FaultKinds(), k)
 	case ModelModbus:
 		// A nack is an exception response; crc garbles the RTU checksum
 		// (on Modbus TCP, which has none, it does nothing visible).
