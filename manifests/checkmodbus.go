@@ -36,7 +36,8 @@ func carries(k BusKind, m Model) bool {
 	case isKernelBus(k):
 		return declaredOn(m, k)
 	}
-	return m == ModelModbus
+	d, ok := Decl(m)
+	return ok && d.on(k)
 }
 
 // busLine checks which line keys a bus of its kind may have.

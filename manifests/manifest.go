@@ -83,13 +83,6 @@ const DefaultTimeout = 100 * time.Millisecond
 // Model is what kind of device sits at an address or pin.
 type Model string
 
-// Device models known to this version.
-const (
-	// ModelModbus is a Modbus slave at UnitID on a Modbus bus. Channels: the
-	// names of its ModbusRegisters.
-	ModelModbus Model = "modbus"
-)
-
 // Device is one chip or pin on a bus.
 type Device struct {
 	Name  string

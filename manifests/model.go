@@ -29,6 +29,9 @@ type ModelDecl struct {
 	// I2C chip; i2c is an I2C device that is no chip (registers: no fixed
 	// addresses, its channels its own).
 	Bus BusKind
+	// Buses, for a model on more than one bus kind (modbus: tcp, rtu and
+	// rtu over tcp), are them all; Bus is then the first.
+	Buses []BusKind
 	// Pin says the model is a host pin itself (gpio_in, gpio_out), on a
 	// gpio bus but no kernel-file model: checked as a pin, its one
 	// channel (named "") its level.
@@ -60,7 +63,8 @@ type ModelDecl struct {
 	// and humidity channels.
 	Zone bool
 	// Sample is a device of the model as a manifest writes it (a list
-	// item of devices, on a bus named i2c1, gpio, w1, pwm0, spi0 or rs232), for the docs and as
+	// item of devices, on a bus named i2c1, gpio, w1, pwm0, spi0, rs232
+	// or rs485 (modbus_rtu)), for the docs and as
 	// a starting point; a test loads it with a capability per channel.
 	Sample string
 }
@@ -91,7 +95,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declRegisters(), declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
+	return []ModelDecl{declRegisters(), declModbus(), declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
@@ -272,3 +276,6 @@ func isDeclaredI2C(m Model) bool {
 	d, ok := Decl(m)
 	return ok && d.Bus == BusI2C
 }
+
+// on reports whether d is on a bus of kind k.
+func (d ModelDecl) on(k BusKind) bool { return d.Bus == k || slices.Contains(d.Buses, k) }

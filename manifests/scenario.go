@@ -47,10 +47,6 @@ func FaultKinds() []FaultKind {
 // of model m: a declared model's are its declaration's Faults.
 func FaultApplies(m Model, k FaultKind) bool {
 	switch m {
-	case ModelModbus:
-		// A nack is an exception response; crc garbles the RTU checksum
-		// (on Modbus TCP, which has none, it does nothing visible).
-		return slices.Contains(FaultKinds(), k)
 	case ModelMQTT:
 		// A device on a broker drops off (its Last Will) or falls silent.
 		return k == FaultDropout || k == FaultStuck
