@@ -29,10 +29,6 @@ func carries(k BusKind, m Model) bool {
 		return isI2C(m)
 	case k == BusGPIO:
 		return isGPIO(m) || declaredOn(m, BusGPIO)
-	case k == BusSerial:
-		return m == ModelSerialLine
-	case k == BusMQTT:
-		return m == ModelMQTT
 	case isKernelBus(k):
 		return declaredOn(m, k)
 	}

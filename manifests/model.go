@@ -46,6 +46,10 @@ type ModelDecl struct {
 	// named, for a model whose channels a device names in its keys (an
 	// ADC's inputs), returns the channels of dev; Channels are then none.
 	named func(dev Device) []string
+	// open, for a model whose named channels are not all of them (an mqtt
+	// device with a preset: any key of its state), reports whether dev
+	// takes channels not in named; the model's own check binds those.
+	open func(dev Device) bool
 	// Type is the type of the channels' values; "" is number.
 	Type ValueType
 	// Keys are the device keys only this model takes; KeysNote says why
@@ -64,7 +68,7 @@ type ModelDecl struct {
 	Zone bool
 	// Sample is a device of the model as a manifest writes it (a list
 	// item of devices, on a bus named i2c1, gpio, w1, pwm0, spi0, rs232
-	// or rs485 (modbus_rtu)), for the docs and as
+	// rs485 (modbus_rtu) or broker (mqtt)), for the docs and as
 	// a starting point; a test loads it with a capability per channel.
 	Sample string
 }
@@ -95,7 +99,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declRegisters(), declModbus(), declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
+	return []ModelDecl{declRegisters(), declModbus(), declMQTT(), declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
