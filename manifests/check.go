@@ -102,7 +102,7 @@ func (c *checker) checkBuses() {
 	}
 }
 
-func isI2C(m Model) bool  { return m == ModelRegisters || isChip(m) }
+func isI2C(m Model) bool  { return isChip(m) || isDeclaredI2C(m) }
 func isGPIO(m Model) bool { return m == ModelGPIOIn || m == ModelGPIOOut }
 
 func (c *checker) checkDevices() {

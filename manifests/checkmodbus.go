@@ -29,14 +29,11 @@ func carries(k BusKind, m Model) bool {
 		return isI2C(m)
 	case k == BusGPIO:
 		return isGPIO(m) || declaredOn(m, BusGPIO)
-	case k == BusSerial:
-		return m == ModelSerialLine
-	case k == BusMQTT:
-		return m == ModelMQTT
 	case isKernelBus(k):
 		return declaredOn(m, k)
 	}
-	return m == ModelModbus
+	d, ok := Decl(m)
+	return ok && d.on(k)
 }
 
 // busLine checks which line keys a bus of its kind may have.

@@ -36,7 +36,7 @@ var (
 // The closed sets of values, as the manifest spells them.
 var (
 	busKinds   = words(BusI2C, BusGPIO, BusModbusTCP, BusModbusRTU, BusModbusRTUTCP, BusSerial, BusMQTT, BusOneWire, BusPWM, BusSPI)
-	models     = slices.Concat(words(ModelRegisters, ModelModbus, ModelMQTT), declaredWords())
+	models     = declaredWords()
 	parities   = words(modbusconf.ParityNone, modbusconf.ParityEven, modbusconf.ParityOdd)
 	rs485Modes = words(modbusconf.RS485None, modbusconf.RS485Kernel, modbusconf.RS485RTS)
 	tables     = words(modbusconf.TableCoil, modbusconf.TableDiscrete, modbusconf.TableHolding, modbusconf.TableInput)

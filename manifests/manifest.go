@@ -83,16 +83,6 @@ const DefaultTimeout = 100 * time.Millisecond
 // Model is what kind of device sits at an address or pin.
 type Model string
 
-// Device models known to this version.
-const (
-	// ModelRegisters is a generic I2C register-map device. Channels: the
-	// names of its Registers.
-	ModelRegisters Model = "registers"
-	// ModelModbus is a Modbus slave at UnitID on a Modbus bus. Channels: the
-	// names of its ModbusRegisters.
-	ModelModbus Model = "modbus"
-)
-
 // Device is one chip or pin on a bus.
 type Device struct {
 	Name  string

@@ -26,8 +26,12 @@ type ModelDecl struct {
 	Doc string
 	// Bus is the bus kind a kernel-file model is on (dht22: gpio, read
 	// through the kernel's files), or a serial_line's serial; "" is an
-	// I2C chip.
+	// I2C chip; i2c is an I2C device that is no chip (registers: no fixed
+	// addresses, its channels its own).
 	Bus BusKind
+	// Buses, for a model on more than one bus kind (modbus: tcp, rtu and
+	// rtu over tcp), are them all; Bus is then the first.
+	Buses []BusKind
 	// Pin says the model is a host pin itself (gpio_in, gpio_out), on a
 	// gpio bus but no kernel-file model: checked as a pin, its one
 	// channel (named "") its level.
@@ -42,6 +46,10 @@ type ModelDecl struct {
 	// named, for a model whose channels a device names in its keys (an
 	// ADC's inputs), returns the channels of dev; Channels are then none.
 	named func(dev Device) []string
+	// open, for a model whose named channels are not all of them (an mqtt
+	// device with a preset: any key of its state), reports whether dev
+	// takes channels not in named; the model's own check binds those.
+	open func(dev Device) bool
 	// Type is the type of the channels' values; "" is number.
 	Type ValueType
 	// Keys are the device keys only this model takes; KeysNote says why
@@ -59,7 +67,8 @@ type ModelDecl struct {
 	// and humidity channels.
 	Zone bool
 	// Sample is a device of the model as a manifest writes it (a list
-	// item of devices, on a bus named i2c1, gpio, w1, pwm0, spi0 or rs232), for the docs and as
+	// item of devices, on a bus named i2c1, gpio, w1, pwm0, spi0, rs232
+	// rs485 (modbus_rtu) or broker (mqtt)), for the docs and as
 	// a starting point; a test loads it with a capability per channel.
 	Sample string
 }
@@ -90,7 +99,7 @@ type ChannelDecl struct {
 // Declared lists the declared models, in the order the manifest's lists
 // name them. Adding a model is adding its file and its line here.
 func Declared() []ModelDecl {
-	return []ModelDecl{declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
+	return []ModelDecl{declRegisters(), declModbus(), declMQTT(), declSerialLine(), declGPIOIn(), declGPIOOut(), declSHT3x(), declBME280(), declBMP280(), declADS1115(), declADS1015(), declMCP23017(), declPCF8574(), declINA219(), declSHT4x(), declSCD4x(), declBH1750(), declDHT22(), declDS18B20(), declPWM(), declMCP3008(), declPulseCounter()}
 }
 
 // Decl returns the declaration of model m, if m is a declared model.
@@ -265,3 +274,12 @@ func declaredZoneSensors() []Model {
 	}
 	return ms
 }
+
+// isDeclaredI2C reports whether m is a declared I2C device that is no chip.
+func isDeclaredI2C(m Model) bool {
+	d, ok := Decl(m)
+	return ok && d.Bus == BusI2C
+}
+
+// on reports whether d is on a bus of kind k.
+func (d ModelDecl) on(k BusKind) bool { return d.Bus == k || slices.Contains(d.Buses, k) }

@@ -118,7 +118,7 @@ func TestDeclaredSamplesLoad(t *testing.T) {
 			continue
 		}
 		var b strings.Builder
-		b.WriteString("version: 1\ngateway: sample\nbuses: [{name: i2c1, kind: i2c}, {name: gpio, kind: gpio}, {name: w1, kind: onewire}, {name: pwm0, kind: pwm}, {name: spi0, kind: spi}, {name: rs232, kind: serial, port: /dev/ttyUSB0}]\ndevices:\n")
+		b.WriteString("version: 1\ngateway: sample\nbuses: [{name: i2c1, kind: i2c}, {name: gpio, kind: gpio}, {name: w1, kind: onewire}, {name: pwm0, kind: pwm}, {name: spi0, kind: spi}, {name: rs232, kind: serial, port: /dev/ttyUSB0}, {name: rs485, kind: modbus_rtu, port: /dev/ttyUSB1}, {name: broker, kind: mqtt, mqtt: {broker: \"mqtt://127.0.0.1:1883\"}}]\ndevices:\n")
 		for _, line := range strings.SplitAfter(d.Sample, "\n") {
 			if line != "" {
 				b.WriteString("  " + line)

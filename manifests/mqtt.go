@@ -3,7 +3,6 @@ package manifests
 import (
 	"net"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 )
@@ -327,12 +326,7 @@ func (c *checker) mqttChannel(cp *Capability, dev *Device, path string) {
 	if dev.MQTT == nil {
 		return // reported on the device
 	}
-	names := make([]string, 0, len(dev.MQTT.Channels))
-	for _, ch := range dev.MQTT.Channels {
-		if !slices.Contains(names, ch.Name) {
-			names = append(names, ch.Name)
-		}
-	}
+	names := mqttChannelNames(*dev)
 	ch, ok := dev.MQTT.Channel(cp.Read.Channel)
 	switch {
 	case !c.d.has(chp):

@@ -44,20 +44,8 @@ func FaultKinds() []FaultKind {
 }
 
 // FaultApplies reports whether the simulator can inject fault k on a device
-// of model m: a declared model's are its declaration's Faults. The
-// register protocol has no checksum.
+// of model m: a declared model's are its declaration's Faults.
 func FaultApplies(m Model, k FaultKind) bool {
-	switch m {
-	case ModelRegisters:
-		return k != FaultCRC && slices.Contains(FaultKinds(), k)
-	case ModelModbus:
-		// A nack is an exception response; crc garbles the RTU checksum
-		// (on Modbus TCP, which has none, it does nothing visible).
-		return slices.Contains(FaultKinds(), k)
-	case ModelMQTT:
-		// A device on a broker drops off (its Last Will) or falls silent.
-		return k == FaultDropout || k == FaultStuck
-	}
 	if d, ok := Decl(m); ok {
 		return d.FaultApplies(k)
 	}
@@ -257,12 +245,9 @@ func (o obj) faultDevice(sf ScheduledFault, m *Manifest, kindOK bool) {
 		}
 		o.add("fault", ErrNotAllowed, "on %s device: %s (want %s)", article(dev.Model), sf.Fault.Kind, oneOf(words(can...)))
 	case o.has("channel"):
-		var chans []string
-		switch dev.Model {
-		case ModelRegisters:
-			chans = registerNames(*dev)
-		default:
-			chans = ChipChannels(*dev)
+		chans := ChipChannels(*dev)
+		if d, ok := Decl(dev.Model); ok && d.open != nil && d.open(*dev) {
+			break // its own channels are any name
 		}
 		if !slices.Contains(chans, sf.Fault.Channel) {
 			o.add("channel", ErrBadReference, "channel %q of device %q (%s)", sf.Fault.Channel, dev.Name, candidates("channel", chans))

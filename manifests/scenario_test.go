@@ -54,3 +54,20 @@ func TestScenarioPinChannel(t *testing.T) {
 		t.Fatalf("got %v\nwant %s", err, want)
 	}
 }
+
+// A value fault on a modbus device may narrow to one of its registers (the
+// twin honours it): the channel is checked against the registers, from
+// the declaration, where it was once refused as "no channels".
+func TestScenarioModbusFaultChannel(t *testing.T) {
+	m, err := Load(filepath.Join("examples", "greenhouse.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseScenario("s.yml", []byte("version: 1\nscenario: x\nfaults:\n  - {at: 1s, device: energy_meter, fault: noise, channel: power}\n"), m); err != nil {
+		t.Errorf("a register as the channel: %v", err)
+	}
+	_, err = ParseScenario("s.yml", []byte("version: 1\nscenario: x\nfaults:\n  - {at: 1s, device: energy_meter, fault: noise, channel: lux}\n"), m)
+	if err == nil || !strings.Contains(err.Error(), `channel "lux" of device "energy_meter"`) || !strings.Contains(err.Error(), "energy") {
+		t.Errorf("a channel that is no register: got %v", err)
+	}
+}
