@@ -2,45 +2,17 @@ package fleet_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/promcp/promcp-device/fleet"
+	"github.com/promcp/promcp-device/fleet/fleetsim"
 	"github.com/promcp/promcp-device/fleet/natsembed"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
-	"github.com/promcp/promcp-device/server"
 )
-
-// simLocal is a simulated gateway: three tools and a can_do that answers
-// one allowed candidate at once.
-type simLocal struct{ report json.RawMessage }
-
-func newSimLocal() *simLocal {
-	rep := promcp.CapabilityReport{QueryID: "q", Feasible: true, Candidates: []promcp.Candidate{{
-		Capability: "do_set_fan", Source: "sim/fan", Confidence: 1, Permission: promcp.Allowed,
-		Constraints: promcp.Constraints{EnumValues: []string{"true", "false"}}, SideEffects: []string{},
-		ValidUntil: time.Now().Add(time.Hour).UTC(), EstimatedLatencyMS: 5}},
-		Blocked: []promcp.Blocked{}, Context: promcp.ReportContext{RelatedReads: []string{"read_fan"}, CurrentObservations: map[string]promcp.Observation{}},
-		Metadata: promcp.ReportMetadata{Timestamp: time.Now().UTC()}}
-	b, _ := json.Marshal(rep)
-	return &simLocal{report: b}
-}
-
-func (s *simLocal) Tools(context.Context) ([]mcp.Tool, error) {
-	return []mcp.Tool{{Name: "read_fan"}, {Name: "do_set_fan"}, {Name: "can_do"}}, nil
-}
-
-func (s *simLocal) Call(_ context.Context, _ server.Caller, tool string, _ json.RawMessage) (*mcp.CallToolResult, error) {
-	var sc any
-	_ = json.Unmarshal(s.report, &sc)
-	return &mcp.CallToolResult{StructuredContent: sc, Content: []mcp.Content{mcp.NewTextContent(string(s.report))}}, nil
-}
 
 // BenchmarkFleetCanDo100 is a fleet can_do over 100 simulated gateways in
 // one process (one hub server, each gateway on its own connection): the
@@ -69,7 +41,7 @@ func BenchmarkFleetCanDo100(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(gnc.Close)
-		m, err := fleet.Join(ctx, gnc, fleet.MemberConfig{GatewayID: fmt.Sprintf("gw%03d", i), Zone: "hall", Profile: "full"}, newSimLocal())
+		m, err := fleet.Join(ctx, gnc, fleet.MemberConfig{GatewayID: fmt.Sprintf("gw%03d", i), Zone: "hall", Profile: "full"}, fleetsim.NewLocal())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/promcp/promcp-device/fleet"
+	"github.com/promcp/promcp-device/fleet/fleetsim"
 	"github.com/promcp/promcp-device/fleet/natsembed"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/promcp"
@@ -98,7 +99,7 @@ func benchHub(b *testing.B, n int) (*nats.Conn, *fleet.View, []fleet.Local) {
 			b.Fatal(err)
 		}
 		b.Cleanup(gnc.Close)
-		l := newSimLocal()
+		l := fleetsim.NewLocal()
 		m, err := fleet.Join(ctx, gnc, fleet.MemberConfig{GatewayID: id, Zone: "hall", Profile: "full",
 			Routes: map[string]string{"hub1": server.RoleOperator}}, l)
 		if err != nil {
