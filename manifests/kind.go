@@ -43,14 +43,15 @@ func KindOf(data []byte) FileKind {
 	if _, ok := f.Docs[0].Body.(*ast.MappingNode); !ok {
 		return KindNotYAMLMapping
 	}
-	if IsScenario(data) {
-		return KindScenario
-	}
 	keys := topKeys(data)
 	has := func(list []string) bool { return slices.ContainsFunc(list, func(k string) bool { return keys[k] }) }
 	switch {
 	case keys["test"] && keys["steps"]:
+		// Before the scenario check: a site test may name its fault
+		// scenario under "scenario:", which is not what makes it one.
 		return KindSiteTest
+	case IsScenario(data):
+		return KindScenario
 	case IsPhysMCP(data):
 		return KindPhysMCP
 	case IsPhysMCPPolicy(data):
