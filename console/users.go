@@ -14,11 +14,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/promcp/promcp-device/internal/fileowner"
+	"github.com/promcp/promcp-device/internal/filestamp"
 	"github.com/promcp/promcp-device/server"
 )
 
@@ -70,32 +70,17 @@ type Users struct {
 
 	mu      sync.Mutex
 	entries []userEntry
-	stamp   fileStamp
-	err     error    // the reloaded file's problem; nobody signs in while set
-	known   []string // the declared roles, once CheckRoles ran
-	dummy   []byte   // a hash at the file's highest cost, checked for an unknown name
-	dummyAt int      // the cost of dummy
+	stamp   filestamp.Stamp // SetUser renames a new file over it: a same-length password within one clock tick is seen too
+	err     error           // the reloaded file's problem; nobody signs in while set
+	known   []string        // the declared roles, once CheckRoles ran
+	dummy   []byte          // a hash at the file's highest cost, checked for an unknown name
+	dummyAt int             // the cost of dummy
 }
 
 type userEntry struct {
 	name, role string
 	hash       []byte
 	line       int
-}
-
-// fileStamp tells whether a file changed: its time, size, or the file
-// itself (SetUser renames a new file over it, so a new password of the
-// same length written within the same clock tick is seen too).
-type fileStamp struct {
-	mod  time.Time
-	size int64
-	fi   os.FileInfo
-}
-
-func stampOf(fi os.FileInfo) fileStamp { return fileStamp{mod: fi.ModTime(), size: fi.Size(), fi: fi} }
-
-func (a fileStamp) same(b fileStamp) bool {
-	return a.fi != nil && b.fi != nil && a.mod.Equal(b.mod) && a.size == b.size && os.SameFile(a.fi, b.fi)
 }
 
 // UserInfo is one account as console-user list shows it.
@@ -117,7 +102,7 @@ func LoadUsers(path string) (*Users, error) {
 	if err != nil {
 		return nil, err
 	}
-	u.path, u.stamp = path, stampOf(fi)
+	u.path, u.stamp = path, filestamp.Of(fi)
 	return u, nil
 }
 
@@ -195,12 +180,12 @@ func (u *Users) reload() {
 	if u.path == "" {
 		return
 	}
-	fi, err := os.Stat(u.path)
+	again, err := filestamp.Changed(u.path, u.stamp, u.err != nil)
 	if err != nil {
 		u.err, u.entries = fmt.Errorf("console users: %w", err), nil
 		return
 	}
-	if stampOf(fi).same(u.stamp) && u.err == nil {
+	if !again {
 		return
 	}
 	n, err := LoadUsers(u.path)

@@ -21,6 +21,7 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/promcp/promcp-device/internal/filestamp"
 )
 
 // AuthError is a credential refused. Reason is safe to tell the client
@@ -118,7 +119,7 @@ type JWTVerifier struct {
 
 	mu        sync.Mutex
 	fileKeys  []jose.JSONWebKey
-	fileStamp fileStamp
+	fileStamp filestamp.Stamp
 	fileErr   error
 	urlKeys   []jose.JSONWebKey
 	fetched   time.Time // the last successful fetch of JWKSURL
@@ -234,7 +235,7 @@ func (v *JWTVerifier) reloadFile() {
 		v.fileKeys, v.fileErr = nil, fmt.Errorf("jwks_file: %w", err)
 		return
 	}
-	if stampOf(fi) == v.fileStamp && v.fileErr == nil {
+	if filestamp.Of(fi).Same(v.fileStamp) && v.fileErr == nil {
 		return
 	}
 	data, err := os.ReadFile(v.cfg.JWKSFile)
@@ -247,7 +248,7 @@ func (v *JWTVerifier) reloadFile() {
 		v.fileKeys, v.fileErr = nil, fmt.Errorf("jwks_file %s: %w", v.cfg.JWKSFile, err)
 		return
 	}
-	v.fileKeys, v.fileStamp, v.fileErr = keys, stampOf(fi), nil
+	v.fileKeys, v.fileStamp, v.fileErr = keys, filestamp.Of(fi), nil
 }
 
 // fetch gets the keys at JWKSURL. Called with v.mu held; the fetch is

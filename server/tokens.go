@@ -18,9 +18,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/promcp/promcp-device/internal/fileowner"
+	"github.com/promcp/promcp-device/internal/filestamp"
 )
 
 // ErrTokenFile is wrapped by every error in a tokens file.
@@ -46,7 +46,7 @@ type Tokens struct {
 
 	mu      sync.Mutex
 	entries []tokenEntry
-	stamp   fileStamp
+	stamp   filestamp.Stamp
 	err     error    // the reloaded file's problem; no token is accepted while set
 	known   []string // the declared roles, once CheckRoles ran; a token of another role is not accepted
 
@@ -126,14 +126,6 @@ type tokenEntry struct {
 	line   int
 }
 
-// fileStamp tells whether a file changed.
-type fileStamp struct {
-	mod  time.Time
-	size int64
-}
-
-func stampOf(fi os.FileInfo) fileStamp { return fileStamp{mod: fi.ModTime(), size: fi.Size()} }
-
 // TokenInfo is one tokens-file line as token list shows it: never the
 // token, only a prefix of its hash.
 type TokenInfo struct {
@@ -160,7 +152,7 @@ func LoadTokens(path string) (*Tokens, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.path, t.stamp = path, stampOf(fi)
+	t.path, t.stamp = path, filestamp.Of(fi)
 	return t, nil
 }
 
@@ -170,12 +162,12 @@ func (t *Tokens) reload() {
 	if t.path == "" {
 		return
 	}
-	fi, err := os.Stat(t.path)
+	again, err := filestamp.Changed(t.path, t.stamp, t.err != nil)
 	if err != nil {
 		t.err, t.entries = fmt.Errorf("tokens: %w", err), nil
 		return
 	}
-	if stampOf(fi) == t.stamp && t.err == nil {
+	if !again {
 		return
 	}
 	n, err := LoadTokens(t.path)

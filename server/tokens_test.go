@@ -117,3 +117,43 @@ func TestTokensFollowTheirFile(t *testing.T) {
 		t.Fatal("Err = nil for a broken file")
 	}
 }
+
+// A token replaced by another of the same length, the new file renamed over
+// the old one within the same clock tick (same size, same modification
+// time), is seen: the old token stops working. A check of time and size
+// alone kept accepting it.
+func TestTokensReplacedWithinOneTick(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tokens.txt")
+	old, next := server.NewToken(), server.NewToken()
+	if err := os.WriteFile(path, []byte(server.TokenLine("alice", "operator", old)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tokens, err := server.LoadTokens(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tokens.Lookup(old); !ok {
+		t.Fatal("alice's token is not accepted")
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tokens.new")
+	if err := os.WriteFile(tmp, []byte(server.TokenLine("alice", "operator", next)+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(tmp, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tokens.Lookup(old); ok {
+		t.Fatal("the replaced token still works: a file renamed over it with the same size and time was not read again")
+	}
+	if c, ok := tokens.Lookup(next); !ok || c.Name != "alice" {
+		t.Fatalf("the new token: %v %v", c, ok)
+	}
+}
