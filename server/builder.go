@@ -250,6 +250,7 @@ type Server struct {
 	standing      map[string]*standing                  // each tool's published standing part (standing.go)
 	schemaMu      sync.Mutex                            // guards schemas
 	schemas       map[string]json.RawMessage            // output schemas by what they are made of (sharedSchema)
+	lists         listCache                             // the encoded tools/list pages (toolslist.go)
 
 	placement                    Placement // where the provenance envelope goes
 	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
@@ -451,6 +452,7 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, st Sta
 		s.stamps[tool.Name] = &atomic.Pointer[stampMemo]{}
 	}
 	s.mcp.AddTool(tool, s.observed(kind, tool.Name, h))
+	s.lists.drop() // the list changed
 	return nil
 }
 
