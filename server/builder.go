@@ -248,6 +248,9 @@ type Server struct {
 	stampTail     map[string][]byte                     // the fixed keys of each tool's stamp, encoded (finish)
 	stamps        map[string]*atomic.Pointer[stampMemo] // each read tool's last stamp (finish)
 	standing      map[string]*standing                  // each tool's published standing part (standing.go)
+	schemaMu      sync.Mutex                            // guards schemas
+	schemas       map[string]json.RawMessage            // output schemas by what they are made of (sharedSchema)
+	lists         listCache                             // the encoded tools/list pages (toolslist.go)
 
 	placement                    Placement // where the provenance envelope goes
 	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
@@ -449,6 +452,7 @@ func (s *Server) register(kind promcp.Kind, tool mcp.Tool, source string, st Sta
 		s.stamps[tool.Name] = &atomic.Pointer[stampMemo]{}
 	}
 	s.mcp.AddTool(tool, s.observed(kind, tool.Name, h))
+	s.lists.drop() // the list changed
 	return nil
 }
 
@@ -460,7 +464,7 @@ func (s *Server) Read(t ReadTool, h ReadHandler) error {
 	if h == nil {
 		return fmt.Errorf("tool %s: nil handler", t.Name)
 	}
-	out, err := readOutputSchema(t)
+	out, err := s.sharedSchema(schemaKey(promcp.KindRead, t.Unit, t.Value), func() (json.RawMessage, error) { return readOutputSchema(t) })
 	if err != nil {
 		return err
 	}
@@ -528,7 +532,7 @@ func (s *Server) Do(t DoTool, h DoHandler) error {
 	if s.approvals != nil {
 		in["properties"].(map[string]any)["approval"] = approvalArgSchema
 	}
-	out, err := doOutputSchema(t)
+	out, err := s.sharedSchema(schemaKey(promcp.KindDo, "", t.Value), func() (json.RawMessage, error) { return doOutputSchema(t) })
 	if err != nil {
 		return err
 	}

@@ -18,7 +18,7 @@ func readInputSchema() map[string]any {
 		"properties": map[string]any{
 			"max_age_ms": map[string]any{
 				"type": "integer", "minimum": 0,
-				"description": "Oldest sample you accept, in milliseconds; 0 asks for a new measurement. Omitted, or more than the tool's freshness (TTL), means the TTL. The timestamp is always the sample's.",
+				"description": "Oldest sample you accept, in ms; 0 asks for a new measurement. Omitted or over the tool's TTL: the TTL.",
 			},
 		},
 		"additionalProperties": false,
@@ -26,7 +26,7 @@ func readInputSchema() map[string]any {
 }
 
 // readOutputSchema is the read kind's schema with the value and unit
-// narrowed to what this tool returns.
+// narrowed to what this tool returns, lean (see lean).
 func readOutputSchema(t ReadTool) (json.RawMessage, error) {
 	m, err := promcp.SchemaMap(promcp.KindRead)
 	if err != nil {
@@ -34,15 +34,104 @@ func readOutputSchema(t ReadTool) (json.RawMessage, error) {
 	}
 	props := m["properties"].(map[string]any)
 	if t.Value != nil {
-		props["value"] = map[string]any{"anyOf": []any{t.Value, map[string]any{"type": "null"}},
-			"description": "The observed value; null when quality is error."}
+		props["value"] = orNull(t.Value)
 	}
 	if t.Unit != "" {
 		props["unit"] = map[string]any{"const": string(t.Unit)}
 	} else {
 		props["unit"] = map[string]any{"type": "null"}
 	}
-	return json.Marshal(m)
+	return json.Marshal(lean(m))
+}
+
+// lean drops from a tool's output schema what only documents it: every
+// "description" (the kinds' schemas in package promcp, with their
+// descriptions, and docs/performance.md document the fields), and a
+// property left with no keyword at all (it constrained nothing). The top
+// "title" stays: it names the contract. What remains validates exactly
+// what the documented schema does. An output schema is sent in every
+// tools/list for every tool, and MCP clients use it to check
+// structuredContent, not to describe the tool to a model (the tool's
+// description and inputSchema do that): this halves tools/list.
+func lean(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		switch {
+		case k == "description":
+			continue
+		case k == "properties":
+			props := map[string]any{}
+			for name, p := range v.(map[string]any) {
+				if pm, ok := p.(map[string]any); ok {
+					if pm = lean(pm); len(pm) == 0 {
+						continue
+					}
+					p = pm
+				}
+				props[name] = p
+			}
+			out[k] = props
+			continue
+		}
+		out[k] = leanValue(v)
+	}
+	return out
+}
+
+func leanValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return lean(v)
+	case []any:
+		l := make([]any, len(v))
+		for i, e := range v {
+			l[i] = leanValue(e)
+		}
+		return l
+	}
+	return v
+}
+
+// orNull is value's schema or null: {"type": [T, "null"]} when value
+// says only its JSON type (and documents it), anyOf otherwise.
+func orNull(value map[string]any) map[string]any {
+	typ, ok := value["type"].(string)
+	for k := range value {
+		if k != "type" && k != "description" && k != "title" {
+			ok = false
+		}
+	}
+	if ok {
+		return map[string]any{"type": []any{typ, "null"}}
+	}
+	return map[string]any{"anyOf": []any{value, map[string]any{"type": "null"}}}
+}
+
+// sharedSchema returns the schema build makes for key, made once per
+// Server: a gateway's reads of one unit and value type, and its do_*
+// tools of one value type, have the same output schema, and share its
+// bytes.
+func (s *Server) sharedSchema(key string, build func() (json.RawMessage, error)) (json.RawMessage, error) {
+	s.schemaMu.Lock()
+	defer s.schemaMu.Unlock()
+	if b, ok := s.schemas[key]; ok {
+		return b, nil
+	}
+	b, err := build()
+	if err != nil {
+		return nil, err
+	}
+	if s.schemas == nil {
+		s.schemas = map[string]json.RawMessage{}
+	}
+	s.schemas[key] = b
+	return b, nil
+}
+
+// schemaKey names what an output schema is made from.
+func schemaKey(kind promcp.Kind, unit promcp.Unit, value map[string]any) string {
+	v, _ := json.Marshal(value) // map keys sorted: the same value, the same text
+	return string(kind) + "\x00" + string(unit) + "\x00" + string(v)
 }
 
 // MaxKeyLength is the most characters an idempotency_key may have (the
@@ -60,7 +149,7 @@ func doInputSchema(value map[string]any) map[string]any {
 			"value": value,
 			"idempotency_key": map[string]any{
 				"type": "string", "minLength": 1, "maxLength": MaxKeyLength,
-				"description": "Names this action. Retrying with the same key and arguments returns the first result and actuates once; omit it and the server makes one (returned in the result).",
+				"description": "Names this action for retries (see the description); omitted, the server makes one and returns it.",
 			},
 		},
 		"required":             []string{"value"},
@@ -75,13 +164,12 @@ func doOutputSchema(t DoTool) (json.RawMessage, error) {
 	}
 	if t.Value != nil {
 		props := m["properties"].(map[string]any)
-		typed := withoutBounds(t.Value)
+		typed := orNull(withoutBounds(t.Value))
 		for _, f := range []string{"applied_value", "previous_value"} {
-			old, _ := props[f].(map[string]any)
-			props[f] = map[string]any{"anyOf": []any{typed, map[string]any{"type": "null"}}, "description": old["description"]}
+			props[f] = typed
 		}
 	}
-	return json.Marshal(m)
+	return json.Marshal(lean(m))
 }
 
 func canDoInputSchema() map[string]any {

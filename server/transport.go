@@ -40,6 +40,11 @@ func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer, ca
 		c, ok := parseMeshCall(msg)
 		if ok {
 			answering.Go(func() { _, _ = lw.Write(append(s.answerMesh(WithCaller(ctx, caller), c), '\n')) })
+			return true
+		}
+		answer, ok := s.stdioList(ctx, msg) // a plain tools/list: its cached page (toolslist.go)
+		if ok {
+			answering.Go(func() { _, _ = lw.Write(answer) })
 		}
 		return ok
 	}
@@ -258,7 +263,7 @@ func (s *Server) streamable(cfg HTTPConfig, path string, sessions *sessionTable)
 			mcpserver.WithCORSExposedHeaders("Mcp-Session-Id"),
 		))
 	}
-	return mcpserver.NewStreamableHTTPServer(s.mcp, opts...)
+	return s.listFront(sessions, mcpserver.NewStreamableHTTPServer(s.mcp, opts...))
 }
 
 // dynamicGroups serves the groups HTTPConfig.GroupFunc finds, each
