@@ -171,3 +171,32 @@ func BenchmarkModbusRawParallel(b *testing.B) {
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "raw_reads/s")
 }
+
+// BenchmarkModbusRead runs each of BenchmarkModbusStackVsRaw's reads
+// alone, for a CPU or allocation profile of one path at a time:
+//
+//	go test ./gateway -run '^$' -bench 'ModbusRead/capability' -cpuprofile cpu.out
+func BenchmarkModbusRead(b *testing.B) {
+	addr, handler, capability := meterBench(b)
+	raw := rawClient(b, addr)
+	readTool(b, handler)
+	b.Run("raw", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := raw.ReadInputRegisters(0, 2); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("capability", func(b *testing.B) {
+		for b.Loop() {
+			if r := capability.ReadWithin(context.Background(), 0); r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}
+	})
+	b.Run("tool", func(b *testing.B) {
+		for b.Loop() {
+			readTool(b, handler)
+		}
+	})
+}
