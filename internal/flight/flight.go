@@ -17,8 +17,52 @@ import (
 // Group coalesces calls by key. The zero value is ready to use; a Group is
 // safe for concurrent use and must not be copied after first use.
 type Group[K comparable, V any] struct {
-	mu    sync.Mutex
-	calls map[K]*call[V]
+	mu sync.Mutex
+	// first is a call in flight, under firstKey, kept out of calls: with one
+	// call at a time (a sampler's, a Modbus unit's usual traffic) no map
+	// is touched and no key hashed. Every key in flight is in first or in
+	// calls, never in both.
+	first    *call[V]
+	firstKey K
+	calls    map[K]*call[V]
+	// spare is a finished call that no other caller saw (nobody joined it,
+	// nobody could leave it): the next call reuses it instead of
+	// allocating one.
+	spare *call[V]
+}
+
+// lookup returns the call in flight for key, or nil; g.mu is held.
+func (g *Group[K, V]) lookup(key K) *call[V] {
+	if g.first != nil && g.firstKey == key {
+		return g.first
+	}
+	return g.calls[key] // a nil map reads as empty
+}
+
+// add records c as the call in flight for key, which has none; g.mu is
+// held.
+func (g *Group[K, V]) add(key K, c *call[V]) {
+	if g.first == nil {
+		g.first, g.firstKey = c, key
+		return
+	}
+	if g.calls == nil {
+		g.calls = map[K]*call[V]{}
+	}
+	g.calls[key] = c
+}
+
+// remove drops c as the call in flight for key, if it still is; g.mu is
+// held.
+func (g *Group[K, V]) remove(key K, c *call[V]) {
+	if g.first == c {
+		var zero K
+		g.first, g.firstKey = nil, zero
+		return
+	}
+	if g.calls[key] == c {
+		delete(g.calls, key)
+	}
 }
 
 type call[V any] struct {
@@ -59,17 +103,11 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 		return v, err, false
 	}
 	g.mu.Lock()
-	c, joined := g.calls[key]
+	c := g.lookup(key)
+	joined = c != nil
 	if !joined {
-		if g.calls == nil {
-			g.calls = map[K]*call[V]{}
-		}
-		c = &call[V]{}
-		if cancellable(ctx) {
-			c.run = &c.rc
-			c.run.Context, c.run.cancelCtx = context.WithCancel(context.WithoutCancel(ctx))
-		}
-		g.calls[key] = c
+		c = g.newCall(ctx)
+		g.add(key, c)
 	}
 	c.waiters++
 	if joined && c.done == nil {
@@ -87,9 +125,10 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 		}
 	}
 	if c.run == nil { // this caller cannot leave: nothing to watch
-		c.val, c.err = fn(ctx)
-		g.finish(key, c)
-		return c.val, c.err, false
+		v, err = fn(ctx)
+		c.val, c.err = v, err
+		g.finish(key, c) // c may be reused from here on
+		return v, err, false
 	}
 	w := Watch(ctx, func() { g.leave(key, c) })
 	c.val, c.err = fn(c.run)
@@ -103,12 +142,21 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 // finish publishes c's outcome to its callers. A caller can join c only
 // while it is in g.calls, so one that joined made c.done before this
 // looks.
+//
+// A call that nobody joined and that runs under its first caller's own
+// context (run nil: nobody can leave it) is referenced by its first caller
+// alone once it is out of g: it becomes g's spare, zeroed, and the caller
+// must not look at it again.
 func (g *Group[K, V]) finish(key K, c *call[V]) {
 	g.mu.Lock()
-	if g.calls[key] == c {
-		delete(g.calls, key)
-	}
+	g.remove(key, c)
 	done := c.done
+	if done == nil && c.run == nil {
+		*c = call[V]{}
+		g.spare = c
+		g.mu.Unlock()
+		return
+	}
 	g.mu.Unlock()
 	if c.run != nil {
 		c.run.cancel()
@@ -122,8 +170,26 @@ func (g *Group[K, V]) finish(key K, c *call[V]) {
 // its outcome, but the next Do starts a new call.
 func (g *Group[K, V]) Forget(key K) {
 	g.mu.Lock()
-	delete(g.calls, key)
+	if c := g.lookup(key); c != nil {
+		g.remove(key, c)
+	}
 	g.mu.Unlock()
+}
+
+// newCall returns a call for a first caller with ctx: g's spare if it has
+// one; g.mu is held.
+func (g *Group[K, V]) newCall(ctx context.Context) *call[V] {
+	c := g.spare
+	if c != nil {
+		g.spare = nil
+	} else {
+		c = &call[V]{}
+	}
+	if cancellable(ctx) {
+		c.run = &c.rc
+		c.run.Context, c.run.cancelCtx = context.WithCancel(context.WithoutCancel(ctx))
+	}
+	return c
 }
 
 // leave records that a caller no longer waits for c; the last one to leave
@@ -134,8 +200,8 @@ func (g *Group[K, V]) leave(key K, c *call[V]) {
 	g.mu.Lock()
 	c.waiters--
 	last := c.waiters == 0 && c.run != nil
-	if last && g.calls[key] == c {
-		delete(g.calls, key)
+	if last {
+		g.remove(key, c)
 	}
 	g.mu.Unlock()
 	if last {

@@ -182,15 +182,73 @@ func TestFirstCallerThatCannotCancel(t *testing.T) {
 }
 
 // A first caller that cannot cancel costs the call no derived context and
-// no registration: the uncontended path allocates only the call itself.
-func TestUncancellableCallAllocatesOnlyTheCall(t *testing.T) {
+// no registration, and a call nobody joined is reused by the next: the
+// uncontended path allocates nothing (it allocated the call each time
+// before calls were reused, and a map entry before the first call in
+// flight was kept out of the map).
+func TestUncancellableCallAllocatesNothing(t *testing.T) {
 	var g flight.Group[string, int]
 	fn := func(context.Context) (int, error) { return 1, nil }
 	ctx := context.Background()
 	n := testing.AllocsPerRun(100, func() { g.Do(ctx, "k", fn) })
-	if n > 1 { // the call; its done channel is made only for a joiner
-		t.Fatalf("Do allocated %v times, want at most 1", n)
+	if n > 0 { // its done channel is made only for a joiner
+		t.Fatalf("Do allocated %v times, want 0", n)
 	}
+}
+
+// Several keys in flight at once (the first kept apart from the map, the
+// others in it), joined, forgotten and finished in any order: every caller
+// gets its own key's outcome, and a reused call carries nothing over.
+func TestKeysInFlightTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		release := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{}), "c": make(chan struct{})}
+		want := map[string]int{"a": 1, "b": 2, "c": 3}
+		var mu sync.Mutex
+		calls := map[string]int{}
+		fn := func(k string) func(context.Context) (int, error) {
+			return func(context.Context) (int, error) {
+				mu.Lock()
+				calls[k]++
+				mu.Unlock()
+				<-release[k]
+				return want[k], nil
+			}
+		}
+		var wg sync.WaitGroup
+		do := func(k string, ctx context.Context) {
+			wg.Go(func() {
+				if v, err, _ := g.Do(ctx, k, fn(k)); v != want[k] || err != nil {
+					t.Errorf("Do(%s) = %d, %v, want %d", k, v, err, want[k])
+				}
+			})
+		}
+		for _, k := range []string{"a", "b", "c", "a", "b", "c"} { // each started, then joined
+			do(k, context.Background())
+			synctest.Wait()
+		}
+		g.Forget("a") // the first key's call, detached: "a" starts anew
+		do("a", context.Background())
+		synctest.Wait()
+		close(release["b"])
+		synctest.Wait()
+		do("b", context.Background()) // after "b" ended: a new call of "b"
+		close(release["a"])
+		close(release["c"])
+		wg.Wait()
+		if calls["a"] != 2 || calls["b"] != 2 || calls["c"] != 1 {
+			t.Fatalf("calls per key %v, want a:2 b:2 c:1", calls)
+		}
+		// Calls finished with nobody joining them are reused; each still
+		// returns its own outcome.
+		for i := range 5 {
+			k := []string{"a", "b", "c"}[i%3]
+			v, err, joined := g.Do(context.Background(), k, func(context.Context) (int, error) { return 10 * i, nil })
+			if v != 10*i || err != nil || joined {
+				t.Fatalf("Do %d = %d, %v (joined %t), want %d", i, v, err, joined, 10*i)
+			}
+		}
+	})
 }
 
 // Nested groups (a capability's sampler over a unit's coalescing of
