@@ -12,6 +12,7 @@ package flight
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Group coalesces calls by key. The zero value is ready to use; a Group is
@@ -187,7 +188,7 @@ func (g *Group[K, V]) newCall(ctx context.Context) *call[V] {
 	}
 	if cancellable(ctx) {
 		c.run = &c.rc
-		c.run.Context, c.run.cancelCtx = context.WithCancel(context.WithoutCancel(ctx))
+		c.rc.values = context.WithoutCancel(ctx)
 	}
 	return c
 }
@@ -220,28 +221,100 @@ func cancellable(ctx context.Context) bool {
 
 // runCtx is the context a call runs under when its first caller can
 // cancel: the first caller's values, no deadline, cancelled when every
-// caller has left (or fn has returned). It has one slot for a function to
+// caller has left (or fn has returned). It is a context of its own rather
+// than context.WithCancel's, which cost two more allocations and a
+// cancellation per call: its Done channel is made only when asked for
+// (a bus transaction does not ask), and it has one slot for a function to
 // run when it is cancelled (Watch), so that the usual single watcher — a
 // nested group's first caller, a bus transaction's abort — costs no
-// allocation.
+// allocation. Contexts derived from it register with AfterFunc (the
+// context package's afterFuncer), so none costs a goroutine.
 type runCtx struct {
-	context.Context // context.WithCancel(context.WithoutCancel(caller's ctx))
-	cancelCtx       context.CancelFunc
+	values context.Context // context.WithoutCancel(first caller's ctx)
 
 	mu        sync.Mutex
-	watcher   func() // run when cancelled unless stopped first
+	done      chan struct{} // made by the first Done; closed when cancelled
 	cancelled bool
+	watcher   func()           // run when cancelled unless stopped first
+	afters    map[*func()]bool // AfterFunc's, run when cancelled unless stopped
 }
 
-// cancel cancels r and then runs its watcher, if any, on this goroutine.
-func (r *runCtx) cancel() {
-	r.cancelCtx()
+// Deadline: a call has none of its own (see Do).
+func (r *runCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done returns a channel closed when the call is cancelled.
+func (r *runCtx) Done() <-chan struct{} {
 	r.mu.Lock()
-	f := r.watcher
-	r.watcher, r.cancelled = nil, true
+	defer r.mu.Unlock()
+	if r.done == nil {
+		r.done = make(chan struct{})
+		if r.cancelled {
+			close(r.done)
+		}
+	}
+	return r.done
+}
+
+// Err returns context.Canceled once the call is cancelled, nil before.
+func (r *runCtx) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancelled {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Value returns the first caller's value for key.
+func (r *runCtx) Value(key any) any { return r.values.Value(key) }
+
+// AfterFunc arranges for f to run once r is cancelled (at once, on its own
+// goroutine, if it is already), as the context package expects of a
+// parent that is not one of its own contexts. stop reports whether it
+// stopped f from running. f runs on the goroutine that cancels r: the
+// context package passes the cancelling of a derived context, which does
+// not block.
+func (r *runCtx) AfterFunc(f func()) (stop func() bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancelled {
+		go f()
+		return func() bool { return false }
+	}
+	key := &f
+	if r.afters == nil {
+		r.afters = map[*func()]bool{}
+	}
+	r.afters[key] = true
+	return func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		pending := r.afters[key]
+		delete(r.afters, key)
+		return pending
+	}
+}
+
+// cancel cancels r and then runs its watcher and AfterFunc functions, if
+// any, on this goroutine.
+func (r *runCtx) cancel() {
+	r.mu.Lock()
+	if r.cancelled {
+		r.mu.Unlock()
+		return
+	}
+	r.cancelled = true
+	if r.done != nil {
+		close(r.done)
+	}
+	f, afters := r.watcher, r.afters
+	r.watcher, r.afters = nil, nil
 	r.mu.Unlock()
 	if f != nil {
 		f()
+	}
+	for a := range afters {
+		(*a)()
 	}
 }
 

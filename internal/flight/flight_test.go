@@ -349,6 +349,58 @@ func TestWatch(t *testing.T) {
 	})
 }
 
+// A call's context, under a first caller that can cancel: it carries the
+// caller's values, has no deadline, and is not done while a caller waits;
+// once the last caller leaves it is done with context.Canceled, and so
+// are the contexts derived from it and the functions registered on it
+// (the watch slot, a second watch, context.AfterFunc).
+func TestCallContextEndsWithItsCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		caller, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "v"))
+		var ran atomic.Int32
+		var derived context.Context
+		var stopDerived context.CancelFunc
+		var before error
+		var hasDeadline bool
+		fn := func(ctx context.Context) (int, error) {
+			if ctx.Value(key{}) != "v" {
+				t.Error("the call's context lost the caller's value")
+			}
+			_, hasDeadline = ctx.Deadline()
+			before = ctx.Err()
+			derived, stopDerived = context.WithTimeout(ctx, time.Hour)
+			flight.Watch(ctx, func() { ran.Add(1) }) // the slot
+			flight.Watch(ctx, func() { ran.Add(1) }) // a second: context.AfterFunc
+			context.AfterFunc(ctx, func() { ran.Add(1) })
+			stopped := context.AfterFunc(ctx, func() { t.Error("a stopped AfterFunc ran") })
+			if !stopped() {
+				t.Error("stopping a pending AfterFunc reported false")
+			}
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		errc := make(chan error, 1)
+		go func() { _, err, _ := g.Do(caller, "k", fn); errc <- err }()
+		synctest.Wait()
+		if before != nil || hasDeadline || derived.Err() != nil {
+			t.Fatalf("while a caller waits: Err %v, deadline %t, derived %v; want none", before, hasDeadline, derived.Err())
+		}
+		cancel()
+		synctest.Wait()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the caller that left got %v, want Canceled", err)
+		}
+		if !errors.Is(derived.Err(), context.Canceled) || !errors.Is(context.Cause(derived), context.Canceled) {
+			t.Fatalf("derived context: %v (cause %v), want Canceled", derived.Err(), context.Cause(derived))
+		}
+		if n := ran.Load(); n != 3 {
+			t.Fatalf("%d of 3 functions registered on the call's context ran", n)
+		}
+		stopDerived()
+	})
+}
+
 // Nested calls under a caller that can cancel: the inner call and a
 // watcher of its context cost no registration on the outer context.
 func TestNestedCancellableCallAllocations(t *testing.T) {
@@ -367,11 +419,12 @@ func TestNestedCancellableCallAllocations(t *testing.T) {
 	}
 	n := testing.AllocsPerRun(100, func() { outer.Do(ctx, "k", outerFn) })
 	t.Logf("%v allocations per nested call", n)
-	// Per call: the call, WithoutCancel, WithCancel and the leave closure
-	// (4 each), and the outer's context.AfterFunc on ctx; 20 when the
-	// calls made their done channels up front and the inner call and the
-	// watcher registered on the outer's context with context.AfterFunc.
-	if n > 12 {
-		t.Fatalf("a nested cancellable call allocated %v times, want at most 12", n)
+	// Per call: the call, WithoutCancel and the leave closure (3 each),
+	// and the outer's context.AfterFunc on ctx (2); 12 when each call ran
+	// under context.WithCancel, 20 when the calls made their done channels
+	// up front and the inner call and the watcher registered on the
+	// outer's context with context.AfterFunc.
+	if n > 8 {
+		t.Fatalf("a nested cancellable call allocated %v times, want at most 8", n)
 	}
 }
