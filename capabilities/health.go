@@ -71,16 +71,19 @@ type tracker struct {
 	ttl  time.Duration
 	unit string
 
-	mu          sync.Mutex
-	seen        uint64 // seq of the last attempt observed
-	h           Health
-	window      []outcome // ring, newest at (next-1)
-	next        int
-	prev        *sample // the previous successful sample, whatever its verdict
-	lastGood    *sample
-	same        int       // length of the run of bit-identical samples ending at prev
-	sameSince   time.Time // sample time of the run's first sample
-	lastVerdict verdict   // of prev
+	mu     sync.Mutex
+	seen   uint64 // seq of the last attempt observed
+	h      Health
+	window []outcome // ring, newest at (next-1)
+	next   int
+	// prev is the previous successful sample, whatever its verdict, and
+	// lastGood the last good one; kept by value (hasPrev, hasGood say
+	// whether there is one), so that a sample costs no allocation.
+	prev, lastGood   sample
+	hasPrev, hasGood bool
+	same             int       // length of the run of bit-identical samples ending at prev
+	sameSince        time.Time // sample time of the run's first sample
+	lastVerdict      verdict   // of prev
 	// verdicts remembers the verdicts of the latest successful attempts by
 	// seq, for callers that got an attempt just before a newer one landed.
 	verdicts [8]struct {
@@ -134,9 +137,9 @@ func (k *tracker) observe(a *attempt, v any) bool {
 		return true
 	}
 	k.h.ConsecutiveFailures = 0
-	s := &sample{v: v, f: asNumber(v), t: a.time}
-	vd := k.judge(s)
-	if k.prev != nil && identical(k.prev.v, s.v) {
+	s := sample{v: v, f: asNumber(v), t: a.time}
+	vd := k.judge(&s)
+	if k.hasPrev && identical(k.prev.v, s.v) {
 		// The same sample seen again (an MQTT message looked up twice)
 		// is not another sample of a stuck value.
 		if !s.t.Equal(k.prev.t) {
@@ -150,13 +153,13 @@ func (k *tracker) observe(a *attempt, v any) bool {
 			vd = verdict{promcp.QualityDegraded, r}
 		}
 	}
-	k.prev, k.lastVerdict = s, vd
+	k.prev, k.hasPrev, k.lastVerdict = s, true, vd
 	k.verdicts[a.seq%uint64(len(k.verdicts))] = struct {
 		seq uint64
 		v   verdict
 	}{a.seq, vd}
 	if vd.q == promcp.QualityGood {
-		k.lastGood = s
+		k.lastGood, k.hasGood = s, true
 		k.h.LastGood, k.h.LastGoodTime = s.v, s.t
 	}
 	return true
@@ -170,7 +173,7 @@ func (k *tracker) judge(s *sample) verdict {
 		return verdict{promcp.QualityDegraded, fmt.Sprintf("implausible: %s outside %s..%s",
 			k.qty(s.f), num(r.Min), k.qty(r.Max))}
 	}
-	if k.cfg.MaxRate > 0 && k.prev != nil && !math.IsNaN(s.f) {
+	if k.cfg.MaxRate > 0 && k.hasPrev && !math.IsNaN(s.f) {
 		// A change is judged over at least one TTL, so that noise between
 		// back-to-back forced reads is not mistaken for a jump; and it must
 		// be too fast both from the previous sample and from the last good
@@ -180,9 +183,9 @@ func (k *tracker) judge(s *sample) verdict {
 			dt := max(s.t.Sub(o.t), k.ttl, time.Millisecond)
 			return math.Abs(s.f-o.f) / dt.Seconds()
 		}
-		r := rate(k.prev)
-		if k.lastGood != nil {
-			r = min(r, rate(k.lastGood))
+		r := rate(&k.prev)
+		if k.hasGood {
+			r = min(r, rate(&k.lastGood))
 		}
 		if r > k.cfg.MaxRate {
 			return verdict{promcp.QualityDegraded, fmt.Sprintf("jump: %s/s exceeds %s/s", k.qty(round(r, 3)), k.qty(k.cfg.MaxRate))}
@@ -230,7 +233,7 @@ func (k *tracker) reading(a *attempt, v any, now time.Time) Reading {
 	class := errorClass(a.err)
 	failed := Reading{Time: a.time, Quality: promcp.QualityError, Reason: "read failed (" + class + ")", Err: a.err}
 	good := k.lastGood
-	fresh := good != nil && now.Sub(good.t) <= k.cfg.MaxStale
+	fresh := k.hasGood && now.Sub(good.t) <= k.cfg.MaxStale
 	device := errors.Is(a.err, drivers.ErrNACK) || errors.Is(a.err, drivers.ErrDeviceError)
 	switch {
 	case device && k.cfg.OnDeviceError == manifests.DeviceErrorIsError:
@@ -241,7 +244,7 @@ func (k *tracker) reading(a *attempt, v any, now time.Time) Reading {
 	case fresh:
 		return Reading{Value: good.v, Time: good.t, Quality: promcp.QualityStale, Err: a.err,
 			Reason: fmt.Sprintf("read failed (%s); last good value from %s ago", class, seconds(now.Sub(good.t)))}
-	case good != nil:
+	case k.hasGood:
 		failed.Reason += fmt.Sprintf("; last good value is %s old (served stale for at most %s)", seconds(now.Sub(good.t)), seconds(k.cfg.MaxStale))
 	}
 	return failed

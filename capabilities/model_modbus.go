@@ -25,14 +25,7 @@ func openModbus(line *modbus.Line, d manifests.Device, e env) (*device, error) {
 				return nil, nil, fmt.Errorf("modbus device %s has no register %q", d.Name, channel)
 			}
 			return newSampler(e.clock, func(ctx context.Context) (any, []byte, error) {
-				v, raw, err := readPoint(ctx, unit, p)
-				if err != nil {
-					return nil, nil, err
-				}
-				if f, ok := v.(float64); ok {
-					return numeric(round(f, 9), t), raw, nil
-				}
-				return v, raw, nil
+				return readPoint(ctx, unit, p, t)
 			}), identity, nil
 		},
 		writer: func(channel string, t manifests.ValueType) (func(context.Context, any) error, error) {
@@ -78,9 +71,12 @@ func openModbus(line *modbus.Line, d manifests.Device, e env) (*device, error) {
 }
 
 // readPoint reads p as Point.Read does (its whole span, shared by
-// concurrent reads of the span) and also returns the value's bytes as they
-// came off the wire: a sub-slice of the span's, so no copy is made.
-func readPoint(ctx context.Context, unit *modbus.Unit, p *modbus.Point) (any, []byte, error) {
+// concurrent reads of the span), a number as the capability's type t
+// (rounded to 9 decimals; an integer rounded to a whole number), and also
+// returns the value's bytes as they came off the wire: a sub-slice of the
+// span's, so no copy is made. A number is decoded without allocating
+// (Codec.Number) and boxed once, as the value returned.
+func readPoint(ctx context.Context, unit *modbus.Unit, p *modbus.Point, t manifests.ValueType) (any, []byte, error) {
 	reg := p.Register()
 	start, count := p.Span()
 	if reg.Table.IsBits() {
@@ -98,9 +94,19 @@ func readPoint(ctx context.Context, unit *modbus.Unit, p *modbus.Point) (any, []
 	codec := modbus.CodecOf(reg)
 	off := 2 * int(reg.Address-start)
 	wire := b[off : off+2*codec.Words()]
-	raw, err := codec.Decode(wire)
+	f, ok, err := codec.Number(wire, reg.Scale, reg.Offset)
+	if !ok {
+		var raw any
+		if raw, err = codec.Decode(wire); err == nil {
+			v := modbus.Engineering(raw, reg.Scale, reg.Offset)
+			if f, ok := v.(float64); ok {
+				return numeric(round(f, 9), t), wire, nil
+			}
+			return v, wire, nil
+		}
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("modbus unit %d register %s: %w", unit.ID(), reg.Name, err)
 	}
-	return modbus.Engineering(raw, reg.Scale, reg.Offset), wire, nil
+	return numeric(round(f, 9), t), wire, nil
 }

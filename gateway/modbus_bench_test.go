@@ -67,8 +67,9 @@ func readTool(b *testing.B, h mcpserver.ToolHandlerFunc) {
 // the capability, the scheduler, our transporter and goburrow, and the
 // capability alone (no MCP result), the latter also under a context that
 // can be cancelled, as a client's request's can (the stack then watches
-// it: the caller may leave). Each iteration does one of each in turn, the
-// first rotating, so load from elsewhere and the order fall on all alike.
+// it: the caller may leave). Each iteration does one of each in turn, in
+// each of the 24 orders in turn, so load from elsewhere and what one read
+// leaves for the next fall on all alike.
 // It reports the
 // rates and stack/raw and capability/raw (issue 28: ≥ 0.9), and the
 // process CPU per read of each (the simulated slave's share included, the
@@ -108,14 +109,17 @@ func BenchmarkModbusStackVsRaw(b *testing.B) {
 			}
 		},
 	}
+	orders := permutations(n)
 	i := 0
 	for b.Loop() {
-		// Each in turn, the first of them rotating: the read that follows
-		// another waits for the slave's goroutine of the other connection
-		// to be done with the core, which on 2 cores costs it more than
-		// the stack's own work.
-		for k := range n {
-			j := (i + k) % n
+		// Each in turn, in every order in turn: the read that follows
+		// another pays for what the other left behind (the slave's
+		// goroutine of the other connection still on the core, the tool
+		// handler's garbage and the work it hands to other goroutines),
+		// so each must follow each other as often. (With the first of them
+		// rotating only, the capability always followed the tool handler
+		// and was charged about 2 µs of its CPU per read.)
+		for _, j := range orders[i%len(orders)] {
 			timed(j, ops[j])
 		}
 		i++
@@ -129,6 +133,21 @@ func BenchmarkModbusStackVsRaw(b *testing.B) {
 	b.ReportMetric(float64(cpu[2])/float64(b.N)/1e3, "capability-cpu-µs/read")
 	b.ReportMetric(dur[0].Seconds()/dur[3].Seconds(), "capability-cancellable/raw")
 	b.ReportMetric(float64(cpu[3])/float64(b.N)/1e3, "capability-cancellable-cpu-µs/read")
+}
+
+// permutations returns every order of 0..n-1.
+func permutations(n int) [][]int {
+	if n == 0 {
+		return [][]int{{}}
+	}
+	var out [][]int
+	for _, p := range permutations(n - 1) {
+		for at := range n {
+			q := append(append(append([]int{}, p[:at]...), n-1), p[at:]...)
+			out = append(out, q)
+		}
+	}
+	return out
 }
 
 // BenchmarkModbusReadToolCoalesced: 64 concurrent callers of the same
@@ -170,4 +189,47 @@ func BenchmarkModbusRawParallel(b *testing.B) {
 		}
 	})
 	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "raw_reads/s")
+}
+
+// BenchmarkModbusRead runs each of BenchmarkModbusStackVsRaw's reads
+// alone, reporting the process CPU per read (the simulated slave's share
+// included), for a CPU or allocation profile of one path at a time and
+// for the CPU of each path without the others' garbage to collect:
+//
+//	go test ./gateway -run '^$' -bench 'ModbusRead/capability' -cpuprofile cpu.out
+func BenchmarkModbusRead(b *testing.B) {
+	addr, handler, capability := meterBench(b)
+	raw := rawClient(b, addr)
+	readTool(b, handler)
+	cancellable, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, p := range []struct {
+		name string
+		read func()
+	}{
+		{"raw", func() {
+			if _, err := raw.ReadInputRegisters(0, 2); err != nil {
+				b.Fatal(err)
+			}
+		}},
+		{"capability", func() {
+			if r := capability.ReadWithin(context.Background(), 0); r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}},
+		{"capability-cancellable", func() {
+			if r := capability.ReadWithin(cancellable, 0); r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}},
+		{"tool", func() { readTool(b, handler) }},
+	} {
+		b.Run(p.name, func(b *testing.B) {
+			c0 := processCPU()
+			for b.Loop() {
+				p.read()
+			}
+			b.ReportMetric(float64(processCPU()-c0)/float64(b.N)/1e3, "cpu-µs/read")
+		})
+	}
 }

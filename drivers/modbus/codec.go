@@ -64,6 +64,52 @@ func normalize(b []byte, o modbusconf.WordOrder) {
 	}
 }
 
+// Number decodes a number's registers as Decode does and returns its
+// engineering value as Engineering does (raw × scale + offset, scale 0
+// meaning 1), without copying wire to the heap or boxing the value: a
+// number's read path allocates nothing here. ok is false, and nothing is
+// decoded, for a type that is not a number (a bool, a string), which
+// Decode and Engineering handle.
+func (c Codec) Number(wire []byte, scale, offset float64) (f float64, ok bool, err error) {
+	switch c.Type {
+	case modbusconf.DataInt16, modbusconf.DataUint16, modbusconf.DataInt32, modbusconf.DataUint32,
+		modbusconf.DataInt64, modbusconf.DataUint64, modbusconf.DataFloat32, modbusconf.DataFloat64:
+	default:
+		return 0, false, nil
+	}
+	n := 2 * c.Words()
+	if len(wire) != n || n > 8 {
+		return 0, true, fmt.Errorf("decode %s: got %d bytes, want %d", c.Type, len(wire), n)
+	}
+	var buf [8]byte
+	b := buf[:n]
+	copy(b, wire)
+	normalize(b, c.Order)
+	var raw float64
+	switch c.Type {
+	case modbusconf.DataInt16:
+		raw = float64(int64(int16(binary.BigEndian.Uint16(b))))
+	case modbusconf.DataUint16:
+		raw = float64(uint64(binary.BigEndian.Uint16(b)))
+	case modbusconf.DataInt32:
+		raw = float64(int64(int32(binary.BigEndian.Uint32(b))))
+	case modbusconf.DataUint32:
+		raw = float64(uint64(binary.BigEndian.Uint32(b)))
+	case modbusconf.DataInt64:
+		raw = float64(int64(binary.BigEndian.Uint64(b)))
+	case modbusconf.DataUint64:
+		raw = float64(binary.BigEndian.Uint64(b))
+	case modbusconf.DataFloat32:
+		raw = float64(math.Float32frombits(binary.BigEndian.Uint32(b)))
+	case modbusconf.DataFloat64:
+		raw = math.Float64frombits(binary.BigEndian.Uint64(b))
+	}
+	if scale == 0 {
+		scale = 1
+	}
+	return raw*scale + offset, true, nil
+}
+
 // Decode decodes the registers of one value, 2*Words() bytes as they came
 // off the wire (each register big endian, as Modbus sends it).
 func (c Codec) Decode(wire []byte) (any, error) {

@@ -153,3 +153,41 @@ func FuzzCodecRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNumberAgreesWithDecode: Number, the read path's allocation-free
+// decoder, gives bit for bit what Engineering(Decode(wire)) gives, for
+// every type, word order, scale and offset; a bool or a string is not a
+// number; a wire of the wrong length fails as Decode does.
+func FuzzNumberAgreesWithDecode(f *testing.F) {
+	f.Add(uint8(0), uint8(0), uint64(0x1234_5678_9abc_def0), 0.1, -3.0, uint8(0))
+	f.Add(uint8(7), uint8(2), uint64(0x7ff8_0000_0000_0001), 0.0, 0.0, uint8(1))
+	f.Add(uint8(6), uint8(3), uint64(0xffff_ffff_0000_0000), 1e6, 0.5, uint8(0))
+	f.Fuzz(func(t *testing.T, ti, oi uint8, bits uint64, scale, offset float64, short uint8) {
+		c := Codec{Type: fuzzTypes[int(ti)%len(fuzzTypes)], Order: fuzzOrders[int(oi)%len(fuzzOrders)], Bit: -1, Length: 4}
+		wire := make([]byte, 2*c.Words())
+		for i := range wire {
+			wire[i] = byte(bits >> (8 * (i % 8)))
+		}
+		if short%2 == 1 && len(wire) > 0 {
+			wire = wire[:len(wire)-1]
+		}
+		got, ok, err := c.Number(wire, scale, offset)
+		raw, derr := c.Decode(wire)
+		if c.Type == modbusconf.DataBool || c.Type == modbusconf.DataString {
+			if ok || err != nil {
+				t.Fatalf("%s: Number = %v, %t, %v; want not a number", c.Type, got, ok, err)
+			}
+			return
+		}
+		if !ok || (err != nil) != (derr != nil) {
+			t.Fatalf("%s %s % x: Number = %v, %t, %v; Decode's error %v", c.Type, c.Order, wire, got, ok, err, derr)
+		}
+		if err != nil {
+			return
+		}
+		want, isFloat := Engineering(raw, scale, offset).(float64)
+		if !isFloat || math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("%s %s % x × %v + %v: Number = %v, Engineering(Decode) = %v", c.Type, c.Order, wire, scale, offset, got, want)
+		}
+	})
+}

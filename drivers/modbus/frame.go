@@ -56,13 +56,19 @@ func readMBAP(r io.Reader) ([]byte, error) {
 	return buf, nil
 }
 
+// streamFrameMax is the longest MBAP frame readStreamFrame reads into its
+// buffer (header, the longest PDU, and room to spare).
+const streamFrameMax = 7 + 255 + 2
+
 // readStreamFrame reads one MBAP response from a TCP stream, usually with
 // a single read: a stream delivers a short frame whole, and the MBAP header
 // says how long it is. Bytes past the frame (there are none with one
 // request in flight) are dropped. RTU frames on a stream are read by
-// readRTUReply instead, which matches them to the request.
-func readStreamFrame(r io.Reader) ([]byte, error) {
-	buf := make([]byte, 7+255+2)
+// readRTUReply instead, which matches them to the request. It reads into
+// scratch (the transport's, reused) and returns a copy of just the frame,
+// which the caller may keep: the response's data is a reading's grounds.
+func readStreamFrame(r io.Reader, scratch *[streamFrameMax]byte) ([]byte, error) {
+	buf := scratch[:]
 	n, err := io.ReadAtLeast(r, buf, 7)
 	if err != nil {
 		return nil, err
@@ -77,5 +83,5 @@ func readStreamFrame(r io.Reader) ([]byte, error) {
 			return nil, err
 		}
 	}
-	return buf[:need], nil
+	return append([]byte(nil), buf[:need]...), nil
 }

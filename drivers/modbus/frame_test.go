@@ -17,7 +17,8 @@ func FuzzReadResponse(f *testing.F) {
 	f.Add([]byte{0, 1, 0, 0, 0, 1, 1})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		readMBAP(bytes.NewReader(in))
-		readStreamFrame(bytes.NewReader(in))
+		var scratch [streamFrameMax]byte
+		readStreamFrame(bytes.NewReader(in), &scratch)
 	})
 }
 

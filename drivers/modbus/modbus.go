@@ -203,7 +203,13 @@ func (l *Line) tx(ctx context.Context, u *Unit, what opName, op func(mb.Client) 
 		return nil, err
 	}
 	defer l.turn.Release()
-	start := time.Now()
+	// The transaction's duration is for the debug log only: no clock read
+	// per transaction when debug is off.
+	debug := l.log.Enabled(ctx, slog.LevelDebug)
+	var start time.Time
+	if debug {
+		start = time.Now()
+	}
 	l.mu.Lock()
 	l.stats.Transactions++
 	l.mu.Unlock()
@@ -227,7 +233,9 @@ func (l *Line) tx(ctx context.Context, u *Unit, what opName, op func(mb.Client) 
 		l.mu.Lock()
 		l.stats.Discarded += n
 		l.mu.Unlock()
-		l.log.Debug("modbus discarded bytes that were not the reply", "unit", u.id, "key", what.String(), "bytes", n)
+		if debug {
+			l.log.Debug("modbus discarded bytes that were not the reply", "unit", u.id, "key", what.String(), "bytes", n)
+		}
 	}
 	if err != nil {
 		l.tr.reset()
@@ -238,10 +246,12 @@ func (l *Line) tx(ctx context.Context, u *Unit, what opName, op func(mb.Client) 
 		if ctx.Err() != nil && !isTimeout(err) {
 			err = fmt.Errorf("%w (%w)", drivers.Classify(ctx.Err()), err)
 		}
-		l.log.Debug("modbus tx", "unit", u.id, "key", what.String(), "dur", time.Since(start), "err", err)
+		if debug {
+			l.log.Debug("modbus tx", "unit", u.id, "key", what.String(), "dur", time.Since(start), "err", err)
+		}
 		return nil, err
 	}
-	if l.log.Enabled(ctx, slog.LevelDebug) { // its arguments would cost allocations on every read
+	if debug { // its arguments would cost allocations on every read
 		l.log.Debug("modbus tx", "unit", u.id, "key", what.String(), "dur", time.Since(start))
 	}
 	return res, nil

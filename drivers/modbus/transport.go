@@ -56,6 +56,8 @@ type streamTransport struct {
 	ctx context.Context
 	// stray counts bytes discarded on an RTU stream.
 	stray uint64
+	// frame is where an MBAP response is read (one transaction at a time).
+	frame [streamFrameMax]byte
 }
 
 func (t *streamTransport) settle(context.Context, uint8) error { return nil }
@@ -112,7 +114,7 @@ func (t *streamTransport) roundTrip(adu []byte) ([]byte, error) {
 		return nil, streamError(err)
 	}
 	if !t.rtu {
-		res, err := readStreamFrame(t.conn)
+		res, err := readStreamFrame(t.conn, &t.frame)
 		if err != nil {
 			return nil, streamError(err)
 		}

@@ -50,22 +50,24 @@ func (u *Unit) coalesce(ctx context.Context, key opName, fn func(ctx context.Con
 	return res, err
 }
 
-// admit checks the breaker before a call.
-func (u *Unit) admit(now time.Time) error {
+// admit checks the breaker before a call. It reads the clock only when
+// the breaker is open: a healthy device's call costs no clock read here.
+func (u *Unit) admit() error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.openUntil.IsZero() {
 		return nil
 	}
-	if now.Before(u.openUntil) || u.trial {
+	if u.line.cfg.Clock.Now().Before(u.openUntil) || u.trial {
 		return fmt.Errorf("%w: %w: %d failures in a row, retrying after %s", drivers.ErrUnavailable, ErrCircuitOpen, u.fails, u.openUntil.Format(time.RFC3339))
 	}
 	u.trial = true // half open: this call is the trial
 	return nil
 }
 
-// settle records a call's outcome in the breaker.
-func (u *Unit) settle(now time.Time, o drivers.Outcome) {
+// settle records a call's outcome in the breaker. It reads the clock only
+// when the breaker opens.
+func (u *Unit) settle(o drivers.Outcome) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.trial = false
@@ -87,19 +89,19 @@ func (u *Unit) settle(now time.Time, o drivers.Outcome) {
 	case u.cooldown < time.Minute:
 		u.cooldown = min(2*u.cooldown, time.Minute)
 	}
-	u.openUntil = now.Add(u.cooldown)
+	u.openUntil = cfg.Clock.Now().Add(u.cooldown)
 	u.line.log.Warn("modbus device backed off", "unit", u.id, "fails", u.fails, "dur", u.cooldown)
 }
 
 // call runs op with retries, back-off (drivers.Retry) and the breaker.
 func (u *Unit) call(ctx context.Context, what opName, op func(mb.Client) ([]byte, error)) ([]byte, error) {
 	cfg := u.line.cfg
-	if err := u.admit(cfg.Clock.Now()); err != nil {
+	if err := u.admit(); err != nil {
 		return nil, u.errorf(what.String(), err)
 	}
 	p := drivers.RetryPolicy{Retries: cfg.Retries, Backoff: cfg.Backoff, Clock: cfg.Clock, Retryable: retryable}
 	res, o, err := drivers.Retry(ctx, p, func(ctx context.Context) ([]byte, error) { return u.line.tx(ctx, u, what, op) })
-	u.settle(cfg.Clock.Now(), o)
+	u.settle(o)
 	if err != nil {
 		return nil, u.errorf(what.String(), err)
 	}

@@ -12,13 +12,58 @@ package flight
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Group coalesces calls by key. The zero value is ready to use; a Group is
 // safe for concurrent use and must not be copied after first use.
 type Group[K comparable, V any] struct {
-	mu    sync.Mutex
-	calls map[K]*call[V]
+	mu sync.Mutex
+	// first is a call in flight, under firstKey, kept out of calls: with one
+	// call at a time (a sampler's, a Modbus unit's usual traffic) no map
+	// is touched and no key hashed. Every key in flight is in first or in
+	// calls, never in both.
+	first    *call[V]
+	firstKey K
+	calls    map[K]*call[V]
+	// spare is a finished call that no other caller saw (nobody joined it,
+	// nobody could leave it): the next call reuses it instead of
+	// allocating one.
+	spare *call[V]
+}
+
+// lookup returns the call in flight for key, or nil; g.mu is held.
+func (g *Group[K, V]) lookup(key K) *call[V] {
+	if g.first != nil && g.firstKey == key {
+		return g.first
+	}
+	return g.calls[key] // a nil map reads as empty
+}
+
+// add records c as the call in flight for key, which has none; g.mu is
+// held.
+func (g *Group[K, V]) add(key K, c *call[V]) {
+	if g.first == nil {
+		g.first, g.firstKey = c, key
+		return
+	}
+	if g.calls == nil {
+		g.calls = map[K]*call[V]{}
+	}
+	g.calls[key] = c
+}
+
+// remove drops c as the call in flight for key, if it still is; g.mu is
+// held.
+func (g *Group[K, V]) remove(key K, c *call[V]) {
+	if g.first == c {
+		var zero K
+		g.first, g.firstKey = nil, zero
+		return
+	}
+	if g.calls[key] == c {
+		delete(g.calls, key)
+	}
 }
 
 type call[V any] struct {
@@ -59,17 +104,11 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 		return v, err, false
 	}
 	g.mu.Lock()
-	c, joined := g.calls[key]
+	c := g.lookup(key)
+	joined = c != nil
 	if !joined {
-		if g.calls == nil {
-			g.calls = map[K]*call[V]{}
-		}
-		c = &call[V]{}
-		if cancellable(ctx) {
-			c.run = &c.rc
-			c.run.Context, c.run.cancelCtx = context.WithCancel(context.WithoutCancel(ctx))
-		}
-		g.calls[key] = c
+		c = g.newCall(ctx)
+		g.add(key, c)
 	}
 	c.waiters++
 	if joined && c.done == nil {
@@ -87,9 +126,10 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 		}
 	}
 	if c.run == nil { // this caller cannot leave: nothing to watch
-		c.val, c.err = fn(ctx)
-		g.finish(key, c)
-		return c.val, c.err, false
+		v, err = fn(ctx)
+		c.val, c.err = v, err
+		g.finish(key, c) // c may be reused from here on
+		return v, err, false
 	}
 	w := Watch(ctx, func() { g.leave(key, c) })
 	c.val, c.err = fn(c.run)
@@ -103,12 +143,21 @@ func (g *Group[K, V]) Do(ctx context.Context, key K, fn func(ctx context.Context
 // finish publishes c's outcome to its callers. A caller can join c only
 // while it is in g.calls, so one that joined made c.done before this
 // looks.
+//
+// A call that nobody joined and that runs under its first caller's own
+// context (run nil: nobody can leave it) is referenced by its first caller
+// alone once it is out of g: it becomes g's spare, zeroed, and the caller
+// must not look at it again.
 func (g *Group[K, V]) finish(key K, c *call[V]) {
 	g.mu.Lock()
-	if g.calls[key] == c {
-		delete(g.calls, key)
-	}
+	g.remove(key, c)
 	done := c.done
+	if done == nil && c.run == nil {
+		*c = call[V]{}
+		g.spare = c
+		g.mu.Unlock()
+		return
+	}
 	g.mu.Unlock()
 	if c.run != nil {
 		c.run.cancel()
@@ -122,8 +171,26 @@ func (g *Group[K, V]) finish(key K, c *call[V]) {
 // its outcome, but the next Do starts a new call.
 func (g *Group[K, V]) Forget(key K) {
 	g.mu.Lock()
-	delete(g.calls, key)
+	if c := g.lookup(key); c != nil {
+		g.remove(key, c)
+	}
 	g.mu.Unlock()
+}
+
+// newCall returns a call for a first caller with ctx: g's spare if it has
+// one; g.mu is held.
+func (g *Group[K, V]) newCall(ctx context.Context) *call[V] {
+	c := g.spare
+	if c != nil {
+		g.spare = nil
+	} else {
+		c = &call[V]{}
+	}
+	if cancellable(ctx) {
+		c.run = &c.rc
+		c.rc.values = context.WithoutCancel(ctx)
+	}
+	return c
 }
 
 // leave records that a caller no longer waits for c; the last one to leave
@@ -134,8 +201,8 @@ func (g *Group[K, V]) leave(key K, c *call[V]) {
 	g.mu.Lock()
 	c.waiters--
 	last := c.waiters == 0 && c.run != nil
-	if last && g.calls[key] == c {
-		delete(g.calls, key)
+	if last {
+		g.remove(key, c)
 	}
 	g.mu.Unlock()
 	if last {
@@ -154,28 +221,100 @@ func cancellable(ctx context.Context) bool {
 
 // runCtx is the context a call runs under when its first caller can
 // cancel: the first caller's values, no deadline, cancelled when every
-// caller has left (or fn has returned). It has one slot for a function to
+// caller has left (or fn has returned). It is a context of its own rather
+// than context.WithCancel's, which cost two more allocations and a
+// cancellation per call: its Done channel is made only when asked for
+// (a bus transaction does not ask), and it has one slot for a function to
 // run when it is cancelled (Watch), so that the usual single watcher — a
 // nested group's first caller, a bus transaction's abort — costs no
-// allocation.
+// allocation. Contexts derived from it register with AfterFunc (the
+// context package's afterFuncer), so none costs a goroutine.
 type runCtx struct {
-	context.Context // context.WithCancel(context.WithoutCancel(caller's ctx))
-	cancelCtx       context.CancelFunc
+	values context.Context // context.WithoutCancel(first caller's ctx)
 
 	mu        sync.Mutex
-	watcher   func() // run when cancelled unless stopped first
+	done      chan struct{} // made by the first Done; closed when cancelled
 	cancelled bool
+	watcher   func()           // run when cancelled unless stopped first
+	afters    map[*func()]bool // AfterFunc's, run when cancelled unless stopped
 }
 
-// cancel cancels r and then runs its watcher, if any, on this goroutine.
-func (r *runCtx) cancel() {
-	r.cancelCtx()
+// Deadline: a call has none of its own (see Do).
+func (r *runCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done returns a channel closed when the call is cancelled.
+func (r *runCtx) Done() <-chan struct{} {
 	r.mu.Lock()
-	f := r.watcher
-	r.watcher, r.cancelled = nil, true
+	defer r.mu.Unlock()
+	if r.done == nil {
+		r.done = make(chan struct{})
+		if r.cancelled {
+			close(r.done)
+		}
+	}
+	return r.done
+}
+
+// Err returns context.Canceled once the call is cancelled, nil before.
+func (r *runCtx) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancelled {
+		return context.Canceled
+	}
+	return nil
+}
+
+// Value returns the first caller's value for key.
+func (r *runCtx) Value(key any) any { return r.values.Value(key) }
+
+// AfterFunc arranges for f to run once r is cancelled (at once, on its own
+// goroutine, if it is already), as the context package expects of a
+// parent that is not one of its own contexts. stop reports whether it
+// stopped f from running. f runs on the goroutine that cancels r: the
+// context package passes the cancelling of a derived context, which does
+// not block.
+func (r *runCtx) AfterFunc(f func()) (stop func() bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancelled {
+		go f()
+		return func() bool { return false }
+	}
+	key := &f
+	if r.afters == nil {
+		r.afters = map[*func()]bool{}
+	}
+	r.afters[key] = true
+	return func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		pending := r.afters[key]
+		delete(r.afters, key)
+		return pending
+	}
+}
+
+// cancel cancels r and then runs its watcher and AfterFunc functions, if
+// any, on this goroutine.
+func (r *runCtx) cancel() {
+	r.mu.Lock()
+	if r.cancelled {
+		r.mu.Unlock()
+		return
+	}
+	r.cancelled = true
+	if r.done != nil {
+		close(r.done)
+	}
+	f, afters := r.watcher, r.afters
+	r.watcher, r.afters = nil, nil
 	r.mu.Unlock()
 	if f != nil {
 		f()
+	}
+	for a := range afters {
+		(*a)()
 	}
 }
 

@@ -182,15 +182,73 @@ func TestFirstCallerThatCannotCancel(t *testing.T) {
 }
 
 // A first caller that cannot cancel costs the call no derived context and
-// no registration: the uncontended path allocates only the call itself.
-func TestUncancellableCallAllocatesOnlyTheCall(t *testing.T) {
+// no registration, and a call nobody joined is reused by the next: the
+// uncontended path allocates nothing (it allocated the call each time
+// before calls were reused, and a map entry before the first call in
+// flight was kept out of the map).
+func TestUncancellableCallAllocatesNothing(t *testing.T) {
 	var g flight.Group[string, int]
 	fn := func(context.Context) (int, error) { return 1, nil }
 	ctx := context.Background()
 	n := testing.AllocsPerRun(100, func() { g.Do(ctx, "k", fn) })
-	if n > 1 { // the call; its done channel is made only for a joiner
-		t.Fatalf("Do allocated %v times, want at most 1", n)
+	if n > 0 { // its done channel is made only for a joiner
+		t.Fatalf("Do allocated %v times, want 0", n)
 	}
+}
+
+// Several keys in flight at once (the first kept apart from the map, the
+// others in it), joined, forgotten and finished in any order: every caller
+// gets its own key's outcome, and a reused call carries nothing over.
+func TestKeysInFlightTogether(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		release := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{}), "c": make(chan struct{})}
+		want := map[string]int{"a": 1, "b": 2, "c": 3}
+		var mu sync.Mutex
+		calls := map[string]int{}
+		fn := func(k string) func(context.Context) (int, error) {
+			return func(context.Context) (int, error) {
+				mu.Lock()
+				calls[k]++
+				mu.Unlock()
+				<-release[k]
+				return want[k], nil
+			}
+		}
+		var wg sync.WaitGroup
+		do := func(k string, ctx context.Context) {
+			wg.Go(func() {
+				if v, err, _ := g.Do(ctx, k, fn(k)); v != want[k] || err != nil {
+					t.Errorf("Do(%s) = %d, %v, want %d", k, v, err, want[k])
+				}
+			})
+		}
+		for _, k := range []string{"a", "b", "c", "a", "b", "c"} { // each started, then joined
+			do(k, context.Background())
+			synctest.Wait()
+		}
+		g.Forget("a") // the first key's call, detached: "a" starts anew
+		do("a", context.Background())
+		synctest.Wait()
+		close(release["b"])
+		synctest.Wait()
+		do("b", context.Background()) // after "b" ended: a new call of "b"
+		close(release["a"])
+		close(release["c"])
+		wg.Wait()
+		if calls["a"] != 2 || calls["b"] != 2 || calls["c"] != 1 {
+			t.Fatalf("calls per key %v, want a:2 b:2 c:1", calls)
+		}
+		// Calls finished with nobody joining them are reused; each still
+		// returns its own outcome.
+		for i := range 5 {
+			k := []string{"a", "b", "c"}[i%3]
+			v, err, joined := g.Do(context.Background(), k, func(context.Context) (int, error) { return 10 * i, nil })
+			if v != 10*i || err != nil || joined {
+				t.Fatalf("Do %d = %d, %v (joined %t), want %d", i, v, err, joined, 10*i)
+			}
+		}
+	})
 }
 
 // Nested groups (a capability's sampler over a unit's coalescing of
@@ -291,6 +349,58 @@ func TestWatch(t *testing.T) {
 	})
 }
 
+// A call's context, under a first caller that can cancel: it carries the
+// caller's values, has no deadline, and is not done while a caller waits;
+// once the last caller leaves it is done with context.Canceled, and so
+// are the contexts derived from it and the functions registered on it
+// (the watch slot, a second watch, context.AfterFunc).
+func TestCallContextEndsWithItsCallers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var g flight.Group[string, int]
+		caller, cancel := context.WithCancel(context.WithValue(t.Context(), key{}, "v"))
+		var ran atomic.Int32
+		var derived context.Context
+		var stopDerived context.CancelFunc
+		var before error
+		var hasDeadline bool
+		fn := func(ctx context.Context) (int, error) {
+			if ctx.Value(key{}) != "v" {
+				t.Error("the call's context lost the caller's value")
+			}
+			_, hasDeadline = ctx.Deadline()
+			before = ctx.Err()
+			derived, stopDerived = context.WithTimeout(ctx, time.Hour)
+			flight.Watch(ctx, func() { ran.Add(1) }) // the slot
+			flight.Watch(ctx, func() { ran.Add(1) }) // a second: context.AfterFunc
+			context.AfterFunc(ctx, func() { ran.Add(1) })
+			stopped := context.AfterFunc(ctx, func() { t.Error("a stopped AfterFunc ran") })
+			if !stopped() {
+				t.Error("stopping a pending AfterFunc reported false")
+			}
+			<-ctx.Done()
+			return 0, ctx.Err()
+		}
+		errc := make(chan error, 1)
+		go func() { _, err, _ := g.Do(caller, "k", fn); errc <- err }()
+		synctest.Wait()
+		if before != nil || hasDeadline || derived.Err() != nil {
+			t.Fatalf("while a caller waits: Err %v, deadline %t, derived %v; want none", before, hasDeadline, derived.Err())
+		}
+		cancel()
+		synctest.Wait()
+		if err := <-errc; !errors.Is(err, context.Canceled) {
+			t.Fatalf("the caller that left got %v, want Canceled", err)
+		}
+		if !errors.Is(derived.Err(), context.Canceled) || !errors.Is(context.Cause(derived), context.Canceled) {
+			t.Fatalf("derived context: %v (cause %v), want Canceled", derived.Err(), context.Cause(derived))
+		}
+		if n := ran.Load(); n != 3 {
+			t.Fatalf("%d of 3 functions registered on the call's context ran", n)
+		}
+		stopDerived()
+	})
+}
+
 // Nested calls under a caller that can cancel: the inner call and a
 // watcher of its context cost no registration on the outer context.
 func TestNestedCancellableCallAllocations(t *testing.T) {
@@ -309,11 +419,12 @@ func TestNestedCancellableCallAllocations(t *testing.T) {
 	}
 	n := testing.AllocsPerRun(100, func() { outer.Do(ctx, "k", outerFn) })
 	t.Logf("%v allocations per nested call", n)
-	// Per call: the call, WithoutCancel, WithCancel and the leave closure
-	// (4 each), and the outer's context.AfterFunc on ctx; 20 when the
-	// calls made their done channels up front and the inner call and the
-	// watcher registered on the outer's context with context.AfterFunc.
-	if n > 12 {
-		t.Fatalf("a nested cancellable call allocated %v times, want at most 12", n)
+	// Per call: the call, WithoutCancel and the leave closure (3 each),
+	// and the outer's context.AfterFunc on ctx (2); 12 when each call ran
+	// under context.WithCancel, 20 when the calls made their done channels
+	// up front and the inner call and the watcher registered on the
+	// outer's context with context.AfterFunc.
+	if n > 8 {
+		t.Fatalf("a nested cancellable call allocated %v times, want at most 8", n)
 	}
 }
