@@ -351,22 +351,26 @@ func clock(t time.Time) string { return notify.Clock(t) }
 
 // rfc3339 and goDuration find the machine's times in a reason.
 var (
-	rfc3339    = regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
-	goDuration = regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms)\b|\b\d+h(\d+m)?\b|\b\d+m\b`)
+	rfc3339 = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)`)
+	})
+	goDuration = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile(`\b(\d+h)?(\d+m)?\d+(\.\d+)?(s|ms)\b|\b\d+h(\d+m)?\b|\b\d+m\b`)
+	})
 )
 
 // humanize writes the times in a reason the policy gave for people:
 // "at 2026-12-01T17:49:41Z is active for 4m41s more" becomes "at 17:49:41
 // UTC is active for 4 min 41 s more".
 func humanize(reason string) string {
-	reason = rfc3339.ReplaceAllStringFunc(reason, func(s string) string {
+	reason = rfc3339().ReplaceAllStringFunc(reason, func(s string) string {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return s
 		}
 		return clock(t)
 	})
-	return goDuration.ReplaceAllStringFunc(reason, func(s string) string {
+	return goDuration().ReplaceAllStringFunc(reason, func(s string) string {
 		d, err := time.ParseDuration(s)
 		if err != nil || d < time.Second {
 			return s

@@ -10,13 +10,13 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/promcp/promcp-device/internal/asciiname"
 	"github.com/promcp/promcp-device/internal/fileowner"
 	"github.com/promcp/promcp-device/internal/filestamp"
 	"github.com/promcp/promcp-device/server"
@@ -90,7 +90,9 @@ type UserInfo struct {
 	Line       int
 }
 
-var userName = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+// userName is `^[A-Za-z0-9._@-]{1,64}$`, checked without a regular
+// expression (its counted repetition compiles to about 60 KB at init).
+func userName(s string) bool { return asciiname.Match(s, 1, 64, "._@-") }
 
 // LoadUsers reads a console users file.
 func LoadUsers(path string) (*Users, error) {
@@ -149,10 +151,10 @@ func ParseUsers(file string, r io.Reader) (*Users, error) {
 			bad("want NAME ROLE BCRYPT-HASH, got %d fields", len(f))
 			continue
 		}
-		if !userName.MatchString(f[0]) {
+		if !userName(f[0]) {
 			bad("name %q (want letters, digits, . _ @ -)", f[0])
 		}
-		if !userName.MatchString(f[1]) {
+		if !userName(f[1]) {
 			bad("role %q (want a word such as viewer, operator, supervisor or admin)", f[1])
 		}
 		if _, err := bcrypt.Cost([]byte(f[2])); err != nil {

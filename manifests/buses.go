@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -53,7 +54,7 @@ const DefaultDebounce = 5 * time.Millisecond
 
 // romRE is a 1-Wire ROM id as the kernel names it: the family code, a dash,
 // and the 48-bit serial number in hex. DS18B20s have family 28.
-var romRE = regexp.MustCompile(`^28-[0-9a-f]{12}$`)
+var romRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^28-[0-9a-f]{12}$`) })
 
 func isBusModel(m Model) bool {
 	d, ok := Decl(m)
@@ -79,7 +80,7 @@ func (o obj) busExt(b *Bus) {
 // deviceExt decodes the keys of the kernel-file models.
 func (o obj) deviceExt(dev *Device) {
 	if s, ok := o.strOK("rom"); ok {
-		if !romRE.MatchString(s) {
+		if !romRE().MatchString(s) {
 			o.add("rom", ErrRange, ": %q (want the DS18B20's w1 id, family 28: \"28-\" and 12 lower-case hex digits, as in /sys/bus/w1/devices)", s)
 		} else {
 			dev.ROM = s

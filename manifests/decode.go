@@ -73,7 +73,7 @@ func (d *decoder) manifest(root ast.Node) *Manifest {
 	m.Version = o.version()
 	if s, ok := o.strOK("gateway"); ok {
 		m.Gateway = s
-		if !gatewayRE.MatchString(s) {
+		if !gatewayRE().MatchString(s) {
 			o.add("gateway", ErrBadName, "%q (want lower case letters, digits, _ and -, starting with a letter, such as \"greenhouse-1\")", s)
 		}
 	}
@@ -309,7 +309,7 @@ func (o obj) health(h *Health) {
 func (o obj) action(a *Action) {
 	if s, ok := o.strOK("tool"); ok {
 		a.Tool = s
-		if len(s) < 4 || s[:3] != "do_" || !nameRE.MatchString(s[3:]) {
+		if len(s) < 4 || s[:3] != "do_" || !nameRE().MatchString(s[3:]) {
 			o.add("tool", ErrBadName, "%q (want do_ and lower_snake_case, such as \"do_set_heater\")", s)
 		}
 	}

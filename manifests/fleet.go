@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
@@ -166,7 +167,7 @@ func ParseFleet(file string, data []byte) (*Fleet, error) {
 			f.Zone = s
 		}
 		for i, t := range o.strs("tags") {
-			if t != "" && !nameRE.MatchString(t) {
+			if t != "" && !nameRE().MatchString(t) {
 				d.add(index(o.at("tags"), i), ErrBadName, "%q (want lower_snake_case)", t)
 			}
 			f.Tags = append(f.Tags, t)
@@ -261,7 +262,7 @@ func fleetRoutes(f *Fleet, o obj) {
 	for _, mv := range o.d.entries(o.f["routes"], p) {
 		node := keyString(mv.Key)
 		rp := join(p, node)
-		if !nodeIDRE.MatchString(node) {
+		if !nodeIDRE().MatchString(node) {
 			o.d.add(rp, ErrBadName, "%q (want a node id: letters, digits, '-' or '_')", node)
 			continue
 		}
@@ -278,7 +279,7 @@ func fleetRoutes(f *Fleet, o obj) {
 	}
 }
 
-var nodeIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var nodeIDRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]+$`) })
 
 // checkFleet checks what each role needs.
 func checkFleet(f *Fleet, o obj) {

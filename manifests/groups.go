@@ -2,7 +2,6 @@ package manifests
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 )
@@ -48,12 +47,25 @@ const (
 	MaxGroupDo    = 5
 )
 
-var groupNameRE = regexp.MustCompile(`^[a-z][a-z0-9_-]{0,63}$`)
+// validGroupName is `^[a-z][a-z0-9_-]{0,63}$` without a regular expression
+// (a counted repetition compiles to about 60 KB kept from package init).
+func validGroupName(s string) bool {
+	if s == "" || len(s) > 64 || s[0] < 'a' || s[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 func (o obj) group(g *Group) {
 	if s, ok := o.strOK("name"); ok {
 		g.Name = s
-		if !groupNameRE.MatchString(s) {
+		if !validGroupName(s) {
 			o.add("name", ErrBadName, "%q (a group name is part of the URL /mcp/<name>: want lower case letters, digits, _ and -, starting with a letter, at most 64 characters, such as \"zone1\")", s)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -74,7 +75,7 @@ var (
 	// jwtAlgorithms are the signature algorithms a provider may allow
 	// (server.JWTAlgorithms): asymmetric only.
 	jwtAlgorithms = []string{"RS256", "PS256", "ES256", "ES384", "EdDSA"}
-	claimPath     = regexp.MustCompile(`^[A-Za-z0-9_:/-]+(\.[A-Za-z0-9_:/-]+)*$`)
+	claimPath     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_:/-]+(\.[A-Za-z0-9_:/-]+)*$`) })
 )
 
 // identityNote says what of §6 identity is not honoured yet.
@@ -150,7 +151,7 @@ func (o obj) provider(p *IdentityProvider) {
 		}
 	}
 	for _, k := range []string{"roles_claim", "name_claim"} {
-		if s := o.str(k); s != "" && !claimPath.MatchString(s) {
+		if s := o.str(k); s != "" && !claimPath().MatchString(s) {
 			o.add(k, ErrBadName, ": %q (want a claim name, or a dotted path such as realm_access.roles)", s)
 		}
 	}

@@ -1,6 +1,9 @@
 package manifests
 
-import "regexp"
+import (
+	"regexp"
+	"sync"
+)
 
 // ModelDHT22 is an Aosong DHT22 (AM2302) temperature and humidity sensor on
 // a GPIO line, read through the kernel's dht11 IIO driver
@@ -16,7 +19,7 @@ const DefaultIIODevice = "iio:device0"
 // DefaultIIORoot is where the kernel lists the IIO devices.
 const DefaultIIORoot = "/sys/bus/iio/devices"
 
-var iioDeviceRE = regexp.MustCompile(`^iio:device[0-9]+$`)
+var iioDeviceRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^iio:device[0-9]+$`) })
 
 func declDHT22() ModelDecl {
 	return ModelDecl{
@@ -48,7 +51,7 @@ func decodeDHT22(o obj, dev *Device, own bool) {
 		dev.IIODevice = DefaultIIODevice
 	}
 	if s, ok := o.strOK("iio_device"); ok {
-		if iioDeviceRE.MatchString(s) {
+		if iioDeviceRE().MatchString(s) {
 			dev.IIODevice = s
 		} else {
 			o.add("iio_device", ErrRange, ": %q (want the dht11 driver's IIO device, such as \"iio:device0\", as in %s)", s, DefaultIIORoot)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/goccy/go-yaml"
@@ -239,7 +240,7 @@ func (t *pmTranslator) relocate(err error) error {
 			}
 		}
 		// Lines of the translation mean nothing in the PhysMCP file.
-		detail := firstAt.ReplaceAllString(strings.TrimPrefix(pe.Err.Error(), sentinel.Error()), "")
+		detail := firstAt().ReplaceAllString(strings.TrimPrefix(pe.Err.Error(), sentinel.Error()), "")
 		p.add(pos, field, sentinel, ":%s (as translated: %s)", detail, pe.Field)
 	}
 	return p.err()
@@ -681,7 +682,7 @@ func (t *pmTranslator) rules(c obj, tool string) {
 	t.info.rules[tool] = r
 }
 
-var rateRe = regexp.MustCompile(`^\s*([0-9]+)\s*/\s*([a-z]+)\s*$`)
+var rateRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*([0-9]+)\s*/\s*([a-z]+)\s*$`) })
 
 var rateUnits = map[string]time.Duration{
 	"s": time.Second, "sec": time.Second, "second": time.Second, "min": time.Minute, "minute": time.Minute,
@@ -690,7 +691,7 @@ var rateUnits = map[string]time.Duration{
 
 // parseRate decodes PhysMCP's "6/hour".
 func parseRate(o obj, k, s string) *RateLimit {
-	m := rateRe.FindStringSubmatch(s)
+	m := rateRe().FindStringSubmatch(s)
 	if m == nil {
 		o.add(k, ErrType, `: %q (want a count per unit, such as "6/hour" or "1/min")`, s)
 		return nil
@@ -708,4 +709,4 @@ func parseRate(o obj, k, s string) *RateLimit {
 	return &RateLimit{Max: n, Per: per}
 }
 
-var firstAt = regexp.MustCompile(` \(first at line \d+\)`)
+var firstAt = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` \(first at line \d+\)`) })

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml"
 )
@@ -215,10 +216,10 @@ func register(b obj, kind string, r yaml.MapSlice) yaml.MapSlice {
 	return r
 }
 
-var nonWord = regexp.MustCompile(`[^a-z0-9]+`)
+var nonWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9]+`) })
 
 func snake(s string) string {
-	return strings.Trim(nonWord.ReplaceAllString(strings.ToLower(s), "_"), "_")
+	return strings.Trim(nonWord().ReplaceAllString(strings.ToLower(s), "_"), "_")
 }
 
 func strOr(s, def string) string {

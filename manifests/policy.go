@@ -3,12 +3,13 @@ package manifests
 import (
 	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml/ast"
+
+	"github.com/promcp/promcp-device/internal/asciiname"
 )
 
 // Policy is a validated policy file: the rules that decide, for each do_*
@@ -387,7 +388,8 @@ func (d *decoder) actionPolicy(n ast.Node, path string, r actionRef) *ActionPoli
 
 // equipmentName is what shared: NAME may be: it becomes part of a key in
 // the fleet's replicated store.
-var equipmentName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+// (`^[A-Za-z0-9_-]{1,64}$`, checked without a regular expression.)
+func equipmentName(s string) bool { return asciiname.Match(s, 1, 64, "_-") }
 
 // shared decodes shared: true|false, or shared: NAME (the equipment that
 // several gateways' actions drive).
@@ -397,7 +399,7 @@ func (o obj) shared(a *ActionPolicy) {
 		return
 	}
 	name := o.str("shared")
-	if !equipmentName.MatchString(name) {
+	if !equipmentName(name) {
 		o.add("shared", ErrBadName, ": %q (want true, false, or the name of the shared equipment: letters, digits, _ and -, at most 64)", name)
 		return
 	}

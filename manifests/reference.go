@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // docSource is this package's documentation (doc.go): its tables give each
@@ -182,7 +183,7 @@ func union(a, b []string) []string {
 
 // docPath is the first mapping path a paragraph of doc.go names in
 // parentheses: "(buses[])", "(capabilities[].do.constraints)", "(sim)".
-var docPath = regexp.MustCompile(`\(([a-z_]+(?:\[\])?(?:\.[a-z_]+(?:\[\])?)*)\)`)
+var docPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\(([a-z_]+(?:\[\])?(?:\.[a-z_]+(?:\[\])?)*)\)`) })
 
 // docTables reads the tables of doc.go: for each mapping path (or
 // "models", the model table), the rows by key, cut into the columns the
@@ -250,7 +251,7 @@ func newDocTable(p, header string) docTable {
 	case strings.Contains(p, "models and their channels"):
 		t.path = "models"
 	default:
-		if m := docPath.FindStringSubmatch(p); m != nil {
+		if m := docPath().FindStringSubmatch(p); m != nil {
 			t.path = m[1]
 		}
 	}
@@ -346,7 +347,7 @@ func (t *docTable) columns(line, rest string) []string {
 		return cols
 	}
 	cols = make([]string, n)
-	fields := multiSpace.Split(strings.TrimSpace(rest), -1)
+	fields := multiSpace().Split(strings.TrimSpace(rest), -1)
 	for i, f := range fields {
 		if i >= n {
 			cols[n-1] += "  " + f
@@ -357,4 +358,4 @@ func (t *docTable) columns(line, rest string) []string {
 	return cols
 }
 
-var multiSpace = regexp.MustCompile(`  +`)
+var multiSpace = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`  +`) })

@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml/ast"
 )
 
 var (
-	nameRE    = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
-	gatewayRE = regexp.MustCompile(`^[a-z][a-z0-9_-]*$`)
+	nameRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`) })
+	gatewayRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9_-]*$`) })
 )
 
 // maxToolName is the longest tool name that MCP clients accept everywhere
@@ -23,7 +24,7 @@ func (d *decoder) name(n ast.Node, path string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if !nameRE.MatchString(s) {
+	if !nameRE().MatchString(s) {
 		d.add(path, ErrBadName, "%q (want lower_snake_case%s)", s, suggestion(s))
 	}
 	return s, true
@@ -57,7 +58,7 @@ func suggestion(s string) string {
 		fixed = strings.ReplaceAll(fixed, "__", "_")
 	}
 	fixed = strings.Trim(fixed, "_")
-	if fixed != s && nameRE.MatchString(fixed) {
+	if fixed != s && nameRE().MatchString(fixed) {
 		return fmt.Sprintf(", such as %q", fixed)
 	}
 	return ""

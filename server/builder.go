@@ -404,11 +404,11 @@ func (s *Server) MCP() *mcpserver.MCPServer { return s.mcp }
 // Tools returns the registered tools in registration order.
 func (s *Server) Tools() []Tool { return slices.Clone(s.tools) }
 
-var snake = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
+var snake = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`) })
 
 func (s *Server) checkName(name string, kind promcp.Kind) error {
 	k, ok := promcp.KindOf(name)
-	if !ok || k != kind || !snake.MatchString(name) {
+	if !ok || k != kind || !snake().MatchString(name) {
 		want := map[promcp.Kind]string{promcp.KindRead: "read_<snake_case>", promcp.KindDo: "do_<snake_case>", promcp.KindCanDo: "can_do"}[kind]
 		return fmt.Errorf("tool name %q: want %s", name, want)
 	}

@@ -183,7 +183,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 	}
 	endpoints := map[string]http.Handler{path: s.streamable(cfg, path, sessions)}
 	for name, g := range cfg.Groups {
-		if !groupPath.MatchString(name) || g == nil {
+		if !groupPath().MatchString(name) || g == nil {
 			s.log.Error("not serving a group: its name is not a URL path segment", "group", name)
 			continue
 		}
@@ -237,7 +237,7 @@ func (s *Server) HTTPHandler(cfg HTTPConfig) http.Handler {
 
 // groupPath is a group name that is one plain URL path segment (no
 // slash, no escape, no ServeMux wildcard).
-var groupPath = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.~-]*$`)
+var groupPath = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.~-]*$`) })
 
 // streamable is mcp-go's streamable HTTP server for s at path, its
 // sessions kept in sessions.
@@ -287,7 +287,7 @@ type dynamicGroup struct {
 func (d *dynamicGroups) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name, ok := strings.CutPrefix(r.URL.Path, d.prefix)
 	var g *Server
-	if ok && groupPath.MatchString(name) {
+	if ok && groupPath().MatchString(name) {
 		g = d.cfg.GroupFunc(name)
 	}
 	if g == nil {

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Matcher is what one field must hold. The zero Matcher only requires the
@@ -197,10 +198,10 @@ func expand(v any, vars map[string]any, missing *[]string) any {
 	return v
 }
 
-var varRe = regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}`)
+var varRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\$\{([A-Za-z0-9_]+)\}`) })
 
 func expandString(s string, vars map[string]any, missing *[]string) any {
-	if m := varRe.FindStringSubmatch(s); m != nil && m[0] == s {
+	if m := varRe().FindStringSubmatch(s); m != nil && m[0] == s {
 		v, ok := vars[m[1]]
 		if !ok {
 			*missing = append(*missing, m[1])
@@ -208,7 +209,7 @@ func expandString(s string, vars map[string]any, missing *[]string) any {
 		}
 		return v
 	}
-	return varRe.ReplaceAllStringFunc(s, func(ref string) string {
+	return varRe().ReplaceAllStringFunc(s, func(ref string) string {
 		name := ref[2 : len(ref)-1]
 		v, ok := vars[name]
 		if !ok {

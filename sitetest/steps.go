@@ -35,7 +35,7 @@ func (d *dec) step(n ast.Node, field string) Step {
 		d.add(n, field, manifests.ErrMissing, "a step does exactly one of advance, advance_to, call, set, approve or deny (got %d)", actions)
 	}
 	if s, ok := d.str(f["advance_to"], join(field, "advance_to")); ok {
-		if _, err := time.Parse(time.RFC3339, s); err != nil && !varRe.MatchString(s) {
+		if _, err := time.Parse(time.RFC3339, s); err != nil && !varRe().MatchString(s) {
 			d.add(f["advance_to"], join(field, "advance_to"), manifests.ErrType, `%q (want an RFC 3339 time, or ${name} of a captured one)`, s)
 		}
 		st.AdvanceTo = s

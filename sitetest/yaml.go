@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
@@ -36,7 +37,7 @@ func (d *dec) add(n ast.Node, field string, sentinel error, format string, args 
 	d.errs = append(d.errs, &manifests.Error{Pos: pos, Field: field, Err: err})
 }
 
-var syntaxPos = regexp.MustCompile(`^\[(\d+):(\d+)\]\s*(.*)$`)
+var syntaxPos = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\[(\d+):(\d+)\]\s*(.*)$`) })
 
 // parseYAML parses data into its single document's body; a syntax error,
 // or a panic of the parser, is reported at its position.
@@ -54,7 +55,7 @@ func (d *dec) parseYAML(data []byte) (root ast.Node) {
 			msg = msg[:i]
 		}
 		p := manifests.Position{File: d.file, Line: 1, Column: 1}
-		if m := syntaxPos.FindStringSubmatch(msg); m != nil {
+		if m := syntaxPos().FindStringSubmatch(msg); m != nil {
 			p.Line, _ = strconv.Atoi(m[1])
 			p.Column, _ = strconv.Atoi(m[2])
 			msg = m[3]

@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sitetest"
@@ -98,8 +99,8 @@ type cmdDoc struct {
 }
 
 var (
-	flagLine = regexp.MustCompile(`^  -([A-Za-z0-9][A-Za-z0-9._-]*)(?: (.+))?$`)
-	subLine  = regexp.MustCompile(`^\s*promcp-device ([a-z-]+) ([a-z-]+)\b`)
+	flagLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^  -([A-Za-z0-9][A-Za-z0-9._-]*)(?: (.+))?$`) })
+	subLine  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\s*promcp-device ([a-z-]+) ([a-z-]+)\b`) })
 )
 
 // commandFlags asks every subcommand for its flags (COMMAND -h, in
@@ -118,7 +119,7 @@ func commandFlags(ctx context.Context) ([]cmdDoc, error) {
 		}
 		var subs []string
 		for _, l := range strings.Split(help, "\n") {
-			if m := subLine.FindStringSubmatch(l); m != nil && m[1] == name && !slices.Contains(subs, m[2]) {
+			if m := subLine().FindStringSubmatch(l); m != nil && m[1] == name && !slices.Contains(subs, m[2]) {
 				subs = append(subs, m[2])
 			}
 		}
@@ -163,7 +164,7 @@ func helpOf(ctx context.Context, args ...string) string {
 func parseFlags(help string) []cmdFlag {
 	var out []cmdFlag
 	for _, l := range strings.Split(help, "\n") {
-		if m := flagLine.FindStringSubmatch(l); m != nil {
+		if m := flagLine().FindStringSubmatch(l); m != nil {
 			out = append(out, cmdFlag{Name: m[1], Arg: m[2]})
 			continue
 		}

@@ -27,6 +27,7 @@ import (
 	"github.com/promcp/promcp-device/drivers/sysfs"
 	"github.com/promcp/promcp-device/gateway"
 	"github.com/promcp/promcp-device/idempotency"
+	"github.com/promcp/promcp-device/internal/startpages"
 	"github.com/promcp/promcp-device/jobs"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/policy"
@@ -252,6 +253,15 @@ func cmdServe(c *cli) int {
 	// goes back to the OS now, not over minutes of scavenging: a gateway's
 	// resident memory is what it serves with.
 	debug.FreeOSMemory()
+	// And the executable's pages that only start-up touched (every linked
+	// package's init, the kernel mapping 64 KB around each fault) are
+	// unmapped: clean copies of the file, they come back from the page
+	// cache when touched again (docs/performance.md, resident memory).
+	if st, err := startpages.Release(); err != nil {
+		log.Debug("start-up pages kept", "err", err)
+	} else {
+		log.Debug("start-up pages released", "mappings", st.Mappings, "bytes", st.Bytes, "skipped", st.Skipped)
+	}
 	return f.serve(c.ctx, gw, tokens, hl, c.stdin, c.stdout, c.stderr, log)
 }
 
