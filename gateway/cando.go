@@ -92,6 +92,9 @@ func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Capa
 	rep, exp := s.answer(ctx, req)
 	if keyed && gen.ok && !exp.failed && s.g.generation() == gen {
 		if before, ok := s.reuseBefore(rep, now, exp.at); ok {
+			// The server keeps this answer's encoding in its Memo: the
+			// Memo goes with the answer kept, and no other.
+			rep.Memo = &promcp.Memo{}
 			s.answers.put(key, gen, copyReport(rep), now, before)
 		}
 	}

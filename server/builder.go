@@ -599,7 +599,16 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 	return s.register(promcp.KindCanDo, tool, "", Standing{Driver: "policy", Model: "policy", Rebuttal: []string{canDoStanding}}, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		rep, failed := s.canDo(ctx, h, req, memo)
-		s.restrictCandidates(CallerFrom(ctx), &rep)
+		caller := CallerFrom(ctx)
+		// An answer given again whose encoding is kept: only its per-call
+		// parts are made (candomemo.go).
+		keep := s.memoable(rep, failed)
+		if keep {
+			if res := s.fromMemo(rep.Memo, caller, start); res != nil {
+				return res, nil
+			}
+		}
+		s.restrictCandidates(caller, &rep)
 		if rep.QueryID == "" {
 			rep.QueryID = newUUID()
 		}
@@ -614,7 +623,11 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 			// The typed check is the output schema's (kept equal to it by
 			// promcp's TestCheckSchemaEqualsSchema), without a JSON decode.
 			if verr = rep.CheckSchema(); verr == nil {
-				return s.encode("can_do", rep, failed)
+				res, err := s.encode("can_do", rep, failed)
+				if keep && err == nil {
+					s.keepEncoded(rep, caller, res)
+				}
+				return res, err
 			}
 		}
 		return s.result("can_do", rep, verr, failed)
