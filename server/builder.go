@@ -635,20 +635,9 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 }
 
 func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequest, memo *argMemo) (promcp.CapabilityReport, bool) {
-	if _, argErr := memo.arguments(s, "can_do", req); argErr != nil {
-		return promcp.CapabilityReport{Error: argErr}, true
-	}
-	var q promcp.CanDoRequest
-	if err := json.Unmarshal(rawArguments(req), &q); err != nil {
-		return promcp.CapabilityReport{Error: &promcp.Error{Code: promcp.CodeInvalidArgument, Message: err.Error()}}, true
-	}
-	if q.Scope == "" && len(q.ScopeDevices) == 0 {
-		q.Scope = "local"
-	}
-	q.Resolve() // a PhysMCP query becomes the intent
-	scope := q.Scope
-	if len(q.ScopeDevices) > 0 {
-		scope = "devices " + strings.Join(q.ScopeDevices, ", ")
+	q, scope, perr := memo.question(s, req)
+	if perr != nil {
+		return promcp.CapabilityReport{Error: perr}, true
 	}
 	grounds := &promcp.Evidence{Grounds: &promcp.CanDoGrounds{Intent: q.Intent, Scope: scope}}
 	rep, err := h(ctx, q)
