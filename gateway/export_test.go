@@ -98,3 +98,6 @@ func CanDoFresh(ctx context.Context, g *Gateway, req promcp.CanDoRequest) promcp
 	rep, _ := g.jobsScope.answer(ctx, req)
 	return rep
 }
+
+// WaitRefreshes waits for can_do's reads ahead in flight (RefreshAhead).
+func WaitRefreshes(g *Gateway) { g.refreshes.Wait() }
