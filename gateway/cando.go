@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 
@@ -61,6 +62,8 @@ type scope struct {
 	// answers are the answers given, reused while nothing they depend on
 	// can have changed (see answerCache).
 	answers answerCache
+	// refreshing is set while a read-ahead runs (refreshAhead).
+	refreshing atomic.Bool
 }
 
 func newScope(g *Gateway, caps []*capabilities.Capability) *scope {
@@ -84,7 +87,9 @@ func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Capa
 	var gen generation
 	if keyed {
 		gen = s.g.generation()
-		if rep, ok := s.answers.get(key, gen, s.g.srv.Clock().Now()); gen.ok && ok {
+		now := s.g.srv.Clock().Now()
+		if rep, refreshAt, ok := s.answers.get(key, gen, now); gen.ok && ok {
+			s.refreshAhead(req, refreshAt, now)
 			return copyReport(rep), nil
 		}
 	}
@@ -92,9 +97,13 @@ func (s *scope) canDo(ctx context.Context, req promcp.CanDoRequest) (promcp.Capa
 	rep, exp := s.answer(ctx, req)
 	if keyed && gen.ok && !exp.failed && s.g.generation() == gen {
 		if before, ok := s.reuseBefore(rep, now, exp.at); ok {
-			s.answers.put(key, gen, copyReport(rep), now, before)
+			// The server keeps this answer's encoding in its Memo: the
+			// Memo goes with the answer kept, and no other.
+			rep.Memo = &promcp.Memo{}
+			s.answers.put(key, gen, copyReport(rep), now, before, exp.refreshAt())
 		}
 	}
+	s.refreshAhead(req, exp.refreshAt(), now)
 	return rep, nil
 }
 
@@ -143,6 +152,17 @@ func (s *scope) prefetch(ctx context.Context, matches []match) {
 	if len(matches) < 2 {
 		return // nothing to overlap
 	}
+	byBus := s.decidedOn(matches)
+	if len(byBus) < 2 {
+		return // one bus: the decisions read it in turn all the same
+	}
+	readBuses(ctx, byBus, func(c *capabilities.Capability) time.Duration { return c.TTL() })
+}
+
+// decidedOn returns, by bus, every capability the matched actions are
+// decided on: the actuator's own reading, its depends_on and its
+// interlocks.
+func (s *scope) decidedOn(matches []match) map[string][]*capabilities.Capability {
 	seen := make(map[*capabilities.Capability]bool, 2*len(matches))
 	byBus := map[string][]*capabilities.Capability{}
 	add := func(c *capabilities.Capability) {
@@ -170,9 +190,12 @@ func (s *scope) prefetch(ctx context.Context, matches []match) {
 			}
 		}
 	}
-	if len(byBus) < 2 {
-		return // one bus: the decisions read it in turn all the same
-	}
+	return byBus
+}
+
+// readBuses reads every capability of byBus, accepting a sample younger
+// than maxAge of it: buses in parallel, one read after another on each.
+func readBuses(ctx context.Context, byBus map[string][]*capabilities.Capability, maxAge func(*capabilities.Capability) time.Duration) {
 	var wg sync.WaitGroup
 	for _, caps := range byBus {
 		wg.Go(func() {
@@ -180,11 +203,41 @@ func (s *scope) prefetch(ctx context.Context, matches []match) {
 				if ctx.Err() != nil {
 					return
 				}
-				c.Read(ctx)
+				c.ReadWithin(ctx, maxAge(c))
 			}
 		})
 	}
 	wg.Wait()
+}
+
+// refreshAhead reads again, in the background, the readings older than
+// half their TTL that req's answer is decided on, once they are (from
+// refreshAt; zero: never), with GatewayOptions.RefreshAhead: so that the
+// answer after them finds fresh readings in the cache instead of waiting
+// for the bus (at 1,000 capabilities a broad intent waits for 400
+// conversions when its readings age out). One read-ahead per scope at a
+// time, only while questions are asked; it ends with the gateway (Close).
+func (s *scope) refreshAhead(req promcp.CanDoRequest, refreshAt, now time.Time) {
+	g := s.g
+	if !g.opts.RefreshAhead || refreshAt.IsZero() || now.Before(refreshAt) || !s.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	g.refreshMu.Lock()
+	defer g.refreshMu.Unlock()
+	if g.bgCtx == nil || g.refreshEnd {
+		s.refreshing.Store(false)
+		return
+	}
+	g.refreshes.Add(1)
+	go func() {
+		defer g.refreshes.Done()
+		defer s.refreshing.Store(false)
+		matches := s.matches(req.Intent)
+		if len(req.ScopeDevices) > 0 {
+			matches = slices.DeleteFunc(matches, func(m match) bool { return !slices.Contains(req.ScopeDevices, deviceID(m.c)) })
+		}
+		readBuses(g.bgCtx, s.decidedOn(matches), func(c *capabilities.Capability) time.Duration { return c.TTL() / 2 })
+	}()
 }
 
 // matches scores the actions intent can match (the index's candidates)

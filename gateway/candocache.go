@@ -89,31 +89,35 @@ type answerCache struct {
 type cachedAnswer struct {
 	rep        promcp.CapabilityReport
 	at, before time.Time // computed at; reusable before
+	// refreshAt is when the readings it was decided on are half their
+	// TTL old (expiry.refreshAt), for GatewayOptions.RefreshAhead.
+	refreshAt time.Time
 }
 
-// get returns the answer to key kept in gen, if still reusable at now.
-func (ac *answerCache) get(key string, gen generation, now time.Time) (promcp.CapabilityReport, bool) {
+// get returns the answer to key kept in gen, if still reusable at now,
+// and when its readings are to be read ahead.
+func (ac *answerCache) get(key string, gen generation, now time.Time) (rep promcp.CapabilityReport, refreshAt time.Time, ok bool) {
 	ac.mu.Lock()
 	defer ac.mu.Unlock()
 	if ac.gen != gen {
-		return promcp.CapabilityReport{}, false
+		return promcp.CapabilityReport{}, time.Time{}, false
 	}
 	e, ok := ac.entries[key]
 	if !ok || now.Before(e.at) || !now.Before(e.before) {
-		return promcp.CapabilityReport{}, false
+		return promcp.CapabilityReport{}, time.Time{}, false
 	}
 	ac.hits.Add(1)
-	return e.rep, true
+	return e.rep, e.refreshAt, true
 }
 
 // put keeps rep for key in gen.
-func (ac *answerCache) put(key string, gen generation, rep promcp.CapabilityReport, at, before time.Time) {
+func (ac *answerCache) put(key string, gen generation, rep promcp.CapabilityReport, at, before, refreshAt time.Time) {
 	ac.mu.Lock()
 	defer ac.mu.Unlock()
 	if ac.gen != gen || len(ac.entries) >= maxAnswers {
 		ac.gen, ac.entries = gen, map[string]cachedAnswer{}
 	}
-	ac.entries[key] = cachedAnswer{rep: rep, at: at, before: before}
+	ac.entries[key] = cachedAnswer{rep: rep, at: at, before: before, refreshAt: refreshAt}
 }
 
 // answerKey is the question of req as asked by the caller of ctx: the
@@ -172,6 +176,7 @@ func copyReport(rep promcp.CapabilityReport) promcp.CapabilityReport {
 // ages out; failed is set when one failed (such an answer is not reused).
 type expiry struct {
 	at     time.Time
+	ttl    time.Duration // the shortest TTL of the readings
 	failed bool
 }
 
@@ -184,6 +189,18 @@ func (e *expiry) reading(r policy.Reading) {
 	if e.at.IsZero() || t.Before(e.at) {
 		e.at = t
 	}
+	if r.TTL > 0 && (e.ttl == 0 || r.TTL < e.ttl) {
+		e.ttl = r.TTL
+	}
+}
+
+// refreshAt is when the readings are read ahead, with RefreshAhead: when
+// the first to age out is half the shortest TTL from it; zero for none.
+func (e *expiry) refreshAt() time.Time {
+	if e.at.IsZero() || e.ttl == 0 {
+		return time.Time{}
+	}
+	return e.at.Add(-e.ttl / 2)
 }
 
 // request notes every reading of pr.

@@ -91,3 +91,13 @@ func CanDoRelated(g *Gateway, action, location string) (indexed, scanned []strin
 
 // CanDoHits counts the answers Serve's can_do scope gave again.
 func CanDoHits(g *Gateway) uint64 { return g.jobsScope.answers.hits.Load() }
+
+// CanDoFresh is the answer Serve's can_do scope gives req now, computed
+// afresh: nothing kept is used or kept.
+func CanDoFresh(ctx context.Context, g *Gateway, req promcp.CanDoRequest) promcp.CapabilityReport {
+	rep, _ := g.jobsScope.answer(ctx, req)
+	return rep
+}
+
+// WaitRefreshes waits for can_do's reads ahead in flight (RefreshAhead).
+func WaitRefreshes(g *Gateway) { g.refreshes.Wait() }

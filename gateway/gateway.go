@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/promcp/promcp-device/capabilities"
@@ -39,6 +40,12 @@ type Gateway struct {
 	holds   holds         // the actuators the running jobs hold
 	bgStop  context.CancelFunc
 	bgDone  chan struct{}
+	// bgCtx ends with the gateway (Close); refreshes are can_do's reads
+	// ahead in flight (refreshAhead), none begun once refreshEnd is set.
+	bgCtx      context.Context
+	refreshMu  sync.Mutex
+	refreshEnd bool
+	refreshes  sync.WaitGroup
 	// gen counts the changes of the policy state that can_do answers
 	// depend on (see answerCache).
 	gen stateGen
@@ -73,6 +80,12 @@ type GatewayOptions struct {
 	// JobStore keeps jobs and dead-man timers across restarts (jobs.Bolt
 	// under --state); nil keeps them in memory.
 	JobStore JobStore
+	// RefreshAhead makes can_do read again, in the background, the
+	// readings of an answer it gives again once they are half their TTL
+	// old, so that the answer after them does not wait for the bus (see
+	// scope.refreshAhead). Off, an answer whose readings aged out reads
+	// them in the call.
+	RefreshAhead bool
 }
 
 // Serve registers the tools of set on srv. Tools are registered in manifest

@@ -107,7 +107,7 @@ func (g *Gateway) status(j jobs.Job) JobStatus {
 // manifest has jobs or the policy dead-man limits.
 func (g *Gateway) startBackground() error {
 	ctx, stop := context.WithCancel(context.Background())
-	g.bgStop = stop
+	g.bgStop, g.bgCtx = stop, ctx
 	var store JobStore
 	if g.opts.JobStore != nil {
 		store = g.opts.JobStore
@@ -170,6 +170,10 @@ func (g *Gateway) Close(ctx context.Context) error {
 	if g.bgDone != nil {
 		<-g.bgDone
 	}
+	g.refreshMu.Lock()
+	g.refreshEnd = true
+	g.refreshMu.Unlock()
+	g.refreshes.Wait()
 	return err
 }
 

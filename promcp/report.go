@@ -294,6 +294,11 @@ type CapabilityReport struct {
 	// Evidence is not sent in the body: the server puts it in the result's
 	// provenance envelope (Grounds a *CanDoGrounds).
 	Evidence *Evidence `json:"-"`
+	// Memo (not sent) is set by a handler on an answer it may give again
+	// unchanged: the server keeps the answer's encoding there and fills in
+	// only the per-call parts (query_id, metadata's timestamp and latency)
+	// when the same Memo comes back. Nil: every answer is encoded anew.
+	Memo *Memo `json:"-"`
 }
 
 // Normalize fills what the contract requires and the caller may leave out:

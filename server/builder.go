@@ -603,7 +603,16 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 	return s.register(promcp.KindCanDo, tool, "", Standing{Driver: "policy", Model: "policy", Rebuttal: []string{canDoStanding}}, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
 		rep, failed := s.canDo(ctx, h, req, memo)
-		s.restrictCandidates(CallerFrom(ctx), &rep)
+		caller := CallerFrom(ctx)
+		// An answer given again whose encoding is kept: only its per-call
+		// parts are made (candomemo.go).
+		keep := s.memoable(rep, failed)
+		if keep {
+			if res := s.fromMemo(rep.Memo, caller, start); res != nil {
+				return res, nil
+			}
+		}
+		s.restrictCandidates(caller, &rep)
 		if rep.QueryID == "" {
 			rep.QueryID = newUUID()
 		}
@@ -618,7 +627,11 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 			// The typed check is the output schema's (kept equal to it by
 			// promcp's TestCheckSchemaEqualsSchema), without a JSON decode.
 			if verr = rep.CheckSchema(); verr == nil {
-				return s.encode("can_do", rep, failed)
+				res, err := s.encode("can_do", rep, failed)
+				if keep && err == nil {
+					s.keepEncoded(rep, caller, res)
+				}
+				return res, err
 			}
 		}
 		return s.result("can_do", rep, verr, failed)
@@ -626,20 +639,9 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 }
 
 func (s *Server) canDo(ctx context.Context, h CanDoHandler, req mcp.CallToolRequest, memo *argMemo) (promcp.CapabilityReport, bool) {
-	if _, argErr := memo.arguments(s, "can_do", req); argErr != nil {
-		return promcp.CapabilityReport{Error: argErr}, true
-	}
-	var q promcp.CanDoRequest
-	if err := json.Unmarshal(rawArguments(req), &q); err != nil {
-		return promcp.CapabilityReport{Error: &promcp.Error{Code: promcp.CodeInvalidArgument, Message: err.Error()}}, true
-	}
-	if q.Scope == "" && len(q.ScopeDevices) == 0 {
-		q.Scope = "local"
-	}
-	q.Resolve() // a PhysMCP query becomes the intent
-	scope := q.Scope
-	if len(q.ScopeDevices) > 0 {
-		scope = "devices " + strings.Join(q.ScopeDevices, ", ")
+	q, scope, perr := memo.question(s, req)
+	if perr != nil {
+		return promcp.CapabilityReport{Error: perr}, true
 	}
 	grounds := &promcp.Evidence{Grounds: &promcp.CanDoGrounds{Intent: q.Intent, Scope: scope}}
 	rep, err := h(ctx, q)

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -64,6 +66,55 @@ func jsonType(v any, want string) bool {
 type argMemo struct {
 	mu sync.RWMutex
 	m  map[string]map[string]any
+	// questions are can_do's arguments decoded and resolved, by their raw
+	// JSON (can_do only; question).
+	questions map[string]question
+}
+
+// question is a can_do request decoded from arguments that passed the
+// input schema, resolved (a PhysMCP query made the intent), and the scope
+// its grounds name. Shared by every call with the same raw arguments:
+// never changed once kept.
+type question struct {
+	req   promcp.CanDoRequest
+	scope string
+}
+
+// question decodes can_do's arguments into the request, checked against
+// the input schema, its defaults filled and a PhysMCP query resolved, and
+// says which scope it asks about; the same raw arguments are decoded once
+// (at most 64 kept).
+func (a *argMemo) question(s *Server, req mcp.CallToolRequest) (promcp.CanDoRequest, string, *promcp.Error) {
+	raw := rawArguments(req)
+	a.mu.RLock()
+	q, ok := a.questions[string(raw)]
+	a.mu.RUnlock()
+	if ok {
+		return q.req, q.scope, nil
+	}
+	if _, perr := a.arguments(s, "can_do", req); perr != nil {
+		return promcp.CanDoRequest{}, "", perr
+	}
+	if err := json.Unmarshal(raw, &q.req); err != nil {
+		return promcp.CanDoRequest{}, "", &promcp.Error{Code: promcp.CodeInvalidArgument, Message: err.Error()}
+	}
+	if q.req.Scope == "" && len(q.req.ScopeDevices) == 0 {
+		q.req.Scope = "local"
+	}
+	q.req.Resolve() // a PhysMCP query becomes the intent
+	q.scope = q.req.Scope
+	if len(q.req.ScopeDevices) > 0 {
+		q.scope = "devices " + strings.Join(q.req.ScopeDevices, ", ")
+	}
+	a.mu.Lock()
+	if a.questions == nil {
+		a.questions = map[string]question{}
+	}
+	if len(a.questions) < 64 {
+		a.questions[string(raw)] = q
+	}
+	a.mu.Unlock()
+	return q.req, q.scope, nil
 }
 
 func (a *argMemo) arguments(s *Server, tool string, req mcp.CallToolRequest) (map[string]any, *promcp.Error) {

@@ -726,7 +726,9 @@ func openGateway(ctx context.Context, m *manifests.Manifest, o gatewayOptions, l
 		set.Close()
 		return nil, err
 	}
-	gopts := gateway.GatewayOptions{Policy: o.policy, State: o.history, Jobs: m.Jobs, JobStore: o.jobStore, Peers: o.peers}
+	// RefreshAhead: a can_do asked again does not wait for readings that
+	// aged out (they are read ahead in the background while it is asked).
+	gopts := gateway.GatewayOptions{Policy: o.policy, State: o.history, Jobs: m.Jobs, JobStore: o.jobStore, Peers: o.peers, RefreshAhead: true}
 	if o.reserver != nil { // --fleet: shared cooldowns, leases, rate limits and quorum
 		if gopts.State == nil {
 			gopts.State = policy.NewMemoryState()
