@@ -505,14 +505,14 @@ func (s *Server) Read(t ReadTool, h ReadHandler) error {
 		if verr == nil && typed != nil {
 			// The typed check is the output schema's, without a JSON decode.
 			if verr, checked = typed(res), "typed"; verr == nil {
-				if r := s.frontReuse(ctx, argErr, t.Name, res, res.Quality == promcp.QualityError, checked); r != nil {
+				if r := s.frontReuse(ctx, &req, argErr, t.Name, res, res.Quality == promcp.QualityError, checked); r != nil {
 					return r, nil // a cached sample, its bytes written by the read front (readfront.go)
 				}
 				return s.encode(t.Name, res, res.Quality == promcp.QualityError)
 			}
 		}
 		if verr == nil && checked == "json-schema" {
-			if r := s.frontReuse(ctx, argErr, t.Name, res, res.Quality == promcp.QualityError, checked); r != nil {
+			if r := s.frontReuse(ctx, &req, argErr, t.Name, res, res.Quality == promcp.QualityError, checked); r != nil {
 				return r, nil
 			}
 		}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/promcp"
 )
@@ -27,11 +28,12 @@ import (
 // dozen bytes, and the response writer puts the sample's bytes, encoded
 // once, in place of each placeholder. Nothing is decoded or re-encoded.
 //
-// The front marks a request (readSlot, in its context) only when it is a
-// plain tools/call of a registered read_* tool POSTed in a live session of
-// the legacy protocol generation, without Origin, _meta or task; the read
-// handler answers with placeholders only for such a request, and only when
-// its answer is the tool's cached sample (reuse). Everything else is
+// The front marks a request (readSlot, in its context) only when it may be
+// a tools/call of a read_* tool POSTed in a live session of the legacy
+// protocol generation, without Origin; the read handler answers with
+// placeholders only for such a request, when mcp-go decoded it as a call
+// without _meta (a progress token) or task, its arguments were accepted,
+// and its answer is the tool's cached sample (reuse). Everything else is
 // answered by mcp-go as before, byte for byte.
 
 // frontKey is the context key of a request's readSlot.
@@ -51,6 +53,10 @@ type readFront struct {
 	qText, qBody, qStmp []byte // the same, quoted, as mcp-go writes them
 	prefix              []byte // what the three share, quoted: `"promcp-splice-<nonce>-`
 
+	// The placeholders as a result holds them, boxed once.
+	content               []mcp.Content
+	boxedBody, boxedStamp any // json.RawMessage
+
 	answered atomic.Int64 // reads answered with placeholders (tests)
 }
 
@@ -62,6 +68,8 @@ func (f *readFront) init() {
 		f.text, f.body, f.stamp = base+"t", base+"b", base+"s"
 		f.qText, f.qBody, f.qStmp = []byte(`"`+f.text+`"`), []byte(`"`+f.body+`"`), []byte(`"`+f.stamp+`"`)
 		f.prefix = []byte(`"` + base)
+		f.content = []mcp.Content{mcp.NewTextContent(f.text)}
+		f.boxedBody, f.boxedStamp = json.RawMessage(f.qBody), json.RawMessage(f.qStmp)
 	})
 }
 
@@ -90,9 +98,9 @@ func (m *stampMemo) wireOf() *wire {
 // the sample left in the request's slot for the writer. nil otherwise
 // (then the caller answers as it always did). A call whose arguments were
 // refused (argErr) is answered as it always was.
-func (s *Server) frontReuse(ctx context.Context, argErr *promcp.Error, tool string, body any, isError bool, checked string) *mcp.CallToolResult {
+func (s *Server) frontReuse(ctx context.Context, req *mcp.CallToolRequest, argErr *promcp.Error, tool string, body any, isError bool, checked string) *mcp.CallToolResult {
 	slot, ok := ctx.Value(frontKey{}).(*readSlot)
-	if !ok || argErr != nil || slot.memo.Load() != nil {
+	if !ok || argErr != nil || req.Params.Meta != nil || req.Params.Task != nil || slot.memo.Load() != nil {
 		return nil
 	}
 	memo := s.stamps[tool]
@@ -107,15 +115,17 @@ func (s *Server) frontReuse(ctx context.Context, argErr *promcp.Error, tool stri
 		return nil
 	}
 	last.wireOf()
-	slot.memo.Store(last)
+	if !slot.memo.CompareAndSwap(nil, last) {
+		return nil
+	}
 	s.front.answered.Add(1)
 	f := &s.front
 	f.init()
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(f.text)},
-		StructuredContent: json.RawMessage(f.qBody),
+		Content:           f.content,
+		StructuredContent: f.boxedBody,
 		IsError:           last.isError,
-		Result:            mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{ProvenanceKey: json.RawMessage(f.qStmp)}}},
+		Result:            mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{ProvenanceKey: f.boxedStamp}}},
 	}
 }
 
@@ -126,7 +136,7 @@ func (s *Server) readFrontHandler(sessions *sessionTable, next http.Handler) htt
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hb, ok := r.Body.(*heldBody)
 		if !ok || r.Method != http.MethodPost || r.Header.Get("Origin") != "" ||
-			!s.plainRead(hb.b) || !legacySession(r, sessions) {
+			!mayBeRead(hb.b) || !frontSession(r, sessions) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -136,48 +146,25 @@ func (s *Server) readFrontHandler(sessions *sessionTable, next http.Handler) htt
 	})
 }
 
-// plainRead reports whether body is a plain tools/call of one of this
-// server's read tools: the four JSON-RPC members at most, a string or
-// number id, params with a name and arguments (an object) at most: no
-// _meta (progress token, 2026-07-28), no task.
-func (s *Server) plainRead(body []byte) bool {
-	if !bytes.Contains(body, []byte(mcp.MethodToolsCall)) || !bytes.Contains(body, []byte(`"read_`)) {
+// mayBeRead is the front's cheap look at a body: it names tools/call and
+// a read tool. Whether it is a plain call is decided on the request as
+// mcp-go decoded it (frontReuse).
+func mayBeRead(body []byte) bool {
+	return bytes.Contains(body, []byte(`"tools/call"`)) && bytes.Contains(body, []byte(`"read_`))
+}
+
+// frontSession is legacySession with the common Content-Type read
+// without parsing it.
+func frontSession(r *http.Request, sessions *sessionTable) bool {
+	if r.Header.Get("Content-Type") != "application/json" {
+		return legacySession(r, sessions)
+	}
+	v := r.Header.Get(mcp.HeaderProtocolVersion)
+	if v == "" || !mcp.IsValidProtocolVersion(v) || mcp.IsModernProtocol(v) {
 		return false
 	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(body, &m) != nil || len(m) != 4 {
-		return false
-	}
-	var msg struct {
-		JSONRPC string                     `json:"jsonrpc"`
-		Method  string                     `json:"method"`
-		ID      any                        `json:"id"`
-		Params  map[string]json.RawMessage `json:"params"`
-	}
-	if json.Unmarshal(body, &msg) != nil || msg.JSONRPC != mcp.JSONRPC_VERSION || msg.Method != string(mcp.MethodToolsCall) {
-		return false
-	}
-	switch msg.ID.(type) {
-	case string, float64:
-	default:
-		return false
-	}
-	var name string
-	for k, v := range msg.Params {
-		switch k {
-		case "name":
-			if json.Unmarshal(v, &name) != nil {
-				return false
-			}
-		case "arguments":
-			if len(v) == 0 || v[0] != '{' {
-				return false
-			}
-		default:
-			return false
-		}
-	}
-	return s.stamps[name] != nil
+	id := r.Header.Get(mcpserver.HeaderKeySessionID)
+	return id != "" && sessions.lookup(id, CallerFrom(r.Context()).Name, r.URL.Path)
 }
 
 // splicer writes what mcp-go writes, with a marked read's placeholders

@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/promcp"
@@ -94,8 +98,8 @@ func TestReadFrontIsMCPGos(t *testing.T) {
 // are answered by mcp-go, the read handler never answering them with
 // placeholders: an unknown session (404), the 2026-07-28 generation, a
 // call with _meta (a progress token) or a task, a read with an argument
-// error, can_do, a tool that does not exist, and the first call of a
-// sample (not cached yet).
+// error, can_do, a tool that does not exist, a batch, and the first call
+// of a sample (not cached yet).
 func TestReadFrontLeavesTheRestToMCPGo(t *testing.T) {
 	s := frontServer(t)
 	post := httpSession(t, s)
@@ -117,7 +121,7 @@ func TestReadFrontLeavesTheRestToMCPGo(t *testing.T) {
 		"argument error":  {`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"read_level","arguments":{"nope":1}}}`, nil},
 		"can_do":          {`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"can_do","arguments":{"intent":"x"}}}`, nil},
 		"no such tool":    {callBody("9", "read_nothing"), nil},
-		"extra member":    {`{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"read_level","arguments":{}},"x":1}`, nil},
+		"batch":           {`[` + callBody("10", "read_level") + `]`, nil},
 	} {
 		// Twice: the second would find the sample cached.
 		for range 2 {
@@ -138,27 +142,88 @@ func TestReadFrontLeavesTheRestToMCPGo(t *testing.T) {
 	}
 }
 
-// TestPlainRead: only a plain tools/call of a registered read tool is the
-// front's.
-func TestPlainRead(t *testing.T) {
+// TestReadFrontWithMCPGoClient: the reads of a real client (mcp-go's, as
+// promcp-device bench makes them) in a session of the legacy generation
+// are the front's once cached, and the client decodes them as the
+// first, uncached answer.
+func TestReadFrontWithMCPGoClient(t *testing.T) {
 	s := frontServer(t)
-	for body, want := range map[string]bool{
-		callBody("1", "read_level"):   true,
-		callBody(`"a"`, "read_level"): true,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_level"}}`:                            true,
-		`{"jsonrpc":"2.0","method":"tools/call","params":{"name":"read_level","arguments":{}}}`:                    false, // a notification
-		`{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"read_level","arguments":{}}}`:          false,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_level","arguments":[]}}`:             false,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_level","arguments":{},"_meta":{}}}`:  false,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_level","arguments":{},"task":{}}}`:   false,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_other","arguments":{}}}`:             false,
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"can_do","arguments":{"x":"read_level"}}}`: false,
-		`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"read_level","x":"tools/call"}}`:        false,
-		`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"read_level","arguments":{}}}]`:           false,
-		`{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"read_level","arguments":{}}}`:             false,
-	} {
-		if got := s.plainRead([]byte(body)); got != want {
-			t.Errorf("%s: the front's %t, want %t", body, got, want)
+	hs := httptest.NewServer(s.HTTPHandler(HTTPConfig{Caller: Caller{Name: "alice", Role: "viewer"}}))
+	defer hs.Close()
+	c, err := client.NewStreamableHttpClient(hs.URL + "/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Initialize(t.Context(), mcp.InitializeRequest{Params: mcp.InitializeParams{ProtocolVersion: "2025-11-25",
+		ClientInfo: mcp.Implementation{Name: "t", Version: "1"}}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"read_level", "read_mode", "read_broken"} {
+		var first *mcp.CallToolResult
+		for i := range 3 {
+			before := s.front.answered.Load()
+			res, err := c.CallTool(t.Context(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: map[string]any{}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fronted := s.front.answered.Load() != before; fronted != (i > 0) {
+				t.Fatalf("%s, call %d: answered by the front %t, want %t", tool, i, fronted, i > 0)
+			}
+			if first == nil {
+				first = res
+				continue
+			}
+			if !reflect.DeepEqual(res, first) {
+				t.Fatalf("%s, call %d: the client decoded\n%+v\nthe first answer was\n%+v", tool, i, res, first)
+			}
 		}
+	}
+}
+
+// BenchmarkReadFront: the server's side of a cached read over HTTP (the
+// whole handler: gate, front, mcp-go, the read handler, the write), with
+// the front ("front") and without it ("mcp-go": the same request with an
+// Origin header, which the front leaves alone).
+func BenchmarkReadFront(b *testing.B) {
+	s := frontServer(&testing.T{})
+	h := s.HTTPHandler(HTTPConfig{Caller: Caller{Name: "alice", Role: "viewer"}})
+	session := ""
+	do := func(body string, origin bool) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if session != "" {
+			r.Header.Set(mcpserver.HeaderKeySessionID, session)
+		}
+		if origin {
+			r.Header.Set("Origin", "http://127.0.0.1")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	w := do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, false)
+	session = w.Header().Get(mcpserver.HeaderKeySessionID)
+	do(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
+	body := callBody("7", "read_level")
+	do(body, false)
+	for _, bc := range []struct {
+		name   string
+		origin bool
+	}{{"front", false}, {"mcp-go", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			n, cpu := 0, processCPU()
+			for b.Loop() {
+				n = do(body, bc.origin).Body.Len()
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
+			b.ReportMetric(float64(n), "response-bytes")
+		})
 	}
 }
