@@ -251,6 +251,7 @@ type Server struct {
 	schemaMu      sync.Mutex                            // guards schemas
 	schemas       map[string]json.RawMessage            // output schemas by what they are made of (sharedSchema)
 	lists         listCache                             // the encoded tools/list pages (toolslist.go)
+	front         readFront                             // the read front's placeholders (readfront.go)
 
 	placement                    Placement // where the provenance envelope goes
 	manifestDigest, policyDigest string    // the envelope's warrant (WithWarrant)
@@ -500,10 +501,19 @@ func (s *Server) Read(t ReadTool, h ReadHandler) error {
 			res.Value = nil
 		}
 		verr := res.Validate()
+		checked := "json-schema"
 		if verr == nil && typed != nil {
 			// The typed check is the output schema's, without a JSON decode.
-			if verr = typed(res); verr == nil {
+			if verr, checked = typed(res), "typed"; verr == nil {
+				if r := s.frontReuse(ctx, &req, argErr, t.Name, res, res.Quality == promcp.QualityError, checked); r != nil {
+					return r, nil // a cached sample, its bytes written by the read front (readfront.go)
+				}
 				return s.encode(t.Name, res, res.Quality == promcp.QualityError)
+			}
+		}
+		if verr == nil && checked == "json-schema" {
+			if r := s.frontReuse(ctx, &req, argErr, t.Name, res, res.Quality == promcp.QualityError, checked); r != nil {
+				return r, nil
 			}
 		}
 		return s.result(t.Name, res, verr, res.Quality == promcp.QualityError)

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -175,6 +176,9 @@ type stampMemo struct {
 	content    []mcp.Content
 	structured any // json.RawMessage
 	stamp      any // json.RawMessage
+
+	wireOnce sync.Once // the members as written by the read front (readfront.go), encoded once
+	wire     *wire
 }
 
 // result is the tool result sent for m.

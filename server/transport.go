@@ -263,7 +263,7 @@ func (s *Server) streamable(cfg HTTPConfig, path string, sessions *sessionTable)
 			mcpserver.WithCORSExposedHeaders("Mcp-Session-Id"),
 		))
 	}
-	return s.listFront(sessions, mcpserver.NewStreamableHTTPServer(s.mcp, opts...))
+	return s.listFront(sessions, s.readFrontHandler(sessions, mcpserver.NewStreamableHTTPServer(s.mcp, opts...)))
 }
 
 // dynamicGroups serves the groups HTTPConfig.GroupFunc finds, each
