@@ -311,30 +311,89 @@ func (r *reserver) hold(ctx context.Context, c policy.Claim, rule Rule, res *pol
 var errRaceLost = errors.New("another claimant wrote first")
 
 // again decides whether a claim whose hub call failed with err is tried
-// once more: while the hub's quorum answers or its state is unknown (a
-// stalled leader: an election takes seconds), or the leaf link comes back
-// within the grace, for up to the election wait counted from the claim's
-// first failure and within ctx. A hub that reports its quorum lost (fewer
-// current replicas than a quorum) refuses at once.
+// once more. While the hub looks to have its quorum, or its state is
+// unknown (a stalled leader: an election takes seconds, more under
+// load), the claim is tried again for as long as its context allows
+// (retryLeft). A hub that has looked without quorum (fewer current
+// replicas than a quorum) for longer than the election wait, counted
+// across claims, refuses at once; so does a gateway whose leaf link has
+// stayed down past the link grace (the leaf has had time to try every
+// hub member).
 func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach, bool) {
 	now := time.Now() // real time: the election waited for runs on it
-
 	if cl.tries == 0 {
 		cl.start = now
 	}
-	reach := r.s.probe(ctx, err)
-	if now.Sub(cl.start) >= r.s.cfg.ElectionWait {
-		return reach, false
-	}
 	tries := cl.tries
 	cl.tries++
-	if reach.Cut && r.s.waitLinked(ctx) {
-		return reach, true
-	}
-	if reach.Reachable >= reach.Required || Classify(err) == ClassConflict || (reach.Reachable < 0 && !reach.Cut) {
+	reach := r.s.probe(ctx, err)
+	if reach.Cut && r.s.cfg.Linked != nil {
+		// The leaf link decides: back within the grace, tried again
+		// (after a pause: a new link carries no interest at first);
+		// down past it, refused.
+		if !r.s.waitLinked(ctx) || !r.s.retryLeft(ctx, cl.start) {
+			return reach, false
+		}
 		return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
 	}
-	return reach, false
+	if r.s.lostFor(reach, time.Now()) >= r.s.cfg.ElectionWait || !r.s.retryLeft(ctx, cl.start) {
+		return reach, false
+	}
+	return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
+}
+
+// noDeadlineRetry bounds the retries of a claim whose context has no
+// deadline (a do_* call has one: a minute).
+const noDeadlineRetry = time.Minute
+
+// retryLeft reports whether a claim (or settle) that started retrying at
+// start may try again: until its context's deadline less two write
+// timeouts (a try is a read and a write; the refusal, or the actuation,
+// must still fit), or for noDeadlineRetry without a deadline.
+func (s *State) retryLeft(ctx context.Context, start time.Time) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	now := time.Now() // real time, as the elections
+	if dl, ok := ctx.Deadline(); ok {
+		return now.Before(dl.Add(-2 * s.cfg.Timeout))
+	}
+	return now.Sub(start) < noDeadlineRetry
+}
+
+// lostFor records what a probe found and returns how long the hub has
+// looked without its quorum: 0 when this probe found a quorum, or found
+// nothing (unknown) and no loss was seen before. A loss not seen again
+// for an election wait is forgotten (the next one starts its own wait);
+// a committed write forgets it too (quorumSeen).
+func (s *State) lostFor(reach Reach, now time.Time) time.Duration {
+	s.lostMu.Lock()
+	defer s.lostMu.Unlock()
+	if !s.lostSince.IsZero() && (now.Sub(s.lostLast) > s.cfg.ElectionWait || now.Before(s.lostSince)) {
+		s.lostSince = time.Time{}
+	}
+	switch {
+	case reach.Reachable >= reach.Required:
+		s.lostSince = time.Time{}
+		return 0
+	case reach.Reachable < 0 && !reach.Cut:
+		if s.lostSince.IsZero() {
+			return 0
+		}
+	default:
+		if s.lostSince.IsZero() {
+			s.lostSince = now
+		}
+		s.lostLast = now
+	}
+	return now.Sub(s.lostSince)
+}
+
+// quorumSeen forgets a loss of quorum: a replicated write committed.
+func (s *State) quorumSeen() {
+	s.lostMu.Lock()
+	s.lostSince = time.Time{}
+	s.lostMu.Unlock()
 }
 
 // take writes the reservation into fleet_lease (compare-and-set against
@@ -466,7 +525,7 @@ func (r *reserver) Commit(ctx context.Context, res *policy.Reservation, at time.
 // lost mid-write is retried): the key is read back, and the write tried
 // again while it still holds this claimant's pending record.
 func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
-	// The election wait is real time: the hubs elect on it.
+	// Real time: the hubs elect on it.
 	rev, start := h.rev, time.Now()
 	for try := 0; ; try++ {
 		_, err := s.writeLease(ctx, opSettle, h.key, rec, rev, 0)
@@ -484,7 +543,7 @@ func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
 		case rerr == nil:
 			rev = now.rev
 		}
-		if errors.Is(err, ErrRefused) || time.Since(start) >= s.cfg.ElectionWait || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
+		if errors.Is(err, ErrRefused) || !s.retryLeft(ctx, start) || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
 			return err
 		}
 	}
@@ -613,6 +672,9 @@ func (s *State) writeLease(ctx context.Context, op, key string, rec leaseRecord,
 		return 0, err
 	}
 	rep, err := s.call(ctx, op, svcRequest{Key: key, Rev: rev, Req: rec.Request, State: rec.State, TTL: lease.Milliseconds()})
+	if err == nil {
+		s.quorumSeen()
+	}
 	return rep.Rev, err
 }
 

@@ -11,7 +11,9 @@ package sharedtest
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -190,7 +192,7 @@ func (h *Hub) start(i int) {
 	var ns *server.Server
 	var err error
 	for try := 0; try < 3; try++ {
-		if ns, err = natsembed.StartHub(h.cfgs[i], nil); err == nil {
+		if ns, err = natsembed.StartHub(h.cfgs[i], diagLog()); err == nil {
 			break
 		}
 		h.t.Logf("hub node %d, try %d: %v", i, try+1, err)
@@ -312,7 +314,7 @@ func (h *Hub) StartLeaf(name string) *Leaf {
 		remotes = append(remotes, "nats://"+p.Addr())
 	}
 	ns, err := natsembed.StartLeaf(natsembed.LeafConfig{Name: name, Hubs: remotes, StoreDir: h.t.TempDir(), Trust: l.trust,
-		Reconnect: 100 * time.Millisecond}, nil)
+		Reconnect: 100 * time.Millisecond}, diagLog())
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -367,4 +369,21 @@ func (l *Leaf) WaitLinked(t testing.TB, up bool, timeout time.Duration) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Member is the hub member the leaf's link goes to ("" when unlinked).
+func (l *Leaf) Member() string {
+	lz, err := l.Server.Leafz(nil)
+	if err != nil || lz == nil {
+		return ""
+	}
+	for _, c := range lz.Leafs {
+		addr := net.JoinHostPort(c.IP, strconv.Itoa(c.Port))
+		for _, p := range l.proxies {
+			if p.Addr() == addr {
+				return p.To
+			}
+		}
+	}
+	return ""
 }
