@@ -311,14 +311,13 @@ func (r *reserver) hold(ctx context.Context, c policy.Claim, rule Rule, res *pol
 var errRaceLost = errors.New("another claimant wrote first")
 
 // again decides whether a claim whose hub call failed with err is tried
-// once more. While the hub looks to have its quorum, or its state is
-// unknown (a stalled leader: an election takes seconds, more under
-// load), the claim is tried again for as long as its context allows
-// (retryLeft). A hub that has looked without quorum (fewer current
-// replicas than a quorum) for longer than the election wait, counted
-// across claims, refuses at once; so does a gateway whose leaf link has
-// stayed down past the link grace (the leaf has had time to try every
-// hub member).
+// once more: for as long as its context allows (retryLeft), while the
+// hub's quorum answers, or has been missing for less than an election
+// (lostFor: a stalled leader is replaced by an election that takes
+// seconds, more under load). A hub without quorum for longer than that,
+// counted across claims, is refused at once; so is a gateway whose leaf
+// link has stayed down past the link grace (time for the leaf to try
+// every hub member).
 func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach, bool) {
 	now := time.Now() // real time: the election waited for runs on it
 	if cl.tries == 0 {
@@ -336,7 +335,7 @@ func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach,
 		}
 		return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
 	}
-	if r.s.lostFor(reach, time.Now()) >= r.s.cfg.ElectionWait || !r.s.retryLeft(ctx, cl.start) {
+	if _, refuse := r.s.lostFor(reach, time.Now()); refuse || !r.s.retryLeft(ctx, cl.start) {
 		return reach, false
 	}
 	return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
@@ -361,38 +360,42 @@ func (s *State) retryLeft(ctx context.Context, start time.Time) bool {
 	return now.Sub(start) < noDeadlineRetry
 }
 
-// lostFor records what a probe found and returns how long the hub has
-// looked without its quorum: 0 when this probe found a quorum, or found
-// nothing (unknown) and no loss was seen before. A loss not seen again
-// for an election wait is forgotten (the next one starts its own wait);
-// a committed write forgets it too (quorumSeen).
-func (s *State) lostFor(reach Reach, now time.Time) time.Duration {
+// lostFor records what a probe found and reports whether a claim is
+// refused for it: once the hub has been without a quorum seen (probes
+// that found fewer current replicas than a quorum, no hub at all, or
+// nothing in time) for the election wait when a probe reported the loss
+// itself, or for twice the election wait when probes only timed out (a
+// stalled leader and its meta group answer nothing until the election
+// ends). The clock runs across claims, so that later claims are refused
+// at once. A probe that finds a quorum, or a committed write
+// (quorumSeen), ends it; so does an election wait without a probe that
+// found no quorum (the next loss starts its own wait).
+func (s *State) lostFor(reach Reach, now time.Time) (time.Duration, bool) {
 	s.lostMu.Lock()
 	defer s.lostMu.Unlock()
 	if !s.lostSince.IsZero() && (now.Sub(s.lostLast) > s.cfg.ElectionWait || now.Before(s.lostSince)) {
-		s.lostSince = time.Time{}
+		s.lostSince, s.lostKnown = time.Time{}, false
 	}
-	switch {
-	case reach.Reachable >= reach.Required:
-		s.lostSince = time.Time{}
-		return 0
-	case reach.Reachable < 0 && !reach.Cut:
-		if s.lostSince.IsZero() {
-			return 0
-		}
-	default:
-		if s.lostSince.IsZero() {
-			s.lostSince = now
-		}
-		s.lostLast = now
+	if reach.Reachable >= reach.Required {
+		s.lostSince, s.lostKnown = time.Time{}, false
+		return 0, false
 	}
-	return now.Sub(s.lostSince)
+	if s.lostSince.IsZero() {
+		s.lostSince = now
+	}
+	s.lostLast = now
+	s.lostKnown = s.lostKnown || reach.Reachable >= 0
+	d := now.Sub(s.lostSince)
+	if s.lostKnown {
+		return d, d >= s.cfg.ElectionWait
+	}
+	return d, d >= 2*s.cfg.ElectionWait
 }
 
 // quorumSeen forgets a loss of quorum: a replicated write committed.
 func (s *State) quorumSeen() {
 	s.lostMu.Lock()
-	s.lostSince = time.Time{}
+	s.lostSince, s.lostKnown = time.Time{}, false
 	s.lostMu.Unlock()
 }
 

@@ -49,15 +49,15 @@ type Config struct {
 	// no earlier deadline; 0 is 2 s. Across a leaf link a hub without
 	// quorum gives no fast error: the write fails at this deadline.
 	Timeout time.Duration
-	// ElectionWait is how long the hub may look without its quorum (a
-	// probe finds fewer current replicas than a quorum) before shared
-	// claims are refused: the first claims retry through it (an election
-	// after a lost or stalled member reports that for seconds), later
-	// ones are refused at once while the loss lasts. 0 is 12 s. While
-	// the hub looks to have its quorum, or its state is unknown (a
-	// stalled leader), a claim (or the settling of its record) retries
-	// for as long as its context allows: until its deadline less
-	// twice Timeout, or a minute without a deadline.
+	// ElectionWait is how long the hub may be seen without its quorum
+	// before shared claims are refused: a probe after a failed write
+	// reports fewer current replicas than a quorum (or no hub at all,
+	// without a Linked hook); twice as long when probes only time out (a
+	// stalled leader answers nothing until the others elect). The first
+	// claims retry through it, later ones are refused at once while the
+	// loss lasts. 0 is 12 s. Otherwise a claim (or the settling of its
+	// record) retries for as long as its context allows: until its
+	// deadline less twice Timeout, or a minute without a deadline.
 	ElectionWait time.Duration
 	// LocalDomain is the JetStream domain of the gateway's embedded leaf
 	// server, where its audit stream AUDIT_<Gateway> lives and buffers
@@ -145,11 +145,13 @@ type State struct {
 	skewSeen bool
 	// unlinkedSince is when a claim first found the leaf link down.
 	unlinkedSince time.Time
-	// lostSince is when a claim's probe first found the hub without its
-	// quorum (zero: not lost), lostLast when one last did (under lostMu:
-	// mu is held across network calls while binding).
+	// lostSince is when a claim's probe first found no quorum (zero:
+	// none missing), lostLast when one last did, lostKnown whether one
+	// reported the loss itself (under lostMu: mu is held across network
+	// calls while binding).
 	lostMu              sync.Mutex
 	lostSince, lostLast time.Time
+	lostKnown           bool
 	// fault, set by tests only (export_test.go), loses replies: called
 	// with "read" before a read of fleet_lease and with the operation
 	// after the hubs answered it, an error it returns is the call's.
