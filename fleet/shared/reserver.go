@@ -326,15 +326,12 @@ func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach,
 	tries := cl.tries
 	cl.tries++
 	reach := r.s.probe(ctx, err)
-	if reach.Cut && r.s.cfg.Linked != nil {
-		// The leaf link decides: back within the grace, tried again
-		// (after a pause: a new link carries no interest at first);
-		// down past it, refused.
-		if !r.s.waitLinked(ctx) || !r.s.retryLeft(ctx, cl.start) {
-			return reach, false
-		}
-		return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
+	if reach.Cut && r.s.cfg.Linked != nil && !r.s.waitLinked(ctx) {
+		return reach, false // the leaf link stayed down past the grace
 	}
+	// A link back within the grace is tried again after a pause (a new
+	// link carries no interest at first), as long as the hub is not
+	// seen without quorum for too long.
 	if _, refuse := r.s.lostFor(reach, time.Now()); refuse || !r.s.retryLeft(ctx, cl.start) {
 		return reach, false
 	}
