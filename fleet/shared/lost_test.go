@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// TestLostFor: a missing quorum is counted from the first probe that
-// found none, across claims; it refuses after the election wait once a
-// probe reported the loss (or no hub at all), after twice that when
-// probes only timed out (a stalled leader); a quorum found, or a
-// committed write, forgets it; and a loss not seen again for an election
-// wait is forgotten, so that a transient one an hour ago does not refuse
-// a claim at once now.
+// TestLostFor: failed hub calls are counted from the first, across
+// claims, until a write commits; they refuse after the election wait
+// once a probe reported the loss (or no hub at all), after twice that
+// when probes only timed out or claimed a quorum (a stalled leader, a
+// leader that still counts its lost followers current); a failure not
+// followed by another for an election wait is forgotten, so that a
+// transient one an hour ago does not refuse a claim at once now.
 func TestLostFor(t *testing.T) {
 	s := &State{cfg: Config{ElectionWait: 12 * time.Second, Timeout: 2 * time.Second}}
 	t0 := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
@@ -20,43 +20,49 @@ func TestLostFor(t *testing.T) {
 	unknown := Reach{Reachable: -1, Required: 2}
 	quorum := Reach{Reachable: 2, Required: 2}
 	cut := Reach{Reachable: 0, Required: 2, Cut: true}
-	steps := []struct {
+	type step struct {
 		reach  Reach
 		at     time.Duration
 		want   time.Duration
 		refuse bool
-	}{
-		{unknown, 0, 0, false}, // timeouts only: the clock starts
-		{unknown, 6 * time.Second, 6 * time.Second, false},
+	}
+	run := func(name string, steps []step) {
+		for i, st := range steps {
+			got, refuse := s.lostFor(st.reach, t0.Add(st.at))
+			if got != st.want || refuse != st.refuse {
+				t.Errorf("%s, step %d (%+v at %s): failing for %s refuse=%v, want %s refuse=%v", name, i, st.reach, st.at, got, refuse, st.want, st.refuse)
+			}
+		}
+		s.quorumSeen()
+	}
+	run("stalled leader", []step{
+		{unknown, 0, 0, false},
+		{quorum, 6 * time.Second, 6 * time.Second, false},
 		{unknown, 13 * time.Second, 13 * time.Second, false}, // past one election wait: still tried
-		{quorum, 14 * time.Second, 0, false},                 // elected: forgotten
-		{lost, 15 * time.Second, 0, false},                   // reported lost: its own wait
-		{unknown, 20 * time.Second, 5 * time.Second, false},  // still counting
-		{lost, 26 * time.Second, 11 * time.Second, false},    // within the election wait
-		{unknown, 28 * time.Second, 13 * time.Second, true},  // past it, once reported: refused at once
-		{quorum, 29 * time.Second, 0, false},
-		{cut, 30 * time.Second, 0, false}, // no hub at all counts as reported
-		{unknown, 36 * time.Second, 6 * time.Second, false},
-		{unknown, 43 * time.Second, 13 * time.Second, true},
-		{lost, time.Hour, 0, false},                     // last seen long ago: forgotten
-		{unknown, time.Hour + 25*time.Second, 0, false}, // not seen for an election wait: forgotten
-	}
-	for i, st := range steps {
-		got, refuse := s.lostFor(st.reach, t0.Add(st.at))
-		if got != st.want || refuse != st.refuse {
-			t.Errorf("step %d (%+v at %s): lost for %s refuse=%v, want %s refuse=%v", i, st.reach, st.at, got, refuse, st.want, st.refuse)
-		}
-	}
-	s.lostFor(lost, t0.Add(time.Hour+26*time.Second))
+		{unknown, 23 * time.Second, 23 * time.Second, false},
+		{unknown, 24 * time.Second, 24 * time.Second, true}, // twice: refused
+	})
+	run("two members lost", []step{
+		{quorum, time.Minute, 0, false}, // the leader still counts its followers current
+		{unknown, time.Minute + 5*time.Second, 5 * time.Second, false},
+		{lost, time.Minute + 10*time.Second, 10 * time.Second, false},  // reported lost
+		{quorum, time.Minute + 12*time.Second, 12 * time.Second, true}, // one election wait: refused
+		{unknown, time.Minute + 13*time.Second, 13 * time.Second, true},
+	})
+	run("cut off", []step{
+		{cut, 2 * time.Minute, 0, false},
+		{unknown, 2*time.Minute + 6*time.Second, 6 * time.Second, false},
+		{cut, 2*time.Minute + 12*time.Second, 12 * time.Second, true},
+	})
+	run("forgotten", []step{
+		{lost, 3 * time.Minute, 0, false},
+		{lost, 3*time.Minute + 11*time.Second, 11 * time.Second, false},
+		{lost, 4 * time.Minute, 0, false}, // none for an election wait: a new one
+	})
+	s.lostFor(lost, t0.Add(5*time.Minute))
 	s.quorumSeen()
-	if got, _ := s.lostFor(unknown, t0.Add(time.Hour+27*time.Second)); got != 0 {
-		t.Errorf("after a committed write: lost for %s, want 0", got)
-	}
-	for d := time.Duration(0); d <= 24*time.Second; d += 6 * time.Second {
-		_, refuse := s.lostFor(unknown, t0.Add(2*time.Hour+d))
-		if want := d >= 24*time.Second; refuse != want {
-			t.Errorf("timeouts only, %s in: refuse=%v, want %v (twice the election wait)", d, refuse, want)
-		}
+	if got, _ := s.lostFor(lost, t0.Add(5*time.Minute+time.Second)); got != 0 {
+		t.Errorf("after a committed write: failing for %s, want 0", got)
 	}
 }
 

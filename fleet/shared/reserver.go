@@ -311,13 +311,12 @@ func (r *reserver) hold(ctx context.Context, c policy.Claim, rule Rule, res *pol
 var errRaceLost = errors.New("another claimant wrote first")
 
 // again decides whether a claim whose hub call failed with err is tried
-// once more: for as long as its context allows (retryLeft), while the
-// hub's quorum answers, or has been missing for less than an election
-// (lostFor: a stalled leader is replaced by an election that takes
-// seconds, more under load). A hub without quorum for longer than that,
-// counted across claims, is refused at once; so is a gateway whose leaf
-// link has stayed down past the link grace (time for the leaf to try
-// every hub member).
+// once more: for as long as its context allows (retryLeft), until no
+// write has committed for an election (lostFor: a stalled leader is
+// replaced by an election that takes seconds, more under load). Past
+// that, counted across claims, claims are refused at once; so they are
+// on a gateway whose leaf link has stayed down past the link grace (time
+// for the leaf to try every hub member).
 func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach, bool) {
 	now := time.Now() // real time: the election waited for runs on it
 	if cl.tries == 0 {
@@ -357,31 +356,28 @@ func (s *State) retryLeft(ctx context.Context, start time.Time) bool {
 	return now.Sub(start) < noDeadlineRetry
 }
 
-// lostFor records what a probe found and reports whether a claim is
-// refused for it: once the hub has been without a quorum seen (probes
-// that found fewer current replicas than a quorum, no hub at all, or
-// nothing in time) for the election wait when a probe reported the loss
-// itself, or for twice the election wait when probes only timed out (a
-// stalled leader and its meta group answer nothing until the election
-// ends). The clock runs across claims, so that later claims are refused
-// at once. A probe that finds a quorum, or a committed write
-// (quorumSeen), ends it; so does an election wait without a probe that
-// found no quorum (the next loss starts its own wait).
+// lostFor records a failed hub call and what its probe found, and
+// reports whether a claim is refused for it: once no replicated write
+// has committed (quorumSeen) for the election wait since the first
+// failure, if a probe reported the loss itself (fewer current replicas
+// than a quorum, or no hub at all); for twice the election wait if
+// probes only timed out or claimed a quorum (a stalled leader, and a
+// leader that lost its followers, still answer "current" for seconds;
+// a stalled meta group answers nothing until the election ends). The
+// clock runs across claims, so that later claims are refused at once;
+// a failure not followed by another for an election wait is forgotten
+// (the next one starts its own wait).
 func (s *State) lostFor(reach Reach, now time.Time) (time.Duration, bool) {
 	s.lostMu.Lock()
 	defer s.lostMu.Unlock()
 	if !s.lostSince.IsZero() && (now.Sub(s.lostLast) > s.cfg.ElectionWait || now.Before(s.lostSince)) {
 		s.lostSince, s.lostKnown = time.Time{}, false
 	}
-	if reach.Reachable >= reach.Required {
-		s.lostSince, s.lostKnown = time.Time{}, false
-		return 0, false
-	}
 	if s.lostSince.IsZero() {
 		s.lostSince = now
 	}
 	s.lostLast = now
-	s.lostKnown = s.lostKnown || reach.Reachable >= 0
+	s.lostKnown = s.lostKnown || reach.Reachable >= 0 && reach.Reachable < reach.Required
 	d := now.Sub(s.lostSince)
 	if s.lostKnown {
 		return d, d >= s.cfg.ElectionWait

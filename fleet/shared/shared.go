@@ -49,13 +49,15 @@ type Config struct {
 	// no earlier deadline; 0 is 2 s. Across a leaf link a hub without
 	// quorum gives no fast error: the write fails at this deadline.
 	Timeout time.Duration
-	// ElectionWait is how long the hub may be seen without its quorum
-	// before shared claims are refused: a probe after a failed write
-	// reports fewer current replicas than a quorum (or no hub at all,
-	// without a Linked hook); twice as long when probes only time out (a
-	// stalled leader answers nothing until the others elect). The first
-	// claims retry through it, later ones are refused at once while the
-	// loss lasts. 0 is 12 s. Otherwise a claim (or the settling of its
+	// ElectionWait is how long shared claims retry, counted from the
+	// first failed hub call with no write committed since, before they
+	// are refused when a probe reported the quorum lost (fewer current
+	// replicas than a quorum, or no hub at all, without a Linked hook);
+	// twice as long when probes only timed out or still claimed a quorum
+	// (a stalled leader answers nothing until the others elect; a leader
+	// that lost its followers counts them current for seconds). The
+	// count runs across claims: later ones are refused at once while it
+	// lasts. 0 is 12 s. Before that a claim (or the settling of its
 	// record) retries for as long as its context allows: until its
 	// deadline less twice Timeout, or a minute without a deadline.
 	ElectionWait time.Duration
