@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// TestLostFor: failed hub calls are counted from the first, across
-// claims, until a write commits; they refuse after the election wait
-// once a probe reported the loss (or no hub at all), after twice that
-// when probes only timed out or claimed a quorum (a stalled leader, a
-// leader that still counts its lost followers current); a failure not
-// followed by another for an election wait is forgotten, so that a
-// transient one an hour ago does not refuse a claim at once now.
+// TestLostFor: the hub's reports of a lost quorum are counted from the
+// first, across claims, until a write commits, and refuse after the
+// election wait; a probe that times out or still counts a quorum (a
+// stalled leader, a leader that counts its lost followers current)
+// neither starts nor ends the count; a report not repeated for an
+// election wait is forgotten, so that a transient one an hour ago does
+// not refuse a claim at once now.
 func TestLostFor(t *testing.T) {
 	s := &State{cfg: Config{ElectionWait: 12 * time.Second, Timeout: 2 * time.Second}}
 	t0 := time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC)
@@ -30,28 +30,27 @@ func TestLostFor(t *testing.T) {
 		for i, st := range steps {
 			got, refuse := s.lostFor(st.reach, t0.Add(st.at))
 			if got != st.want || refuse != st.refuse {
-				t.Errorf("%s, step %d (%+v at %s): failing for %s refuse=%v, want %s refuse=%v", name, i, st.reach, st.at, got, refuse, st.want, st.refuse)
+				t.Errorf("%s, step %d (%+v at %s): lost for %s refuse=%v, want %s refuse=%v", name, i, st.reach, st.at, got, refuse, st.want, st.refuse)
 			}
 		}
 		s.quorumSeen()
 	}
 	run("stalled leader", []step{
 		{unknown, 0, 0, false},
-		{quorum, 6 * time.Second, 6 * time.Second, false},
-		{unknown, 13 * time.Second, 13 * time.Second, false}, // past one election wait: still tried
-		{unknown, 23 * time.Second, 23 * time.Second, false},
-		{unknown, 24 * time.Second, 24 * time.Second, true}, // twice: refused
+		{quorum, 6 * time.Second, 0, false},
+		{unknown, 30 * time.Second, 0, false}, // never refused fleet-wide: each claim's own wait
 	})
 	run("two members lost", []step{
 		{quorum, time.Minute, 0, false}, // the leader still counts its followers current
-		{unknown, time.Minute + 5*time.Second, 5 * time.Second, false},
-		{lost, time.Minute + 10*time.Second, 10 * time.Second, false},  // reported lost
-		{quorum, time.Minute + 12*time.Second, 12 * time.Second, true}, // one election wait: refused
-		{unknown, time.Minute + 13*time.Second, 13 * time.Second, true},
+		{lost, time.Minute + 5*time.Second, 0, false},
+		{quorum, time.Minute + 10*time.Second, 5 * time.Second, false},
+		{unknown, time.Minute + 16*time.Second, 11 * time.Second, false},
+		{lost, time.Minute + 17*time.Second, 12 * time.Second, true}, // an election wait: refused
+		{unknown, time.Minute + 18*time.Second, 13 * time.Second, true},
 	})
 	run("cut off", []step{
 		{cut, 2 * time.Minute, 0, false},
-		{unknown, 2*time.Minute + 6*time.Second, 6 * time.Second, false},
+		{cut, 2*time.Minute + 6*time.Second, 6 * time.Second, false},
 		{cut, 2*time.Minute + 12*time.Second, 12 * time.Second, true},
 	})
 	run("forgotten", []step{
@@ -62,7 +61,7 @@ func TestLostFor(t *testing.T) {
 	s.lostFor(lost, t0.Add(5*time.Minute))
 	s.quorumSeen()
 	if got, _ := s.lostFor(lost, t0.Add(5*time.Minute+time.Second)); got != 0 {
-		t.Errorf("after a committed write: failing for %s, want 0", got)
+		t.Errorf("after a committed write: lost for %s, want 0", got)
 	}
 }
 

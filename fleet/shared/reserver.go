@@ -311,12 +311,12 @@ func (r *reserver) hold(ctx context.Context, c policy.Claim, rule Rule, res *pol
 var errRaceLost = errors.New("another claimant wrote first")
 
 // again decides whether a claim whose hub call failed with err is tried
-// once more: for as long as its context allows (retryLeft), until no
-// write has committed for an election (lostFor: a stalled leader is
-// replaced by an election that takes seconds, more under load). Past
-// that, counted across claims, claims are refused at once; so they are
-// on a gateway whose leaf link has stayed down past the link grace (time
-// for the leaf to try every hub member).
+// once more: within its context (retryLeft), for up to twice the
+// election wait from its first failure (a stalled leader is replaced by
+// an election that takes seconds, more under load), unless the hub has
+// reported its quorum lost for an election wait (lostFor, counted across
+// claims: then refused at once), or the leaf link has stayed down past
+// the link grace (time for the leaf to try every hub member).
 func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach, bool) {
 	now := time.Now() // real time: the election waited for runs on it
 	if cl.tries == 0 {
@@ -331,7 +331,8 @@ func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach,
 	// A link back within the grace is tried again after a pause (a new
 	// link carries no interest at first), as long as the hub is not
 	// seen without quorum for too long.
-	if _, refuse := r.s.lostFor(reach, time.Now()); refuse || !r.s.retryLeft(ctx, cl.start) {
+	now = time.Now()
+	if _, refuse := r.s.lostFor(reach, now); refuse || now.Sub(cl.start) >= 2*r.s.cfg.ElectionWait || !r.s.retryLeft(ctx, cl.start) {
 		return reach, false
 	}
 	return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
@@ -356,39 +357,38 @@ func (s *State) retryLeft(ctx context.Context, start time.Time) bool {
 	return now.Sub(start) < noDeadlineRetry
 }
 
-// lostFor records a failed hub call and what its probe found, and
-// reports whether a claim is refused for it: once no replicated write
-// has committed (quorumSeen) for the election wait since the first
-// failure, if a probe reported the loss itself (fewer current replicas
-// than a quorum, or no hub at all); for twice the election wait if
-// probes only timed out or claimed a quorum (a stalled leader, and a
-// leader that lost its followers, still answer "current" for seconds;
-// a stalled meta group answers nothing until the election ends). The
-// clock runs across claims, so that later claims are refused at once;
-// a failure not followed by another for an election wait is forgotten
-// (the next one starts its own wait).
+// lostFor records what the probe of a failed hub call found, and
+// reports whether the hub has reported its quorum lost (fewer current
+// replicas than a quorum, or no hub at all) for the election wait, with
+// no write committed (quorumSeen) since the first such report: counted
+// across claims, so that once it has, claims are refused at once. A
+// probe that times out or still counts a quorum (a leader that lost its
+// followers counts them current for seconds) neither starts nor ends
+// it; a report not repeated for an election wait is forgotten (the next
+// one starts its own wait).
 func (s *State) lostFor(reach Reach, now time.Time) (time.Duration, bool) {
 	s.lostMu.Lock()
 	defer s.lostMu.Unlock()
 	if !s.lostSince.IsZero() && (now.Sub(s.lostLast) > s.cfg.ElectionWait || now.Before(s.lostSince)) {
-		s.lostSince, s.lostKnown = time.Time{}, false
+		s.lostSince = time.Time{}
+	}
+	if reach.Reachable >= 0 && reach.Reachable < reach.Required {
+		if s.lostSince.IsZero() {
+			s.lostSince = now
+		}
+		s.lostLast = now
 	}
 	if s.lostSince.IsZero() {
-		s.lostSince = now
+		return 0, false
 	}
-	s.lostLast = now
-	s.lostKnown = s.lostKnown || reach.Reachable >= 0 && reach.Reachable < reach.Required
 	d := now.Sub(s.lostSince)
-	if s.lostKnown {
-		return d, d >= s.cfg.ElectionWait
-	}
-	return d, d >= 2*s.cfg.ElectionWait
+	return d, d >= s.cfg.ElectionWait
 }
 
 // quorumSeen forgets a loss of quorum: a replicated write committed.
 func (s *State) quorumSeen() {
 	s.lostMu.Lock()
-	s.lostSince, s.lostKnown = time.Time{}, false
+	s.lostSince = time.Time{}
 	s.lostMu.Unlock()
 }
 

@@ -49,17 +49,15 @@ type Config struct {
 	// no earlier deadline; 0 is 2 s. Across a leaf link a hub without
 	// quorum gives no fast error: the write fails at this deadline.
 	Timeout time.Duration
-	// ElectionWait is how long shared claims retry, counted from the
-	// first failed hub call with no write committed since, before they
-	// are refused when a probe reported the quorum lost (fewer current
-	// replicas than a quorum, or no hub at all, without a Linked hook);
-	// twice as long when probes only timed out or still claimed a quorum
-	// (a stalled leader answers nothing until the others elect; a leader
-	// that lost its followers counts them current for seconds). The
-	// count runs across claims: later ones are refused at once while it
-	// lasts. 0 is 12 s. Before that a claim (or the settling of its
-	// record) retries for as long as its context allows: until its
-	// deadline less twice Timeout, or a minute without a deadline.
+	// ElectionWait: a shared claim whose hub calls fail retries, within
+	// its context (until its deadline less twice Timeout, or a minute
+	// without a deadline), for up to twice ElectionWait from its first
+	// failure: a stalled leader answers nothing until the others elect,
+	// which takes seconds, more under load. Once the hub has reported
+	// its quorum lost (fewer current replicas than a quorum, or no hub
+	// at all) for ElectionWait with no write committed, counted across
+	// claims, claims are refused at once while it lasts. 0 is 12 s. The
+	// settling of a record retries within its context.
 	ElectionWait time.Duration
 	// LocalDomain is the JetStream domain of the gateway's embedded leaf
 	// server, where its audit stream AUDIT_<Gateway> lives and buffers
@@ -147,13 +145,11 @@ type State struct {
 	skewSeen bool
 	// unlinkedSince is when a claim first found the leaf link down.
 	unlinkedSince time.Time
-	// lostSince is when a claim's probe first found no quorum (zero:
-	// none missing), lostLast when one last did, lostKnown whether one
-	// reported the loss itself (under lostMu: mu is held across network
-	// calls while binding).
+	// lostSince is when a claim's probe first reported the quorum lost
+	// (zero: none), lostLast when one last did (under lostMu: mu is held
+	// across network calls while binding).
 	lostMu              sync.Mutex
 	lostSince, lostLast time.Time
-	lostKnown           bool
 	// fault, set by tests only (export_test.go), loses replies: called
 	// with "read" before a read of fleet_lease and with the operation
 	// after the hubs answered it, an error it returns is the call's.
