@@ -343,16 +343,17 @@ func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach,
 const noDeadlineRetry = time.Minute
 
 // retryLeft reports whether a claim (or settle) that started retrying at
-// start may try again: until its context's deadline less two write
-// timeouts (a try is a read and a write; the refusal, or the actuation,
-// must still fit), or for noDeadlineRetry without a deadline.
+// start may try again: until its context's deadline less four write
+// timeouts (a pass reads, writes, reads back and probes, each bounded by
+// the write timeout; its refusal, or its actuation, must still fit), or
+// for noDeadlineRetry without a deadline.
 func (s *State) retryLeft(ctx context.Context, start time.Time) bool {
 	if ctx.Err() != nil {
 		return false
 	}
 	now := time.Now() // real time, as the elections
 	if dl, ok := ctx.Deadline(); ok {
-		return now.Before(dl.Add(-2 * s.cfg.Timeout))
+		return now.Before(dl.Add(-4 * s.cfg.Timeout))
 	}
 	return now.Sub(start) < noDeadlineRetry
 }

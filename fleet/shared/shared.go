@@ -50,7 +50,7 @@ type Config struct {
 	// quorum gives no fast error: the write fails at this deadline.
 	Timeout time.Duration
 	// ElectionWait: a shared claim whose hub calls fail retries, within
-	// its context (until its deadline less twice Timeout, or a minute
+	// its context (until its deadline less four times Timeout, or a minute
 	// without a deadline), for up to twice ElectionWait from its first
 	// failure: a stalled leader answers nothing until the others elect,
 	// which takes seconds, more under load. Once the hub has reported
