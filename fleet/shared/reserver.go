@@ -187,9 +187,18 @@ func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx 
 	cl := claimState{id: r.s.claimant(), key: leaseKey(rule.Owner, c.Action), lease: leaseFor(ctx, rule, r.s.cfg.Clock.Now()), start: r.s.cfg.Clock.Now()}
 	for {
 		res, d, err, again := r.reserveOnce(ctx, c, rule, decide, &cl)
-		if !again {
-			return res, d, err
+		if again {
+			continue
 		}
+		if res != nil && ctx.Err() != nil {
+			// Granted as the caller's deadline passed (a last pass
+			// through a slow hub): nothing may move after it.
+			rctx, cancel := r.s.bound(context.WithoutCancel(ctx)) // one try: a record left pending lapses with its lease
+			_ = r.Release(rctx, res)
+			cancel()
+			return nil, d, fmt.Errorf("fleet: %s reserved after its deadline, released: %w", c.Action, ctx.Err())
+		}
+		return res, d, err
 	}
 }
 
