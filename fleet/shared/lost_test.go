@@ -41,26 +41,26 @@ func TestLostFor(t *testing.T) {
 		{unknown, 30 * time.Second, 0, false}, // never refused fleet-wide: each claim's own wait
 	})
 	run("two members lost", []step{
-		{quorum, time.Minute, 0, false}, // the leader still counts its followers current
-		{lost, time.Minute + 5*time.Second, 0, false},
+		{quorum, time.Minute, 0, false},                             // the leader still counts its followers current
+		{lost, time.Minute + 5*time.Second, time.Nanosecond, false}, // reported: at least a moment
 		{quorum, time.Minute + 10*time.Second, 5 * time.Second, false},
 		{unknown, time.Minute + 16*time.Second, 11 * time.Second, false},
 		{lost, time.Minute + 17*time.Second, 12 * time.Second, true}, // an election wait: refused
 		{unknown, time.Minute + 18*time.Second, 13 * time.Second, true},
 	})
 	run("cut off", []step{
-		{cut, 2 * time.Minute, 0, false},
+		{cut, 2 * time.Minute, time.Nanosecond, false},
 		{cut, 2*time.Minute + 6*time.Second, 6 * time.Second, false},
 		{cut, 2*time.Minute + 12*time.Second, 12 * time.Second, true},
 	})
 	run("forgotten", []step{
-		{lost, 3 * time.Minute, 0, false},
+		{lost, 3 * time.Minute, time.Nanosecond, false},
 		{lost, 3*time.Minute + 11*time.Second, 11 * time.Second, false},
-		{lost, 4 * time.Minute, 0, false}, // none for an election wait: a new one
+		{lost, 4 * time.Minute, time.Nanosecond, false}, // none for an election wait: a new one
 	})
 	s.lostFor(lost, t0.Add(5*time.Minute))
 	s.quorumSeen()
-	if got, _ := s.lostFor(lost, t0.Add(5*time.Minute+time.Second)); got != 0 {
+	if got, _ := s.lostFor(unknown, t0.Add(5*time.Minute+time.Second)); got != 0 {
 		t.Errorf("after a committed write: lost for %s, want 0", got)
 	}
 }

@@ -322,10 +322,11 @@ var errRaceLost = errors.New("another claimant wrote first")
 // again decides whether a claim whose hub call failed with err is tried
 // once more: within its context (retryLeft), for up to twice the
 // election wait from its first failure (a stalled leader is replaced by
-// an election that takes seconds, more under load), unless the hub has
-// reported its quorum lost for an election wait (lostFor, counted across
-// claims: then refused at once), or the leaf link has stayed down past
-// the link grace (time for the leaf to try every hub member).
+// an election that takes seconds, more under load), or one election
+// wait once the hub has reported its quorum lost; refused at once when
+// that report has lasted an election wait (lostFor, counted across
+// claims), or when the leaf link has stayed down past the link grace
+// (time for the leaf to try every hub member).
 func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach, bool) {
 	now := time.Now() // real time: the election waited for runs on it
 	if cl.tries == 0 {
@@ -341,7 +342,9 @@ func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach,
 	// link carries no interest at first), as long as the hub is not
 	// seen without quorum for too long.
 	now = time.Now()
-	if _, refuse := r.s.lostFor(reach, now); refuse || now.Sub(cl.start) >= 2*r.s.cfg.ElectionWait || !r.s.retryLeft(ctx, cl.start) {
+	lost, refuse := r.s.lostFor(reach, now)
+	waited := now.Sub(cl.start)
+	if refuse || lost > 0 && waited >= r.s.cfg.ElectionWait || waited >= 2*r.s.cfg.ElectionWait || !r.s.retryLeft(ctx, cl.start) {
 		return reach, false
 	}
 	return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
@@ -368,7 +371,8 @@ func (s *State) retryLeft(ctx context.Context, start time.Time) bool {
 }
 
 // lostFor records what the probe of a failed hub call found, and
-// reports whether the hub has reported its quorum lost (fewer current
+// returns how long (0: not reported; at least 1 ns once reported), and
+// whether, the hub has reported its quorum lost (fewer current
 // replicas than a quorum, or no hub at all) for the election wait, with
 // no write committed (quorumSeen) since the first such report: counted
 // across claims, so that once it has, claims are refused at once. A
@@ -391,7 +395,9 @@ func (s *State) lostFor(reach Reach, now time.Time) (time.Duration, bool) {
 	if s.lostSince.IsZero() {
 		return 0, false
 	}
-	d := now.Sub(s.lostSince)
+	// Reported: lost for at least a moment (a claim that has itself
+	// failed for an election wait is refused on it).
+	d := max(now.Sub(s.lostSince), time.Nanosecond)
 	return d, d >= s.cfg.ElectionWait
 }
 
