@@ -555,7 +555,10 @@ func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
 		case rerr == nil:
 			rev = now.rev
 		}
-		if errors.Is(err, ErrRefused) || !s.retryLeft(ctx, start) || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
+		// Within the caller's context, to its end (nothing moves after
+		// a settle): a minute at most without a deadline.
+		_, hasDeadline := ctx.Deadline()
+		if errors.Is(err, ErrRefused) || !hasDeadline && time.Since(start) >= noDeadlineRetry || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
 			return err
 		}
 	}

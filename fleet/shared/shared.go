@@ -57,7 +57,8 @@ type Config struct {
 	// its quorum lost (fewer current replicas than a quorum, or no hub
 	// at all) for ElectionWait with no write committed, counted across
 	// claims, claims are refused at once while it lasts. 0 is 12 s. The
-	// settling of a record retries within its context.
+	// settling of a record retries until its context ends (a minute at
+	// most without a deadline).
 	ElectionWait time.Duration
 	// LocalDomain is the JetStream domain of the gateway's embedded leaf
 	// server, where its audit stream AUDIT_<Gateway> lives and buffers
