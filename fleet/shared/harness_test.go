@@ -369,7 +369,9 @@ func scenarioStalledLeader(t *testing.T, f *fleet, h *sharedtest.History) time.T
 		}
 		doShared(ctx, h, g.name, g.res, action, 0)
 	})
-	h.Mark(name + " frozen")
+	frozenAt := h.Mark(name + " frozen")
+	stopWatch := watchLinks(t, f, frozenAt)
+	defer stopWatch()
 	f.hub.Freeze(name)
 	stall := time.NewTimer(15 * time.Second) // the fault's length, on real time: the hubs elect on it
 	<-stall.C
@@ -386,12 +388,17 @@ func scenarioStalledLeader(t *testing.T, f *fleet, h *sharedtest.History) time.T
 	close(stop)
 	wait()
 	failed := map[string]int{}
+	refused := 0
 	for _, op := range h.Ops() {
 		if op.Outcome == sharedtest.Failed && op.Invoked.Before(heal) {
-			failed[firstWord(op.Reason)]++
+			failed[op.Client+" "+firstWord(op.Reason)]++
+			if strings.HasPrefix(op.Reason, "partition_no_quorum") {
+				refused++
+			}
 		}
 	}
-	t.Logf("%s frozen 15 s: of %d actions, failed while two of three members were up: %v", name, len(h.Ops()), failed)
+	t.Logf("%s frozen 15 s: of %d actions, failed while two of three members were up: %d partition_no_quorum; by gateway and reason: %v",
+		name, len(h.Ops()), refused, failed)
 	return heal
 }
 
@@ -488,4 +495,34 @@ func firstWord(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// watchLinks logs, until stop is called, each change of the hub member
+// each gateway's leaf links to, with the time since t0.
+func watchLinks(t *testing.T, f *fleet, t0 time.Time) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		last := map[string]string{}
+		tick := time.NewTicker(50 * time.Millisecond) // sampling, not a wait
+		defer tick.Stop()
+		for {
+			for _, g := range f.gws {
+				m := g.leaf.Member()
+				if m == "" {
+					m = "(none)"
+				}
+				if last[g.name] != m {
+					t.Logf("link %s -> %s at %s", g.name, m, time.Since(t0).Round(time.Millisecond))
+					last[g.name] = m
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
 }

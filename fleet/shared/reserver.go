@@ -187,9 +187,18 @@ func (r *reserver) Reserve(ctx context.Context, c policy.Claim, decide func(ctx 
 	cl := claimState{id: r.s.claimant(), key: leaseKey(rule.Owner, c.Action), lease: leaseFor(ctx, rule, r.s.cfg.Clock.Now()), start: r.s.cfg.Clock.Now()}
 	for {
 		res, d, err, again := r.reserveOnce(ctx, c, rule, decide, &cl)
-		if !again {
-			return res, d, err
+		if again {
+			continue
 		}
+		if res != nil && ctx.Err() != nil {
+			// Granted as the caller's deadline passed (a last pass
+			// through a slow hub): nothing may move after it.
+			rctx, cancel := r.s.bound(context.WithoutCancel(ctx)) // one try: a record left pending lapses with its lease
+			_ = r.Release(rctx, res)
+			cancel()
+			return nil, d, fmt.Errorf("fleet: %s reserved after its deadline, released: %w", c.Action, ctx.Err())
+		}
+		return res, d, err
 	}
 }
 
@@ -311,30 +320,92 @@ func (r *reserver) hold(ctx context.Context, c policy.Claim, rule Rule, res *pol
 var errRaceLost = errors.New("another claimant wrote first")
 
 // again decides whether a claim whose hub call failed with err is tried
-// once more: while the hub's quorum answers or its state is unknown (a
-// stalled leader: an election takes seconds), or the leaf link comes back
-// within the grace, for up to the election wait counted from the claim's
-// first failure and within ctx. A hub that reports its quorum lost (fewer
-// current replicas than a quorum) refuses at once.
+// once more: within its context (retryLeft), for up to twice the
+// election wait from its first failure (a stalled leader is replaced by
+// an election that takes seconds, more under load), or one election
+// wait once the hub has reported its quorum lost; refused at once when
+// that report has lasted an election wait (lostFor, counted across
+// claims), or when the leaf link has stayed down past the link grace
+// (time for the leaf to try every hub member).
 func (r *reserver) again(ctx context.Context, err error, cl *claimState) (Reach, bool) {
 	now := time.Now() // real time: the election waited for runs on it
-
 	if cl.tries == 0 {
 		cl.start = now
 	}
-	reach := r.s.probe(ctx, err)
-	if now.Sub(cl.start) >= r.s.cfg.ElectionWait {
-		return reach, false
-	}
 	tries := cl.tries
 	cl.tries++
-	if reach.Cut && r.s.waitLinked(ctx) {
-		return reach, true
+	reach := r.s.probe(ctx, err)
+	if reach.Cut && r.s.cfg.Linked != nil && !r.s.waitLinked(ctx) {
+		return reach, false // the leaf link stayed down past the grace
 	}
-	if reach.Reachable >= reach.Required || Classify(err) == ClassConflict || (reach.Reachable < 0 && !reach.Cut) {
-		return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
+	// A link back within the grace is tried again after a pause (a new
+	// link carries no interest at first), as long as the hub is not
+	// seen without quorum for too long.
+	now = time.Now()
+	lost, refuse := r.s.lostFor(reach, now)
+	waited := now.Sub(cl.start)
+	if refuse || lost > 0 && waited >= r.s.cfg.ElectionWait || waited >= 2*r.s.cfg.ElectionWait || !r.s.retryLeft(ctx, cl.start) {
+		return reach, false
 	}
-	return reach, false
+	return reach, sleepCtx(ctx, backoff(5*time.Millisecond, tries))
+}
+
+// noDeadlineRetry bounds the retries of a claim whose context has no
+// deadline (a do_* call has one: a minute).
+const noDeadlineRetry = time.Minute
+
+// retryLeft reports whether a claim (or settle) that started retrying at
+// start may try again: until its context's deadline less four write
+// timeouts (a pass reads, writes, reads back and probes, each bounded by
+// the write timeout; its refusal, or its actuation, must still fit), or
+// for noDeadlineRetry without a deadline.
+func (s *State) retryLeft(ctx context.Context, start time.Time) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	now := time.Now() // real time, as the elections
+	if dl, ok := ctx.Deadline(); ok {
+		return now.Before(dl.Add(-4 * s.cfg.Timeout))
+	}
+	return now.Sub(start) < noDeadlineRetry
+}
+
+// lostFor records what the probe of a failed hub call found, and
+// returns how long (0: not reported; at least 1 ns once reported), and
+// whether, the hub has reported its quorum lost (fewer current
+// replicas than a quorum, or no hub at all) for the election wait, with
+// no write committed (quorumSeen) since the first such report: counted
+// across claims, so that once it has, claims are refused at once. A
+// probe that times out or still counts a quorum (a leader that lost its
+// followers counts them current for seconds) neither starts nor ends
+// it; a report not repeated for an election wait is forgotten (the next
+// one starts its own wait).
+func (s *State) lostFor(reach Reach, now time.Time) (time.Duration, bool) {
+	s.lostMu.Lock()
+	defer s.lostMu.Unlock()
+	if !s.lostSince.IsZero() && (now.Sub(s.lostLast) > s.cfg.ElectionWait || now.Before(s.lostSince)) {
+		s.lostSince = time.Time{}
+	}
+	if reach.Reachable >= 0 && reach.Reachable < reach.Required {
+		if s.lostSince.IsZero() {
+			s.lostSince = now
+		}
+		s.lostLast = now
+	}
+	if s.lostSince.IsZero() {
+		return 0, false
+	}
+	// Reported: lost for at least a moment (a claim that has itself
+	// failed for an election wait is refused on it).
+	d := max(now.Sub(s.lostSince), time.Nanosecond)
+	return d, d >= s.cfg.ElectionWait
+}
+
+// quorumSeen forgets a loss of quorum: a replicated write committed.
+func (s *State) quorumSeen() {
+	s.lostMu.Lock()
+	s.lostSince = time.Time{}
+	s.lostMu.Unlock()
 }
 
 // take writes the reservation into fleet_lease (compare-and-set against
@@ -466,7 +537,7 @@ func (r *reserver) Commit(ctx context.Context, res *policy.Reservation, at time.
 // lost mid-write is retried): the key is read back, and the write tried
 // again while it still holds this claimant's pending record.
 func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
-	// The election wait is real time: the hubs elect on it.
+	// Real time: the hubs elect on it.
 	rev, start := h.rev, time.Now()
 	for try := 0; ; try++ {
 		_, err := s.writeLease(ctx, opSettle, h.key, rec, rev, 0)
@@ -484,7 +555,10 @@ func (s *State) settle(ctx context.Context, h *held, rec leaseRecord) error {
 		case rerr == nil:
 			rev = now.rev
 		}
-		if errors.Is(err, ErrRefused) || time.Since(start) >= s.cfg.ElectionWait || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
+		// Within the caller's context, to its end (nothing moves after
+		// a settle): a minute at most without a deadline.
+		_, hasDeadline := ctx.Deadline()
+		if errors.Is(err, ErrRefused) || !hasDeadline && time.Since(start) >= noDeadlineRetry || !sleepCtx(ctx, backoff(10*time.Millisecond, try)) {
 			return err
 		}
 	}
@@ -613,6 +687,9 @@ func (s *State) writeLease(ctx context.Context, op, key string, rec leaseRecord,
 		return 0, err
 	}
 	rep, err := s.call(ctx, op, svcRequest{Key: key, Rev: rev, Req: rec.Request, State: rec.State, TTL: lease.Milliseconds()})
+	if err == nil {
+		s.quorumSeen()
+	}
 	return rep.Rev, err
 }
 

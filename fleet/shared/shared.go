@@ -25,6 +25,9 @@ const (
 	DefaultHubDomain = "hub"
 )
 
+// DefaultLinkGrace is Config.LinkGrace's default.
+const DefaultLinkGrace = 10 * time.Second
+
 // Config says where the fleet state lives and who this gateway is.
 type Config struct {
 	// Gateway is this gateway's id: it names the claimant in lease and
@@ -46,11 +49,16 @@ type Config struct {
 	// no earlier deadline; 0 is 2 s. Across a leaf link a hub without
 	// quorum gives no fast error: the write fails at this deadline.
 	Timeout time.Duration
-	// ElectionWait is how long a shared claim (or the settling of its
-	// record) keeps retrying, within its context, while the hub's quorum
-	// answers or its state is unknown: a stalled hub leader is replaced
-	// by an election that takes several seconds. 0 is 12 s. A hub that
-	// reports its quorum lost is refused at once.
+	// ElectionWait: a shared claim whose hub calls fail retries, within
+	// its context (until its deadline less four times Timeout, or a minute
+	// without a deadline), for up to twice ElectionWait from its first
+	// failure: a stalled leader answers nothing until the others elect,
+	// which takes seconds, more under load. Once the hub has reported
+	// its quorum lost (fewer current replicas than a quorum, or no hub
+	// at all) for ElectionWait with no write committed, counted across
+	// claims, claims are refused at once while it lasts. 0 is 12 s. The
+	// settling of a record retries until its context ends (a minute at
+	// most without a deadline).
 	ElectionWait time.Duration
 	// LocalDomain is the JetStream domain of the gateway's embedded leaf
 	// server, where its audit stream AUDIT_<Gateway> lives and buffers
@@ -64,7 +72,12 @@ type Config struct {
 	// hub node) is tried again instead of refused.
 	Linked func() bool
 	// LinkGrace is how long claims wait for the leaf link, counted from
-	// when the first of them found it down; 0 is 3 s.
+	// when the first of them found it down; past it the gateway is taken
+	// as cut off and claims are refused at once until the link is back.
+	// 0 is 10 s: time for the leaf to find a silent link dead (pings,
+	// ~3 s by default) and to try each of three hub members (a reconnect
+	// interval and a first-INFO wait of 1 s each), with room for a
+	// loaded machine.
 	LinkGrace time.Duration
 	// Log receives warnings; nil discards them.
 	Log *slog.Logger
@@ -99,7 +112,7 @@ func (c *Config) fill() error {
 	if c.LocalDomain != "" && !idRE.MatchString(c.LocalDomain) {
 		return fmt.Errorf("fleet shared state: local domain %q: want letters, digits, '-' or '_'", c.LocalDomain)
 	}
-	c.LinkGrace = positive.Or(c.LinkGrace, 3*time.Second)
+	c.LinkGrace = positive.Or(c.LinkGrace, DefaultLinkGrace)
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
@@ -133,6 +146,11 @@ type State struct {
 	skewSeen bool
 	// unlinkedSince is when a claim first found the leaf link down.
 	unlinkedSince time.Time
+	// lostSince is when a claim's probe first reported the quorum lost
+	// (zero: none), lostLast when one last did (under lostMu: mu is held
+	// across network calls while binding).
+	lostMu              sync.Mutex
+	lostSince, lostLast time.Time
 	// fault, set by tests only (export_test.go), loses replies: called
 	// with "read" before a read of fleet_lease and with the operation
 	// after the hubs answered it, an error it returns is the call's.
