@@ -207,6 +207,11 @@ type Member struct {
 	refresh    chan struct{}
 	stop       context.CancelFunc
 	done       chan struct{}
+
+	// regRev and regEntry are the revision and the bytes of the registry
+	// entry last written or found current (upkeep's goroutine only).
+	regRev   uint64
+	regEntry []byte
 }
 
 // maxInFlight bounds the fleet requests one gateway serves at once; more
@@ -363,10 +368,19 @@ func (m *Member) beat(ctx context.Context) error {
 		return err
 	}
 	key := registryKey(info.GatewayID)
-	if e, err := m.reg.Get(ctx, key); err != nil || !sameEntry(e.Value(), info) {
-		if _, err := m.reg.Put(ctx, key, b); err != nil {
+	e, err := m.reg.Get(ctx, key)
+	switch {
+	case err == nil && e.Revision() == m.regRev && bytes.Equal(b, m.regEntry):
+		// The entry this gateway wrote (or found current) last, unchanged
+		// since: no decoding and encoding it again every beat.
+	case err == nil && sameEntry(e.Value(), info):
+		m.regRev, m.regEntry = e.Revision(), b
+	default:
+		rev, err := m.reg.Put(ctx, key, b)
+		if err != nil {
 			return err
 		}
+		m.regRev, m.regEntry = rev, b
 	}
 	_, err = m.alive.Put(ctx, key, []byte(info.ManifestHash))
 	return err
