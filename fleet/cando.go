@@ -30,14 +30,16 @@ import (
 // serves the report derives feasible from the merged candidates.
 func (v *View) CanDo(ctx context.Context, req promcp.CanDoRequest, only string) promcp.CapabilityReport {
 	start := v.cfg.Clock.Now()
-	targets := v.targets(req, only)
+	gateways := v.Gateways()
+	targets := targetsOf(gateways, req, only)
 	rep := promcp.CapabilityReport{QueryID: newQueryID(),
 		Context: promcp.ReportContext{RelatedReads: []string{}, CurrentObservations: map[string]promcp.Observation{}, Location: req.Intent.Location}}
-	meta := &promcp.MeshMetadata{CoordinatorNode: v.cfg.Node, PeersConsulted: len(targets), MeshSizeEstimate: len(v.Gateways())}
+	meta := &promcp.MeshMetadata{CoordinatorNode: v.cfg.Node, PeersConsulted: len(targets), MeshSizeEstimate: len(gateways)}
 	rep.Metadata.MeshMetadata = meta
 	replies, late := v.scatter(ctx, rep.QueryID, req, targets)
 	meta.ResponsesReceived, meta.ResponsesDroppedLate = len(replies), late
-	answered := map[string]bool{}
+	answered := make(map[string]bool, len(replies))
+	grow(&rep, replies)
 	for _, r := range replies {
 		answered[r.GatewayID] = true
 		v.merge(&rep, r)
@@ -51,16 +53,16 @@ func (v *View) CanDo(ctx context.Context, req promcp.CanDoRequest, only string) 
 	}
 	slices.SortStableFunc(rep.Candidates, func(a, b promcp.Candidate) int { return cmp.Compare(b.Confidence, a.Confidence) })
 	meta.PartitionState = v.partitionState(ctx, len(targets) > len(answered))
-	rep.Metadata.Note = v.note(rep, targets, answered)
+	rep.Metadata.Note = v.note(rep, targets, answered, len(gateways))
 	rep.Metadata.Timestamp = start.UTC()
 	return rep
 }
 
-// targets are the gateways a query goes to, by id order.
-func (v *View) targets(req promcp.CanDoRequest, only string) []string {
+// targetsOf are the gateways (of gateways, by id order) a query goes to.
+func targetsOf(gateways []Info, req promcp.CanDoRequest, only string) []string {
 	tagsOnly := strings.TrimSpace(req.Intent.Action) == "" && strings.TrimSpace(req.Intent.Target) == ""
 	var out []string
-	for _, in := range v.Gateways() {
+	for _, in := range gateways {
 		if only != "" && in.GatewayID != only {
 			continue
 		}
@@ -84,7 +86,7 @@ func (v *View) targets(req promcp.CanDoRequest, only string) []string {
 // dropped: those already queued are counted in late, and the subscription
 // stays open one more budget in the background to count the rest
 // (LateAnswers), without holding the caller.
-func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequest, targets []string) (replies []canDoReply, late int) {
+func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequest, targets []string) (replies []canDoAnswer, late int) {
 	if len(targets) == 0 {
 		return nil, 0
 	}
@@ -119,11 +121,11 @@ func (v *View) scatter(ctx context.Context, queryID string, req promcp.CanDoRequ
 			if len(m.Data) == 0 && m.Header.Get("Status") == "503" {
 				continue // no responders: the gateway is not reachable, no need to wait for it
 			}
-			var r canDoReply
+			var r canDoAnswer
 			if code := m.Header.Get(micro.ErrorCodeHeader); code != "" {
 				r.Error = code + " " + m.Header.Get(micro.ErrorHeader)
 			} else if err := json.Unmarshal(m.Data, &r); err != nil {
-				r.Error = "unreadable answer: " + err.Error()
+				r = canDoAnswer{Error: "unreadable answer: " + err.Error()}
 			}
 			if r.GatewayID != targets[i] {
 				if r.GatewayID != "" {
@@ -204,11 +206,40 @@ func (v *View) drainLate(sub *nats.Subscription, ch chan *nats.Msg) int {
 	return n
 }
 
+// canDoAnswer is a gateway's answer (canDoReply) as the coordinator
+// decodes it: in one pass, its report's parts that merge reads only
+// (candidates, blocked, context), nil when it had none.
+type canDoAnswer struct {
+	GatewayID string        `json:"gateway_id"`
+	Report    *answerReport `json:"report"`
+	Error     string        `json:"error,omitempty"`
+}
+
+// answerReport is what merge reads of a gateway's CapabilityReport.
+type answerReport struct {
+	Candidates []promcp.Candidate   `json:"candidates"`
+	Blocked    []promcp.Blocked     `json:"blocked"`
+	Context    promcp.ReportContext `json:"context"`
+}
+
+// grow makes room in rep for the candidates and blocked entries of
+// replies at once.
+func grow(rep *promcp.CapabilityReport, replies []canDoAnswer) {
+	var c, b int
+	for _, r := range replies {
+		if r.Report != nil {
+			c, b = c+len(r.Report.Candidates), b+len(r.Report.Blocked)
+		}
+	}
+	rep.Candidates = slices.Grow(rep.Candidates, c)
+	rep.Blocked = slices.Grow(rep.Blocked, b)
+}
+
 // merge adds one gateway's report under fleet names.
-func (v *View) merge(rep *promcp.CapabilityReport, r canDoReply) {
+func (v *View) merge(rep *promcp.CapabilityReport, r canDoAnswer) {
 	gw := r.GatewayID
-	var g promcp.CapabilityReport
-	if r.Error != "" || json.Unmarshal(r.Report, &g) != nil {
+	g := r.Report
+	if r.Error != "" || g == nil {
 		msg := r.Error
 		if msg == "" {
 			msg = "the gateway's can_do answer could not be read"
@@ -253,10 +284,10 @@ func (v *View) partitionState(ctx context.Context, missing bool) string {
 }
 
 // note says where each candidate's tool is served and who did not answer.
-func (v *View) note(rep promcp.CapabilityReport, targets []string, answered map[string]bool) string {
+func (v *View) note(rep promcp.CapabilityReport, targets []string, answered map[string]bool, registered int) string {
 	var parts []string
 	if len(targets) == 0 {
-		parts = append(parts, fmt.Sprintf("no registered gateway can match this intent (%d registered)", len(v.Gateways())))
+		parts = append(parts, fmt.Sprintf("no registered gateway can match this intent (%d registered)", registered))
 	}
 	var silent []string
 	for _, id := range targets {

@@ -207,6 +207,11 @@ type Member struct {
 	refresh    chan struct{}
 	stop       context.CancelFunc
 	done       chan struct{}
+
+	// regRev and regEntry are the revision and the bytes of the registry
+	// entry last written or found current (upkeep's goroutine only).
+	regRev   uint64
+	regEntry []byte
 }
 
 // maxInFlight bounds the fleet requests one gateway serves at once; more
@@ -363,10 +368,19 @@ func (m *Member) beat(ctx context.Context) error {
 		return err
 	}
 	key := registryKey(info.GatewayID)
-	if e, err := m.reg.Get(ctx, key); err != nil || !sameEntry(e.Value(), info) {
-		if _, err := m.reg.Put(ctx, key, b); err != nil {
+	e, err := m.reg.Get(ctx, key)
+	switch {
+	case err == nil && e.Revision() == m.regRev && bytes.Equal(b, m.regEntry):
+		// The entry this gateway wrote (or found current) last, unchanged
+		// since: no decoding and encoding it again every beat.
+	case err == nil && sameEntry(e.Value(), info):
+		m.regRev, m.regEntry = e.Revision(), b
+	default:
+		rev, err := m.reg.Put(ctx, key, b)
+		if err != nil {
 			return err
 		}
+		m.regRev, m.regEntry = rev, b
 	}
 	_, err = m.alive.Put(ctx, key, []byte(info.ManifestHash))
 	return err
@@ -460,6 +474,20 @@ type canDoReply struct {
 	Error     string          `json:"error,omitempty"`
 }
 
+// encode is r as JSON, its report (valid JSON, from structured) copied
+// in as it is rather than checked and compacted again by json.Marshal:
+// the gateway's answer to a fleet can_do is encoded once.
+func (r canDoReply) encode() []byte {
+	if len(r.Report) == 0 {
+		b, _ := json.Marshal(r) // strings only
+		return b
+	}
+	id, _ := json.Marshal(r.GatewayID)
+	b := make([]byte, 0, len(id)+len(r.Report)+32)
+	b = append(append(append(b, `{"gateway_id":`...), id...), `,"report":`...)
+	return append(append(b, r.Report...), '}')
+}
+
 // wireCaller is the caller as the entry node authenticated it: a claim
 // the owning gateway caps by the route's policy.
 type wireCaller struct {
@@ -491,8 +519,7 @@ func (m *Member) serveCanDo(req micro.Request) {
 			return
 		}
 		defer cancel()
-		b, _ := json.Marshal(m.localCanDo(ctx, caller, q.Arguments, q.Deadline))
-		_ = req.Respond(b)
+		_ = req.Respond(m.localCanDo(ctx, caller, q.Arguments, q.Deadline).encode())
 	}, req)
 }
 
@@ -723,18 +750,50 @@ func (m *Member) async(f func(), req micro.Request) {
 	}()
 }
 
-// structured is a tool result's structured content, as JSON.
+// structured is a tool result's structured content, as JSON: as it
+// came when it is JSON already; else the text content that carries it
+// (MCP asks a tool to send its structured content serialized in a text
+// content too, and a gateway's server sends the very same bytes: the
+// in-process client hands the structured content back decoded, as maps,
+// which would cost a sorted encoding per answer); else encoded.
 func structured(res *mcp.CallToolResult) (json.RawMessage, error) {
 	if res == nil {
 		return nil, errors.New("no result")
 	}
-	if res.StructuredContent != nil {
-		return json.Marshal(res.StructuredContent)
+	switch sc := res.StructuredContent.(type) {
+	case json.RawMessage:
+		if json.Valid(sc) {
+			return sc, nil
+		}
+		return nil, errors.New("structured content is not valid JSON")
+	case nil:
+		if t, ok := jsonText(res, false); ok {
+			return t, nil
+		}
+		return nil, errors.New("result has no content")
+	default:
+		if t, ok := jsonText(res, true); ok {
+			return t, nil
+		}
+		return json.Marshal(sc)
 	}
+}
+
+// jsonText is res's first text content that is valid JSON (an object,
+// when object).
+func jsonText(res *mcp.CallToolResult, object bool) (json.RawMessage, bool) {
 	for _, c := range res.Content {
-		if t, ok := c.(mcp.TextContent); ok && json.Valid([]byte(t.Text)) {
-			return json.RawMessage(t.Text), nil
+		t, ok := c.(mcp.TextContent)
+		if !ok {
+			continue
+		}
+		b := []byte(t.Text)
+		if object && !bytes.HasPrefix(bytes.TrimSpace(b), []byte("{")) {
+			continue
+		}
+		if json.Valid(b) {
+			return b, true
 		}
 	}
-	return nil, errors.New("result has no content")
+	return nil, false
 }

@@ -16,7 +16,8 @@ import (
 // asserted. PROMCP_FLEET_SIM sets the sizes to measure (e.g.
 // "10,100,1000"), PROMCP_FLEET_SIM_HUBS the hub members and
 // PROMCP_FLEET_SIM_QUERIES the queries per intent; the figures are logged
-// (go test -v).
+// (go test -v). PROMCP_FLEET_SIM_CPUPROFILE and PROMCP_FLEET_SIM_MEMPROFILE
+// name files (suffixed with the size) for profiles of the queries.
 func TestFleetSim(t *testing.T) {
 	sizes, hubs, queries := []int{12}, 1, 10
 	if env := os.Getenv("PROMCP_FLEET_SIM"); env != "" {
@@ -37,7 +38,8 @@ func TestFleetSim(t *testing.T) {
 	}
 	for _, n := range sizes {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			res, err := fleetsim.Run(t.Context(), fleetsim.Config{Dir: t.TempDir(), Gateways: n, Hubs: hubs, Queries: queries, Budget: testBudget})
+			res, err := fleetsim.Run(t.Context(), fleetsim.Config{Dir: t.TempDir(), Gateways: n, Hubs: hubs, Queries: queries, Budget: testBudget,
+				CPUProfile: profile("PROMCP_FLEET_SIM_CPUPROFILE", n), MemProfile: profile("PROMCP_FLEET_SIM_MEMPROFILE", n)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -60,4 +62,13 @@ func TestFleetSim(t *testing.T) {
 				res.PeerCountFirst, res.PeerCount, n+1)
 		})
 	}
+}
+
+// profile is the file named by environment variable env, suffixed with
+// size n ("" when env is unset).
+func profile(env string, n int) string {
+	if p := os.Getenv(env); p != "" {
+		return fmt.Sprintf("%s.%d", p, n)
+	}
+	return ""
 }

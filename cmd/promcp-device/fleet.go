@@ -192,7 +192,10 @@ func (f *serveFlags) connectFleet(ctx context.Context, m *manifests.Manifest, op
 		return nil, failErr(err, false)
 	}
 	n.linkUp = linkUp
-	cfg := shared.Config{Gateway: fl.Gateway, Linked: linkUp, Log: log}
+	// One clock: the fleet's ages are mapped onto the gateway's clock, on
+	// which its policy history and reports run (the simulation's, with
+	// --sim).
+	cfg := shared.Config{Gateway: fl.Gateway, Linked: linkUp, Log: log, Clock: opts.gatewayClock(m)}
 	if fl.Role == manifests.RoleEdge {
 		cfg.LocalDomain = fl.Gateway
 	}
@@ -297,7 +300,10 @@ func (f *serveFlags) joinFleet(ctx context.Context, n *fleetNode, gw *openedGate
 	if err != nil {
 		return failErr(err, false)
 	}
-	vc := fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log}
+	// The view stamps its reports on the gateway's clock too. A routed
+	// request's deadline (MemberConfig.Now) stays on real time: the
+	// coordinator sets it on its own, real, clock.
+	vc := fleet.ViewConfig{Node: fl.Gateway, Role: fl.Role, Budget: fl.CanDoBudget, LinkUp: linkUp, Log: log, Clock: gw.srv.Clock()}
 	if fl.HTTP == "" {
 		// A gateway that coordinates nothing holds its own registry
 		// entry only (its peer count reads the heartbeats' keys): its

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -81,8 +82,10 @@ func TestFleetThroughTheBinary(t *testing.T) {
 		t.Fatalf("fleet add-gateway: %v\n%s", err, out)
 	}
 	fb := gwFile("gw_b", "south", "")
+	// gw_a's simulation starts a week ago: its fleet runs on that clock too.
+	simStart := time.Now().Add(-7 * 24 * time.Hour)
 	url := startPrinting(t, `fleet endpoint .* on (http://\S+/mcp)`,
-		"serve", "--sim", "--manifest", greenhouse, "--http", "127.0.0.1:0", "--log-level", "warn", "--fleet", fa)
+		"serve", "--sim", "--sim-start", simStart.Format(time.RFC3339), "--manifest", greenhouse, "--http", "127.0.0.1:0", "--log-level", "warn", "--fleet", fa)
 	startHTTP(t, "--manifest", greenhouse, "--fleet", fb)
 	// A third gateway with another fleet's identity: it keeps serving its
 	// own endpoint, says in its log that the hub refused its identity,
@@ -122,6 +125,11 @@ func TestFleetThroughTheBinary(t *testing.T) {
 		}
 	}
 	meta := rep["metadata"].(map[string]any)
+	// One clock: the fleet can_do gw_a coordinates is stamped on gw_a's
+	// (simulated) clock, a week behind the real one, not on real time.
+	if ts, err := time.Parse(time.RFC3339Nano, fmt.Sprint(meta["timestamp"])); err != nil || !ts.Before(simStart.Add(24*time.Hour)) {
+		t.Errorf("fleet can_do stamped %v (%v), want gw_a's simulated clock (started at %s)", meta["timestamp"], err, simStart.Format(time.RFC3339))
+	}
 	if meta["coordinator_node"] != "gw_a" || meta["peers_consulted"] != 2.0 || meta["mesh_size_estimate"] != 2.0 || meta["partition_state"] != "healthy" {
 		t.Errorf("metadata = %v", meta)
 	}

@@ -699,6 +699,35 @@ type gatewayOptions struct {
 	ops   *opsEndpoints // metrics observers; nil: none
 }
 
+// simClock is the simulation's clock: o.clock when set, else a scaled
+// real clock (from o.simStart, when set) at o.timeScale or the
+// manifest's sim.time_scale.
+func (o gatewayOptions) simClock(m *manifests.Manifest) clock.Clock {
+	if o.clock != nil {
+		return o.clock
+	}
+	scale := o.timeScale
+	if scale <= 0 && m.Sim != nil {
+		scale = m.Sim.TimeScale
+	}
+	if !o.simStart.IsZero() {
+		return clock.NewScaledAt(o.simStart, scale)
+	}
+	return clock.NewScaled(scale)
+}
+
+// gatewayClock is the clock the gateway opened with o will run on (the
+// simulation's with simulate, else the system's), fixed in o before the
+// gateway opens, so that what starts before it (the fleet's shared
+// state) runs on the same clock.
+func (o *gatewayOptions) gatewayClock(m *manifests.Manifest) clock.Clock {
+	if !o.simulate {
+		return clock.System{}
+	}
+	o.clock = o.simClock(m)
+	return o.clock
+}
+
 // openGateway binds m to the simulator or the host's buses, and registers
 // its tools. Nothing is opened before m has validated. On the simulator,
 // everything (physics, policy windows and cooldowns, timestamps) runs on
@@ -803,17 +832,7 @@ func registryWords(m *manifests.Manifest) (locations, vocab []string) {
 // that drives it: the demo's, else a scaled real clock (from --sim-start
 // if given) at o.timeScale, else the manifest's sim.time_scale.
 func (g *openedGateway) simHardware(m *manifests.Manifest, o gatewayOptions, log *slog.Logger) (capabilities.Hardware, clock.Clock, error) {
-	scale := o.timeScale
-	if scale <= 0 && m.Sim != nil {
-		scale = m.Sim.TimeScale
-	}
-	var sc clock.Clock = clock.NewScaled(scale)
-	switch {
-	case o.clock != nil:
-		sc = o.clock
-	case !o.simStart.IsZero():
-		sc = clock.NewScaledAt(o.simStart, scale)
-	}
+	sc := o.simClock(m)
 	w, err := sim.New(m, sc)
 	if err != nil {
 		return nil, nil, fmt.Errorf("simulator: %w", err)

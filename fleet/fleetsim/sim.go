@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,6 +46,10 @@ type Config struct {
 	Queries int
 	// Budget is the coordinator's can_do budget (default 500 ms).
 	Budget time.Duration
+	// CPUProfile and MemProfile, when set, are files that receive a CPU
+	// profile of the measured fleet can_do's (the queries only, not the
+	// fleet's start) and an allocation profile taken after them.
+	CPUProfile, MemProfile string
 }
 
 // Figures are one intent's measured fleet can_do.
@@ -157,8 +162,15 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		res.HeapPerGateway = (heap1 - heap0) / uint64(cfg.Gateways)
 	}
 	res.RSSAfter = rss()
+	stopProfile, err := startProfile(cfg)
+	if err != nil {
+		return Result{}, err
+	}
 	res.All = measure(ctx, v, promcp.Intent{Action: "fan"}, cfg.Queries)
 	res.Narrow = measure(ctx, v, promcp.Intent{Action: "fan", Location: "lab"}, cfg.Queries)
+	if err := stopProfile(); err != nil {
+		return Result{}, err
+	}
 	url := hubs[len(hubs)-1].ClientURL()
 	var scoped *fleet.View
 	if res.GatewayHeap, res.GatewayState, scoped, err = probe(ctx, r, url, fdir, probeScoped, cfg, []string{probeScoped}); err != nil {
@@ -229,6 +241,41 @@ func peerRounds(ctx context.Context, v *fleet.View) (first, last int, err error)
 		last = v.PeerCount(ctx)
 	}
 	return first, last, nil
+}
+
+// startProfile starts the CPU profile cfg asks for, if any; the function
+// it returns stops it and writes the allocation profile.
+func startProfile(cfg Config) (stop func() error, err error) {
+	var cpu *os.File
+	if cfg.CPUProfile != "" {
+		if cpu, err = os.Create(cfg.CPUProfile); err != nil {
+			return nil, fmt.Errorf("fleetsim: cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(cpu); err != nil {
+			cpu.Close()
+			return nil, fmt.Errorf("fleetsim: cpu profile: %w", err)
+		}
+	}
+	return func() error {
+		if cpu != nil {
+			pprof.StopCPUProfile()
+			if err := cpu.Close(); err != nil {
+				return fmt.Errorf("fleetsim: cpu profile: %w", err)
+			}
+		}
+		if cfg.MemProfile == "" {
+			return nil
+		}
+		f, err := os.Create(cfg.MemProfile)
+		if err != nil {
+			return fmt.Errorf("fleetsim: allocation profile: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+			return fmt.Errorf("fleetsim: allocation profile: %w", err)
+		}
+		return nil
+	}, nil
 }
 
 // medianHeap is the median of five live heaps, each after a collection.

@@ -274,42 +274,129 @@ func tailFleet(ctx context.Context, nc *nats.Conn, hubDomain string, n int, log 
 			log.Warn("fleet audit: skipped records not sourced from the gateway their subject names", "seqs", skipped)
 		}
 	}()
-	for seq := first; seq <= state.LastSeq && state.Msgs > 0; seq++ {
+	if state.Msgs == 0 || first > state.LastSeq {
+		return nil, nil
+	}
+	read := pages
+	if state.LastSeq-first < fewRecords {
+		read = gets
+	}
+	err = read(ctx, js, st, first, state.LastSeq, func(subject string, h nats.Header, data []byte, seq uint64) error {
+		fr := FleetRecord{Gateway: strings.TrimPrefix(subject, "promcp.audit."), Seq: seq}
+		if err := json.Unmarshal(data, &fr.Record); err != nil {
+			return fmt.Errorf("%s message %d: %w", AuditStream, seq, err)
+		}
+		if !ownRecord(fr.Gateway, subject, h) {
+			// Only gateway <gw> may publish promcp.audit.<gw>, into its
+			// own stream AUDIT_<gw>: a record that came another way, or
+			// whose id names another gateway, is not <gw>'s.
+			skipped = append(skipped, seq)
+			return nil
+		}
+		out = append(out, fr)
+		return nil
+	})
+	return out, err
+}
+
+// tailPage is how many records a tail asks the hub for at once.
+const tailPage = 256
+
+// fewRecords is how many records a tail reads one by one (a direct get
+// each) rather than through a consumer, whose creation and deletion cost
+// more than that many gets (BenchmarkTailFleet: 10 records 0.9 ms by
+// gets, 2.0 ms paged; 100 records 7.6 ms by gets, 1.7 ms paged, on one
+// loopback server).
+const fewRecords = 32
+
+// gets reads stream st's messages from sequence first to last with one
+// direct get each, handing each to each in order (deleted ones skipped).
+func gets(ctx context.Context, _ jetstream.JetStream, st jetstream.Stream, first, last uint64, each func(string, nats.Header, []byte, uint64) error) error {
+	for seq := first; seq <= last; seq++ {
 		m, err := st.GetMsg(ctx, seq)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			continue
 		}
 		if err != nil {
-			return out, fmt.Errorf("%s message %d: %w", AuditStream, seq, err)
+			return fmt.Errorf("%s message %d: %w", AuditStream, seq, err)
 		}
-		fr := FleetRecord{Gateway: strings.TrimPrefix(m.Subject, "promcp.audit."), Seq: seq}
-		if err := json.Unmarshal(m.Data, &fr.Record); err != nil {
-			return out, fmt.Errorf("%s message %d: %w", AuditStream, seq, err)
+		if err := each(m.Subject, m.Header, m.Data, seq); err != nil {
+			return err
 		}
-		if !ownRecord(fr.Gateway, m) {
-			// Only gateway <gw> may publish promcp.audit.<gw>, into its
-			// own stream AUDIT_<gw>: a record that came another way, or
-			// whose id names another gateway, is not <gw>'s.
-			skipped = append(skipped, seq)
-			continue
-		}
-		out = append(out, fr)
 	}
-	return out, nil
+	return nil
 }
 
-// ownRecord reports whether message m of FLEET_AUDIT is gateway gw's: it
-// came from gw's stream AUDIT_<gw> (the source header names it) and its
-// message id is one gw gives.
-func ownRecord(gw string, m *jetstream.RawStreamMsg) bool {
-	if !idRE.MatchString(gw) {
+// pages reads stream st's messages from sequence first to last (those
+// there are; deleted ones are skipped) in pages of tailPage, through an
+// ephemeral consumer of its own (in memory, one replica, no acks,
+// deleted at the end; the hub removes it by itself after a minute
+// unused, should the delete not reach it), handing each to each in
+// order. A record appended after last is not read.
+func pages(ctx context.Context, js jetstream.JetStream, st jetstream.Stream, first, last uint64, each func(string, nats.Header, []byte, uint64) error) error {
+	cons, err := st.CreateConsumer(ctx, jetstream.ConsumerConfig{
+		Description: "promcp audit tail", AckPolicy: jetstream.AckNonePolicy,
+		DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: first,
+		MemoryStorage: true, Replicas: 1, InactiveThreshold: time.Minute,
+	})
+	if err != nil {
+		return fmt.Errorf("%s: reading from %d: %w", AuditStream, first, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = js.DeleteConsumer(dctx, AuditStream, cons.CachedInfo().Name)
+	}()
+	pending := cons.CachedInfo().NumPending
+	for pending > 0 {
+		wait := 5 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			wait = max(min(wait, time.Until(dl)), time.Millisecond)
+		}
+		batch, err := cons.Fetch(int(min(pending, tailPage)), jetstream.FetchMaxWait(wait))
+		if err != nil {
+			return fmt.Errorf("%s: reading from %d: %w", AuditStream, first, err)
+		}
+		n := 0
+		for m := range batch.Messages() {
+			n++
+			md, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("%s: a message without its metadata: %w", AuditStream, err)
+			}
+			if md.Sequence.Stream > last {
+				return nil
+			}
+			if err := each(m.Subject(), m.Headers(), m.Data(), md.Sequence.Stream); err != nil {
+				return err
+			}
+			if pending = md.NumPending; pending == 0 || md.Sequence.Stream == last {
+				return nil
+			}
+		}
+		if err := batch.Error(); err != nil {
+			return fmt.Errorf("%s: reading from %d: %w", AuditStream, first, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("%s: reading from %d: no message within %s while %d are pending: %w", AuditStream, first, wait, pending, context.DeadlineExceeded)
+		}
+	}
+	return nil
+}
+
+// ownRecord reports whether a message of FLEET_AUDIT (its subject and
+// headers h) is gateway gw's: on gw's subject, it came from gw's stream
+// AUDIT_<gw> (the source header names it) and its message id is one gw
+// gives.
+func ownRecord(gw, subject string, h nats.Header) bool {
+	if !idRE.MatchString(gw) || subject != auditSubject(gw) {
 		return false
 	}
-	if id := m.Header.Get(jetstream.MsgIDHeader); !strings.HasPrefix(id, gw+"/") {
+	if id := h.Get(jetstream.MsgIDHeader); !strings.HasPrefix(id, gw+"/") {
 		return false
 	}
 	// "<stream>[:<hash of its API prefix>] <seq> ..." (nats-server 2.10+).
-	src, _, _ := strings.Cut(m.Header.Get("Nats-Stream-Source"), " ")
+	src, _, _ := strings.Cut(h.Get("Nats-Stream-Source"), " ")
 	name, _, _ := strings.Cut(src, ":")
 	return name == AuditStreamOf(gw)
 }
