@@ -245,3 +245,47 @@ func TestCanDoFrontLeavesTheRestToMCPGo(t *testing.T) {
 		t.Fatalf("a plain reused can_do after them was not the front's: %s", b)
 	}
 }
+
+// BenchmarkCanDoFront: the server's side of a reused can_do answer over
+// HTTP (gate, front, mcp-go, the handler, the write), with the front
+// ("front") and without it ("mcp-go": the same request with an Origin
+// header, which the front leaves alone).
+func BenchmarkCanDoFront(b *testing.B) {
+	s := candoFrontServer(&testing.T{})
+	h := s.HTTPHandler(HTTPConfig{Caller: Caller{Name: "alice", Role: "operator"}})
+	session := ""
+	do := func(body string, origin bool) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if session != "" {
+			r.Header.Set(mcpserver.HeaderKeySessionID, session)
+		}
+		if origin {
+			r.Header.Set("Origin", "http://127.0.0.1")
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	w := do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, false)
+	session = w.Header().Get(mcpserver.HeaderKeySessionID)
+	do(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
+	body := canDoBody("7", "open the vent")
+	do(body, false)
+	for _, bc := range []struct {
+		name   string
+		origin bool
+	}{{"front", false}, {"mcp-go", true}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			n, cpu := 0, processCPU()
+			for b.Loop() {
+				n = do(body, bc.origin).Body.Len()
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
+			b.ReportMetric(float64(n), "response-bytes")
+		})
+	}
+}
