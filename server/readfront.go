@@ -29,12 +29,16 @@ import (
 // once, in place of each placeholder. Nothing is decoded or re-encoded.
 //
 // The front marks a request (readSlot, in its context) only when it may be
-// a tools/call of a read_* tool POSTed in a live session of the legacy
+// a tools/call of a read_* tool (or can_do, below) POSTed in a live session of the legacy
 // protocol generation, without Origin; the read handler answers with
 // placeholders only for such a request, when mcp-go decoded it as a call
 // without _meta (a progress token) or task, its arguments were accepted,
 // and its answer is the tool's cached sample (reuse). Everything else is
 // answered by mcp-go as before, byte for byte.
+//
+// A can_do call is marked the same way; its handler answers with
+// placeholders only for a reused answer whose encoding is kept
+// (frontFromMemo, candomemo.go), with the same _meta and task checks.
 
 // frontKey is the context key of a request's readSlot.
 type frontKey struct{}
