@@ -618,6 +618,10 @@ func (s *Server) CanDo(description string, h CanDoHandler) error {
 		// parts are made (candomemo.go).
 		keep := s.memoable(rep, failed)
 		if keep {
+			// Over HTTP, its members' bytes go out as they are (readfront.go).
+			if res := s.frontFromMemo(ctx, &req, rep.Memo, caller, start); res != nil {
+				return res, nil
+			}
 			if res := s.fromMemo(rep.Memo, caller, start); res != nil {
 				return res, nil
 			}

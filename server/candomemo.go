@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -40,6 +41,16 @@ type canDoMemo struct {
 	restriction string // the caller's restriction it was made for (restriction)
 	body        [4][]byte
 	stamp       [3][]byte
+
+	// The same pieces as mcp-go's encoding writes the result's members,
+	// for the read front (readfront.go): the body as the text content's
+	// JSON string (without its quotes), the body and the stamp HTML-escaped
+	// as encoding/json writes a RawMessage. The per-call parts are ASCII
+	// that neither escapes, so the pieces escaped one by one are the whole
+	// escaped. wired is false when they did not make the whole again.
+	wired              bool
+	textBody, wireBody [4][]byte
+	wireStamp          [3][]byte
 }
 
 // memoable reports whether rep is an answer given again whose encoding may
@@ -79,18 +90,80 @@ func (s *Server) fromMemo(m *promcp.Memo, c Caller, start time.Time) *mcp.CallTo
 
 // make returns the body and the stamp with these per-call parts.
 func (m *canDoMemo) make(queryID, timestamp string, latencyMS int64) (body, stamp []byte) {
-	n := len(m.body[0]) + len(m.body[1]) + len(m.body[2]) + len(m.body[3]) + len(queryID) + len(timestamp) + 20
-	body = make([]byte, 0, n)
-	body = append(append(body, m.body[0]...), queryID...)
-	body = append(append(body, m.body[1]...), timestamp...)
-	body = strconv.AppendInt(append(body, m.body[2]...), latencyMS, 10)
-	body = append(body, m.body[3]...)
+	body = joinBody(nil, &m.body, queryID, timestamp, latencyMS)
 	sum := sha256.Sum256(body)
-	stamp = make([]byte, 0, len(m.stamp[0])+len(m.stamp[1])+len(m.stamp[2])+len(timestamp)+2*len(sum))
-	stamp = append(append(stamp, m.stamp[0]...), timestamp...)
-	stamp = hex.AppendEncode(append(stamp, m.stamp[1]...), sum[:])
-	stamp = append(stamp, m.stamp[2]...)
-	return body, stamp
+	return body, joinStamp(&m.stamp, timestamp, sum[:])
+}
+
+// wireOf returns the result's members as mcp-go's encoding writes them,
+// with these per-call parts (the read front's, readfront.go).
+func (m *canDoMemo) wireOf(queryID, timestamp string, latencyMS int64) *wire {
+	sum := sha256.Sum256(joinBody(nil, &m.body, queryID, timestamp, latencyMS))
+	text := joinBody([]byte{'"'}, &m.textBody, queryID, timestamp, latencyMS)
+	return &wire{text: append(text, '"'), body: joinBody(nil, &m.wireBody, queryID, timestamp, latencyMS),
+		stamp: joinStamp(&m.wireStamp, timestamp, sum[:])}
+}
+
+// joinBody appends to dst a body made of pieces and the per-call parts.
+func joinBody(dst []byte, pieces *[4][]byte, queryID, timestamp string, latencyMS int64) []byte {
+	n := len(dst) + len(pieces[0]) + len(pieces[1]) + len(pieces[2]) + len(pieces[3]) + len(queryID) + len(timestamp) + 21
+	body := append(make([]byte, 0, n), dst...)
+	body = append(append(body, pieces[0]...), queryID...)
+	body = append(append(body, pieces[1]...), timestamp...)
+	body = strconv.AppendInt(append(body, pieces[2]...), latencyMS, 10)
+	return append(body, pieces[3]...)
+}
+
+// joinStamp is a stamp made of pieces, the timestamp and the body's digest.
+func joinStamp(pieces *[3][]byte, timestamp string, sum []byte) []byte {
+	stamp := make([]byte, 0, len(pieces[0])+len(pieces[1])+len(pieces[2])+len(timestamp)+2*len(sum))
+	stamp = append(append(stamp, pieces[0]...), timestamp...)
+	stamp = hex.AppendEncode(append(stamp, pieces[1]...), sum)
+	return append(stamp, pieces[2]...)
+}
+
+// keepWire sets m's wire pieces when, with the per-call parts of the
+// answer (body, stamp) they were cut from, they make exactly what
+// encoding/json writes for its members.
+func (m *canDoMemo) keepWire(body, stamp []byte, queryID, ts string, latencyMS int64) {
+	for i, p := range m.body {
+		t, _ := json.Marshal(string(p)) // a string: cannot fail
+		m.textBody[i] = t[1 : len(t)-1]
+		var b bytes.Buffer
+		json.HTMLEscape(&b, p)
+		m.wireBody[i] = b.Bytes()
+	}
+	for i, p := range m.stamp {
+		var b bytes.Buffer
+		json.HTMLEscape(&b, p)
+		m.wireStamp[i] = b.Bytes()
+	}
+	w := m.wireOf(queryID, ts, latencyMS)
+	text, err1 := json.Marshal(string(body))
+	wb, err2 := json.Marshal(json.RawMessage(body))
+	ws, err3 := json.Marshal(json.RawMessage(stamp))
+	m.wired = err1 == nil && err2 == nil && err3 == nil &&
+		bytes.Equal(w.text, text) && bytes.Equal(w.body, wb) && bytes.Equal(w.stamp, ws)
+}
+
+// frontFromMemo is fromMemo for a request the read front marked
+// (readfront.go), decoded without _meta or task: the result with the
+// front's placeholders for its members, their bytes left in the request's
+// slot for the writer. nil otherwise (then fromMemo answers).
+func (s *Server) frontFromMemo(ctx context.Context, req *mcp.CallToolRequest, m *promcp.Memo, c Caller, start time.Time) *mcp.CallToolResult {
+	slot, ok := ctx.Value(frontKey{}).(*readSlot)
+	if !ok || req.Params.Meta != nil || req.Params.Task != nil || slot.wire.Load() != nil {
+		return nil
+	}
+	kept, _ := m.Load().(*canDoMemo)
+	if kept == nil || !kept.wired || kept.restriction != s.restriction(c) {
+		return nil
+	}
+	now := s.clock.Now().UTC()
+	if !slot.wire.CompareAndSwap(nil, kept.wireOf(newUUID(), now.Format(time.RFC3339Nano), time.Since(start).Milliseconds())) {
+		return nil
+	}
+	return s.front.placeholders(false)
 }
 
 // keepEncoded keeps res, the result encoded for rep (its per-call parts
@@ -111,6 +184,7 @@ func (s *Server) keepEncoded(rep promcp.CapabilityReport, c Caller, res *mcp.Cal
 		return
 	}
 	m.restriction = s.restriction(c)
+	m.keepWire(body, stamp, rep.QueryID, ts, rep.Metadata.TotalLatencyMS)
 	rep.Memo.Store(m)
 }
 

@@ -29,20 +29,25 @@ import (
 // once, in place of each placeholder. Nothing is decoded or re-encoded.
 //
 // The front marks a request (readSlot, in its context) only when it may be
-// a tools/call of a read_* tool POSTed in a live session of the legacy
+// a tools/call of a read_* tool (or can_do, below) POSTed in a live session of the legacy
 // protocol generation, without Origin; the read handler answers with
 // placeholders only for such a request, when mcp-go decoded it as a call
 // without _meta (a progress token) or task, its arguments were accepted,
 // and its answer is the tool's cached sample (reuse). Everything else is
 // answered by mcp-go as before, byte for byte.
+//
+// A can_do call is marked the same way; its handler answers with
+// placeholders only for a reused answer whose encoding is kept
+// (frontFromMemo, candomemo.go), with the same _meta and task checks.
 
 // frontKey is the context key of a request's readSlot.
 type frontKey struct{}
 
-// readSlot is what one marked request's read handler left for the writer:
-// the cached sample it answered with placeholders for (nil: none).
+// readSlot is what one marked request's handler left for the writer: the
+// bytes of the members it answered with placeholders for (nil: none), a
+// cached sample's or a reused can_do answer's (candomemo.go).
 type readSlot struct {
-	memo atomic.Pointer[stampMemo]
+	wire atomic.Pointer[wire]
 }
 
 // readFront holds a server's placeholders: quoted JSON strings with a
@@ -100,7 +105,7 @@ func (m *stampMemo) wireOf() *wire {
 // refused (argErr) is answered as it always was.
 func (s *Server) frontReuse(ctx context.Context, req *mcp.CallToolRequest, argErr *promcp.Error, tool string, body any, isError bool, checked string) *mcp.CallToolResult {
 	slot, ok := ctx.Value(frontKey{}).(*readSlot)
-	if !ok || argErr != nil || req.Params.Meta != nil || req.Params.Task != nil || slot.memo.Load() != nil {
+	if !ok || argErr != nil || req.Params.Meta != nil || req.Params.Task != nil || slot.wire.Load() != nil {
 		return nil
 	}
 	memo := s.stamps[tool]
@@ -114,23 +119,28 @@ func (s *Server) frontReuse(ctx context.Context, req *mcp.CallToolRequest, argEr
 	if _, ok := last.content[0].(mcp.TextContent); !ok {
 		return nil
 	}
-	last.wireOf()
-	if !slot.memo.CompareAndSwap(nil, last) {
+	if !slot.wire.CompareAndSwap(nil, last.wireOf()) {
 		return nil
 	}
-	s.front.answered.Add(1)
-	f := &s.front
+	return s.front.placeholders(last.isError)
+}
+
+// placeholders is a result whose members are the front's placeholders,
+// counted as answered by the front.
+func (f *readFront) placeholders(isError bool) *mcp.CallToolResult {
+	f.answered.Add(1)
 	f.init()
 	return &mcp.CallToolResult{
 		Content:           f.content,
 		StructuredContent: f.boxedBody,
-		IsError:           last.isError,
+		IsError:           isError,
 		Result:            mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{ProvenanceKey: f.boxedStamp}}},
 	}
 }
 
-// readFrontHandler marks the plain reads among the requests to next (see
-// the package note above) and writes their answers through a splicer.
+// readFrontHandler marks the plain reads and can_do calls among the
+// requests to next (see the package note above) and writes their answers
+// through a splicer.
 // Every request still goes to next.
 func (s *Server) readFrontHandler(sessions *sessionTable, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -147,10 +157,11 @@ func (s *Server) readFrontHandler(sessions *sessionTable, next http.Handler) htt
 }
 
 // mayBeRead is the front's cheap look at a body: it names tools/call and
-// a read tool. Whether it is a plain call is decided on the request as
-// mcp-go decoded it (frontReuse).
+// a read tool or can_do. Whether it is a plain call is decided on the
+// request as mcp-go decoded it (frontReuse, frontFromMemo).
 func mayBeRead(body []byte) bool {
-	return bytes.Contains(body, []byte(`"tools/call"`)) && bytes.Contains(body, []byte(`"read_`))
+	return bytes.Contains(body, []byte(`"tools/call"`)) &&
+		(bytes.Contains(body, []byte(`"read_`)) || bytes.Contains(body, []byte(`"can_do"`)))
 }
 
 // frontSession is legacySession with the common Content-Type read
@@ -177,11 +188,10 @@ type splicer struct {
 }
 
 func (w *splicer) Write(p []byte) (int, error) {
-	m := w.slot.memo.Load()
-	if m == nil || !bytes.Contains(p, w.f.prefix) {
+	wr := w.slot.wire.Load()
+	if wr == nil || !bytes.Contains(p, w.f.prefix) {
 		return w.ResponseWriter.Write(p)
 	}
-	wr := m.wireOf()
 	out := make([]byte, 0, len(p)+len(wr.text)+len(wr.body)+len(wr.stamp))
 	rest := p
 	for {
