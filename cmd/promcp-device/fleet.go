@@ -33,8 +33,15 @@ type embedded interface {
 	// hub starts a hub member and returns a client of it.
 	hub(f *manifests.Fleet, log *slog.Logger) (nc *nats.Conn, stop func(), err error)
 	// leaf starts an edge gateway's leaf server and returns an in-process
-	// client of it, and whether its link to the hub is up.
-	leaf(f *manifests.Fleet, log *slog.Logger) (nc *nats.Conn, linkUp func() bool, stop func(), err error)
+	// client of it, and its link to the hub.
+	leaf(f *manifests.Fleet, log *slog.Logger) (nc *nats.Conn, link leafLink, stop func(), err error)
+}
+
+// leafLink is a gateway's link to the hub: whether it is up, and (an
+// edge's leaf server) how to restart it (nil: cannot).
+type leafLink struct {
+	up   func() bool
+	kick func() (string, error)
 }
 
 // fleetNode is this process in the fleet: its connection, its view of the
@@ -73,12 +80,12 @@ func (n *fleetNode) Close() {
 }
 
 // connect joins the NATS side as the fleet file's role says.
-func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool, error) {
+func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, leafLink, error) {
 	n := &fleetNode{file: f}
 	if f.Store == "" && f.Role != manifests.RoleThinEdge {
 		dir, err := os.MkdirTemp("", "promcp-fleet-"+f.Gateway+"-")
 		if err != nil {
-			return nil, nil, err
+			return nil, leafLink{}, err
 		}
 		f.Store = dir
 		n.stops = append(n.stops, func() { os.RemoveAll(dir) })
@@ -87,20 +94,20 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 	if f.Insecure {
 		log.Warn("fleet: INSECURE: insecure: true in the fleet file: no TLS and no authentication on any fleet link; anyone on the network can read the fleet's traffic and act as any node (run promcp-device fleet init)", "fleet", f.File)
 	}
-	var linkUp func() bool
+	var link leafLink
 	switch f.Role {
 	case manifests.RoleHub:
 		nc, stop, err := embeddedServers.hub(f, log)
 		if err != nil {
-			return nil, nil, err
+			return nil, link, err
 		}
 		n.nc, n.stops = nc, append(n.stops, stop)
 	case manifests.RoleEdge:
-		nc, up, stop, err := embeddedServers.leaf(f, log)
+		nc, l, stop, err := embeddedServers.leaf(f, log)
 		if err != nil {
-			return nil, nil, err
+			return nil, link, err
 		}
-		n.nc, n.stops, linkUp = nc, append(n.stops, stop), up
+		n.nc, n.stops, link = nc, append(n.stops, stop), l
 	case manifests.RoleThinEdge:
 		opts := []nats.Option{nats.Name(f.Gateway), nats.MaxReconnects(-1),
 			nats.ReconnectWait(time.Second), nats.RetryOnFailedConnect(true),
@@ -111,12 +118,12 @@ func connectFleet(f *manifests.Fleet, log *slog.Logger) (*fleetNode, func() bool
 		opts = append(opts, refusalHandlers(f, log)...)
 		nc, err := nats.Connect(strings.Join(f.Hubs, ","), opts...)
 		if err != nil {
-			return nil, nil, fmt.Errorf("connect to the hub: %w", err)
+			return nil, link, fmt.Errorf("connect to the hub: %w", err)
 		}
-		n.nc, linkUp = nc, nc.IsConnected
+		n.nc, link.up = nc, nc.IsConnected
 	}
 	n.stops = append(n.stops, n.nc.Close)
-	return n, linkUp, nil
+	return n, link, nil
 }
 
 // refusalHandlers log a thin-edge's refusals by the hub: a refused
@@ -187,15 +194,15 @@ func (f *serveFlags) connectFleet(ctx context.Context, m *manifests.Manifest, op
 	if fl.Role == manifests.RoleHub {
 		return nil, usageErr("--fleet %s: role hub runs with promcp-device hub --fleet FILE; a gateway's role is edge or thin-edge", f.fleetFile)
 	}
-	n, linkUp, err := connectFleet(fl, log)
+	n, link, err := connectFleet(fl, log)
 	if err != nil {
 		return nil, failErr(err, false)
 	}
-	n.linkUp = linkUp
+	n.linkUp = link.up
 	// One clock: the fleet's ages are mapped onto the gateway's clock, on
 	// which its policy history and reports run (the simulation's, with
 	// --sim).
-	cfg := shared.Config{Gateway: fl.Gateway, Linked: linkUp, Log: log, Clock: opts.gatewayClock(m)}
+	cfg := shared.Config{Gateway: fl.Gateway, Linked: link.up, Kick: link.kick, Log: log, Clock: opts.gatewayClock(m)}
 	if fl.Role == manifests.RoleEdge {
 		cfg.LocalDomain = fl.Gateway
 	}

@@ -31,16 +31,17 @@ func (natsEmbedded) hub(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, func(
 	return nc, ns.Shutdown, nil
 }
 
-func (natsEmbedded) leaf(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, func() bool, func(), error) {
+func (natsEmbedded) leaf(f *manifests.Fleet, log *slog.Logger) (*nats.Conn, leafLink, func(), error) {
 	cfg := natsembed.LeafFromFleet(f)
 	ns, err := natsembed.StartLeaf(cfg, log)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, leafLink{}, nil, err
 	}
 	nc, err := natsembed.Connect(ns, f.Gateway, natsembed.LeafSelfOptions(cfg)...)
 	if err != nil {
 		ns.Shutdown()
-		return nil, nil, nil, err
+		return nil, leafLink{}, nil, err
 	}
-	return nc, func() bool { return ns.NumLeafNodes() > 0 }, ns.Shutdown, nil
+	link := leafLink{up: func() bool { return ns.NumLeafNodes() > 0 }, kick: func() (string, error) { return natsembed.KickLeaf(ns) }}
+	return nc, link, ns.Shutdown, nil
 }

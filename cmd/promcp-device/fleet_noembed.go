@@ -20,6 +20,6 @@ func (noEmbedded) hub(*manifests.Fleet, *slog.Logger) (*nats.Conn, func(), error
 	return nil, nil, errNoEmbedded
 }
 
-func (noEmbedded) leaf(*manifests.Fleet, *slog.Logger) (*nats.Conn, func() bool, func(), error) {
-	return nil, nil, nil, errNoEmbedded
+func (noEmbedded) leaf(*manifests.Fleet, *slog.Logger) (*nats.Conn, leafLink, func(), error) {
+	return nil, leafLink{}, nil, errNoEmbedded
 }

@@ -699,6 +699,7 @@ func (s *State) get(ctx context.Context, kv jetstream.KeyValue, key string) (jet
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	e, err := kv.Get(ctx, key)
+	s.kicker.observe(err, time.Now()) // real time: the leaf relinks on it
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, nil
 	}
@@ -723,6 +724,7 @@ func (s *State) cas(ctx context.Context, kv jetstream.KeyValue, key string, rec 
 	} else {
 		nrev, err = kv.Update(ctx, key, b, rev)
 	}
+	s.kicker.observe(err, time.Now())
 	if err != nil {
 		return 0, err
 	}

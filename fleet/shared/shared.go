@@ -79,6 +79,13 @@ type Config struct {
 	// interval and a first-INFO wait of 1 s each), with room for a
 	// loaded machine.
 	LinkGrace time.Duration
+	// Kick closes the gateway's leaf link so that the leaf relinks (the
+	// edge passes natsembed.KickLeaf on its leaf server) and names the
+	// hub member it left; nil never kicks. With Linked, it is called when
+	// the link has stayed up while every JetStream request through it got
+	// "no responders" for LinkGrace, then no more often than every
+	// LinkGrace, doubling up to 5 minutes while that lasts.
+	Kick func() (string, error)
 	// Log receives warnings; nil discards them.
 	Log *slog.Logger
 	// Clock is the gateway's clock (nil: clock.System); fleet ages are
@@ -144,6 +151,9 @@ type State struct {
 	skew     time.Duration
 	skewAt   time.Time
 	skewSeen bool
+	// kicker restarts a leaf link with no JetStream interest (nil
+	// without Config.Kick).
+	kicker *linkKicker
 	// unlinkedSince is when a claim first found the leaf link down.
 	unlinkedSince time.Time
 	// lostSince is when a claim's probe first reported the quorum lost
@@ -176,7 +186,7 @@ func Open(ctx context.Context, nc *nats.Conn, cfg Config) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("fleet shared state: hub domain %q: %w", cfg.HubDomain, err)
 	}
-	s := &State{cfg: cfg, nc: nc, js: js}
+	s := &State{cfg: cfg, nc: nc, js: js, kicker: newLinkKicker(cfg)}
 	if cfg.LocalDomain != "" {
 		if _, err := s.localAudit(ctx); err != nil {
 			return nil, err
@@ -267,6 +277,7 @@ func (s *State) bind(ctx context.Context, bounded bool) error {
 // through the stream leader.
 func (s *State) bucket(ctx context.Context, cfg jetstream.KeyValueConfig, noDirect bool) (jetstream.KeyValue, error) {
 	_, err := s.js.KeyValue(ctx, cfg.Bucket)
+	s.kicker.observe(err, time.Now()) // real time: the leaf relinks on it
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		_, err = s.js.CreateKeyValue(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) || errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
