@@ -63,7 +63,9 @@ func candoFrontServer(t *testing.T) *Server {
 	return s
 }
 
-// httpSessionAs is httpSession (toolslist_internal_test.go) for caller c.
+// httpSessionAs serves s over streamable HTTP and opens a session for
+// caller c: post sends a JSON-RPC body in it and returns the status and
+// body.
 func httpSessionAs(t *testing.T, s *Server, c Caller) (post func(body string, header ...string) (int, []byte)) {
 	t.Helper()
 	hs := httptest.NewServer(s.HTTPHandler(HTTPConfig{Caller: c}))
@@ -251,41 +253,5 @@ func TestCanDoFrontLeavesTheRestToMCPGo(t *testing.T) {
 // ("front") and without it ("mcp-go": the same request with an Origin
 // header, which the front leaves alone).
 func BenchmarkCanDoFront(b *testing.B) {
-	s := candoFrontServer(&testing.T{})
-	h := s.HTTPHandler(HTTPConfig{Caller: Caller{Name: "alice", Role: "operator"}})
-	session := ""
-	do := func(body string, origin bool) *httptest.ResponseRecorder {
-		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Accept", "application/json, text/event-stream")
-		r.Header.Set("MCP-Protocol-Version", "2025-11-25")
-		if session != "" {
-			r.Header.Set(mcpserver.HeaderKeySessionID, session)
-		}
-		if origin {
-			r.Header.Set("Origin", "http://127.0.0.1")
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, r)
-		return w
-	}
-	w := do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, false)
-	session = w.Header().Get(mcpserver.HeaderKeySessionID)
-	do(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
-	body := canDoBody("7", "open the vent")
-	do(body, false)
-	for _, bc := range []struct {
-		name   string
-		origin bool
-	}{{"front", false}, {"mcp-go", true}} {
-		b.Run(bc.name, func(b *testing.B) {
-			b.ReportAllocs()
-			n, cpu := 0, processCPU()
-			for b.Loop() {
-				n = do(body, bc.origin).Body.Len()
-			}
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
-			b.ReportMetric(float64(n), "response-bytes")
-		})
-	}
+	benchFront(b, candoFrontServer(&testing.T{}), Caller{Name: "alice", Role: "operator"}, canDoBody("7", "open the vent"))
 }

@@ -193,8 +193,13 @@ func TestReadFrontWithMCPGoClient(t *testing.T) {
 // the front ("front") and without it ("mcp-go": the same request with an
 // Origin header, which the front leaves alone).
 func BenchmarkReadFront(b *testing.B) {
-	s := frontServer(&testing.T{})
-	h := s.HTTPHandler(HTTPConfig{Caller: Caller{Name: "alice", Role: "viewer"}})
+	benchFront(b, frontServer(&testing.T{}), Caller{Name: "alice", Role: "viewer"}, callBody("7", "read_level"))
+}
+
+// benchFront measures body, called once before in a session of caller on
+// s, over s's HTTP handler with the front and without it.
+func benchFront(b *testing.B, s *Server, caller Caller, body string) {
+	h := s.HTTPHandler(HTTPConfig{Caller: caller})
 	session := ""
 	do := func(body string, origin bool) *httptest.ResponseRecorder {
 		r := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
@@ -214,7 +219,6 @@ func BenchmarkReadFront(b *testing.B) {
 	w := do(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, false)
 	session = w.Header().Get(mcpserver.HeaderKeySessionID)
 	do(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, false)
-	body := callBody("7", "read_level")
 	do(body, false)
 	for _, bc := range []struct {
 		name   string

@@ -8,11 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/promcp"
@@ -48,46 +46,12 @@ func addRead(t *testing.T, s *Server, name string) {
 	}
 }
 
-// httpSession serves s over streamable HTTP and opens a session: post
-// sends a JSON-RPC body in it and returns the status and body.
+// httpSession serves s over streamable HTTP and opens a session as an
+// operator: post sends a JSON-RPC body in it and returns the status and
+// body (httpSessionAs, candofront_internal_test.go, for another caller).
 func httpSession(t *testing.T, s *Server) (post func(body string, header ...string) (int, []byte)) {
 	t.Helper()
-	hs := httptest.NewServer(s.HTTPHandler(HTTPConfig{Caller: Caller{Name: "alice", Role: "operator"}}))
-	t.Cleanup(hs.Close)
-	session := ""
-	post = func(body string, header ...string) (int, []byte) {
-		req, err := http.NewRequest(http.MethodPost, hs.URL+"/mcp", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set(mcp.HeaderProtocolVersion, "2025-11-25")
-		if session != "" {
-			req.Header.Set(mcpserver.HeaderKeySessionID, session)
-		}
-		for i := 0; i+1 < len(header); i += 2 {
-			req.Header.Set(header[i], header[i+1])
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, err := io.ReadAll(res.Body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if id := res.Header.Get(mcpserver.HeaderKeySessionID); id != "" {
-			session = id
-		}
-		return res.StatusCode, b
-	}
-	if code, b := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`); code != http.StatusOK || session == "" {
-		t.Fatalf("initialize: %d %s", code, b)
-	}
-	post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	return post
+	return httpSessionAs(t, s, Caller{Name: "alice", Role: "operator"})
 }
 
 func listBody(id, cursor string) string {
