@@ -14,6 +14,7 @@ import (
 	"github.com/promcp/promcp-device/capabilities"
 	"github.com/promcp/promcp-device/drivers/modbus"
 	"github.com/promcp/promcp-device/gateway/gatewaytest"
+	"github.com/promcp/promcp-device/internal/perf"
 	"github.com/promcp/promcp-device/manifests"
 	"github.com/promcp/promcp-device/sim"
 	"github.com/promcp/promcp-device/simtest"
@@ -86,10 +87,10 @@ func BenchmarkModbusStackVsRaw(b *testing.B) {
 	cancellable, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	timed := func(k int, f func()) {
-		c0, t0 := processCPU(), time.Now()
+		c0, t0 := perf.ProcessCPU(), time.Now()
 		f()
 		dur[k] += time.Since(t0)
-		cpu[k] += processCPU() - c0
+		cpu[k] += perf.ProcessCPU() - c0
 	}
 	ops := [n]func(){
 		func() {
@@ -225,11 +226,11 @@ func BenchmarkModbusRead(b *testing.B) {
 		{"tool", func() { readTool(b, handler) }},
 	} {
 		b.Run(p.name, func(b *testing.B) {
-			c0 := processCPU()
+			c0 := perf.ProcessCPU()
 			for b.Loop() {
 				p.read()
 			}
-			b.ReportMetric(float64(processCPU()-c0)/float64(b.N)/1e3, "cpu-µs/read")
+			b.ReportMetric(float64(perf.ProcessCPU()-c0)/float64(b.N)/1e3, "cpu-µs/read")
 		})
 	}
 }

@@ -75,7 +75,7 @@ func call(b *testing.B, c *client.Client, tool string, args map[string]any) *mcp
 func BenchmarkReadInProcess(b *testing.B) {
 	c := perfGateway(b, 10)
 	call(b, c, "read_temperature_z0", nil)
-	cpu := processCPU()
+	cpu := perf.ProcessCPU()
 	for b.Loop() {
 		call(b, c, "read_temperature_z0", nil)
 	}
@@ -86,7 +86,7 @@ func BenchmarkReadInProcess(b *testing.B) {
 // the benchmark's figures: the figure to compare between a read and a
 // can_do on a shared machine, where ns/op is wall time.
 func reportCPU(b *testing.B, cpu time.Duration) {
-	b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
+	b.ReportMetric(float64(perf.ProcessCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
 }
 
 // BenchmarkCanDo: can_do with a broad intent (two of every five
@@ -104,7 +104,7 @@ func BenchmarkCanDo(b *testing.B) {
 			call(b, c, "can_do", args)
 			var lat []time.Duration
 			hits := gateway.CanDoHits(g.Gateway)
-			cpu := processCPU()
+			cpu := perf.ProcessCPU()
 			for b.Loop() {
 				t0 := time.Now()
 				call(b, c, "can_do", args)

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/promcp/promcp-device/internal/perf"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -226,11 +227,11 @@ func benchFront(b *testing.B, s *Server, caller Caller, body string) {
 	}{{"front", false}, {"mcp-go", true}} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			n, cpu := 0, processCPU()
+			n, cpu := 0, perf.ProcessCPU()
 			for b.Loop() {
 				n = do(body, bc.origin).Body.Len()
 			}
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
+			b.ReportMetric(float64(perf.ProcessCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
 			b.ReportMetric(float64(n), "response-bytes")
 		})
 	}

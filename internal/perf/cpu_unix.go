@@ -1,16 +1,16 @@
 //go:build unix
 
-package server
+package perf
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time (user and system) this process has used: a
+// ProcessCPU is the CPU time (user and system) this process has used: a
 // benchmark's CPU per call, unlike its ns/op, does not grow when other
-// processes load the machine.
-func processCPU() time.Duration {
+// processes load the machine. 0 when it cannot be read.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
