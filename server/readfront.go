@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/promcp/promcp-device/promcp"
 )
@@ -146,7 +145,7 @@ func (s *Server) readFrontHandler(sessions *sessionTable, next http.Handler) htt
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hb, ok := r.Body.(*heldBody)
 		if !ok || r.Method != http.MethodPost || r.Header.Get("Origin") != "" ||
-			!mayBeRead(hb.b) || !frontSession(r, sessions) {
+			!mayBeRead(hb.b) || !legacySession(r, sessions) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -162,20 +161,6 @@ func (s *Server) readFrontHandler(sessions *sessionTable, next http.Handler) htt
 func mayBeRead(body []byte) bool {
 	return bytes.Contains(body, []byte(`"tools/call"`)) &&
 		(bytes.Contains(body, []byte(`"read_`)) || bytes.Contains(body, []byte(`"can_do"`)))
-}
-
-// frontSession is legacySession with the common Content-Type read
-// without parsing it.
-func frontSession(r *http.Request, sessions *sessionTable) bool {
-	if r.Header.Get("Content-Type") != "application/json" {
-		return legacySession(r, sessions)
-	}
-	v := r.Header.Get(mcp.HeaderProtocolVersion)
-	if v == "" || !mcp.IsValidProtocolVersion(v) || mcp.IsModernProtocol(v) {
-		return false
-	}
-	id := r.Header.Get(mcpserver.HeaderKeySessionID)
-	return id != "" && sessions.lookup(id, CallerFrom(r.Context()).Name, r.URL.Path)
 }
 
 // splicer writes what mcp-go writes, with a marked read's placeholders

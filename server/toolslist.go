@@ -196,9 +196,12 @@ func (s *Server) listFront(sessions *sessionTable, next http.Handler) http.Handl
 // 2026-07-28, and a session id the table knows for this caller at this
 // endpoint.
 func legacySession(r *http.Request, sessions *sessionTable) bool {
-	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if err != nil || mt != "application/json" {
-		return false
+	// The common Content-Type is compared as it is; any other is parsed.
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || mt != "application/json" {
+			return false
+		}
 	}
 	v := r.Header.Get(mcp.HeaderProtocolVersion)
 	if v == "" || !mcp.IsValidProtocolVersion(v) || mcp.IsModernProtocol(v) {
