@@ -7,6 +7,8 @@
 // The functions here check the same sets with no state.
 package asciiname
 
+import "strings"
+
 // Alnum reports whether b is an ASCII letter or digit.
 func Alnum(b byte) bool {
 	return 'a' <= b && b <= 'z' || 'A' <= b && b <= 'Z' || '0' <= b && b <= '9'
@@ -21,18 +23,9 @@ func Match(s string, minLen, maxLen int, extra string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !Alnum(s[i]) && !in(s[i], extra) {
+		if !Alnum(s[i]) && strings.IndexByte(extra, s[i]) < 0 {
 			return false
 		}
 	}
 	return true
-}
-
-func in(b byte, set string) bool {
-	for i := 0; i < len(set); i++ {
-		if set[i] == b {
-			return true
-		}
-	}
-	return false
 }
