@@ -20,6 +20,7 @@ import (
 	"github.com/nats-io/nats.go/micro"
 
 	"github.com/promcp/promcp-device/audit"
+	"github.com/promcp/promcp-device/internal/mcpread"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 )
@@ -118,18 +119,10 @@ func (l *mcpLocal) readStanding(ctx context.Context, uri string) ([]byte, error)
 	if ok {
 		return b, nil
 	}
-	rr, err := l.c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+	b, err := mcpread.Text(ctx, l.c, uri)
 	if err != nil {
 		return nil, err
 	}
-	if len(rr.Contents) != 1 {
-		return nil, fmt.Errorf("%s: %d contents", uri, len(rr.Contents))
-	}
-	tc, ok := rr.Contents[0].(mcp.TextResourceContents)
-	if !ok {
-		return nil, fmt.Errorf("%s: not text", uri)
-	}
-	b = []byte(tc.Text)
 	l.mu.Lock()
 	if len(l.standing) < 4096 {
 		l.standing[uri] = b

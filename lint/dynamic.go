@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/internal/mcpread"
 	"github.com/promcp/promcp-device/promcp"
 )
 
@@ -232,18 +233,11 @@ func (s *Session) readResource(ctx context.Context, uri string) ([]byte, error) 
 	}
 	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
 	defer cancel()
-	res, err := s.c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
+	b, err := mcpread.Text(ctx, s.c, uri)
 	if err != nil {
-		return nil, fmt.Errorf("resources/read: %w", err)
+		return nil, err
 	}
-	if len(res.Contents) != 1 {
-		return nil, fmt.Errorf("resources/read: %d contents, want 1", len(res.Contents))
-	}
-	tc, ok := res.Contents[0].(mcp.TextResourceContents)
-	if !ok {
-		return nil, fmt.Errorf("resources/read: %T, want text", res.Contents[0])
-	}
-	s.texts[uri] = []byte(tc.Text)
+	s.texts[uri] = b
 	return s.texts[uri], nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/internal/mcpread"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
 	"github.com/promcp/promcp-device/server/servertest"
@@ -174,20 +175,7 @@ func standingDigests(t *testing.T, c *client.Client) map[string]string {
 
 // readText reads a resource's text with resources/read.
 func readText(t *testing.T, c *client.Client) func(uri string) ([]byte, error) {
-	return func(uri string) ([]byte, error) {
-		res, err := c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
-		if err != nil {
-			return nil, err
-		}
-		if len(res.Contents) != 1 {
-			return nil, fmt.Errorf("%s: %d contents", uri, len(res.Contents))
-		}
-		tc, ok := res.Contents[0].(mcp.TextResourceContents)
-		if !ok {
-			return nil, fmt.Errorf("%s: not text: %T", uri, res.Contents[0])
-		}
-		return []byte(tc.Text), nil
-	}
+	return func(uri string) ([]byte, error) { return mcpread.Text(t.Context(), c, uri) }
 }
 
 // TestProvenancePlacementChecked: an unknown placement is an error.

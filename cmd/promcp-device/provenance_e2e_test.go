@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/promcp/promcp-device/internal/mcpread"
 	"github.com/promcp/promcp-device/internal/testnet"
 	"github.com/promcp/promcp-device/promcp"
 	"github.com/promcp/promcp-device/server"
@@ -89,20 +89,7 @@ func (s *session) standingDigests(t *testing.T) map[string]string {
 
 // readResource reads a resource's text over the session.
 func (s *session) readResource(t *testing.T) func(uri string) ([]byte, error) {
-	return func(uri string) ([]byte, error) {
-		res, err := s.c.ReadResource(t.Context(), mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
-		if err != nil {
-			return nil, err
-		}
-		if len(res.Contents) != 1 {
-			return nil, fmt.Errorf("%s: %d contents", uri, len(res.Contents))
-		}
-		tc, ok := res.Contents[0].(mcp.TextResourceContents)
-		if !ok {
-			return nil, fmt.Errorf("%s: %T, not text", uri, res.Contents[0])
-		}
-		return []byte(tc.Text), nil
-	}
+	return func(uri string) ([]byte, error) { return mcpread.Text(t.Context(), s.c, uri) }
 }
 
 func argument(env map[string]any) (toulmin, grounds, warrant, qualifier, tags map[string]any, rebuttal []any) {
