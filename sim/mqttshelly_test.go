@@ -23,25 +23,6 @@ capabilities:
   - {name: em_energy, type: number, unit: Wh, read: {device: em, channel: emeter/0/total}}
 `
 
-// waitFor waits until topic carries want; the bound only ends a hung test.
-func (r *recorder) waitFor(t *testing.T, topic, want string) {
-	t.Helper()
-	deadline := time.After(2 * time.Minute)
-	for {
-		r.mu.Lock()
-		got := r.last[topic]
-		r.mu.Unlock()
-		if got == want {
-			return
-		}
-		select {
-		case <-r.seen:
-		case <-deadline:
-			t.Fatalf("%s = %q, want %q", topic, got, want)
-		}
-	}
-}
-
 // TestSimulatedShellyEM: the Shelly twin publishes as Gen1 firmware does
 // (bare values under shellies/<id>/, online true/false retained), switches
 // its relay on relay/0/command, and its emeter total (Wh) grows with its
@@ -55,23 +36,23 @@ func TestSimulatedShellyEM(t *testing.T) {
 	t.Cleanup(func() { ep.Close() })
 	r := record(t, ep.Broker)
 	const base = "shellies/shellyem-B9F3C1/"
-	r.waitFor(t, base+"online", "true")
+	r.wait(t, base+"online", "true")
 	for topic, want := range map[string]string{
 		"emeter/0/voltage": "230", "emeter/0/power": "150", "emeter/0/reactive_power": "15",
 		"emeter/0/total": "0", "relay/0": "off",
 	} {
-		r.waitFor(t, base+topic, want)
+		r.wait(t, base+topic, want)
 	}
 	if err := ep.Broker.Publish(base+"relay/0/command", []byte("on"), false); err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(t, base+"relay/0", "on")
+	r.wait(t, base+"relay/0", "on")
 	ep.Broker.Publish(base+"relay/0/command", []byte("toggle"), false)
-	r.waitFor(t, base+"relay/0", "off")
+	r.wait(t, base+"relay/0", "off")
 	clk.Advance(time.Hour)
-	r.waitFor(t, base+"emeter/0/total", "150")
+	r.wait(t, base+"emeter/0/total", "150")
 	if err := w.SetMQTTOnline("em", false); err != nil {
 		t.Fatal(err)
 	}
-	r.waitFor(t, base+"online", "false")
+	r.wait(t, base+"online", "false")
 }
