@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -234,5 +235,45 @@ func benchFront(b *testing.B, s *Server, caller Caller, body string) {
 			b.ReportMetric(float64(perf.ProcessCPU()-cpu)/float64(b.N)/1e3, "cpu-µs/op")
 			b.ReportMetric(float64(n), "response-bytes")
 		})
+	}
+}
+
+// TestReadFrontConcurrentSessions: sessions of several callers read the
+// cached samples at once, each call through the front: every answer is
+// its own call's (the tool and id it asked for, the bytes mcp-go gives
+// that call), never another request's members spliced in.
+func TestReadFrontConcurrentSessions(t *testing.T) {
+	s := frontServer(t)
+	tools := []string{"read_level", "read_mode", "read_pump_on", "read_count", "read_broken"}
+	want := map[string][]byte{} // by tool and id: mcp-go's answer
+	post := httpSession(t, s)
+	for _, tool := range tools {
+		post(callBody("1", tool)) // the first call encodes the sample
+		for i := range 4 {
+			id := strconv.Itoa(100 + i)
+			_, direct := post(callBody(id, tool), "Origin", "http://127.0.0.1")
+			want[tool+"/"+id] = direct
+		}
+	}
+	before := s.front.answered.Load()
+	const sessions, rounds = 8, 10
+	t.Run("sessions", func(t *testing.T) {
+		for n := range sessions {
+			t.Run(strconv.Itoa(n), func(t *testing.T) {
+				t.Parallel()
+				post := httpSessionAs(t, s, Caller{Name: "caller" + strconv.Itoa(n), Role: "viewer"})
+				for r := range rounds {
+					tool, id := tools[(n+r)%len(tools)], strconv.Itoa(100+(n+r)%4)
+					code, got := post(callBody(id, tool))
+					if code != http.StatusOK || !bytes.Equal(got, want[tool+"/"+id]) {
+						t.Errorf("session %d, %s id %s: got (%d)\n%s\nwant\n%s", n, tool, id, code, got, want[tool+"/"+id])
+						return
+					}
+				}
+			})
+		}
+	})
+	if got := s.front.answered.Load() - before; got != sessions*rounds {
+		t.Fatalf("the front answered %d of %d concurrent cached reads", got, sessions*rounds)
 	}
 }
