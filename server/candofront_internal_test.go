@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -254,4 +255,40 @@ func TestCanDoFrontLeavesTheRestToMCPGo(t *testing.T) {
 // header, which the front leaves alone).
 func BenchmarkCanDoFront(b *testing.B) {
 	benchFront(b, candoFrontServer(&testing.T{}), Caller{Name: "alice", Role: "operator"}, canDoBody("7", "open the vent"))
+}
+
+// TestCanDoFrontConcurrentRoles: operators and viewers ask the same
+// question at once on one server, most answers reused through the front:
+// a viewer is never given the operator's kept answer nor an operator the
+// viewer's, and every answer's stamp agrees with its body.
+func TestCanDoFrontConcurrentRoles(t *testing.T) {
+	s := candoFrontServer(t)
+	before := s.front.answered.Load()
+	const sessions, rounds = 8, 10
+	t.Run("sessions", func(t *testing.T) {
+		for n := range sessions {
+			role := "operator"
+			if n%2 == 1 {
+				role = RoleViewer
+			}
+			t.Run(strconv.Itoa(n)+"-"+role, func(t *testing.T) {
+				t.Parallel()
+				post := httpSessionAs(t, s, Caller{Name: "caller" + strconv.Itoa(n), Role: role})
+				for r := range rounds {
+					code, got := post(canDoBody(strconv.Itoa(r), "open the vent"))
+					if code != http.StatusOK || bytes.Contains(got, []byte("promcp-splice-")) {
+						t.Fatalf("round %d: (%d) %s", r, code, got)
+					}
+					stampAgrees(t, got)
+					if restricted := bytes.Contains(got, []byte(string(promcp.PermissionInsufficient))); restricted != (role == RoleViewer) {
+						t.Fatalf("%s, round %d: restricted %t: %s", role, r, restricted, got)
+					}
+				}
+			})
+		}
+	})
+	if s.front.answered.Load() == before {
+		t.Fatal("no concurrent can_do was answered through the front")
+	}
+	t.Logf("answered through the front: %d of %d", s.front.answered.Load()-before, sessions*rounds)
 }
