@@ -18,7 +18,8 @@ import (
 // console's desk. serve --console, --console-users, --notify-* and the
 // console-user command refuse, naming the tag.
 
-func init() { leftOut = append(leftOut, "operator console (-tags noconsole)") }
+// leftOutConsole names this feature in promcp-device version (features.go).
+const leftOutConsole = "operator console (-tags noconsole)"
 
 var errNoConsole = builtWithout("operator console", "noconsole")
 

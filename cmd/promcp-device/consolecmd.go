@@ -15,6 +15,9 @@ import (
 	"github.com/promcp/promcp-device/server"
 )
 
+// leftOutConsole is empty: this binary has the feature (the -tags build names it, features.go).
+const leftOutConsole = ""
+
 // consoleAccounts are the console's operator accounts (--console-users).
 type consoleAccounts = *console.Users
 

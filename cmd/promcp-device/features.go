@@ -6,11 +6,15 @@ import (
 	"strings"
 )
 
-// leftOut are the features this binary was built without, each added by
+// leftOut are the features this binary was built without, each named by
 // the file its build tag selects (fleet_off.go for -tags nofleet, and so
-// on): a site leaves out what it does not use, as Telegraf's custom
-// builds do, and the binary is smaller and starts less.
-var leftOut []string
+// on; the file built without the tag names it ""): a site leaves out what
+// it does not use, as Telegraf's custom builds do, and the binary is
+// smaller and starts less.
+func leftOut() []string {
+	return slices.DeleteFunc([]string{leftOutFleet, leftOutMQTT, leftOutConsole, leftOutMetrics},
+		func(s string) bool { return s == "" })
+}
 
 // builtWithout is the refusal of a feature this binary was built without:
 // the manifest, flag or command that asks for it gets this, naming the tag
@@ -22,10 +26,10 @@ func builtWithout(feature, tag string) error {
 // featureLine says which of the optional features this binary leaves out
 // ("" when it has them all), for promcp-device version.
 func featureLine() string {
-	if len(leftOut) == 0 {
+	s := leftOut()
+	if len(s) == 0 {
 		return ""
 	}
-	s := slices.Clone(leftOut)
 	slices.Sort(s)
 	return "built without: " + strings.Join(s, ", ")
 }

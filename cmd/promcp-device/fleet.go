@@ -27,6 +27,9 @@ import (
 	"github.com/promcp/promcp-device/server"
 )
 
+// leftOutFleet is empty: this binary has the feature (the -tags build names it, features.go).
+const leftOutFleet = ""
+
 // embedded runs the NATS servers a node embeds; without the natsserver
 // build tag it refuses (see fleet_embed.go and fleet_noembed.go).
 type embedded interface {

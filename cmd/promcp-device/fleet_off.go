@@ -18,7 +18,8 @@ import (
 // state or credentials commands. serve --fleet, hub, fleet and audit tail
 // --fleet refuse, naming the tag.
 
-func init() { leftOut = append(leftOut, "fleet (-tags nofleet)") }
+// leftOutFleet names this feature in promcp-device version (features.go).
+const leftOutFleet = "fleet (-tags nofleet)"
 
 var errNoFleet = builtWithout("fleet", "nofleet")
 

@@ -14,6 +14,9 @@ import (
 	"github.com/promcp/promcp-device/server"
 )
 
+// leftOutMQTT is empty: this binary has the feature (the -tags build names it, features.go).
+const leftOutMQTT = ""
+
 // haConfig is the Home Assistant bridge's configuration.
 type haConfig = hass.Config
 

@@ -14,7 +14,8 @@ import (
 // bus or device in the manifest, --homeassistant and --notify-mqtt refuse,
 // naming the tag.
 
-func init() { leftOut = append(leftOut, "MQTT (-tags nomqtt)") }
+// leftOutMQTT names this feature in promcp-device version (features.go).
+const leftOutMQTT = "MQTT (-tags nomqtt)"
 
 var errNoMQTT = builtWithout("MQTT client", "nomqtt")
 

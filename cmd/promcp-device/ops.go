@@ -23,6 +23,9 @@ import (
 	"github.com/promcp/promcp-device/server"
 )
 
+// leftOutMetrics is empty: this binary has the feature (the -tags build names it, features.go).
+const leftOutMetrics = ""
+
 // Values of --metrics.
 const (
 	metricsAuth = "auth" // behind the same bearer tokens as /mcp (none needed without --tokens)

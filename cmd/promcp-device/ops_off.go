@@ -15,7 +15,8 @@ import (
 // writer, about 0.13 MiB), so no /metrics, /healthz or /readyz; --metrics is
 // off by default and --metrics auth or open refuse, naming the tag.
 
-func init() { leftOut = append(leftOut, "metrics (-tags nometrics)") }
+// leftOutMetrics names this feature in promcp-device version (features.go).
+const leftOutMetrics = "metrics (-tags nometrics)"
 
 const (
 	metricsAuth    = "auth"
