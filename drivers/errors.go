@@ -73,3 +73,7 @@ func isErrno(err error, errno syscall.Errno) bool {
 	}
 	return strings.HasSuffix(err.Error(), errno.Error())
 }
+
+// ErrNoMQTT is the refusal of a binary built with -tags nomqtt: an mqtt bus
+// or device, or the simulator's broker, named where it is asked for.
+var ErrNoMQTT = errors.New("this binary was built without MQTT; rebuild without -tags nomqtt")
